@@ -107,6 +107,8 @@ class BaseHMM:
         """State posteriors: a list of (T_i, n) arrays (a single array for a single sequence)."""
         seqs = self._seqs(data, lengths)
         post = self._engine().posteriors(self.startprob_, self.transmat_, self.emissionprob_, seqs)
+        if lengths is None and isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype != object:
+            return post[0]
         return post
 
     def decode(self, data: Any, lengths=None):

@@ -1,0 +1,371 @@
+"""Figure export: any view (or the whole dashboard) to PNG, SVG or PDF.
+
+* PNG: the widget rendered into a QImage at ``scale`` times its on-screen size
+  (``scale=2`` gives a 2x resolution image; text and lines are redrawn, not resampled).
+* SVG: :class:`QSvgGenerator` (vector lines and text; heatmaps are embedded images).
+  pyqtgraph 0.14's own SVGExporter crashes with PySide6 6.11/6.12 and is not used;
+  its "Export..." scene menu is replaced by ours.
+* PDF: :class:`QPdfWriter`, one page the size of the widget, vector content.
+
+Every write is atomic: the figure is drawn into a temporary file in the target folder
+and renamed over the target only when complete, so a failure leaves no partial file
+and an existing file untouched.
+"""
+from __future__ import annotations
+
+import os
+import pathlib
+import tempfile
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
+
+from .views import _pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
+
+__all__ = ["export_widget", "add_export_context_menu", "ask_and_export", "ExportError", "FORMATS",
+           "FILE_FILTER", "format_for_path"]
+
+#: format -> file-dialog filter text
+FORMATS = {"png": "PNG image (*.png)", "svg": "SVG vector image (*.svg)", "pdf": "PDF document (*.pdf)"}
+FILE_FILTER = ";;".join(FORMATS.values())
+#: Logical pixels per inch used for the PDF page size (a widget pixel = 1/96 inch).
+PDF_DPI = 96
+#: Largest PNG side accepted (pixels), to refuse absurd scales before allocating.
+MAX_PNG_SIDE = 20000
+
+
+class ExportError(OSError):
+    """A figure could not be written; the message names the file and the reason."""
+
+
+def format_for_path(path: Union[str, os.PathLike], fmt: Optional[str] = None) -> str:
+    """The export format of ``path``: ``fmt`` if given, else from the suffix."""
+    if fmt is None:
+        fmt = pathlib.Path(path).suffix.lstrip(".")
+    fmt = str(fmt).lower().lstrip(".")
+    if fmt == "jpg":
+        fmt = "jpeg"
+    if fmt not in FORMATS:
+        raise ExportError(f"{path}: unknown figure format {fmt!r}; use one of: {', '.join(FORMATS)}")
+    return fmt
+
+
+def _target_of(widget: QtWidgets.QWidget) -> QtWidgets.QWidget:
+    """Widgets may name what to draw for them (the Dashboard: its current page)."""
+    get = getattr(widget, "export_target", None)
+    if callable(get):
+        target = get()
+        if target is not None:
+            return target
+    return widget
+
+
+def _prepare(widget: QtWidgets.QWidget) -> QtCore.QSize:
+    """Make sure the widget is laid out and has a usable size (also when it was never shown)."""
+    if widget.layout() is not None:
+        widget.layout().activate()
+    size = widget.size()
+    if size.width() < 10 or size.height() < 10 or (not widget.isVisible() and not widget.testAttribute(
+            QtCore.Qt.WidgetAttribute.WA_Resized)):
+        hint = widget.sizeHint()
+        size = QtCore.QSize(max(hint.width(), 640), max(hint.height(), 480))
+        widget.resize(size)
+        if widget.layout() is not None:
+            widget.layout().activate()
+    QtWidgets.QApplication.processEvents(QtCore.QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+    return widget.size()
+
+
+def _render(widget: QtWidgets.QWidget, painter: QtGui.QPainter) -> None:
+    widget.render(painter, QtCore.QPoint(0, 0), QtGui.QRegion(),
+                  QtWidgets.QWidget.RenderFlag.DrawWindowBackground | QtWidgets.QWidget.RenderFlag.DrawChildren)
+
+
+def _write_png(widget, size: QtCore.QSize, path: str, scale: float) -> None:
+    w, h = int(round(size.width() * scale)), int(round(size.height() * scale))
+    if max(w, h) > MAX_PNG_SIDE:
+        raise ExportError(f"{path}: a PNG of {w} x {h} pixels is too large (at most {MAX_PNG_SIDE} per side)")
+    image = QtGui.QImage(w, h, QtGui.QImage.Format.Format_ARGB32)
+    if image.isNull():
+        raise ExportError(f"{path}: could not allocate a {w} x {h} image")
+    image.setDevicePixelRatio(scale)
+    image.fill(widget.palette().color(QtGui.QPalette.ColorRole.Window))
+    painter = QtGui.QPainter()
+    if not painter.begin(image):
+        raise ExportError(f"{path}: could not paint into the image")
+    try:
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
+        painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
+        _render(widget, painter)
+    finally:
+        painter.end()
+    if not image.save(path, "PNG"):
+        raise ExportError(f"{path}: writing the PNG failed")
+
+
+def _write_svg(widget, size: QtCore.QSize, path: str, title: str) -> None:
+    gen = QtSvg.QSvgGenerator()
+    gen.setFileName(path)
+    gen.setSize(size)
+    gen.setViewBox(QtCore.QRect(0, 0, size.width(), size.height()))
+    gen.setResolution(PDF_DPI)
+    gen.setTitle(title)
+    gen.setDescription("Figure exported by DenseHMM Studio")
+    painter = QtGui.QPainter()
+    if not painter.begin(gen):
+        raise ExportError(f"{path}: could not open the SVG for writing")
+    try:
+        _render(widget, painter)
+    finally:
+        painter.end()
+
+
+def _write_pdf(widget, size: QtCore.QSize, path: str, title: str) -> None:
+    writer = QtGui.QPdfWriter(path)
+    writer.setResolution(PDF_DPI)
+    writer.setTitle(title)
+    writer.setCreator("DenseHMM Studio")
+    page = QtGui.QPageSize(QtCore.QSizeF(size.width() * 72.0 / PDF_DPI, size.height() * 72.0 / PDF_DPI),
+                           QtGui.QPageSize.Unit.Point, "figure", QtGui.QPageSize.SizeMatchPolicy.ExactMatch)
+    writer.setPageLayout(QtGui.QPageLayout(page, QtGui.QPageLayout.Orientation.Portrait, QtCore.QMarginsF(0, 0, 0, 0),
+                                           QtGui.QPageLayout.Unit.Point))
+    painter = QtGui.QPainter()
+    if not painter.begin(writer):
+        raise ExportError(f"{path}: could not open the PDF for writing")
+    try:
+        # QPdfWriter's device pixels are 1/PDF_DPI inch: one widget pixel maps to one device pixel
+        _render(widget, painter)
+    finally:
+        painter.end()
+    del writer  # flush and close the file before it is checked and renamed
+
+
+def export_widget(widget: QtWidgets.QWidget, path: Union[str, os.PathLike], fmt: Optional[str] = None,
+                  scale: float = 1.0, title: Optional[str] = None) -> pathlib.Path:
+    """Write ``widget`` as it looks on screen to ``path`` (PNG, SVG or PDF), atomically.
+
+    Parameters
+    ----------
+    widget : QWidget
+        Any view; a widget with an ``export_target()`` method (the Dashboard) is drawn
+        through what that returns.  A widget never shown is laid out at its size hint.
+    path : str or path-like
+        Target file; its folder must exist.
+    fmt : {"png", "svg", "pdf"}, optional
+        Defaults to the suffix of ``path``.
+    scale : float
+        PNG only: resolution factor relative to the on-screen size (``2`` = twice the pixels).
+    title : str, optional
+        Document title stored in SVG / PDF files.
+
+    Returns
+    -------
+    pathlib.Path
+        The path written.
+
+    Raises
+    ------
+    ExportError
+        Unknown format, missing folder, unwritable file or a failed render.  The target is
+        then left as it was (absent, or the previous file) and no temporary file remains.
+    """
+    path = pathlib.Path(path)
+    kind = format_for_path(path, fmt)
+    scale = float(scale)
+    if not (scale > 0 and scale <= 16):
+        raise ExportError(f"{path}: scale must lie in (0, 16], got {scale}")
+    folder = path.parent if str(path.parent) else pathlib.Path(".")
+    if not folder.is_dir():
+        raise ExportError(f"{path}: folder {folder} does not exist")
+    target = _target_of(widget)
+    size = _prepare(target)
+    if size.width() <= 0 or size.height() <= 0:
+        raise ExportError(f"{path}: the view has no size to draw")
+    title = title or path.stem
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=str(folder))
+    except OSError as exc:
+        raise ExportError(f"{path}: cannot write in {folder}: {exc.strerror or exc}") from exc
+    os.close(fd)
+    try:
+        if kind in ("png", "jpeg"):
+            _write_png(target, size, tmp, scale)
+        elif kind == "svg":
+            _write_svg(target, size, tmp, title)
+        else:
+            _write_pdf(target, size, tmp, title)
+        if os.path.getsize(tmp) == 0:
+            raise ExportError(f"{path}: nothing was written (is the disk full or the file locked?)")
+        if os.path.exists(path) and os.path.isdir(path):
+            raise ExportError(f"{path}: is a folder")
+        os.replace(tmp, path)
+    except ExportError:
+        _unlink(tmp)
+        raise
+    except Exception as exc:
+        _unlink(tmp)
+        raise ExportError(f"{path}: export failed: {exc}") from exc
+    return path
+
+
+def _unlink(p: str) -> None:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
+
+
+# ---------------------------------------------------------------- interaction
+class _ScaleDialog(QtWidgets.QDialog):
+    """Asks for the PNG resolution, showing the resulting pixel size."""
+
+    def __init__(self, size: QtCore.QSize, parent=None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("PNG resolution")
+        lay = QtWidgets.QFormLayout(self)
+        self.combo = QtWidgets.QComboBox()
+        for s in (1, 2, 3, 4):
+            self.combo.addItem(f"{s}x  ({size.width() * s} x {size.height() * s} pixels)", s)
+        self.combo.setCurrentIndex(1)
+        lay.addRow("Resolution:", self.combo)
+        buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok |
+                                             QtWidgets.QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay.addRow(buttons)
+
+    def scale(self) -> float:
+        return float(self.combo.currentData())
+
+
+def ask_and_export(widget: QtWidgets.QWidget, parent: Optional[QtWidgets.QWidget] = None,
+                   default_dir: Optional[str] = None, name: str = "figure",
+                   on_exported: Optional[Callable[[pathlib.Path], None]] = None) -> Optional[pathlib.Path]:
+    """Ask for a file (PNG / SVG / PDF) and, for PNG, a resolution; export; report errors in a dialog.
+
+    Returns the path written, or ``None`` when cancelled or failed.  Never raises for
+    export problems (the app must not die on a bad path).
+    """
+    parent = parent or widget.window()
+    start = os.path.join(default_dir or os.path.expanduser("~"), f"{name}.png")
+    path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, "Export figure", start, FILE_FILTER)
+    if not path:
+        return None
+    if not pathlib.Path(path).suffix:
+        for fmt, filt in FORMATS.items():
+            if filt == chosen:
+                path += "." + fmt
+                break
+        else:
+            path += ".png"
+    try:
+        fmt = format_for_path(path)
+    except ExportError as exc:
+        QtWidgets.QMessageBox.critical(parent, "Export figure", str(exc))
+        return None
+    scale = 1.0
+    if fmt == "png":
+        dlg = _ScaleDialog(_target_of(widget).size(), parent)
+        if dlg.exec() != QtWidgets.QDialog.DialogCode.Accepted:
+            return None
+        scale = dlg.scale()
+    try:
+        out = export_widget(widget, path, fmt, scale=scale)
+    except ExportError as exc:
+        QtWidgets.QMessageBox.critical(parent, "Export figure", str(exc))
+        return None
+    if on_exported is not None:
+        on_exported(out)
+    return out
+
+
+Target = Union[QtWidgets.QWidget, Callable[[], QtWidgets.QWidget]]
+
+
+def add_export_context_menu(widget: QtWidgets.QWidget, get_default_dir: Optional[Callable[[], str]] = None,
+                            *, name: Optional[str] = None,
+                            extra: Sequence[Tuple[str, Target]] = (),
+                            on_exported: Optional[Callable[[pathlib.Path], None]] = None) -> List[QtGui.QAction]:
+    """Add a right-click "Export figure..." menu to ``widget`` (and all plots inside it).
+
+    On pyqtgraph plots the action joins the plot's own menu (replacing pyqtgraph's
+    "Export..." entry, whose SVG exporter crashes with PySide6); elsewhere in the widget
+    a small menu pops up.
+
+    Parameters
+    ----------
+    widget : QWidget
+        The view to export.
+    get_default_dir : callable, optional
+        Returns the folder the file dialog starts in (e.g. the last folder used).
+    name : str, optional
+        Default file name stem (defaults to the widget's object name or "figure").
+    extra : sequence of (label, widget or callable returning a widget)
+        More entries, e.g. ``[("Export dashboard...", dashboard)]``.
+    on_exported : callable, optional
+        Called with the path after a successful export (e.g. to remember the folder).
+
+    Returns
+    -------
+    list of QAction
+        The actions added ("Export figure..." first), so a test can trigger them.
+    """
+    stem = name or widget.objectName() or "figure"
+
+    def make(label: str, target: Target, stem_: str) -> QtGui.QAction:
+        act = QtGui.QAction(label, widget)
+
+        def run() -> None:
+            tgt = target() if callable(target) and not isinstance(target, QtWidgets.QWidget) else target
+            ask_and_export(tgt, widget, get_default_dir() if get_default_dir else None, stem_, on_exported)
+        act.triggered.connect(run)
+        return act
+
+    actions = [make("Export figure...", widget, stem)]
+    for label, target in extra:
+        actions.append(make(label, target, label.replace("Export", "").strip(" .").lower() or "figure"))
+    first_time = getattr(widget, "_export_actions", None) is None
+    widget._export_actions = actions  # kept alive with the widget; read at popup time
+
+    # pyqtgraph views: our actions replace the scene's "Export..." entry in every plot menu.
+    # The innermost call wins: a view already given a menu by its own widget keeps it.
+    try:
+        import pyqtgraph as pg
+        views = widget.findChildren(pg.GraphicsView)
+        if isinstance(widget, pg.GraphicsView):
+            views.append(widget)
+    except Exception:  # pragma: no cover - pyqtgraph is a hard dependency of the app
+        views = []
+    for view in views:
+        owner = getattr(view, "_export_owner", None)
+        if owner is not None and owner is not widget:
+            continue
+        scene = view.scene()
+        if scene is not None and hasattr(scene, "contextMenu"):
+            scene.contextMenu = list(actions)
+        if owner is None:
+            view._export_owner = widget
+            view.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
+            view.customContextMenuRequested.connect(
+                lambda pos, v=view, w=widget: _graphics_menu(v, pos, w._export_actions))
+
+    if first_time:
+        widget.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
+        widget.customContextMenuRequested.connect(
+            lambda pos: _popup(widget, widget.mapToGlobal(pos), widget._export_actions))
+    return actions
+
+
+def _graphics_menu(view, pos: QtCore.QPoint, actions) -> None:
+    """Right-click in a pyqtgraph view: plot areas show their own menu (with our actions)."""
+    import pyqtgraph as pg
+    for item in view.items(pos):
+        if isinstance(item, pg.ViewBox) and item.menuEnabled():
+            return
+    _popup(view, view.mapToGlobal(pos), actions)
+
+
+def _popup(owner: QtWidgets.QWidget, global_pos: QtCore.QPoint, actions) -> None:
+    menu = QtWidgets.QMenu(owner)
+    menu.addActions(actions)
+    menu.popup(global_pos)

@@ -1,0 +1,351 @@
+"""The job runner: trains models on a :class:`QThreadPool`, one :class:`QRunnable` per job.
+
+Each worker runs ``model.iter_fit(...)`` (the core's progress stream) and hands the
+events to the GUI thread through a queued ``Signal(object)``.  The worker coalesces:
+it keeps only the newest event and emits at most one pending notification per job,
+so a fast trainer can never flood the event loop.  On the GUI side the manager
+throttles what it forwards to the views to at most ``max_rate`` dispatches per second
+per job, always with the newest event (carrying the newest parameter snapshot).
+
+No maths here: the worker only drives the core's generator.
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+import itertools
+import threading
+import time
+import traceback
+from typing import Any, Dict, List, Optional
+
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+
+__all__ = ["JobState", "Job", "JobManager"]
+
+
+class JobState(str, enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    DIVERGED = "diverged"
+    FAILED = "failed"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobState.FINISHED, JobState.CANCELLED, JobState.DIVERGED, JobState.FAILED)
+
+    @property
+    def has_model(self) -> bool:
+        """Finished, cancelled and diverged jobs keep a usable model."""
+        return self in (JobState.FINISHED, JobState.CANCELLED, JobState.DIVERGED)
+
+
+_ids = itertools.count(1)
+
+
+class Job:
+    """One training run: the model, its data, its state and its latest progress.
+
+    Parameters
+    ----------
+    name : str
+        Label shown in the Jobs panel.
+    model : BaseHMM
+        An unfitted ``StandardHMM`` or ``DenseHMM``.
+    train, test : sequences or Corpus
+        Training data and (optional) evaluation data passed to ``iter_fit``.
+    dataset : object, optional
+        The app-side data set the job trains on (for the decode view and .h5 provenance).
+    device : str
+        Where the job runs ("cpu", "/GPU:0", ...), for display and placement.
+    sweep : str, optional
+        The sweep the job belongs to (for "export all jobs of a sweep").
+    fit_kwargs : dict
+        Extra keyword arguments of ``iter_fit``.
+    """
+
+    def __init__(self, name: str, model: Any, train: Any, test: Any = None, *, dataset: Any = None,
+                 device: str = "cpu", sweep: Optional[str] = None, spec: Optional[dict] = None,
+                 fit_kwargs: Optional[dict] = None) -> None:
+        from densehmm_core.events import CancelToken
+        self.id = next(_ids)
+        self.name = name
+        self.model = model
+        self.train = train
+        self.test = test
+        self.dataset = dataset
+        self.device = device
+        self.sweep = sweep
+        self.spec = dict(spec or {})
+        self.fit_kwargs = dict(fit_kwargs or {})
+        self.token = CancelToken()
+        self.state = JobState.QUEUED
+        self.reason = ""          # why it ended (converged, max_steps, cancelled, divergence message)
+        self.error = ""           # traceback of an unexpected failure
+        self.step = 0
+        self.total: Optional[int] = None
+        self.started_at: Optional[float] = None
+        self.finished_at: Optional[float] = None
+        self.last_event = None    # newest event dispatched to the views (params filled in)
+        self.last_params: Optional[dict] = None
+        self.initial_params: Optional[dict] = None
+        self.n_events = 0
+        self.n_dispatched = 0
+        # worker -> GUI hand-over (guarded by _lock)
+        self._lock = threading.Lock()
+        self._pending = None
+        self._pending_params = None
+        self._notified = False
+        # GUI-side throttle
+        self._last_dispatch = 0.0
+        self._flush_scheduled = False
+
+    # ------------------------------------------------------------ display
+    @property
+    def elapsed(self) -> float:
+        if self.started_at is None:
+            return 0.0
+        end = self.finished_at if self.finished_at is not None else time.perf_counter()
+        return max(0.0, end - self.started_at)
+
+    @property
+    def fraction(self) -> Optional[float]:
+        if self.state == JobState.FINISHED:
+            return 1.0
+        if not self.total:
+            return None
+        return min(1.0, max(0.0, self.step / self.total))
+
+    @property
+    def eta(self) -> Optional[float]:
+        """Seconds left, extrapolated from the steps done so far (None if unknown)."""
+        if self.state != JobState.RUNNING or not self.total or self.step <= 0:
+            return None
+        return self.elapsed * (self.total - self.step) / self.step
+
+    @property
+    def history(self) -> List[dict]:
+        return list(getattr(self.model, "history_", []) or [])
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"<Job {self.id} {self.name!r} {self.state.value}>"
+
+
+class _WorkerSignals(QObject):
+    started = Signal(object)            # job
+    ready = Signal(object)              # job: a new event is pending
+    finished = Signal(object, object, str, str)  # job, JobState, reason, error text
+
+
+class _Worker(QRunnable):
+    def __init__(self, job: Job, signals: _WorkerSignals) -> None:
+        super().__init__()
+        self.job = job
+        self.signals = signals
+        self.setAutoDelete(True)
+
+    def run(self) -> None:  # runs on a pool thread
+        job, sig = self.job, self.signals
+        if job.token.cancelled:
+            sig.finished.emit(job, JobState.CANCELLED, "cancelled before start", "")
+            return
+        job.started_at = time.perf_counter()
+        sig.started.emit(job)
+        state, reason, error = JobState.FINISHED, "", ""
+        try:
+            from densehmm_core.events import TrainingDiverged
+        except Exception:  # pragma: no cover
+            TrainingDiverged = FloatingPointError
+        try:
+            last = None
+            for ev in job.model.iter_fit(job.train, eval_data=job.test, cancel=job.token, **job.fit_kwargs):
+                last = ev
+                with job._lock:
+                    job.n_events += 1
+                    job._pending = ev
+                    if ev.params:
+                        job._pending_params = ev.params
+                        if job.initial_params is None:
+                            job.initial_params = ev.params
+                    notify = not job._notified
+                    job._notified = True
+                if notify:
+                    sig.ready.emit(job)
+            reason = (last.reason if last is not None else "") or "done"
+            if reason == "cancelled" or (job.token.cancelled and reason != "converged"):
+                state = JobState.CANCELLED
+        except TrainingDiverged as exc:
+            state, reason = JobState.DIVERGED, str(exc) or "training diverged"
+        except Exception as exc:  # the app must survive any trainer failure
+            state, reason, error = JobState.FAILED, f"{type(exc).__name__}: {exc}", traceback.format_exc()
+        sig.finished.emit(job, state, reason, error)
+
+
+class JobManager(QObject):
+    """Owns the thread pool and the jobs; forwards throttled progress to the views.
+
+    Signals
+    -------
+    job_added(job), job_changed(job)
+        A job was added / its state or progress changed (for the Jobs panel).
+    job_event(job, event)
+        Throttled progress event (at most ``max_rate`` per second per job, always the newest;
+        its ``params`` hold the newest snapshot seen).
+    job_finished(job)
+        The job reached a final state.
+    """
+
+    job_added = Signal(object)
+    job_changed = Signal(object)
+    job_event = Signal(object, object)
+    job_finished = Signal(object)
+
+    def __init__(self, parent: Optional[QObject] = None, pool_size: int = 2, max_rate: float = 10.0) -> None:
+        super().__init__(parent)
+        self.pool = QThreadPool(self)
+        self.pool.setMaxThreadCount(max(1, int(pool_size)))
+        self.min_interval = 1.0 / float(max_rate)
+        self.jobs: List[Job] = []
+        self.gpus: List[str] = []
+        self._signals = _WorkerSignals()
+        self._signals.started.connect(self._on_started)
+        self._signals.ready.connect(self._on_ready)
+        self._signals.finished.connect(self._on_finished)
+        self._workers: Dict[int, _Worker] = {}
+
+    # --------------------------------------------------------- settings
+    @property
+    def pool_size(self) -> int:
+        return self.pool.maxThreadCount()
+
+    def set_pool_size(self, n: int) -> None:
+        self.pool.setMaxThreadCount(max(1, int(n)))
+
+    def set_devices(self, devices: List[str]) -> None:
+        """The accelerator devices that ``device="auto"`` jobs are spread over."""
+        self.gpus = [d for d in devices if "gpu" in d.lower()]
+
+    def place(self, device: str) -> str:
+        """Per-device placement: "auto" goes to the GPU with the fewest active jobs, else the CPU."""
+        if device != "auto":
+            return device
+        if not self.gpus:
+            return "cpu"
+        load = {g: 0 for g in self.gpus}
+        for j in self.active_jobs():
+            if j.device in load:
+                load[j.device] += 1
+        return min(self.gpus, key=lambda g: (load[g], self.gpus.index(g)))
+
+    # ------------------------------------------------------------- jobs
+    def submit(self, job: Job) -> Job:
+        self.jobs.append(job)
+        worker = _Worker(job, self._signals)
+        self._workers[job.id] = worker
+        self.job_added.emit(job)
+        self.pool.start(worker)
+        return job
+
+    def active_jobs(self) -> List[Job]:
+        return [j for j in self.jobs if not j.state.is_final]
+
+    def running_jobs(self) -> List[Job]:
+        return [j for j in self.jobs if j.state == JobState.RUNNING]
+
+    def sweep_jobs(self, sweep: str) -> List[Job]:
+        return [j for j in self.jobs if j.sweep == sweep]
+
+    def cancel(self, job: Job) -> None:
+        """Ask a job to stop; a queued job is taken off the pool at once. The model so far is kept."""
+        if job.state.is_final:
+            return
+        job.token.cancel()
+        worker = self._workers.get(job.id)
+        if job.state == JobState.QUEUED and worker is not None and self.pool.tryTake(worker):
+            self._workers.pop(job.id, None)
+            self._on_finished(job, JobState.CANCELLED, "cancelled before start", "")
+
+    def cancel_all(self) -> None:
+        for job in list(self.jobs):
+            self.cancel(job)
+
+    def remove(self, job: Job) -> None:
+        if not job.state.is_final:
+            raise RuntimeError("cancel the job before removing it")
+        self.jobs.remove(job)
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait for the workers (processing queued signals meanwhile); True when all are done."""
+        from PySide6.QtCore import QCoreApplication
+        deadline = time.perf_counter() + timeout_s
+        while time.perf_counter() < deadline:
+            if self.pool.waitForDone(20):
+                QCoreApplication.processEvents()
+                return True
+            QCoreApplication.processEvents()
+        return self.pool.activeThreadCount() == 0
+
+    # --------------------------------------------------- worker signals
+    def _on_started(self, job: Job) -> None:
+        if job.state == JobState.QUEUED:
+            job.state = JobState.RUNNING
+        self.job_changed.emit(job)
+
+    def _take_pending(self, job: Job):
+        with job._lock:
+            ev, params = job._pending, job._pending_params
+            job._pending = None
+            job._notified = False
+        if params is not None:
+            job.last_params = params
+        if ev is not None:
+            job.step, job.total = ev.step, ev.total
+            if not ev.params and job.last_params is not None:
+                ev = dataclasses.replace(ev, params=job.last_params)
+            job.last_event = ev
+        return ev
+
+    def _on_ready(self, job: Job) -> None:
+        ev = self._take_pending(job)
+        if ev is None:
+            return
+        self._maybe_dispatch(job)
+
+    def _maybe_dispatch(self, job: Job) -> None:
+        now = time.perf_counter()
+        wait = job._last_dispatch + self.min_interval - now
+        if wait <= 0:
+            self._dispatch(job)
+        elif not job._flush_scheduled:
+            job._flush_scheduled = True
+            QTimer.singleShot(int(wait * 1000) + 1, self, lambda j=job: self._flush(j))
+
+    def _flush(self, job: Job) -> None:
+        job._flush_scheduled = False
+        self._take_pending(job)
+        self._dispatch(job)
+
+    def _dispatch(self, job: Job) -> None:
+        job._last_dispatch = time.perf_counter()
+        if job.last_event is not None:
+            job.n_dispatched += 1
+            self.job_event.emit(job, job.last_event)
+        self.job_changed.emit(job)
+
+    def _on_finished(self, job: Job, state: JobState, reason: str, error: str) -> None:
+        if job.state.is_final:
+            return
+        self._workers.pop(job.id, None)
+        self._take_pending(job)
+        job.finished_at = time.perf_counter() if job.started_at is not None else None
+        job.state, job.reason, job.error = state, reason, error
+        if state == JobState.DIVERGED:
+            # The model keeps its last finite parameters: show those.
+            try:
+                job.last_params = job.model.params
+            except Exception:
+                pass
+        self._dispatch(job)
+        self.job_finished.emit(job)

@@ -1,0 +1,55 @@
+"""About box with the versions of everything that matters."""
+from __future__ import annotations
+
+import platform
+import sys
+from importlib import metadata
+
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+__all__ = ["versions", "about_text", "show_about"]
+
+
+def _dist_version(*names: str) -> str:
+    for n in names:
+        try:
+            return metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    return "not installed"
+
+
+def versions() -> dict:
+    """Versions without importing anything heavy (TensorFlow's is read from its metadata)."""
+    import PySide6
+    from PySide6 import QtCore
+    import densehmm_core
+    tf = sys.modules.get("tensorflow")
+    return {
+        "DenseHMM Studio": _dist_version("densehmm-studio") if _dist_version("densehmm-studio") != "not installed"
+        else densehmm_core.__version__,
+        "densehmm_core": densehmm_core.__version__,
+        "Python": platform.python_version(),
+        "numpy": _dist_version("numpy"),
+        "TensorFlow": (tf.__version__ + " (loaded)") if tf is not None and hasattr(tf, "__version__")
+        else _dist_version("tensorflow-cpu", "tensorflow") + " (not loaded yet)",
+        "hmmlearn": _dist_version("hmmlearn"),
+        "h5py": _dist_version("h5py"),
+        "PySide6": PySide6.__version__,
+        "Qt": QtCore.qVersion(),
+        "pyqtgraph": _dist_version("pyqtgraph"),
+        "Platform": platform.platform(),
+    }
+
+
+def about_text() -> str:
+    rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;{v}</td></tr>" for k, v in versions().items())
+    return ("<h3>DenseHMM Studio</h3>"
+            "<p>Learn hidden Markov models through dense representations "
+            "(Sicking et al., <i>DenseHMM: Learning Hidden Markov Models by Learning Dense "
+            "Representations</i>, 2020).</p>"
+            f"<table>{rows}</table>")
+
+
+def show_about(parent: QWidget) -> None:
+    QMessageBox.about(parent, "About DenseHMM Studio", about_text())

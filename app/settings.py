@@ -1,0 +1,104 @@
+"""Persistent user settings (QSettings): geometry/docks, last folder, recent files, form defaults, theme."""
+from __future__ import annotations
+
+import json
+import os
+from typing import List, Optional
+
+from PySide6.QtCore import QByteArray, QSettings
+
+__all__ = ["Settings", "MAX_RECENT"]
+
+MAX_RECENT = 10
+
+
+class Settings:
+    """A thin typed wrapper around :class:`QSettings`.
+
+    Parameters
+    ----------
+    qsettings : QSettings, optional
+        Defaults to ``QSettings("DenseHMM", "DenseHMM Studio")``. Tests pass an INI-file backed one.
+    """
+
+    def __init__(self, qsettings: Optional[QSettings] = None) -> None:
+        self.q = qsettings if qsettings is not None else QSettings("DenseHMM", "DenseHMM Studio")
+
+    # window ------------------------------------------------------------
+    def save_window(self, geometry: QByteArray, state: QByteArray) -> None:
+        self.q.setValue("window/geometry", geometry)
+        self.q.setValue("window/state", state)
+
+    def window_geometry(self) -> Optional[QByteArray]:
+        v = self.q.value("window/geometry")
+        return v if isinstance(v, QByteArray) else None
+
+    def window_state(self) -> Optional[QByteArray]:
+        v = self.q.value("window/state")
+        return v if isinstance(v, QByteArray) else None
+
+    # folders and recent files -------------------------------------------
+    @property
+    def last_folder(self) -> str:
+        return str(self.q.value("files/last_folder", os.path.expanduser("~")))
+
+    @last_folder.setter
+    def last_folder(self, folder: str) -> None:
+        self.q.setValue("files/last_folder", folder)
+
+    def recent_files(self) -> List[str]:
+        raw = self.q.value("files/recent", "[]")
+        try:
+            files = json.loads(raw) if isinstance(raw, str) else list(raw or [])
+        except ValueError:
+            files = []
+        return [str(f) for f in files][:MAX_RECENT]
+
+    def add_recent_file(self, path: str) -> List[str]:
+        path = os.path.abspath(path)
+        files = [f for f in self.recent_files() if f != path]
+        files.insert(0, path)
+        files = files[:MAX_RECENT]
+        self.q.setValue("files/recent", json.dumps(files))
+        return files
+
+    def clear_recent_files(self) -> None:
+        self.q.setValue("files/recent", "[]")
+
+    # model form defaults ------------------------------------------------
+    def form_defaults(self) -> dict:
+        raw = self.q.value("form/defaults", "{}")
+        try:
+            d = json.loads(raw) if isinstance(raw, str) else {}
+        except ValueError:
+            d = {}
+        return d if isinstance(d, dict) else {}
+
+    def set_form_defaults(self, values: dict) -> None:
+        self.q.setValue("form/defaults", json.dumps(values))
+
+    # jobs ---------------------------------------------------------------
+    @property
+    def pool_size(self) -> int:
+        try:
+            return max(1, int(self.q.value("jobs/pool_size", 2)))
+        except (TypeError, ValueError):
+            return 2
+
+    @pool_size.setter
+    def pool_size(self, n: int) -> None:
+        self.q.setValue("jobs/pool_size", int(n))
+
+    # theme --------------------------------------------------------------
+    @property
+    def theme(self) -> str:
+        """``"system"`` (follow the desktop), ``"light"`` or ``"dark"``."""
+        t = str(self.q.value("ui/theme", "system"))
+        return t if t in ("system", "light", "dark") else "system"
+
+    @theme.setter
+    def theme(self, value: str) -> None:
+        self.q.setValue("ui/theme", value)
+
+    def sync(self) -> None:
+        self.q.sync()

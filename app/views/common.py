@@ -1,0 +1,198 @@
+"""Shared pieces of the plotting views: theme, colour maps, label axes, state colours.
+
+Everything here is display code (Qt / pyqtgraph); no model maths.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+__all__ = [
+    "theme_colors", "make_graphics_widget", "style_plot", "LabelAxis", "state_colors",
+    "symbol_labels", "state_labels", "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap",
+    "diverging_cmap", "first_of", "fmt_value", "as_single",
+]
+
+#: Perceptual sequential colour map for probabilities.
+SEQUENTIAL_CMAP = "viridis"
+#: Perceptual diverging colour map (blue - white - red) for differences.
+DIVERGING_CMAP = "CET-D1"
+
+_CMAP_CACHE: dict = {}
+
+
+def sequential_cmap() -> pg.ColorMap:
+    """The viridis colour map (cached)."""
+    if SEQUENTIAL_CMAP not in _CMAP_CACHE:
+        _CMAP_CACHE[SEQUENTIAL_CMAP] = pg.colormap.get(SEQUENTIAL_CMAP)
+    return _CMAP_CACHE[SEQUENTIAL_CMAP]
+
+
+def diverging_cmap() -> pg.ColorMap:
+    """A perceptual diverging colour map (CET-D1, cached)."""
+    if DIVERGING_CMAP not in _CMAP_CACHE:
+        _CMAP_CACHE[DIVERGING_CMAP] = pg.colormap.get(DIVERGING_CMAP)
+    return _CMAP_CACHE[DIVERGING_CMAP]
+
+
+def theme_colors(widget: Optional[QtWidgets.QWidget] = None):
+    """Background and foreground colours following the application palette (light/dark)."""
+    pal = widget.palette() if widget is not None else QtWidgets.QApplication.palette()
+    bg = pal.color(QtGui.QPalette.ColorRole.Base)
+    fg = pal.color(QtGui.QPalette.ColorRole.Text)
+    return bg, fg
+
+
+def make_graphics_widget(parent: Optional[QtWidgets.QWidget] = None) -> pg.GraphicsLayoutWidget:
+    """A GraphicsLayoutWidget whose background follows the palette."""
+    glw = pg.GraphicsLayoutWidget(parent=parent)
+    bg, _ = theme_colors(parent)
+    glw.setBackground(bg)
+    glw.ci.setContentsMargins(4, 4, 4, 4)
+    return glw
+
+
+def style_plot(plot: pg.PlotItem, widget: Optional[QtWidgets.QWidget] = None,
+               title: Optional[str] = None) -> None:
+    """Axis and title colours from the palette so labels are readable in light and dark themes."""
+    _, fg = theme_colors(widget)
+    for name in ("left", "bottom", "right", "top"):
+        ax = plot.getAxis(name)
+        ax.setPen(pg.mkPen(fg))
+        ax.setTextPen(pg.mkPen(fg))
+    if title is not None:
+        plot.setTitle(title, color=fg.name(), size="11pt")
+
+
+def label_axis_text(plot: pg.PlotItem, side: str, text: str, widget=None) -> None:
+    _, fg = theme_colors(widget)
+    plot.setLabel(side, text, color=fg.name())
+
+
+class LabelAxis(pg.AxisItem):
+    """An axis whose ticks are integer positions ``0..k-1`` named by strings.
+
+    Labels are thinned to a stride that fits the axis length in pixels (at any zoom),
+    so amino-acid letters all show while long tag or word lists stay readable.
+    """
+
+    def __init__(self, orientation: str, **kw) -> None:
+        super().__init__(orientation, **kw)
+        self._labels: List[str] = []
+        self._char_w = 7.0
+
+    def set_labels(self, labels: Optional[Sequence[str]]) -> None:
+        self._labels = [str(s) for s in labels] if labels is not None else []
+        fm = QtGui.QFontMetricsF(self.font() if hasattr(self, "font") else QtGui.QFont())
+        self._char_w = max(5.0, fm.averageCharWidth())
+        self.picture = None
+        self.update()
+
+    @property
+    def labels(self) -> List[str]:
+        return list(self._labels)
+
+    def _pixel_per_label(self) -> float:
+        if not self._labels:
+            return 20.0
+        if self.orientation in ("left", "right"):
+            return 14.0
+        longest = max(len(s) for s in self._labels)
+        return self._char_w * longest + 8.0
+
+    def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph API)
+        k = len(self._labels)
+        if k == 0:
+            return super().tickValues(minVal, maxVal, size)
+        minVal, maxVal = min(minVal, maxVal), max(minVal, maxVal)
+        lo = max(0, int(math.ceil(minVal - 0.5)))
+        hi = min(k - 1, int(math.floor(maxVal + 0.5)))
+        if hi < lo:
+            return []
+        visible = hi - lo + 1
+        fit = max(1, int(size // self._pixel_per_label()))
+        stride = max(1, int(math.ceil(visible / fit)))
+        start = lo - (lo % stride)
+        vals = [float(v) for v in range(start, hi + 1, stride) if v >= lo]
+        return [(float(stride), vals)]
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph API)
+        if not self._labels:
+            return super().tickStrings(values, scale, spacing)
+        out = []
+        for v in values:
+            i = int(round(v))
+            out.append(self._labels[i] if 0 <= i < len(self._labels) else "")
+        return out
+
+
+def state_colors(n: int) -> List[QtGui.QColor]:
+    """``n`` well-separated categorical colours for states (tab10 first, then hue wheel)."""
+    tab10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+             "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+    if n <= len(tab10):
+        return [QtGui.QColor(c) for c in tab10[:n]]
+    return [pg.intColor(i, hues=n, values=1, maxValue=230, minValue=150) for i in range(n)]
+
+
+def state_labels(n: int) -> List[str]:
+    return [str(i) for i in range(n)]
+
+
+def symbol_labels(m: int, vocabulary: Optional[Sequence[str]]) -> List[str]:
+    """The vocabulary if it fits ``m`` symbols, else ``0..m-1``."""
+    if vocabulary is not None and len(vocabulary) == m:
+        return [str(s) for s in vocabulary]
+    return [str(i) for i in range(m)]
+
+
+def first_of(d: Optional[dict], *keys):
+    """First key present in ``d`` with a non-None value."""
+    if not d:
+        return None
+    for k in keys:
+        v = d.get(k)
+        if v is not None:
+            return v
+    return None
+
+
+def fmt_value(v) -> str:
+    """Compact exact-ish number formatting for tables and tooltips."""
+    if v is None:
+        return "—"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f):
+            return str(f)
+        return f"{f:.6g}"
+    return str(v)
+
+
+def as_single(result):
+    """First sequence of a result that may be a list of arrays or one array."""
+    if isinstance(result, (list, tuple)):
+        return np.asarray(result[0])
+    arr = np.asarray(result)
+    return arr
+
+
+class Placeholder(QtWidgets.QLabel):
+    """Centered grey text shown where a view has nothing to show yet."""
+
+    def __init__(self, text: str, parent=None) -> None:
+        super().__init__(text, parent)
+        self.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.setWordWrap(True)
+        pal = self.palette()
+        pal.setColor(QtGui.QPalette.ColorRole.WindowText,
+                     pal.color(QtGui.QPalette.ColorGroup.Disabled, QtGui.QPalette.ColorRole.WindowText))
+        self.setPalette(pal)

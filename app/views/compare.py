@@ -1,0 +1,182 @@
+"""Compare two finished models: their metrics in a table and the difference of their matrices.
+
+The difference ``model_b - model_a`` of pi, A and B is drawn with a diverging colour
+map symmetric around 0.  States are compared by index: an HMM's states are only
+identified up to a permutation, which the view states.  Models with different numbers
+of states or symbols cannot be subtracted entry-wise; the view says so instead.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional
+
+import numpy as np
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from .common import diverging_cmap, fmt_value, state_labels, symbol_labels
+from .heatmap import MatrixHeatmap
+
+__all__ = ["CompareView"]
+
+
+def _model_facts(model) -> Dict[str, object]:
+    facts: Dict[str, object] = {}
+    facts["model"] = getattr(model, "kind", None) or type(model).__name__
+    facts["states n"] = getattr(model, "n_states", None)
+    B = getattr(model, "emissionprob_", None)
+    facts["symbols m"] = getattr(model, "n_symbols", None) or (None if B is None else np.shape(B)[1])
+    emb = getattr(model, "embeddings_", None)
+    if emb:
+        U = emb.get("U") if isinstance(emb, dict) else None
+        if U is not None:
+            facts["dimension l"] = int(np.shape(U)[1])
+    try:
+        facts["parameters"] = int(model.n_parameters)
+    except Exception:
+        pass
+    return facts
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+class CompareView(QtWidgets.QWidget):
+    """Metrics of two models in a table and heatmaps of ``model_b - model_a``."""
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
+        super().__init__(parent)
+        self._vocab: Optional[List[str]] = None
+        self._diffs: Dict[str, Optional[np.ndarray]] = {}
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        self.header = QtWidgets.QLabel("Compare: select two finished jobs or models.")
+        f = self.header.font()
+        f.setBold(True)
+        self.header.setFont(f)
+        lay.addWidget(self.header)
+        split = QtWidgets.QHBoxLayout()
+        self.table = QtWidgets.QTableWidget(0, 3)
+        self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
+        self.table.verticalHeader().setVisible(True)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Stretch)
+        self.table.setMinimumWidth(300)
+        split.addWidget(self.table, 2)
+        right = QtWidgets.QVBoxLayout()
+        self.note = QtWidgets.QLabel("")
+        self.note.setWordWrap(True)
+        right.addWidget(self.note)
+        self.maps: Dict[str, MatrixHeatmap] = {
+            "startprob": MatrixHeatmap("Δπ", "", "state", symbol="Δπ", symmetric=True, cmap=diverging_cmap(),
+                                       colorbar=False),
+            "transmat": MatrixHeatmap("ΔA", "from state", "to state", symbol="ΔA", symmetric=True,
+                                      cmap=diverging_cmap()),
+            "emissionprob": MatrixHeatmap("ΔB", "state", "symbol", symbol="ΔB", symmetric=True,
+                                          cmap=diverging_cmap()),
+        }
+        self.maps["startprob"].setMaximumHeight(130)
+        self.maps["startprob"].setMinimumHeight(110)
+        grid = QtWidgets.QGridLayout()
+        grid.addWidget(self.maps["startprob"], 0, 0)
+        grid.addWidget(self.maps["transmat"], 1, 0)
+        grid.addWidget(self.maps["emissionprob"], 0, 1, 2, 1)
+        grid.setColumnStretch(0, 2)
+        grid.setColumnStretch(1, 3)
+        self.maps_box = QtWidgets.QWidget()
+        self.maps_box.setLayout(grid)
+        grid.setContentsMargins(0, 0, 0, 0)
+        right.addWidget(self.maps_box, 1)
+        split.addLayout(right, 5)
+        lay.addLayout(split, 1)
+        self.maps_box.setVisible(False)
+
+    # ------------------------------------------------------------------ API
+    def set_vocabulary(self, vocabulary) -> None:
+        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+
+    def set_models(self, name_a: str, model_a, name_b: str, model_b,
+                   metrics_a: Optional[dict] = None, metrics_b: Optional[dict] = None) -> None:
+        """Compare ``model_a`` and ``model_b``; the matrices shown are ``B - A``."""
+        metrics_a, metrics_b = dict(metrics_a or {}), dict(metrics_b or {})
+        self.header.setText(f"Compare  A = {name_a}   with   B = {name_b}")
+        self.table.setHorizontalHeaderLabels([f"A: {name_a}", f"B: {name_b}", "B − A"])
+        fa, fb = _model_facts(model_a), _model_facts(model_b)
+        rows: List[tuple] = []
+        for k in list(dict.fromkeys(list(fa) + list(fb))):
+            rows.append((k, fa.get(k), fb.get(k)))
+        for k in list(dict.fromkeys(list(metrics_a) + list(metrics_b))):
+            rows.append((k, metrics_a.get(k), metrics_b.get(k)))
+        self.table.setRowCount(len(rows))
+        self.table.setVerticalHeaderLabels([r[0] for r in rows])
+        for i, (_, a, b) in enumerate(rows):
+            diff = None
+            if _is_number(a) and _is_number(b):
+                d = float(b) - float(a)
+                diff = int(d) if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) else d
+            for j, v in enumerate((a, b, diff)):
+                item = QtWidgets.QTableWidgetItem(fmt_value(v))
+                item.setTextAlignment(int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter))
+                if v is not None and _is_number(v):
+                    item.setToolTip(repr(float(v)))
+                self.table.setItem(i, j, item)
+        self._show_differences(model_a, model_b)
+
+    def table_rows(self) -> Dict[str, List[str]]:
+        """Row name -> the three cell texts (for tests and export checks)."""
+        out = {}
+        for i in range(self.table.rowCount()):
+            out[self.table.verticalHeaderItem(i).text()] = [
+                self.table.item(i, j).text() if self.table.item(i, j) else "" for j in range(3)]
+        return out
+
+    def difference(self, name: str) -> Optional[np.ndarray]:
+        """The displayed difference ``B - A`` of ``"startprob"``, ``"transmat"`` or ``"emissionprob"``."""
+        d = self._diffs.get(name)
+        return None if d is None else d.copy()
+
+    def clear(self) -> None:
+        self.table.setRowCount(0)
+        self.header.setText("Compare: select two finished jobs or models.")
+        self.note.setText("")
+        self._diffs = {}
+        for h in self.maps.values():
+            h.clear()
+        self.maps_box.setVisible(False)
+
+    # ------------------------------------------------------------- internals
+    def _show_differences(self, model_a, model_b) -> None:
+        self._diffs = {}
+        mats = {}
+        for key, attr in (("startprob", "startprob_"), ("transmat", "transmat_"), ("emissionprob", "emissionprob_")):
+            a, b = getattr(model_a, attr, None), getattr(model_b, attr, None)
+            mats[key] = (None if a is None else np.asarray(a, float), None if b is None else np.asarray(b, float))
+        A_a, A_b = mats["transmat"]
+        B_a, B_b = mats["emissionprob"]
+        if A_a is None or A_b is None or B_a is None or B_b is None:
+            self.note.setText("One of the models has no parameters: nothing to subtract.")
+            self.maps_box.setVisible(False)
+            return
+        if A_a.shape != A_b.shape:
+            self.note.setText(f"The models have different numbers of states (n = {A_a.shape[0]} and "
+                              f"n = {A_b.shape[0]}): their matrices cannot be subtracted entry-wise. "
+                              "Compare them through the metrics, or open each in the main views.")
+            self.maps_box.setVisible(False)
+            return
+        if B_a.shape != B_b.shape:
+            self.note.setText(f"The models have different numbers of symbols (m = {B_a.shape[1]} and "
+                              f"m = {B_b.shape[1]}): their emission matrices cannot be subtracted.")
+            self.maps_box.setVisible(False)
+            return
+        n, m = B_a.shape
+        for key, (a, b) in mats.items():
+            self._diffs[key] = b - a
+        self.maps["startprob"].set_matrix(self._diffs["startprob"], None, state_labels(n))
+        self.maps["transmat"].set_matrix(self._diffs["transmat"], state_labels(n), state_labels(n))
+        self.maps["emissionprob"].set_matrix(self._diffs["emissionprob"], state_labels(n),
+                                             symbol_labels(m, self._vocab))
+        big = max(float(np.max(np.abs(d))) for d in self._diffs.values())
+        self.note.setText(f"Differences B − A (blue: smaller in B, red: larger in B; largest |Δ| = {big:.3g}). "
+                          "States are compared by index; HMM states are only identified up to a "
+                          "permutation, so a large ΔA may be a relabelling.")
+        self.maps_box.setVisible(True)

@@ -1,0 +1,174 @@
+"""Training curves: loss, train / test normalised NLL and co-occurrence MAD against the step.
+
+Three stacked plots share the x axis (step or EM / Baum-Welch iteration).  Points come
+from progress events (``add_event``) or from a model's history (``set_history``); the
+plots use ``setData`` with clip-to-view and automatic downsampling, so 10,000-step
+histories stay cheap to redraw.
+
+Where the events carry no normalised NLL (``metrics["train_nll"]``) but do carry the
+total log-likelihood, the middle plot shows ``-train_ll`` / ``-test_ll`` and says so
+on its axis: the view never computes a normalisation itself.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtWidgets
+
+from .common import Placeholder, label_axis_text, make_graphics_widget, style_plot, theme_colors
+
+__all__ = ["TrainingCurves", "SERIES"]
+
+#: series name -> (plot, legend text, colour, dashed)
+SERIES = {
+    "loss": ("loss", "loss", "#1f77b4", False),
+    "train_nll": ("nll", "train", "#2ca02c", False),
+    "test_nll": ("nll", "test", "#d62728", True),
+    "mad": ("mad", "MAD", "#9467bd", False),
+}
+
+
+def _num(v) -> float:
+    if v is None:
+        return math.nan
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return math.nan
+    return f if math.isfinite(f) else math.nan
+
+
+class TrainingCurves(QtWidgets.QWidget):
+    """Loss, normalised NLL (train and test) and MAD against step."""
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
+        super().__init__(parent)
+        self._steps: List[float] = []
+        self._values: Dict[str, List[float]] = {k: [] for k in SERIES}
+        self._nll_kind = "nll"  # "nll" (normalised) or "ll" (-total log-likelihood)
+        self._shown = None      # (nll kind, log loss, log mad) last applied to the plots
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        self.graphics = make_graphics_widget(self)
+        lay.addWidget(self.graphics)
+        _, fg = theme_colors(self)
+        self.plots: Dict[str, pg.PlotItem] = {}
+        titles = {"loss": ("Training loss", "loss"),
+                  "nll": ("Normalised negative log-likelihood", "NLL per token"),
+                  "mad": ("Co-occurrence MAD", "MAD")}
+        for row, (key, (title, ylab)) in enumerate(titles.items()):
+            p = self.graphics.addPlot(row=row, col=0)
+            style_plot(p, self, title)
+            label_axis_text(p, "left", ylab, self)
+            p.showGrid(True, True, alpha=0.2)
+            p.setClipToView(True)
+            p.setDownsampling(auto=True, mode="peak")
+            p.getAxis("left").setWidth(62)
+            p.addLegend(offset=(-6, 6), labelTextColor=fg)
+            self.plots[key] = p
+        self.plots["nll"].setXLink(self.plots["loss"])
+        self.plots["mad"].setXLink(self.plots["loss"])
+        label_axis_text(self.plots["mad"], "bottom", "step / iteration", self)
+        self.curves: Dict[str, pg.PlotDataItem] = {}
+        for key, (plot, name, color, dashed) in SERIES.items():
+            pen = pg.mkPen(color, width=2, style=pg.QtCore.Qt.PenStyle.DashLine if dashed else
+                           pg.QtCore.Qt.PenStyle.SolidLine)
+            self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=name)
+        self.setMinimumSize(260, 300)
+
+    # ------------------------------------------------------------------ API
+    def clear(self) -> None:
+        self._steps = []
+        self._values = {k: [] for k in SERIES}
+        self._nll_kind = "nll"
+        for c in self.curves.values():
+            c.setData([], [])
+        self._shown = None
+        self._set_nll_axis()
+
+    def add_event(self, ev) -> None:
+        """Append the point of one :class:`~densehmm_core.events.ProgressEvent`."""
+        self._append(ev.step, ev.loss, ev.train_ll, ev.test_ll, ev.metrics or {})
+        self._redraw()
+
+    def set_history(self, history: Optional[List[dict]]) -> None:
+        """Replace the curves by a model's ``history_`` (step, loss, train_ll, test_ll, metrics)."""
+        self._steps = []
+        self._values = {k: [] for k in SERIES}
+        self._nll_kind = "nll"
+        for rec in history or []:
+            metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else rec
+            self._append(rec.get("step"), rec.get("loss"), rec.get("train_ll"), rec.get("test_ll"), metrics)
+        self._redraw()
+
+    def series(self, key: str):
+        """``(steps, values)`` of a series as arrays, NaN where a step had no value."""
+        return np.asarray(self._steps, dtype=float), np.asarray(self._values[key], dtype=float)
+
+    def curve_data(self, key: str):
+        """What the curve item holds: ``(x, y)`` arrays (finite points only)."""
+        c = self.curves[key]
+        x, y = c.xData, c.yData
+        return (np.array([]) if x is None else np.asarray(x)), (np.array([]) if y is None else np.asarray(y))
+
+    def nll_kind(self) -> str:
+        """``"nll"`` when the middle plot shows normalised NLL, ``"ll"`` for -total log-likelihood."""
+        return self._nll_kind
+
+    # ------------------------------------------------------------- internals
+    def _append(self, step, loss, train_ll, test_ll, metrics) -> None:
+        if step is None:
+            step = (self._steps[-1] + 1) if self._steps else 0
+        if self._steps and float(step) < self._steps[-1]:
+            # a restart or a new stream: the curves start again
+            self._steps = []
+            self._values = {k: [] for k in SERIES}
+        tr = metrics.get("train_nll") if metrics else None
+        te = metrics.get("test_nll") if metrics else None
+        if tr is None and te is None and (train_ll is not None or test_ll is not None):
+            if self._nll_kind == "nll" and any(math.isfinite(v) for v in self._values["train_nll"]):
+                pass  # keep normalised values once we have them
+            else:
+                self._nll_kind = "ll"
+                tr = None if train_ll is None else -float(train_ll)
+                te = None if test_ll is None else -float(test_ll)
+        self._steps.append(float(step))
+        self._values["loss"].append(_num(loss))
+        self._values["train_nll"].append(_num(tr))
+        self._values["test_nll"].append(_num(te))
+        self._values["mad"].append(_num(metrics.get("mad") if metrics else None))
+
+    def _set_nll_axis(self) -> None:
+        p = self.plots["nll"]
+        if self._nll_kind == "ll":
+            style_plot(p, self, "Negative log-likelihood (total; no normalised NLL in the stream)")
+            label_axis_text(p, "left", "−log L", self)
+        else:
+            style_plot(p, self, "Normalised negative log-likelihood")
+            label_axis_text(p, "left", "NLL per token", self)
+
+    def _redraw(self) -> None:
+        x = np.asarray(self._steps, dtype=float)
+        for key, curve in self.curves.items():
+            y = np.asarray(self._values[key], dtype=float)
+            ok = np.isfinite(y)
+            if ok.any():
+                curve.setData(x[ok], y[ok])
+            else:
+                curve.setData([], [])
+        # MAD and a co-occurrence loss span decades: log axes when the values are positive
+        mad = np.asarray(self._values["mad"], dtype=float)
+        good = mad[np.isfinite(mad)]
+        log_mad = bool(good.size and np.all(good > 0))
+        loss = np.asarray(self._values["loss"], dtype=float)
+        good = loss[np.isfinite(loss)]
+        log_loss = bool(good.size > 1 and np.all(good > 0) and good.max() / max(good.min(), 1e-300) > 100)
+        shown = (self._nll_kind, log_loss, log_mad)
+        if shown != self._shown:
+            self._shown = shown
+            self._set_nll_axis()
+            self.plots["mad"].setLogMode(False, log_mad)
+            self.plots["loss"].setLogMode(False, log_loss)

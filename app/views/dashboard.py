@@ -1,0 +1,232 @@
+"""The Dashboard: every view of one job or model, for the main window to embed.
+
+Tabs: "Dashboard" (matrices, embeddings and curves together, live during training),
+"Decode", "Overview" (before / after) and "Compare".  Each view has a right-click
+"Export figure..." menu (and "Export dashboard..."); :meth:`Dashboard.views` names
+them for File > Export figure.
+
+The main window calls (at most ~10 times a second while a job trains):
+
+* :meth:`update_from_event` with the newest :class:`~densehmm_core.events.ProgressEvent`,
+* :meth:`set_history`, :meth:`set_model` (a finished or loaded model; enables Decode),
+  :meth:`set_initial_params` (the "before" of the overview), :meth:`set_vocabulary`,
+  :meth:`clear`.
+
+Updates are cheap: images are replaced with ``setImage(autoLevels=False)``, scatter and
+curve items with ``setData``; axes and labels are rebuilt only when shapes change.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from ..export import add_export_context_menu
+from .common import fmt_value
+from .compare import CompareView
+from .curves import TrainingCurves
+from .decode import DecodeView
+from .embeddings import EMBEDDING_SETS, EmbeddingScatter
+from .heatmap import ParameterHeatmaps
+from .overview import OverviewView
+
+__all__ = ["Dashboard", "model_params"]
+
+
+def model_params(model) -> Optional[dict]:
+    """The parameter dict of a model (matrices and, for dense models, embeddings), as in events."""
+    if model is None or getattr(model, "transmat_", None) is None:
+        return None
+    params = {"startprob": getattr(model, "startprob_", None), "transmat": getattr(model, "transmat_", None),
+              "emissionprob": getattr(model, "emissionprob_", None)}
+    emb = getattr(model, "embeddings_", None)
+    if isinstance(emb, dict):
+        for k in EMBEDDING_SETS:
+            if emb.get(k) is not None:
+                params[k] = emb[k]
+    return {k: np.asarray(v) for k, v in params.items() if v is not None}
+
+
+class Dashboard(QtWidgets.QWidget):
+    """All views of the selected job / model in tabs.
+
+    Parameters
+    ----------
+    get_default_dir : callable, optional
+        Returns the folder export dialogs start in (the main window's last folder).
+    on_exported : callable, optional
+        Called with the path of every figure exported from a right-click menu.
+    """
+
+    sigStatus = QtCore.Signal(str)
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None,
+                 get_default_dir: Optional[Callable[[], str]] = None,
+                 on_exported: Optional[Callable[[Any], None]] = None) -> None:
+        super().__init__(parent)
+        self._vocab: Optional[List[str]] = None
+        self._model = None
+        self._has_initial = False
+        self._last_step: Optional[int] = None
+
+        self.heatmaps = ParameterHeatmaps()
+        self.transmat = self.heatmaps.transmat
+        self.emission = self.heatmaps.emission
+        self.startprob = self.heatmaps.startprob
+        self.embeddings = EmbeddingScatter()
+        self.curves = TrainingCurves()
+        self.decode = DecodeView()
+        self.overview = OverviewView()
+        self.compare = CompareView()
+
+        # the live page: matrices left, embeddings and curves right (resizable)
+        self.live = QtWidgets.QWidget()
+        self.live.setObjectName("dashboard")
+        live_lay = QtWidgets.QVBoxLayout(self.live)
+        live_lay.setContentsMargins(2, 2, 2, 2)
+        self.title = QtWidgets.QLabel("No job selected")
+        f = self.title.font()
+        f.setBold(True)
+        self.title.setFont(f)
+        live_lay.addWidget(self.title)
+        self.h_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        self.v_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.v_split.addWidget(self.embeddings)
+        self.v_split.addWidget(self.curves)
+        self.h_split.addWidget(self.heatmaps)
+        self.h_split.addWidget(self.v_split)
+        self.h_split.setStretchFactor(0, 3)
+        self.h_split.setStretchFactor(1, 2)
+        self.v_split.setStretchFactor(0, 1)
+        self.v_split.setStretchFactor(1, 1)
+        for s in (self.h_split, self.v_split):
+            s.setChildrenCollapsible(False)
+        live_lay.addWidget(self.h_split, 1)
+
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.addTab(self.live, "Dashboard")
+        self.tabs.addTab(self.decode, "Decode")
+        self.tabs.addTab(self.overview, "Overview")
+        self.tabs.addTab(self.compare, "Compare")
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.tabs)
+
+        names = {"transmat": self.transmat, "emission": self.emission, "startprob": self.startprob,
+                 "embeddings": self.embeddings, "curves": self.curves, "decode": self.decode,
+                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps}
+        for name, w in names.items():
+            w.setObjectName(name)
+        # innermost first: each plot gets its own figure, plus the whole dashboard page
+        extra = [("Export dashboard...", self.export_target)]
+        for name in ("transmat", "emission", "startprob", "embeddings", "curves"):
+            add_export_context_menu(names[name], get_default_dir, name=name, extra=extra,
+                                    on_exported=on_exported)
+        add_export_context_menu(self.heatmaps, get_default_dir, name="matrices", extra=extra,
+                                on_exported=on_exported)
+        for name in ("decode", "overview", "compare"):
+            add_export_context_menu(names[name], get_default_dir, name=name, on_exported=on_exported)
+        add_export_context_menu(self.live, get_default_dir, name="dashboard", on_exported=on_exported)
+
+    # ------------------------------------------------------------------ API
+    def views(self) -> Dict[str, QtWidgets.QWidget]:
+        """Name -> widget of every exportable view; ``"dashboard"`` is the whole current page."""
+        return {"dashboard": self, "live": self.live, "matrices": self.heatmaps, "transmat": self.transmat,
+                "emission": self.emission, "startprob": self.startprob, "embeddings": self.embeddings,
+                "curves": self.curves, "decode": self.decode, "overview": self.overview,
+                "compare": self.compare}
+
+    def export_target(self) -> QtWidgets.QWidget:
+        """What exporting the Dashboard draws: the page of the current tab (without the tab bar)."""
+        return self.tabs.currentWidget() or self.live
+
+    def set_title(self, text: str) -> None:
+        """Text above the live views (e.g. the job's name); the status line follows it."""
+        self.title.setText(text)
+
+    def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
+        """Symbol names (amino-acid letters, tags) in index order, or ``None`` for indices."""
+        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        for v in (self.heatmaps, self.embeddings, self.decode, self.overview, self.compare):
+            v.set_vocabulary(self._vocab)
+
+    def update_from_event(self, ev) -> None:
+        """Show one progress event: curves always, matrices and embeddings when it has params."""
+        if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
+            self.curves.clear()
+        self._last_step = ev.step
+        self.curves.add_event(ev)
+        if ev.params:
+            self._show_params(ev.params)
+            if not self._has_initial and ev.step == 0:
+                self.set_initial_params(ev.params)
+            elif ev.step != 0:
+                self.overview.set_final(ev.params, "Done: trained model" if ev.done
+                                        else f"During training (step {ev.step})")
+        parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
+        if ev.loss is not None:
+            parts.append(f"loss {fmt_value(ev.loss)}")
+        for k in ("train_nll", "test_nll", "mad"):
+            v = (ev.metrics or {}).get(k)
+            if v is not None:
+                parts.append(f"{k} {fmt_value(v)}")
+        if ev.done:
+            parts.append(f"[{ev.reason or 'done'}]")
+        text = "  ·  ".join(parts)
+        base = self.title.text().split("  —  ")[0]
+        self.title.setText(f"{base}  —  {text}")
+        self.sigStatus.emit(text)
+
+    def set_history(self, history: Optional[List[dict]]) -> None:
+        """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics)."""
+        self.curves.set_history(history)
+
+    def set_initial_params(self, params: Optional[dict]) -> None:
+        """The model before training, for the overview's "before" row."""
+        if params:
+            self._has_initial = True
+            self.overview.set_initial(params, "Before training")
+
+    def set_model(self, model, corpus: Any = None) -> None:
+        """Show a finished or loaded model in every view; enables Decode on ``corpus`` (or samples)."""
+        self._model = model
+        if model is None:
+            self.decode.clear()
+            return
+        if self._vocab is None:
+            vocab = getattr(corpus, "vocabulary", None) or getattr(model, "vocabulary", None)
+            if vocab is not None:
+                self.set_vocabulary(list(vocab))
+        params = model_params(model)
+        if params:
+            self._show_params(params)
+            self.overview.set_final(params, "After training")
+        hist = getattr(model, "history_", None)
+        if hist:
+            self.curves.set_history(hist)
+        self.decode.set_model(model, corpus)
+
+    def model(self):
+        return self._model
+
+    def image_data(self, name: str) -> Optional[np.ndarray]:
+        """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``."""
+        return self.heatmaps.image_data(name)
+
+    def clear(self) -> None:
+        """Forget the current job / model (the vocabulary stays)."""
+        self._model = None
+        self._has_initial = False
+        self._last_step = None
+        self.title.setText("No job selected")
+        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare):
+            v.clear()
+
+    # ------------------------------------------------------------- internals
+    def _show_params(self, params: dict) -> None:
+        self.heatmaps.set_params(params)
+        if any(params.get(k) is not None for k in EMBEDDING_SETS):
+            self.embeddings.set_embeddings(params)
+        elif self.embeddings.mode() != "none":
+            self.embeddings.clear()

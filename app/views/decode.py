@@ -1,0 +1,277 @@
+"""Decode view: one sequence with its Viterbi state path and posterior state probabilities.
+
+The sequence's symbols label the x axis of a coloured track (one colour per hidden
+state, the Viterbi path of ``model.decode`` / ``model.predict``); beneath it, a heat
+strip shows the posterior ``P(state | sequence)`` from ``model.predict_proba`` with the
+Viterbi path drawn over it.  All inference is the core's; this view only draws.
+"""
+from __future__ import annotations
+
+from typing import Any, List, Optional, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from .common import (LabelAxis, Placeholder, as_single, label_axis_text, make_graphics_widget,
+                     sequential_cmap, state_colors, style_plot, symbol_labels, theme_colors)
+
+__all__ = ["DecodeView"]
+
+#: Initially visible window (positions) for long sequences; pan / zoom to see the rest.
+INITIAL_WINDOW = 250
+#: Sequences sampled from the model when no data set is given.
+N_SAMPLED = 10
+SAMPLED_LENGTH = 120
+
+
+def _sequences_of(data: Any) -> List[np.ndarray]:
+    if data is None:
+        return []
+    seqs = getattr(data, "sequences", data)
+    if isinstance(seqs, np.ndarray) and seqs.ndim == 1 and seqs.dtype != object:
+        seqs = [seqs]
+    return [np.asarray(s).reshape(-1) for s in seqs]
+
+
+def _names_of(data: Any, count: int) -> Optional[List[str]]:
+    for attr in ("names", "ids", "headers", "record_ids"):
+        v = getattr(data, attr, None)
+        if v is not None:
+            try:
+                if len(v) == count:
+                    return [str(s) for s in v]
+            except TypeError:
+                pass
+    return None
+
+
+class DecodeView(QtWidgets.QWidget):
+    """Pick a sequence; see its Viterbi path (coloured track) and posteriors (heat strip)."""
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
+        super().__init__(parent)
+        self._model = None
+        self._seqs: List[np.ndarray] = []
+        self._names: Optional[List[str]] = None
+        self._vocab: Optional[List[str]] = None
+        self._source = ""
+        self._path: Optional[np.ndarray] = None
+        self._post: Optional[np.ndarray] = None
+        self._logprob: Optional[float] = None
+
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        row = QtWidgets.QHBoxLayout()
+        row.addWidget(QtWidgets.QLabel("Sequence:"))
+        self.spin = QtWidgets.QSpinBox()
+        self.spin.setMinimum(0)
+        self.spin.setMaximum(0)
+        self.spin.setKeyboardTracking(False)
+        self.spin.valueChanged.connect(self._on_index)
+        row.addWidget(self.spin)
+        self.seq_label = QtWidgets.QLabel("")
+        row.addWidget(self.seq_label, 1)
+        lay.addLayout(row)
+        self.legend_label = QtWidgets.QLabel("")
+        self.legend_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        lay.addWidget(self.legend_label)
+
+        self.stack = QtWidgets.QStackedWidget()
+        self.placeholder = Placeholder("Decode: finish or open a model to see the Viterbi path and the "
+                                       "posterior state probabilities of a sequence.")
+        self.graphics = make_graphics_widget(self)
+        self._sym_axis = LabelAxis("bottom")
+        self._state_axis = LabelAxis("left")
+        self._track_axis = LabelAxis("left")
+        self.track_plot: pg.PlotItem = self.graphics.addPlot(
+            row=0, col=0, axisItems={"bottom": self._sym_axis, "left": self._track_axis})
+        style_plot(self.track_plot, self, "Viterbi state path")
+        label_axis_text(self.track_plot, "bottom", "symbol", self)
+        self.track_plot.setMouseEnabled(x=True, y=False)
+        self.track_plot.hideButtons()
+        self.track = pg.ImageItem(axisOrder="row-major")
+        self.track_plot.addItem(self.track)
+        self._track_axis.set_labels(["path"])
+        self.graphics.ci.layout.setRowStretchFactor(0, 1)
+
+        self.post_plot: pg.PlotItem = self.graphics.addPlot(row=1, col=0, axisItems={"left": self._state_axis})
+        style_plot(self.post_plot, self, "Posterior state probabilities P(state | sequence)")
+        label_axis_text(self.post_plot, "left", "state", self)
+        label_axis_text(self.post_plot, "bottom", "position t", self)
+        self.post_plot.invertY(True)
+        self.post_plot.setMouseEnabled(x=True, y=False)
+        self.post_plot.hideButtons()
+        self.post_plot.setXLink(self.track_plot)
+        self.post = pg.ImageItem(axisOrder="row-major")
+        self.post_plot.addItem(self.post)
+        self.path_curve = pg.PlotDataItem([], [], pen=None, symbol="s", symbolSize=4,
+                                          symbolBrush=pg.mkBrush(255, 255, 255, 220), symbolPen=None)
+        self.post_plot.addItem(self.path_curve)
+        self.colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=sequential_cmap(), interactive=False,
+                                        width=12, colorMapMenu=False)
+        self.colorbar.setImageItem(self.post)
+        # own layout column (not inside the plot) so both plots keep the same width and align
+        self.graphics.addItem(self.colorbar, row=1, col=1)
+        _, fg = theme_colors(self)
+        self.colorbar.axis.setPen(pg.mkPen(fg))
+        self.colorbar.axis.setTextPen(pg.mkPen(fg))
+        self.graphics.ci.layout.setRowStretchFactor(1, 3)
+        self.track_plot.getAxis("left").setWidth(50)
+        self.post_plot.getAxis("left").setWidth(50)
+
+        self.stack.addWidget(self.placeholder)
+        self.stack.addWidget(self.graphics)
+        lay.addWidget(self.stack, 1)
+        self.status = QtWidgets.QLabel("")
+        self.status.setWordWrap(True)
+        lay.addWidget(self.status)
+        self.setMinimumSize(300, 260)
+
+    # ------------------------------------------------------------------ API
+    def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
+        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        if self._path is not None:
+            self._show_symbols()
+
+    def set_model(self, model, data: Any = None) -> None:
+        """Decode with ``model`` the sequences of ``data`` (a Corpus, a list of int arrays or None).
+
+        Without data, a few sequences sampled from the model (seed 0) are offered.
+        """
+        self._model = model
+        if model is None:
+            self.clear()
+            return
+        vocab = getattr(data, "vocabulary", None) or getattr(model, "vocabulary", None)
+        if vocab is not None:
+            self._vocab = [str(s) for s in vocab]
+        self._seqs = _sequences_of(data)
+        self._names = _names_of(data, len(self._seqs)) if self._seqs else None
+        self._source = "data set"
+        if not self._seqs:
+            try:
+                obs, _ = model.sample(N_SAMPLED, SAMPLED_LENGTH, seed=0)
+                self._seqs = [np.asarray(s).reshape(-1) for s in obs]
+                self._source = f"sampled from the model (seed 0, length {SAMPLED_LENGTH})"
+            except Exception as exc:  # the view must never take the app down
+                self._seqs = []
+                self._show_error(f"No data set and sampling failed: {exc}")
+                return
+        self.spin.blockSignals(True)
+        self.spin.setMaximum(max(0, len(self._seqs) - 1))
+        self.spin.setValue(0)
+        self.spin.blockSignals(False)
+        self.select_sequence(0)
+
+    def select_sequence(self, index: int) -> None:
+        """Decode and show sequence ``index`` of the current data."""
+        if self._model is None or not self._seqs:
+            return
+        index = int(max(0, min(index, len(self._seqs) - 1)))
+        if self.spin.value() != index:
+            self.spin.blockSignals(True)
+            self.spin.setValue(index)
+            self.spin.blockSignals(False)
+        seq = self._seqs[index]
+        try:
+            if hasattr(self._model, "decode"):
+                paths, logprobs = self._model.decode([seq])
+                path = as_single(paths)
+                self._logprob = float(np.asarray(logprobs).reshape(-1)[0])
+            else:
+                path = as_single(self._model.predict([seq]))
+                self._logprob = None
+            post = as_single(self._model.predict_proba([seq]))
+        except Exception as exc:
+            self._show_error(f"Decoding sequence {index} failed: {exc}")
+            return
+        path = np.asarray(path).reshape(-1).astype(np.int64)
+        post = np.asarray(post, dtype=np.float64)
+        if post.ndim != 2 or post.shape[0] != seq.shape[0] or path.shape[0] != seq.shape[0]:
+            self._show_error(f"Model returned shapes path {path.shape}, posteriors {post.shape} "
+                             f"for a sequence of length {seq.shape[0]}")
+            return
+        self._current = index
+        self._path, self._post = path, post
+        self._draw(seq)
+
+    def current_index(self) -> int:
+        return int(self.spin.value())
+
+    def sequence_count(self) -> int:
+        return len(self._seqs)
+
+    def current_sequence(self) -> Optional[np.ndarray]:
+        return None if not self._seqs else np.array(self._seqs[self.current_index()])
+
+    def current_path(self) -> Optional[np.ndarray]:
+        """The Viterbi path shown (a copy)."""
+        return None if self._path is None else self._path.copy()
+
+    def current_posteriors(self) -> Optional[np.ndarray]:
+        """The posterior matrix shown, shape (T, n) (a copy)."""
+        return None if self._post is None else self._post.copy()
+
+    def track_colors(self) -> Optional[np.ndarray]:
+        """The RGBA track image, shape (1, T, 4)."""
+        return None if self.track.image is None else np.array(self.track.image)
+
+    def posterior_image(self) -> Optional[np.ndarray]:
+        """The posterior heat strip as displayed: shape (n, T) (states are rows)."""
+        return None if self.post.image is None else np.array(self.post.image)
+
+    def clear(self) -> None:
+        self._model = None
+        self._seqs = []
+        self._path = self._post = None
+        self.track.clear()
+        self.post.clear()
+        self.path_curve.setData([], [])
+        self.spin.setMaximum(0)
+        self.seq_label.setText("")
+        self.legend_label.setText("")
+        self.status.setText("")
+        self.stack.setCurrentWidget(self.placeholder)
+
+    # ------------------------------------------------------------- internals
+    def _on_index(self, i: int) -> None:
+        self.select_sequence(i)
+
+    def _show_error(self, text: str) -> None:
+        self.status.setText(f"<span style='color:#c0392b'>{text}</span>")
+
+    def _show_symbols(self) -> None:
+        seq = self.current_sequence()
+        if seq is None:
+            return
+        m = getattr(self._model, "n_symbols", None) or (int(seq.max()) + 1)
+        names = symbol_labels(int(m), self._vocab)
+        self._sym_axis.set_labels([names[s] if 0 <= s < len(names) else str(s) for s in seq])
+
+    def _draw(self, seq: np.ndarray) -> None:
+        T, n = self._post.shape
+        colors = state_colors(n)
+        rgba = np.array([[c.red(), c.green(), c.blue(), 255] for c in colors], dtype=np.ubyte)
+        self.track.setImage(rgba[np.clip(self._path, 0, n - 1)][None, :, :], autoLevels=False, levels=(0, 255))
+        self.track.setRect(QtCore.QRectF(-0.5, -0.5, T, 1))
+        self.post.setImage(self._post.T, autoLevels=False)
+        self.post.setRect(QtCore.QRectF(-0.5, -0.5, T, n))
+        self.colorbar.setLevels((0.0, 1.0))
+        self.path_curve.setData(np.arange(T, dtype=float), self._path.astype(float))
+        self._state_axis.set_labels([str(i) for i in range(n)])
+        self._show_symbols()
+        self.track_plot.setYRange(-0.5, 0.5, padding=0)
+        self.post_plot.setYRange(-0.5, n - 0.5, padding=0)
+        for p in (self.track_plot, self.post_plot):
+            p.vb.setLimits(xMin=-0.5, xMax=T - 0.5)
+        self.track_plot.setXRange(-0.5, min(T, INITIAL_WINDOW) - 0.5, padding=0)
+        name = self._names[self.current_index()] if self._names else ""
+        self.seq_label.setText(f"of {len(self._seqs)} ({self._source})   {name}   length {T}")
+        self.legend_label.setText("State colours: " + "  ".join(
+            f"<span style='color:{c.name()}'>&#9632;</span>&nbsp;{i}" for i, c in enumerate(colors)))
+        used = np.unique(self._path)
+        lp = "" if self._logprob is None else f"log P(sequence, Viterbi path) = {self._logprob:.6g};  "
+        more = "" if T <= INITIAL_WINDOW else f"  Showing positions 0–{INITIAL_WINDOW - 1} of {T}: drag or zoom."
+        self.status.setText(f"{lp}states used on the path: {', '.join(str(int(u)) for u in used)}.{more}")
+        self.stack.setCurrentWidget(self.graphics)

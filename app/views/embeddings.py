@@ -1,0 +1,257 @@
+"""Scatter plot of a DenseHMM's embeddings: U, Z, W (states), V (symbols) and z_start.
+
+For ``l == 2`` the vectors are drawn directly; for ``l > 2`` they are projected on the
+first two principal axes of all embedding vectors together (one common projection, so
+toggling a set does not move the others; the axes say so, with the explained variance);
+for ``l == 1`` each set gets its own row and the x axis is the value.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from .common import LabelAxis, Placeholder, label_axis_text, make_graphics_widget, style_plot, theme_colors
+from .projection import pca_2d
+
+__all__ = ["EmbeddingScatter", "EMBEDDING_SETS"]
+
+#: name -> (description, marker, colour, is a state set)
+EMBEDDING_SETS = {
+    "U": ("U: incoming state vectors u_j (columns of A, π)", "o", "#1f77b4", True),
+    "Z": ("Z: outgoing state vectors z_i (rows of A)", "s", "#ff7f0e", True),
+    "W": ("W: state vectors w_i towards the symbols (rows of B)", "t", "#2ca02c", True),
+    "V": ("V: symbol vectors v_j (columns of B)", "d", "#9467bd", False),
+    "z_start": ("z_start: start vector (π)", "star", "#d62728", False),
+}
+#: Label at most this many points of one set.
+MAX_LABELS = 150
+
+
+class EmbeddingScatter(QtWidgets.QWidget):
+    """The embedding scatter; ``set_embeddings(dict)`` with keys U, Z, W, V, z_start."""
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None, controls: bool = True,
+                 title: str = "Embeddings") -> None:
+        super().__init__(parent)
+        self._emb: Dict[str, np.ndarray] = {}
+        self._vocab: Optional[List[str]] = None
+        self._coords: Dict[str, np.ndarray] = {}
+        self._mode = "none"
+        self._explained = np.zeros(2)
+        self._labels: Dict[str, List[pg.TextItem]] = {k: [] for k in EMBEDDING_SETS}
+        self._title = title
+
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        row = QtWidgets.QHBoxLayout()
+        row.addWidget(QtWidgets.QLabel("Show:"))
+        self.boxes: Dict[str, QtWidgets.QCheckBox] = {}
+        for key, (desc, _, color, _) in EMBEDDING_SETS.items():
+            box = QtWidgets.QCheckBox(key)
+            box.setToolTip(desc)
+            box.setChecked(True)
+            box.toggled.connect(self._refresh_visibility)
+            self.boxes[key] = box
+            row.addWidget(box)
+        self.labels_box = QtWidgets.QCheckBox("labels")
+        self.labels_box.setChecked(True)
+        self.labels_box.toggled.connect(self._refresh_visibility)
+        row.addWidget(self.labels_box)
+        row.addStretch(1)
+        self.controls = QtWidgets.QWidget()
+        self.controls.setLayout(row)
+        row.setContentsMargins(0, 0, 0, 0)
+        self.controls.setVisible(controls)
+        lay.addWidget(self.controls)
+
+        self.stack = QtWidgets.QStackedWidget()
+        self.placeholder = Placeholder("No embeddings: this view shows DenseHMM models "
+                                       "(a standard HMM has no dense representation).")
+        self.graphics = make_graphics_widget(self)
+        self._left = LabelAxis("left")
+        self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left})
+        style_plot(self.plot, self, self._title)
+        self.plot.showGrid(True, True, alpha=0.2)
+        _, fg = theme_colors(self)
+        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextColor=fg, brush=pg.mkBrush(255, 255, 255, 170)
+                                          if fg.lightness() < 128 else pg.mkBrush(30, 30, 30, 170))
+        self.scatters: Dict[str, pg.ScatterPlotItem] = {}
+        for key, (desc, marker, color, is_state) in EMBEDDING_SETS.items():
+            size = 11 if is_state else 9
+            if key == "z_start":
+                size = 16
+            sc = pg.ScatterPlotItem(symbol=marker, size=size, pen=pg.mkPen(fg, width=0.6),
+                                    brush=pg.mkBrush(color), name=key, hoverable=True,
+                                    tip=self._make_tip(key))
+            self.plot.addItem(sc)
+            self.scatters[key] = sc
+        self.stack.addWidget(self.placeholder)
+        self.stack.addWidget(self.graphics)
+        lay.addWidget(self.stack)
+        self.setMinimumSize(260, 220)
+
+    # ------------------------------------------------------------------ API
+    def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
+        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        if self._emb:
+            self._rebuild_labels()
+            self._place_labels()
+
+    def set_title(self, title: str) -> None:
+        self._title = title
+        style_plot(self.plot, self, self._title)
+
+    def set_embeddings(self, params: Optional[dict]) -> None:
+        """Show the embeddings in ``params`` (U, Z, W: n x l; V: m x l; z_start: l).
+
+        Missing or ``None`` embeddings (a standard HMM) show a placeholder.
+        """
+        emb = {}
+        for key in EMBEDDING_SETS:
+            v = None if not params else params.get(key)
+            if v is not None:
+                a = np.asarray(v, dtype=np.float64)
+                emb[key] = a.reshape(1, -1) if a.ndim == 1 else a
+        if not emb:
+            self.clear()
+            return
+        dims = {a.shape[1] for a in emb.values()}
+        if len(dims) != 1:
+            raise ValueError(f"embeddings disagree on the dimension l: { {k: a.shape for k, a in emb.items()} }")
+        counts_changed = {k: a.shape[0] for k, a in emb.items()} != {k: a.shape[0] for k, a in self._emb.items()}
+        self._emb = emb
+        self._project()
+        for key, sc in self.scatters.items():
+            xy = self._coords.get(key)
+            if xy is None:
+                sc.setData([], [])
+            else:
+                sc.setData(x=xy[:, 0], y=xy[:, 1], data=np.arange(xy.shape[0]))
+        if counts_changed:
+            self._rebuild_labels()
+        self._place_labels()
+        self._refresh_visibility()
+        self.stack.setCurrentWidget(self.graphics)
+
+    def coordinates(self, key: str) -> Optional[np.ndarray]:
+        """The 2-D coordinates plotted for one set (a copy), or ``None``."""
+        xy = self._coords.get(key)
+        return None if xy is None else np.array(xy, copy=True)
+
+    def mode(self) -> str:
+        """``"direct"`` (l = 2), ``"pca"`` (l > 2), ``"1d"`` (l = 1) or ``"none"``."""
+        return self._mode
+
+    def axis_titles(self):
+        """``(x title, y title)`` currently on the axes."""
+        return (self.plot.getAxis("bottom").labelText, self.plot.getAxis("left").labelText)
+
+    def label_texts(self, key: str) -> List[str]:
+        return [t.textItem.toPlainText() for t in self._labels[key]]
+
+    def clear(self) -> None:
+        self._emb = {}
+        self._coords = {}
+        self._mode = "none"
+        for sc in self.scatters.values():
+            sc.setData([], [])
+        self._rebuild_labels()
+        self.stack.setCurrentWidget(self.placeholder)
+
+    # ------------------------------------------------------------- internals
+    def _project(self) -> None:
+        l = next(iter(self._emb.values())).shape[1]
+        keys = list(self._emb)
+        if l == 2:
+            self._mode = "direct"
+            self._coords = {k: self._emb[k].copy() for k in keys}
+            xt, yt = "dimension 1", "dimension 2"
+            title = f"{self._title} (l = 2)"
+            self._left.set_labels(None)
+        elif l == 1:
+            self._mode = "1d"
+            rows = {k: i for i, k in enumerate(reversed(list(EMBEDDING_SETS)))}
+            self._coords = {k: np.column_stack([self._emb[k][:, 0], np.full(self._emb[k].shape[0], rows[k])])
+                            for k in keys}
+            names = [""] * len(rows)
+            for k, i in rows.items():
+                names[i] = k
+            self._left.set_labels(names)
+            xt, yt = "value (l = 1)", "embedding set"
+            title = f"{self._title} (l = 1: one row per set)"
+        else:
+            self._mode = "pca"
+            stacked = np.concatenate([self._emb[k] for k in keys], axis=0)
+            Y, _, self._explained = pca_2d(stacked)
+            self._coords = {}
+            start = 0
+            for k in keys:
+                cnt = self._emb[k].shape[0]
+                self._coords[k] = Y[start:start + cnt]
+                start += cnt
+            e1, e2 = 100 * self._explained
+            xt, yt = f"PC 1 ({e1:.0f}% of variance)", f"PC 2 ({e2:.0f}% of variance)"
+            title = f"{self._title}: PCA projection of l = {l} to 2-D"
+            self._left.set_labels(None)
+        style_plot(self.plot, self, title)
+        if self.plot.getAxis("bottom").labelText != xt:
+            label_axis_text(self.plot, "bottom", xt, self)
+            label_axis_text(self.plot, "left", yt, self)
+
+    def _label_strings(self, key: str, count: int) -> List[str]:
+        if key == "V":
+            if self._vocab is not None and len(self._vocab) == count:
+                return list(self._vocab)
+            return [str(i) for i in range(count)]
+        if key == "z_start":
+            return ["start"]
+        return [f"{key.lower()}{i}" for i in range(count)]
+
+    def _rebuild_labels(self) -> None:
+        _, fg = theme_colors(self)
+        for key, items in self._labels.items():
+            for t in items:
+                self.plot.removeItem(t)
+            self._labels[key] = []
+            a = self._emb.get(key)
+            if a is None or a.shape[0] > MAX_LABELS:
+                continue
+            color = EMBEDDING_SETS[key][2]
+            for s in self._label_strings(key, a.shape[0]):
+                t = pg.TextItem(s, color=color if key != "V" else fg, anchor=(-0.15, 0.5))
+                if key == "V":
+                    f = QtGui.QFont()
+                    f.setBold(True)
+                    t.setFont(f)
+                self.plot.addItem(t)
+                self._labels[key].append(t)
+
+    def _place_labels(self) -> None:
+        for key, items in self._labels.items():
+            xy = self._coords.get(key)
+            if xy is None:
+                continue
+            for t, (x, y) in zip(items, xy):
+                t.setPos(float(x), float(y))
+
+    def _refresh_visibility(self) -> None:
+        show_labels = self.labels_box.isChecked()
+        for key, sc in self.scatters.items():
+            on = self.boxes[key].isChecked()
+            sc.setVisible(on)
+            for t in self._labels[key]:
+                t.setVisible(on and show_labels)
+
+    def _make_tip(self, key):
+        def tip(x, y, data):
+            i = int(data) if data is not None else 0
+            name = self._label_strings(key, self._emb[key].shape[0])[i] if key in self._emb else str(i)
+            vec = self._emb.get(key)
+            vtxt = ""
+            if vec is not None and i < vec.shape[0] and vec.shape[1] <= 8:
+                vtxt = "\n(" + ", ".join(f"{v:.4g}" for v in vec[i]) + ")"
+            return f"{key} {name}{vtxt}"
+        return tip

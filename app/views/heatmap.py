@@ -1,0 +1,353 @@
+"""Heatmaps of the HMM's matrices: start distribution, transition matrix A, emission matrix B.
+
+:class:`MatrixHeatmap` shows one matrix (rows top to bottom, columns left to right) with a
+colour bar (viridis; fixed 0..1 range or the data's range), state indices / symbol
+labels on the axes and a hover tooltip with the exact value.  :class:`ParameterHeatmaps`
+puts pi, A and B together for one model.
+
+Updates are cheap: ``setImage`` with ``autoLevels=False``; ticks and ranges are only
+rebuilt when the shape or the labels change.
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from .common import (LabelAxis, label_axis_text, make_graphics_widget, sequential_cmap, state_labels,
+                     style_plot, symbol_labels, theme_colors)
+
+__all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
+
+#: Matrices with at most this many cells get their values written into the cells.
+ANNOTATE_MAX_CELLS = 64
+
+
+class MatrixHeatmap(QtWidgets.QWidget):
+    """One matrix as a heatmap with a colour bar and labelled axes.
+
+    Parameters
+    ----------
+    title : str
+        Plot title (e.g. ``"Transition matrix A"``).
+    row_title, col_title : str
+        Axis titles (e.g. ``"from state"`` / ``"to state"``); also used in tooltips.
+    symbol : str
+        Short name used in tooltips, e.g. ``"A"`` gives ``A[2, 3] = 0.125``.
+    fixed_range : bool
+        Colour range fixed to 0..1 (probabilities) instead of the data's min..max.
+    cmap : pyqtgraph.ColorMap, optional
+        Defaults to viridis.
+    symmetric : bool
+        Colour range symmetric around 0 (for differences); ignores ``fixed_range``.
+    annotate : bool or None
+        Write values into the cells; ``None`` means "when the matrix is small".
+    colorbar : bool
+        Show the colour bar (the levels apply either way).
+    """
+
+    sigHovered = QtCore.Signal(object)  # (row, col, value) or None
+
+    def __init__(self, title: str = "", row_title: str = "row", col_title: str = "column",
+                 symbol: str = "M", fixed_range: bool = True, cmap: Optional[pg.ColorMap] = None,
+                 symmetric: bool = False, annotate: Optional[bool] = None, colorbar: bool = True,
+                 parent: Optional[QtWidgets.QWidget] = None) -> None:
+        super().__init__(parent)
+        self._title = title
+        self._row_title = row_title
+        self._col_title = col_title
+        self._symbol = symbol
+        self._fixed = bool(fixed_range)
+        self._symmetric = bool(symmetric)
+        self._annotate = annotate
+        self._data: Optional[np.ndarray] = None
+        self._row_labels: List[str] = []
+        self._col_labels: List[str] = []
+        self._texts: List[pg.TextItem] = []
+        self._cmap = cmap if cmap is not None else sequential_cmap()
+
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.graphics = make_graphics_widget(self)
+        lay.addWidget(self.graphics)
+        self._left = LabelAxis("left")
+        self._bottom = LabelAxis("bottom")
+        self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left, "bottom": self._bottom})
+        style_plot(self.plot, self, title)
+        label_axis_text(self.plot, "left", row_title, self)
+        label_axis_text(self.plot, "bottom", col_title, self)
+        self.plot.invertY(True)
+        self.plot.hideButtons()
+        self.plot.showGrid(False, False)
+        self.plot.setMenuEnabled(True)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.image.setAutoDownsample(False)
+        self.plot.addItem(self.image)
+        self.colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=self._cmap, interactive=False,
+                                        width=14, colorMapMenu=False)
+        self.colorbar.setImageItem(self.image, insert_in=self.plot if colorbar else None)
+        if not colorbar:
+            self.image.setColorMap(self._cmap)
+        _, fg = theme_colors(self)
+        self.colorbar.axis.setPen(pg.mkPen(fg))
+        self.colorbar.axis.setTextPen(pg.mkPen(fg))
+        self.graphics.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.setMinimumSize(200, 150)
+
+    # ------------------------------------------------------------------ API
+    def set_matrix(self, matrix, row_labels: Optional[Sequence[str]] = None,
+                   col_labels: Optional[Sequence[str]] = None) -> None:
+        """Show ``matrix`` (2-D; a 1-D vector is shown as one row)."""
+        if matrix is None:
+            self.clear()
+            return
+        data = np.array(matrix, dtype=np.float64, copy=True)
+        if data.ndim == 1:
+            data = data[None, :]
+        if data.ndim != 2 or data.size == 0:
+            raise ValueError(f"{self._symbol}: expected a non-empty 2-D matrix, got shape {data.shape}")
+        shape_changed = self._data is None or self._data.shape != data.shape
+        self._data = data
+        if row_labels is not None or shape_changed:
+            self._set_labels(row_labels, col_labels, data.shape)
+        elif col_labels is not None:
+            self._set_labels(self._row_labels, col_labels, data.shape)
+        self.image.setImage(data, autoLevels=False)
+        self.image.setRect(QtCore.QRectF(-0.5, -0.5, data.shape[1], data.shape[0]))
+        self._apply_levels()
+        if shape_changed:
+            self._reset_range()
+        self._update_annotations()
+
+    def set_labels(self, row_labels: Optional[Sequence[str]], col_labels: Optional[Sequence[str]]) -> None:
+        """Axis labels for rows and columns (``None``: indices)."""
+        shape = self._data.shape if self._data is not None else (len(row_labels or []), len(col_labels or []))
+        self._set_labels(row_labels, col_labels, shape)
+
+    def set_fixed_range(self, fixed: bool) -> None:
+        """Colour range 0..1 (True) or the data's min..max (False)."""
+        self._fixed = bool(fixed)
+        self._apply_levels()
+        self._update_annotations()
+
+    def fixed_range(self) -> bool:
+        return self._fixed
+
+    def levels(self):
+        """The colour range currently applied ``(low, high)``."""
+        return tuple(float(v) for v in self.colorbar.levels())
+
+    def image_data(self) -> Optional[np.ndarray]:
+        """A copy of the matrix the image displays (rows = first index)."""
+        img = self.image.image
+        return None if img is None else np.array(img, copy=True)
+
+    def row_labels(self) -> List[str]:
+        return list(self._row_labels)
+
+    def col_labels(self) -> List[str]:
+        return list(self._col_labels)
+
+    def set_title(self, title: str) -> None:
+        self._title = title
+        style_plot(self.plot, self, title)
+
+    def hover_text(self, row: int, col: int) -> str:
+        """The tooltip for cell ``(row, col)``: exact value with state/symbol names."""
+        if self._data is None:
+            return ""
+        v = float(self._data[row, col])
+        rl = self._row_labels[row] if row < len(self._row_labels) else str(row)
+        cl = self._col_labels[col] if col < len(self._col_labels) else str(col)
+        if self._data.shape[0] == 1:
+            return f"{self._symbol}[{cl}] = {v:.10g}\n{self._col_title} {cl}"
+        return f"{self._symbol}[{row}, {col}] = {v:.10g}\n{self._row_title} {rl}, {self._col_title} {cl}"
+
+    def cell_at_scene_pos(self, scene_pos: QtCore.QPointF):
+        """``(row, col)`` under a scene position, or ``None`` outside the matrix."""
+        if self._data is None:
+            return None
+        if not self.plot.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        p = self.plot.vb.mapSceneToView(scene_pos)
+        col, row = int(round(p.x())), int(round(p.y()))
+        if 0 <= row < self._data.shape[0] and 0 <= col < self._data.shape[1]:
+            return row, col
+        return None
+
+    def clear(self) -> None:
+        self._data = None
+        self.image.clear()
+        for t in self._texts:
+            self.plot.removeItem(t)
+        self._texts = []
+        self._left.set_labels(None)
+        self._bottom.set_labels(None)
+        self._row_labels, self._col_labels = [], []
+
+    # ------------------------------------------------------------- internals
+    def _set_labels(self, row_labels, col_labels, shape) -> None:
+        rows, cols = shape
+        self._row_labels = [str(s) for s in row_labels] if row_labels is not None and len(row_labels) == rows \
+            else [str(i) for i in range(rows)]
+        self._col_labels = [str(s) for s in col_labels] if col_labels is not None and len(col_labels) == cols \
+            else [str(i) for i in range(cols)]
+        self._left.set_labels(self._row_labels if rows > 1 else [""])
+        self._bottom.set_labels(self._col_labels)
+
+    def _apply_levels(self) -> None:
+        if self._data is None:
+            return
+        if self._symmetric:
+            r = float(np.nanmax(np.abs(self._data))) if self._data.size else 0.0
+            r = r if r > 0 else 1e-12
+            lo, hi = -r, r
+        elif self._fixed:
+            lo, hi = 0.0, 1.0
+        else:
+            lo, hi = float(np.nanmin(self._data)), float(np.nanmax(self._data))
+            if hi <= lo:
+                hi = lo + max(abs(lo) * 1e-6, 1e-12)
+        self.colorbar.setLevels((lo, hi))
+
+    def _reset_range(self) -> None:
+        rows, cols = self._data.shape
+        self.plot.vb.setLimits(xMin=-0.5, xMax=cols - 0.5, yMin=-0.5, yMax=rows - 0.5)
+        self.plot.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5), padding=0)
+
+    def _want_annotations(self) -> bool:
+        if self._data is None:
+            return False
+        if self._annotate is None:
+            return self._data.size <= ANNOTATE_MAX_CELLS
+        return bool(self._annotate)
+
+    def _update_annotations(self) -> None:
+        if not self._want_annotations():
+            for t in self._texts:
+                self.plot.removeItem(t)
+            self._texts = []
+            return
+        rows, cols = self._data.shape
+        need = rows * cols
+        while len(self._texts) > need:
+            self.plot.removeItem(self._texts.pop())
+        while len(self._texts) < need:
+            t = pg.TextItem("", anchor=(0.5, 0.5))
+            t.setZValue(10)
+            self.plot.addItem(t)
+            self._texts.append(t)
+        lo, hi = self.levels()
+        span = (hi - lo) or 1.0
+        font = QtGui.QFont()
+        font.setPointSizeF(8.0 if cols > 6 else 9.0)
+        for k, t in enumerate(self._texts):
+            i, j = divmod(k, cols)
+            v = float(self._data[i, j])
+            rel = (v - lo) / span
+            t.setFont(font)
+            if self._symmetric:
+                color = "k"
+            else:
+                color = (20, 20, 20) if rel > 0.6 else (235, 235, 235)
+            t.setColor(color)
+            t.setText(f"{v:.2f}")
+            t.setPos(j, i)
+
+    def _on_mouse_moved(self, scene_pos) -> None:
+        cell = self.cell_at_scene_pos(scene_pos)
+        if cell is None:
+            QtWidgets.QToolTip.hideText()
+            self.sigHovered.emit(None)
+            return
+        text = self.hover_text(*cell)
+        view = self.graphics
+        QtWidgets.QToolTip.showText(view.mapToGlobal(view.mapFromScene(scene_pos)), text, view)
+        self.sigHovered.emit((cell[0], cell[1], float(self._data[cell])))
+
+
+class ParameterHeatmaps(QtWidgets.QWidget):
+    """pi (a strip), A and B of one model side by side, with a "fixed 0..1" switch.
+
+    ``set_params({"startprob", "transmat", "emissionprob"})`` updates all three.
+    """
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None, fixed_range: bool = True) -> None:
+        super().__init__(parent)
+        self._vocab: Optional[List[str]] = None
+        self._params: Optional[dict] = None
+        self.startprob = MatrixHeatmap("Start distribution π", "", "state", symbol="π",
+                                       fixed_range=fixed_range, colorbar=False)
+        self.transmat = MatrixHeatmap("Transition matrix A", "from state", "to state", symbol="A",
+                                      fixed_range=fixed_range)
+        self.emission = MatrixHeatmap("Emission matrix B", "state", "symbol", symbol="B",
+                                      fixed_range=fixed_range)
+        self.startprob.setMinimumHeight(120)
+        self.startprob.setMaximumHeight(130)
+        self.fixed_box = QtWidgets.QCheckBox("Fixed colour range 0..1")
+        self.fixed_box.setChecked(fixed_range)
+        self.fixed_box.toggled.connect(self.set_fixed_range)
+        self.info = QtWidgets.QLabel("")
+        top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.fixed_box)
+        top.addStretch(1)
+        top.addWidget(self.info)
+        grid = QtWidgets.QGridLayout(self)
+        grid.setContentsMargins(2, 2, 2, 2)
+        grid.addLayout(top, 0, 0, 1, 2)
+        grid.addWidget(self.startprob, 1, 0)
+        grid.addWidget(self.transmat, 2, 0)
+        grid.addWidget(self.emission, 1, 1, 2, 1)
+        grid.setColumnStretch(0, 2)
+        grid.setColumnStretch(1, 3)
+        grid.setRowStretch(2, 1)
+
+    def heatmaps(self) -> Dict[str, MatrixHeatmap]:
+        return {"startprob": self.startprob, "transmat": self.transmat, "emissionprob": self.emission}
+
+    def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
+        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        if self._params is not None:
+            self.set_params(self._params, relabel=True)
+
+    def set_fixed_range(self, fixed: bool) -> None:
+        for h in self.heatmaps().values():
+            h.set_fixed_range(fixed)
+        if self.fixed_box.isChecked() != bool(fixed):
+            self.fixed_box.setChecked(bool(fixed))
+
+    def set_params(self, params: Optional[dict], relabel: bool = False) -> None:
+        """Show ``params["startprob"]``, ``["transmat"]``, ``["emissionprob"]`` (any may be missing)."""
+        if not params:
+            return
+        self._params = params
+        A = params.get("transmat")
+        B = params.get("emissionprob")
+        pi = params.get("startprob")
+        if A is not None:
+            n = np.shape(A)[0]
+            labels = state_labels(n)
+            self.transmat.set_matrix(A, labels if relabel else None, labels if relabel else None)
+        if pi is not None:
+            self.startprob.set_matrix(pi, None, state_labels(np.shape(pi)[0]) if relabel else None)
+        if B is not None:
+            n, m = np.shape(B)
+            cur = self.emission.col_labels()
+            want = symbol_labels(m, self._vocab)
+            if relabel or cur != want:
+                self.emission.set_matrix(B, state_labels(n), want)
+            else:
+                self.emission.set_matrix(B)
+            self.info.setText(f"n = {n} states, m = {m} symbols")
+
+    def image_data(self, name: str) -> Optional[np.ndarray]:
+        """Displayed matrix: ``"startprob"`` (1 x n), ``"transmat"`` or ``"emissionprob"``."""
+        return self.heatmaps()[name].image_data()
+
+    def clear(self) -> None:
+        self._params = None
+        for h in self.heatmaps().values():
+            h.clear()
+        self.info.setText("")

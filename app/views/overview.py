@@ -1,0 +1,114 @@
+"""Before / after overview in the spirit of the paper's Figure 1.
+
+Two rows (before training, after training) of three panels: the embeddings (DenseHMM
+only), the transition matrix A and the emission matrix B, all on the same 0..1 colour
+scale so the two rows compare at a glance.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from .common import Placeholder, state_labels, symbol_labels
+from .embeddings import EMBEDDING_SETS, EmbeddingScatter
+from .heatmap import MatrixHeatmap
+
+__all__ = ["OverviewView"]
+
+
+class _Row:
+    def __init__(self, title: str) -> None:
+        self.label = QtWidgets.QLabel(title)
+        f = self.label.font()
+        f.setBold(True)
+        f.setPointSizeF(f.pointSizeF() * 1.1)
+        self.label.setFont(f)
+        self.embeddings = EmbeddingScatter(controls=False, title="Embeddings")
+        self.transmat = MatrixHeatmap("Transition matrix A", "from state", "to state", symbol="A")
+        self.emission = MatrixHeatmap("Emission matrix B", "state", "symbol", symbol="B")
+        self.params: Optional[dict] = None
+
+
+class OverviewView(QtWidgets.QWidget):
+    """Embeddings and matrices before and after training, side by side."""
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
+        super().__init__(parent)
+        self._vocab: Optional[list] = None
+        self.before = _Row("Before training")
+        self.after = _Row("After training")
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        self.stack = QtWidgets.QStackedWidget()
+        self.placeholder = Placeholder("Overview: the initial model and the trained model side by side "
+                                       "appear here once a job has started and produced parameters.")
+        page = QtWidgets.QWidget()
+        grid = QtWidgets.QGridLayout(page)
+        grid.setContentsMargins(0, 0, 0, 0)
+        for r, row in enumerate((self.before, self.after)):
+            grid.addWidget(row.label, 2 * r, 0, 1, 3)
+            grid.addWidget(row.embeddings, 2 * r + 1, 0)
+            grid.addWidget(row.transmat, 2 * r + 1, 1)
+            grid.addWidget(row.emission, 2 * r + 1, 2)
+            grid.setRowStretch(2 * r + 1, 1)
+        grid.setColumnStretch(0, 3)
+        grid.setColumnStretch(1, 2)
+        grid.setColumnStretch(2, 3)
+        self.stack.addWidget(self.placeholder)
+        self.stack.addWidget(page)
+        lay.addWidget(self.stack)
+        self._set_has_embeddings(False)
+
+    def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
+        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        for row in (self.before, self.after):
+            row.embeddings.set_vocabulary(self._vocab)
+            if row.params is not None:
+                self._show(row, row.params, row.label.text())
+
+    def set_initial(self, params: Optional[dict], title: str = "Before training") -> None:
+        """The model before training (``params`` as in a ProgressEvent, step 0)."""
+        self._show(self.before, params, title)
+
+    def set_final(self, params: Optional[dict], title: str = "After training") -> None:
+        """The current / trained model."""
+        self._show(self.after, params, title)
+
+    def has_content(self) -> bool:
+        return self.before.params is not None or self.after.params is not None
+
+    def clear(self) -> None:
+        for row in (self.before, self.after):
+            row.params = None
+            row.embeddings.clear()
+            row.transmat.clear()
+            row.emission.clear()
+        self._set_has_embeddings(False)
+        self.stack.setCurrentWidget(self.placeholder)
+
+    # ------------------------------------------------------------- internals
+    def _set_has_embeddings(self, on: bool) -> None:
+        for row in (self.before, self.after):
+            row.embeddings.setVisible(on)
+
+    def _show(self, row: _Row, params: Optional[dict], title: str) -> None:
+        if not params:
+            return
+        row.params = params
+        row.label.setText(title)
+        A, B = params.get("transmat"), params.get("emissionprob")
+        if A is not None:
+            n = np.shape(A)[0]
+            row.transmat.set_matrix(A, state_labels(n), state_labels(n))
+        if B is not None:
+            n, m = np.shape(B)
+            row.emission.set_matrix(B, state_labels(n), symbol_labels(m, self._vocab))
+        has_emb = any(params.get(k) is not None for k in EMBEDDING_SETS)
+        if has_emb:
+            row.embeddings.set_embeddings(params)
+        any_emb = any(r.params is not None and any(r.params.get(k) is not None for k in EMBEDDING_SETS)
+                      for r in (self.before, self.after))
+        self._set_has_embeddings(any_emb)
+        self.stack.setCurrentIndex(1)

@@ -1,0 +1,51 @@
+"""2-D projection of embedding vectors for display (a tiny PCA by SVD).
+
+This is display code, not model maths: it only decides where points go on screen.
+(If the core gains a projection helper, the view should call it instead.)
+"""
+from __future__ import annotations
+
+from typing import Tuple
+
+import numpy as np
+
+__all__ = ["pca_2d"]
+
+
+def pca_2d(X: np.ndarray, k: int = 2) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Project the rows of ``X`` (N x l, l > k) on their first ``k`` principal axes.
+
+    Parameters
+    ----------
+    X : ndarray, shape (N, l)
+    k : int
+
+    Returns
+    -------
+    Y : ndarray, shape (N, k)
+        Centred coordinates along the principal axes.
+    components : ndarray, shape (k, l)
+        The principal axes (unit rows).  Signs are fixed so that the entry of largest
+        magnitude in each axis is positive, so that a live plot does not flip.
+    explained : ndarray, shape (k,)
+        Fraction of the total variance along each axis (0 where the data has none).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"pca_2d needs a non-empty 2-D array, got shape {X.shape}")
+    mean = X.mean(axis=0)
+    Xc = X - mean
+    _, s, vt = np.linalg.svd(Xc, full_matrices=False)
+    comps = np.zeros((k, X.shape[1]))
+    r = min(k, vt.shape[0])
+    comps[:r] = vt[:r]
+    for i in range(r):
+        j = int(np.argmax(np.abs(comps[i])))
+        if comps[i, j] < 0:
+            comps[i] = -comps[i]
+    var = s ** 2
+    total = float(var.sum())
+    explained = np.zeros(k)
+    if total > 0:
+        explained[:r] = var[:r] / total
+    return Xc @ comps.T, comps, explained

@@ -1,0 +1,680 @@
+"""DenseHMM: an HMM whose matrices are softmax kernels of learned embeddings.
+
+Sicking et al. (2020), "DenseHMM: Learning Hidden Markov Models by Learning
+Dense Representations".  With embeddings ``U, Z, W`` (n x l), ``V`` (m x l) and
+``z_start`` (l)::
+
+    A[i, j] = softmax_j(z_i . u_j)        (row i = from-state)
+    B[i, k] = softmax_k(w_i . v_k)
+    pi[i]   = softmax_i(z_start . u_i)
+
+Two training schemes (``fit_method``):
+
+``"cooc"``
+    Direct co-occurrence fit: minimise ``||Omega_gt - B^T diag(pi) A B||_F^2``
+    where ``pi`` is the stationary distribution of ``A`` (a linear solve inside
+    the TensorFlow graph, differentiated through) and ``Omega_gt`` the
+    normalised counts of adjacent symbol pairs (or a matrix given to
+    :meth:`DenseHMM.fit_cooc`).  After the fit ``startprob_`` is the stationary
+    ``pi``.  The cost after counting does not depend on the data size.
+``"em"``
+    Baum-Welch with a gradient M-step: E-step counts from the inference engine,
+    then ``steps`` Adam steps on ``-Q / n_tokens``; Adam's state persists across
+    EM iterations.
+
+See docs/DENSEHMM.md for the defaults, the presets (``"default"``, ``"paper"``)
+and how the tests pin the M-step loss down.
+"""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Dict, Iterator, Optional
+
+import numpy as np
+
+from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
+from .hmm_base import BaseHMM
+from .sequences import as_sequences, n_tokens
+
+__all__ = ["DenseHMM", "PRESETS", "softmax", "stationary_np", "empirical_omega", "init_embeddings"]
+
+#: Hyper-parameter presets per fit method.  ``None`` constructor arguments take these values.
+PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
+    # Measured defaults (docs/DENSEHMM.md): normalised loss, larger Adam step with a cosine
+    # decay, then an L-BFGS finish; early stopping on relative loss improvement per chunk.
+    "default": {
+        "cooc": {"lr": 0.05, "lr_final": 0.001, "steps": 3000, "tol": 1e-7, "lbfgs_steps": 1000,
+                 "loss": "normalized", "restarts": 1, "stationary_grad": True},
+        "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 1e-6, "restarts": 1},
+    },
+    # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
+    # loss with pi treated as a constant; EM with 25 Adam steps at lr 0.01 per M-step.
+    "paper": {
+        "cooc": {"lr": 0.001, "lr_final": 0.001, "steps": 10000, "tol": 0.0, "lbfgs_steps": 0,
+                 "loss": "frobenius", "restarts": 1, "stationary_grad": False},
+        "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 0.0, "restarts": 1},
+    },
+}
+
+FIT_METHODS = ("cooc", "em")
+EMBEDDING_NAMES = ("U", "Z", "W", "V", "z_start")
+
+
+# ---------------------------------------------------------------- numpy helpers
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax (float64)."""
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def stationary_np(A: np.ndarray) -> np.ndarray:
+    """Stationary distribution of a row-stochastic matrix: solves ``(I - A^T + 1 1^T) pi = 1``."""
+    A = np.asarray(A, dtype=np.float64)
+    n = A.shape[0]
+    return np.linalg.solve(np.eye(n) - A.T + 1.0, np.ones(n))
+
+
+def empirical_omega(seqs, m: int) -> np.ndarray:
+    """Normalised counts of adjacent symbol pairs ``(o_t, o_{t+1})`` within the sequences."""
+    counts = np.zeros(m * m, dtype=np.float64)
+    for s in seqs:
+        if len(s) > 1:
+            counts += np.bincount(s[:-1] * m + s[1:], minlength=m * m)
+    total = counts.sum()
+    if total <= 0:
+        raise ValueError("co-occurrence fit needs at least one sequence of length >= 2")
+    return (counts / total).reshape(m, m)
+
+
+def init_embeddings(n: int, m: int, l: int, rng: np.random.Generator, scale: float = 1.0) -> dict:
+    """Standard-normal embeddings (times ``scale``), drawn in the order U, Z, W, V, z_start."""
+    return {"U": scale * rng.standard_normal((n, l)), "Z": scale * rng.standard_normal((n, l)),
+            "W": scale * rng.standard_normal((n, l)), "V": scale * rng.standard_normal((m, l)),
+            "z_start": scale * rng.standard_normal(l)}
+
+
+def _lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e-14,
+           ftol: float = 1e-12):
+    """Limited-memory BFGS with Armijo backtracking, as a generator.
+
+    Yields ``(iterations_done, x, f, reason)`` after every iteration; ``reason`` is
+    non-empty on the last one (``"max_steps"``, ``"converged"``, ``"line_search"``,
+    ``"nonfinite"``).
+    """
+    x = np.array(x0, dtype=np.float64)
+    f, g = fg(x)
+    if not (np.isfinite(f) and np.all(np.isfinite(g))):
+        yield 0, x, f, "nonfinite"
+        return
+    S, Y = [], []
+    stall = 0
+    for it in range(1, max_iter + 1):
+        q = g.copy()
+        alphas = []
+        for s, y in zip(reversed(S), reversed(Y)):
+            a = s.dot(q) / y.dot(s)
+            alphas.append(a)
+            q -= a * y
+        if S:
+            q *= S[-1].dot(Y[-1]) / Y[-1].dot(Y[-1])
+        else:
+            q *= min(1.0, 1.0 / max(np.linalg.norm(g), 1e-300))
+        for (s, y), a in zip(zip(S, Y), reversed(alphas)):
+            b = y.dot(q) / y.dot(s)
+            q += (a - b) * s
+        d = -q
+        gd = g.dot(d)
+        if not gd < 0:
+            S, Y = [], []
+            d = -g * min(1.0, 1.0 / max(np.linalg.norm(g), 1e-300))
+            gd = g.dot(d)
+        t = 1.0
+        accepted = False
+        for _ in range(40):
+            x1 = x + t * d
+            f1, g1 = fg(x1)
+            if np.isfinite(f1) and f1 <= f + 1e-4 * t * gd and np.all(np.isfinite(g1)):
+                accepted = True
+                break
+            t *= 0.5
+        if not accepted:
+            yield it - 1, x, f, "line_search"
+            return
+        s, y = x1 - x, g1 - g
+        if s.dot(y) > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y):
+            S.append(s)
+            Y.append(y)
+            if len(S) > memory:
+                S.pop(0)
+                Y.pop(0)
+        rel = (f - f1) / max(abs(f), abs(f1), 1e-300)
+        x, f, g = x1, f1, g1
+        stall = stall + 1 if rel <= ftol else 0
+        if np.max(np.abs(g)) <= gtol or stall >= 5:
+            yield it, x, f, "converged"
+            return
+        yield it, x, f, ("max_steps" if it == max_iter else "")
+
+
+# ----------------------------------------------------------------------- model
+class DenseHMM(BaseHMM):
+    """Hidden Markov model parametrised by dense embeddings (Sicking et al., 2020).
+
+    Parameters
+    ----------
+    n_states : int
+        Number of hidden states ``n``.
+    dim : int
+        Embedding length ``l``.
+    n_symbols : int, optional
+        Number of observable symbols ``m`` (inferred from the data if not given).
+    fit_method : {"cooc", "em"}
+        Training scheme used by :meth:`fit` (see the module docstring).
+    seed : int, optional
+        Seeds the standard-normal initialisation (restart ``r`` uses ``[seed, r]``).
+        Same seed, same numbers on CPU.  Without a seed one is drawn at fit time and
+        stored in ``seed_used_``.
+    preset : {"default", "paper"}
+        Where hyper-parameters left at ``None`` come from (:data:`PRESETS`).
+    lr : float, optional
+        Adam learning rate (cooc: start of the cosine schedule; em: M-step learning rate).
+    lr_final : float, optional
+        Cooc only: learning rate at the end of the cosine schedule.
+    steps : int, optional
+        Cooc: maximum Adam steps.  EM: Adam steps per M-step.
+    em_iter : int, optional
+        EM only: maximum EM iterations.
+    tol : float, optional
+        Cooc: stop the Adam phase when a chunk improves the loss by less than ``tol``
+        (relative).  EM: stop when the relative change of the training log-likelihood is
+        below ``tol``.  ``0`` disables early stopping.
+    lbfgs_steps : int, optional
+        Cooc only: L-BFGS iterations after the Adam phase (``0``: none).  L-BFGS always uses
+        the exact gradient through the stationary distribution.
+    loss : {"normalized", "frobenius"}, optional
+        Cooc only: ``||Omega_gt - Omega||_F^2`` divided by ``||Omega_gt||_F^2`` or raw.
+    restarts : int, optional
+        Seeded restarts; the best run is kept (lowest cooc loss / highest training
+        log-likelihood).  Can also be passed to :meth:`fit`.
+    stationary_grad : bool, optional
+        Cooc only: differentiate through the stationary distribution (``False``: treat it as
+        a constant each step, as the paper's code did).
+    device : str
+        ``"auto"``, ``"cpu"``, ``"gpu"`` or a TensorFlow device string
+        (:func:`densehmm_core.device.resolve_device`).  The one used is ``device_used_``.
+    snapshot_every : int, optional
+        Put a parameter snapshot into the progress event every this many steps (cooc: Adam /
+        L-BFGS steps, default 1000; em: EM iterations, default 1).  The last event always has one.
+    chunk : int
+        Cooc: Adam steps per ``tf.function`` call (one progress event, one cancel check).
+    init_scale : float
+        Standard deviation of the initial embeddings.
+    param_limit : float
+        Divergence guard: an embedding entry beyond this magnitude (all softmaxes saturated
+        far beyond float64) counts as divergence, like a non-finite loss or parameter.
+    engine : str
+        Inference engine for the E-step and scoring.
+
+    Attributes
+    ----------
+    embeddings_ : dict
+        ``U``, ``Z``, ``W`` (n x l), ``V`` (m x l), ``z_start`` (l).  Assigning a dict
+        (or :meth:`set_embeddings`) recomputes the matrices.
+    startprob_, transmat_, emissionprob_ : ndarray
+        ``pi``, ``A``, ``B``.  ``startprob_`` is ``softmax(U z_start)``, except after a cooc fit
+        (``start_mode_ == "stationary"``) where it is the stationary distribution of ``A``.
+    start_mode_ : {"embedding", "stationary"}
+    history_ : list of dict
+        One record per progress event.
+    device_used_ : str
+        The TensorFlow device of the last fit.
+    """
+
+    kind = "dense"
+
+    def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
+                 fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",
+                 lr: Optional[float] = None, lr_final: Optional[float] = None,
+                 steps: Optional[int] = None, em_iter: Optional[int] = None,
+                 tol: Optional[float] = None, lbfgs_steps: Optional[int] = None,
+                 loss: Optional[str] = None, restarts: Optional[int] = None,
+                 stationary_grad: Optional[bool] = None, device: str = "auto",
+                 snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: float = 1.0,
+                 param_limit: float = 1e4, engine: str = "numpy") -> None:
+        super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine)
+        if int(dim) < 1:
+            raise ValueError("dim (embedding length l) must be >= 1")
+        if fit_method not in FIT_METHODS:
+            raise ValueError(f"fit_method must be one of {FIT_METHODS}, got {fit_method!r}")
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; available: {sorted(PRESETS)}")
+        if loss is not None and loss not in ("normalized", "frobenius"):
+            raise ValueError("loss must be 'normalized' or 'frobenius'")
+        self.dim = int(dim)
+        self.fit_method = fit_method
+        self.preset = preset
+        self.lr, self.lr_final, self.steps, self.em_iter = lr, lr_final, steps, em_iter
+        self.tol, self.lbfgs_steps, self.loss, self.restarts = tol, lbfgs_steps, loss, restarts
+        self.stationary_grad = stationary_grad
+        self.device = device
+        self.snapshot_every = snapshot_every
+        self.chunk = int(chunk)
+        if self.chunk < 1:
+            raise ValueError("chunk must be >= 1")
+        self.init_scale = float(init_scale)
+        self.param_limit = float(param_limit)
+        self._embeddings: Optional[dict] = None
+        self.start_mode_ = "embedding"
+        self.device_used_: Optional[str] = None
+        self.seed_used_: Optional[int] = None
+        self.restart_losses_: list = []
+
+    # ------------------------------------------------------------ settings
+    def hyper(self, method: Optional[str] = None) -> dict:
+        """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
+        method = method or self.fit_method
+        base = dict(PRESETS[self.preset][method])
+        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "lbfgs_steps", "loss", "restarts",
+                    "stationary_grad"):
+            val = getattr(self, key)
+            if val is not None and key in base:
+                base[key] = val
+        if method == "cooc":
+            base["snapshot_every"] = self.snapshot_every or 1000
+        else:
+            base["snapshot_every"] = self.snapshot_every or 1
+        return base
+
+    def get_config(self) -> dict:
+        """Hyper-parameters as a JSON-able dict; ``DenseHMM(**cfg)`` rebuilds the estimator."""
+        h = self.hyper()
+        cfg = {"n_states": self.n_states, "dim": self.dim, "n_symbols": self.n_symbols,
+               "fit_method": self.fit_method, "seed": self.seed, "preset": self.preset,
+               "device": self.device, "chunk": self.chunk, "init_scale": self.init_scale,
+               "param_limit": self.param_limit, "engine": self.engine}
+        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "lbfgs_steps", "loss", "restarts",
+                    "stationary_grad", "snapshot_every"):
+            val = h.get(key, getattr(self, key))
+            cfg[key] = val.item() if isinstance(val, np.generic) else val
+        return cfg
+
+    @property
+    def n_parameters(self) -> int:
+        """Free parameters of the embeddings: ``l (3n + m + 1)``."""
+        if self.n_symbols is None:
+            raise RuntimeError("n_symbols is unknown until the model is fitted or given n_symbols")
+        return self.dim * (3 * self.n_states + self.n_symbols + 1)
+
+    # ---------------------------------------------------------- embeddings
+    @property
+    def embeddings_(self) -> Optional[dict]:
+        """Copies of the embeddings (``None`` before fitting/setting)."""
+        if self._embeddings is None:
+            return None
+        return {k: v.copy() for k, v in self._embeddings.items()}
+
+    @embeddings_.setter
+    def embeddings_(self, emb: dict) -> None:
+        self.set_embeddings(emb)
+
+    def set_embeddings(self, emb: dict, start_mode: Optional[str] = None) -> "DenseHMM":
+        """Set ``U, Z, W, V, z_start`` and recompute ``pi, A, B``.
+
+        ``start_mode`` ``"embedding"`` (``pi = softmax(U z_start)``) or ``"stationary"``
+        (``pi`` = stationary distribution of ``A``); default: keep the current mode.
+        """
+        missing = [k for k in EMBEDDING_NAMES if k not in emb]
+        if missing:
+            raise ValueError(f"embeddings lack {missing}")
+        n, l = self.n_states, self.dim
+        arrs = {k: np.array(emb[k], dtype=np.float64) for k in EMBEDDING_NAMES}
+        m = arrs["V"].shape[0] if arrs["V"].ndim == 2 else -1
+        want = {"U": (n, l), "Z": (n, l), "W": (n, l), "V": (m, l), "z_start": (l,)}
+        for k, shape in want.items():
+            if arrs[k].shape != shape:
+                raise ValueError(f"embedding {k} must have shape {shape}, got {arrs[k].shape}")
+            if not np.all(np.isfinite(arrs[k])):
+                raise ValueError(f"embedding {k} holds non-finite values")
+        if self.n_symbols is not None and m != self.n_symbols:
+            raise ValueError(f"V has {m} rows but the model has n_symbols={self.n_symbols}")
+        self.n_symbols = m
+        if start_mode is not None:
+            if start_mode not in ("embedding", "stationary"):
+                raise ValueError("start_mode must be 'embedding' or 'stationary'")
+            self.start_mode_ = start_mode
+        self._embeddings = arrs
+        self._update_matrices()
+        return self
+
+    def _update_matrices(self) -> None:
+        e = self._embeddings
+        self.transmat_ = softmax(e["Z"] @ e["U"].T, axis=1)
+        self.emissionprob_ = softmax(e["W"] @ e["V"].T, axis=1)
+        if self.start_mode_ == "stationary":
+            pi = np.clip(stationary_np(self.transmat_), 0.0, None)
+            self.startprob_ = pi / pi.sum()
+        else:
+            self.startprob_ = softmax(e["U"] @ e["z_start"])
+
+    def init_embeddings(self, seed: Optional[int] = None, n_symbols: Optional[int] = None) -> "DenseHMM":
+        """Draw standard-normal embeddings (seeded) without fitting."""
+        if n_symbols is not None:
+            self.n_symbols = int(n_symbols)
+        if self.n_symbols is None:
+            raise ValueError("n_symbols must be known to initialise embeddings")
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        self.start_mode_ = "embedding"
+        self.set_embeddings(init_embeddings(self.n_states, self.n_symbols, self.dim, rng, self.init_scale))
+        return self
+
+    def _snapshot(self, theta=None, layout=None) -> dict:
+        if theta is not None:
+            saved = (self._embeddings, self.startprob_, self.transmat_, self.emissionprob_)
+            self.set_embeddings(layout.unpack(np.asarray(theta)))
+            out = self._snapshot()
+            self._embeddings, self.startprob_, self.transmat_, self.emissionprob_ = saved
+            return out
+        d = dict(self.params)
+        d.update(self._embeddings)
+        return snapshot(d)
+
+    # ------------------------------------------------------------- fitting
+    def _rng(self, restart: int) -> np.random.Generator:
+        return np.random.default_rng([int(self.seed_used_), int(restart)])
+
+    def _prepare_fit(self, restarts: Optional[int]):
+        from .device import resolve_device
+        from . import dense_tf
+        if self.seed is None:
+            self.seed_used_ = int(np.random.SeedSequence().entropy % (2 ** 63))
+        else:
+            self.seed_used_ = int(self.seed)
+        self.device_used_ = resolve_device(self.device)
+        h = self.hyper()
+        nr = int(h["restarts"] if restarts is None else restarts)
+        if nr < 1:
+            raise ValueError("restarts must be >= 1")
+        return dense_tf, h, nr
+
+    def fit_cooc(self, omega: np.ndarray, *, init: bool = True, callback=None,
+                 cancel: Optional[CancelToken] = None, restarts: Optional[int] = None) -> "DenseHMM":
+        """Fit the embeddings to a given co-occurrence matrix ``omega`` (m x m).
+
+        ``omega`` is normalised to sum 1.  Returns ``self``; ``callback`` receives every
+        :class:`ProgressEvent`.
+        """
+        for ev in self.iter_fit_cooc(omega, init=init, cancel=cancel, restarts=restarts):
+            if callback is not None:
+                callback(ev)
+        return self
+
+    def iter_fit_cooc(self, omega: np.ndarray, *, init: bool = True,
+                      cancel: Optional[CancelToken] = None,
+                      restarts: Optional[int] = None) -> Iterator[ProgressEvent]:
+        """Generator version of :meth:`fit_cooc` (records ``history_`` like :meth:`iter_fit`)."""
+        om = np.asarray(omega, dtype=np.float64)
+        if om.ndim != 2 or om.shape[0] != om.shape[1]:
+            raise ValueError(f"omega must be a square (m, m) matrix, got shape {om.shape}")
+        if self.n_symbols is not None and om.shape[0] != self.n_symbols:
+            raise ValueError(f"omega is {om.shape[0]}x{om.shape[0]} but the model has "
+                             f"n_symbols={self.n_symbols}")
+        self.n_symbols = om.shape[0]
+        self.history_ = [] if init else list(self.history_)
+        for ev in self._iter_cooc(om, init=init, eval_seqs=None, cancel=cancel, restarts=restarts):
+            self._record(ev)
+            yield ev
+
+    def _record(self, ev: ProgressEvent) -> None:
+        rec = {"step": ev.step, "loss": ev.loss, "train_ll": ev.train_ll, "test_ll": ev.test_ll,
+               "elapsed": ev.elapsed, "phase": ev.phase}
+        rec.update({k: v for k, v in ev.metrics.items() if np.isscalar(v)})
+        self.history_.append(rec)
+        if ev.done:
+            self.stop_reason_ = ev.reason
+
+    def _iter_fit(self, seqs, *, init, eval_seqs, cancel, restarts: Optional[int] = None,
+                  **kw) -> Iterator[ProgressEvent]:
+        if kw:
+            raise TypeError(f"unexpected fit options {sorted(kw)}")
+        if self.fit_method == "cooc":
+            omega = empirical_omega(seqs, self.n_symbols)
+            yield from self._iter_cooc(omega, init=init, eval_seqs=eval_seqs, cancel=cancel,
+                                       restarts=restarts)
+        else:
+            yield from self._iter_em(seqs, init=init, eval_seqs=eval_seqs, cancel=cancel,
+                                     restarts=restarts)
+
+    def _start_theta(self, layout, restart: int, init: bool) -> np.ndarray:
+        if not init and self._embeddings is not None and restart == 0:
+            if self._embeddings["V"].shape[0] != layout.m:
+                raise ValueError("init=False but the current embeddings have another n_symbols")
+            return layout.pack(self._embeddings)
+        return layout.pack(init_embeddings(layout.n, layout.m, layout.l, self._rng(restart),
+                                           self.init_scale))
+
+    # ......................................................... cooc scheme
+    def _iter_cooc(self, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
+        if not np.all(np.isfinite(omega)) or np.any(omega < 0) or omega.sum() <= 0:
+            raise ValueError("omega must be finite, non-negative and not all zero")
+        omega = omega / omega.sum()
+        tfm, h, nr = self._prepare_fit(restarts)
+        if not init:
+            nr = 1
+        tf = tfm.tf
+        n, m, l = self.n_states, self.n_symbols, self.dim
+        layout = tfm.Layout(n, m, l)
+        scale = 1.0 / float(np.sum(omega * omega)) if h["loss"] == "normalized" else 1.0
+        steps, lbfgs_steps = int(h["steps"]), int(h["lbfgs_steps"])
+        tol, snap_every = float(h["tol"]), int(h["snapshot_every"])
+        total = nr * (steps + lbfgs_steps)
+        clock = Stopwatch()
+        best = None  # (loss, theta)
+        self.restart_losses_ = []
+        gstep = 0
+        with tf.device(self.device_used_):
+            om_t = tf.constant(omega, tfm.DT)
+            for r in range(nr):
+                theta = tf.constant(self._start_theta(layout, r, init), tfm.DT)
+                state = tfm.AdamState.zeros(layout.size)
+                loss, mad, _, _ = tfm.cooc_eval(theta, om_t, scale, n, m, l)
+                if not np.isfinite(loss):
+                    raise TrainingDiverged("co-occurrence loss is not finite at the initial embeddings")
+                last_snap = gstep
+                base_metrics = {"restart": r, "restarts": nr}
+                yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
+                                    metrics=dict(base_metrics, mad=mad, optimizer="adam"),
+                                    params=self._snapshot(theta, layout), elapsed=clock.elapsed)
+                done_steps, reason, cancelled = 0, "", False
+                while done_steps < steps:
+                    k = min(self.chunk, steps - done_steps)
+                    prev = loss
+                    theta_new, state, kd, status, good, loss, mad = tfm.adam_cooc(
+                        theta, state, k, h["lr"], h["lr_final"], done_steps, steps,
+                        self.param_limit, om_t, scale, n, m, l, h["stationary_grad"])
+                    if status != tfm.STATUS_OK or not np.isfinite(loss):
+                        keep = good if status == tfm.STATUS_NONFINITE else (
+                            theta_new if np.isfinite(loss) else theta)
+                        self._adopt(keep, layout, stationary=True)
+                        raise TrainingDiverged(self._diverged_msg(status, gstep + kd, "cooc Adam"))
+                    theta = theta_new
+                    done_steps += kd
+                    gstep += kd
+                    params = None
+                    if gstep - last_snap >= snap_every:
+                        params, last_snap = self._snapshot(theta, layout), gstep
+                    if cancel is not None and cancel.cancelled:
+                        cancelled = True
+                        break
+                    converged = tol > 0 and (prev - loss) <= tol * abs(prev)
+                    yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
+                                        metrics=dict(base_metrics, mad=mad, optimizer="adam"),
+                                        params=params, elapsed=clock.elapsed)
+                    if converged:
+                        break
+                if not cancelled and lbfgs_steps > 0:
+                    def fg(x):
+                        return tfm.cooc_value_and_grad(x, om_t, scale, n, m, l)
+                    x_prev = theta.numpy()
+                    it_prev = 0
+                    for it, x, f, why in _lbfgs(fg, x_prev, lbfgs_steps):
+                        if np.max(np.abs(x)) > self.param_limit:
+                            self._adopt(x_prev, layout, stationary=True)
+                            raise TrainingDiverged(self._diverged_msg(tfm.STATUS_LIMIT, gstep, "cooc L-BFGS"))
+                        x_prev = x
+                        gstep += it - it_prev
+                        it_prev = it
+                        if why or it % self.chunk == 0:
+                            loss, mad, _, _ = tfm.cooc_eval(x, om_t, scale, n, m, l)
+                            theta = tf.constant(x, tfm.DT)
+                            params = None
+                            if gstep - last_snap >= snap_every:
+                                params, last_snap = self._snapshot(theta, layout), gstep
+                            if cancel is not None and cancel.cancelled:
+                                cancelled = True
+                                break
+                            if not why:
+                                yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
+                                                    metrics=dict(base_metrics, mad=mad, optimizer="lbfgs"),
+                                                    params=params, elapsed=clock.elapsed)
+                        if why:
+                            break
+                    theta = tf.constant(x_prev, tfm.DT)
+                loss, mad, _, _ = tfm.cooc_eval(theta, om_t, scale, n, m, l)
+                self.restart_losses_.append(loss)
+                if best is None or loss < best[0]:
+                    best = (loss, theta.numpy())
+                if cancelled:
+                    reason = "cancelled"
+                    break
+                if r < nr - 1:
+                    continue
+                reason = "max_steps" if gstep >= total else "converged"
+        self._adopt(best[1], layout, stationary=True)
+        loss = best[0]
+        mad = float(np.mean(np.abs(self.model_omega() - omega)))
+        test_ll = None
+        if eval_seqs is not None:
+            test_ll = float(np.sum(self._engine().loglik(self.startprob_, self.transmat_,
+                                                         self.emissionprob_, eval_seqs)))
+        yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss, test_ll=test_ll,
+                            metrics={"restart": int(np.argmin(self.restart_losses_)), "restarts": nr,
+                                     "mad": mad},
+                            params=self._snapshot(), done=True, reason=reason, elapsed=clock.elapsed)
+
+    def _adopt(self, theta, layout, stationary: bool) -> None:
+        self.start_mode_ = "stationary" if stationary else "embedding"
+        self.set_embeddings(layout.unpack(np.asarray(theta)))
+
+    @staticmethod
+    def _diverged_msg(status: int, step: int, what: str) -> str:
+        from .dense_tf import STATUS_LIMIT
+        if status == STATUS_LIMIT:
+            return (f"{what} diverged at step {step}: an embedding left the range the divergence "
+                    f"guard allows (param_limit); the model keeps its last finite parameters. "
+                    f"Lower the learning rate.")
+        return (f"{what} diverged at step {step}: the loss or a parameter became non-finite; "
+                f"the model keeps its last finite parameters. Lower the learning rate.")
+
+    def model_omega(self) -> np.ndarray:
+        """``B^T diag(pi_stat) A B`` of the current matrices (``pi_stat`` stationary for ``A``)."""
+        self._check_params()
+        pi = stationary_np(self.transmat_)
+        return self.emissionprob_.T @ ((pi[:, None] * self.transmat_) @ self.emissionprob_)
+
+    # ........................................................... EM scheme
+    def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
+        tfm, h, nr = self._prepare_fit(restarts)
+        if not init:
+            nr = 1
+        tf = tfm.tf
+        n, m, l = self.n_states, self.n_symbols, self.dim
+        layout = tfm.Layout(n, m, l)
+        eng = self._engine()
+        data = eng.prepare(seqs, n_states=n) if hasattr(eng, "prepare") else seqs
+        edata = None
+        if eval_seqs is not None:
+            edata = eng.prepare(eval_seqs, n_states=n) if hasattr(eng, "prepare") else eval_seqs
+        ntok = float(n_tokens(seqs))
+        omega_emp = empirical_omega(seqs, m) if any(len(s) > 1 for s in seqs) else None
+        em_iter, steps, lr, tol = int(h["em_iter"]), int(h["steps"]), float(h["lr"]), float(h["tol"])
+        snap_every = int(h["snapshot_every"])
+        total = nr * em_iter
+        clock = Stopwatch()
+        best = None  # (train_ll, theta)
+        self.restart_losses_ = []
+        reason = "max_steps"
+        gstep = 0
+
+        def evaluate(theta_np):
+            self._adopt(theta_np, layout, stationary=False)
+            st = eng.statistics(self.startprob_, self.transmat_, self.emissionprob_, data)
+            ll = float(np.sum(st.loglik))
+            metrics = {}
+            if omega_emp is not None:
+                metrics["mad"] = float(np.mean(np.abs(self.model_omega() - omega_emp)))
+            tll = None
+            if edata is not None:
+                tll = float(np.sum(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, edata)))
+            return st, ll, tll, metrics
+
+        with tf.device(self.device_used_):
+            for r in range(nr):
+                theta = self._start_theta(layout, r, init)
+                state = tfm.AdamState.zeros(layout.size)
+                st, ll, tll, met = evaluate(theta)
+                if not np.isfinite(ll):
+                    raise TrainingDiverged("the initial model gives the training data zero likelihood")
+                base = {"restart": r, "restarts": nr}
+                yield ProgressEvent(step=gstep, total=total, phase="em", loss=-ll / ntok, train_ll=ll,
+                                    test_ll=tll, metrics=dict(base, train_nll=-ll / ntok, **met),
+                                    params=self._snapshot(), elapsed=clock.elapsed)
+                run_reason, cancelled = "max_steps", False
+                for it in range(1, em_iter + 1):
+                    th_t = tf.constant(theta, tfm.DT)
+                    th_new, state, kd, status, good, mloss = tfm.adam_mstep(
+                        th_t, state, steps, lr, self.param_limit, st.start, st.trans, st.emit,
+                        ntok, n, m, l)
+                    if status != tfm.STATUS_OK or not np.isfinite(mloss):
+                        self._adopt(theta, layout, stationary=False)
+                        raise TrainingDiverged(self._diverged_msg(status, gstep + 1, "EM M-step"))
+                    th_new = th_new.numpy()
+                    st_new, ll_new, tll, met = evaluate(th_new)
+                    if not np.isfinite(ll_new):
+                        self._adopt(theta, layout, stationary=False)
+                        raise TrainingDiverged(
+                            f"EM diverged at iteration {it}: the training log-likelihood became "
+                            f"{ll_new}; the model keeps its last finite parameters. Lower the learning rate.")
+                    theta, st = th_new, st_new
+                    gstep += 1
+                    change = abs(ll_new - ll) / max(abs(ll), 1e-300)
+                    ll = ll_new
+                    is_last = it == em_iter
+                    if tol > 0 and change < tol:
+                        run_reason, is_last = "converged", True
+                    if cancel is not None and cancel.cancelled:
+                        run_reason, is_last, cancelled = "cancelled", True, True
+                    params = self._snapshot() if (it % snap_every == 0) else None
+                    ev = ProgressEvent(step=gstep, total=total, phase="em", loss=mloss, train_ll=ll,
+                                       test_ll=tll, metrics=dict(base, train_nll=-ll / ntok, **met),
+                                       params=params, elapsed=clock.elapsed)
+                    if is_last:
+                        last_ev = ev
+                        break
+                    yield ev
+                self.restart_losses_.append(-ll)
+                if best is None or ll > best[0]:
+                    best = (ll, theta.copy(), last_ev)
+                if nr > 1:
+                    yield last_ev
+                reason = run_reason
+                if cancelled:
+                    break
+        self._adopt(best[1], layout, stationary=False)
+        src = best[2]
+        yield ProgressEvent(step=gstep, total=total, phase="em", loss=src.loss, train_ll=src.train_ll,
+                            test_ll=src.test_ll,
+                            metrics=dict(src.metrics, restart=int(np.argmin(self.restart_losses_)),
+                                         restarts=nr),
+                            params=self._snapshot(), done=True, reason=reason, elapsed=clock.elapsed)

@@ -1,0 +1,284 @@
+"""TensorFlow graph code of the DenseHMM (imported lazily by :mod:`densehmm_core.dense`).
+
+All parameters of one model live in ONE flat float64 vector ``theta``, packed as
+``U (n*l), Z (n*l), W (n*l), V (m*l), z_start (l)`` (row-major), so that one
+optimiser step is a handful of ops whatever the model size.
+
+* ``A = softmax(Z U^T)`` (row i = from-state), ``B = softmax(W V^T)``,
+  ``pi = softmax(U z_start)`` -- numerically stable softmax / log-softmax.
+* :func:`mstep_loss`: the exact negative expected complete-data log-likelihood
+  (-Q) written with the aggregated E-step counts, divided by a normaliser (the
+  token count).
+* :func:`stationary`: the stationary distribution of ``A`` by one linear solve
+  in float64 inside the graph, so gradients flow through it.
+* :func:`cooc_loss`: ``||Omega_gt - B^T diag(pi) A B||_F^2`` times a scale.
+* :func:`adam_cooc` / :func:`adam_mstep`: whole Adam loops (``tf.while_loop``
+  inside one ``tf.function``) that run a chunk of steps and return the Adam
+  state, so the caller can stream progress events between chunks and keep the
+  Adam state across EM iterations.  They stop early -- keeping the last
+  parameters whose loss was finite -- when a loss or gradient turns
+  non-finite or a parameter leaves ``[-limit, limit]``.
+"""
+from __future__ import annotations
+
+from typing import Dict, NamedTuple, Tuple
+
+import numpy as np
+
+from .device import import_tf
+
+tf = import_tf()
+DT = tf.float64
+
+__all__ = ["Layout", "matrices", "log_matrices", "stationary", "mstep_loss", "cooc_model",
+           "cooc_loss", "adam_cooc", "adam_mstep", "cooc_value_and_grad", "cooc_eval",
+           "mstep_value_and_grad", "AdamState", "STATUS_OK", "STATUS_NONFINITE", "STATUS_LIMIT"]
+
+STATUS_OK, STATUS_NONFINITE, STATUS_LIMIT = 0, 1, 2
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+
+class Layout:
+    """Packing of the embeddings into one flat vector."""
+
+    NAMES = ("U", "Z", "W", "V", "z_start")
+
+    def __init__(self, n: int, m: int, l: int) -> None:
+        self.n, self.m, self.l = int(n), int(m), int(l)
+        self.shapes = {"U": (n, l), "Z": (n, l), "W": (n, l), "V": (m, l), "z_start": (l,)}
+        self.size = l * (3 * n + m + 1)
+
+    def pack(self, emb: Dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([np.asarray(emb[k], dtype=np.float64).ravel() for k in self.NAMES])
+
+    def unpack(self, theta: np.ndarray) -> Dict[str, np.ndarray]:
+        theta = np.asarray(theta, dtype=np.float64)
+        out, i = {}, 0
+        for k in self.NAMES:
+            size = int(np.prod(self.shapes[k]))
+            out[k] = theta[i:i + size].reshape(self.shapes[k]).copy()
+            i += size
+        return out
+
+
+def _unpack(theta, n: int, m: int, l: int):
+    nl = n * l
+    U = tf.reshape(theta[0:nl], (n, l))
+    Z = tf.reshape(theta[nl:2 * nl], (n, l))
+    W = tf.reshape(theta[2 * nl:3 * nl], (n, l))
+    V = tf.reshape(theta[3 * nl:3 * nl + m * l], (m, l))
+    zs = theta[3 * nl + m * l:]
+    return U, Z, W, V, zs
+
+
+def matrices(theta, n: int, m: int, l: int):
+    """``(pi, A, B)`` of the packed embeddings (``pi`` = softmax(U z_start))."""
+    U, Z, W, V, zs = _unpack(theta, n, m, l)
+    A = tf.nn.softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
+    B = tf.nn.softmax(tf.matmul(W, V, transpose_b=True), axis=1)
+    pi = tf.nn.softmax(tf.linalg.matvec(U, zs))
+    return pi, A, B
+
+
+def log_matrices(theta, n: int, m: int, l: int):
+    """``(log pi, log A, log B)`` by log-softmax (finite even where the softmax underflows)."""
+    U, Z, W, V, zs = _unpack(theta, n, m, l)
+    logA = tf.nn.log_softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
+    logB = tf.nn.log_softmax(tf.matmul(W, V, transpose_b=True), axis=1)
+    logpi = tf.nn.log_softmax(tf.linalg.matvec(U, zs))
+    return logpi, logA, logB
+
+
+def stationary(A):
+    """Stationary distribution ``pi`` of the row-stochastic ``A`` (``pi A = pi``, ``sum pi = 1``).
+
+    Solves ``(I - A^T + 1 1^T) pi = 1`` -- non-singular for every irreducible
+    chain (in particular every softmax-parametrised ``A``) -- with one LU solve,
+    so the gradient flows through ``pi``.
+    """
+    n = tf.shape(A)[0]
+    M = tf.eye(n, dtype=A.dtype) - tf.transpose(A) + tf.constant(1.0, A.dtype)
+    return tf.linalg.solve(M, tf.ones((n, 1), dtype=A.dtype))[:, 0]
+
+
+def mstep_loss(theta, c_start, c_trans, c_emit, norm, n: int, m: int, l: int):
+    """The EM M-step objective: ``-Q / norm``.
+
+    ``-(sum_i c_start[i] log pi[i] + sum_ij C_trans[i,j] log A[i,j] + sum_ik C_emit[i,k] log B[i,k]) / norm``
+    with ``C_trans[i, j]`` the expected number of transitions FROM i TO j.
+    """
+    logpi, logA, logB = log_matrices(theta, n, m, l)
+    q = (tf.reduce_sum(c_start * logpi) + tf.reduce_sum(c_trans * logA)
+         + tf.reduce_sum(c_emit * logB))
+    return -q / norm
+
+
+def cooc_model(theta, n: int, m: int, l: int, stationary_grad: bool = True):
+    """``(Omega, pi, A, B)`` with ``Omega = B^T diag(pi) A B`` and ``pi`` stationary for ``A``.
+
+    With ``stationary_grad=False`` ``pi`` is treated as a constant (the paper's code).
+    """
+    U, Z, W, V, _ = _unpack(theta, n, m, l)
+    A = tf.nn.softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
+    B = tf.nn.softmax(tf.matmul(W, V, transpose_b=True), axis=1)
+    pi = stationary(A)
+    if not stationary_grad:
+        pi = tf.stop_gradient(pi)
+    omega = tf.matmul(B, tf.matmul(pi[:, None] * A, B), transpose_a=True)
+    return omega, pi, A, B
+
+
+def cooc_loss(theta, omega_gt, scale, n: int, m: int, l: int, stationary_grad: bool = True):
+    """``scale * ||Omega_gt - Omega||_F^2``."""
+    omega = cooc_model(theta, n, m, l, stationary_grad)[0]
+    d = omega - omega_gt
+    return scale * tf.reduce_sum(d * d)
+
+
+class AdamState(NamedTuple):
+    """First/second moment estimates and the number of steps taken."""
+
+    m: object
+    v: object
+    t: object  # float64 scalar tensor
+
+    @staticmethod
+    def zeros(size: int) -> "AdamState":
+        z = tf.zeros((size,), DT)
+        return AdamState(z, z, tf.constant(0.0, DT))
+
+
+def _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit):
+    """Run up to ``n_steps`` Adam steps of ``loss_fn``; lr follows a cosine from lr0 (global
+    step 0) to lr1 (global step ``k_total``), ``k0`` being the global index of the first step.
+
+    Returns ``(theta, m, v, t, steps_done, status, last_good_theta)``.
+    """
+    pi_c = tf.constant(np.pi, DT)
+
+    def cond(k, th, good, mm, vv, tt, status):
+        return tf.logical_and(k < n_steps, tf.equal(status, STATUS_OK))
+
+    def body(k, th, good, mm, vv, tt, status):
+        with tf.GradientTape() as tape:
+            tape.watch(th)
+            loss = loss_fn(th)
+        g = tape.gradient(loss, th)
+        finite = tf.logical_and(tf.math.is_finite(loss), tf.reduce_all(tf.math.is_finite(g)))
+        good = tf.where(tf.math.is_finite(loss), th, good)
+        frac = tf.minimum(tf.cast(k0 + k, DT) / tf.maximum(k_total, 1.0), 1.0)
+        lr = lr1 + 0.5 * (lr0 - lr1) * (1.0 + tf.cos(pi_c * frac))
+        t1 = tt + 1.0
+        mm1 = BETA1 * mm + (1.0 - BETA1) * g
+        vv1 = BETA2 * vv + (1.0 - BETA2) * g * g
+        mhat = mm1 / (1.0 - tf.pow(tf.constant(BETA1, DT), t1))
+        vhat = vv1 / (1.0 - tf.pow(tf.constant(BETA2, DT), t1))
+        th1 = th - lr * mhat / (tf.sqrt(vhat) + EPS)
+        in_range = tf.logical_and(tf.reduce_all(tf.math.is_finite(th1)),
+                                  tf.reduce_max(tf.abs(th1)) <= limit)
+        ok = tf.logical_and(finite, in_range)
+        new_status = tf.where(finite, tf.where(in_range, STATUS_OK, STATUS_LIMIT), STATUS_NONFINITE)
+        return (tf.where(ok, k + 1, k), tf.where(ok, th1, th), good,
+                tf.where(ok, mm1, mm), tf.where(ok, vv1, vv), tf.where(ok, t1, tt), new_status)
+
+    k, th, good, mm, vv, tt, status = tf.while_loop(
+        cond, body, (tf.constant(0), theta, theta, m_, v_, t_, tf.constant(STATUS_OK)))
+    return th, mm, vv, tt, k, status, good
+
+
+@tf.function
+def _adam_cooc(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, omega_gt, scale,
+               n, m, l, stationary_grad):
+    def loss_fn(th):
+        return cooc_loss(th, omega_gt, scale, n, m, l, stationary_grad)
+    th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1,
+                                                 k0, k_total, limit)
+    om = cooc_model(th, n, m, l, True)[0]
+    d = om - omega_gt
+    loss = scale * tf.reduce_sum(d * d)
+    mad = tf.reduce_mean(tf.abs(d))
+    return th, mm, vv, tt, k, status, good, loss, mad
+
+
+def adam_cooc(theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0: int, k_total: int,
+              limit: float, omega_gt, scale: float, n: int, m: int, l: int, stationary_grad: bool):
+    """A chunk of Adam steps on the co-occurrence loss.
+
+    Returns ``(theta, state, steps_done, status, last_good_theta, loss, mad)`` -- ``loss`` and
+    ``mad`` (mean absolute deviation of Omega) evaluated at the returned ``theta``.
+    """
+    out = _adam_cooc(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
+                     tf.constant(float(lr0), DT), tf.constant(float(lr1), DT),
+                     tf.constant(int(k0)), tf.constant(float(k_total), DT),
+                     tf.constant(float(limit), DT), omega_gt, tf.constant(float(scale), DT),
+                     int(n), int(m), int(l), bool(stationary_grad))
+    th, mm, vv, tt, k, status, good, loss, mad = out
+    return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss), float(mad)
+
+
+@tf.function
+def _adam_mstep(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l):
+    def loss_fn(th):
+        return mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l)
+    th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
+                                                 tf.constant(0), tf.constant(1.0, DT), limit)
+    return th, mm, vv, tt, k, status, good, loss_fn(th)
+
+
+def adam_mstep(theta, state: AdamState, n_steps: int, lr: float, limit: float,
+               c_start, c_trans, c_emit, norm: float, n: int, m: int, l: int):
+    """One M-step: ``n_steps`` Adam steps (constant ``lr``) on :func:`mstep_loss`.
+
+    Returns ``(theta, state, steps_done, status, last_good_theta, loss)``.
+    """
+    out = _adam_mstep(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
+                      tf.constant(float(lr), DT), tf.constant(float(limit), DT),
+                      tf.constant(c_start, DT), tf.constant(c_trans, DT), tf.constant(c_emit, DT),
+                      tf.constant(float(norm), DT), int(n), int(m), int(l))
+    th, mm, vv, tt, k, status, good, loss = out
+    return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss)
+
+
+@tf.function
+def _cooc_value_and_grad(theta, omega_gt, scale, n, m, l):
+    with tf.GradientTape() as tape:
+        tape.watch(theta)
+        loss = cooc_loss(theta, omega_gt, scale, n, m, l, True)
+    return loss, tape.gradient(loss, theta)
+
+
+def cooc_value_and_grad(theta, omega_gt, scale: float, n: int, m: int, l: int) -> Tuple[float, np.ndarray]:
+    """Loss and exact gradient (through the stationary distribution) as numpy values."""
+    loss, g = _cooc_value_and_grad(tf.constant(theta, DT), omega_gt, tf.constant(float(scale), DT),
+                                   int(n), int(m), int(l))
+    return float(loss), g.numpy()
+
+
+@tf.function
+def _cooc_eval(theta, omega_gt, scale, n, m, l):
+    om, pi, A, B = cooc_model(theta, n, m, l, True)
+    d = om - omega_gt
+    return scale * tf.reduce_sum(d * d), tf.reduce_mean(tf.abs(d)), om, pi
+
+
+def cooc_eval(theta, omega_gt, scale: float, n: int, m: int, l: int):
+    """``(loss, mad, Omega, stationary pi)`` as numpy values."""
+    loss, mad, om, pi = _cooc_eval(tf.constant(theta, DT), omega_gt, tf.constant(float(scale), DT),
+                                   int(n), int(m), int(l))
+    return float(loss), float(mad), om.numpy(), pi.numpy()
+
+
+@tf.function
+def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l):
+    with tf.GradientTape() as tape:
+        tape.watch(theta)
+        loss = mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l)
+    return loss, tape.gradient(loss, theta)
+
+
+def mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm: float, n: int, m: int, l: int):
+    """M-step loss and its TensorFlow gradient as numpy values (used by tests and L-BFGS)."""
+    loss, g = _mstep_value_and_grad(tf.constant(theta, DT), tf.constant(c_start, DT),
+                                    tf.constant(c_trans, DT), tf.constant(c_emit, DT),
+                                    tf.constant(float(norm), DT), int(n), int(m), int(l))
+    return float(loss), g.numpy()

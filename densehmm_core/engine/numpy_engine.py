@@ -1,0 +1,339 @@
+"""Batched, scaled forward-backward in float64 numpy.
+
+How it works
+------------
+:meth:`NumpyEngine.prepare` sorts the sequences by length (longest first) and cuts
+them into *chunks* whose padded size ``T_max x n_seq x n_states`` stays below
+``chunk_elements`` floats.  Each chunk is stored time-major, ``O[t, j]`` = symbol of
+sequence ``j`` at time ``t`` (``-1`` past its end).  Because the sequences are
+sorted, the sequences still running at time ``t`` are exactly the first
+``active[t]`` columns, so every time step is a handful of vectorised numpy
+operations on a contiguous ``(active[t], n)`` block: one small matrix product with
+``A`` (BLAS), one product with the gathered emission column, one normalisation.
+
+The forward pass is the scaled (Rabiner) recursion:
+``alpha_hat[t] = (alpha_hat[t-1] A) * B[:, x_t] / c_t`` with
+``c_t = P(x_t | x_<t)`` and ``log P(x) = sum_t log c_t``; the backward pass
+uses the same ``c_t``.  Posteriors are ``alpha_hat * beta_hat``; the expected
+transition counts of a whole chunk are ONE matrix product
+``A * (alpha_hat[:-1]^T @ (B[:, x_{t+1}] * beta_hat[t+1] / c_{t+1}))`` over all
+time steps and sequences, and the emission counts are one ``bincount`` per state.
+Per-time posteriors exist only for one chunk at a time, so the memory is bounded
+by ``chunk_elements`` (default 2**23 floats = 64 MB per working array).
+
+Zero probabilities: a time step with ``c_t = 0`` makes the sequence impossible;
+its log-likelihood is ``-inf`` (never NaN) and it contributes nothing to the
+sufficient statistics (its posteriors are returned as zeros).  Viterbi works in
+log space with ``log 0 = -inf``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Sequence, Tuple
+
+import numpy as np
+
+from .base import Engine, SufficientStats
+
+__all__ = ["NumpyEngine", "PreparedSequences"]
+
+
+@dataclass
+class _Chunk:
+    index: np.ndarray      # (B,) original indices of the sequences, longest first
+    lengths: np.ndarray    # (B,) their lengths (non-increasing)
+    obs: np.ndarray        # (T, B) int32 time-major symbols, -1 = padding
+    active: List[int]      # active[t] = number of sequences with length > t
+    count_obs: np.ndarray  # (T*B,) int64 symbols with padding mapped to 0 (for bincount)
+
+
+class PreparedSequences:
+    """Sequences sorted by length and cut into padded time-major chunks.
+
+    Build it once with :meth:`NumpyEngine.prepare` and pass it instead of the list
+    of sequences to avoid re-batching the same data on every EM iteration.
+    """
+
+    def __init__(self, seqs: Sequence[np.ndarray], chunk_elements: int, n_states_hint: int = 16):
+        seqs = [np.asarray(s) for s in seqs]
+        if len(seqs) == 0:
+            raise ValueError("no sequences given")
+        lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
+        if np.any(lengths < 1):
+            raise ValueError("every sequence needs length >= 1")
+        self.n_sequences = len(seqs)
+        self.lengths = lengths
+        self.n_tokens = int(lengths.sum())
+        self.max_symbol = max(int(s.max()) for s in seqs)
+        min_symbol = min(int(s.min()) for s in seqs)
+        if min_symbol < 0:
+            raise ValueError(f"negative symbol {min_symbol} in the sequences")
+        self.chunk_elements = int(chunk_elements)
+        self._n_hint = int(n_states_hint)
+        order = np.argsort(-lengths, kind="stable")
+        self.chunks: List[_Chunk] = []
+        budget_tokens = max(1, self.chunk_elements // max(1, self._n_hint))
+        i, N = 0, len(order)
+        while i < N:
+            tmax = int(lengths[order[i]])
+            nb = max(1, budget_tokens // tmax)
+            idx = order[i:i + nb]
+            self.chunks.append(self._make_chunk(seqs, idx, lengths[idx]))
+            i += nb
+
+    @staticmethod
+    def _make_chunk(seqs, idx, lens) -> _Chunk:
+        T = int(lens[0])
+        flat = np.concatenate([seqs[j] for j in idx]).astype(np.int32, copy=False)
+        offs = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        t = np.arange(T)[:, None]
+        mask = t < lens[None, :]
+        pos = np.where(mask, offs[None, :] + t, 0)
+        obs = np.where(mask, flat[pos], -1).astype(np.int32)
+        counts = np.bincount(lens, minlength=T + 1)
+        active = (len(lens) - np.cumsum(counts)[:T]).tolist()
+        count_obs = np.where(mask, obs, 0).astype(np.intp).ravel()
+        return _Chunk(index=np.asarray(idx), lengths=np.asarray(lens), obs=obs, active=active,
+                      count_obs=count_obs)
+
+
+_CONTROLLER = None
+
+
+def _single_threaded_blas():
+    """Context limiting BLAS to one thread.
+
+    The matrix products here are tiny (k x n times n x n); a multi-threaded
+    OpenBLAS only adds synchronisation, which is catastrophic (100x) on a loaded
+    machine.  Falls back to a no-op without threadpoolctl.
+    """
+    global _CONTROLLER
+    try:
+        if _CONTROLLER is None:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER = ThreadpoolController()
+        return _CONTROLLER.limit(limits=1, user_api="blas")
+    except Exception:  # pragma: no cover - threadpoolctl missing or broken
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def _params(startprob, transmat, emissionprob):
+    pi = np.asarray(startprob, dtype=np.float64)
+    A = np.ascontiguousarray(transmat, dtype=np.float64)
+    B = np.asarray(emissionprob, dtype=np.float64)
+    n = pi.shape[0]
+    if A.shape != (n, n) or B.ndim != 2 or B.shape[0] != n:
+        raise ValueError(f"inconsistent parameter shapes: startprob {pi.shape}, transmat {A.shape}, "
+                         f"emissionprob {B.shape}")
+    # emission "columns" with an extra zero row: index -1 (padding) gathers zeros
+    Bt = np.zeros((B.shape[1] + 1, n))
+    Bt[:-1] = B.T
+    return pi, A, B, Bt
+
+
+class NumpyEngine(Engine):
+    """Batched scaled forward-backward and Viterbi in float64 numpy.
+
+    Parameters
+    ----------
+    chunk_elements : int
+        Bound on ``T_max x n_seq x n_states`` of one chunk (floats per working
+        array).  Peak memory is a few times ``8 * chunk_elements`` bytes on top of
+        the data.
+    """
+
+    name = "numpy"
+
+    def __init__(self, chunk_elements: int = 2 ** 23):
+        self.chunk_elements = int(chunk_elements)
+
+    # ------------------------------------------------------------ batching
+    def prepare(self, seqs, n_states: int = 16) -> PreparedSequences:
+        """Sort and chunk ``seqs`` once (see :class:`PreparedSequences`)."""
+        if isinstance(seqs, PreparedSequences):
+            return seqs
+        return PreparedSequences(seqs, self.chunk_elements, n_states)
+
+    def _prep(self, seqs, n: int, m: int) -> PreparedSequences:
+        if isinstance(seqs, PreparedSequences):
+            p = seqs
+        else:
+            p = PreparedSequences(seqs, self.chunk_elements, n)
+        if p.max_symbol >= m:
+            raise ValueError(f"symbol {p.max_symbol} is outside 0..{m - 1} (the model has {m} symbols)")
+        return p
+
+    # ------------------------------------------------------------- forward
+    @staticmethod
+    def _forward(pi, A, Bt, ch: _Chunk, store: bool):
+        """Scaled forward pass over one chunk.
+
+        Returns ``(alpha, c, Bo)``: alpha (T, B, n) if ``store`` else None; the
+        raw scale factors ``c`` (T, B) (1 at padding; 0 or NaN from the step where
+        a sequence becomes impossible); the gathered emission probabilities
+        ``Bo`` (T, B, n) if ``store``.  Rows of impossible sequences hold NaN and
+        are cleaned by the caller (rows never mix, so other sequences are exact).
+        """
+        obs, act = ch.obs, ch.active
+        T, nb = obs.shape
+        n = pi.shape[0]
+        c = np.ones((T, nb))
+        ones = np.ones(n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if store:
+                Bo = Bt[obs]                        # (T, B, n); zeros at padding
+                alpha = np.zeros((T, nb, n))
+                a = alpha[0]
+                np.multiply(pi, Bo[0], out=a)
+            else:
+                Bo = None
+                alpha = None
+                a = pi * Bt[obs[0]]
+            np.matmul(a, ones, out=c[0])
+            a *= (1.0 / c[0])[:, None]
+            for t in range(1, T):
+                k = act[t]
+                ct = c[t, :k]
+                if store:
+                    at = alpha[t, :k]
+                    np.matmul(alpha[t - 1, :k], A, out=at)
+                    at *= Bo[t, :k]
+                else:
+                    at = a[:k] @ A
+                    at *= Bt[obs[t, :k]]
+                    a = at
+                np.matmul(at, ones, out=ct)
+                at *= (1.0 / ct)[:, None]
+        return alpha, c, Bo
+
+    @staticmethod
+    def _seq_loglik(c: np.ndarray) -> np.ndarray:
+        """Per-sequence log-likelihood from the scale factors (-inf if any is 0 or NaN)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ll = np.log(c).sum(axis=0)
+        ll[np.isnan(ll)] = -np.inf
+        return ll
+
+    def loglik(self, startprob, transmat, emissionprob, seqs) -> np.ndarray:
+        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        p = self._prep(seqs, pi.shape[0], B.shape[1])
+        out = np.empty(p.n_sequences)
+        with _single_threaded_blas():
+            for ch in p.chunks:
+                _, c, _ = self._forward(pi, A, Bt, ch, store=False)
+                out[ch.index] = self._seq_loglik(c)
+        return out
+
+    # ------------------------------------------------------------ backward
+    @staticmethod
+    def _backward_gamma(A, ch: _Chunk, alpha, c, Bo):
+        """Backward pass; returns (gamma (T,B,n), xi_sum (n,n), per-seq loglik).
+
+        ``Bo`` is overwritten with ``B[:, x_t] * beta_hat[t] / c_t``.
+        """
+        act = ch.active
+        T, nb, n = alpha.shape
+        ll = NumpyEngine._seq_loglik(c)
+        bad = ~np.isfinite(ll)
+        if np.any(bad):              # impossible sequences: no contribution, no NaN
+            alpha[:, bad] = 0.0
+            c[:, bad] = 1.0
+        AT = np.ascontiguousarray(A.T)
+        Bo /= c[:, :, None]           # fold the scale factors into the emissions once
+        beta = np.zeros((T, nb, n))
+        beta[T - 1, :act[T - 1]] = 1.0
+        for t in range(T - 2, -1, -1):
+            k, k1 = act[t], act[t + 1]
+            if k > k1:
+                beta[t, k1:k] = 1.0
+            if k1:
+                tmp = Bo[t + 1, :k1]
+                tmp *= beta[t + 1, :k1]
+                np.matmul(tmp, AT, out=beta[t, :k1])
+        if T > 1:
+            xi = alpha[:-1].reshape(-1, n).T @ Bo[1:].reshape(-1, n)
+            xi *= A
+        else:
+            xi = np.zeros((n, n))
+        beta *= alpha                  # beta now holds the posteriors gamma
+        return beta, xi, ll
+
+    def statistics(self, startprob, transmat, emissionprob, seqs) -> SufficientStats:
+        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        n, m = B.shape
+        p = self._prep(seqs, n, m)
+        start = np.zeros(n)
+        trans = np.zeros((n, n))
+        emit = np.zeros((n, m))
+        lls = np.empty(p.n_sequences)
+        with _single_threaded_blas():
+            for ch in p.chunks:
+                alpha, c, Bo = self._forward(pi, A, Bt, ch, store=True)
+                gamma, xi, ll = self._backward_gamma(A, ch, alpha, c, Bo)
+                del alpha, Bo
+                lls[ch.index] = ll
+                trans += xi
+                start += gamma[0].sum(axis=0)
+                gT = np.ascontiguousarray(gamma.reshape(-1, n).T)   # state-major: fast bincount
+                del gamma
+                for i in range(n):
+                    emit[i] += np.bincount(ch.count_obs, weights=gT[i], minlength=m)[:m]
+        return SufficientStats(start=start, trans=trans, emit=emit, loglik=lls)
+
+    def posteriors(self, startprob, transmat, emissionprob, seqs) -> List[np.ndarray]:
+        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        p = self._prep(seqs, pi.shape[0], B.shape[1])
+        out: List[np.ndarray] = [None] * p.n_sequences  # type: ignore[list-item]
+        with _single_threaded_blas():
+            for ch in p.chunks:
+                alpha, c, Bo = self._forward(pi, A, Bt, ch, store=True)
+                gamma, _, _ = self._backward_gamma(A, ch, alpha, c, Bo)
+                for j, (i, L) in enumerate(zip(ch.index.tolist(), ch.lengths.tolist())):
+                    out[i] = np.ascontiguousarray(gamma[:L, j])
+        return out
+
+    # -------------------------------------------------------------- viterbi
+    def viterbi(self, startprob, transmat, emissionprob, seqs) -> Tuple[List[np.ndarray], np.ndarray]:
+        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        n, m = B.shape
+        p = self._prep(seqs, n, m)
+        with np.errstate(divide="ignore"):
+            logpi, logA, logBt = np.log(pi), np.log(A), np.log(Bt)
+        bp_dtype = np.int8 if n <= 127 else (np.int16 if n <= 32767 else np.int32)
+        paths: List[np.ndarray] = [None] * p.n_sequences  # type: ignore[list-item]
+        logprob = np.empty(p.n_sequences)
+        rows_per_block = max(1, self.chunk_elements // (n * n))
+        with _single_threaded_blas():
+            for ch in p.chunks:
+                self._viterbi_chunk(ch, logpi, logA, logBt, bp_dtype, rows_per_block, paths, logprob)
+        return paths, logprob
+
+    @staticmethod
+    def _viterbi_chunk(ch, logpi, logA, logBt, bp_dtype, rows_per_block, paths, logprob):
+        """Batched log-space Viterbi over one chunk; fills ``paths`` and ``logprob``."""
+        n = logpi.shape[0]
+        obs, act = ch.obs, ch.active
+        T, nb = obs.shape
+        delta = logpi + logBt[obs[0]]
+        bp = np.empty((T, nb, n), dtype=bp_dtype)
+        for t in range(1, T):
+            k = act[t]
+            for r0 in range(0, k, rows_per_block):
+                r1 = min(k, r0 + rows_per_block)
+                sc = delta[r0:r1, :, None] + logA          # (rows, i, j)
+                arg = sc.argmax(axis=1)
+                bp[t, r0:r1] = arg
+                best = np.take_along_axis(sc, arg[:, None, :], axis=1)[:, 0, :]
+                delta[r0:r1] = best + logBt[obs[t, r0:r1]]
+        state = delta.argmax(axis=1)
+        logprob[ch.index] = delta[np.arange(nb), state]
+        path = np.empty((T, nb), dtype=np.int64)
+        rows = np.arange(nb)
+        for t in range(T - 1, -1, -1):
+            k = act[t]
+            path[t, :k] = state[:k]
+            if t > 0:
+                state[:k] = bp[t, rows[:k], state[:k]]
+        for j, (i, L) in enumerate(zip(ch.index.tolist(), ch.lengths.tolist())):
+            paths[i] = np.ascontiguousarray(path[:L, j])

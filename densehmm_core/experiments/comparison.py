@@ -1,0 +1,449 @@
+"""Model comparison of the paper's Section 5: DenseHMM-EM, DenseHMM-direct, standard HMM
+and the "fair" standard HMM on synthetic, protein, MedPost and Penn Treebank data.
+
+One runner task = one ``(dataset, n, l, repetition, model)``; it rebuilds its data
+(synthetic: a fresh Dirichlet(0.1) HMM and its samples; real data: a seeded
+50:50 shuffle split of the preprocessed corpus), fits the model and returns one
+CSV row with every metric, seed and runtime.  All four models of one repetition
+see the same data (same seeds).
+
+Metrics on the test data
+------------------------
+``mad``
+    Co-occurrence MAD between the model's analytic Omega (``B^T diag(pi) A B``,
+    ``pi`` stationary) and the ground truth Omega: the analytic Omega of the true
+    HMM for synthetic data, the empirical Omega of the test sequences otherwise.
+``mad_sampled``
+    Same, but the model's Omega is counted on sequences sampled from the model
+    (as many and as long as the test sequences).
+``mad_paper``
+    What the paper's code plotted: ``mad`` (analytic) for DenseHMM-direct and
+    ``mad_sampled`` for the three EM-trained models.
+``nll_per_token``
+    ``-log P(test) / number of test tokens``.
+``nll_paper``
+    ``-log P(test) / (number of test sequences x longest test length)`` (the paper).
+
+``dense-direct-gt`` (synthetic only) is DenseHMM-direct trained on the *true*
+analytic Omega instead of the training sequences' counts -- what the paper's
+public code did on synthetic data (``fit_coocs(..., gt_AB)``).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["ComparisonSettings", "PAPER_GRID", "MODELS", "run_one", "make_tasks", "summarize",
+           "format_tables", "run_comparison", "COLUMNS"]
+
+PAPER_GRID: Tuple[Tuple[int, int], ...] = (
+    (3, 1), (3, 2), (3, 3), (5, 2), (5, 3), (5, 5), (10, 2), (10, 3), (10, 5), (10, 10))
+QUICK_GRID: Tuple[Tuple[int, int], ...] = ((3, 1), (3, 2))
+MODELS = ("dense-em", "dense-direct", "standard-fair", "standard")
+EXTRA_MODELS = ("dense-direct-gt",)
+DATA_PRESETS = {"protein": "paper_protein", "medpost": "paper_medpost", "penn": "reference_code_penn"}
+_DATASET_CODE = {"synthetic": 1, "protein": 2, "medpost": 3, "penn": 4}
+_MODEL_CODE = {"dense-em": 1, "dense-direct": 2, "standard-fair": 3, "standard": 4, "dense-direct-gt": 5}
+
+KEY = ("dataset", "settings_id", "n", "l", "rep", "model")
+COLUMNS = list(KEY) + [
+    "status", "n_states", "n_symbols", "n_parameters", "data_seed", "model_seed", "sample_seed",
+    "n_train_seqs", "n_test_seqs", "n_train_tokens", "n_test_tokens",
+    "mad", "mad_sampled", "mad_paper", "mad_train_omega",
+    "nll_per_token", "nll_paper", "train_nll_per_token", "test_ll", "train_ll",
+    "iterations", "stop_reason", "fit_seconds", "eval_seconds", "task_seconds", "dense_preset",
+]
+
+
+@dataclass(frozen=True)
+class ComparisonSettings:
+    """Settings of one model-comparison sweep (defaults: the paper's)."""
+
+    dataset: str
+    data: Optional[str] = None
+    grid: Tuple[Tuple[int, int], ...] = PAPER_GRID
+    repeats: int = 10
+    models: Tuple[str, ...] = MODELS
+    seed: int = 0
+    dense_preset: str = "paper"
+    em_iter: int = 40            # DenseHMM-EM: EM iterations
+    em_steps: int = 25           # DenseHMM-EM: Adam steps per M-step
+    cooc_steps: Optional[int] = None  # DenseHMM-direct: None = the preset's (paper: 10,000)
+    bw_iter: int = 40            # standard HMMs: Baum-Welch iterations
+    bw_tol: float = 1e-2         # standard HMMs: hmmlearn's default tolerance (the reference's)
+    test_fraction: float = 0.5
+    max_sequences: Optional[int] = None
+    # synthetic data
+    alpha: float = 0.1
+    n_train_seqs: int = 10
+    n_test_seqs: int = 10
+    seq_len: int = 200
+
+    @classmethod
+    def full(cls, dataset: str, data: Optional[str] = None, **kw) -> "ComparisonSettings":
+        if dataset not in _DATASET_CODE:
+            raise ValueError(f"unknown dataset {dataset!r}")
+        models = MODELS + (EXTRA_MODELS if dataset == "synthetic" else ())
+        base = dict(dataset=dataset, data=None if data is None else str(data), models=models)
+        base.update(kw)
+        s = cls(**base)
+        s.validate()
+        return s
+
+    @classmethod
+    def quick(cls, dataset: str, data: Optional[str] = None, **kw) -> "ComparisonSettings":
+        base = dict(grid=QUICK_GRID, repeats=1, em_iter=3, em_steps=10, cooc_steps=300, bw_iter=5)
+        if dataset != "synthetic":
+            base["max_sequences"] = 60
+        base.update(kw)
+        return cls.full(dataset, data, **base)
+
+    def validate(self) -> None:
+        bad = [m for m in self.models if m not in _MODEL_CODE]
+        if bad:
+            raise ValueError(f"unknown model(s) {bad}; choose from {list(_MODEL_CODE)}")
+        if "dense-direct-gt" in self.models and self.dataset != "synthetic":
+            raise ValueError("dense-direct-gt needs a ground-truth HMM: synthetic data only")
+        if self.dataset != "synthetic" and not self.data:
+            raise ValueError(f"{self.dataset} needs a data file")
+        if self.dense_preset not in ("paper", "default"):
+            raise ValueError("dense_preset must be 'paper' or 'default'")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["grid"] = [list(p) for p in self.grid]
+        d["models"] = list(self.models)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ComparisonSettings":
+        d = dict(d)
+        d["grid"] = tuple(tuple(p) for p in d["grid"])
+        d["models"] = tuple(d["models"])
+        return cls(**d)
+
+    @property
+    def settings_id(self) -> str:
+        """Hash of what changes results (not the grid, repeats or models: rows carry those)."""
+        d = self.to_dict()
+        for k in ("grid", "repeats", "models"):
+            d.pop(k)
+        if d["data"]:
+            d["data"] = os.path.basename(d["data"])
+        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+
+
+# ------------------------------------------------------------------- seeds
+def _int_seed(*parts: int) -> int:
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+def _seeds(s: ComparisonSettings, n: int, l: int, rep: int, model: str):
+    code = _DATASET_CODE[s.dataset]
+    data_seed = _int_seed(s.seed, code, n, l, rep)
+    model_seed = _int_seed(s.seed, code, n, l, rep, 100 + _MODEL_CODE[model])
+    sample_seed = _int_seed(s.seed, code, n, l, rep, 200 + _MODEL_CODE[model])
+    return data_seed, model_seed, sample_seed
+
+
+# -------------------------------------------------------------------- data
+_CORPUS_CACHE: Dict[tuple, tuple] = {}
+
+
+def _corpus(path: str, preset: str, max_sequences: Optional[int]):
+    """(list of int64 arrays, n_symbols), preprocessed with the paper's preset; cached."""
+    key = (os.path.abspath(path), preset, max_sequences)
+    if key not in _CORPUS_CACHE:
+        from ..data import load
+        corpus = load(path, preset=preset)
+        seqs = [np.asarray(x, dtype=np.int64) for x in corpus.sequences]
+        m = getattr(corpus, "n_symbols", None)
+        if m is None:
+            m = len(corpus.vocabulary)
+        if max_sequences is not None:
+            seqs = seqs[:int(max_sequences)]
+        _CORPUS_CACHE[key] = (seqs, int(m))
+    return _CORPUS_CACHE[key]
+
+
+def _split(seqs: List[np.ndarray], test_fraction: float, seed: int):
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(seqs))
+    n_test = int(round(len(seqs) * test_fraction))
+    n_test = min(max(n_test, 1), len(seqs) - 1)
+    test = [seqs[i] for i in order[:n_test]]
+    train = [seqs[i] for i in order[n_test:]]
+    return train, test
+
+
+def make_data(s: ComparisonSettings, n: int, l: int, rep: int):
+    """``(train, test, n_symbols, omega_gt, truth)`` of one repetition (``truth``: the true
+    HMM parameters for synthetic data, else None)."""
+    from ..metrics import analytic_cooc, empirical_cooc
+    data_seed = _seeds(s, n, l, rep, "standard")[0]
+    if s.dataset == "synthetic":
+        from ..engine.sampling import sample_sequences
+        from ..synthetic import random_hmm
+        rng = np.random.default_rng(data_seed)
+        truth = random_hmm(n, n, s.alpha, int(rng.integers(2 ** 63)))
+        m = n
+
+        def draw(k):
+            # like the reference code: redraw (up to 100 times) until every symbol occurs
+            best = None
+            for _ in range(100):
+                seqs, _states = sample_sequences(*truth, k, s.seq_len, int(rng.integers(2 ** 63)))
+                best = seqs
+                if len(np.unique(np.concatenate(seqs))) == m:
+                    break
+            return best
+
+        train, test = draw(s.n_train_seqs), draw(s.n_test_seqs)
+        omega_gt = analytic_cooc(None, truth.transmat, truth.emissionprob)
+        return train, test, m, omega_gt, truth
+    seqs, m = _corpus(s.data, DATA_PRESETS[s.dataset], s.max_sequences)
+    train, test = _split(seqs, s.test_fraction, data_seed)
+    return train, test, m, empirical_cooc(test, m), None
+
+
+# ------------------------------------------------------------------- models
+def build_model(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed: int):
+    from ..standard import StandardHMM, n_fair
+    if model in ("standard", "standard-fair"):
+        k = n if model == "standard" else n_fair(n, m, l)
+        return StandardHMM(k, m, n_iter=s.bw_iter, tol=s.bw_tol, seed=seed)
+    from ..dense import DenseHMM
+    if model == "dense-em":
+        return DenseHMM(n, l, m, fit_method="em", seed=seed, preset=s.dense_preset,
+                        em_iter=s.em_iter, steps=s.em_steps, device="cpu")
+    kw = {} if s.cooc_steps is None else {"steps": s.cooc_steps}
+    return DenseHMM(n, l, m, fit_method="cooc", seed=seed, preset=s.dense_preset, device="cpu", **kw)
+
+
+def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict) -> List[dict]:
+    """Fit and evaluate one model of one repetition; returns one row."""
+    from ..events import TrainingDiverged
+    from ..metrics import analytic_cooc, cooc_mad, empirical_cooc
+    t0 = time.perf_counter()
+    s = ComparisonSettings.from_dict(settings)
+    data_seed, model_seed, sample_seed = _seeds(s, n, l, rep, model)
+    train, test, m, omega_gt, truth = make_data(s, n, l, rep)
+    est = build_model(s, model, n, l, m, model_seed)
+    status = "ok"
+    t1 = time.perf_counter()
+    try:
+        if model == "dense-direct-gt":
+            est.fit_cooc(analytic_cooc(None, truth.transmat, truth.emissionprob))
+        else:
+            est.fit(train)
+    except TrainingDiverged as exc:
+        status = f"diverged: {exc}"
+    fit_seconds = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    test_lls = est.score_per_sequence(test)
+    train_ll = float(est.score(train))
+    test_ll = float(np.sum(test_lls))
+    n_test_tokens = int(sum(len(x) for x in test))
+    n_train_tokens = int(sum(len(x) for x in train))
+    omega_model = analytic_cooc(None, est.transmat_, est.emissionprob_)
+    mad = cooc_mad(omega_model, omega_gt)
+    samples, _ = est.sample(len(test), [len(x) for x in test], seed=sample_seed)
+    mad_sampled = cooc_mad(empirical_cooc(samples, m), omega_gt)
+    mad_paper = mad if model.startswith("dense-direct") else mad_sampled
+    hist = getattr(est, "history_", []) or []
+    row = {
+        "dataset": dataset, "settings_id": s.settings_id, "n": n, "l": l, "rep": rep, "model": model,
+        "status": status, "n_states": est.n_states, "n_symbols": m,
+        "n_parameters": int(est.n_parameters), "data_seed": data_seed, "model_seed": model_seed,
+        "sample_seed": sample_seed, "n_train_seqs": len(train), "n_test_seqs": len(test),
+        "n_train_tokens": n_train_tokens, "n_test_tokens": n_test_tokens,
+        "mad": mad, "mad_sampled": mad_sampled, "mad_paper": mad_paper,
+        "mad_train_omega": cooc_mad(empirical_cooc(train, m), omega_gt),
+        "nll_per_token": -test_ll / n_test_tokens,
+        "nll_paper": -test_ll / (len(test) * max(len(x) for x in test)),
+        "train_nll_per_token": -train_ll / n_train_tokens,
+        "test_ll": test_ll, "train_ll": train_ll,
+        "iterations": int(hist[-1]["step"]) if hist else 0,
+        "stop_reason": getattr(est, "stop_reason_", ""),
+        "fit_seconds": round(fit_seconds, 4),
+        "eval_seconds": round(time.perf_counter() - t2, 4),
+        "task_seconds": round(time.perf_counter() - t0, 4),
+        "dense_preset": s.dense_preset if model.startswith("dense") else "",
+    }
+    return [row]
+
+
+def _cost(s: ComparisonSettings, n: int, l: int, model: str) -> float:
+    tokens = 4000.0 if s.dataset == "synthetic" else 100000.0
+    if model in ("standard", "standard-fair"):
+        k = n if model == "standard" else max(n, int(np.sqrt(l * (3 * n + 20))))
+        return s.bw_iter * tokens * k * k * 1e-7 + 0.3
+    if model == "dense-em":
+        return s.em_iter * tokens * n * n * 1e-7 + 2.0
+    return 2.0
+
+
+def make_tasks(s: ComparisonSettings):
+    from .runner import Task
+    sd = s.to_dict()
+    tasks = []
+    for (n, l) in s.grid:
+        for rep in range(s.repeats):
+            for model in s.models:
+                key = {"dataset": s.dataset, "settings_id": s.settings_id, "n": n, "l": l,
+                       "rep": rep, "model": model}
+                tasks.append(Task(key=key, func="densehmm_core.experiments.comparison:run_one",
+                                  kwargs={"dataset": s.dataset, "n": n, "l": l, "rep": rep,
+                                          "model": model, "settings": sd},
+                                  label=f"{s.dataset} n={n} l={l} rep={rep} {model}",
+                                  cost=_cost(s, n, l, model)))
+    # expensive first (better packing on few cores), stable otherwise
+    tasks.sort(key=lambda t: -t.cost)
+    return tasks
+
+
+def describe_rows(rows: Sequence[dict]) -> str:
+    r = rows[0]
+    extra = "" if r["status"] == "ok" else f"  [{r['status'][:60]}]"
+    return (f"mad {float(r['mad']):.5f}  mad_paper {float(r['mad_paper']):.5f}  "
+            f"nll/token {float(r['nll_per_token']):.4f}  fit {float(r['fit_seconds']):.1f}s{extra}")
+
+
+# ------------------------------------------------------------------ summary
+def _q(v):
+    v = np.asarray([x for x in v if np.isfinite(x)], dtype=float)
+    if v.size == 0:
+        return (float("nan"),) * 3
+    return float(np.median(v)), float(np.quantile(v, 0.25)), float(np.quantile(v, 0.75))
+
+
+SUMMARY_METRICS = ("mad", "mad_paper", "mad_sampled", "nll_per_token", "nll_paper", "fit_seconds")
+
+
+def summarize(rows: Sequence[dict]) -> List[dict]:
+    """Median and 25/75 percentiles per (n, l, model)."""
+    by: Dict[tuple, List[dict]] = {}
+    for r in rows:
+        by.setdefault((int(r["n"]), int(r["l"]), r["model"]), []).append(r)
+    order = {m: i for i, m in enumerate(MODELS + EXTRA_MODELS)}
+    out = []
+    for (n, l, model) in sorted(by, key=lambda k: (k[0], k[1], order.get(k[2], 99))):
+        rs = by[(n, l, model)]
+        rec = {"n": n, "l": l, "model": model, "runs": len(rs),
+               "n_states": ",".join(sorted({str(r["n_states"]) for r in rs}, key=int)),
+               "diverged": sum(1 for r in rs if not str(r["status"]).startswith("ok"))}
+        for k in SUMMARY_METRICS:
+            med, a, b = _q([float(r[k]) for r in rs])
+            rec[f"{k}_median"], rec[f"{k}_q25"], rec[f"{k}_q75"] = med, a, b
+        out.append(rec)
+    return out
+
+
+def format_tables(summary: Sequence[dict], models: Sequence[str]) -> str:
+    """Markdown: MAD x 1e3 (analytic), MAD x 1e3 (paper's variant) and NLL per token tables."""
+    def table(metric: str, scale: float, digits: int, title: str) -> str:
+        cells: Dict[tuple, Dict[str, dict]] = {}
+        for s in summary:
+            cells.setdefault((s["n"], s["l"]), {})[s["model"]] = s
+        ms = [m for m in models if any(m in c for c in cells.values())]
+        head = "| n | l | " + " | ".join(ms) + " |"
+        lines = [f"**{title}** (median (25/75 percentile))", "", head,
+                 "|---|---|" + "---|" * len(ms)]
+        for (n, l) in sorted(cells):
+            parts = [str(n), str(l)]
+            for m in ms:
+                c = cells[(n, l)].get(m)
+                if c is None:
+                    parts.append("-")
+                    continue
+                f = f"{{:.{digits}f}}"
+                parts.append(f"{f.format(c[metric + '_median'] * scale)} "
+                             f"({f.format(c[metric + '_q25'] * scale)}/{f.format(c[metric + '_q75'] * scale)})"
+                             + (f" [n={c['n_states']}]" if m == "standard-fair" else ""))
+            lines.append("| " + " | ".join(parts) + " |")
+        return "\n".join(lines)
+    return "\n\n".join([
+        table("mad", 1e3, 3, "Co-occurrence MAD x 1000, model's analytic Omega"),
+        table("mad_paper", 1e3, 3, "Co-occurrence MAD x 1000, the paper code's variant "
+                                    "(sampled Omega for EM-trained models, analytic for DenseHMM-direct)"),
+        table("nll_per_token", 1.0, 4, "Test NLL per token"),
+        table("nll_paper", 1.0, 4, "Test NLL / (sequences x longest length) (the paper's normalisation)"),
+        table("fit_seconds", 1.0, 2, "Fit time per model (s)"),
+    ])
+
+
+def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
+    from .factorization import _atomic_text
+    from .figures import comparison_figure
+    from .runner import ResultStore
+    out = Path(out)
+    name = s.dataset
+    summary = summarize(rows)
+    path = out / f"{name}_summary.csv"
+    if path.exists():
+        path.unlink()
+    ResultStore(path, list(summary[0].keys()) if summary else []).add(summary)
+    tables = format_tables(summary, s.models)
+    _atomic_text(out / f"{name}_tables.md", tables + "\n")
+    figs = [
+        comparison_figure(rows, "mad", out / f"{name}_mad.png",
+                          title=f"{name}: co-occurrence MAD (model's analytic Omega)",
+                          ylabel="MAD", logy=True),
+        comparison_figure(rows, "mad_paper", out / f"{name}_mad_paper.png",
+                          title=f"{name}: co-occurrence MAD (paper code's variant)",
+                          ylabel="MAD", logy=True),
+        comparison_figure(rows, "nll_per_token", out / f"{name}_nll.png",
+                          title=f"{name}: test NLL per token", ylabel="NLL / token"),
+    ]
+    return {"summary": summary, "tables": tables, "figures": figs}
+
+
+def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "process",
+                   quiet: bool = False) -> int:
+    """Run (or resume) one comparison sweep into ``out``; returns an exit code."""
+    from .factorization import _atomic_text
+    from .runner import ResultStore, format_seconds, run_tasks
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    name = settings.dataset
+    _atomic_text(out / f"{name}_settings.json",
+                 json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
+    say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
+    if settings.dataset != "synthetic":
+        # fail early and clearly on a bad data file (in this process, before any worker starts)
+        try:
+            seqs, m = _corpus(settings.data, DATA_PRESETS[name], settings.max_sequences)
+        except Exception as exc:  # noqa: BLE001 - reported as a clean error
+            say(f"error: cannot read {settings.data}: {exc}")
+            return 2
+        if len(seqs) < 2:
+            say(f"error: {settings.data}: need at least 2 sequences, got {len(seqs)}")
+            return 2
+        say(f"{name}: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} "
+            f"(preset {DATA_PRESETS[name]}) from {settings.data}")
+    store = ResultStore(out / f"{name}_runs.csv", COLUMNS)
+    tasks = make_tasks(settings)
+    say(f"{name}: {len(tasks)} runs = {len(settings.grid)} (n, l) pairs x {settings.repeats} repeats x "
+        f"{len(settings.models)} models; jobs={jobs}; results in {out}")
+    rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor, import_tf=True,
+                    describe=describe_rows, out=say, error_log=out / "errors.log")
+    sid = settings.settings_id
+    grid = set(settings.grid)
+    rows = [r for r in store.rows if r.get("settings_id") == sid and r.get("dataset") == name
+            and (int(r["n"]), int(r["l"])) in grid and r["model"] in settings.models
+            and int(r["rep"]) < settings.repeats]
+    if rows:
+        res = write_outputs(rows, settings, out)
+        say(res["tables"])
+    say(f"done: {rep.done} run, {rep.skipped} skipped, {len(rep.failed)} failed in "
+        f"{format_seconds(rep.seconds)} (sum of task times {format_seconds(rep.task_seconds)})")
+    if rep.interrupted:
+        return 130
+    return 1 if rep.failed else 0

@@ -1,0 +1,127 @@
+"""Export a model's matrices and embeddings to CSV (one file per array, or a zip of them).
+
+For spreadsheets and R: every file has a header row and a first column of row
+labels, so ``read.csv("transmat.csv", row.names = 1)`` gives the matrix.
+
+Files: ``startprob.csv`` (state, prob), ``transmat.csv`` (rows: from-state,
+columns: to-state), ``emissionprob.csv`` (rows: states, columns: the symbols of
+the vocabulary), and for dense models ``U.csv``, ``Z.csv``, ``W.csv`` (rows:
+states), ``V.csv`` (rows: symbols), ``z_start.csv`` (dimension, value); plus
+``vocabulary.csv`` (index, symbol).  Numbers are written with 17 significant
+digits (``repr``), so reading them back gives the same float64 values.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+import zipfile
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+
+__all__ = ["model_tables", "export_csv"]
+
+
+def _num(x: float) -> str:
+    return repr(float(x))
+
+
+def _arrays_of(source: Any, name: Optional[str]):
+    """(arrays dict, vocabulary, kind) from a model object or a model file path."""
+    if isinstance(source, (str, os.PathLike)):
+        from .modelfile import read_model_info
+        info = read_model_info(source, name)
+        arrays = {k.split("/")[-1]: v for k, v in info["arrays"].items()}
+        return arrays, info["vocabulary"], info["attrs"]["kind"]
+    model = source
+    arrays = {"startprob": model.startprob_, "transmat": model.transmat_, "emissionprob": model.emissionprob_}
+    if any(v is None for v in arrays.values()):
+        raise ValueError("the model has no parameters yet: fit it before exporting")
+    emb = getattr(model, "embeddings_", None)
+    kind = "dense" if emb is not None or hasattr(model, "embeddings_") else "standard"
+    if emb:
+        arrays.update(emb)
+    return {k: np.asarray(v) for k, v in arrays.items()}, getattr(model, "vocabulary", None), kind
+
+
+def model_tables(source: Any, name: Optional[str] = None) -> Dict[str, str]:
+    """CSV texts of a model: ``{"transmat.csv": "...", ...}``.
+
+    Parameters
+    ----------
+    source : StandardHMM, DenseHMM, or a path to a model file
+    name : str, optional
+        Model name inside the file (when ``source`` is a path holding several).
+    """
+    arrays, vocab, kind = _arrays_of(source, name)
+    n = arrays["transmat"].shape[0]
+    m = arrays["emissionprob"].shape[1]
+    states = [f"state_{i}" for i in range(n)]
+    symbols = list(vocab) if vocab is not None else [str(k) for k in range(m)]
+    out: Dict[str, str] = {}
+
+    def table(header: List[str], rows: List[List[str]]) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+        return buf.getvalue()
+
+    out["startprob.csv"] = table(["state", "prob"], [[s, _num(v)] for s, v in zip(states, arrays["startprob"])])
+    out["transmat.csv"] = table(["from_state"] + states,
+                                [[s] + [_num(v) for v in row] for s, row in zip(states, arrays["transmat"])])
+    out["emissionprob.csv"] = table(["state"] + symbols,
+                                    [[s] + [_num(v) for v in row] for s, row in zip(states, arrays["emissionprob"])])
+    out["vocabulary.csv"] = table(["index", "symbol"], [[str(i), s] for i, s in enumerate(symbols)])
+    if "U" in arrays:
+        l = arrays["U"].shape[1]
+        dims = [f"dim_{j}" for j in range(l)]
+        for key in ("U", "Z", "W"):
+            out[f"{key}.csv"] = table(["state"] + dims,
+                                      [[s] + [_num(v) for v in row] for s, row in zip(states, arrays[key])])
+        out["V.csv"] = table(["symbol"] + dims, [[s] + [_num(v) for v in row] for s, row in zip(symbols, arrays["V"])])
+        out["z_start.csv"] = table(["dim", "value"], [[d, _num(v)] for d, v in zip(dims, arrays["z_start"])])
+    return out
+
+
+def export_csv(source: Any, target, name: Optional[str] = None) -> List[str]:
+    """Write the CSV tables of a model into a folder, or into a zip file (``target`` ends in ``.zip``).
+
+    The zip is written atomically (temporary file + rename); in a folder each CSV is.
+
+    Returns
+    -------
+    list of str
+        The names of the CSV files written.
+    """
+    tables = model_tables(source, name)
+    target = os.fspath(target)
+    if target.lower().endswith(".zip"):
+        folder = os.path.dirname(os.path.abspath(target))
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export.", suffix=".zip.tmp")
+        os.close(fd)
+        try:
+            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+                for fname, text in tables.items():
+                    z.writestr(fname, text)
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return list(tables)
+    os.makedirs(target, exist_ok=True)
+    for fname, text in tables.items():
+        path = os.path.join(target, fname)
+        fd, tmp = tempfile.mkstemp(dir=target, prefix="." + fname + ".", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    return list(tables)

@@ -1,0 +1,220 @@
+"""The standard (non-dense) discrete HMM trained by Baum-Welch, and :func:`n_fair`."""
+from __future__ import annotations
+
+import math
+from typing import Iterator, List, Optional
+
+import numpy as np
+
+from .events import ProgressEvent, Stopwatch, TrainingDiverged, snapshot
+from .hmm_base import BaseHMM
+from .sequences import n_tokens
+
+__all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
+
+ENGINES = ("numpy", "hmmlearn")
+
+
+def n_parameters_standard(n: int, m: int) -> int:
+    """Free parameters of a discrete HMM: ``(n-1) + n(n-1) + n(m-1) = n^2 + n(m-1) - 1``."""
+    return int(n) ** 2 + int(n) * (int(m) - 1) - 1
+
+
+def n_fair(n: int, m: int, l: int) -> int:
+    """Number of states of a standard HMM with about as many free parameters as a DenseHMM.
+
+    A DenseHMM with ``n`` states, ``m`` symbols and embedding size ``l`` has
+    ``l (3n + m + 1)`` parameters (U, Z, W: n x l; V: m x l; z_start: l).  A standard
+    HMM with ``n'`` states has ``n'^2 + n'(m - 1) - 1`` free parameters.  ``n_fair``
+    is the positive root ``n'`` of ``n'^2 + n'(m-1) - 1 = l(3n+m+1)``, rounded to
+    the nearest integer (at least 1):
+    ``n' = (-(m-1) + sqrt((m-1)^2 + 4 (1 + l(3n+m+1)))) / 2``.
+
+    Examples
+    --------
+    >>> n_fair(5, 5, 3)   # 3 * (15 + 5 + 1) = 63 parameters; n'^2 + 4 n' - 1 = 63 at n' = 6.25
+    6
+    """
+    n, m, l = int(n), int(m), int(l)
+    if min(n, m, l) < 1:
+        raise ValueError("n, m and l must be >= 1")
+    p = l * (3 * n + m + 1)
+    root = (-(m - 1) + math.sqrt((m - 1) ** 2 + 4.0 * (1 + p))) / 2.0
+    return max(1, int(math.floor(root + 0.5)))
+
+
+class StandardHMM(BaseHMM):
+    """Discrete HMM with free parameters, trained by Baum-Welch (EM with the closed-form M-step).
+
+    Parameters
+    ----------
+    n_states : int
+        Number of hidden states ``n``.
+    n_symbols : int, optional
+        Number of observable symbols ``m`` (default: the Corpus vocabulary size,
+        else the largest symbol in the training data + 1).
+    n_iter : int
+        Maximum number of Baum-Welch iterations (M-steps).
+    tol : float
+        Convergence threshold on the gain of the total training log-likelihood
+        between two iterations (absolute, the same rule as hmmlearn's
+        ``ConvergenceMonitor``): training stops when ``ll_k - ll_{k-1} < tol``.
+    seed : int, optional
+        Seed of the initialisation: ``startprob`` and every row of ``transmat`` and
+        ``emissionprob`` are drawn from a flat Dirichlet(1) (uniform on the simplex)
+        with ``numpy.random.default_rng(seed)``, in that order.  Same seed, same model.
+    engine : {"numpy", "hmmlearn"}
+        ``"numpy"``: our batched scaled forward-backward (:mod:`densehmm_core.engine`).
+        ``"hmmlearn"``: every Baum-Welch iteration is delegated to
+        ``hmmlearn.hmm.CategoricalHMM(implementation="scaling", init_params="")``
+        started from our current parameters (scoring/decoding still use numpy).
+    snapshot_every : int
+        A parameter snapshot is attached to every ``snapshot_every``-th event (and
+        always to the last one).
+
+    Notes
+    -----
+    Training is :meth:`iter_fit`, a generator of :class:`ProgressEvent` (phase
+    ``"baum-welch"``).  Event ``step = k`` describes the model after ``k`` M-steps:
+    ``train_ll`` is its total training log-likelihood (computed by the E-step that
+    follows), ``loss = -train_ll / n_tokens`` and ``params`` its matrices.  The
+    stream ends (``done=True``) when the gain falls below ``tol`` (``"converged"``;
+    the model is the one of the last event), after ``n_iter`` M-steps
+    (``"max_steps"``) or when the cancel token is set (``"cancelled"``; the model
+    keeps the parameters reached).  A non-finite log-likelihood or parameter raises
+    :class:`TrainingDiverged` and the model keeps its last finite parameters.
+    """
+
+    kind = "standard"
+
+    def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
+                 tol: float = 1e-4, seed: Optional[int] = None, engine: str = "numpy",
+                 snapshot_every: int = 1) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        super().__init__(n_states, n_symbols, seed, engine)
+        if int(n_iter) < 0:
+            raise ValueError("n_iter must be >= 0")
+        self.n_iter = int(n_iter)
+        self.tol = float(tol)
+        self.snapshot_every = max(1, int(snapshot_every))
+
+    # ---------------------------------------------------------------- surface
+    @property
+    def n_parameters(self) -> int:
+        """Free parameters: ``n^2 + n(m-1) - 1``."""
+        if self.n_symbols is None:
+            raise RuntimeError("n_symbols is unknown: fit the model or pass n_symbols")
+        return n_parameters_standard(self.n_states, self.n_symbols)
+
+    def get_config(self) -> dict:
+        return {"kind": self.kind, "n_states": self.n_states, "n_symbols": self.n_symbols,
+                "n_iter": self.n_iter, "tol": self.tol, "seed": self.seed, "engine": self.engine,
+                "snapshot_every": self.snapshot_every}
+
+    def init_params(self, n_symbols: Optional[int] = None) -> "StandardHMM":
+        """Draw the initial parameters from the seed (see the class docstring)."""
+        if n_symbols is not None:
+            self.n_symbols = int(n_symbols)
+        if self.n_symbols is None:
+            raise RuntimeError("n_symbols is unknown")
+        n, m = self.n_states, self.n_symbols
+        rng = np.random.default_rng(self.seed)
+        self.startprob_ = rng.dirichlet(np.ones(n))
+        self.transmat_ = rng.dirichlet(np.ones(n), size=n)
+        self.emissionprob_ = rng.dirichlet(np.ones(m), size=n)
+        return self
+
+    # ---------------------------------------------------------------- training
+    @staticmethod
+    def _mstep(stats, old_A, old_B):
+        """Closed-form M-step; a state with no expected counts keeps its old row."""
+        start = stats.start / stats.start.sum()
+        tsum = stats.trans.sum(axis=1, keepdims=True)
+        A = np.where(tsum > 0, stats.trans / np.where(tsum > 0, tsum, 1.0), old_A)
+        esum = stats.emit.sum(axis=1, keepdims=True)
+        B = np.where(esum > 0, stats.emit / np.where(esum > 0, esum, 1.0), old_B)
+        return start, A, B
+
+    def _iter_fit(self, seqs: List[np.ndarray], *, init: bool, eval_seqs, cancel,
+                  **kw) -> Iterator[ProgressEvent]:
+        if kw:
+            raise TypeError(f"unexpected fit options: {sorted(kw)}")
+        if init or self.startprob_ is None:
+            self.init_params()
+        self._check_params()
+        sw = Stopwatch()
+        tokens = n_tokens(seqs)
+        n = self.n_states
+        from .engine import get_engine
+        eng = get_engine("numpy")
+        data = eng.prepare(seqs, n)
+        edata = None if eval_seqs is None else eng.prepare(eval_seqs, n)
+        e_tokens = None if eval_seqs is None else n_tokens(eval_seqs)
+        hmm = self._hmmlearn_model() if self.engine == "hmmlearn" else None
+        if hmm is not None:
+            X = np.concatenate(seqs)[:, None]
+            lengths = np.array([len(s) for s in seqs])
+
+        prev_ll = None
+        for it in range(self.n_iter + 1):
+            if cancel is not None and cancel.cancelled:
+                yield ProgressEvent(step=it, total=self.n_iter, phase="baum-welch",
+                                    params=snapshot(self.params), done=True, reason="cancelled",
+                                    elapsed=sw.elapsed)
+                return
+            last = it == self.n_iter
+            new = None
+            if hmm is None:
+                if last:
+                    ll = float(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, data).sum())
+                else:
+                    stats = eng.statistics(self.startprob_, self.transmat_, self.emissionprob_, data)
+                    ll = stats.total_loglik
+            else:
+                hmm.startprob_ = self.startprob_.copy()
+                hmm.transmat_ = self.transmat_.copy()
+                hmm.emissionprob_ = self.emissionprob_.copy()
+                if last:
+                    ll = float(hmm.score(X, lengths))
+                else:
+                    hmm.fit(X, lengths)
+                    ll = float(hmm.monitor_.history[-1])
+                    new = (np.array(hmm.startprob_), np.array(hmm.transmat_), np.array(hmm.emissionprob_))
+            if not np.isfinite(ll):
+                raise TrainingDiverged(
+                    f"Baum-Welch iteration {it}: training log-likelihood is {ll}; the model keeps "
+                    "its last finite parameters")
+            test_ll = None
+            metrics = {"train_nll": -ll / tokens}
+            if edata is not None:
+                test_ll = float(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, edata).sum())
+                metrics["test_nll"] = -test_ll / e_tokens
+            if prev_ll is not None:
+                metrics["delta_ll"] = ll - prev_ll
+            converged = prev_ll is not None and (ll - prev_ll) < self.tol
+            done = converged or last
+            yield ProgressEvent(
+                step=it, total=self.n_iter, phase="baum-welch", loss=-ll / tokens, train_ll=ll,
+                test_ll=test_ll, metrics=metrics,
+                params=snapshot(self.params) if (done or it % self.snapshot_every == 0) else None,
+                done=done, reason=("converged" if converged else "max_steps") if done else "",
+                elapsed=sw.elapsed)
+            if done:
+                return
+            if new is None:
+                new = self._mstep(stats, self.transmat_, self.emissionprob_)
+            start, A, B = new
+            if not (np.all(np.isfinite(start)) and np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
+                raise TrainingDiverged(
+                    f"Baum-Welch iteration {it}: the M-step produced non-finite parameters; the model "
+                    "keeps its last finite parameters")
+            self.startprob_, self.transmat_, self.emissionprob_ = start, A, B
+            prev_ll = ll
+
+    def _hmmlearn_model(self):
+        import logging
+        from hmmlearn.hmm import CategoricalHMM
+        logging.getLogger("hmmlearn").setLevel(logging.ERROR)
+        return CategoricalHMM(n_components=self.n_states, n_features=self.n_symbols, n_iter=1,
+                              tol=-np.inf, params="ste", init_params="", implementation="scaling")

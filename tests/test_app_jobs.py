@@ -1,0 +1,206 @@
+"""Desktop app: training jobs on the thread pool, live views, cancel, divergence, .h5 export, closing."""
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import QSettings, Qt  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture
+def dialogs(monkeypatch):
+    calls = []
+
+    def record(kind, answer):
+        def f(parent, title, text, *a, **k):
+            calls.append((kind, title, text))
+            return answer
+        return staticmethod(f)
+
+    monkeypatch.setattr(QMessageBox, "critical", record("critical", QMessageBox.Ok))
+    monkeypatch.setattr(QMessageBox, "information", record("information", QMessageBox.Ok))
+    monkeypatch.setattr(QMessageBox, "question", record("question", QMessageBox.Yes))
+    return calls
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, dialogs):
+    from app.mainwindow import MainWindow
+    from app.settings import Settings
+    w = MainWindow(Settings(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)))
+    qtbot.addWidget(w)
+    w.show()
+    w.load_demo()
+    yield w
+    w.jobs.cancel_all()
+    w.jobs.wait(20)
+
+
+def spec(kind="standard", **kw):
+    from app.modelspec import ModelSpec, paper_defaults
+    d = dict(paper_defaults(kind, kw.pop("preset", "paper")), kind=kind, n=5, l=3, seed=0)
+    d.update(kw)
+    return ModelSpec(**d)
+
+
+def wait_final(qtbot, jobs, timeout=60000):
+    jobs = jobs if isinstance(jobs, (list, tuple)) else [jobs]
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=timeout)
+
+
+def test_standard_job_runs_and_heatmaps_equal_model(window, qtbot):
+    from app.jobs import JobState
+    qtbot.mouseClick(window.model_form.train_button, Qt.LeftButton) if False else None
+    job = window.start_training(spec("standard", steps=15, tol=0.0))
+    assert window.jobs_panel.current_job() is job
+    wait_final(qtbot, job)
+    assert job.state == JobState.FINISHED, job.reason + job.error
+    assert job.step == 15
+    m = job.model
+    d = window.dashboard
+    np.testing.assert_array_equal(d.image_data("transmat"), m.transmat_)
+    np.testing.assert_array_equal(d.image_data("emissionprob"), m.emissionprob_)
+    np.testing.assert_array_equal(d.image_data("startprob").ravel(), m.startprob_)
+    # the model really learnt: its training log-likelihood beats the random start
+    assert m.history_[-1]["train_ll"] > m.history_[0]["train_ll"]
+    bar = window.jobs_panel.bars[job.id]
+    assert bar.value() == bar.maximum()
+    assert window.jobs_panel.items[job.id].text(2) == "finished"
+    # throttled: at most ~10 dispatches per second (+ the final one)
+    assert job.n_dispatched <= 10 * job.elapsed + 2
+    assert job.n_events == 16
+
+
+def test_dense_job_on_demo_updates_views(window, qtbot):
+    from app.jobs import JobState
+    job = window.start_training(spec("dense_cooc", steps=500, preset="paper"))
+    wait_final(qtbot, job, timeout=120000)
+    assert job.state == JobState.FINISHED, job.reason + job.error
+    m = job.model
+    d = window.dashboard
+    np.testing.assert_array_equal(d.image_data("transmat"), m.transmat_)
+    np.testing.assert_array_equal(d.image_data("emissionprob"), m.emissionprob_)
+    assert job.initial_params is not None
+    assert not np.allclose(job.initial_params["transmat"], m.transmat_)
+    assert d.embeddings.coordinates("U") is not None
+
+
+def test_cancel_mid_job_keeps_model(window, qtbot):
+    from app.jobs import JobState
+    job = window.start_training(spec("standard", n=8, steps=100000, tol=0.0))
+    qtbot.waitUntil(lambda: job.step >= 3, timeout=60000)
+    window.jobs_panel.cancel_buttons[job.id].click()
+    wait_final(qtbot, job, timeout=20000)
+    assert job.state == JobState.CANCELLED
+    assert 3 <= job.step < 100000
+    A = job.model.transmat_
+    assert A is not None and np.all(np.isfinite(A))
+    np.testing.assert_allclose(A.sum(axis=1), 1.0, atol=1e-9)
+    np.testing.assert_array_equal(window.dashboard.image_data("transmat"), A)
+    assert not window.jobs_panel.cancel_buttons[job.id].isEnabled()
+
+
+def test_queued_job_cancels_at_once(window, qtbot):
+    from app.jobs import JobState
+    window.set_pool_size(1)
+    a = window.start_training(spec("standard", steps=100000, tol=0.0))
+    b = window.start_training(spec("standard", steps=10, tol=0.0))
+    assert b.state == JobState.QUEUED
+    window.cancel_job(b)
+    assert b.state == JobState.CANCELLED and b.started_at is None
+    window.cancel_job(a)
+    wait_final(qtbot, a, timeout=20000)
+
+
+def test_diverging_job_turns_red_and_keeps_finite_model(window, qtbot):
+    from app.jobs import JobState
+    job = window.start_training(spec("dense_cooc", lr=1e6, steps=300, preset="paper"))
+    wait_final(qtbot, job, timeout=120000)
+    assert job.state == JobState.DIVERGED, (job.state, job.reason)
+    assert job.reason
+    item = window.jobs_panel.items[job.id]
+    assert item.background(0).color().red() > 150 and item.text(2) == "diverged"
+    for a in (job.model.transmat_, job.model.emissionprob_, job.model.startprob_):
+        assert np.all(np.isfinite(a))
+
+
+def test_sweep_creates_the_paper_grid(window, qtbot):
+    window.set_pool_size(1)
+    jobs = window.start_sweep(spec("dense_cooc", steps=50), 2)
+    grid = sorted({(j.spec["n"], j.spec["l"]) for j in jobs})
+    assert grid == [(3, 1), (3, 2), (3, 3), (5, 2), (5, 3), (5, 5), (10, 2), (10, 3), (10, 5), (10, 10)]
+    assert len(jobs) == 20 and len({j.spec["seed"] for j in jobs}) == 2
+    assert all(j.sweep == jobs[0].sweep for j in jobs)
+    assert window.jobs_panel.tree.topLevelItemCount() == 20
+    window.jobs.cancel_all()
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
+    # fair standard HMM: n_fair states from the core
+    from densehmm_core.standard import n_fair
+    fair = window.start_sweep(spec("standard_fair", steps=5), 1)
+    assert sorted(j.model.n_states for j in fair) == sorted(n_fair(n, 5, l) for n, l in grid)
+    window.jobs.cancel_all()
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in fair), timeout=60000)
+
+
+def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_path):
+    from app.jobs import JobState
+    from densehmm_core.modelfile import list_models, load_model
+    a = window.start_training(spec("standard", steps=5, tol=0.0))
+    b = window.start_training(spec("dense_cooc", steps=200))
+    wait_final(qtbot, [a, b], timeout=120000)
+    path = str(tmp_path / "models.h5")
+    names = []
+    window.export_models([a, b], path, on_done=names.extend)
+    qtbot.waitUntil(lambda: len(names) == 2, timeout=30000)
+    assert list_models(path) == names
+    for job, name in zip([a, b], names):
+        m = load_model(path, name)
+        for attr in ("startprob_", "transmat_", "emissionprob_"):
+            np.testing.assert_array_equal(getattr(m, attr), getattr(job.model, attr))
+        assert m.score(job.test) == job.model.score(job.test)
+    for k in ("U", "Z", "W", "V", "z_start"):
+        np.testing.assert_array_equal(load_model(path, names[1]).embeddings_[k], b.model.embeddings_[k])
+    # opening the .h5 shows its models in the same views and scores them on the loaded data
+    n_before = len(window.jobs.jobs)
+    window.open_files([path])
+    qtbot.waitUntil(lambda: len(window.jobs.jobs) == n_before + 2, timeout=30000)
+    loaded = window.jobs.jobs[-2:]
+    assert all(j.state == JobState.FINISHED for j in loaded)
+    window.jobs_panel.select(loaded[1])
+    np.testing.assert_array_equal(window.dashboard.image_data("transmat"), b.model.transmat_)
+    res = []
+    window.score_job(loaded[0], on_done=res.append)
+    qtbot.waitUntil(lambda: res, timeout=30000)
+    tokens = sum(len(s) for s in window.current_dataset.test)
+    assert res[0]["normalized_nll"] == pytest.approx(-a.model.score(window.current_dataset.test) / tokens,
+                                                     rel=1e-12)
+    # compare the two loaded models
+    window.compare_jobs(loaded[0], loaded[1])
+
+
+def test_closing_with_running_jobs_exits_cleanly(window, qtbot, dialogs):
+    from app.jobs import JobState
+    jobs = [window.start_training(spec("standard", n=8, steps=100000, tol=0.0)),
+            window.start_training(spec("dense_cooc", steps=1000000, preset="paper"))]
+    qtbot.waitUntil(lambda: all(j.state == JobState.RUNNING and j.step > 0 for j in jobs), timeout=120000)
+    # "No" keeps the window and the jobs
+    from PySide6.QtWidgets import QMessageBox as MB
+    orig = MB.question
+    MB.question = staticmethod(lambda *a, **k: MB.No)
+    try:
+        window.close()
+        assert window.isVisible() and all(j.state == JobState.RUNNING for j in jobs)
+    finally:
+        MB.question = orig
+    t0 = time.perf_counter()
+    window.close()
+    took = time.perf_counter() - t0
+    assert not window.isVisible()
+    assert took < 2.0, took
+    assert window.jobs.pool.activeThreadCount() == 0
+    assert all(j.state == JobState.CANCELLED for j in jobs)
+    assert any(c[0] == "question" for c in dialogs)

@@ -1,0 +1,205 @@
+"""StandardHMM: Baum-Welch (numpy vs hmmlearn), the progress stream, the estimator surface."""
+import json
+import logging
+
+import numpy as np
+import pytest
+
+from densehmm_core.events import CancelToken, ProgressEvent, TrainingDiverged
+from densehmm_core.standard import StandardHMM, n_fair, n_parameters_standard
+from densehmm_core.synthetic import demo_dataset, random_hmm
+
+hmm = pytest.importorskip("hmmlearn.hmm")
+logging.getLogger("hmmlearn").setLevel(logging.ERROR)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return demo_dataset(seed=3)
+
+
+def lls(model):
+    return np.array([h["train_ll"] for h in model.history_])
+
+
+def test_loglik_non_decreasing_and_events(demo):
+    train, test, _ = demo
+    events = []
+    model = StandardHMM(4, n_iter=25, tol=-np.inf, seed=0)
+    model.fit(train, eval_data=test, callback=events.append)
+    ll = lls(model)
+    assert len(ll) == 26 and len(events) == 26
+    assert np.all(np.diff(ll) >= -1e-9 * np.abs(ll[1:]))
+    assert ll[-1] > ll[0]
+    assert all(isinstance(e, ProgressEvent) and e.phase == "baum-welch" for e in events)
+    assert [e.step for e in events] == list(range(26))
+    assert events[-1].done and events[-1].reason == "max_steps" and not events[0].done
+    tokens = sum(len(s) for s in train)
+    np.testing.assert_allclose(events[-1].loss, -events[-1].train_ll / tokens, rtol=1e-12)
+    # the last event describes the final model
+    np.testing.assert_allclose(events[-1].train_ll, model.score(train), rtol=1e-12)
+    np.testing.assert_allclose(events[-1].test_ll, model.score(test), rtol=1e-12)
+    np.testing.assert_array_equal(events[-1].params["transmat"], model.transmat_)
+    assert events[-1].params["transmat"] is not model.transmat_
+
+
+def test_numpy_and_hmmlearn_engines_same_trajectory(demo):
+    train, _, _ = demo
+    a = StandardHMM(5, n_iter=20, tol=-np.inf, seed=4).fit(train)
+    b = StandardHMM(5, n_iter=20, tol=-np.inf, seed=4, engine="hmmlearn").fit(train)
+    np.testing.assert_allclose(lls(a), lls(b), rtol=1e-6)
+    np.testing.assert_allclose(a.transmat_, b.transmat_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(a.emissionprob_, b.emissionprob_, rtol=1e-6, atol=1e-9)
+
+
+def test_trajectory_matches_plain_hmmlearn_fit(demo):
+    """Our Baum-Welch vs hmmlearn's own loop started from the same parameters."""
+    train, _, _ = demo
+    ours = StandardHMM(3, n_iter=10, tol=-np.inf, seed=9).init_params(5)
+    h = hmm.CategoricalHMM(3, n_features=5, n_iter=10, tol=-np.inf, init_params="",
+                           implementation="scaling")
+    h.startprob_, h.transmat_, h.emissionprob_ = ours.startprob_, ours.transmat_, ours.emissionprob_
+    h.fit(np.concatenate(train)[:, None], [len(s) for s in train])
+    ours.fit(train, init=False)
+    # hmmlearn reports the LL of the parameters before each of its 10 M-steps
+    np.testing.assert_allclose(lls(ours)[:10], np.array(h.monitor_.history), rtol=1e-9)
+    # after 10 M-steps both hold the same parameters
+    np.testing.assert_allclose(ours.transmat_, h.transmat_, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(ours.emissionprob_, h.emissionprob_, rtol=1e-8, atol=1e-12)
+
+
+def test_seed_reproducible_and_different(demo):
+    train, _, _ = demo
+    a = StandardHMM(3, n_iter=5, seed=1).fit(train)
+    b = StandardHMM(3, n_iter=5, seed=1).fit(train)
+    c = StandardHMM(3, n_iter=5, seed=2).fit(train)
+    np.testing.assert_array_equal(a.transmat_, b.transmat_)
+    np.testing.assert_array_equal(lls(a), lls(b))
+    assert not np.allclose(a.transmat_, c.transmat_)
+
+
+def test_warm_start_continues(demo):
+    train, _, _ = demo
+    full = StandardHMM(3, n_iter=10, tol=-np.inf, seed=5).fit(train)
+    part = StandardHMM(3, n_iter=4, tol=-np.inf, seed=5).fit(train)
+    part.n_iter = 6
+    part.fit(train, init=False)
+    # history_ continues: 5 records of the first fit, then 7 of the second (from step 0 again)
+    assert len(part.history_) == 5 + 7 and part.history_[5]["step"] == 0
+    np.testing.assert_allclose(lls(part)[5:], lls(full)[4:], rtol=1e-12)
+    np.testing.assert_allclose(part.transmat_, full.transmat_, rtol=1e-10)
+
+
+def test_convergence_with_tol(demo):
+    train, _, _ = demo
+    model = StandardHMM(2, n_iter=500, tol=1e-3, seed=0).fit(train)
+    assert model.stop_reason_ == "converged"
+    ll = lls(model)
+    assert len(ll) < 501
+    assert ll[-1] - ll[-2] < 1e-3 and np.all(np.diff(ll)[:-1] >= 1e-3)
+
+
+def test_cancel_keeps_parameters(demo):
+    train, _, _ = demo
+    token = CancelToken()
+    model = StandardHMM(3, n_iter=50, tol=-np.inf, seed=0)
+    seen = []
+
+    def cb(ev):
+        seen.append(ev)
+        if ev.step == 3:
+            token.cancel()
+
+    model.fit(train, callback=cb, cancel=token)
+    assert seen[-1].done and seen[-1].reason == "cancelled" and model.stop_reason_ == "cancelled"
+    assert seen[-1].step == 4
+    np.testing.assert_array_equal(seen[-1].params["emissionprob"], model.emissionprob_)
+    ref = StandardHMM(3, n_iter=4, tol=-np.inf, seed=0).fit(train)
+    np.testing.assert_allclose(model.transmat_, ref.transmat_, rtol=1e-12)
+
+
+def test_divergence_keeps_last_finite_parameters():
+    # a training sequence the initial model cannot produce: log-likelihood -inf
+    model = StandardHMM(2, n_symbols=2, n_iter=5)
+    model.startprob_ = np.array([1.0, 0.0])
+    model.transmat_ = np.eye(2)
+    model.emissionprob_ = np.array([[1.0, 0.0], [0.0, 1.0]])
+    before = model.params
+    with pytest.raises(TrainingDiverged):
+        model.fit([np.array([0, 0, 1])], init=False)
+    for k, v in before.items():
+        np.testing.assert_array_equal(model.params[k], v)
+
+
+def test_hmmlearn_engine_cancel_and_events(demo):
+    train, test, _ = demo
+    token = CancelToken()
+    model = StandardHMM(3, n_iter=10, tol=-np.inf, seed=1, engine="hmmlearn")
+    evs = list(model.iter_fit(train, eval_data=test, cancel=token))
+    assert evs[-1].reason == "max_steps" and evs[-1].test_ll is not None
+    np.testing.assert_allclose(evs[-1].train_ll, model.score(train), rtol=1e-9)
+
+
+def test_set_parameters_then_score_decode_sample():
+    p = random_hmm(3, 4, 0.5, seed=2)
+    model = StandardHMM(3)
+    model.startprob_, model.transmat_, model.emissionprob_ = p
+    obs, states = model.sample(20, 30, seed=1)
+    obs2, _ = model.sample(20, 30, seed=1)
+    for a, b in zip(obs, obs2):
+        np.testing.assert_array_equal(a, b)
+    assert model.n_symbols == 4
+    h = hmm.CategoricalHMM(3, n_features=4, implementation="scaling")
+    h.startprob_, h.transmat_, h.emissionprob_ = p
+    X = np.concatenate(obs)[:, None]
+    lengths = [len(o) for o in obs]
+    np.testing.assert_allclose(model.score(obs), h.score(X, lengths), rtol=1e-9)
+    # hmmlearn's (X, lengths) layout gives the same answers, X as (N,) or (N, 1)
+    np.testing.assert_allclose(model.score(X, lengths), model.score(obs), rtol=1e-12)
+    np.testing.assert_allclose(model.score(X[:, 0], lengths), model.score(obs), rtol=1e-12)
+    np.testing.assert_allclose(model.score_per_sequence(obs),
+                               [h.score(o[:, None]) for o in obs], rtol=1e-9)
+    for o, path in zip(obs, model.predict(obs)):
+        np.testing.assert_array_equal(path, h.predict(o[:, None]))
+    post = model.predict_proba(obs[0])
+    assert isinstance(post, np.ndarray) and post.shape == (30, 3)
+    np.testing.assert_allclose(post, h.predict_proba(obs[0][:, None]), rtol=1e-9, atol=1e-12)
+    # model selection: n^2 + n(m-1) - 1 free parameters
+    assert model.n_parameters == 9 + 3 * 3 - 1 == n_parameters_standard(3, 4)
+    ll = model.score(obs)
+    np.testing.assert_allclose(model.aic(obs), -2 * ll + 2 * 17, rtol=1e-12)
+    np.testing.assert_allclose(model.bic(obs), -2 * ll + 17 * np.log(600), rtol=1e-12)
+
+
+def test_bad_symbols_raise():
+    model = StandardHMM(2, n_symbols=3, seed=0).init_params()
+    with pytest.raises(ValueError, match="outside 0..2"):
+        model.score([np.array([0, 1, 3])])
+    with pytest.raises(ValueError):
+        model.fit([np.array([0, 7])])
+    with pytest.raises(ValueError):
+        StandardHMM(2, engine="nope")
+
+
+def test_get_config_json_and_n_symbols_inferred(demo):
+    train, _, _ = demo
+    model = StandardHMM(2, n_iter=2, seed=3).fit(train)
+    assert model.n_symbols == 1 + max(int(s.max()) for s in train)
+    cfg = json.loads(json.dumps(model.get_config()))
+    assert cfg["n_states"] == 2 and cfg["engine"] == "numpy" and cfg["kind"] == "standard"
+    clone = StandardHMM(**{k: v for k, v in cfg.items() if k != "kind"})
+    assert clone.get_config() == model.get_config()
+
+
+@pytest.mark.parametrize("n,m,l", [(5, 5, 3), (10, 20, 4), (100, 1000, 10), (3, 2, 1)])
+def test_n_fair_is_the_closest_parameter_count(n, m, l):
+    target = l * (3 * n + m + 1)
+    nf = n_fair(n, m, l)
+    cands = np.arange(1, 5 * nf + 10)
+    counts = cands ** 2 + cands * (m - 1) - 1
+    best = cands[np.argmin(np.abs(counts - target))]
+    # the positive real root rounded; equals the integer with the closest count up to rounding ties
+    root = (-(m - 1) + np.sqrt((m - 1) ** 2 + 4 * (1 + target))) / 2
+    assert nf == int(np.floor(root + 0.5))
+    assert abs(nf - best) <= 1
+    assert n_fair(5, 5, 3) == 6
