@@ -198,6 +198,7 @@ def export_widget(widget: QtWidgets.QWidget, path: Union[str, os.PathLike], fmt:
             raise ExportError(f"{path}: nothing was written (is the disk full or the file locked?)")
         if os.path.exists(path) and os.path.isdir(path):
             raise ExportError(f"{path}: is a folder")
+        _set_default_mode(tmp)
         os.replace(tmp, path)
     except ExportError:
         _unlink(tmp)
@@ -206,6 +207,27 @@ def export_widget(widget: QtWidgets.QWidget, path: Union[str, os.PathLike], fmt:
         _unlink(tmp)
         raise ExportError(f"{path}: export failed: {exc}") from exc
     return path
+
+
+def _set_default_mode(p: str) -> None:
+    """mkstemp creates 0600 files: give the figure the usual permissions (0666 minus umask).
+
+    The umask is read from /proc (changing it to read it would race with other threads);
+    elsewhere 022 is assumed.
+    """
+    mask = 0o022
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    mask = int(line.split()[1], 8)
+                    break
+    except (OSError, ValueError):
+        pass
+    try:
+        os.chmod(p, 0o666 & ~mask)
+    except OSError:
+        pass
 
 
 def _unlink(p: str) -> None:

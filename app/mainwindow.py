@@ -39,8 +39,9 @@ from .settings import Settings
 
 __all__ = ["MainWindow", "local_paths"]
 
-#: seconds the window waits for cancelled jobs when it closes
-CLOSE_WAIT_S = 1.8
+#: seconds the window waits for cancelled jobs when it closes; a job still inside a long
+#: TensorFlow chunk after that is abandoned (``app.main`` then ends the process at once)
+CLOSE_WAIT_S = 1.4
 
 
 def local_paths(mime) -> List[str]:
@@ -537,10 +538,11 @@ class MainWindow(QMainWindow):
             self.stack.setCurrentWidget(self.dashboard)
 
     def _job_changed(self, job: Job) -> None:
-        self.jobs_panel.update_job(job)
+        if not self._closing:
+            self.jobs_panel.update_job(job)
 
     def _job_event(self, job: Job, ev) -> None:
-        if job is self.current_job:
+        if job is self.current_job and not self._closing:
             self.dashboard.update_from_event(ev)
 
     def _job_finished(self, job: Job) -> None:
@@ -550,7 +552,7 @@ class MainWindow(QMainWindow):
                            f"after {job.elapsed:.1f} s", level)
         if job.state == JobState.FAILED and job.error:
             self.log_panel.log(job.error, "error")
-        if job is self.current_job:
+        if job is self.current_job and not self._closing:
             self.show_job(job)
 
     def show_job(self, job: Optional[Job]) -> None:
@@ -755,6 +757,7 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 return
         self._closing = True
+        self.hide()
         self.jobs.cancel_all()
         self.jobs.wait(CLOSE_WAIT_S)
         self.save_settings()

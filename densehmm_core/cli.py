@@ -40,8 +40,17 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{message} (see '{self.prog} --help')")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps one-paragraph descriptions; keeps multi-line texts (the examples) as written."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 def _formatter(prog):
-    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+    return _HelpFormatter(prog, max_help_position=32)
 
 
 # ------------------------------------------------------------------ parser
@@ -76,7 +85,9 @@ def _data_options(p, *, preprocess=True, split=True):
                    help="paper preprocessing preset: paper_protein, paper_medpost, "
                         "reference_code_protein, reference_code_penn")
     g.add_argument("--observe", choices=["tags", "words"], help="tagged corpora: observe the tags (default) or the words")
-    g.add_argument("--column", metavar="COL", help="CoNLL column (index or name, e.g. upos, xpos)")
+    g.add_argument("--column", type=int, metavar="COL",
+                   help="CoNLL: index of the column holding the observed symbols (default 1)")
+    g.add_argument("--tagset", choices=["upos", "xpos"], help="CoNLL-U: the tag column (default upos)")
     g.add_argument("--subset", type=int, metavar="N", help="use the first N sequences")
     if preprocess:
         g.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
@@ -90,8 +101,8 @@ def _data_options(p, *, preprocess=True, split=True):
     g.add_argument("--seed", type=int, default=0, help="seed of the split, initialisation and demo data (default 0)")
 
 
-def _name_option(p):
-    p.add_argument("--name", help="which model of the file (needed when it holds several)")
+def _name_option(p, help="which model of the file (needed when it holds several)"):
+    p.add_argument("--name", help=help)
 
 
 def build_parser(with_reproduce: bool = False) -> argparse.ArgumentParser:
@@ -152,7 +163,7 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     _data_options(p)
     g = p.add_argument_group("saving")
     g.add_argument("--out", "-o", metavar="FILE.h5", help="model file to write (other models in it are kept)")
-    _name_option(g)
+    _name_option(g, help="name of the model in --out (default: dense_1, dense_2, ... / standard_1, ...)")
     g.add_argument("--overwrite", action="store_true", help="replace a model of the same name in --out")
     g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
                    help="also save the current model to --out every SECONDS during training")
@@ -328,7 +339,7 @@ class ProgressPrinter:
         if ev.loss is not None:
             tail += f"  loss {ev.loss:.5g}"
         head = f"{ev.phase or 'train'} "
-        barw = max(10, min(30, width - len(head) - len(tail) - 8))
+        barw = 20 if width >= 90 else 10
         if frac is not None:
             fill = int(round(frac * barw))
             bar = f"[{'#' * fill}{'.' * (barw - fill)}] {100 * frac:3.0f}%"
@@ -361,11 +372,11 @@ def _progress_mode(args) -> str:
 class _Data:
     """Sequences with their vocabulary and provenance (a minimal Corpus stand-in)."""
 
-    def __init__(self, sequences, vocabulary=None, provenance=None, ids=None):
+    def __init__(self, sequences, vocabulary=None, provenance=None, names=None):
         self.sequences = list(sequences)
         self.vocabulary = None if vocabulary is None else list(vocabulary)
         self.provenance = dict(provenance or {})
-        self.ids = ids
+        self.names = names
 
 
 def _is_demo(spec) -> bool:
@@ -398,7 +409,10 @@ def _demo(seed: int):
 
 
 def _load_corpus(path: str, args, *, preprocess: bool):
-    """Read a data file through densehmm_core.data with the command's options."""
+    """Read a data file through densehmm_core.data.load with the command's options.
+
+    Preprocessing options given on the command line override those of ``--preset``.
+    """
     if not os.path.exists(path):
         raise UserError(f"{path}: no such file")
     if os.path.isdir(path):
@@ -408,25 +422,27 @@ def _load_corpus(path: str, args, *, preprocess: bool):
     if getattr(args, "observe", None):
         options["observe"] = args.observe
     if getattr(args, "column", None) is not None:
-        col = args.column
-        options["column"] = int(col) if str(col).isdigit() else col
+        options["column"] = args.column
+    if getattr(args, "tagset", None):
+        options["tagset"] = args.tagset
     preset = getattr(args, "preset", None)
-    if preset is not None and preset not in getattr(data_mod, "PRESETS", {preset: None}):
-        raise UserError(f"unknown preset {preset!r} (known: {', '.join(sorted(data_mod.PRESETS))})")
-    corpus = data_mod.load(path, format=args.format or "auto", preset=preset, **options)
-    pre = {}
-    if getattr(args, "subset", None):
-        pre["subset"] = int(args.subset)
-    if getattr(args, "max_len", None):
-        pre["max_len"] = int(args.max_len)
+    if preset is not None and preset not in data_mod.PRESETS:
+        raise UserError(f"unknown preset {preset!r} (choose one of: {', '.join(sorted(data_mod.PRESETS))})")
+    if getattr(args, "subset", None) is not None:
+        options["subset"] = int(args.subset)
+    if getattr(args, "max_len", None) is not None:
+        options["max_len"] = int(args.max_len)
     if preprocess:
-        if getattr(args, "min_len", None):
-            pre["min_len"] = int(args.min_len)
+        if getattr(args, "min_len", None) is not None:
+            options["min_len"] = int(args.min_len)
         if getattr(args, "merge_below", None) is not None:
-            pre["merge_below"] = float(args.merge_below)
-    if pre:
-        corpus = corpus.preprocess(**pre)
-    return corpus
+            options["merge_below"] = float(args.merge_below)
+    try:
+        return data_mod.load(path, format=args.format or "auto", preset=preset, **options)
+    except (TypeError, ValueError) as e:
+        if isinstance(e, _user_error_types()):
+            raise
+        raise UserError(f"{path}: {e}") from None
 
 
 def _split(corpus, fraction: Optional[float], seed: int):
@@ -436,25 +452,30 @@ def _split(corpus, fraction: Optional[float], seed: int):
         raise UserError(f"--split must lie in [0, 1), got {fraction}")
     if len(corpus.sequences) < 2:
         raise UserError("the data hold a single sequence: it cannot be split (use --split 0)")
-    return corpus.split(fraction, seed=seed)
-
-
-def _residual_symbol(vocabulary) -> Optional[int]:
-    """Index of the residual (merged rare symbols) symbol of a vocabulary, if it has one."""
     try:
-        from .data import corpus as corpus_mod
-        name = getattr(corpus_mod, "RESIDUAL_SYMBOL", None)
-    except Exception:
-        name = None
-    candidates = [name] if name else []
-    candidates += ["<other>", "<rare>", "<unk>", "<UNK>", "<residual>", "<merged>"]
-    for c in candidates:
+        return corpus.split(fraction, seed=seed)
+    except ValueError as e:
+        raise UserError(f"cannot split the data: {e}") from None
+
+
+def _residual_symbol(vocabulary, provenance=None) -> Optional[int]:
+    """Index of the residual symbol (the merged rare symbols) of a model's vocabulary, if any."""
+    names = []
+    for step in (provenance or {}).get("preprocessing", []) or []:
+        if isinstance(step, dict) and step.get("step") == "merge_below" and step.get("residual_symbol"):
+            names.append(str(step["residual_symbol"]))
+    try:
+        from .data.corpus import DEFAULT_RESIDUAL
+        names.append(DEFAULT_RESIDUAL)
+    except ImportError:
+        names.append("<other>")
+    for c in names:
         if c in vocabulary:
             return vocabulary.index(c)
     return None
 
 
-def _encode_for_model(corpus, model_vocab, m: int, source: str):
+def _encode_for_model(corpus, model_vocab, m: int, source: str, provenance=None):
     """Map a corpus onto the model's symbol indices, by symbol string."""
     import numpy as np
     seqs = [np.asarray(s, dtype=np.int64) for s in corpus.sequences]
@@ -466,7 +487,7 @@ def _encode_for_model(corpus, model_vocab, m: int, source: str):
         return seqs
     cvocab = [str(s) for s in cvocab]
     index = {s: i for i, s in enumerate(model_vocab)}
-    residual = _residual_symbol(model_vocab)
+    residual = _residual_symbol(model_vocab, provenance)
     table = np.empty(len(cvocab), dtype=np.int64)
     unknown = []
     for i, s in enumerate(cvocab):
@@ -502,13 +523,13 @@ def _load_train_data(args):
     return _split(corpus, split, args.seed)
 
 
-def _load_eval_data(args, model_vocab, m: int):
+def _load_eval_data(args, model):
     """(sequences, corpus) for evaluate/decode, encoded with the model's vocabulary."""
     if _is_demo(args.data):
         train, test, _ = _demo(args.seed)
         part = getattr(args, "part", "all")
         corpus = {"train": train, "test": test}.get(part) or _concat(train, test)
-        return _encode_for_model(corpus, model_vocab, m, "demo"), corpus
+        return _encode_for_model(corpus, model.vocabulary, model.n_symbols, "demo"), corpus
     corpus = _load_corpus(args.data, args, preprocess=False)
     part = getattr(args, "part", "all")
     split = getattr(args, "split", None)
@@ -517,7 +538,8 @@ def _load_eval_data(args, model_vocab, m: int):
             raise UserError("--part train/test needs --split F (the split used for training)")
         train, test = _split(corpus, split, args.seed)
         corpus = train if part == "train" else test
-    return _encode_for_model(corpus, model_vocab, m, args.data), corpus
+    prov = getattr(model, "provenance_", None)
+    return _encode_for_model(corpus, model.vocabulary, model.n_symbols, args.data, prov), corpus
 
 
 def _concat(a, b):
@@ -853,17 +875,16 @@ def _apply_overrides(model, args) -> None:
 
 
 def _iterations_done(model) -> int:
-    """EM / Baum-Welch iterations recorded in the history (the largest step)."""
-    steps = [r.get("step") for r in (getattr(model, "history_", None) or [])
-             if isinstance(r.get("step"), int) and r.get("phase") in ("baum-welch", "em")]
-    return max(steps) if steps else 0
+    """EM / Baum-Welch iterations recorded in the history (records with step > 0, over all resumes)."""
+    return sum(1 for r in (getattr(model, "history_", None) or [])
+               if isinstance(r.get("step"), int) and r["step"] > 0 and r.get("phase") in ("baum-welch", "em"))
 
 
 # -------------------------------------------------------------- evaluate
 def cmd_evaluate(args) -> int:
     from . import metrics as met
     model = _load_model(args.model_file, args.name)
-    seqs, corpus = _load_eval_data(args, model.vocabulary, model.n_symbols)
+    seqs, corpus = _load_eval_data(args, model)
     values = _metric_values(met, model, seqs)
     result = {"model_file": args.model_file, "model": getattr(model, "model_name_", args.name),
               "data": args.data, "part": args.part, **values}
@@ -924,7 +945,12 @@ def cmd_info(args) -> int:
 
 
 def _kv(d: dict) -> str:
-    return ", ".join(f"{k}={_short(v)}" for k, v in d.items())
+    """``key=value`` pairs, wrapped under the 15-column label of the info listing."""
+    import textwrap
+    width = max(60, min(120, shutil.get_terminal_size((100, 20)).columns))
+    text = ", ".join(f"{k}={_short(v)}" for k, v in d.items())
+    lines = textwrap.wrap(text, width=width - 15, break_long_words=False, break_on_hyphens=False)
+    return ("\n" + " " * 15).join(lines)
 
 
 def _short(v) -> str:
@@ -962,7 +988,7 @@ def _print_model_info(info: dict, args) -> None:
     if vocab is not None:
         shown = " ".join(vocab[:40]) + (" ..." if len(vocab) > 40 else "")
         _out(f"  vocabulary   ({len(vocab)}) {shown}")
-    _out("  arrays       " + ", ".join(f"{k} {tuple(v.shape)}" for k, v in info["arrays"].items()))
+    _out("  arrays       " + _kv({k: "x".join(map(str, v.shape)) or "scalar" for k, v in info["arrays"].items()}))
     if hist:
         cols = [c for c in ("step", "phase", "loss", "train_ll", "test_ll", "mad") if any(c in r for r in hist)]
         rows = hist if args.history else (hist[:3] + ([None] if len(hist) > 6 else []) + hist[-3:]
@@ -1011,10 +1037,10 @@ def cmd_sample(args) -> int:
 # ---------------------------------------------------------------- decode
 def cmd_decode(args) -> int:
     model = _load_model(args.model_file, args.name)
-    seqs, corpus = _load_eval_data(args, model.vocabulary, model.n_symbols)
+    seqs, corpus = _load_eval_data(args, model)
     paths, logprobs = model.decode(seqs)
     vocab = model.vocabulary or [str(i) for i in range(model.n_symbols)]
-    ids = getattr(corpus, "ids", None)
+    ids = getattr(corpus, "names", None)
     if ids is not None and len(ids) != len(seqs):
         ids = None
     header = ["index"] + (["id"] if ids is not None else []) + ["length", "log_prob", "states"]

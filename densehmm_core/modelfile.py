@@ -734,6 +734,8 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
         if h5py.check_string_dtype(ds.dtype) is None:
             raise ModelFileError(path, f"{where}: dataset 'vocabulary' does not hold strings")
         vocab = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in ds[()].tolist()]
+        if len(set(vocab)) != len(vocab):
+            raise ModelFileError(path, f"{where}: dataset 'vocabulary' holds duplicate symbols")
     info["vocabulary"] = vocab
     info["config"] = _read_group_attrs(mg, "config", path, where) or {}
     info["metrics"] = _read_group_attrs(mg, "metrics", path, where) or {}
@@ -756,7 +758,7 @@ def _guard(path, fn):
         return fn()
     except ModelFileError:
         raise
-    except (OSError, KeyError, RuntimeError, TypeError, UnicodeDecodeError) as e:
+    except (OSError, KeyError, RuntimeError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise ModelFileError(os.fspath(path), f"is damaged or unreadable ({type(e).__name__}: {e})") from None
 
 
@@ -800,7 +802,7 @@ def model_summaries(path) -> List[dict]:
 _POSITIONAL = ("n_states", "n_symbols", "dim", "n_components", "kind")
 
 
-def _construct(cls, args: tuple, config: dict, path):
+def _construct(cls, args: tuple, config: dict, path, where: str = "model"):
     """Call ``cls(*args, **config)`` with only the keywords its constructor accepts."""
     config = {k: v for k, v in config.items() if k not in _POSITIONAL}
     try:
@@ -808,7 +810,8 @@ def _construct(cls, args: tuple, config: dict, path):
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
             unknown = [k for k in config if k not in sig.parameters]
             if unknown:
-                warnings.warn(f"{path}: ignoring configuration keys {unknown} that {cls.__name__} does not accept",
+                warnings.warn(f"{path}: {where}: ignoring configuration keys {unknown} that {cls.__name__} "
+                              f"does not accept",
                               RuntimeWarning, stacklevel=3)
             config = {k: v for k, v in config.items() if k in sig.parameters}
     except (TypeError, ValueError):
@@ -816,7 +819,8 @@ def _construct(cls, args: tuple, config: dict, path):
     try:
         return cls(*args, **config)
     except (TypeError, ValueError) as e:
-        raise ModelFileError(path, f"the stored configuration is not accepted by {cls.__name__} ({e})") from None
+        raise ModelFileError(path, f"{where}: the stored configuration is not accepted by {cls.__name__} "
+                                   f"({e})") from None
 
 
 def load_model(path, name: Optional[str] = None):
@@ -843,6 +847,15 @@ def load_model(path, name: Optional[str] = None):
     """
     spath = os.fspath(path)
     info = read_model_info(spath, name)
+    try:
+        return _build_model(spath, info)
+    except ModelFileError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
+
+
+def _build_model(spath: str, info: dict):
     a = info["attrs"]
     cfg = dict(info["config"])
     n, m = int(a["n_states"]), int(a["n_symbols"])
@@ -852,7 +865,7 @@ def load_model(path, name: Optional[str] = None):
         from .dense import DenseHMM
         if a.get("fit_method") and "fit_method" not in cfg:
             cfg["fit_method"] = a["fit_method"]
-        model = _construct(DenseHMM, (n, int(a["dim"]), m), cfg, spath)
+        model = _construct(DenseHMM, (n, int(a["dim"]), m), cfg, spath, f"model {info['name']!r}")
         if isinstance(a.get("start_mode"), str):
             model.start_mode_ = a["start_mode"]
         emb = {k: info["arrays"]["embeddings/" + k] for k in EMBEDDINGS}
@@ -863,7 +876,7 @@ def load_model(path, name: Optional[str] = None):
             model.embeddings_ = emb
     else:
         from .standard import StandardHMM
-        model = _construct(StandardHMM, (n, m), cfg, spath)
+        model = _construct(StandardHMM, (n, m), cfg, spath, f"model {info['name']!r}")
     model.n_symbols = m
     model.startprob_ = info["arrays"]["startprob"]
     model.transmat_ = info["arrays"]["transmat"]

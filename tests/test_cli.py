@@ -216,7 +216,7 @@ def test_train_writes_nothing_on_user_error_before_training(tmp_path):
 # ------------------------------------------------------------------ interruption, checkpoints, resume
 def _long_standard(out, *extra):
     return [sys.executable, "-m", "densehmm_core", "train", "demo", "--model", "standard", "--states", "4",
-            "--iter", "1000000", "--tol", "-1e300", "--out", out, *extra]
+            "--iter", "1000000", "--tol=-1e300", "--out", out, *extra]
 
 
 def test_ctrl_c_stops_cleanly_and_saves(tmp_path):
@@ -286,7 +286,6 @@ def _write_fasta(path, seqs, alphabet):
 
 
 def test_generated_fasta_end_to_end(tmp_path):
-    pytest.importorskip("densehmm_core.data")  # TODO(dev): always present after integration
     from densehmm_core.engine.sampling import sample_sequences
     from densehmm_core.synthetic import random_hmm
     params = random_hmm(4, 6, seed=3)

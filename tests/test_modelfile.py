@@ -37,8 +37,7 @@ class _Synthetic:
 def corpora():
     """(train, test) from the shared protein FASTA (a small real subset), else synthetic."""
     path = SHARED_DATA / PROTEIN
-    import importlib.util
-    if path.is_file() and importlib.util.find_spec("densehmm_core.data") is not None:  # TODO(dev) drop check
+    if path.is_file():
         from densehmm_core import data
         corpus = data.load(str(path)).preprocess(subset=120, max_len=80)
         return corpus.split(0.5, seed=1)
@@ -284,6 +283,10 @@ CORRUPTIONS = {
                                "history column 'loss' is missing"),
     "history column short": (lambda f: _replace(f, "models/std/history/step", np.arange(2)), "std",
                              "history column 'step' has 2 entries"),
+    "duplicate vocabulary": (lambda f: f["models/std/vocabulary"].__setitem__(1, f["models/std/vocabulary"][0]),
+                             "std", "duplicate symbols"),
+    "config rejected": (lambda f: f["models/dense/config"].attrs.__setitem__("fit_method", "magic"), "dense",
+                        "model 'dense': the stored configuration is not accepted by DenseHMM"),
     "bad json attribute": (lambda f: f["models/std/config"].attrs.__setitem__("json_keys", "{not json"), "std",
                            "not valid JSON"),
 }
@@ -298,6 +301,13 @@ def test_validation_errors_name_file_and_problem(good_file, case):
     msg = str(ei.value)
     assert str(good_file) in msg and phrase in msg, msg
     assert ei.value.path == str(good_file)
+
+
+def test_unknown_config_keys_are_ignored_with_a_warning(good_file, standard):
+    _edit(good_file, lambda f: f["models/std/config"].attrs.__setitem__("from_the_future", 3))
+    with pytest.warns(RuntimeWarning, match="from_the_future"):
+        loaded = load_model(good_file, "std")
+    assert _bits_equal(loaded.transmat_, standard.transmat_)
 
 
 def test_not_hdf5_foreign_missing_and_folder(tmp_path):

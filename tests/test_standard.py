@@ -203,3 +203,24 @@ def test_n_fair_is_the_closest_parameter_count(n, m, l):
     assert nf == int(np.floor(root + 0.5))
     assert abs(nf - best) <= 1
     assert n_fair(5, 5, 3) == 6
+
+
+def test_unreachable_state_keeps_its_rows():
+    """A state with no expected counts keeps its previous rows (no 0/0 in the M-step)."""
+    model = StandardHMM(3, n_symbols=2, n_iter=3, tol=-np.inf)
+    model.startprob_ = np.array([0.5, 0.5, 0.0])
+    model.transmat_ = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
+    model.emissionprob_ = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    model.fit([np.array([0, 1, 1, 0]), np.array([1, 1])], init=False)
+    np.testing.assert_array_equal(model.transmat_[2], [0.2, 0.3, 0.5])
+    np.testing.assert_array_equal(model.emissionprob_[2], [0.5, 0.5])
+    assert model.startprob_[2] == 0 and np.all(np.isfinite(lls(model)))
+
+
+def test_fit_accepts_x_lengths_layout(demo):
+    train, _, _ = demo
+    X = np.concatenate(train)[:, None]
+    lengths = [len(s) for s in train]
+    a = StandardHMM(3, n_iter=3, seed=0).fit(X, lengths)
+    b = StandardHMM(3, n_iter=3, seed=0).fit(train)
+    np.testing.assert_array_equal(lls(a), lls(b))

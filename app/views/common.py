@@ -58,17 +58,30 @@ def make_graphics_widget(parent: Optional[QtWidgets.QWidget] = None) -> pg.Graph
 
 def style_plot(plot: pg.PlotItem, widget: Optional[QtWidgets.QWidget] = None,
                title: Optional[str] = None) -> None:
-    """Axis and title colours from the palette so labels are readable in light and dark themes."""
+    """Axis and title colours from the palette so labels are readable in light and dark themes.
+
+    Cheap to call repeatedly: pens and the title are only touched when they change
+    (each change makes pyqtgraph re-lay out the axes and re-render HTML labels).
+    """
     _, fg = theme_colors(widget)
-    for name in ("left", "bottom", "right", "top"):
-        ax = plot.getAxis(name)
-        ax.setPen(pg.mkPen(fg))
-        ax.setTextPen(pg.mkPen(fg))
-    if title is not None:
+    if getattr(plot, "_styled_fg", None) != fg.name():
+        plot._styled_fg = fg.name()
+        for name in ("left", "bottom", "right", "top"):
+            ax = plot.getAxis(name)
+            ax.setPen(pg.mkPen(fg))
+            ax.setTextPen(pg.mkPen(fg))
+        plot._styled_title = None
+    if title is not None and getattr(plot, "_styled_title", None) != title:
+        plot._styled_title = title
         plot.setTitle(title, color=fg.name(), size="11pt")
 
 
 def label_axis_text(plot: pg.PlotItem, side: str, text: str, widget=None) -> None:
+    """Axis title in the palette's text colour (no-op when unchanged)."""
+    ax = plot.getAxis(side)
+    if getattr(ax, "_styled_label", None) == text:
+        return
+    ax._styled_label = text
     _, fg = theme_colors(widget)
     plot.setLabel(side, text, color=fg.name())
 

@@ -51,6 +51,7 @@ class CompareView(QtWidgets.QWidget):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.header = QtWidgets.QLabel("Compare: select two finished jobs or models.")
+        self.header.setWordWrap(True)
         f = self.header.font()
         f.setBold(True)
         self.header.setFont(f)
@@ -62,7 +63,10 @@ class CompareView(QtWidgets.QWidget):
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Stretch)
         self.table.setMinimumWidth(300)
-        split.addWidget(self.table, 2)
+        left = QtWidgets.QVBoxLayout()
+        left.addWidget(self.table)
+        left.addStretch(1)
+        split.addLayout(left, 2)
         right = QtWidgets.QVBoxLayout()
         self.note = QtWidgets.QLabel("")
         self.note.setWordWrap(True)
@@ -100,7 +104,9 @@ class CompareView(QtWidgets.QWidget):
         """Compare ``model_a`` and ``model_b``; the matrices shown are ``B - A``."""
         metrics_a, metrics_b = dict(metrics_a or {}), dict(metrics_b or {})
         self.header.setText(f"Compare  A = {name_a}   with   B = {name_b}")
-        self.table.setHorizontalHeaderLabels([f"A: {name_a}", f"B: {name_b}", "B − A"])
+        self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
+        self.table.horizontalHeaderItem(0).setToolTip(name_a)
+        self.table.horizontalHeaderItem(1).setToolTip(name_b)
         fa, fb = _model_facts(model_a), _model_facts(model_b)
         rows: List[tuple] = []
         for k in list(dict.fromkeys(list(fa) + list(fb))):
@@ -116,10 +122,13 @@ class CompareView(QtWidgets.QWidget):
                 diff = int(d) if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) else d
             for j, v in enumerate((a, b, diff)):
                 item = QtWidgets.QTableWidgetItem(fmt_value(v))
-                item.setTextAlignment(int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter))
+                item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 if v is not None and _is_number(v):
                     item.setToolTip(repr(float(v)))
                 self.table.setItem(i, j, item)
+        self.table.resizeRowsToContents()
+        h = self.table.horizontalHeader().height() + sum(self.table.rowHeight(i) for i in range(len(rows)))
+        self.table.setFixedHeight(h + 2 * self.table.frameWidth() + 2)
         self._show_differences(model_a, model_b)
 
     def table_rows(self) -> Dict[str, List[str]]:

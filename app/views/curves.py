@@ -18,7 +18,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from .common import Placeholder, label_axis_text, make_graphics_widget, style_plot, theme_colors
+from .common import label_axis_text, make_graphics_widget, style_plot, theme_colors
 
 __all__ = ["TrainingCurves", "SERIES"]
 
@@ -29,6 +29,10 @@ SERIES = {
     "test_nll": ("nll", "test", "#d62728", True),
     "mad": ("mad", "MAD", "#9467bd", False),
 }
+
+
+#: Series with at most this many points also get markers (a single test evaluation shows).
+SPARSE_POINTS = 30
 
 
 def _num(v) -> float:
@@ -44,8 +48,10 @@ def _num(v) -> float:
 class TrainingCurves(QtWidgets.QWidget):
     """Loss, normalised NLL (train and test) and MAD against step."""
 
-    def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None, orientation: str = "vertical") -> None:
         super().__init__(parent)
+        if orientation not in ("vertical", "horizontal"):
+            raise ValueError("orientation must be 'vertical' (stacked) or 'horizontal' (side by side)")
         self._steps: List[float] = []
         self._values: Dict[str, List[float]] = {k: [] for k in SERIES}
         self._nll_kind = "nll"  # "nll" (normalised) or "ll" (-total log-likelihood)
@@ -59,25 +65,30 @@ class TrainingCurves(QtWidgets.QWidget):
         titles = {"loss": ("Training loss", "loss"),
                   "nll": ("Normalised negative log-likelihood", "NLL per token"),
                   "mad": ("Co-occurrence MAD", "MAD")}
-        for row, (key, (title, ylab)) in enumerate(titles.items()):
-            p = self.graphics.addPlot(row=row, col=0)
+        for i, (key, (title, ylab)) in enumerate(titles.items()):
+            row, col = (i, 0) if orientation == "vertical" else (0, i)
+            p = self.graphics.addPlot(row=row, col=col)
             style_plot(p, self, title)
             label_axis_text(p, "left", ylab, self)
             p.showGrid(True, True, alpha=0.2)
             p.setClipToView(True)
             p.setDownsampling(auto=True, mode="peak")
             p.getAxis("left").setWidth(62)
+            p.getAxis("left").enableAutoSIPrefix(False)
+            # fewer tick labels than pyqtgraph's default: short plots (log axes above all) stay readable
+            p.getAxis("left").setStyle(textFillLimits=[(0, 0.45), (2, 0.3), (4, 0.2)])
             p.addLegend(offset=(-6, 6), labelTextColor=fg)
             self.plots[key] = p
         self.plots["nll"].setXLink(self.plots["loss"])
         self.plots["mad"].setXLink(self.plots["loss"])
-        label_axis_text(self.plots["mad"], "bottom", "step / iteration", self)
+        for key in (("mad",) if orientation == "vertical" else tuple(self.plots)):
+            label_axis_text(self.plots[key], "bottom", "step / iteration", self)
         self.curves: Dict[str, pg.PlotDataItem] = {}
         for key, (plot, name, color, dashed) in SERIES.items():
             pen = pg.mkPen(color, width=2, style=pg.QtCore.Qt.PenStyle.DashLine if dashed else
                            pg.QtCore.Qt.PenStyle.SolidLine)
             self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=name)
-        self.setMinimumSize(260, 300)
+        self.setMinimumSize(260, 300 if orientation == "vertical" else 160)
 
     # ------------------------------------------------------------------ API
     def clear(self) -> None:
@@ -156,6 +167,14 @@ class TrainingCurves(QtWidgets.QWidget):
             y = np.asarray(self._values[key], dtype=float)
             ok = np.isfinite(y)
             if ok.any():
+                sparse = int(ok.sum()) <= SPARSE_POINTS
+                if sparse != getattr(curve, "_sparse", None):
+                    curve._sparse = sparse
+                    color = SERIES[key][2]
+                    curve.setSymbol("o" if sparse else None)
+                    curve.setSymbolSize(6)
+                    curve.setSymbolBrush(pg.mkBrush(color))
+                    curve.setSymbolPen(pg.mkPen(color))
                 curve.setData(x[ok], y[ok])
             else:
                 curve.setData([], [])

@@ -1,6 +1,6 @@
 """The Dashboard: every view of one job or model, for the main window to embed.
 
-Tabs: "Dashboard" (matrices, embeddings and curves together, live during training),
+Tabs: "Dashboard" (matrices and embeddings on top, curves beneath; live during training),
 "Decode", "Overview" (before / after) and "Compare".  Each view has a right-click
 "Export figure..." menu (and "Export dashboard..."); :meth:`Dashboard.views` names
 them for File > Export figure.
@@ -22,7 +22,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from ..export import add_export_context_menu
 from .common import fmt_value
 from .compare import CompareView
 from .curves import TrainingCurves
@@ -70,17 +69,17 @@ class Dashboard(QtWidgets.QWidget):
         self._has_initial = False
         self._last_step: Optional[int] = None
 
-        self.heatmaps = ParameterHeatmaps()
+        self.heatmaps = ParameterHeatmaps(fixed_range=False)
         self.transmat = self.heatmaps.transmat
         self.emission = self.heatmaps.emission
         self.startprob = self.heatmaps.startprob
         self.embeddings = EmbeddingScatter()
-        self.curves = TrainingCurves()
+        self.curves = TrainingCurves(orientation="horizontal")
         self.decode = DecodeView()
         self.overview = OverviewView()
         self.compare = CompareView()
 
-        # the live page: matrices left, embeddings and curves right (resizable)
+        # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
         self.live.setObjectName("dashboard")
         live_lay = QtWidgets.QVBoxLayout(self.live)
@@ -92,17 +91,17 @@ class Dashboard(QtWidgets.QWidget):
         live_lay.addWidget(self.title)
         self.h_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         self.v_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
-        self.v_split.addWidget(self.embeddings)
-        self.v_split.addWidget(self.curves)
         self.h_split.addWidget(self.heatmaps)
-        self.h_split.addWidget(self.v_split)
-        self.h_split.setStretchFactor(0, 3)
-        self.h_split.setStretchFactor(1, 2)
-        self.v_split.setStretchFactor(0, 1)
-        self.v_split.setStretchFactor(1, 1)
+        self.h_split.addWidget(self.embeddings)
+        self.h_split.setStretchFactor(0, 5)
+        self.h_split.setStretchFactor(1, 3)
+        self.v_split.addWidget(self.h_split)
+        self.v_split.addWidget(self.curves)
+        self.v_split.setStretchFactor(0, 5)
+        self.v_split.setStretchFactor(1, 2)
         for s in (self.h_split, self.v_split):
             s.setChildrenCollapsible(False)
-        live_lay.addWidget(self.h_split, 1)
+        live_lay.addWidget(self.v_split, 1)
 
         self.tabs = QtWidgets.QTabWidget()
         self.tabs.addTab(self.live, "Dashboard")
@@ -119,6 +118,7 @@ class Dashboard(QtWidgets.QWidget):
         for name, w in names.items():
             w.setObjectName(name)
         # innermost first: each plot gets its own figure, plus the whole dashboard page
+        from ..export import add_export_context_menu  # here: app.export imports app.views
         extra = [("Export dashboard...", self.export_target)]
         for name in ("transmat", "emission", "startprob", "embeddings", "curves"):
             add_export_context_menu(names[name], get_default_dir, name=name, extra=extra,

@@ -76,8 +76,9 @@ class EmbeddingScatter(QtWidgets.QWidget):
         style_plot(self.plot, self, self._title)
         self.plot.showGrid(True, True, alpha=0.2)
         _, fg = theme_colors(self)
-        self.legend = self.plot.addLegend(offset=(-6, 6), labelTextColor=fg, brush=pg.mkBrush(255, 255, 255, 170)
-                                          if fg.lightness() < 128 else pg.mkBrush(30, 30, 30, 170))
+        # the legend sits in its own column, right of the plot, so it never hides points
+        self.legend = pg.LegendItem(offset=None, labelTextColor=fg, verSpacing=-4)
+        self.graphics.addItem(self.legend, row=0, col=1)
         self.scatters: Dict[str, pg.ScatterPlotItem] = {}
         for key, (desc, marker, color, is_state) in EMBEDDING_SETS.items():
             size = 11 if is_state else 9
@@ -87,6 +88,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                                     brush=pg.mkBrush(color), name=key, hoverable=True,
                                     tip=self._make_tip(key))
             self.plot.addItem(sc)
+            self.legend.addItem(sc, key)
             self.scatters[key] = sc
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.graphics)
@@ -197,9 +199,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
             title = f"{self._title}: PCA projection of l = {l} to 2-D"
             self._left.set_labels(None)
         style_plot(self.plot, self, title)
-        if self.plot.getAxis("bottom").labelText != xt:
-            label_axis_text(self.plot, "bottom", xt, self)
-            label_axis_text(self.plot, "left", yt, self)
+        label_axis_text(self.plot, "bottom", xt, self)
+        label_axis_text(self.plot, "left", yt, self)
 
     def _label_strings(self, key: str, count: int) -> List[str]:
         if key == "V":

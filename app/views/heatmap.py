@@ -247,14 +247,20 @@ class MatrixHeatmap(QtWidgets.QWidget):
             i, j = divmod(k, cols)
             v = float(self._data[i, j])
             rel = (v - lo) / span
-            t.setFont(font)
             if self._symmetric:
-                color = "k"
+                color = (20, 20, 20)
             else:
                 color = (20, 20, 20) if rel > 0.6 else (235, 235, 235)
+            text = f"{v:.2f}"
+            state = (text, color, font.pointSizeF(), i, j)
+            if getattr(t, "_shown", None) == state:  # setText re-lays out the item: skip when unchanged
+                continue
+            if getattr(t, "_shown", (None,) * 5)[2] != state[2]:
+                t.setFont(font)
             t.setColor(color)
-            t.setText(f"{v:.2f}")
+            t.setText(text)
             t.setPos(j, i)
+            t._shown = state
 
     def _on_mouse_moved(self, scene_pos) -> None:
         cell = self.cell_at_scene_pos(scene_pos)

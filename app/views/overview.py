@@ -37,6 +37,8 @@ class OverviewView(QtWidgets.QWidget):
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
         self._vocab: Optional[list] = None
+        # while hidden (another tab), updates are only stored: the live stream must stay cheap
+        self._pending: dict = {}
         self.before = _Row("Before training")
         self.after = _Row("After training")
         lay = QtWidgets.QVBoxLayout(self)
@@ -65,21 +67,32 @@ class OverviewView(QtWidgets.QWidget):
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
         for row in (self.before, self.after):
             row.embeddings.set_vocabulary(self._vocab)
-            if row.params is not None:
-                self._show(row, row.params, row.label.text())
+            if row.params is not None and row not in self._pending:
+                self._queue(row, row.params, row.label.text())
 
     def set_initial(self, params: Optional[dict], title: str = "Before training") -> None:
         """The model before training (``params`` as in a ProgressEvent, step 0)."""
-        self._show(self.before, params, title)
+        self._queue(self.before, params, title)
 
     def set_final(self, params: Optional[dict], title: str = "After training") -> None:
         """The current / trained model."""
-        self._show(self.after, params, title)
+        self._queue(self.after, params, title)
+
+    def flush(self) -> None:
+        """Draw what was set while the view was hidden (done automatically when it is shown)."""
+        pending, self._pending = self._pending, {}
+        for row, (params, title) in pending.items():
+            self._show(row, params, title)
 
     def has_content(self) -> bool:
-        return self.before.params is not None or self.after.params is not None
+        return bool(self._pending) or self.before.params is not None or self.after.params is not None
+
+    def showEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        self.flush()
+        super().showEvent(ev)
 
     def clear(self) -> None:
+        self._pending = {}
         for row in (self.before, self.after):
             row.params = None
             row.embeddings.clear()
@@ -89,6 +102,13 @@ class OverviewView(QtWidgets.QWidget):
         self.stack.setCurrentWidget(self.placeholder)
 
     # ------------------------------------------------------------- internals
+    def _queue(self, row: _Row, params: Optional[dict], title: str) -> None:
+        if not params:
+            return
+        self._pending[row] = (params, title)
+        if self.isVisible():
+            self.flush()
+
     def _set_has_embeddings(self, on: bool) -> None:
         for row in (self.before, self.after):
             row.embeddings.setVisible(on)

@@ -126,10 +126,10 @@ def _params(startprob, transmat, emissionprob):
     if A.shape != (n, n) or B.ndim != 2 or B.shape[0] != n:
         raise ValueError(f"inconsistent parameter shapes: startprob {pi.shape}, transmat {A.shape}, "
                          f"emissionprob {B.shape}")
-    # emission "columns" with an extra zero row: index -1 (padding) gathers zeros
-    Bt = np.zeros((B.shape[1] + 1, n))
-    Bt[:-1] = B.T
-    return pi, A, B, Bt
+    # B with an extra zero column: symbol -1 (padding) gathers zeros
+    BtT = np.zeros((n, B.shape[1] + 1))
+    BtT[:, :-1] = B
+    return pi, A, B, BtT
 
 
 class NumpyEngine(Engine):
@@ -166,46 +166,46 @@ class NumpyEngine(Engine):
 
     # ------------------------------------------------------------- forward
     @staticmethod
-    def _forward(pi, A, Bt, ch: _Chunk, store: bool):
-        """Scaled forward pass over one chunk.
+    def _forward(pi, A, BtT, ch: _Chunk, store: bool):
+        """Scaled forward pass over one chunk (layout time, state, sequence).
 
-        Returns ``(alpha, c, Bo)``: alpha (T, B, n) if ``store`` else None; the
-        raw scale factors ``c`` (T, B) (1 at padding; 0 or NaN from the step where
-        a sequence becomes impossible); the gathered emission probabilities
-        ``Bo`` (T, B, n) if ``store``.  Rows of impossible sequences hold NaN and
-        are cleaned by the caller (rows never mix, so other sequences are exact).
+        Returns ``(alpha, c)``: ``alpha[t, :, j]`` = scaled forward variable of
+        sequence ``j`` at time ``t`` (T, n, B; zeros at padding) if ``store``, else
+        None; the raw scale factors ``c`` (T, B) (1 at padding; 0 or NaN from the
+        step where a sequence becomes impossible).  Columns of impossible sequences
+        hold NaN and are cleaned by the caller (sequences never mix, so the
+        others are exact).  ``BtT`` is ``B`` with an extra zero column (padding).
         """
         obs, act = ch.obs, ch.active
         T, nb = obs.shape
         n = pi.shape[0]
         c = np.ones((T, nb))
         ones = np.ones(n)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        AT = np.ascontiguousarray(A.T)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            a = np.take(BtT, obs[0], axis=1)
+            a *= pi[:, None]
             if store:
-                Bo = Bt[obs]                        # (T, B, n); zeros at padding
-                alpha = np.zeros((T, nb, n))
+                alpha = np.zeros((T, n, nb))
+                alpha[0] = a
                 a = alpha[0]
-                np.multiply(pi, Bo[0], out=a)
             else:
-                Bo = None
                 alpha = None
-                a = pi * Bt[obs[0]]
-            np.matmul(a, ones, out=c[0])
-            a *= (1.0 / c[0])[:, None]
+            np.matmul(ones, a, out=c[0])
+            a *= 1.0 / c[0]
             for t in range(1, T):
                 k = act[t]
                 ct = c[t, :k]
                 if store:
-                    at = alpha[t, :k]
-                    np.matmul(alpha[t - 1, :k], A, out=at)
-                    at *= Bo[t, :k]
+                    at = alpha[t, :, :k]
+                    np.matmul(AT, alpha[t - 1, :, :k], out=at)
                 else:
-                    at = a[:k] @ A
-                    at *= Bt[obs[t, :k]]
+                    at = AT @ a[:, :k]
                     a = at
-                np.matmul(at, ones, out=ct)
-                at *= (1.0 / ct)[:, None]
-        return alpha, c, Bo
+                at *= np.take(BtT, obs[t, :k], axis=1)
+                np.matmul(ones, at, out=ct)
+                at *= 1.0 / ct
+        return alpha, c
 
     @staticmethod
     def _seq_loglik(c: np.ndarray) -> np.ndarray:
@@ -216,51 +216,51 @@ class NumpyEngine(Engine):
         return ll
 
     def loglik(self, startprob, transmat, emissionprob, seqs) -> np.ndarray:
-        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        pi, A, B, BtT = _params(startprob, transmat, emissionprob)
         p = self._prep(seqs, pi.shape[0], B.shape[1])
         out = np.empty(p.n_sequences)
         with _single_threaded_blas():
             for ch in p.chunks:
-                _, c, _ = self._forward(pi, A, Bt, ch, store=False)
+                _, c = self._forward(pi, A, BtT, ch, store=False)
                 out[ch.index] = self._seq_loglik(c)
         return out
 
     # ------------------------------------------------------------ backward
     @staticmethod
-    def _backward_gamma(A, ch: _Chunk, alpha, c, Bo):
-        """Backward pass; returns (gamma (T,B,n), xi_sum (n,n), per-seq loglik).
+    def _backward_gamma(A, BtT, ch: _Chunk, alpha, c, want_xi: bool = True):
+        """Backward pass; returns (gamma (T, n, B), xi_sum (n, n), per-sequence loglik).
 
-        ``Bo`` is overwritten with ``B[:, x_t] * beta_hat[t] / c_t``.
+        ``xi_sum[i, j] = sum_t alpha_hat[t, i] A[i, j] B[j, x_{t+1}] beta_hat[t+1, j] / c_{t+1}``
+        is accumulated step by step (one small matrix product per step).
         """
-        act = ch.active
-        T, nb, n = alpha.shape
+        obs, act = ch.obs, ch.active
+        T, n, nb = alpha.shape
         ll = NumpyEngine._seq_loglik(c)
         bad = ~np.isfinite(ll)
         if np.any(bad):              # impossible sequences: no contribution, no NaN
-            alpha[:, bad] = 0.0
+            alpha[:, :, bad] = 0.0
             c[:, bad] = 1.0
-        AT = np.ascontiguousarray(A.T)
-        Bo /= c[:, :, None]           # fold the scale factors into the emissions once
-        beta = np.zeros((T, nb, n))
-        beta[T - 1, :act[T - 1]] = 1.0
+        rc = 1.0 / c
+        beta = np.zeros((T, n, nb))
+        beta[T - 1, :, :act[T - 1]] = 1.0
+        xi = np.zeros((n, n))
         for t in range(T - 2, -1, -1):
             k, k1 = act[t], act[t + 1]
             if k > k1:
-                beta[t, k1:k] = 1.0
+                beta[t, :, k1:k] = 1.0
             if k1:
-                tmp = Bo[t + 1, :k1]
-                tmp *= beta[t + 1, :k1]
-                np.matmul(tmp, AT, out=beta[t, :k1])
-        if T > 1:
-            xi = alpha[:-1].reshape(-1, n).T @ Bo[1:].reshape(-1, n)
-            xi *= A
-        else:
-            xi = np.zeros((n, n))
+                tmp = np.take(BtT, obs[t + 1, :k1], axis=1)
+                tmp *= beta[t + 1, :, :k1]
+                tmp *= rc[t + 1, :k1]
+                if want_xi:
+                    xi += alpha[t, :, :k1] @ tmp.T
+                np.matmul(A, tmp, out=beta[t, :, :k1])
+        xi *= A
         beta *= alpha                  # beta now holds the posteriors gamma
         return beta, xi, ll
 
     def statistics(self, startprob, transmat, emissionprob, seqs) -> SufficientStats:
-        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        pi, A, B, BtT = _params(startprob, transmat, emissionprob)
         n, m = B.shape
         p = self._prep(seqs, n, m)
         start = np.zeros(n)
@@ -269,37 +269,38 @@ class NumpyEngine(Engine):
         lls = np.empty(p.n_sequences)
         with _single_threaded_blas():
             for ch in p.chunks:
-                alpha, c, Bo = self._forward(pi, A, Bt, ch, store=True)
-                gamma, xi, ll = self._backward_gamma(A, ch, alpha, c, Bo)
-                del alpha, Bo
+                alpha, c = self._forward(pi, A, BtT, ch, store=True)
+                gamma, xi, ll = self._backward_gamma(A, BtT, ch, alpha, c)
+                del alpha
                 lls[ch.index] = ll
                 trans += xi
-                start += gamma[0].sum(axis=0)
-                gT = np.ascontiguousarray(gamma.reshape(-1, n).T)   # state-major: fast bincount
-                del gamma
+                start += gamma[0].sum(axis=1)
                 for i in range(n):
-                    emit[i] += np.bincount(ch.count_obs, weights=gT[i], minlength=m)[:m]
+                    emit[i] += np.bincount(ch.count_obs, weights=gamma[:, i, :].ravel(),
+                                           minlength=m)[:m]
+                del gamma
         return SufficientStats(start=start, trans=trans, emit=emit, loglik=lls)
 
     def posteriors(self, startprob, transmat, emissionprob, seqs) -> List[np.ndarray]:
-        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        pi, A, B, BtT = _params(startprob, transmat, emissionprob)
         p = self._prep(seqs, pi.shape[0], B.shape[1])
         out: List[np.ndarray] = [None] * p.n_sequences  # type: ignore[list-item]
         with _single_threaded_blas():
             for ch in p.chunks:
-                alpha, c, Bo = self._forward(pi, A, Bt, ch, store=True)
-                gamma, _, _ = self._backward_gamma(A, ch, alpha, c, Bo)
+                alpha, c = self._forward(pi, A, BtT, ch, store=True)
+                gamma, _, _ = self._backward_gamma(A, BtT, ch, alpha, c, want_xi=False)
+                del alpha
                 for j, (i, L) in enumerate(zip(ch.index.tolist(), ch.lengths.tolist())):
-                    out[i] = np.ascontiguousarray(gamma[:L, j])
+                    out[i] = np.ascontiguousarray(gamma[:L, :, j])
         return out
 
     # -------------------------------------------------------------- viterbi
     def viterbi(self, startprob, transmat, emissionprob, seqs) -> Tuple[List[np.ndarray], np.ndarray]:
-        pi, A, B, Bt = _params(startprob, transmat, emissionprob)
+        pi, A, B, BtT = _params(startprob, transmat, emissionprob)
         n, m = B.shape
         p = self._prep(seqs, n, m)
         with np.errstate(divide="ignore"):
-            logpi, logA, logBt = np.log(pi), np.log(A), np.log(Bt)
+            logpi, logA, logBt = np.log(pi), np.log(A), np.log(BtT.T)
         bp_dtype = np.int8 if n <= 127 else (np.int16 if n <= 32767 else np.int32)
         paths: List[np.ndarray] = [None] * p.n_sequences  # type: ignore[list-item]
         logprob = np.empty(p.n_sequences)

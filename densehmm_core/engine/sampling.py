@@ -51,20 +51,18 @@ def sample_sequences(startprob, transmat, emissionprob, n_sequences: int = 1, le
     cA /= cA[:, -1:]
     cB = np.cumsum(B, axis=1)
     cB /= cB[:, -1:]
-    states = np.empty((n_sequences, T), dtype=np.int64)
-    u = rng.random((T, n_sequences))
-    z = _draw(np.broadcast_to(cpi, (n_sequences, pi.shape[0])), u[0])
-    states[:, 0] = z
-    for t in range(1, T):
-        z = _draw(cA[z], u[t])
-        states[:, t] = z
-    ue = rng.random((n_sequences, T))
-    obs = np.empty((n_sequences, T), dtype=np.int64)
-    # draw emissions state by state (vectorised over all positions in that state)
-    for i in range(pi.shape[0]):
-        mask = states == i
-        if np.any(mask):
-            obs[mask] = np.minimum((ue[mask][:, None] >= cB[i][None, :]).sum(axis=1), B.shape[1] - 1)
+    # time-major so that every step is one vectorised draw over all sequences;
+    # per step: one uniform per sequence for the state, then one for the symbol
+    states = np.empty((T, n_sequences), dtype=np.int64)
+    obs = np.empty((T, n_sequences), dtype=np.int64)
+    z = _draw(np.broadcast_to(cpi, (n_sequences, pi.shape[0])), rng.random(n_sequences))
+    for t in range(T):
+        if t > 0:
+            z = _draw(cA[z], rng.random(n_sequences))
+        states[t] = z
+        obs[t] = _draw(cB[z], rng.random(n_sequences))
+    obs = np.ascontiguousarray(obs.T)
+    states = np.ascontiguousarray(states.T)
     obs_list = [obs[j, :lengths[j]].copy() for j in range(n_sequences)]
     st_list = [states[j, :lengths[j]].copy() for j in range(n_sequences)]
     return obs_list, st_list

@@ -54,6 +54,8 @@ def add_reproduce_parser(subparsers) -> argparse.ArgumentParser:
                               if name == "factorization" else
                               "repetitions per (n, l) pair (default 10; quick 1)"))
         sp.add_argument("--seed", type=int, default=0, help="base seed of the sweep (default 0)")
+        sp.add_argument("--grid", default=None, metavar="N:L,...",
+                        help="only these (n, l) pairs, e.g. 3:1,5:2 (default: the paper's grid)")
         sp.add_argument("--executor", choices=("process", "thread"), default="process",
                         help="worker kind when --jobs > 1 (default: process)")
         if name == "factorization":
@@ -91,10 +93,21 @@ def _handler(args) -> int:
     if args.repeats is not None and args.repeats < 1:
         print("error: --repeats must be >= 1")
         return 2
+    grid = None
+    if args.grid:
+        try:
+            grid = tuple(tuple(int(x) for x in p.split(":")) for p in args.grid.split(",") if p.strip())
+            if not grid or any(len(p) != 2 or min(p) < 1 for p in grid):
+                raise ValueError
+        except ValueError:
+            print(f"error: --grid must look like 3:1,5:2 (n:l pairs of positive integers), got {args.grid!r}")
+            return 2
     if name == "factorization":
         from .factorization import FactorizationSettings
         from .factorization import run_factorization
         kw = {"seed": args.seed}
+        if grid:
+            kw["grid"] = grid
         if args.repeats is not None:
             kw["n_restarts"] = args.repeats
         if getattr(args, "matrices", None) is not None:
@@ -115,6 +128,8 @@ def _handler(args) -> int:
             print(f"error: data file not found: {data}")
             return 2
     kw = {"seed": args.seed, "dense_preset": args.dense_preset}
+    if grid:
+        kw["grid"] = grid
     if args.repeats is not None:
         kw["repeats"] = args.repeats
     if args.models:

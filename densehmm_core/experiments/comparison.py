@@ -318,7 +318,7 @@ def describe_rows(rows: Sequence[dict]) -> str:
 
 # ------------------------------------------------------------------ summary
 def _q(v):
-    v = np.asarray([x for x in v if np.isfinite(x)], dtype=float)
+    v = np.asarray([x for x in v if not np.isnan(x)], dtype=float)
     if v.size == 0:
         return (float("nan"),) * 3
     return float(np.median(v)), float(np.quantile(v, 0.25)), float(np.quantile(v, 0.75))

@@ -1,0 +1,19 @@
+"""Reading real data sets: FASTA and tagged corpora into a :class:`Corpus`.
+
+>>> from densehmm_core.data import load
+>>> corpus = load("pdb_seqres.txt", preset="paper_protein")     # doctest: +SKIP
+>>> train, test = corpus.split(test_fraction=0.5, seed=0)        # doctest: +SKIP
+
+See docs/DATA.md for the formats, options and presets.
+"""
+from .corpus import Corpus
+from .detect import ALIASES, FORMATS, describe_formats, detect_format, file_dialog_filters
+from .errors import DataFormatError
+from .fasta import ALPHABETS
+from .loader import PREPROCESS_DEFAULTS, READER_DEFAULTS, load
+from .presets import PRESETS, get_preset
+from .tagged import collapse_brown_tag
+
+__all__ = ["load", "Corpus", "DataFormatError", "PRESETS", "get_preset", "FORMATS", "ALIASES", "ALPHABETS",
+           "describe_formats", "file_dialog_filters", "detect_format", "READER_DEFAULTS",
+           "PREPROCESS_DEFAULTS", "collapse_brown_tag"]

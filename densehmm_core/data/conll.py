@@ -1,0 +1,117 @@
+"""Readers of CoNLL column files and CoNLL-U."""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Tuple
+
+from .errors import DataFormatError
+from .tokens import Sentence, TokenReport
+
+__all__ = ["read_conll", "read_conllu", "CONLLU_COLUMNS"]
+
+CONLLU_COLUMNS = ("ID", "FORM", "LEMMA", "UPOS", "XPOS", "FEATS", "HEAD", "DEPREL", "DEPS", "MISC")
+
+
+def read_conll(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str, column: int = 1,
+               word_column: int = 0, sep: Optional[str] = None) -> Iterator[Sentence]:
+    """CoNLL columns: one token per line, a blank line between sentences.
+
+    Parameters
+    ----------
+    column : int, default 1
+        0-based index of the tag column (negative counts from the end).
+    word_column : int, default 0
+        0-based index of the word column.
+    sep : str, optional
+        Column separator; default any run of whitespace.
+
+    Every token line must have the same number of columns as the first one;
+    ``-DOCSTART-`` lines are skipped.
+    """
+    ncols = None
+    sent: List[Tuple[str, str]] = []
+    start = 0
+    for lineno, line in lines:
+        if not line.strip():
+            if sent or start:
+                yield start, None, sent
+            sent, start = [], 0
+            continue
+        fields = line.split(sep) if sep is not None else line.split()
+        if fields and fields[0] == "-DOCSTART-":
+            continue
+        if ncols is None:
+            ncols = len(fields)
+            for c, what in ((column, "column"), (word_column, "word_column")):
+                if not -ncols <= c < ncols:
+                    raise DataFormatError(f"{what}={c} requested but the file has {ncols} column"
+                                          f"{'s' if ncols != 1 else ''} (0-based indices)", path, lineno)
+        elif len(fields) != ncols:
+            raise DataFormatError(f"wrong column count: expected {ncols} columns (as on the first token line), "
+                                  f"found {len(fields)}", path, lineno)
+        if not start:
+            start = lineno
+        word, tag = fields[word_column].strip(), fields[column].strip()
+        if not word:
+            report.malformed(lineno, line, "empty word")
+        elif not tag:
+            report.malformed(lineno, line, "empty tag")
+        else:
+            sent.append((word, tag))
+    if sent or start:
+        yield start, None, sent
+
+
+def _is_int(s: str) -> bool:
+    return s.isascii() and s.isdigit()
+
+
+def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str, tagset: str = "upos"
+                ) -> Iterator[Sentence]:
+    """CoNLL-U: 10 tab-separated columns, ``#`` comments, blank line after each sentence.
+
+    Multiword-token ranges (``3-4``) and empty nodes (``8.1``) are skipped; ``tagset``
+    picks UPOS or XPOS; a tag ``_`` counts as a malformed (missing) tag.  The
+    ``# sent_id`` comment names the sentence.
+    """
+    if tagset not in ("upos", "xpos"):
+        raise ValueError(f"tagset must be 'upos' or 'xpos', got {tagset!r}")
+    col = 3 if tagset == "upos" else 4
+    sent: List[Tuple[str, str]] = []
+    sid: Optional[str] = None
+    start = 0
+    for lineno, line in lines:
+        if not line.strip():
+            if start:
+                yield start, sid, sent
+            sent, sid, start = [], None, 0
+            continue
+        if line.startswith("#"):
+            body = line[1:].strip()
+            if body.startswith("sent_id") and "=" in body:
+                sid = body.split("=", 1)[1].strip()
+            continue
+        fields = line.split("\t")
+        if len(fields) != 10:
+            raise DataFormatError(f"wrong column count: CoNLL-U needs 10 tab-separated columns, found "
+                                  f"{len(fields)}", path, lineno)
+        if not start:
+            start = lineno
+        tid = fields[0]
+        if _is_int(tid):
+            pass
+        elif "-" in tid and all(_is_int(p) for p in tid.split("-", 1)):
+            continue  # multiword-token range
+        elif "." in tid and all(_is_int(p) for p in tid.split(".", 1)):
+            continue  # empty node
+        else:
+            raise DataFormatError(f"bad token ID {tid[:20]!r} (expected an integer, a range 3-4 or an "
+                                  f"empty node 8.1)", path, lineno)
+        word, tag = fields[1], fields[col].strip()
+        if not word:
+            report.malformed(lineno, line[:60], "empty word")
+        elif not tag or tag == "_":
+            report.malformed(lineno, line[:60], f"missing {tagset.upper()}")
+        else:
+            sent.append((word, tag))
+    if start:
+        yield start, sid, sent

@@ -1,0 +1,394 @@
+"""Corpus: encoded sequences with their vocabulary, provenance, statistics and preprocessing."""
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["Corpus", "DEFAULT_RESIDUAL"]
+
+DEFAULT_RESIDUAL = "<other>"
+_CHUNK_TOKENS = 1 << 22
+
+
+def _as_int32_sequence(s, i: int, m: int) -> np.ndarray:
+    a = np.asarray(s)
+    if a.ndim != 1:
+        raise ValueError(f"sequence {i} is not one-dimensional (shape {a.shape})")
+    if a.shape[0] == 0:
+        raise ValueError(f"sequence {i} is empty; every sequence needs length >= 1")
+    if a.dtype.kind not in "iu":
+        raise ValueError(f"sequence {i} holds non-integer symbols (dtype {a.dtype})")
+    lo, hi = int(a.min()), int(a.max())
+    if lo < 0 or hi >= m:
+        raise ValueError(f"sequence {i} holds symbol {lo if lo < 0 else hi}, outside 0..{m - 1}")
+    return a.astype(np.int32, copy=False)
+
+
+class Corpus:
+    """Encoded symbol sequences with their vocabulary.
+
+    A Corpus is what :func:`densehmm_core.data.load` returns and what every model
+    accepts in place of a list of sequences (models read ``.sequences`` and
+    ``.vocabulary``).  Treat it as immutable: :meth:`preprocess` and :meth:`split`
+    return new objects (which may share sequence memory with this one).
+
+    Parameters
+    ----------
+    sequences : iterable of 1-D integer arrays
+        Each of length >= 1 with symbols in ``0 .. len(vocabulary) - 1``.
+    vocabulary : sequence of str
+        Symbol strings in index order.
+    names : sequence of str, optional
+        One identifier per sequence (FASTA record id, MedPost sentence id...).
+    provenance : dict, optional
+        JSON-able description of where the data came from (see :func:`load`).
+    warnings : list of str, optional
+        Human-readable notes about problems met while reading.
+    validate : bool, default True
+        Check shapes and symbol ranges (readers skip this for speed).
+
+    Attributes
+    ----------
+    sequences : list of numpy.ndarray (int32)
+    vocabulary : list of str
+    names : list of str or None
+    provenance : dict
+    warnings : list of str
+    """
+
+    def __init__(self, sequences: Iterable, vocabulary: Sequence[str], *, names: Optional[Sequence[str]] = None,
+                 provenance: Optional[Dict[str, Any]] = None, warnings: Optional[List[str]] = None,
+                 validate: bool = True):
+        self.vocabulary: List[str] = [str(v) for v in vocabulary]
+        m = len(self.vocabulary)
+        if validate:
+            if m == 0:
+                raise ValueError("the vocabulary is empty")
+            if len(set(self.vocabulary)) != m:
+                raise ValueError("the vocabulary holds duplicate symbols")
+            self.sequences = [_as_int32_sequence(s, i, m) for i, s in enumerate(sequences)]
+            if not self.sequences:
+                raise ValueError("a Corpus needs at least one sequence")
+        else:
+            self.sequences = list(sequences)
+        self.names = None if names is None else [str(n) for n in names]
+        if self.names is not None and len(self.names) != len(self.sequences):
+            raise ValueError(f"{len(self.names)} names for {len(self.sequences)} sequences")
+        self.provenance: Dict[str, Any] = dict(provenance or {})
+        self.provenance.setdefault("preprocessing", [])
+        self.warnings: List[str] = list(warnings or [])
+        self._counts: Optional[np.ndarray] = None
+        self._lengths: Optional[np.ndarray] = None
+
+    # ------------------------------------------------------------ constructors
+    @classmethod
+    def from_sequences(cls, sequences: Iterable, vocabulary: Optional[Sequence[str]] = None,
+                       **kwargs) -> "Corpus":
+        """Build a Corpus from integer sequences; the vocabulary defaults to ``"0", "1", ...``."""
+        seqs = [np.asarray(s) for s in sequences]
+        if vocabulary is None:
+            m = 1 + max((int(s.max()) for s in seqs if s.size), default=0)
+            vocabulary = [str(i) for i in range(m)]
+        kwargs.setdefault("provenance", {"format": "in-memory"})
+        return cls(seqs, vocabulary, **kwargs)
+
+    @classmethod
+    def from_tokens(cls, sentences: Iterable[Sequence[str]], vocabulary: Optional[Sequence[str]] = None,
+                    **kwargs) -> "Corpus":
+        """Build a Corpus from sequences of symbol strings (vocabulary: sorted symbols, unless given)."""
+        sents = [list(s) for s in sentences]
+        if vocabulary is None:
+            vocabulary = sorted({t for s in sents for t in s})
+        index = {v: i for i, v in enumerate(vocabulary)}
+        try:
+            seqs = [np.fromiter((index[t] for t in s), dtype=np.int32, count=len(s)) for s in sents]
+        except KeyError as exc:
+            raise ValueError(f"symbol {exc.args[0]!r} is not in the vocabulary") from None
+        kwargs.setdefault("provenance", {"format": "in-memory"})
+        return cls(seqs, vocabulary, **kwargs)
+
+    # -------------------------------------------------------------- properties
+    @property
+    def n_symbols(self) -> int:
+        """Vocabulary size ``m``."""
+        return len(self.vocabulary)
+
+    @property
+    def n_sequences(self) -> int:
+        return len(self.sequences)
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Sequence lengths (int64 array)."""
+        if self._lengths is None:
+            self._lengths = np.fromiter((s.shape[0] for s in self.sequences), dtype=np.int64,
+                                        count=len(self.sequences))
+        return self._lengths
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.lengths.sum())
+
+    @property
+    def symbol_counts(self) -> np.ndarray:
+        """Occurrences of each symbol (int64 array of length ``n_symbols``)."""
+        if self._counts is None:
+            m = self.n_symbols
+            counts = np.zeros(m, dtype=np.int64)
+            batch: List[np.ndarray] = []
+            size = 0
+            for s in self.sequences:
+                batch.append(s)
+                size += s.shape[0]
+                if size >= _CHUNK_TOKENS:
+                    counts += np.bincount(np.concatenate(batch), minlength=m)[:m]
+                    batch, size = [], 0
+            if batch:
+                counts += np.bincount(np.concatenate(batch), minlength=m)[:m]
+            self._counts = counts
+        return self._counts
+
+    @property
+    def symbol_frequencies(self) -> np.ndarray:
+        """Relative frequency of each symbol (sums to 1)."""
+        c = self.symbol_counts
+        return c / max(int(c.sum()), 1)
+
+    @property
+    def symbol_index(self) -> Dict[str, int]:
+        """Mapping symbol string -> index."""
+        return {v: i for i, v in enumerate(self.vocabulary)}
+
+    @property
+    def format(self) -> Optional[str]:
+        return self.provenance.get("format")
+
+    # ------------------------------------------------------------- statistics
+    def length_histogram(self, bins: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+        """Histogram of sequence lengths: ``(counts, edges)`` as from :func:`numpy.histogram`.
+
+        ``bins`` defaults to at most 50 integer-aligned bins.
+        """
+        L = self.lengths
+        if bins is None:
+            lo, hi = int(L.min()), int(L.max())
+            width = max(1, int(np.ceil((hi - lo + 1) / 50)))
+            bins = np.arange(lo, hi + width + 1, width)
+        counts, edges = np.histogram(L, bins=bins)
+        return counts, edges
+
+    def statistics(self) -> Dict[str, Any]:
+        """JSON-able summary: counts, length statistics and histogram, symbol counts and frequencies."""
+        L = self.lengths
+        counts, edges = self.length_histogram()
+        sc = self.symbol_counts
+        total = max(int(sc.sum()), 1)
+        return {
+            "n_sequences": self.n_sequences,
+            "n_tokens": self.n_tokens,
+            "n_symbols": self.n_symbols,
+            "length_min": int(L.min()),
+            "length_max": int(L.max()),
+            "length_mean": float(L.mean()),
+            "length_median": float(np.median(L)),
+            "length_histogram": {"counts": [int(c) for c in counts], "edges": [float(e) for e in edges]},
+            "symbol_counts": {v: int(c) for v, c in zip(self.vocabulary, sc)},
+            "symbol_frequencies": {v: int(c) / total for v, c in zip(self.vocabulary, sc)},
+        }
+
+    # ------------------------------------------------------- encode / decode
+    def decode(self, sequence: Sequence[int], sep: Optional[str] = None):
+        """Map symbol indices back to strings (a list, or one string joined with ``sep``)."""
+        out = [self.vocabulary[int(i)] for i in sequence]
+        return out if sep is None else sep.join(out)
+
+    def encode(self, symbols: Iterable[str]) -> np.ndarray:
+        """Map symbol strings to an int32 array (``KeyError`` for an unknown symbol)."""
+        idx = self.symbol_index
+        return np.array([idx[s] for s in symbols], dtype=np.int32)
+
+    def to_arrays(self) -> Tuple[np.ndarray, np.ndarray]:
+        """hmmlearn's layout: ``(X, lengths)`` with ``X`` of shape (N, 1)."""
+        return np.concatenate(self.sequences).reshape(-1, 1), self.lengths.copy()
+
+    # ------------------------------------------------------------ containers
+    def __len__(self) -> int:
+        return len(self.sequences)
+
+    def __iter__(self):
+        return iter(self.sequences)
+
+    def __getitem__(self, item):
+        if isinstance(item, (int, np.integer)):
+            return self.sequences[item]
+        idx = np.arange(len(self.sequences))[item]
+        return self.select(idx, step={"step": "select", "n": int(np.size(idx))})
+
+    def __repr__(self) -> str:
+        src = self.provenance.get("file") or self.provenance.get("format") or "in-memory"
+        return (f"Corpus({src!r}: {self.n_sequences} sequences, {self.n_tokens} tokens, "
+                f"{self.n_symbols} symbols)")
+
+    # ------------------------------------------------------------ derivation
+    def _derive(self, sequences, vocabulary=None, names=None, step: Optional[Dict[str, Any]] = None,
+                extra: Optional[Dict[str, Any]] = None) -> "Corpus":
+        prov = copy.deepcopy(self.provenance)
+        if step is not None:
+            prov["preprocessing"] = list(prov.get("preprocessing", [])) + [step]
+        if extra:
+            prov.update(extra)
+        c = Corpus(sequences, self.vocabulary if vocabulary is None else vocabulary, names=names,
+                   provenance=prov, warnings=self.warnings, validate=False)
+        if vocabulary is None:
+            c.vocabulary = self.vocabulary  # share the very same list
+        return c
+
+    def select(self, indices: Sequence[int], step: Optional[Dict[str, Any]] = None) -> "Corpus":
+        """A Corpus with the sequences at ``indices`` (same vocabulary)."""
+        idx = [int(i) for i in np.asarray(indices, dtype=np.int64).ravel()]
+        if not idx:
+            raise ValueError("the selection is empty")
+        seqs = [self.sequences[i] for i in idx]
+        names = None if self.names is None else [self.names[i] for i in idx]
+        return self._derive(seqs, names=names, step=step)
+
+    def split(self, test_fraction: float = 0.5, seed: Optional[int] = 0, shuffle: bool = True
+              ) -> Tuple["Corpus", "Corpus"]:
+        """Seeded shuffle and train/test split (default 50:50).
+
+        Parameters
+        ----------
+        test_fraction : float, default 0.5
+            Share of sequences in the test part, in (0, 1); both parts get at least one sequence.
+        seed : int or None, default 0
+            Seed of the shuffle (``numpy.random.default_rng``); same seed, same split.
+        shuffle : bool, default True
+            If False the first sequences go to train, the last to test.
+
+        Returns
+        -------
+        (train, test) : tuple of Corpus
+            Both share this corpus's vocabulary; their provenance records the split.
+        """
+        if not (0.0 < float(test_fraction) < 1.0):
+            raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
+        n = self.n_sequences
+        if n < 2:
+            raise ValueError("a split needs at least two sequences")
+        order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+        n_test = int(round(n * float(test_fraction)))
+        n_test = min(max(n_test, 1), n - 1)
+        parts = {"train": order[: n - n_test], "test": order[n - n_test:]}
+        out = []
+        for part, idx in parts.items():
+            info = {"part": part, "test_fraction": float(test_fraction),
+                    "seed": None if seed is None else int(seed), "shuffle": bool(shuffle),
+                    "n_sequences": int(len(idx)), "of": n}
+            c = self.select(idx)
+            c.provenance["split"] = info
+            out.append(c)
+        return out[0], out[1]
+
+    def preprocess(self, *, dedupe: bool = False, subset: Optional[int] = None, subset_seed: Optional[int] = None,
+                   max_len: Optional[int] = None, min_len: Optional[int] = None,
+                   merge_below: Optional[float] = None, residual_symbol: str = DEFAULT_RESIDUAL,
+                   shuffle_seed: Optional[int] = None) -> "Corpus":
+        """Apply the paper's preprocessing steps; returns a new Corpus.
+
+        The steps run in this fixed order, each only when its option is given, and
+        each is appended to ``provenance["preprocessing"]`` with its effect:
+
+        1. ``dedupe``: drop exact duplicate sequences (the first occurrence stays).
+        2. ``subset``: keep ``subset`` sequences: the first ones, or, with
+           ``subset_seed``, a seeded random sample (kept in file order).
+        3. ``max_len``: truncate every sequence after ``max_len`` symbols.
+        4. ``min_len``: drop sequences shorter than ``min_len``.
+        5. ``merge_below``: sort symbols by count (rarest first, ties by index) and
+           merge the longest run of rarest symbols whose cumulative frequency stays
+           strictly below ``merge_below`` (a fraction, e.g. 0.002 for 0.2 %) into one
+           residual symbol ``residual_symbol``, appended at the end of the
+           vocabulary.  Nothing happens when fewer than two symbols qualify.
+        6. ``shuffle_seed``: seeded shuffle of the sequence order.
+
+        Raises
+        ------
+        ValueError
+            Bad option values, or when no sequence is left.
+        """
+        c = self
+        if dedupe:
+            seen = set()
+            keep = []
+            for i, s in enumerate(c.sequences):
+                h = hashlib.blake2b(s.tobytes(), digest_size=16).digest()
+                if h not in seen:
+                    seen.add(h)
+                    keep.append(i)
+            c = c.select(keep, step={"step": "dedupe", "removed": c.n_sequences - len(keep)})
+        if subset is not None:
+            n = int(subset)
+            if n < 1:
+                raise ValueError(f"subset must be >= 1, got {subset}")
+            total = c.n_sequences
+            if subset_seed is None:
+                idx = np.arange(min(n, total))
+            else:
+                rng = np.random.default_rng(int(subset_seed))
+                idx = np.sort(rng.choice(total, size=min(n, total), replace=False))
+            c = c.select(idx, step={"step": "subset", "n": n, "seed": None if subset_seed is None else int(subset_seed),
+                                    "mode": "first" if subset_seed is None else "random", "kept": int(len(idx)),
+                                    "of": total})
+        if max_len is not None:
+            k = int(max_len)
+            if k < 1:
+                raise ValueError(f"max_len must be >= 1, got {max_len}")
+            n_cut = int(np.count_nonzero(c.lengths > k))
+            seqs = [s[:k] if s.shape[0] > k else s for s in c.sequences]
+            c = c._derive(seqs, names=c.names, step={"step": "max_len", "max_len": k, "truncated": n_cut})
+        if min_len is not None:
+            k = int(min_len)
+            if k < 1:
+                raise ValueError(f"min_len must be >= 1, got {min_len}")
+            keep = np.flatnonzero(c.lengths >= k)
+            if keep.size == 0:
+                raise ValueError(f"no sequence has length >= {k}")
+            c = c.select(keep, step={"step": "min_len", "min_len": k, "removed": c.n_sequences - int(keep.size)})
+        if merge_below is not None:
+            c = c._merge_rare(float(merge_below), str(residual_symbol))
+        if shuffle_seed is not None:
+            order = np.random.default_rng(int(shuffle_seed)).permutation(c.n_sequences)
+            c = c.select(order, step={"step": "shuffle", "seed": int(shuffle_seed)})
+        return c
+
+    def _merge_rare(self, threshold: float, residual: str) -> "Corpus":
+        if not (0.0 <= threshold < 1.0):
+            raise ValueError(f"merge_below is a fraction in [0, 1), got {threshold}")
+        counts = self.symbol_counts
+        total = int(counts.sum())
+        m = self.n_symbols
+        order = np.lexsort((np.arange(m), counts))  # count ascending, then index
+        cum = np.cumsum(counts[order]) / max(total, 1)
+        k = int(np.count_nonzero(cum < threshold))
+        merged = sorted(int(i) for i in order[:k])
+        step = {"step": "merge_below", "threshold": threshold, "residual_symbol": residual,
+                "merged": [self.vocabulary[i] for i in merged],
+                "merged_fraction": float(cum[k - 1]) if k else 0.0,
+                "n_symbols_before": m}
+        if k < 2:
+            step["merged"] = []
+            step["n_symbols_after"] = m
+            return self._derive(self.sequences, names=self.names, step=step)
+        merged_set = set(merged)
+        kept = [i for i in range(m) if i not in merged_set]
+        if residual in {self.vocabulary[i] for i in kept}:
+            raise ValueError(f"residual symbol {residual!r} is already a kept symbol; choose another name")
+        lut = np.empty(m, dtype=np.int32)
+        lut[kept] = np.arange(len(kept), dtype=np.int32)
+        lut[merged] = len(kept)
+        vocab = [self.vocabulary[i] for i in kept] + [residual]
+        seqs = [lut[s] for s in self.sequences]
+        step["n_symbols_after"] = len(vocab)
+        return self._derive(seqs, vocabulary=vocab, names=self.names, step=step)

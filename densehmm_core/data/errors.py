@@ -1,0 +1,51 @@
+"""The one exception type raised for bad input data."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+__all__ = ["DataFormatError"]
+
+
+class DataFormatError(ValueError):
+    """A data file could not be read.
+
+    Raised by every reader for bad content (empty or binary file, unknown format,
+    undecodable text, malformed records, no records...).  It is a ``ValueError``.
+
+    Parameters
+    ----------
+    reason : str
+        What is wrong, in words.
+    path : str or path-like, optional
+        The file (its name is shown in the message).
+    line : int, optional
+        1-based line number where the problem was found (of the decompressed text
+        for ``.gz`` files).
+
+    Attributes
+    ----------
+    reason : str
+    path : str or None
+    file : str or None
+        The file's base name.
+    line : int or None
+    """
+
+    def __init__(self, reason: str, path: Optional[os.PathLike] = None, line: Optional[int] = None):
+        self.reason = str(reason)
+        self.path = None if path is None else os.fspath(path)
+        self.file = None if self.path is None else os.path.basename(self.path)
+        self.line = None if line is None else int(line)
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        where = []
+        if self.file is not None:
+            where.append(self.file)
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        return (", ".join(where) + ": " + self.reason) if where else self.reason
+
+    def __reduce__(self):
+        return (type(self), (self.reason, self.path, self.line))

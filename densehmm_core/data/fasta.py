@@ -1,0 +1,241 @@
+"""Streaming FASTA reader (proteins, DNA/RNA), including RCSB pdb_seqres headers."""
+from __future__ import annotations
+
+import array
+import zlib
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from .errors import DataFormatError
+
+__all__ = ["read_fasta", "ALPHABETS", "AMINO_ACIDS"]
+
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
+_IUPAC_EXTRA = "RYSWKMBDHVN"
+
+#: Alphabet presets: name -> (symbols in vocabulary order, wildcard for symbols outside the set).
+ALPHABETS: Dict[str, Tuple[str, str]] = {
+    "protein": (AMINO_ACIDS + "BZJUOX", "X"),   # 20 amino acids + ambiguity/rare codes B Z J U O + X
+    "protein20": (AMINO_ACIDS + "X", "X"),      # 20 amino acids; everything else becomes X
+    "dna": ("ACGTN", "N"),
+    "rna": ("ACGUN", "N"),
+    "dna_iupac": ("ACGT" + _IUPAC_EXTRA, "N"),
+    "rna_iupac": ("ACGU" + _IUPAC_EXTRA, "N"),
+}
+
+_WS = b" \t\r\n\v\f"
+# Characters a sequence line may hold: letters, stop '*', gaps '-' and '.'.
+_ALLOWED = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1)) + b"*-."
+_MOL_VALUES = ("protein", "na", "all")
+
+
+def _table(uppercase: bool, nucleotide: Optional[str]) -> bytes:
+    t = bytearray(range(256))
+    if uppercase:
+        for c in range(ord("a"), ord("z") + 1):
+            t[c] = c - 32
+    if nucleotide == "dna":
+        t[ord("U")] = ord("T")
+        if uppercase:
+            t[ord("u")] = ord("T")
+        else:
+            t[ord("u")] = ord("t")
+    elif nucleotide == "rna":
+        t[ord("T")] = ord("U")
+        t[ord("t")] = ord("U") if uppercase else ord("u")
+    return bytes(t)
+
+
+def _check_options(mol, alphabet, nucleotide):
+    if mol not in _MOL_VALUES:
+        raise ValueError(f"mol must be one of {_MOL_VALUES}, got {mol!r}")
+    if nucleotide not in (None, "dna", "rna"):
+        raise ValueError(f"nucleotide must be None, 'dna' (U -> T) or 'rna' (T -> U), got {nucleotide!r}")
+    if not isinstance(alphabet, str) or not alphabet:
+        raise ValueError(f"alphabet must be 'observed', a preset name {sorted(ALPHABETS)} or a string of symbols")
+    if alphabet not in ALPHABETS and alphabet != "observed" and len(set(alphabet)) != len(alphabet):
+        raise ValueError(f"alphabet {alphabet!r} repeats a symbol")
+
+
+def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", uppercase: bool = True,
+               strip_stop: bool = True, nucleotide: Optional[str] = None, keep_names: bool = True
+               ) -> Dict[str, Any]:
+    """Read a FASTA stream into encoded sequences.
+
+    Parameters
+    ----------
+    src : Source
+        An open source (see :mod:`densehmm_core.data.source`).
+    mol : {"protein", "na", "all"}, default "protein"
+        For headers with a ``mol:`` field (RCSB pdb_seqres), which molecule type to keep.
+        Records without the field are always kept.
+    alphabet : str, default "observed"
+        ``"observed"`` (the sorted set of symbols seen), a preset name from ``ALPHABETS``
+        (fixed vocabulary; other symbols become the preset's wildcard, counted in a warning),
+        or a string of symbols (fixed vocabulary; any other symbol is an error).
+    uppercase : bool, default True
+        Upper-case the sequences.
+    strip_stop : bool, default True
+        Strip trailing ``*`` stop symbols.
+    nucleotide : {None, "dna", "rna"}
+        ``"dna"`` rewrites U as T, ``"rna"`` rewrites T as U.
+    keep_names : bool, default True
+        Keep each record's identifier (first word of its header).
+
+    Returns
+    -------
+    dict with keys sequences, vocabulary, names, warnings, info
+    """
+    _check_options(mol, alphabet, nucleotide)
+    path = src.path
+    table = _table(bool(uppercase), nucleotide)
+    buf = bytearray()
+    lengths = array.array("q")
+    header_lines = array.array("q")
+    names: Optional[List[str]] = [] if keep_names else None
+    n_empty = 0
+    first_empty = 0
+    n_mol_skipped = 0
+    mol_skipped_types: Dict[str, int] = {}
+    n_stops = 0
+    n_records = 0
+
+    header: Optional[bytes] = None
+    header_line = 0
+    parts: List[bytes] = []
+    part_start = 0
+    lineno = 0
+
+    def finish():
+        nonlocal n_empty, first_empty, n_mol_skipped, n_stops, n_records
+        n_records += 1
+        if mol != "all":
+            i = header.find(b"mol:")
+            if i >= 0 and (i == 1 or header[i - 1] in _WS):
+                j = i + 4
+                k = j
+                while k < len(header) and header[k] not in _WS:
+                    k += 1
+                value = header[j:k].decode("ascii", "replace").lower()
+                if value != mol:
+                    n_mol_skipped += 1
+                    mol_skipped_types[value] = mol_skipped_types.get(value, 0) + 1
+                    return
+        seq = b"".join(parts).translate(table, _WS)
+        bad = seq.translate(None, _ALLOWED)
+        if bad:
+            ch = bad[:1]
+            for off, p in enumerate(parts):
+                if ch in p.translate(table, _WS):
+                    break
+            else:  # pragma: no cover - the character is in some line
+                off = 0
+            shown = ch.decode("latin-1")
+            raise DataFormatError(
+                f"invalid character {shown!r} (byte 0x{ch[0]:02x}) in the sequence of record "
+                f"{_name(header)!r}", path, part_start + off)
+        if strip_stop and seq.endswith(b"*"):
+            stripped = seq.rstrip(b"*")
+            n_stops += len(seq) - len(stripped)
+            seq = stripped
+        if not seq:
+            if n_empty == 0:
+                first_empty = header_line
+            n_empty += 1
+            return
+        buf.extend(seq)
+        lengths.append(len(seq))
+        header_lines.append(header_line)
+        if names is not None:
+            names.append(_name(header))
+
+    stream = src.stream
+    try:
+        for line in stream:
+            lineno += 1
+            if line[:1] == b">":
+                if header is not None:
+                    finish()
+                header = line.rstrip(b"\r\n")
+                header_line = lineno
+                parts = []
+                part_start = lineno + 1
+            elif header is not None:
+                parts.append(line)
+            else:
+                s = line.strip()
+                if not s or s[:1] == b";":
+                    continue
+                if lineno == 1 and s.startswith(b"\xef\xbb\xbf>"):
+                    header = s[3:]
+                    header_line = lineno
+                    parts = []
+                    part_start = lineno + 1
+                    continue
+                raise DataFormatError(
+                    "sequence data before any '>' header line: not a FASTA file (every record must "
+                    "start with a '>' header)", path, lineno)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataFormatError(f"corrupt or truncated gzip data ({exc})", path) from None
+    if header is None:
+        raise DataFormatError("no records: the file holds no '>' header line", path)
+    finish()
+
+    warnings: List[str] = []
+    if n_mol_skipped:
+        kinds = ", ".join(f"{v} mol:{k}" for k, v in sorted(mol_skipped_types.items()))
+        warnings.append(f"{n_mol_skipped} records skipped by molecule type ({kinds}; kept mol:{mol}, "
+                        f"pass mol='all' to keep every record)")
+    if n_empty:
+        warnings.append(f"{n_empty} empty record{'s' if n_empty != 1 else ''} skipped "
+                        f"(first at line {first_empty})")
+    if not lengths:
+        reason = "no records with sequence data"
+        if n_records:
+            reason += f" ({n_records} records: {n_empty} empty, {n_mol_skipped} skipped by molecule type)"
+        raise DataFormatError(reason, path)
+
+    data = np.frombuffer(buf, dtype=np.uint8)
+    byte_counts = np.bincount(data, minlength=256)
+    observed = [chr(c) for c in np.flatnonzero(byte_counts)]
+    lut = np.zeros(256, dtype=np.int32)
+    if alphabet == "observed":
+        vocabulary = observed
+        lut[[ord(c) for c in vocabulary]] = np.arange(len(vocabulary), dtype=np.int32)
+    else:
+        if alphabet in ALPHABETS:
+            symbols, wildcard = ALPHABETS[alphabet]
+        else:
+            symbols, wildcard = alphabet, None
+        vocabulary = list(symbols)
+        outside = [c for c in observed if c not in symbols]
+        if outside:
+            if wildcard is None:
+                bad = outside[0]
+                pos = int(np.flatnonzero(data == ord(bad))[0])
+                rec = int(np.searchsorted(np.cumsum(lengths), pos, side="right"))
+                raise DataFormatError(f"symbol {bad!r} is not in the alphabet {alphabet!r} (record starting "
+                                      f"at line {header_lines[rec]})", path, header_lines[rec])
+            n_out = int(sum(byte_counts[ord(c)] for c in outside))
+            warnings.append(f"{n_out} residues outside the {alphabet!r} alphabet "
+                            f"({', '.join(outside)}) mapped to {wildcard!r}")
+            lut[:] = symbols.index(wildcard)
+        lut[[ord(c) for c in symbols]] = np.arange(len(symbols), dtype=np.int32)
+    encoded = lut[data]
+    del data
+    buf.clear()
+    del buf
+    bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(np.frombuffer(lengths, dtype=np.int64), out=bounds[1:])
+    b = bounds.tolist()
+    sequences = [encoded[b[i]:b[i + 1]] for i in range(len(lengths))]
+    info = {"n_records": n_records, "n_empty": n_empty, "n_mol_skipped": n_mol_skipped,
+            "n_stop_symbols_stripped": n_stops, "lines": lineno}
+    return {"sequences": sequences, "vocabulary": vocabulary, "names": names, "warnings": warnings, "info": info}
+
+
+def _name(header: bytes) -> str:
+    body = header[1:].strip()
+    word = body.split(None, 1)[0] if body else b""
+    return word.decode("utf-8", "replace")

@@ -1,0 +1,205 @@
+"""Figure export (app/export.py): valid PNG / SVG / PDF files, atomic writes, menus."""
+from __future__ import annotations
+
+import os
+import stat
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("pyqtgraph")
+
+from PySide6 import QtGui, QtWidgets  # noqa: E402
+
+import app.export as export  # noqa: E402
+from app.export import ExportError, add_export_context_menu, export_widget  # noqa: E402
+from app.views import Dashboard, ParameterHeatmaps  # noqa: E402
+from densehmm_core.events import ProgressEvent  # noqa: E402
+
+SVG_NS = "{http://www.w3.org/2000/svg}"
+
+
+def params(n=4, m=6, seed=0, l=3):
+    rng = np.random.default_rng(seed)
+    return {"startprob": rng.dirichlet(np.ones(n)), "transmat": rng.dirichlet(np.ones(n), n),
+            "emissionprob": rng.dirichlet(np.ones(m), n), "U": rng.normal(size=(n, l)),
+            "Z": rng.normal(size=(n, l)), "W": rng.normal(size=(n, l)), "V": rng.normal(size=(m, l)),
+            "z_start": rng.normal(size=l)}
+
+
+@pytest.fixture
+def heatmaps(qtbot):
+    w = ParameterHeatmaps()
+    qtbot.addWidget(w)
+    w.set_vocabulary(list("ACDEFG"))
+    w.set_params(params())
+    w.resize(700, 450)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+@pytest.fixture
+def dashboard(qtbot):
+    d = Dashboard()
+    qtbot.addWidget(d)
+    d.resize(1100, 700)
+    d.show()
+    qtbot.waitExposed(d)
+    p = params()
+    d.update_from_event(ProgressEvent(step=0, loss=1.0, params=p, metrics={"mad": 0.1}))
+    d.update_from_event(ProgressEvent(step=4, loss=0.3, params=p, metrics={"mad": 0.01}))
+    return d
+
+
+def only_file(folder):
+    return sorted(os.listdir(folder))
+
+
+def test_png_signature_size_and_content(heatmaps, tmp_path):
+    out = export_widget(heatmaps, tmp_path / "a.png")
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    img = QtGui.QImage(str(out))
+    assert (img.width(), img.height()) == (700, 450)
+    colors = {img.pixel(x, y) for x in range(0, 700, 5) for y in range(0, 450, 5)}
+    assert len(colors) > 20  # heatmap colours, text, axes: not a blank image
+    hi = export_widget(heatmaps, tmp_path / "b.png", scale=2.0)
+    img2 = QtGui.QImage(str(hi))
+    assert (img2.width(), img2.height()) == (1400, 900)
+    assert only_file(tmp_path) == ["a.png", "b.png"]  # no temporary files left
+    if os.path.exists("/proc/self/status"):  # the usual 0666 minus umask, not mkstemp's 0600
+        umask = next(int(line.split()[1], 8) for line in open("/proc/self/status") if line.startswith("Umask:"))
+        assert stat.S_IMODE(os.stat(out).st_mode) == 0o666 & ~umask
+
+
+def test_svg_is_well_formed_with_vector_content(heatmaps, tmp_path):
+    out = export_widget(heatmaps, tmp_path / "fig.svg")
+    root = ET.parse(out).getroot()
+    assert root.tag == SVG_NS + "svg"
+    tags = [el.tag.replace(SVG_NS, "") for el in root.iter()]
+    assert tags.count("image") >= 2  # the heatmaps
+    assert sum(tags.count(t) for t in ("path", "polyline", "rect")) > 10  # axes, ticks, frames
+    texts = " ".join("".join(el.itertext()) for el in root.iter(SVG_NS + "text"))
+    for label in ("Transition matrix A", "from state", "symbol", "A", "G"):
+        assert label in texts
+    assert root.get("viewBox") == "0 0 700 450"
+
+
+def test_pdf_header_and_size(heatmaps, tmp_path):
+    out = export_widget(heatmaps, tmp_path / "fig.pdf")
+    data = out.read_bytes()
+    assert data[:5] == b"%PDF-"
+    assert b"%%EOF" in data[-64:]
+    assert len(data) > 5000
+    assert b"/MediaBox" in data
+
+
+def test_format_argument_overrides_suffix(heatmaps, tmp_path):
+    out = export_widget(heatmaps, tmp_path / "figure.dat", fmt="svg")
+    assert out.read_bytes().lstrip().startswith(b"<?xml")
+
+
+def test_whole_dashboard_exports_its_current_page(dashboard, tmp_path):
+    out = export_widget(dashboard, tmp_path / "dash.png")
+    img = QtGui.QImage(str(out))
+    page = dashboard.export_target()
+    assert page is dashboard.live
+    assert (img.width(), img.height()) == (page.width(), page.height())
+    dashboard.tabs.setCurrentWidget(dashboard.overview)
+    svg = export_widget(dashboard, tmp_path / "overview.svg")
+    texts = " ".join("".join(el.itertext()) for el in ET.parse(svg).getroot().iter(SVG_NS + "text"))
+    assert "Before training" in texts
+    for name, w in dashboard.views().items():
+        assert export_widget(w, tmp_path / f"{name}.pdf").stat().st_size > 1000, name
+
+
+def test_never_shown_widget_gets_a_size(qtbot, tmp_path):
+    w = ParameterHeatmaps()
+    qtbot.addWidget(w)
+    w.set_params(params())
+    out = export_widget(w, tmp_path / "hidden.png")
+    img = QtGui.QImage(str(out))
+    assert img.width() >= 200 and img.height() >= 150
+
+
+def test_failure_leaves_no_partial_file(heatmaps, tmp_path, monkeypatch):
+    target = tmp_path / "fig.svg"
+
+    def exploding_render(widget, painter):
+        painter.drawLine(0, 0, 10, 10)  # something is already written to the temporary file
+        raise RuntimeError("renderer crashed")
+
+    monkeypatch.setattr(export, "_render", exploding_render)
+    for name in ("fig.svg", "fig.pdf", "fig.png"):
+        with pytest.raises(ExportError, match="renderer crashed"):
+            export_widget(heatmaps, tmp_path / name)
+    assert only_file(tmp_path) == []
+    # an existing file is left untouched by a failed export
+    target.write_text("previous figure")
+    with pytest.raises(ExportError):
+        export_widget(heatmaps, target)
+    assert target.read_text() == "previous figure"
+    assert only_file(tmp_path) == ["fig.svg"]
+
+
+def test_bad_paths_and_formats_are_clear_errors(heatmaps, tmp_path):
+    with pytest.raises(ExportError, match="unknown figure format"):
+        export_widget(heatmaps, tmp_path / "fig.bmpx")
+    with pytest.raises(ExportError, match="does not exist"):
+        export_widget(heatmaps, tmp_path / "missing" / "fig.png")
+    with pytest.raises(ExportError, match="scale"):
+        export_widget(heatmaps, tmp_path / "fig.png", scale=0)
+    (tmp_path / "adir.png").mkdir()
+    with pytest.raises(ExportError):
+        export_widget(heatmaps, tmp_path / "adir.png")
+    assert only_file(tmp_path) == ["adir.png"]
+
+
+def test_context_menu_action_exports(heatmaps, tmp_path, monkeypatch):
+    seen = []
+    acts = add_export_context_menu(heatmaps, lambda: str(tmp_path), name="matrices",
+                                   on_exported=seen.append)
+    assert acts[0].text() == "Export figure..."
+    # pyqtgraph's own "Export..." (its SVG exporter crashes with PySide6) is replaced in every plot menu
+    for view in heatmaps.findChildren(__import__("pyqtgraph").GraphicsView):
+        assert [a.text() for a in view.scene().contextMenu] == ["Export figure..."]
+    asked = {}
+
+    def fake_dialog(parent, caption, start, filters):
+        asked["start"] = start
+        return str(tmp_path / "ctx"), export.FORMATS["pdf"]
+
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", staticmethod(fake_dialog))
+    acts[0].trigger()
+    assert asked["start"] == os.path.join(str(tmp_path), "matrices.png")
+    assert (tmp_path / "ctx.pdf").read_bytes()[:5] == b"%PDF-"
+    assert seen == [tmp_path / "ctx.pdf"]
+
+    # PNG asks for the resolution
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a: (str(tmp_path / "ctx.png"), export.FORMATS["png"])))
+    monkeypatch.setattr(export._ScaleDialog, "exec", lambda self: QtWidgets.QDialog.DialogCode.Accepted)
+    monkeypatch.setattr(export._ScaleDialog, "scale", lambda self: 3.0)
+    acts[0].trigger()
+    img = QtGui.QImage(str(tmp_path / "ctx.png"))
+    assert img.width() == 3 * heatmaps.width()
+
+
+def test_context_menu_error_is_a_dialog_not_a_crash(heatmaps, tmp_path, monkeypatch):
+    acts = add_export_context_menu(heatmaps)
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a: (str(tmp_path / "nope" / "x.svg"), "")))
+    shown = []
+    monkeypatch.setattr(QtWidgets.QMessageBox, "critical", staticmethod(lambda *a: shown.append(a[2])))
+    acts[0].trigger()
+    assert shown and "does not exist" in shown[0]
+
+
+def test_dashboard_views_have_export_menus(dashboard):
+    for name in ("transmat", "emission", "embeddings", "curves", "decode", "overview", "compare"):
+        acts = dashboard.views()[name]._export_actions
+        assert acts[0].text() == "Export figure..."
+    assert [a.text() for a in dashboard.transmat._export_actions] == ["Export figure...", "Export dashboard..."]

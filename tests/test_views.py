@@ -1,0 +1,392 @@
+"""The plotting views (app/views): what they display equals the models' numbers.
+
+Oracles: the matrices given, an independent PCA (eigen-decomposition of the covariance,
+not the SVD the view uses), hmmlearn's Viterbi and posteriors for the decode view.
+Offscreen Qt (conftest sets QT_QPA_PLATFORM=offscreen).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pg = pytest.importorskip("pyqtgraph")
+
+from PySide6 import QtCore  # noqa: E402
+
+from densehmm_core.events import ProgressEvent  # noqa: E402
+from densehmm_core.hmm_base import BaseHMM  # noqa: E402
+
+from app.views import (CompareView, Dashboard, DecodeView, EmbeddingScatter, MatrixHeatmap,  # noqa: E402
+                       OverviewView, ParameterHeatmaps, TrainingCurves)
+from app.views.common import state_colors  # noqa: E402
+from app.views.projection import pca_2d  # noqa: E402
+
+AMINO = list("ACDEFGHIKLMNPQRSTVWY")
+
+
+def random_params(n, m, seed=0, l=None):
+    rng = np.random.default_rng(seed)
+    p = {"startprob": rng.dirichlet(np.ones(n)), "transmat": rng.dirichlet(np.ones(n), n),
+         "emissionprob": rng.dirichlet(np.ones(m), n)}
+    if l is not None:
+        p.update(U=rng.normal(size=(n, l)), Z=rng.normal(size=(n, l)), W=rng.normal(size=(n, l)),
+                 V=rng.normal(size=(m, l)), z_start=rng.normal(size=l))
+    return p
+
+
+def plain_model(params, seed=0):
+    """A BaseHMM with the given matrices: the core's decode / posteriors / sampling."""
+    n, m = params["emissionprob"].shape
+    model = BaseHMM(n, m, seed=seed)
+    model.startprob_ = params["startprob"]
+    model.transmat_ = params["transmat"]
+    model.emissionprob_ = params["emissionprob"]
+    return model
+
+
+def shown(qtbot, w, size=(900, 600)):
+    qtbot.addWidget(w)
+    w.resize(*size)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+# ------------------------------------------------------------------- heatmaps
+def test_heatmap_shows_exactly_the_matrices_with_labels(qtbot):
+    p = random_params(4, 20, seed=1)
+    w = shown(qtbot, ParameterHeatmaps())
+    w.set_vocabulary(AMINO)
+    w.set_params(p)
+    np.testing.assert_array_equal(w.image_data("transmat"), p["transmat"])
+    np.testing.assert_array_equal(w.image_data("emissionprob"), p["emissionprob"])
+    np.testing.assert_array_equal(w.image_data("startprob"), p["startprob"][None, :])
+    assert w.emission.col_labels() == AMINO
+    assert w.emission.row_labels() == ["0", "1", "2", "3"]
+    assert w.transmat.col_labels() == ["0", "1", "2", "3"]
+    # the label axis draws the amino-acid letters at their columns
+    axis = w.emission.plot.getAxis("bottom")
+    assert axis.tickStrings([0.0, 19.0], 1, 1) == ["A", "Y"]
+    # a second update with new numbers replaces the image, labels stay
+    q = random_params(4, 20, seed=2)
+    w.set_params(q)
+    np.testing.assert_array_equal(w.image_data("transmat"), q["transmat"])
+    assert w.emission.col_labels() == AMINO
+    # a new vocabulary relabels
+    w.set_vocabulary([f"T{i}" for i in range(20)])
+    assert w.emission.col_labels()[3] == "T3"
+
+
+def test_heatmap_levels_tooltip_and_cell_mapping(qtbot):
+    A = np.array([[0.1, 0.9], [0.25, 0.75]])
+    h = shown(qtbot, MatrixHeatmap("A", "from state", "to state", symbol="A", fixed_range=True), (400, 300))
+    h.set_matrix(A)
+    assert h.levels() == (0.0, 1.0)
+    h.set_fixed_range(False)
+    assert h.levels() == (0.1, 0.9)
+    text = h.hover_text(1, 0)
+    assert "A[1, 0] = 0.25" in text and "from state 1" in text and "to state 0" in text
+    # the centre of cell (row 1, col 0) in scene coordinates maps back to that cell
+    qtbot.wait(10)
+    scene_pt = h.plot.vb.mapViewToScene(QtCore.QPointF(0.0, 1.0))
+    assert h.cell_at_scene_pos(scene_pt) == (1, 0)
+    scene_pt = h.plot.vb.mapViewToScene(QtCore.QPointF(1.0, 0.0))
+    assert h.cell_at_scene_pos(scene_pt) == (0, 1)
+    # rows are drawn top to bottom: row 0 is above row 1 on screen
+    y0 = h.plot.vb.mapViewToScene(QtCore.QPointF(0.0, 0.0)).y()
+    y1 = h.plot.vb.mapViewToScene(QtCore.QPointF(0.0, 1.0)).y()
+    assert y0 < y1
+
+
+def test_heatmap_rejects_bad_shapes_and_clears(qtbot):
+    h = shown(qtbot, MatrixHeatmap(), (300, 200))
+    with pytest.raises(ValueError):
+        h.set_matrix(np.zeros((2, 2, 2)))
+    h.set_matrix(np.array([0.2, 0.8]))
+    np.testing.assert_array_equal(h.image_data(), [[0.2, 0.8]])
+    h.clear()
+    assert h.image_data() is None
+
+
+# ----------------------------------------------------------------- embeddings
+def independent_pca(X):
+    """PCA through the covariance eigen-decomposition (not the SVD the view uses)."""
+    Xc = X - X.mean(axis=0)
+    vals, vecs = np.linalg.eigh(Xc.T @ Xc)
+    order = np.argsort(vals)[::-1][:2]
+    return Xc @ vecs[:, order], vals[order] / vals.sum()
+
+
+def test_embeddings_pca_for_l_above_2(qtbot):
+    p = random_params(5, 12, seed=3, l=6)
+    w = shown(qtbot, EmbeddingScatter())
+    w.set_vocabulary(AMINO[:12])
+    w.set_embeddings(p)
+    assert w.mode() == "pca"
+    stacked = np.concatenate([p[k].reshape(-1, 6) for k in ("U", "Z", "W", "V", "z_start")])
+    Y, expl = independent_pca(stacked)
+    got = np.concatenate([w.coordinates(k) for k in ("U", "Z", "W", "V", "z_start")])
+    for c in range(2):  # principal axes are defined up to sign
+        sign = np.sign(got[:, c] @ Y[:, c])
+        np.testing.assert_allclose(got[:, c], sign * Y[:, c], atol=1e-10)
+    xt, yt = w.axis_titles()
+    assert "PC 1" in xt and f"{100 * expl[0]:.0f}%" in xt and "PC 2" in yt
+    assert "PCA" in w.plot.titleLabel.text and "l = 6" in w.plot.titleLabel.text
+    assert w.label_texts("V") == AMINO[:12]
+    assert w.label_texts("U") == [f"u{i}" for i in range(5)]
+    # the plotted scatter holds the same points
+    xs, ys = w.scatters["V"].getData()
+    np.testing.assert_allclose(np.column_stack([xs, ys]), w.coordinates("V"))
+
+
+def test_embeddings_direct_for_l_2_and_rows_for_l_1(qtbot):
+    p = random_params(3, 4, seed=4, l=2)
+    w = shown(qtbot, EmbeddingScatter())
+    w.set_embeddings(p)
+    assert w.mode() == "direct"
+    np.testing.assert_array_equal(w.coordinates("U"), p["U"])
+    np.testing.assert_array_equal(w.coordinates("V"), p["V"])
+    assert w.axis_titles() == ("dimension 1", "dimension 2")
+    assert w.label_texts("V") == ["0", "1", "2", "3"]
+
+    q = random_params(3, 4, seed=5, l=1)
+    w.set_embeddings(q)
+    assert w.mode() == "1d"
+    np.testing.assert_array_equal(w.coordinates("W")[:, 0], q["W"][:, 0])
+    rows = {k: set(w.coordinates(k)[:, 1]) for k in ("U", "Z", "W", "V")}
+    assert all(len(r) == 1 for r in rows.values()) and len({r.pop() for r in rows.values()}) == 4
+    # deselecting a set hides its points and labels
+    w.boxes["V"].setChecked(False)
+    assert not w.scatters["V"].isVisible()
+    assert all(not t.isVisible() for t in w._labels["V"])
+    assert w.scatters["U"].isVisible()
+
+
+def test_embeddings_placeholder_for_standard_models(qtbot):
+    w = shown(qtbot, EmbeddingScatter())
+    w.set_embeddings(random_params(3, 4))
+    assert w.mode() == "none" and w.stack.currentWidget() is w.placeholder
+
+
+def test_pca_helper_matches_independent_pca():
+    X = np.random.default_rng(9).normal(size=(30, 5))
+    Y, comps, expl = pca_2d(X)
+    Y2, expl2 = independent_pca(X)
+    np.testing.assert_allclose(np.abs(Y), np.abs(Y2), atol=1e-10)
+    np.testing.assert_allclose(expl, expl2, atol=1e-12)
+    np.testing.assert_allclose(comps @ comps.T, np.eye(2), atol=1e-12)
+
+
+# --------------------------------------------------------------------- curves
+def test_curves_plot_the_given_history(qtbot):
+    hist = [{"step": s, "loss": 1.0 / (s + 1), "train_ll": -100.0 + s, "test_ll": -120.0 + s,
+             "train_nll": 2.0 - 0.01 * s, "test_nll": 2.1 - 0.01 * s, "mad": 0.1 / (s + 1)}
+            for s in range(0, 50, 5)]
+    hist[3]["test_nll"] = None  # a step without a test evaluation
+    w = shown(qtbot, TrainingCurves())
+    w.set_history(hist)
+    steps = np.array([h["step"] for h in hist], float)
+    for key in ("loss", "train_nll", "mad"):
+        x, y = w.curve_data(key)
+        np.testing.assert_array_equal(x, steps)
+        np.testing.assert_allclose(y, [h[key] for h in hist])
+    x, y = w.curve_data("test_nll")
+    np.testing.assert_array_equal(x, np.delete(steps, 3))
+    assert w.nll_kind() == "nll"
+    assert w.plots["mad"].getAxis("left").logMode  # MAD spans decades
+
+
+def test_curves_from_events_and_ll_fallback(qtbot):
+    w = shown(qtbot, TrainingCurves(orientation="horizontal"))
+    for s in range(4):
+        w.add_event(ProgressEvent(step=s, loss=5.0 - s, train_ll=-50.0 + s, test_ll=None))
+    x, y = w.curve_data("train_nll")
+    np.testing.assert_array_equal(x, [0, 1, 2, 3])
+    np.testing.assert_array_equal(y, [50, 49, 48, 47])  # -train_ll: no normalised NLL in the stream
+    assert w.nll_kind() == "ll"
+    assert "total" in w.plots["nll"].titleLabel.text
+    # a new stream (step goes back) starts the curves again
+    w.add_event(ProgressEvent(step=0, loss=9.0, metrics={"train_nll": 1.5}))
+    assert list(w.curve_data("loss")[1]) == [9.0]
+    w.set_history([{"step": 1, "loss": 2.0, "metrics": {"train_nll": 0.5, "mad": 0.01}}])
+    assert list(w.curve_data("train_nll")[1]) == [0.5] and w.nll_kind() == "nll"
+    assert list(w.curve_data("mad")[1]) == [0.01]
+
+
+# --------------------------------------------------------------------- decode
+def hmmlearn_oracle(params, seq):
+    from hmmlearn.hmm import CategoricalHMM
+    n, m = params["emissionprob"].shape
+    ref = CategoricalHMM(n_components=n, n_features=m, implementation="scaling")
+    ref.startprob_, ref.transmat_, ref.emissionprob_ = (params["startprob"], params["transmat"],
+                                                        params["emissionprob"])
+    X = np.asarray(seq).reshape(-1, 1)
+    logp, path = ref.decode(X, algorithm="viterbi")
+    return path, ref.predict_proba(X), logp
+
+
+def test_decode_view_shows_viterbi_path_and_posteriors(qtbot):
+    p = random_params(4, 6, seed=7)
+    model = plain_model(p)
+    rng = np.random.default_rng(11)
+    seqs = [rng.integers(0, 6, size=L) for L in (30, 45, 12)]
+    corpus = type("C", (), {"sequences": seqs, "vocabulary": list("abcdef"), "names": ["s0", "s1", "s2"]})()
+    w = shown(qtbot, DecodeView())
+    w.set_model(model, corpus)
+    assert w.sequence_count() == 3
+    for idx in (0, 1):
+        w.select_sequence(idx)
+        path, post, logp = hmmlearn_oracle(p, seqs[idx])
+        np.testing.assert_array_equal(w.current_path(), path)
+        np.testing.assert_allclose(w.current_posteriors(), post, atol=1e-10)
+        np.testing.assert_allclose(w.posterior_image(), post.T, atol=1e-10)
+        colors = state_colors(4)
+        rgba = w.track_colors()[0]
+        for t in (0, len(path) // 2, len(path) - 1):
+            c = colors[path[t]]
+            assert tuple(rgba[t][:3]) == (c.red(), c.green(), c.blue())
+        assert f"{logp:.6g}" in w.status.text()
+    # symbols label the track's axis
+    seq = seqs[1]
+    assert w._sym_axis.labels == ["abcdef"[s] for s in seq]
+    assert "s1" in w.seq_label.text()
+    # the spin box selects sequences too
+    w.spin.setValue(2)
+    assert w.current_path().shape == (12,)
+
+
+def test_decode_view_samples_without_data_and_survives_errors(qtbot):
+    p = random_params(3, 5, seed=8)
+    model = plain_model(p)
+    w = shown(qtbot, DecodeView())
+    w.set_model(model, None)
+    assert w.sequence_count() >= 1 and "sampled" in w.seq_label.text()
+    path, post, _ = hmmlearn_oracle(p, w.current_sequence())
+    np.testing.assert_array_equal(w.current_path(), path)
+
+    class Broken:
+        n_symbols = 5
+
+        def decode(self, seqs):
+            raise RuntimeError("engine exploded")
+
+        def predict_proba(self, seqs):
+            raise RuntimeError("engine exploded")
+
+    w.set_model(Broken(), [np.array([0, 1, 2])])
+    assert "engine exploded" in w.status.text()
+
+
+# ------------------------------------------------------------ overview, compare
+def test_overview_before_and_after(qtbot):
+    p0, p1 = random_params(3, 5, seed=1, l=4), random_params(3, 5, seed=2, l=4)
+    w = shown(qtbot, OverviewView(), (1200, 700))
+    w.set_initial(p0)
+    w.set_final(p1)
+    np.testing.assert_array_equal(w.before.transmat.image_data(), p0["transmat"])
+    np.testing.assert_array_equal(w.after.emission.image_data(), p1["emissionprob"])
+    assert w.before.embeddings.isVisible() and w.after.embeddings.mode() == "pca"
+    w.clear()
+    w.set_final(random_params(3, 5, seed=3))  # standard model: no embeddings column
+    assert not w.after.embeddings.isVisible()
+
+
+def test_compare_differences_and_metrics(qtbot):
+    pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
+    a, b = plain_model(pa), plain_model(pb)
+    w = shown(qtbot, CompareView(), (1100, 600))
+    w.set_models("job 1", a, "job 2", b, {"test NLL": 1.25, "note": "x"}, {"test NLL": 1.0})
+    np.testing.assert_allclose(w.difference("transmat"), pb["transmat"] - pa["transmat"])
+    np.testing.assert_allclose(w.maps["emissionprob"].image_data(), pb["emissionprob"] - pa["emissionprob"])
+    lo, hi = w.maps["transmat"].levels()
+    assert lo == -hi and hi == pytest.approx(np.abs(pb["transmat"] - pa["transmat"]).max())
+    rows = w.table_rows()
+    assert rows["test NLL"] == ["1.25", "1", "-0.25"]
+    assert rows["note"] == ["x", "—", "—"]
+    assert rows["states n"][:2] == ["3", "3"]
+    assert w.maps_box.isVisibleTo(w)
+
+    c = plain_model(random_params(5, 4, seed=3))
+    w.set_models("job 1", a, "job 3", c, {}, {})
+    assert "different numbers of states" in w.note.text() and "n = 3" in w.note.text()
+    assert not w.maps_box.isVisibleTo(w) and w.difference("transmat") is None
+
+
+# ------------------------------------------------------------------ dashboard
+def test_dashboard_follows_events_and_models(qtbot):
+    dash = shown(qtbot, Dashboard(), (1300, 850))
+    dash.set_vocabulary(AMINO[:5])
+    p0, p1 = random_params(3, 5, seed=1, l=3), random_params(3, 5, seed=2, l=3)
+    dash.update_from_event(ProgressEvent(step=0, total=10, phase="cooc", loss=1.0, params=p0,
+                                         metrics={"mad": 0.1}))
+    np.testing.assert_array_equal(dash.image_data("transmat"), p0["transmat"])
+    np.testing.assert_array_equal(dash.overview.before.transmat.image_data(), p0["transmat"])
+    dash.update_from_event(ProgressEvent(step=5, total=10, phase="cooc", loss=0.5, metrics={"mad": 0.05}))
+    np.testing.assert_array_equal(dash.image_data("transmat"), p0["transmat"])  # no params: unchanged
+    dash.update_from_event(ProgressEvent(step=10, total=10, phase="cooc", loss=0.2, params=p1, done=True,
+                                         reason="max_steps", metrics={"mad": 0.01}))
+    np.testing.assert_array_equal(dash.image_data("emissionprob"), p1["emissionprob"])
+    np.testing.assert_array_equal(dash.overview.after.transmat.image_data(), p1["transmat"])
+    np.testing.assert_array_equal(dash.overview.before.transmat.image_data(), p0["transmat"])
+    assert list(dash.curves.curve_data("loss")[0]) == [0, 5, 10]
+    assert dash.embeddings.label_texts("V") == AMINO[:5]
+    assert "max_steps" in dash.title.text()
+    assert set(dash.views()) >= {"dashboard", "transmat", "emission", "embeddings", "curves", "decode",
+                                 "overview", "compare"}
+
+    model = plain_model(p1)
+    seqs = [np.array([0, 1, 2, 3, 4, 0, 1]), np.array([4, 4, 3])]
+    dash.set_model(model, type("C", (), {"sequences": seqs, "vocabulary": AMINO[:5]})())
+    path, _, _ = hmmlearn_oracle(p1, seqs[0])
+    np.testing.assert_array_equal(dash.decode.current_path(), path)
+    dash.set_history([{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.0}])
+    assert list(dash.curves.curve_data("loss")[1]) == [3.0, 2.0]
+    dash.clear()
+    assert dash.image_data("transmat") is None and dash.decode.current_path() is None
+
+
+def test_dashboard_with_real_core_models(qtbot):
+    """A DenseHMM with embeddings set directly and a fitted StandardHMM, as the app shows them."""
+    dense_mod = pytest.importorskip("densehmm_core.dense")
+    std_mod = pytest.importorskip("densehmm_core.standard")
+    p = random_params(3, 5, seed=4, l=2)
+    dense = dense_mod.DenseHMM(3, 2, n_symbols=5, seed=0)
+    dense.set_embeddings({k: p[k] for k in ("U", "Z", "W", "V", "z_start")})
+    dash = shown(qtbot, Dashboard(), (1200, 800))
+    dash.set_model(dense, None)
+    np.testing.assert_array_equal(dash.image_data("transmat"), dense.transmat_)
+    np.testing.assert_array_equal(dash.image_data("emissionprob"), dense.emissionprob_)
+    np.testing.assert_array_equal(dash.embeddings.coordinates("V"), p["V"])  # l = 2: drawn directly
+    assert dash.decode.sequence_count() > 0  # sampled from the model
+
+    seqs, _ = dense.sample(6, 40, seed=1)
+    std = std_mod.StandardHMM(3, n_symbols=5, n_iter=3, seed=0).fit(seqs)
+    dash.set_model(std, seqs)
+    np.testing.assert_array_equal(dash.image_data("transmat"), std.transmat_)
+    assert dash.embeddings.mode() == "none"
+    path, _, _ = hmmlearn_oracle(model_params_of(std), seqs[0])
+    np.testing.assert_array_equal(dash.decode.current_path(), path)
+    dash.compare.set_models("dense", dense, "standard", std, {}, {})
+    np.testing.assert_allclose(dash.compare.difference("emissionprob"), std.emissionprob_ - dense.emissionprob_)
+
+
+def model_params_of(model):
+    return {"startprob": model.startprob_, "transmat": model.transmat_, "emissionprob": model.emissionprob_}
+
+
+def test_views_render_non_empty(qtbot):
+    """Every view draws something (not a blank widget) once it has data."""
+    dash = shown(qtbot, Dashboard(), (1200, 800))
+    p = random_params(4, 8, seed=5, l=3)
+    dash.set_initial_params(p)
+    dash.update_from_event(ProgressEvent(step=3, loss=0.5, params=p, metrics={"mad": 0.01, "train_nll": 1.0}))
+    dash.set_model(plain_model(p), [np.arange(8), np.arange(8)[::-1]])
+    for name in ("transmat", "emission", "embeddings", "curves", "decode", "overview"):
+        w = dash.views()[name]
+        dash.tabs.setCurrentWidget(dash.live if name in ("transmat", "emission", "embeddings", "curves")
+                                   else w)
+        qtbot.wait(5)
+        img = w.grab().toImage()
+        colors = {img.pixel(x, y) for x in range(0, img.width(), 7) for y in range(0, img.height(), 7)}
+        assert len(colors) > 8, name
