@@ -144,7 +144,7 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     g.add_argument("--fair", action="store_true",
                    help="standard HMM with the number of states that gives about the parameter count of "
                         "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
-    g.add_argument("--device", default="auto", help="TensorFlow device for dense models: auto, cpu, gpu "
+    g.add_argument("--device", default=None, help="TensorFlow device for dense models: auto, cpu, gpu "
                                                       "or a device string such as /GPU:1 (default auto)")
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=int, metavar="K", help="dense cooc: maximum Adam steps")
@@ -155,8 +155,11 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     g.add_argument("--tol", type=float, metavar="TOL",
                    help="convergence tolerance (standard: gain of the log-likelihood; dense: relative change)")
     g.add_argument("--restarts", type=int, metavar="R", help="dense: seeded restarts, the best one is kept")
-    g.add_argument("--lbfgs-steps", type=int, metavar="K",
-                   help="dense cooc: L-BFGS iterations after the Adam phase (0 = none)")
+    g.add_argument("--finish", choices=["auto", "lm", "lbfgs", "none"],
+                   help="dense cooc: second-order finish after the Adam phase (Levenberg-Marquardt, "
+                        "L-BFGS, auto = by problem size, none)")
+    g.add_argument("--finish-steps", type=int, metavar="K",
+                   help="dense cooc: maximum iterations of the finish (0 = none)")
     g.add_argument("--paper-settings", action="store_true",
                    help="dense: the paper's optimiser settings (cooc: plain Adam, lr 0.001, 10,000 steps, "
                         "raw Frobenius loss; em: 25 Adam steps at lr 0.01 per M-step, 40 iterations)")
@@ -288,8 +291,12 @@ def _out(*a, **kw):
 
 
 def _err(msg: str) -> None:
-    print(msg, file=sys.stderr)
-    sys.stderr.flush()
+    """A message on stderr; a closed stderr never stops the work."""
+    try:
+        print(msg, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _fmt_duration(s: Optional[float]) -> str:
@@ -316,6 +323,12 @@ class ProgressPrinter:
         self._phase = None
 
     def __call__(self, ev) -> None:
+        try:
+            self._show(ev)
+        except (OSError, ValueError):  # stderr closed (e.g. a pipe into `head`): keep training, quietly
+            self.mode = "none"
+
+    def _show(self, ev) -> None:
         if self.mode == "lines":
             print(ev.summary() + f"  ({ev.elapsed:.1f} s)", file=self.stream)
             self.stream.flush()
@@ -352,9 +365,12 @@ class ProgressPrinter:
 
     def close(self) -> None:
         if self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
             self._drawn = False
+            try:
+                self.stream.write("\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
 
 
 def _progress_mode(args) -> str:
@@ -563,12 +579,12 @@ def _build_model(args, n_symbols: int):
     _check_positive(args, ("states", "dim", "lr", "steps", "iter", "mstep_steps", "restarts"))
     if args.tol is not None and math.isnan(args.tol):
         raise UserError("--tol must be a number")
-    if args.lbfgs_steps is not None and args.lbfgs_steps < 0:
-        raise UserError(f"--lbfgs-steps must be >= 0, got {args.lbfgs_steps}")
+    if args.finish_steps is not None and args.finish_steps < 0:
+        raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
     if kind == "standard":
         if args.method == "cooc":
             raise UserError("--method cooc needs --model dense (standard HMMs are trained by Baum-Welch)")
-        for opt in ("steps", "lr", "mstep_steps", "restarts", "lbfgs_steps"):
+        for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         if args.paper_settings:
@@ -591,7 +607,7 @@ def _build_model(args, n_symbols: int):
         raise UserError("--dim L is required for dense models")
     method = args.method or "cooc"
     from .dense import DenseHMM
-    kw = {"fit_method": method, "seed": args.seed, "device": args.device}
+    kw = {"fit_method": method, "seed": args.seed, "device": args.device or "auto"}
     if args.paper_settings:
         kw["preset"] = "paper"
     for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
@@ -602,13 +618,15 @@ def _build_model(args, n_symbols: int):
             raise UserError("--iter/--mstep-steps apply to --method em; use --steps for cooc")
         if args.steps is not None:
             kw["steps"] = args.steps
-        if args.lbfgs_steps is not None:
-            kw["lbfgs_steps"] = args.lbfgs_steps
+        if args.finish is not None:
+            kw["finish"] = args.finish
+        if args.finish_steps is not None:
+            kw["finish_steps"] = args.finish_steps
     else:
         if args.steps is not None:
             raise UserError("--steps applies to --method cooc; use --iter (and --mstep-steps) for em")
-        if args.lbfgs_steps is not None:
-            raise UserError("--lbfgs-steps applies to --method cooc")
+        if args.finish is not None or args.finish_steps is not None:
+            raise UserError("--finish/--finish-steps apply to --method cooc")
         if args.iter is not None:
             kw["em_iter"] = args.iter
         if args.mstep_steps is not None:
@@ -851,7 +869,7 @@ def _apply_overrides(model, args) -> None:
             model.n_iter = max(0, model.n_iter - done)
         if args.tol is not None:
             model.tol = args.tol
-        for opt in ("steps", "lr", "mstep_steps", "restarts", "lbfgs_steps"):
+        for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         return
@@ -870,8 +888,10 @@ def _apply_overrides(model, args) -> None:
     else:
         if args.steps is not None:
             model.steps = args.steps
-        if args.lbfgs_steps is not None:
-            model.lbfgs_steps = args.lbfgs_steps
+        if args.finish is not None:
+            model.finish = args.finish
+        if args.finish_steps is not None:
+            model.finish_steps = args.finish_steps
 
 
 def _iterations_done(model) -> int:

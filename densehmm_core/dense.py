@@ -44,14 +44,14 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     # Measured defaults (docs/DENSEHMM.md): normalised loss, larger Adam step with a cosine
     # decay, then an L-BFGS finish; early stopping on relative loss improvement per chunk.
     "default": {
-        "cooc": {"lr": 0.05, "lr_final": 0.001, "steps": 3000, "tol": 1e-7, "lbfgs_steps": 1000,
+        "cooc": {"lr": 0.05, "lr_final": 0.001, "steps": 3000, "tol": 1e-7, "finish": "auto", "finish_steps": 1000,
                  "loss": "normalized", "restarts": 1, "stationary_grad": True},
         "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 1e-6, "restarts": 1},
     },
     # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
     # loss with pi treated as a constant; EM with 25 Adam steps at lr 0.01 per M-step.
     "paper": {
-        "cooc": {"lr": 0.001, "lr_final": 0.001, "steps": 10000, "tol": 0.0, "lbfgs_steps": 0,
+        "cooc": {"lr": 0.001, "lr_final": 0.001, "steps": 10000, "tol": 0.0, "finish": "none", "finish_steps": 0,
                  "loss": "frobenius", "restarts": 1, "stationary_grad": False},
         "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 0.0, "restarts": 1},
     },
@@ -190,9 +190,14 @@ class DenseHMM(BaseHMM):
         Cooc: stop the Adam phase when a chunk improves the loss by less than ``tol``
         (relative).  EM: stop when the relative change of the training log-likelihood is
         below ``tol``.  ``0`` disables early stopping.
-    lbfgs_steps : int, optional
-        Cooc only: L-BFGS iterations after the Adam phase (``0``: none).  L-BFGS always uses
-        the exact gradient through the stationary distribution.
+    finish : {"auto", "lm", "lbfgs", "none"}, optional
+        Cooc only: second-order finish after the Adam phase.  ``"lm"``: Levenberg-Marquardt
+        with the analytic Jacobian of Omega (numpy; memory ``8 m^2 l(3n+m+1)`` bytes);
+        ``"lbfgs"``: L-BFGS on the TensorFlow loss and gradient; ``"auto"``: LM when that
+        Jacobian has at most 4 million entries, else L-BFGS.  Both use the exact gradient
+        through the stationary distribution.
+    finish_steps : int, optional
+        Cooc only: maximum iterations of the finish (``0``: no finish).
     loss : {"normalized", "frobenius"}, optional
         Cooc only: ``||Omega_gt - Omega||_F^2`` divided by ``||Omega_gt||_F^2`` or raw.
     restarts : int, optional
@@ -238,7 +243,8 @@ class DenseHMM(BaseHMM):
                  fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",
                  lr: Optional[float] = None, lr_final: Optional[float] = None,
                  steps: Optional[int] = None, em_iter: Optional[int] = None,
-                 tol: Optional[float] = None, lbfgs_steps: Optional[int] = None,
+                 tol: Optional[float] = None, finish: Optional[str] = None,
+                 finish_steps: Optional[int] = None,
                  loss: Optional[str] = None, restarts: Optional[int] = None,
                  stationary_grad: Optional[bool] = None, device: str = "auto",
                  snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: float = 1.0,
@@ -256,7 +262,10 @@ class DenseHMM(BaseHMM):
         self.fit_method = fit_method
         self.preset = preset
         self.lr, self.lr_final, self.steps, self.em_iter = lr, lr_final, steps, em_iter
-        self.tol, self.lbfgs_steps, self.loss, self.restarts = tol, lbfgs_steps, loss, restarts
+        self.tol, self.finish, self.finish_steps = tol, finish, finish_steps
+        self.loss, self.restarts = loss, restarts
+        if finish is not None and finish not in ("auto", "lm", "lbfgs", "none"):
+            raise ValueError("finish must be 'auto', 'lm', 'lbfgs' or 'none'")
         self.stationary_grad = stationary_grad
         self.device = device
         self.snapshot_every = snapshot_every
@@ -276,7 +285,7 @@ class DenseHMM(BaseHMM):
         """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
         method = method or self.fit_method
         base = dict(PRESETS[self.preset][method])
-        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "lbfgs_steps", "loss", "restarts",
+        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "finish", "finish_steps", "loss", "restarts",
                     "stationary_grad"):
             val = getattr(self, key)
             if val is not None and key in base:
@@ -294,7 +303,7 @@ class DenseHMM(BaseHMM):
                "fit_method": self.fit_method, "seed": self.seed, "preset": self.preset,
                "device": self.device, "chunk": self.chunk, "init_scale": self.init_scale,
                "param_limit": self.param_limit, "engine": self.engine}
-        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "lbfgs_steps", "loss", "restarts",
+        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "finish", "finish_steps", "loss", "restarts",
                     "stationary_grad", "snapshot_every"):
             val = h.get(key, getattr(self, key))
             cfg[key] = val.item() if isinstance(val, np.generic) else val
@@ -466,9 +475,10 @@ class DenseHMM(BaseHMM):
         n, m, l = self.n_states, self.n_symbols, self.dim
         layout = tfm.Layout(n, m, l)
         scale = 1.0 / float(np.sum(omega * omega)) if h["loss"] == "normalized" else 1.0
-        steps, lbfgs_steps = int(h["steps"]), int(h["lbfgs_steps"])
+        steps, finish_steps, finish = int(h["steps"]), int(h["finish_steps"]), h["finish"]
+        fin_chunk = max(1, self.chunk // 10)
         tol, snap_every = float(h["tol"]), int(h["snapshot_every"])
-        total = nr * (steps + lbfgs_steps)
+        total = nr * (steps + finish_steps)
         clock = Stopwatch()
         best = None  # (loss, theta)
         self.restart_losses_ = []
@@ -513,33 +523,36 @@ class DenseHMM(BaseHMM):
                                         params=params, elapsed=clock.elapsed)
                     if converged:
                         break
-                if not cancelled and lbfgs_steps > 0:
-                    def fg(x):
-                        return tfm.cooc_value_and_grad(x, om_t, scale, n, m, l)
+                if not cancelled and finish_steps > 0 and finish != "none":
+                    if finish == "lm" or (finish == "auto" and m * m * layout.size <= 4_000_000):
+                        from ._cooc_np import levenberg_marquardt
+                        finisher, opt = levenberg_marquardt(theta.numpy(), omega, n, m, l, finish_steps), "lm"
+                    else:
+                        def fg(x):
+                            return tfm.cooc_value_and_grad(x, om_t, scale, n, m, l)
+                        finisher, opt = _lbfgs(fg, theta.numpy(), finish_steps), "lbfgs"
                     x_prev = theta.numpy()
                     it_prev = 0
-                    for it, x, f, why in _lbfgs(fg, x_prev, lbfgs_steps):
-                        if np.max(np.abs(x)) > self.param_limit:
+                    for it, x, f, why in finisher:
+                        if not np.all(np.isfinite(x)) or np.max(np.abs(x)) > self.param_limit:
                             self._adopt(x_prev, layout, stationary=True)
-                            raise TrainingDiverged(self._diverged_msg(tfm.STATUS_LIMIT, gstep, "cooc L-BFGS"))
+                            raise TrainingDiverged(self._diverged_msg(tfm.STATUS_LIMIT, gstep, f"cooc {opt}"))
                         x_prev = x
                         gstep += it - it_prev
                         it_prev = it
-                        if why or it % self.chunk == 0:
-                            loss, mad, _, _ = tfm.cooc_eval(x, om_t, scale, n, m, l)
-                            theta = tf.constant(x, tfm.DT)
-                            params = None
-                            if gstep - last_snap >= snap_every:
-                                params, last_snap = self._snapshot(theta, layout), gstep
+                        if why:
+                            break
+                        if it % fin_chunk == 0:
                             if cancel is not None and cancel.cancelled:
                                 cancelled = True
                                 break
-                            if not why:
-                                yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
-                                                    metrics=dict(base_metrics, mad=mad, optimizer="lbfgs"),
-                                                    params=params, elapsed=clock.elapsed)
-                        if why:
-                            break
+                            loss, mad, _, _ = tfm.cooc_eval(x, om_t, scale, n, m, l)
+                            params = None
+                            if gstep - last_snap >= snap_every:
+                                params, last_snap = self._snapshot(x, layout), gstep
+                            yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
+                                                metrics=dict(base_metrics, mad=mad, optimizer=opt),
+                                                params=params, elapsed=clock.elapsed)
                     theta = tf.constant(x_prev, tfm.DT)
                 loss, mad, _, _ = tfm.cooc_eval(theta, om_t, scale, n, m, l)
                 self.restart_losses_.append(loss)

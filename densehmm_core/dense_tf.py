@@ -282,3 +282,19 @@ def mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm: float, n: int, m
                                     tf.constant(c_trans, DT), tf.constant(c_emit, DT),
                                     tf.constant(float(norm), DT), int(n), int(m), int(l))
     return float(loss), g.numpy()
+
+
+@tf.function
+def _cooc_residual_jac(theta, omega_gt, root_scale, n, m, l):
+    with tf.GradientTape() as tape:
+        tape.watch(theta)
+        omega = cooc_model(theta, n, m, l, True)[0]
+        r = tf.reshape(omega - omega_gt, (-1,)) * root_scale
+    return r, tape.jacobian(r, theta, experimental_use_pfor=True)
+
+
+def cooc_residual_jac(theta, omega_gt, scale: float, n: int, m: int, l: int):
+    """Residuals ``sqrt(scale) (Omega - Omega_gt)`` (m*m,) and their Jacobian (m*m, P), numpy."""
+    r, J = _cooc_residual_jac(tf.constant(theta, DT), omega_gt, tf.constant(float(scale) ** 0.5, DT),
+                              int(n), int(m), int(l))
+    return r.numpy(), J.numpy()

@@ -168,7 +168,7 @@ def test_export_command(demo_model_file):
 
 def test_dense_cooc_and_fair_standard_on_demo(tmp_path):
     ok(["train", "--demo", "--model", "dense", "--method", "cooc", "--states", "3", "--dim", "2",
-        "--steps", "40", "--lbfgs-steps", "3", "--device", "cpu", "--out", "d.h5", "--quiet"], tmp_path)
+        "--steps", "40", "--finish-steps", "3", "--device", "cpu", "--out", "d.h5", "--quiet"], tmp_path)
     ok(["train", "demo", "--model", "standard", "--fair", "--states", "3", "--dim", "2", "--iter", "3",
         "--out", "d.h5", "--quiet"], tmp_path)
     assert list_models(tmp_path / "d.h5") == ["dense_1", "standard_1"]
@@ -181,29 +181,56 @@ def test_dense_cooc_and_fair_standard_on_demo(tmp_path):
 
 
 def test_user_errors_exit_2_with_one_line(tmp_path, demo_model_file):
+    """A few user errors end to end in a subprocess (exit status, one line, no traceback)."""
     d, path = demo_model_file
     (tmp_path / "notes.txt").write_text("just text")
     user_error(["train", "missing.fasta", "--states", "3", "--out", "x.h5"], tmp_path, "missing.fasta: no such file")
-    user_error(["train", "demo", "--states", "0", "--dim", "2"], tmp_path, "--states must be > 0")
-    user_error(["train", "demo", "--states", "3"], tmp_path, "--dim L is required")
-    user_error(["train", "demo", "--model", "standard", "--method", "cooc", "--states", "3"], tmp_path,
-               "--method cooc needs --model dense")
     user_error(["train", "demo", "--states", "3", "--dim", "2", "--bogus"], tmp_path, "unrecognized arguments")
-    user_error(["train", "demo", "--states", "x"], tmp_path, "invalid int value")
-    user_error(["train", "demo", "--model", "standard", "--states", "3", "--out", str(path), "--name", "std"],
-               tmp_path, "already holds a model named 'std'")
-    user_error(["train", "demo", "--model", "standard", "--states", "3", "--out", "nofolder/x.h5"], tmp_path,
-               "does not exist")
     user_error(["info", "notes.txt"], tmp_path, "not an HDF5 file")
-    user_error(["info", "nope.h5"], tmp_path, "nope.h5: no such file")
-    user_error(["sample", str(path), "-n", "0"], tmp_path, "-n must be >= 1")
-    user_error(["sample", str(path), "--name", "other"], tmp_path, "no model named 'other'")
-    user_error(["evaluate", str(path), "nothere.txt"], tmp_path, "nothere.txt: no such file")
-    user_error(["frobnicate"], tmp_path, "invalid choice")
-    user_error([], tmp_path, "required")
+    user_error(["decode", str(path), "notes.txt"], tmp_path, "notes.txt")  # unreadable data: DataFormatError
     # --debug shows the traceback
     proc = run(["info", "notes.txt", "--debug"], tmp_path)
     assert proc.returncode == 2 and "Traceback" in proc.stderr
+
+
+@pytest.mark.parametrize("argv, phrase", [
+    (["train", "demo", "--states", "0", "--dim", "2"], "--states must be > 0"),
+    (["train", "demo", "--states", "3"], "--dim L is required"),
+    (["train", "demo", "--model", "standard", "--method", "cooc", "--states", "3"], "--method cooc needs --model dense"),
+    (["train", "demo", "--model", "standard", "--states", "3", "--lr", "0.1"], "--lr applies to dense models only"),
+    (["train", "demo", "--states", "3", "--dim", "2", "--method", "em", "--steps", "5"], "use --iter"),
+    (["train", "demo", "--states", "x"], "invalid int value"),
+    (["train", "demo", "--model", "standard", "--states", "3", "--out", "nofolder/x.h5"], "does not exist"),
+    (["train", "demo", "--model", "standard", "--states", "3", "--checkpoint-every", "5"], "needs --out"),
+    (["train", "demo", "--model", "standard", "--states", "3", "--preset", "nope"], "unknown preset 'nope'"),
+    (["info", "nope.h5"], "nope.h5: no such file"),
+    (["evaluate", "MODEL", "nothere.txt"], "nothere.txt: no such file"),
+    (["sample", "MODEL", "-n", "0"], "-n must be >= 1"),
+    (["sample", "MODEL", "--name", "other"], "no model named 'other'"),
+    (["frobnicate"], "invalid choice"),
+    ([], "required"),
+])
+def test_user_errors_in_process(tmp_path, demo_model_file, capsys, monkeypatch, argv, phrase):
+    from densehmm_core.cli import main
+    d, path = demo_model_file
+    monkeypatch.chdir(tmp_path)
+    argv = [str(path) if a == "MODEL" else a for a in argv]
+    if "--preset" in argv:
+        argv[1] = str(path)  # an existing file, so that the preset is what fails
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert phrase in lines[0], lines[0]
+
+
+def test_name_taken_is_refused_before_training(tmp_path, demo_model_file, capsys):
+    from densehmm_core.cli import main
+    d, path = demo_model_file
+    before = path.read_bytes()
+    assert main(["train", "demo", "--model", "standard", "--states", "3", "--out", str(path), "--name", "std"]) == 2
+    assert "already holds a model named 'std'" in capsys.readouterr().err
+    assert path.read_bytes() == before
 
 
 def test_train_writes_nothing_on_user_error_before_training(tmp_path):
@@ -308,15 +335,15 @@ def test_shared_fasta_end_to_end(tmp_path, shared_data):
     if not fasta.is_file():
         pytest.skip("protein FASTA absent")
     ok(["train", fasta, "--model", "standard", "--states", "3", "--iter", "3", "--subset", "150",
-        "--max-len", "100", "--merge-below", "0.01", "--out", "p.h5", "--name", "std"], tmp_path)
+        "--max-len", "100", "--merge-below", "0.05", "--out", "p.h5", "--name", "std"], tmp_path)
     ok(["train", fasta, "--model", "dense", "--method", "em", "--states", "3", "--dim", "2", "--iter", "2",
-        "--mstep-steps", "3", "--subset", "150", "--max-len", "100", "--merge-below", "0.01", "--device", "cpu",
+        "--mstep-steps", "3", "--subset", "150", "--max-len", "100", "--merge-below", "0.05", "--device", "cpu",
         "--out", "p.h5", "--name", "em"], tmp_path)
     info = read_model_info(tmp_path / "p.h5", "em")
     assert info["provenance"]["n_sequences"] == 75 and info["attrs"]["fit_method"] == "em"
     assert info["provenance"].get("sha256")
     vocab = info["vocabulary"]
-    assert "L" in vocab and len(vocab) < 21  # rare residues merged
+    assert "L" in vocab and "<other>" in vocab and len(vocab) < 20  # rare residues merged
     out = json.loads(ok(["evaluate", "p.h5", fasta, "--name", "em", "--subset", "40", "--json"], tmp_path).stdout)
     assert out["n_sequences"] == 40 and np.isfinite(out["nll"]) and out["nll"] > 0
     tsv = ok(["decode", "p.h5", fasta, "--name", "std", "--subset", "5"], tmp_path).stdout.splitlines()

@@ -1,7 +1,10 @@
 """Fuzzing every reader (issue 4): random bytes and mutated valid files give a valid Corpus or a
 DataFormatError, never another exception."""
+import atexit
 import gzip
+import os
 import pathlib
+import shutil
 import tempfile
 
 import numpy as np
@@ -21,7 +24,10 @@ READERS = {
     "conll": "chunks.conll",
     "conllu": "sentences.conllu",
 }
-_DIR = pathlib.Path(tempfile.mkdtemp(prefix="densehmm-fuzz-"))
+# A RAM-backed folder when there is one: thousands of small files are written.
+_RAM = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+_DIR = pathlib.Path(tempfile.mkdtemp(prefix="densehmm-fuzz-", dir=_RAM))
+atexit.register(shutil.rmtree, _DIR, True)
 
 # Bytes that matter to the parsers, to make mutations meaningful.
 _SPECIAL = st.sampled_from([b">", b"\n", b"\r\n", b"\t", b" ", b"_", b"/", b"(", b")", b"#", b"-", b".", b"*",

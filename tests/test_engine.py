@@ -41,10 +41,12 @@ def hmmlearn_stats(h, seqs):
     return stats, ll
 
 
-ENGINES = [get_engine("numpy"), NumpyEngine(chunk_elements=40)]   # the second forces many chunks
+# min_batch=0: always the batched numpy code (the default engine hands chunks of fewer
+# than 64 sequences to hmmlearn's compiled single-sequence routines; tested below)
+ENGINES = [NumpyEngine(min_batch=0), NumpyEngine(chunk_elements=40, min_batch=0)]
 
 
-@pytest.mark.parametrize("engine", ENGINES, ids=["default", "tiny-chunks"])
+@pytest.mark.parametrize("engine", ENGINES, ids=["batched", "tiny-chunks"])
 @pytest.mark.parametrize("n,m,seed", [(1, 3, 0), (2, 2, 1), (4, 7, 2), (6, 3, 3)])
 def test_engine_matches_hmmlearn(engine, n, m, seed):
     rng = np.random.default_rng(seed)
@@ -92,7 +94,7 @@ def test_long_and_short_sequences_with_dirichlet_model():
     obs, _ = sample_sequences(pi, A, B, 12, rng.integers(1, 2000, size=12), seed=3)
     obs.append(obs[0][:1])
     h = oracle(pi, A, B)
-    eng = get_engine()
+    eng = NumpyEngine(min_batch=0)
     ll = eng.loglik(pi, A, B, obs)
     np.testing.assert_allclose(ll, [h.score(o[:, None]) for o in obs], rtol=RTOL)
     st = eng.statistics(pi, A, B, obs)
@@ -142,7 +144,7 @@ def test_brute_force_tiny_model():
     pi, A, B = rand_model(rng, 3, 4)
     seqs = [np.array([2]), np.array([0, 3]), np.array([1, 1, 0, 2, 3]), np.array([3, 0, 0, 1]),
             np.array([3, 1, 0, 2])]
-    eng = get_engine()
+    eng = NumpyEngine(min_batch=0)
     ll = eng.loglik(pi, A, B, seqs)
     post = eng.posteriors(pi, A, B, seqs)
     st = eng.statistics(pi, A, B, seqs)
@@ -170,7 +172,9 @@ def test_brute_force_tiny_model():
     np.testing.assert_allclose(st.start, start, rtol=1e-10)
 
 
-def test_zero_probabilities_give_minus_inf_not_nan():
+@pytest.mark.parametrize("engine", [NumpyEngine(chunk_elements=12, min_batch=0), get_engine()],
+                         ids=["batched", "default"])
+def test_zero_probabilities_give_minus_inf_not_nan(engine):
     pi = np.array([1.0, 0.0, 0.0])
     A = np.array([[0.0, 1.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])   # left-to-right
     B = np.array([[1.0, 0.0, 0.0], [0.0, 0.7, 0.3], [0.0, 0.0, 1.0]])
@@ -178,7 +182,7 @@ def test_zero_probabilities_give_minus_inf_not_nan():
     impossible = np.array([0, 2, 0])          # symbol 0 only from state 0, never revisited
     starts_badly = np.array([1, 1])           # state 0 emits only symbol 0
     seqs = [possible, impossible, starts_badly, np.array([0])]
-    eng = NumpyEngine(chunk_elements=12)
+    eng = engine
     with np.errstate(all="raise"):           # no warnings either (log 0 handled explicitly)
         ll = eng.loglik(pi, A, B, seqs)
         st = eng.statistics(pi, A, B, seqs)
@@ -227,3 +231,29 @@ def test_prepared_sequences_give_the_same_results():
 def test_get_engine_unknown_name():
     with pytest.raises(ValueError, match="unknown engine"):
         get_engine("cuda-magic")
+
+
+def test_default_engine_small_chunks_agree_with_batched():
+    """Chunks of few sequences go through hmmlearn's compiled routines: same results."""
+    rng = np.random.default_rng(21)
+    pi, A, B = rand_model(rng, 4, 6, conc=0.3)
+    B[2, 5] = 0.0
+    B[2] /= B[2].sum()
+    seqs = rand_seqs(rng, 6, 200, 12)
+    seqs += [rng.integers(0, 6, size=400) for _ in range(3)]       # a few long ones
+    hybrid = NumpyEngine(chunk_elements=4 * 1000)
+    batched = NumpyEngine(chunk_elements=4 * 1000, min_batch=0)
+    prep = hybrid.prepare(seqs, 4)
+    sizes = [len(ch.index) for ch in prep.chunks]
+    assert min(sizes) < hybrid.min_batch <= max(sizes)            # both paths are exercised
+    np.testing.assert_allclose(hybrid.loglik(pi, A, B, prep), batched.loglik(pi, A, B, seqs), rtol=RTOL)
+    a, b = hybrid.statistics(pi, A, B, prep), batched.statistics(pi, A, B, seqs)
+    for x, y in ((a.start, b.start), (a.trans, b.trans), (a.emit, b.emit), (a.loglik, b.loglik)):
+        np.testing.assert_allclose(x, y, rtol=RTOL, atol=1e-10)
+    for x, y in zip(hybrid.posteriors(pi, A, B, prep), batched.posteriors(pi, A, B, seqs)):
+        np.testing.assert_allclose(x, y, rtol=RTOL, atol=1e-12)
+    (pa, la), (pb, lb) = hybrid.viterbi(pi, A, B, prep), batched.viterbi(pi, A, B, seqs)
+    np.testing.assert_allclose(la, lb, rtol=RTOL)
+    for x, y, s, l in zip(pa, pb, seqs, la):   # ties possible: compare the paths' log-probabilities
+        np.testing.assert_allclose(joint_logprob(pi, A, B, x, s), l, rtol=RTOL)
+        np.testing.assert_allclose(joint_logprob(pi, A, B, y, s), l, rtol=RTOL)

@@ -157,6 +157,17 @@ def test_reproduce_factorization_quick_parallel_and_resume(tmp_path, capsys):
     for n, l in s.grid:
         if l < n:
             assert med[(n, l, "softmax")] < med[(n, l, "normabslin")]
+    # best restart per matrix: its median is the median over matrices of the per-matrix minimum
+    for n, l in s.grid:
+        for m in fz.METHODS:
+            errs = {}
+            for r in rows:
+                if (int(r["n"]), int(r["l"]), r["method"]) == (n, l, m):
+                    errs.setdefault(int(r["matrix"]), []).append(float(r["error"]))
+            best = np.median([min(v) for v in errs.values()])
+            got = [float(x["best_median"]) for x in summ
+                   if (int(x["n"]), int(x["l"]), x["method"]) == (n, l, m)]
+            assert got == [pytest.approx(best, rel=1e-12)]
     _check_png(out / "factorization.png")
     assert "| n | l |" in (out / "factorization_table.md").read_text()
     before = (out / "factorization_runs.csv").read_bytes()
@@ -197,9 +208,9 @@ def _check_comparison(out, name, models, n_pairs, capsys, argv):
 def test_reproduce_synthetic_quick(tmp_path, capsys):
     out = tmp_path / "syn"
     models = ["dense-em", "dense-direct", "standard-fair", "standard", "dense-direct-gt"]
-    argv = ["reproduce", "synthetic", "--quick", "--out", str(out), "--jobs", "1"]
+    argv = ["reproduce", "synthetic", "--quick", "--out", str(out), "--jobs", "1", "--grid", "3:2"]
     assert _run(argv) == 0
-    rows = _check_comparison(out, "synthetic", models, 2, capsys, argv)
+    rows = _check_comparison(out, "synthetic", models, 1, capsys, argv)
     # fair HMM: n_fair(3, 3, l) states; the standard HMM has n
     from densehmm_core.standard import n_fair
     for r in rows:
@@ -208,7 +219,8 @@ def test_reproduce_synthetic_quick(tmp_path, capsys):
         if r["model"] == "standard":
             assert int(r["n_states"]) == 3
     # the same repetition gives every model the same data
-    assert len({r["data_seed"] for r in rows if r["l"] == "1"}) == 1
+    assert len({r["data_seed"] for r in rows}) == 1
+    assert len({r["model_seed"] for r in rows}) == len(models)
 
 
 def _need_data_module():
@@ -231,9 +243,9 @@ def test_reproduce_real_data_quick(tmp_path, capsys, shared_data, name, rel):
     out = tmp_path / name
     models = ["dense-direct", "standard"]
     argv = ["reproduce", name, "--quick", "--out", str(out), "--jobs", "1", "--data", str(data),
-            "--models", ",".join(models)]
+            "--models", ",".join(models), "--grid", "3:2"]
     assert _run(argv) == 0
-    rows = _check_comparison(out, name, models, 2, capsys, argv)
+    rows = _check_comparison(out, name, models, 1, capsys, argv)
     assert all(int(r["n_train_seqs"]) == 30 and int(r["n_test_seqs"]) == 30 for r in rows)
 
 
@@ -255,9 +267,9 @@ def test_reproduce_medpost_quick(tmp_path, capsys):
     out = tmp_path / "medpost"
     models = ["standard", "dense-direct"]
     argv = ["reproduce", "medpost", "--quick", "--out", str(out), "--jobs", "1", "--data", str(f),
-            "--models", ",".join(models)]
+            "--models", ",".join(models), "--grid", "3:2"]
     assert _run(argv) == 0
-    _check_comparison(out, "medpost", models, 2, capsys, argv)
+    _check_comparison(out, "medpost", models, 1, capsys, argv)
 
 
 def test_reproduce_medpost_without_data_is_a_clear_error(tmp_path, capsys):
@@ -266,6 +278,11 @@ def test_reproduce_medpost_without_data_is_a_clear_error(tmp_path, capsys):
     assert _run(["reproduce", "penn", "--quick", "--out", str(tmp_path),
                  "--data", str(tmp_path / "missing.mrg")]) == 2
     assert "not found" in capsys.readouterr().out
+
+
+def test_reproduce_rejects_bad_grid(tmp_path, capsys):
+    assert _run(["reproduce", "factorization", "--quick", "--out", str(tmp_path), "--grid", "3-1"]) == 2
+    assert "--grid" in capsys.readouterr().out
 
 
 def test_cli_import_is_cheap():

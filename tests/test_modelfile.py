@@ -65,7 +65,7 @@ def dense_em(corpora):
 def dense_cooc(corpora):
     from densehmm_core.dense import DenseHMM
     train, _ = corpora
-    return DenseHMM(3, 2, len(train.vocabulary), fit_method="cooc", seed=2, steps=60, lbfgs_steps=5,
+    return DenseHMM(3, 2, len(train.vocabulary), fit_method="cooc", seed=2, steps=60, finish_steps=5,
                     device="cpu").fit(train)
 
 

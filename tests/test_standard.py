@@ -18,11 +18,22 @@ def demo():
     return demo_dataset(seed=3)
 
 
+@pytest.fixture(params=["batched", "hybrid"])
+def engine_mode(request, monkeypatch):
+    """Run a test with the batched numpy code only, and with the default engine (which
+    hands chunks of few sequences, like these small data sets, to hmmlearn's compiled
+    single-sequence routines)."""
+    from densehmm_core.engine import get_engine
+    if request.param == "batched":
+        monkeypatch.setattr(get_engine("numpy"), "min_batch", 0)
+    return request.param
+
+
 def lls(model):
     return np.array([h["train_ll"] for h in model.history_])
 
 
-def test_loglik_non_decreasing_and_events(demo):
+def test_loglik_non_decreasing_and_events(demo, engine_mode):
     train, test, _ = demo
     events = []
     model = StandardHMM(4, n_iter=25, tol=-np.inf, seed=0)
@@ -43,7 +54,7 @@ def test_loglik_non_decreasing_and_events(demo):
     assert events[-1].params["transmat"] is not model.transmat_
 
 
-def test_numpy_and_hmmlearn_engines_same_trajectory(demo):
+def test_numpy_and_hmmlearn_engines_same_trajectory(demo, engine_mode):
     train, _, _ = demo
     a = StandardHMM(5, n_iter=20, tol=-np.inf, seed=4).fit(train)
     b = StandardHMM(5, n_iter=20, tol=-np.inf, seed=4, engine="hmmlearn").fit(train)
@@ -52,7 +63,7 @@ def test_numpy_and_hmmlearn_engines_same_trajectory(demo):
     np.testing.assert_allclose(a.emissionprob_, b.emissionprob_, rtol=1e-6, atol=1e-9)
 
 
-def test_trajectory_matches_plain_hmmlearn_fit(demo):
+def test_trajectory_matches_plain_hmmlearn_fit(demo, engine_mode):
     """Our Baum-Welch vs hmmlearn's own loop started from the same parameters."""
     train, _, _ = demo
     ours = StandardHMM(3, n_iter=10, tol=-np.inf, seed=9).init_params(5)

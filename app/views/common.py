@@ -14,7 +14,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 __all__ = [
     "theme_colors", "make_graphics_widget", "style_plot", "LabelAxis", "state_colors",
     "symbol_labels", "state_labels", "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap",
-    "diverging_cmap", "first_of", "fmt_value", "as_single",
+    "diverging_cmap", "first_of", "ThinLogAxis", "fmt_value", "as_single",
 ]
 
 #: Perceptual sequential colour map for probabilities.
@@ -140,6 +140,29 @@ class LabelAxis(pg.AxisItem):
         for v in values:
             i = int(round(v))
             out.append(self._labels[i] if 0 <= i < len(self._labels) else "")
+        return out
+
+
+class ThinLogAxis(pg.AxisItem):
+    """A value axis whose log-mode ticks never crowd.
+
+    Below one decade pyqtgraph puts all of 2..9 x 10^k on one tick level, which is always
+    drawn and overlaps on short plots; here such levels keep 1-2-5 values, or only the
+    decades, when the axis is too short for all of them.
+    """
+
+    def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802 (pyqtgraph API)
+        levels = super().logTickValues(minVal, maxVal, size, stdTicks)
+        room = max(2, int(size // 22))
+        out = []
+        for spacing, values in levels:
+            values = list(values)
+            if spacing is None and len(values) > room:
+                mant = [round(10 ** (v - math.floor(v + 1e-9)), 6) for v in values]
+                values = [v for v, m in zip(values, mant) if m in (1.0, 2.0, 5.0)]
+                if len(values) > room:
+                    values = [v for v, m in zip(values, mant) if m == 1.0] or values[:1]
+            out.append((spacing, values))
         return out
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from .common import label_axis_text, make_graphics_widget, style_plot, theme_colors
+from .common import ThinLogAxis, label_axis_text, make_graphics_widget, style_plot, theme_colors
 
 __all__ = ["TrainingCurves", "SERIES"]
 
@@ -67,10 +67,10 @@ class TrainingCurves(QtWidgets.QWidget):
                   "mad": ("Co-occurrence MAD", "MAD")}
         for i, (key, (title, ylab)) in enumerate(titles.items()):
             row, col = (i, 0) if orientation == "vertical" else (0, i)
-            p = self.graphics.addPlot(row=row, col=col)
+            p = self.graphics.addPlot(row=row, col=col, axisItems={"left": ThinLogAxis("left")})
             style_plot(p, self, title)
             label_axis_text(p, "left", ylab, self)
-            p.showGrid(True, True, alpha=0.2)
+            # no grid: its alpha-blended lines double the repaint cost of a live plot
             p.setClipToView(True)
             p.setDownsampling(auto=True, mode="peak")
             p.getAxis("left").setWidth(62)
@@ -178,13 +178,19 @@ class TrainingCurves(QtWidgets.QWidget):
                 curve.setData(x[ok], y[ok])
             else:
                 curve.setData([], [])
+        for plot_key, plot in self.plots.items():
+            if not any(c.xData is not None and len(c.xData) for k, c in self.curves.items()
+                       if SERIES[k][0] == plot_key):
+                plot.setLogMode(False, False)
+                plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.05)
+                self._shown = None  # log modes are re-applied when data arrives
         # MAD and a co-occurrence loss span decades: log axes when the values are positive
         mad = np.asarray(self._values["mad"], dtype=float)
         good = mad[np.isfinite(mad)]
         log_mad = bool(good.size and np.all(good > 0))
         loss = np.asarray(self._values["loss"], dtype=float)
         good = loss[np.isfinite(loss)]
-        log_loss = bool(good.size > 1 and np.all(good > 0) and good.max() / max(good.min(), 1e-300) > 100)
+        log_loss = bool(good.size > 1 and np.all(good > 0) and good.max() / max(good.min(), 1e-300) > 20)
         shown = (self._nll_kind, log_loss, log_mad)
         if shown != self._shown:
             self._shown = shown

@@ -74,11 +74,13 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._left = LabelAxis("left")
         self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left})
         style_plot(self.plot, self, self._title)
-        self.plot.showGrid(True, True, alpha=0.2)
+        # no grid: its alpha-blended lines double the repaint cost of a live plot
         _, fg = theme_colors(self)
-        # the legend sits in its own column, right of the plot, so it never hides points
-        self.legend = pg.LegendItem(offset=None, labelTextColor=fg, verSpacing=-4)
-        self.graphics.addItem(self.legend, row=0, col=1)
+        # the legend is a row beneath the plot, so it never hides points
+        self.legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=len(EMBEDDING_SETS),
+                                    horSpacing=14, frame=False)
+        self.legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.graphics.addItem(self.legend, row=1, col=0)
         self.scatters: Dict[str, pg.ScatterPlotItem] = {}
         for key, (desc, marker, color, is_state) in EMBEDDING_SETS.items():
             size = 11 if is_state else 9

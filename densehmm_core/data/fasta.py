@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import array
+import re
 import zlib
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -28,6 +29,9 @@ _WS = b" \t\r\n\v\f"
 # Characters a sequence line may hold: letters, stop '*', gaps '-' and '.'.
 _ALLOWED = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z") + 1)) + b"*-."
 _MOL_VALUES = ("protein", "na", "all")
+_BLOCK = 1 << 22
+_READ = 1 << 22
+_MOL_FIELD = re.compile(rb"(?:^>|\s)mol:(\S*)")
 
 
 def _table(uppercase: bool, nucleotide: Optional[str]) -> bytes:
@@ -101,40 +105,28 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
     n_stops = 0
     n_records = 0
 
-    header: Optional[bytes] = None
-    header_line = 0
-    parts: List[bytes] = []
-    part_start = 0
-    lineno = 0
+    lineno = 0  # lines consumed before the current record
 
-    def finish():
+    def record(rec: bytes, header_line: int) -> None:
+        """One record: ``rec`` is the header (without '>') up to the end of its sequence."""
         nonlocal n_empty, first_empty, n_mol_skipped, n_stops, n_records
         n_records += 1
-        if mol != "all":
-            i = header.find(b"mol:")
-            if i >= 0 and (i == 1 or header[i - 1] in _WS):
-                j = i + 4
-                k = j
-                while k < len(header) and header[k] not in _WS:
-                    k += 1
-                value = header[j:k].decode("ascii", "replace").lower()
+        nl = rec.find(b"\n")
+        if nl < 0:
+            header, body = rec, b""
+        else:
+            header, body = rec[:nl], rec[nl + 1:]
+        if mol != "all" and b"mol:" in header:
+            found = _MOL_FIELD.search(header)
+            if found is not None:
+                value = found.group(1).decode("ascii", "replace").lower()
                 if value != mol:
                     n_mol_skipped += 1
                     mol_skipped_types[value] = mol_skipped_types.get(value, 0) + 1
                     return
-        seq = b"".join(parts).translate(table, _WS)
-        bad = seq.translate(None, _ALLOWED)
-        if bad:
-            ch = bad[:1]
-            for off, p in enumerate(parts):
-                if ch in p.translate(table, _WS):
-                    break
-            else:  # pragma: no cover - the character is in some line
-                off = 0
-            shown = ch.decode("latin-1")
-            raise DataFormatError(
-                f"invalid character {shown!r} (byte 0x{ch[0]:02x}) in the sequence of record "
-                f"{_name(header)!r}", path, part_start + off)
+        seq = body.translate(table, _WS)
+        if seq.translate(None, _ALLOWED):
+            _bad_character(body, table, header, header_line, path)
         if strip_stop and seq.endswith(b"*"):
             stripped = seq.rstrip(b"*")
             n_stops += len(seq) - len(stripped)
@@ -150,37 +142,75 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
         if names is not None:
             names.append(_name(header))
 
-    stream = src.stream
-    try:
-        for line in stream:
+    def block(data: bytes, first: bool) -> None:
+        """Whole records (the first block may start with blank or ';' comment lines)."""
+        nonlocal lineno
+        if first:
+            if data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            if data[:1] != b">":
+                cut = data.find(b"\n>")
+                prefix = data if cut < 0 else data[:cut + 1]
+                for line in prefix.split(b"\n"):
+                    lineno += 1
+                    t = line.strip()
+                    if t and t[:1] != b";":
+                        raise DataFormatError(
+                            "sequence data before any '>' header line: not a FASTA file (every record must "
+                            "start with a '>' header)", path, lineno)
+                lineno -= 1  # the prefix ends with a newline (or is all of the data)
+                if cut < 0:
+                    return
+                data = data[cut + 1:]
+        recs = data.split(b"\n>")
+        recs[0] = recs[0][1:]
+        for rec in recs:
             lineno += 1
-            if line[:1] == b">":
-                if header is not None:
-                    finish()
-                header = line.rstrip(b"\r\n")
-                header_line = lineno
-                parts = []
-                part_start = lineno + 1
-            elif header is not None:
-                parts.append(line)
-            else:
-                s = line.strip()
-                if not s or s[:1] == b";":
-                    continue
-                if lineno == 1 and s.startswith(b"\xef\xbb\xbf>"):
-                    header = s[3:]
-                    header_line = lineno
-                    parts = []
-                    part_start = lineno + 1
-                    continue
-                raise DataFormatError(
-                    "sequence data before any '>' header line: not a FASTA file (every record must "
-                    "start with a '>' header)", path, lineno)
+            record(rec, lineno)
+            lineno += rec.count(b"\n")
+
+    read = src.stream.read
+    pending: List[bytes] = []
+    first = True
+    seen_any = False
+    prev_last = b""
+    try:
+        while True:
+            chunk = read(_READ)
+            if not chunk:
+                break
+            seen_any = True
+            # cut after the last newline that starts a header; records never straddle blocks
+            cut = chunk.rfind(b"\n>")
+            if cut < 0 and prev_last == b"\n" and chunk[:1] == b">":
+                cut = -1
+                data = b"".join(pending)
+                pending = [chunk]
+                if data:
+                    block(data[:-1] if data.endswith(b"\n") else data, first)
+                    first = False
+                prev_last = chunk[-1:]
+                continue
+            prev_last = chunk[-1:]
+            if cut < 0:
+                pending.append(chunk)
+                continue
+            pending.append(chunk[:cut])
+            data = b"".join(pending)
+            pending = [chunk[cut + 1:]]
+            block(data, first)
+            first = False
     except (OSError, EOFError, zlib.error) as exc:
         raise DataFormatError(f"corrupt or truncated gzip data ({exc})", path) from None
-    if header is None:
+    data = b"".join(pending)
+    if data:
+        if data.endswith(b"\n"):
+            data = data[:-1]
+        block(data, first)
+    if not n_records:
+        if seen_any and not data.strip() and first:
+            raise DataFormatError("empty file (only whitespace)", path, 1)
         raise DataFormatError("no records: the file holds no '>' header line", path)
-    finish()
 
     warnings: List[str] = []
     if n_mol_skipped:
@@ -197,7 +227,10 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
         raise DataFormatError(reason, path)
 
     data = np.frombuffer(buf, dtype=np.uint8)
-    byte_counts = np.bincount(data, minlength=256)
+    # Chunked: bincount and fancy indexing cast their index to intp (8 bytes a residue).
+    byte_counts = np.zeros(256, dtype=np.int64)
+    for i in range(0, data.size, _BLOCK):
+        byte_counts += np.bincount(data[i:i + _BLOCK], minlength=256)
     observed = [chr(c) for c in np.flatnonzero(byte_counts)]
     lut = np.zeros(256, dtype=np.int32)
     if alphabet == "observed":
@@ -222,7 +255,9 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
                             f"({', '.join(outside)}) mapped to {wildcard!r}")
             lut[:] = symbols.index(wildcard)
         lut[[ord(c) for c in symbols]] = np.arange(len(symbols), dtype=np.int32)
-    encoded = lut[data]
+    encoded = np.empty(data.size, dtype=np.int32)
+    for i in range(0, data.size, _BLOCK):
+        np.take(lut, data[i:i + _BLOCK], out=encoded[i:i + _BLOCK], mode="clip")
     del data
     buf.clear()
     del buf
@@ -235,7 +270,18 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
     return {"sequences": sequences, "vocabulary": vocabulary, "names": names, "warnings": warnings, "info": info}
 
 
+def _bad_character(body: bytes, table: bytes, header: bytes, header_line: int, path) -> None:
+    for off, line in enumerate(body.split(b"\n")):
+        bad = line.translate(table, _WS).translate(None, _ALLOWED)
+        if bad:
+            ch = bad[:1]
+            raise DataFormatError(
+                f"invalid character {ch.decode('latin-1')!r} (byte 0x{ch[0]:02x}) in the sequence of record "
+                f"{_name(header)!r}", path, header_line + 1 + off)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _name(header: bytes) -> str:
-    body = header[1:].strip()
+    body = header.strip()
     word = body.split(None, 1)[0] if body else b""
     return word.decode("utf-8", "replace")

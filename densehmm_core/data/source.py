@@ -49,9 +49,15 @@ class _HashingRaw(io.RawIOBase):
 
     def drain(self) -> None:
         """Read the rest of the file so that the hash covers every byte."""
-        buf = bytearray(_CHUNK)
-        while self.readinto(buf):
-            pass
+        while True:
+            chunk = self._fh.read(_CHUNK)
+            if not chunk:
+                break
+            self.sha.update(chunk)
+            self.pos += len(chunk)
+            if self._progress is not None and self.pos >= self._next_report:
+                self._next_report = self.pos + 4 * _CHUNK
+                self._progress(self.pos, self.total)
 
     def close(self):
         try:

@@ -1,25 +1,33 @@
-"""Batched, scaled forward-backward in float64 numpy.
+"""Batched, scaled forward-backward and Viterbi in float64 numpy.
 
 How it works
 ------------
 :meth:`NumpyEngine.prepare` sorts the sequences by length (longest first) and cuts
 them into *chunks* whose padded size ``T_max x n_seq x n_states`` stays below
-``chunk_elements`` floats.  Each chunk is stored time-major, ``O[t, j]`` = symbol of
-sequence ``j`` at time ``t`` (``-1`` past its end).  Because the sequences are
-sorted, the sequences still running at time ``t`` are exactly the first
-``active[t]`` columns, so every time step is a handful of vectorised numpy
-operations on a contiguous ``(active[t], n)`` block: one small matrix product with
-``A`` (BLAS), one product with the gathered emission column, one normalisation.
+``chunk_elements`` floats.  A chunk stores its symbols time-major, ``obs[t, j]`` =
+symbol of sequence ``j`` at time ``t`` (``-1`` past its end).  Because the
+sequences are sorted, the sequences still running at time ``t`` are exactly the
+first ``active[t]`` columns, so a time step is a handful of vectorised numpy
+operations on an ``(n, active[t])`` block (layout time x state x sequence): one
+small matrix product with ``A`` (BLAS, limited to one thread: the products are
+tiny and a multi-threaded BLAS only adds synchronisation), one product with the
+gathered emission probabilities, one normalisation.
 
-The forward pass is the scaled (Rabiner) recursion:
+The forward pass is the scaled (Rabiner) recursion
 ``alpha_hat[t] = (alpha_hat[t-1] A) * B[:, x_t] / c_t`` with
-``c_t = P(x_t | x_<t)`` and ``log P(x) = sum_t log c_t``; the backward pass
-uses the same ``c_t``.  Posteriors are ``alpha_hat * beta_hat``; the expected
-transition counts of a whole chunk are ONE matrix product
-``A * (alpha_hat[:-1]^T @ (B[:, x_{t+1}] * beta_hat[t+1] / c_{t+1}))`` over all
-time steps and sequences, and the emission counts are one ``bincount`` per state.
-Per-time posteriors exist only for one chunk at a time, so the memory is bounded
-by ``chunk_elements`` (default 2**23 floats = 64 MB per working array).
+``c_t = P(x_t | x_<t)`` and ``log P(x) = sum_t log c_t``; the backward pass uses
+the same ``c_t``.  Posteriors are ``alpha_hat * beta_hat``; the expected
+transition counts are accumulated during the backward pass as one small matrix
+product per step (``alpha_hat[t] @ (B[:, x_{t+1}] * beta_hat[t+1] / c_{t+1})^T``,
+times ``A``), and the emission counts are one ``bincount`` per state and chunk.
+Per-time posteriors exist only for one chunk at a time, so memory is bounded by
+``chunk_elements`` (default 2**23 floats = 64 MB per working array; two of them).
+
+Chunks holding fewer than ``min_batch`` sequences (default 64: a few very long
+sequences, or a tiny data set) would pay the fixed per-step numpy overhead for
+little work; they are processed one sequence at a time by hmmlearn's compiled
+scaled routines when hmmlearn is importable (``min_batch=0`` disables this).
+Both paths give the same numbers (tests compare them).
 
 Zero probabilities: a time step with ``c_t = 0`` makes the sequence impossible;
 its log-likelihood is ``-inf`` (never NaN) and it contributes nothing to the
@@ -45,6 +53,10 @@ class _Chunk:
     obs: np.ndarray        # (T, B) int32 time-major symbols, -1 = padding
     active: List[int]      # active[t] = number of sequences with length > t
     count_obs: np.ndarray  # (T*B,) int64 symbols with padding mapped to 0 (for bincount)
+
+    def sequence(self, j: int) -> np.ndarray:
+        """Symbols of the ``j``-th sequence of the chunk (int64, contiguous)."""
+        return np.ascontiguousarray(self.obs[:int(self.lengths[j]), j], dtype=np.int64)
 
 
 class PreparedSequences:
@@ -78,13 +90,14 @@ class PreparedSequences:
             tmax = int(lengths[order[i]])
             nb = max(1, budget_tokens // tmax)
             idx = order[i:i + nb]
-            self.chunks.append(self._make_chunk(seqs, idx, lengths[idx]))
+            self.chunks.append(self._make_chunk([seqs[j] for j in idx], idx, lengths[idx]))
             i += nb
 
     @staticmethod
-    def _make_chunk(seqs, idx, lens) -> _Chunk:
+    def _make_chunk(chunk_seqs, idx, lens) -> _Chunk:
+        """Chunk of ``chunk_seqs`` (sorted by non-increasing length; original indices ``idx``)."""
         T = int(lens[0])
-        flat = np.concatenate([seqs[j] for j in idx]).astype(np.int32, copy=False)
+        flat = np.concatenate(chunk_seqs).astype(np.int32, copy=False)
         offs = np.concatenate([[0], np.cumsum(lens)[:-1]])
         t = np.arange(T)[:, None]
         mask = t < lens[None, :]
@@ -98,6 +111,22 @@ class PreparedSequences:
 
 
 _CONTROLLER = None
+_HMMC = False
+
+
+def _hmmc():
+    """hmmlearn's compiled module (``forward_scaling``, ``backward_scaling``,
+    ``compute_scaling_xi_sum``, ``viterbi``) or None if unavailable."""
+    global _HMMC
+    if _HMMC is False:
+        try:
+            from hmmlearn import _hmmc as mod
+            for name in ("forward_scaling", "backward_scaling", "compute_scaling_xi_sum", "viterbi"):
+                getattr(mod, name)
+            _HMMC = mod
+        except Exception:  # pragma: no cover - hmmlearn missing or changed
+            _HMMC = None
+    return _HMMC
 
 
 def _single_threaded_blas():
@@ -118,6 +147,23 @@ def _single_threaded_blas():
         return contextlib.nullcontext()
 
 
+def _seq_posteriors(hm, pi, A, B, x):
+    """One sequence through hmmlearn's compiled scaled forward-backward.
+
+    Returns ``(loglik, posteriors, fwd, bwd, frameprob)`` or None when a scale
+    factor is zero (the caller then uses the exact batched numpy path).
+    """
+    fp = np.ascontiguousarray(B.T[x])
+    try:
+        ll, fwd, scale = hm.forward_scaling(pi, A, fp)
+    except ValueError:
+        return None
+    bwd = hm.backward_scaling(pi, A, fp, scale)
+    post = fwd * bwd
+    post /= post.sum(axis=1, keepdims=True)
+    return ll, post, fwd, bwd, fp
+
+
 def _params(startprob, transmat, emissionprob):
     pi = np.asarray(startprob, dtype=np.float64)
     A = np.ascontiguousarray(transmat, dtype=np.float64)
@@ -133,20 +179,41 @@ def _params(startprob, transmat, emissionprob):
 
 
 class NumpyEngine(Engine):
-    """Batched scaled forward-backward and Viterbi in float64 numpy.
+    """Batched scaled forward-backward and Viterbi in float64 numpy (see the module docstring).
 
     Parameters
     ----------
     chunk_elements : int
         Bound on ``T_max x n_seq x n_states`` of one chunk (floats per working
-        array).  Peak memory is a few times ``8 * chunk_elements`` bytes on top of
-        the data.
+        array).  Peak memory is about ``2 x 8 x chunk_elements`` bytes on top of
+        the data (a single sequence longer than the bound forms its own chunk).
+    min_batch : int
+        Chunks with fewer sequences go one sequence at a time through hmmlearn's
+        compiled routines (if available); 0 = always batched numpy.
     """
 
     name = "numpy"
 
-    def __init__(self, chunk_elements: int = 2 ** 23):
+    def __init__(self, chunk_elements: int = 2 ** 23, min_batch: int = 64):
         self.chunk_elements = int(chunk_elements)
+        self.min_batch = int(min_batch)
+
+    def _sequential(self, ch: _Chunk):
+        """hmmlearn's compiled single-sequence routines for a chunk with few sequences, else None.
+
+        A batched time step costs a fixed ~0.1 ms of numpy overhead, so a chunk of
+        fewer than ``min_batch`` sequences (a few long sequences, or a tiny data
+        set) is faster one sequence at a time in compiled code.
+        """
+        if len(ch.index) >= self.min_batch:
+            return None
+        return _hmmc()
+
+    @staticmethod
+    def _single(ch: _Chunk, j: int) -> _Chunk:
+        """A one-sequence chunk (the batched numpy path for one sequence)."""
+        L = int(ch.lengths[j])
+        return PreparedSequences._make_chunk([ch.sequence(j)], np.array([ch.index[j]]), np.array([L]))
 
     # ------------------------------------------------------------ batching
     def prepare(self, seqs, n_states: int = 16) -> PreparedSequences:
@@ -221,8 +288,17 @@ class NumpyEngine(Engine):
         out = np.empty(p.n_sequences)
         with _single_threaded_blas():
             for ch in p.chunks:
-                _, c = self._forward(pi, A, BtT, ch, store=False)
-                out[ch.index] = self._seq_loglik(c)
+                hm = self._sequential(ch)
+                if hm is None:
+                    _, c = self._forward(pi, A, BtT, ch, store=False)
+                    out[ch.index] = self._seq_loglik(c)
+                    continue
+                for j in range(len(ch.index)):
+                    try:
+                        out[ch.index[j]] = hm.forward_scaling(pi, A, np.ascontiguousarray(B.T[ch.sequence(j)]))[0]
+                    except ValueError:   # a zero scale factor: exact numpy path (gives -inf)
+                        _, c = self._forward(pi, A, BtT, self._single(ch, j), store=False)
+                        out[ch.index[j]] = self._seq_loglik(c)[0]
         return out
 
     # ------------------------------------------------------------ backward
@@ -269,17 +345,36 @@ class NumpyEngine(Engine):
         lls = np.empty(p.n_sequences)
         with _single_threaded_blas():
             for ch in p.chunks:
-                alpha, c = self._forward(pi, A, BtT, ch, store=True)
-                gamma, xi, ll = self._backward_gamma(A, BtT, ch, alpha, c)
-                del alpha
-                lls[ch.index] = ll
-                trans += xi
-                start += gamma[0].sum(axis=1)
-                for i in range(n):
-                    emit[i] += np.bincount(ch.count_obs, weights=gamma[:, i, :].ravel(),
-                                           minlength=m)[:m]
-                del gamma
+                hm = self._sequential(ch)
+                if hm is not None:
+                    for j in range(len(ch.index)):
+                        x = ch.sequence(j)
+                        res = _seq_posteriors(hm, pi, A, B, x)
+                        if res is None:      # zero scale factor: exact batched path for this one
+                            self._stats_chunk(pi, A, BtT, self._single(ch, j), start, trans, emit, lls)
+                            continue
+                        ll, post, fwd, bwd, fp = res
+                        lls[ch.index[j]] = ll
+                        start += post[0]
+                        if len(x) > 1:
+                            trans += hm.compute_scaling_xi_sum(fwd, A, bwd, fp)
+                        for i in range(n):
+                            emit[i] += np.bincount(x, weights=post[:, i], minlength=m)
+                    continue
+                self._stats_chunk(pi, A, BtT, ch, start, trans, emit, lls)
         return SufficientStats(start=start, trans=trans, emit=emit, loglik=lls)
+
+    def _stats_chunk(self, pi, A, BtT, ch, start, trans, emit, lls):
+        """Batched E-step of one chunk, accumulated into ``start``, ``trans``, ``emit``, ``lls``."""
+        n, m = A.shape[0], BtT.shape[1] - 1
+        alpha, c = self._forward(pi, A, BtT, ch, store=True)
+        gamma, xi, ll = self._backward_gamma(A, BtT, ch, alpha, c)
+        del alpha
+        lls[ch.index] = ll
+        trans += xi
+        start += gamma[0].sum(axis=1)
+        for i in range(n):
+            emit[i] += np.bincount(ch.count_obs, weights=gamma[:, i, :].ravel(), minlength=m)[:m]
 
     def posteriors(self, startprob, transmat, emissionprob, seqs) -> List[np.ndarray]:
         pi, A, B, BtT = _params(startprob, transmat, emissionprob)
@@ -287,12 +382,24 @@ class NumpyEngine(Engine):
         out: List[np.ndarray] = [None] * p.n_sequences  # type: ignore[list-item]
         with _single_threaded_blas():
             for ch in p.chunks:
-                alpha, c = self._forward(pi, A, BtT, ch, store=True)
-                gamma, _, _ = self._backward_gamma(A, BtT, ch, alpha, c, want_xi=False)
-                del alpha
-                for j, (i, L) in enumerate(zip(ch.index.tolist(), ch.lengths.tolist())):
-                    out[i] = np.ascontiguousarray(gamma[:L, :, j])
+                hm = self._sequential(ch)
+                if hm is not None:
+                    for j in range(len(ch.index)):
+                        res = _seq_posteriors(hm, pi, A, B, ch.sequence(j))
+                        if res is None:
+                            self._post_chunk(pi, A, BtT, self._single(ch, j), out)
+                        else:
+                            out[ch.index[j]] = res[1]
+                    continue
+                self._post_chunk(pi, A, BtT, ch, out)
         return out
+
+    def _post_chunk(self, pi, A, BtT, ch, out):
+        alpha, c = self._forward(pi, A, BtT, ch, store=True)
+        gamma, _, _ = self._backward_gamma(A, BtT, ch, alpha, c, want_xi=False)
+        del alpha
+        for j, (i, L) in enumerate(zip(ch.index.tolist(), ch.lengths.tolist())):
+            out[i] = np.ascontiguousarray(gamma[:L, :, j])
 
     # -------------------------------------------------------------- viterbi
     def viterbi(self, startprob, transmat, emissionprob, seqs) -> Tuple[List[np.ndarray], np.ndarray]:
@@ -307,7 +414,15 @@ class NumpyEngine(Engine):
         rows_per_block = max(1, self.chunk_elements // (n * n))
         with _single_threaded_blas():
             for ch in p.chunks:
-                self._viterbi_chunk(ch, logpi, logA, logBt, bp_dtype, rows_per_block, paths, logprob)
+                hm = self._sequential(ch)
+                if hm is None:
+                    self._viterbi_chunk(ch, logpi, logA, logBt, bp_dtype, rows_per_block, paths, logprob)
+                    continue
+                for j in range(len(ch.index)):
+                    x = ch.sequence(j)
+                    lp, path = hm.viterbi(pi, A, np.ascontiguousarray(logBt[x]))
+                    paths[ch.index[j]] = np.asarray(path, dtype=np.int64)
+                    logprob[ch.index[j]] = lp
         return paths, logprob
 
     @staticmethod

@@ -1,0 +1,176 @@
+#!/usr/bin/env python
+"""GUI responsiveness of DenseHMM Studio (issue 6) — run on demand, not part of the test suite.
+
+    QT_QPA_PLATFORM=offscreen .venv/bin/python tests/benchmarks/bench_gui_latency.py [--seconds 8]
+
+Measures, in one run:
+1. start-up: seconds from process start until the main window is shown (``python main.py``,
+   median of 3 runs, TensorFlow not yet imported) and until TensorFlow is ready in the background;
+2. event-loop stalls: a 10 ms QTimer probe records the gap between its ticks
+   (stall = gap - 10 ms) while the app is idle (baseline) and while two DenseHMM jobs train
+   on the demo data and the selected one is drawn live (throttled to <= 10 redraws/s), and the
+   same with the throttle disabled (every event drawn) for comparison;
+3. closing with two running jobs: seconds until ``close()`` returns and until the process is gone.
+Target: max stall <= 50 ms while two jobs train; window shown <= 2.5 s; exit <= 2 s.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def startup_times(runs: int = 3):
+    shown, tf_ready = [], []
+    code = ("import sys, time; t0 = time.time(); from app import main as m\n"
+            "from app.mainwindow import MainWindow\n"
+            "orig = MainWindow._tf_ready\n"
+            "def ready(self, r):\n"
+            "    orig(self, r); print('TF_READY', time.time(), flush=True); self.close()\n"
+            "MainWindow._tf_ready = ready\n"
+            "sys.exit(m.main(['main.py']))\n")
+    for _ in range(runs):
+        env = dict(os.environ, DENSEHMM_STARTUP_REPORT="1")
+        t0 = time.time()
+        p = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+        t_shown = t_tf = None
+        for line in p.stdout:
+            if line.startswith("startup_seconds") and t_shown is None:
+                t_shown = time.time() - t0
+            if line.startswith("TF_READY"):
+                t_tf = float(line.split()[1]) - t0
+        p.wait(timeout=120)
+        shown.append(t_shown)
+        tf_ready.append(t_tf)
+    return shown, tf_ready
+
+
+def probe(app, seconds: float):
+    """Gaps between 10 ms timer ticks during ``seconds`` of the real event loop."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    gaps = []
+    last = [time.perf_counter()]
+
+    def tick():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    timer = QTimer()
+    timer.setInterval(10)
+    timer.timeout.connect(tick)
+    loop = QEventLoop()
+    QTimer.singleShot(int(seconds * 1000), loop.quit)
+    last[0] = time.perf_counter()
+    timer.start()
+    loop.exec()
+    timer.stop()
+    stalls = [max(0.0, g - 0.010) * 1000 for g in gaps]
+    return stalls
+
+
+def summary(stalls):
+    s = sorted(stalls)
+    p99 = s[int(0.99 * (len(s) - 1))] if s else float("nan")
+    return {"ticks": len(s), "median_ms": statistics.median(s) if s else float("nan"),
+            "p99_ms": p99, "max_ms": max(s) if s else float("nan"), "over_50ms": sum(x > 50 for x in s)}
+
+
+def wait_until(app, cond, timeout):
+    t0 = time.perf_counter()
+    while not cond() and time.perf_counter() - t0 < timeout:
+        app.processEvents()
+        time.sleep(0.01)
+    return cond()
+
+
+def run_jobs(app, win, seconds, throttle=True):
+    from app.modelspec import ModelSpec, paper_defaults
+    win.jobs.min_interval = 0.1 if throttle else 0.0
+    specs = [ModelSpec(kind="dense_cooc", n=5, l=3, **dict(paper_defaults("dense_cooc", "paper"), steps=10 ** 7)),
+             ModelSpec(kind="dense_em", n=5, l=3, **dict(paper_defaults("dense_em", "paper"), steps=10 ** 6))]
+    jobs = [win.start_training(s) for s in specs]
+    win.jobs_panel.select(jobs[1])     # the EM job sends a parameter snapshot every iteration
+    ok = wait_until(app, lambda: all(j.step > 0 for j in jobs), 300)
+    if not ok:
+        raise SystemExit("jobs did not start")
+    e0 = [j.n_events for j in jobs]
+    d0 = [j.n_dispatched for j in jobs]
+    stalls = probe(app, seconds)
+    rates = [((j.n_events - a) / seconds, (j.n_dispatched - b) / seconds) for j, a, b in zip(jobs, e0, d0)]
+    return jobs, stalls, rates
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--no-startup", action="store_true")
+    args = ap.parse_args()
+    if not args.no_startup:
+        shown, tf = startup_times()
+        print(f"startup: window shown after {[round(x, 2) for x in shown]} s (median "
+              f"{statistics.median(shown):.2f} s, target <= 2.5 s); TensorFlow ready after "
+              f"{[round(x, 2) for x in tf if x]} s (median {statistics.median([x for x in tf if x]):.2f} s)")
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication, QMessageBox
+    app = QApplication.instance() or QApplication([])
+    import tempfile
+    from app.mainwindow import MainWindow
+    from app.settings import Settings
+    QMessageBox.question = staticmethod(lambda *a, **k: QMessageBox.Yes)
+    tmp = tempfile.mkdtemp()
+    win = MainWindow(Settings(QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat)))
+    win.resize(1500, 950)
+    win.show()
+    win.load_demo()
+    from densehmm_core.device import import_tf
+    import_tf()
+    idle = summary(probe(app, 3.0))
+    print(f"idle:                 {idle}")
+    results = {}
+    for throttle in (True, False):
+        jobs, stalls, rates = run_jobs(app, win, args.seconds, throttle)
+        s = summary(stalls)
+        results[throttle] = s
+        label = "two jobs, throttled" if throttle else "two jobs, unthrottled"
+        print(f"{label:22s}{s}")
+        print(f"    events/s per job {[round(r[0], 1) for r in rates]}, "
+              f"view updates/s per job {[round(r[1], 1) for r in rates]} (selected: job 2)")
+        for j in jobs:
+            win.jobs.cancel(j)
+        wait_until(app, lambda: all(j.state.is_final for j in jobs), 60)
+    t = results[True]
+    print(f"max stall with two jobs (throttled): {t['max_ms']:.1f} ms (target <= 50 ms); "
+          f"ratio to idle max stall: {t['max_ms'] / max(idle['max_ms'], 0.1):.1f}x; "
+          f"unthrottled / throttled max stall: {results[False]['max_ms'] / max(t['max_ms'], 0.1):.1f}x")
+
+    # closing with two running jobs
+    from app.modelspec import ModelSpec, paper_defaults
+    win.jobs.min_interval = 0.1
+    jobs = [win.start_training(ModelSpec(kind="dense_cooc", n=5, l=3,
+                                         **dict(paper_defaults("dense_cooc", "paper"), steps=10 ** 7)))
+            for _ in range(2)]
+    wait_until(app, lambda: all(j.step > 0 for j in jobs), 300)
+    t0 = time.perf_counter()
+    win.close()
+    t_close = time.perf_counter() - t0
+    wait_until(app, lambda: all(j.state.is_final for j in jobs), 30)
+    t_all = time.perf_counter() - t0
+    print(f"close() with two running jobs returned after {t_close:.2f} s; all workers ended after {t_all:.2f} s "
+          f"(target: exit <= 2 s; app.main ends the process right after close)")
+    print(f"load average during the run: {os.getloadavg()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
