@@ -12,17 +12,26 @@ from typing import Any, List, Optional, Tuple
 import numpy as np
 
 __all__ = ["DataSet", "ModelSet", "demo_dataset", "load_path", "is_model_file", "MODEL_SUFFIXES",
-           "DATA_FILTERS", "dataset_summary"]
+           "DATA_FILTERS", "data_filters", "dataset_summary",
+           "preprocess_corpus", "split_corpus", "save_models", "score_model"]
 
 MODEL_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
-DATA_FILTERS = ";;".join([
-    "All supported files (*.fasta *.fa *.faa *.fna *.fas *.gz *.txt *.mrg *.conll *.conllu *.ioc *.pos *.h5 *.hdf5)",
-    "FASTA (*.fasta *.fa *.faa *.fna *.fas *.fasta.gz *.fa.gz *.faa.gz *.fna.gz)",
-    "Tagged corpora (*.txt *.mrg *.conll *.conllu *.ioc *.pos *.gz)",
-    "DenseHMM model files (*.h5 *.hdf5)",
-    "All files (*)",
-])
+def data_filters() -> str:
+    """File-dialog filters: the core's reader formats plus HDF5 model files."""
+    try:
+        from densehmm_core.data.detect import file_dialog_filters
+        flt = list(file_dialog_filters())
+    except Exception:  # pragma: no cover - core without the helper
+        flt = ["All supported files (*.fasta *.fa *.faa *.fna *.gz *.txt *.mrg *.conll *.conllu *.ioc)",
+               "All files (*)"]
+    models = "DenseHMM model files (*.h5 *.hdf5)"
+    if flt and flt[0].startswith("All supported files ("):
+        flt[0] = flt[0][:-1] + " *.h5 *.hdf5)"
+    return ";;".join(flt[:-1] + [models] + flt[-1:])
+
+
+DATA_FILTERS = None  # computed lazily by data_filters()
 
 
 @dataclasses.dataclass
@@ -117,18 +126,13 @@ def _as_param_dict(true) -> Optional[dict]:
 
 
 def split_corpus(corpus, fraction: float = 0.5, seed: int = 0):
-    """Train/test split through the core (``Corpus.split``); returns ``(train, test)``."""
-    if fraction <= 0 or fraction >= 1:
+    """Seeded train/test split through the core (``Corpus.split``): ``fraction`` is the TRAIN share.
+
+    A share of 0 (or a corpus of one sequence) means no split: everything trains, nothing is held out.
+    """
+    if fraction <= 0 or fraction >= 1 or len(corpus.sequences) < 2:
         return corpus, None
-    split = corpus.split
-    try:
-        return split(train_fraction=fraction, seed=seed)
-    except TypeError:
-        pass
-    try:
-        return split(fraction, seed=seed)
-    except TypeError:
-        return split(fraction)
+    return corpus.split(test_fraction=1.0 - float(fraction), seed=int(seed))
 
 
 def dataset_from_corpus(path: str, corpus, split: float = 0.5, seed: int = 0, processed=None) -> DataSet:
@@ -190,7 +194,9 @@ def dataset_summary(ds: DataSet) -> dict:
             stats.update(dataclasses.asdict(st))
     lengths = np.array([len(s) for s in seqs], dtype=np.int64)
     m = len(ds.vocabulary) if ds.vocabulary is not None else ds.n_symbols
-    freq = stats.get("symbol_counts", stats.get("symbol_frequencies", stats.get("counts")))
+    freq = stats.get("symbol_counts")
+    if isinstance(freq, dict) and ds.vocabulary is not None:
+        freq = [freq.get(v, 0) for v in ds.vocabulary]
     if freq is None or len(np.asarray(freq)) != m:
         freq = np.bincount(np.concatenate(seqs), minlength=m) if seqs else np.zeros(m)
     return {
@@ -204,65 +210,27 @@ def dataset_summary(ds: DataSet) -> dict:
     }
 
 
-def preprocess_corpus(corpus, options: dict):
-    """Apply the data panel's options through the core (``Corpus.preprocess`` / presets); no maths here."""
+PREPROCESS_KEYS = {"subset": "subset", "max_length": "max_len", "min_length": "min_len",
+                   "merge_below": "merge_below", "dedupe": "dedupe"}
+
+
+def preprocess_corpus(ds: "DataSet", options: dict):
+    """Apply the data panel's options through the core; returns the preprocessed Corpus.
+
+    Without a preset: ``Corpus.preprocess`` on the corpus as read.  With a preset
+    (``paper_protein``...): the file is read again with ``data.load(path, preset=...)``, so
+    the preset's reader options apply too; options set in the panel override the preset's.
+    """
     from densehmm_core import data as core_data
-    kw = {}
+    kw = {core: options[k] for k, core in PREPROCESS_KEYS.items() if options.get(k)}
+    if kw.get("subset") and options.get("subset_random"):
+        kw["subset_seed"] = int(options.get("seed", 0))
     preset = options.get("preset")
     if preset:
-        presets = getattr(core_data, "presets", None)
-        get = getattr(presets, "get_preset", None) or getattr(core_data, "get_preset", None)
-        p = get(preset) if get is not None else getattr(presets, preset.upper(), None) or \
-            (getattr(presets, "PRESETS", {}) or {}).get(preset)
-        if p is None:
-            raise ValueError(f"unknown preset {preset!r}")
-        if callable(p) and not isinstance(p, dict):
-            p = p()
-        kw.update(p if isinstance(p, dict) else _options_of(p))
-    if options.get("subset"):
-        kw["subset"] = int(options["subset"])
-        if options.get("subset_random"):
-            kw["subset_random"] = True
-    for key in ("max_length", "min_length", "merge_below"):
-        if options.get(key):
-            kw[key] = options[key]
+        return core_data.load(ds.path, preset=preset, **kw)
     if not kw:
-        return corpus
-    return _call_preprocess(corpus, kw, options.get("seed", 0))
-
-
-def _options_of(p) -> dict:
-    if dataclasses.is_dataclass(p):
-        return {k: v for k, v in dataclasses.asdict(p).items() if v is not None}
-    return {k: v for k, v in vars(p).items() if not k.startswith("_") and v is not None}
-
-
-def _call_preprocess(corpus, kw: dict, seed: int):
-    import inspect
-    fn = corpus.preprocess
-    try:
-        params = inspect.signature(fn).parameters
-    except (TypeError, ValueError):  # pragma: no cover
-        params = {}
-    aliases = {"subset": ["subset", "first", "n_sequences", "take"],
-               "subset_random": ["subset_random", "random_subset", "random"],
-               "max_length": ["max_length", "max_len", "truncate", "cut"],
-               "min_length": ["min_length", "min_len"],
-               "merge_below": ["merge_below", "merge_threshold", "merge"]}
-    call = {}
-    for key, value in kw.items():
-        names = aliases.get(key, [key])
-        name = next((n for n in names if n in params), None)
-        if name is None and any(p.kind == p.VAR_KEYWORD for p in params.values()):
-            name = names[0]
-        if name is None:
-            if key in ("name", "description", "source", "split", "train_fraction", "seed"):
-                continue
-            raise ValueError(f"this Corpus does not support the option {key!r}")
-        call[name] = value
-    if "seed" in params and "seed" not in call:
-        call["seed"] = seed
-    return fn(**call)
+        return ds.corpus
+    return ds.corpus.preprocess(**kw)
 
 
 def save_models(path: str, items) -> List[str]:

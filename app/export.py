@@ -104,7 +104,10 @@ def _write_png(widget, size: QtCore.QSize, path: str, scale: float) -> None:
 
 
 def _write_svg(widget, size: QtCore.QSize, path: str, title: str) -> None:
-    gen = QtSvg.QSvgGenerator()
+    try:  # SVG 1.1 keeps clip paths (plots zoomed in stay inside their frames); Tiny 1.2 drops them
+        gen = QtSvg.QSvgGenerator(QtSvg.QSvgGenerator.SvgVersion.Svg11)
+    except (AttributeError, TypeError):  # pragma: no cover - Qt < 6.5
+        gen = QtSvg.QSvgGenerator()
     gen.setFileName(path)
     gen.setSize(size)
     gen.setViewBox(QtCore.QRect(0, 0, size.width(), size.height()))

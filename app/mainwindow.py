@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - views not installed
     pass
 
 from . import tasks
-from .datasets import (DATA_FILTERS, DataSet, ModelSet, dataset_from_corpus, demo_dataset, load_path)
+from .datasets import (DataSet, data_filters, ModelSet, dataset_from_corpus, demo_dataset, load_path)
 from .jobs import Job, JobManager, JobState
 from .modelspec import ModelSpec, build_model, sweep_grid
 from .panels.about import show_about
@@ -401,7 +401,7 @@ class MainWindow(QMainWindow):
 
     def open_dialog(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Open data or model files", self.settings.last_folder,
-                                                DATA_FILTERS)
+                                                data_filters())
         if paths:
             self.open_files(paths)
 
@@ -459,7 +459,7 @@ class MainWindow(QMainWindow):
         from .datasets import preprocess_corpus
 
         def work():
-            processed = preprocess_corpus(ds.corpus, options)
+            processed = preprocess_corpus(ds, options)
             return dataset_from_corpus(ds.path, ds.corpus, options["split"], options["seed"], processed=processed)
 
         def done(new_ds: DataSet) -> None:
@@ -774,20 +774,10 @@ def _job_metrics(job: Job) -> dict:
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None:
                 out[k] = float(v)
     model = job.model
-    for k in ("n_states", "n_symbols"):
-        v = getattr(model, k, None)
-        if v is not None:
-            out[k] = int(v)
-    try:
-        out["n_parameters"] = int(model.n_parameters)
-    except Exception:
-        pass
     for k, v in (getattr(model, "metrics_", None) or {}).items():
         if isinstance(v, (int, float)):
             out.setdefault(k, float(v))
     out.update(getattr(job, "scores", {}) or {})
-    if job.elapsed:
-        out["seconds"] = round(job.elapsed, 3)
     return out
 
 

@@ -88,9 +88,12 @@ def levenberg_marquardt(theta0: np.ndarray, omega_gt: np.ndarray, n: int, m: int
                 lam *= 4.0
                 continue
             x1 = x + d
-            r1, J1 = residual_jacobian(x1, omega_gt, n, m, l)
-            f1 = float(r1 @ r1)
-            if np.isfinite(f1) and f1 < f:
+            try:
+                r1, J1 = residual_jacobian(x1, omega_gt, n, m, l)
+                f1 = float(r1 @ r1)
+            except np.linalg.LinAlgError:  # a step into a reducible chain: reject it
+                f1 = np.inf
+            if np.isfinite(f1) and f1 < f and np.all(np.isfinite(J1)):
                 accepted = True
                 break
             lam *= 4.0

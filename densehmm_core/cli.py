@@ -23,7 +23,7 @@ import shutil
 import signal
 import sys
 import time
-from typing import Any, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 __all__ = ["main", "build_parser", "UserError"]
 
@@ -687,9 +687,13 @@ def _metric_values(met, model, seqs) -> dict:
     out["loglik"] = float(model.score(seqs))
     out["nll"] = float(met.normalized_nll(model, seqs))
     out["paper_nll"] = float(met.paper_nll(model, seqs))
-    omega_data = met.empirical_cooc(seqs, m)
-    omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
-    out["mad"] = float(met.cooc_mad(omega_data, omega_model))
+    try:
+        omega_data = met.empirical_cooc(seqs, m)
+    except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
+        omega_data = None
+    if omega_data is not None:
+        omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
+        out["mad"] = float(met.cooc_mad(omega_data, omega_model))
     out["n_sequences"] = len(seqs)
     out["n_tokens"] = int(sum(len(s) for s in seqs))
     return {k: v for k, v in out.items() if not (isinstance(v, float) and np.isnan(v))}
@@ -711,7 +715,9 @@ def cmd_train(args) -> int:
             raise UserError(f"{out}: the folder {folder} does not exist")
         if os.path.exists(out):
             names = list_models(out)  # refuses foreign/damaged files before any training
-            if args.name and args.name in names and not (args.overwrite or args.resume):
+            same_file = bool(args.resume) and (args.resume is True or
+                                               os.path.abspath(str(args.resume)) == os.path.abspath(out))
+            if args.name and args.name in names and not (args.overwrite or same_file):
                 raise UserError(f"{out} already holds a model named {args.name!r}: "
                                 f"use --overwrite, --resume or another --name")
     if args.name is not None:
@@ -742,6 +748,9 @@ def cmd_train(args) -> int:
             raise UserError(f"the data have {n_symbols} symbols but the model in {resume_from} has {model.n_symbols}")
         _apply_overrides(model, args)
         name = args.name or getattr(model, "model_name_", None)
+        if (out and os.path.exists(out) and os.path.abspath(resume_from) != os.path.abspath(out)
+                and name in list_models(out) and not args.overwrite):
+            raise UserError(f"{out} already holds a model named {name!r}: use --overwrite or another --name")
     else:
         try:
             model = _build_model(args, n_symbols)
@@ -782,6 +791,8 @@ def cmd_train(args) -> int:
                         saved_name = save_model(out, model, saved_name, train, test_corpus=test,
                                                 overwrite=True, params=_ckpt_params(model, last_params),
                                                 metrics={"checkpoint": True})
+                    except ModelFileError as e:  # e.g. a full disk: warn, keep training
+                        _err(f"densehmm: warning: checkpoint failed: {e}")
                     except ValueError:
                         pass  # no complete parameters yet: the next interval will try again
                     last_ckpt = time.monotonic()
@@ -804,13 +815,19 @@ def cmd_train(args) -> int:
         _err(f"densehmm: error: training ended ({stopped}) before the model had parameters; nothing saved")
         return EXIT_FAIL if error else EXIT_INTERRUPTED
 
-    metrics = {} if error else _final_metrics(model, train, test)
+    metrics = {}
+    if error is None:
+        try:
+            metrics = _final_metrics(model, train, test)
+        except Exception as e:  # noqa: BLE001 - never lose a trained model over a metric
+            _err(f"densehmm: warning: final metrics could not be computed ({type(e).__name__}: {e})")
+    else:
+        model.stop_reason_ = "diverged"
     metrics["stop_reason"] = stopped
     if out:
         saved_name = save_model(out, model, saved_name, train, test_corpus=test, metrics=metrics,
                                 overwrite=bool(args.overwrite or resume_from or args.checkpoint_every))
     if not args.quiet:
-        steps = len(getattr(model, "history_", []) or [])
         parts = [f"stopped: {stopped}"]
         for k in ("train_nll", "test_nll", "test_mad"):
             if k in metrics:
@@ -909,7 +926,7 @@ def cmd_evaluate(args) -> int:
     result = {"model_file": args.model_file, "model": getattr(model, "model_name_", args.name),
               "data": args.data, "part": args.part, **values}
     if args.json:
-        _out(json.dumps(result, indent=2))
+        _out(json.dumps(_jsonable(result), indent=2))  # inf (an impossible sequence) -> null
     elif not args.quiet:
         _out(f"model       {result['model']} ({args.model_file})")
         _out(f"data        {args.data}" + (f" ({args.part} part)" if args.part != "all" else "")

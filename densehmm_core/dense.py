@@ -44,7 +44,7 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     # Measured defaults (docs/DENSEHMM.md): normalised loss, larger Adam step with a cosine
     # decay, then an L-BFGS finish; early stopping on relative loss improvement per chunk.
     "default": {
-        "cooc": {"lr": 0.05, "lr_final": 0.001, "steps": 3000, "tol": 1e-7, "finish": "auto", "finish_steps": 1000,
+        "cooc": {"lr": 0.05, "lr_final": 0.001, "steps": 1000, "tol": 1e-7, "finish": "auto", "finish_steps": 500,
                  "loss": "normalized", "restarts": 1, "stationary_grad": True},
         "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 1e-6, "restarts": 1},
     },

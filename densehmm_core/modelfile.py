@@ -33,7 +33,6 @@ from __future__ import annotations
 import datetime as _dt
 import inspect
 import json
-import math
 import os
 import platform
 import stat

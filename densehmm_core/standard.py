@@ -180,7 +180,11 @@ class StandardHMM(BaseHMM):
                 else:
                     hmm.fit(X, lengths)
                     ll = float(hmm.monitor_.history[-1])
-                    new = (np.array(hmm.startprob_), np.array(hmm.transmat_), np.array(hmm.emissionprob_))
+                    A_new, B_new = np.array(hmm.transmat_), np.array(hmm.emissionprob_)
+                    # hmmlearn leaves all-zero rows for states without counts: keep the old rows
+                    A_new[A_new.sum(axis=1) == 0] = self.transmat_[A_new.sum(axis=1) == 0]
+                    B_new[B_new.sum(axis=1) == 0] = self.emissionprob_[B_new.sum(axis=1) == 0]
+                    new = (np.array(hmm.startprob_), A_new, B_new)
             if not np.isfinite(ll):
                 raise TrainingDiverged(
                     f"Baum-Welch iteration {it}: training log-likelihood is {ll}; the model keeps "

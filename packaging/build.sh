@@ -49,5 +49,19 @@ exe="dist/$NAME/$NAME"
 [ -x "$exe" ] || { echo "build.sh: the build did not produce $exe" >&2; exit 1; }
 size=$(du -sh "dist/$NAME" | cut -f1)
 files=$(find "dist/$NAME" -type f | wc -l)
+# when the sources were read: the bundle test (tests/test_packaging.py) skips a bundle older than them
+{
+    echo "build_started_epoch=$start"
+    echo "build_seconds=$((end - start))"
+    echo "size=$size"
+    echo "files=$files"
+    echo "python=$("$PY" -c 'import platform; print(platform.python_version())')"
+    echo "tensorflow=$("$PY" -c 'from importlib.metadata import version as v
+for d in ("tensorflow-cpu", "tensorflow"):
+    try:
+        print(d, v(d)); break
+    except Exception:
+        pass')"
+} > "dist/$NAME/BUILD-INFO.txt"
 echo "build.sh: built $exe"
 echo "build.sh: bundle dist/$NAME: $size in $files files; build time $((end - start)) s"

@@ -367,3 +367,35 @@ def test_shared_tagged_corpus_end_to_end(tmp_path, shared_data):
     assert all(len(ln.split(" ")) == 10 and set(ln.split(" ")) <= set(model.vocabulary) for ln in lines)
     tsv = ok(["decode", "t.h5", corpus, "--subset", "3", "--symbols"], tmp_path).stdout.splitlines()
     assert len(tsv) == 4
+
+
+# ------------------------------------------------------------------ dense: divergence and warm start (in process)
+def test_dense_divergence_exits_1_and_keeps_the_last_finite_model(tmp_path, capsys):
+    from densehmm_core.cli import main
+    out = tmp_path / "dv.h5"
+    rc = main(["train", "demo", "--states", "3", "--dim", "2", "--lr", "1e6", "--steps", "200",
+               "--finish-steps", "0", "--device", "cpu", "--out", str(out), "--quiet"])
+    assert rc == 1
+    err = capsys.readouterr().err
+    assert "training diverged" in err and "last finite model was saved" in err and "Traceback" not in err
+    model = load_model(out)  # validated on load: finite and stochastic
+    assert model.stop_reason_ == "diverged"
+    assert all(np.all(np.isfinite(v)) for v in model.embeddings_.values())
+
+
+def test_dense_resume_warm_starts_from_the_saved_embeddings(tmp_path, capsys):
+    from densehmm_core.cli import main
+    out = str(tmp_path / "r.h5")
+    assert main(["train", "demo", "--states", "3", "--dim", "2", "--method", "em", "--iter", "2",
+                 "--mstep-steps", "5", "--device", "cpu", "--out", out, "--name", "em", "--quiet"]) == 0
+    first = load_model(out, "em")
+    assert main(["train", "demo", "--out", out, "--name", "em", "--resume", "--iter", "2", "--quiet"]) == 0
+    resumed = load_model(out, "em")
+    n0 = len(first.history_)
+    assert resumed.history_[:n0] == first.history_
+    # the resumed run starts from the saved model: its initial log-likelihood is the saved one
+    assert resumed.history_[n0]["train_ll"] == pytest.approx(first.score(_demo_parts()[0]), rel=1e-10)
+    assert resumed.score(_demo_parts()[0]) >= first.score(_demo_parts()[0]) - 1e-6
+    assert resumed.get_config()["mstep_steps" if "mstep_steps" in resumed.get_config() else "steps"] == 5
+    assert main(["train", "demo", "--out", out, "--name", "em", "--resume", "--dim", "7", "--quiet"]) == 2
+    assert "--dim 7 does not match" in capsys.readouterr().err

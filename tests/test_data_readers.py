@@ -307,3 +307,25 @@ def test_package_reexports():
     import densehmm_core
     assert densehmm_core.load is load and densehmm_core.Corpus is Corpus
     assert densehmm_core.DataFormatError is DataFormatError
+
+
+@pytest.mark.parametrize("read_size", [1, 2, 3, 5, 7, 16, 61, 1 << 22])
+def test_fasta_block_boundaries(monkeypatch, tmp_path, read_size):
+    """The FASTA reader reads blocks; records and line numbers must not depend on the block size."""
+    import densehmm_core.data.fasta as fasta_mod
+    text = (b"\n;comment\n" + (FIX / "pdb_seqres_like.fasta").read_bytes() + b"\n\n" +
+            (FIX / "uniprot_prodigal.fasta").read_bytes())
+    p = tmp_path / "mix.fa"
+    p.write_bytes(text.replace(b"\n", b"\r\n"))
+    bad = tmp_path / "bad.fa"
+    bad.write_bytes(text + b">last\nACDE\nAC9E\n")
+    ref_names = [line[1:].split()[0].decode() for line in text.split(b"\n")
+                 if line.startswith(b">") and line.split()[0] not in (b">102d_A", b">1rna_A", b">103l_A")]
+    monkeypatch.setattr(fasta_mod, "_READ", read_size)
+    c = load(p)
+    assert c.names == ref_names
+    assert seqs_as_strings(c)[:4] == ["MVLSEGEWQL", "MNIFEA", "ACDEF", "YQF"]
+    assert any("first at line 7" in w for w in c.warnings)  # 103l_A: 2 prefix lines + line 5
+    with pytest.raises(DataFormatError, match="invalid character '9'") as e:
+        load(bad)
+    assert e.value.line == text.count(b"\n") + 3

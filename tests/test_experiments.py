@@ -137,6 +137,24 @@ def test_runner_resumes_and_retries_failures(tmp_path):
     assert st.dropped_lines == 1 and len(st.rows) == 4
 
 
+def _die_task(x):
+    if x == 1:
+        os._exit(3)  # a worker killed mid-task (out of memory, kill -9)
+    return [{"x": x}]
+
+
+def test_runner_survives_a_dying_worker(tmp_path):
+    tasks = [Task(key={"x": i}, func=f"{__name__}:_die_task", kwargs={"x": i}, label=f"x={i}")
+             for i in range(4)]
+    lines = []
+    rep = run_tasks(tasks, ResultStore(tmp_path / "r.csv", ["x"]), ["x"], jobs=2, out=lines.append)
+    assert any("worker process died" in line for line in lines)
+    failed = {int(label.split("=")[1]) for label, _ in rep.failed}
+    done = {int(r["x"]) for r in _rows(tmp_path / "r.csv")}
+    assert 1 in failed and 1 not in done
+    assert done | failed == {0, 1, 2, 3} and not done & failed
+
+
 # ------------------------------------------------------- reproduce --quick
 def test_reproduce_factorization_quick_parallel_and_resume(tmp_path, capsys):
     out = tmp_path / "fz"

@@ -188,6 +188,20 @@ def test_context_menu_action_exports(heatmaps, tmp_path, monkeypatch):
     assert img.width() == 3 * heatmaps.width()
 
 
+def test_plot_menus_offer_our_export_not_pyqtgraphs(dashboard):
+    """Right-click on a plot: pyqtgraph's menu gets "Export figure..." / "Export dashboard..."."""
+    vb = dashboard.transmat.plot.vb
+    scene = vb.scene()
+
+    class Ev:
+        acceptedItem = vb
+
+    menu = scene.addParentContextMenus(vb, vb.getMenu(Ev()), Ev())
+    texts = [a.text() for a in menu.actions()]
+    assert "Export figure..." in texts and "Export dashboard..." in texts
+    assert "Export..." not in texts  # pyqtgraph's exporter (its SVG export crashes with PySide6)
+
+
 def test_context_menu_error_is_a_dialog_not_a_crash(heatmaps, tmp_path, monkeypatch):
     acts = add_export_context_menu(heatmaps)
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",

@@ -215,14 +215,14 @@ def test_file_is_readable_with_bare_h5py(tmp_path, corpora, dense_em):
 
 
 def test_history_round_trips_none_absent_and_types(tmp_path, standard):
-    m = load_model_copy = StandardHMM(standard.n_states, standard.n_symbols, seed=0)
+    m = StandardHMM(standard.n_states, standard.n_symbols, seed=0)
     m.startprob_, m.transmat_, m.emissionprob_ = standard.startprob_, standard.transmat_, standard.emissionprob_
     m.vocabulary = None
     m.history_ = [{"step": 0, "loss": None, "phase": "x", "flag": True},
                   {"step": 1, "loss": 0.5, "phase": "", "mad": float("nan"), "flag": False},
                   {"step": 2, "loss": 1, "note": [1, 2]}]
     path = tmp_path / "h.h5"
-    save_model(path, load_model_copy)
+    save_model(path, m)
     got = load_model(path).history_
     assert got[0] == m.history_[0] and got[2] == {"step": 2, "loss": 1.0, "note": [1, 2]}
     assert got[1]["phase"] == "" and np.isnan(got[1]["mad"]) and got[1]["flag"] is False

@@ -19,6 +19,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import time
 import xml.etree.ElementTree as ET
 import zlib
 
@@ -355,6 +356,18 @@ def test_install_bundle_then_uninstall_removes_everything(tmp_path):
         assert names == ["chemical/x-fasta", "chemical/x-fasta-gzip", "application/x-densehmm-model",
                          "application/x-hdf"]
 
+        if shutil.which("gio"):
+            # a GNOME-style double click: GIO detects the type and starts the default application
+            for f in (tmp_path / "a.fasta", model):
+                args_out.unlink()
+                subprocess.run(["gio", "open", str(f)], env={**env, "ARGS_OUT": str(args_out)}, check=True,
+                               timeout=30, capture_output=True)
+                for _ in range(100):
+                    if args_out.exists() and args_out.read_bytes().endswith(b"\0"):
+                        break
+                    time.sleep(0.1)
+                assert args_out.read_bytes().split(b"\0")[:-1] == [str(f).encode()]
+
     run_sh(UNINSTALL, env=env)
 
     left = all_files(data, config, home)
@@ -407,8 +420,25 @@ def test_packaging_files_are_syntactically_valid():
 
 
 # ----------------------------------------------------------------------------- the built bundle
-needs_bundle = pytest.mark.skipif(not BUNDLE_EXE.exists(),
-                                  reason="no bundle: build it with sh packaging/build.sh")
+def _bundle_state():
+    """Why the bundle tests cannot run (None when they can): no bundle, or a stale one."""
+    if not BUNDLE_EXE.exists():
+        return "no bundle: build it with sh packaging/build.sh"
+    built = BUNDLE_EXE.stat().st_mtime
+    info = BUNDLE / "BUILD-INFO.txt"  # written by packaging/build.sh: when the sources were read
+    if info.exists():
+        m = re.search(r"^build_started_epoch=(\d+)$", info.read_text(), re.M)
+        built = float(m.group(1)) if m else built
+    sources = [REPO / "main.py", REPO / "packaging" / "densehmm-studio.spec",
+               *(REPO / "app").rglob("*.py"), *(REPO / "densehmm_core").rglob("*.py")]
+    newer = [p for p in sources if p.stat().st_mtime > built]
+    if newer:
+        return (f"the bundle is older than {len(newer)} source file(s) (e.g. {newer[0].relative_to(REPO)}): "
+                "rebuild it with sh packaging/build.sh")
+    return None
+
+
+needs_bundle = pytest.mark.skipif(_bundle_state() is not None, reason=str(_bundle_state()))
 
 
 @needs_bundle
@@ -424,6 +454,20 @@ def test_bundle_has_resources_and_no_unused_qt():
     # importlib.metadata must find the versions the About box and model files report
     for dist in ("hmmlearn", "numpy", "h5py", "pyqtgraph"):
         assert list(internal.glob(f"{dist}-*.dist-info")), dist
+
+
+@needs_bundle
+def test_bundle_selftest_tensorflow_hmmlearn_h5py(tmp_path):
+    """The bundle's opt-in self-test (packaging/pyi_rth_densehmm_selftest.py): TensorFlow with a Keras
+    Adam loop in a tf.function, hmmlearn, h5py and the package metadata work inside the bundle."""
+    env = dict(os.environ, DENSEHMM_BUNDLE_SELFTEST="1", HOME=str(tmp_path), TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run([str(BUNDLE_EXE)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    for name in ("resources", "hmmlearn", "model file", "tensorflow"):
+        assert any(line.startswith(f"selftest ok   {name}:") for line in lines), proc.stdout
+    assert lines[-1] == "selftest passed"
+    assert re.search(r"TensorFlow 2\.\d+", proc.stdout)
 
 
 @needs_bundle

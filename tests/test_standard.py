@@ -216,9 +216,10 @@ def test_n_fair_is_the_closest_parameter_count(n, m, l):
     assert n_fair(5, 5, 3) == 6
 
 
-def test_unreachable_state_keeps_its_rows():
+@pytest.mark.parametrize("engine", ["numpy", "hmmlearn"])
+def test_unreachable_state_keeps_its_rows(engine):
     """A state with no expected counts keeps its previous rows (no 0/0 in the M-step)."""
-    model = StandardHMM(3, n_symbols=2, n_iter=3, tol=-np.inf)
+    model = StandardHMM(3, n_symbols=2, n_iter=3, tol=-np.inf, engine=engine)
     model.startprob_ = np.array([0.5, 0.5, 0.0])
     model.transmat_ = np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])
     model.emissionprob_ = np.array([[0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])

@@ -99,6 +99,21 @@ def test_heatmap_levels_tooltip_and_cell_mapping(qtbot):
     assert y0 < y1
 
 
+def test_heatmap_hover_shows_tooltip_with_exact_value(qtbot):
+    from PySide6 import QtWidgets
+    A = np.array([[0.123456789, 0.876543211], [0.5, 0.5]])
+    h = shown(qtbot, MatrixHeatmap("A", "from state", "to state", symbol="A"), (400, 300))
+    h.set_matrix(A)
+    qtbot.wait(10)
+    seen = []
+    h.sigHovered.connect(seen.append)
+    h.graphics.scene().sigMouseMoved.emit(h.plot.vb.mapViewToScene(QtCore.QPointF(0.1, -0.2)))
+    assert seen[-1] == (0, 0, A[0, 0])
+    assert "0.123456789" in QtWidgets.QToolTip.text()
+    h.graphics.scene().sigMouseMoved.emit(QtCore.QPointF(-50.0, -50.0))  # outside the matrix
+    assert seen[-1] is None
+
+
 def test_heatmap_rejects_bad_shapes_and_clears(qtbot):
     h = shown(qtbot, MatrixHeatmap(), (300, 200))
     with pytest.raises(ValueError):
@@ -206,6 +221,10 @@ def test_curves_from_events_and_ll_fallback(qtbot):
     np.testing.assert_array_equal(y, [50, 49, 48, 47])  # -train_ll: no normalised NLL in the stream
     assert w.nll_kind() == "ll"
     assert "total" in w.plots["nll"].titleLabel.text
+    # the same step again (history, then its last event) updates the point instead of doubling it
+    w.add_event(ProgressEvent(step=3, loss=1.5, test_ll=-60.0))
+    assert list(w.curve_data("loss")[1]) == [5.0, 4.0, 3.0, 1.5]
+    assert list(w.curve_data("test_nll")[1]) == [60.0] and list(w.curve_data("train_nll")[1])[-1] == 47
     # a new stream (step goes back) starts the curves again
     w.add_event(ProgressEvent(step=0, loss=9.0, metrics={"train_nll": 1.5}))
     assert list(w.curve_data("loss")[1]) == [9.0]
@@ -348,6 +367,21 @@ def test_dashboard_follows_events_and_models(qtbot):
     assert list(dash.curves.curve_data("loss")[1]) == [3.0, 2.0]
     dash.clear()
     assert dash.image_data("transmat") is None and dash.decode.current_path() is None
+
+
+def test_dashboard_survives_a_bad_snapshot(qtbot):
+    dash = shown(qtbot, Dashboard(), (1000, 700))
+    errors = []
+    dash.sigError.connect(errors.append)
+    bad = random_params(3, 4, l=2)
+    bad["transmat"] = np.zeros((3, 3, 3))
+    bad["V"] = np.zeros((4, 5))  # l disagrees with U
+    dash.update_from_event(ProgressEvent(step=1, loss=1.0, params=bad))
+    assert any("matrices" in e for e in errors) and any("embeddings" in e for e in errors)
+    good = random_params(3, 4)
+    dash.update_from_event(ProgressEvent(step=2, loss=0.5, params=good))
+    np.testing.assert_array_equal(dash.image_data("transmat"), good["transmat"])
+    assert list(dash.curves.curve_data("loss")[1]) == [1.0, 0.5]
 
 
 def test_dashboard_with_real_core_models(qtbot):

@@ -74,6 +74,7 @@ class DataPanel(QWidget):
         self.preset = QComboBox(); self.preset.addItems(PRESETS)
         self.preset.setToolTip("The paper's preprocessing presets (appendix); they set the options below")
         form.addRow("Preset", self.preset)
+        self.preset.currentIndexChanged.connect(self._preset_chosen)
         self.subset = QSpinBox(); self.subset.setRange(0, 100_000_000); self.subset.setSpecialValueText("all")
         self.subset_random = QCheckBox("random")
         row = QHBoxLayout(); row.addWidget(self.subset, 1); row.addWidget(self.subset_random)
@@ -119,6 +120,27 @@ class DataPanel(QWidget):
             "seed": self.seed.value(),
         }
 
+    def _preset_chosen(self) -> None:
+        """Show the preset's preprocessing in the fields (they can still be edited)."""
+        name = self.preset.currentText()
+        if name == "(none)":
+            return
+        try:
+            from densehmm_core.data.presets import get_preset
+            p = get_preset(name)
+        except Exception:
+            return
+        pre = p.get("preprocess", {})
+        self.subset.setValue(int(pre.get("subset") or 0))
+        self.subset_random.setChecked(pre.get("subset_seed") is not None)
+        self.max_len.setValue(int(pre.get("max_len") or 0))
+        self.min_len.setValue(int(pre.get("min_len") or 0))
+        self.merge.setValue(100.0 * float(pre.get("merge_below") or 0.0))
+        tf = (p.get("split") or {}).get("test_fraction")
+        if tf is not None:
+            self.split.setValue(1.0 - float(tf))
+        self.preset.setToolTip(p.get("description", ""))
+
     def reset_options(self) -> None:
         self.preset.setCurrentIndex(0); self.subset.setValue(0); self.subset_random.setChecked(False)
         self.max_len.setValue(0); self.min_len.setValue(0); self.merge.setValue(0.0)
@@ -138,6 +160,8 @@ class DataPanel(QWidget):
         self.freq_bars = self.len_bars = None
         self.prep_box.setEnabled(ds is not None and ds.corpus is not None)
         self.info.setVisible(ds is None)
+        self.freq_plot.setVisible(ds is not None)
+        self.len_plot.setVisible(ds is not None)
         for key, value in self.fields.items():
             value.setText("")
             self.stats_form.setRowVisible(value, ds is not None)

@@ -91,7 +91,7 @@ class JobsPanel(QWidget):
         self.tree.setColumnWidth(C_NAME, 260)
         self.tree.setColumnWidth(C_DATA, 150)
         self.tree.setColumnWidth(C_STATE, 80)
-        self.tree.setColumnWidth(C_PROG, 140)
+        self.tree.setColumnWidth(C_PROG, 190)
         self.tree.setColumnWidth(C_ELAPSED, 70)
         self.tree.setColumnWidth(C_ETA, 70)
         self.tree.setColumnWidth(C_DEVICE, 70)

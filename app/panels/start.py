@@ -60,6 +60,8 @@ class StartView(QWidget):
         lay.addWidget(QLabel("<b>Recent files</b>"))
         self.recent = QListWidget()
         self.recent.setMaximumHeight(160)
+        self.recent.setTextElideMode(Qt.ElideMiddle)
+        self.recent.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
         self.recent.itemActivated.connect(lambda it: self.recent_requested.emit(it.data(Qt.UserRole)))
         self.recent.itemClicked.connect(lambda it: self.recent_requested.emit(it.data(Qt.UserRole)))
         lay.addWidget(self.recent)

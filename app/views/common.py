@@ -166,12 +166,16 @@ class ThinLogAxis(pg.AxisItem):
         return out
 
 
+#: tab10, then Kelly's colours of maximum contrast (without white, black and near-duplicates).
+_CATEGORICAL = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                "#bcbd22", "#17becf", "#f3c300", "#875692", "#a1caf1", "#be0032", "#c2b280", "#008856",
+                "#e68fac", "#0067a5", "#f99379", "#604e97", "#882d17", "#8db600", "#654522", "#2b3d26"]
+
+
 def state_colors(n: int) -> List[QtGui.QColor]:
-    """``n`` well-separated categorical colours for states (tab10 first, then hue wheel)."""
-    tab10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-             "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
-    if n <= len(tab10):
-        return [QtGui.QColor(c) for c in tab10[:n]]
+    """``n`` well-separated categorical colours for states (tab10, Kelly's colours, then a hue wheel)."""
+    if n <= len(_CATEGORICAL):
+        return [QtGui.QColor(c) for c in _CATEGORICAL[:n]]
     return [pg.intColor(i, hues=n, values=1, maxValue=230, minValue=150) for i in range(n)]
 
 

@@ -73,14 +73,16 @@ class TrainingCurves(QtWidgets.QWidget):
             # no grid: its alpha-blended lines double the repaint cost of a live plot
             p.setClipToView(True)
             p.setDownsampling(auto=True, mode="peak")
-            p.getAxis("left").setWidth(62)
+            p.getAxis("left").setWidth(72)
             p.getAxis("left").enableAutoSIPrefix(False)
             # fewer tick labels than pyqtgraph's default: short plots (log axes above all) stay readable
             p.getAxis("left").setStyle(textFillLimits=[(0, 0.45), (2, 0.3), (4, 0.2)])
             p.addLegend(offset=(-6, 6), labelTextColor=fg)
             self.plots[key] = p
-        self.plots["nll"].setXLink(self.plots["loss"])
-        self.plots["mad"].setXLink(self.plots["loss"])
+        # one x range for all three: the loss plot leads (a single test point must not zoom it)
+        for key in ("nll", "mad"):
+            self.plots[key].setXLink(self.plots["loss"])
+            self.plots[key].enableAutoRange(x=False)
         for key in (("mad",) if orientation == "vertical" else tuple(self.plots)):
             label_axis_text(self.plots[key], "bottom", "step / iteration", self)
         self.curves: Dict[str, pg.PlotDataItem] = {}
@@ -146,11 +148,17 @@ class TrainingCurves(QtWidgets.QWidget):
                 self._nll_kind = "ll"
                 tr = None if train_ll is None else -float(train_ll)
                 te = None if test_ll is None else -float(test_ll)
+        point = {"loss": _num(loss), "train_nll": _num(tr), "test_nll": _num(te),
+                 "mad": _num(metrics.get("mad") if metrics else None)}
+        if self._steps and float(step) == self._steps[-1]:
+            # the same step again (a history followed by its last event): update, keep known values
+            for k, v in point.items():
+                if not np.isnan(v):
+                    self._values[k][-1] = v
+            return
         self._steps.append(float(step))
-        self._values["loss"].append(_num(loss))
-        self._values["train_nll"].append(_num(tr))
-        self._values["test_nll"].append(_num(te))
-        self._values["mad"].append(_num(metrics.get("mad") if metrics else None))
+        for k, v in point.items():
+            self._values[k].append(v)
 
     def _set_nll_axis(self) -> None:
         p = self.plots["nll"]
@@ -181,9 +189,18 @@ class TrainingCurves(QtWidgets.QWidget):
         for plot_key, plot in self.plots.items():
             if not any(c.xData is not None and len(c.xData) for k, c in self.curves.items()
                        if SERIES[k][0] == plot_key):
-                plot.setLogMode(False, False)
-                plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0.05)
-                self._shown = None  # log modes are re-applied when data arrives
+                if plot.getAxis("left").logMode:
+                    plot.setLogMode(False, False)
+                    self._shown = None  # log modes are re-applied when data arrives
+                plot.setYRange(0, 1, padding=0.05)
+                plot.enableAutoRange(y=True)  # setYRange switched it off; later data must rescale
+        if x.size == 0:
+            self.plots["loss"].setXRange(0, 1, padding=0.05)
+            self.plots["loss"].enableAutoRange(x=True)
+        lx = self.curves["loss"].xData
+        if (lx is None or len(lx) == 0) and x.size and self.plots["loss"].vb.autoRangeEnabled()[0]:
+            self.plots["loss"].setXRange(float(x.min()), float(x.max()) + (x.max() == x.min()), padding=0.02)
+            self.plots["loss"].enableAutoRange(x=True)
         # MAD and a co-occurrence loss span decades: log axes when the values are positive
         mad = np.asarray(self._values["mad"], dtype=float)
         good = mad[np.isfinite(mad)]

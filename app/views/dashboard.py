@@ -59,6 +59,8 @@ class Dashboard(QtWidgets.QWidget):
     """
 
     sigStatus = QtCore.Signal(str)
+    #: A view could not show what it was given (message); the other views carry on.
+    sigError = QtCore.Signal(str)
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None,
                  get_default_dir: Optional[Callable[[], str]] = None,
@@ -156,14 +158,14 @@ class Dashboard(QtWidgets.QWidget):
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        self.curves.add_event(ev)
+        self._safe("curves", self.curves.add_event, ev)
         if ev.params:
             self._show_params(ev.params)
             if not self._has_initial and ev.step == 0:
-                self.set_initial_params(ev.params)
+                self._safe("overview", self.set_initial_params, ev.params)
             elif ev.step != 0:
-                self.overview.set_final(ev.params, "Done: trained model" if ev.done
-                                        else f"During training (step {ev.step})")
+                self._safe("overview", self.overview.set_final, ev.params,
+                           "Done: trained model" if ev.done else f"During training (step {ev.step})")
         parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
         if ev.loss is not None:
             parts.append(f"loss {fmt_value(ev.loss)}")
@@ -201,11 +203,11 @@ class Dashboard(QtWidgets.QWidget):
         params = model_params(model)
         if params:
             self._show_params(params)
-            self.overview.set_final(params, "After training")
+            self._safe("overview", self.overview.set_final, params, "After training")
         hist = getattr(model, "history_", None)
         if hist:
-            self.curves.set_history(hist)
-        self.decode.set_model(model, corpus)
+            self._safe("curves", self.curves.set_history, hist)
+        self._safe("decode", self.decode.set_model, model, corpus)
 
     def model(self):
         return self._model
@@ -224,9 +226,18 @@ class Dashboard(QtWidgets.QWidget):
             v.clear()
 
     # ------------------------------------------------------------- internals
+    def _safe(self, name: str, fn, *args) -> None:
+        """Run one view's update; a failure is reported (sigError, title) and never propagates."""
+        try:
+            fn(*args)
+        except Exception as exc:  # a bad snapshot must not stop the live stream
+            msg = f"{name} view: {type(exc).__name__}: {exc}"
+            self.sigError.emit(msg)
+            self.title.setToolTip(msg)
+
     def _show_params(self, params: dict) -> None:
-        self.heatmaps.set_params(params)
+        self._safe("matrices", self.heatmaps.set_params, params)
         if any(params.get(k) is not None for k in EMBEDDING_SETS):
-            self.embeddings.set_embeddings(params)
+            self._safe("embeddings", self.embeddings.set_embeddings, params)
         elif self.embeddings.mode() != "none":
             self.embeddings.clear()

@@ -12,6 +12,8 @@ Options
                     and PDF) into DIR, then exit (works with QT_QPA_PLATFORM=offscreen).
 --steps N           co-occurrence Adam steps (default 1500).
 --no-train          skip the DenseHMM training: show embeddings set directly (no TensorFlow).
+--view NAME         show one view on its own (transmat, emission, embeddings, curves, decode,
+                    overview, compare, matrices); default: the whole Dashboard.
 
 All maths is the core's (densehmm_core): sampling, fitting, decoding, metrics.
 """
@@ -44,9 +46,12 @@ def make_data(seed: int = 0, n: int = 5, m: int = 20, n_seq: int = 60, length: i
 
 
 def make_dense(n: int, m: int, l: int, steps: int, seed: int = 0):
+    import inspect
     from densehmm_core.dense import DenseHMM
-    return DenseHMM(n, l, n_symbols=m, fit_method="cooc", seed=seed, steps=steps,
-                    chunk=50, snapshot_every=50, lbfgs_steps=0)
+    wanted = {"steps": steps, "chunk": 50, "snapshot_every": 50}
+    accepted = inspect.signature(DenseHMM).parameters
+    kw = {k: v for k, v in wanted.items() if k in accepted}
+    return DenseHMM(n, l, n_symbols=m, fit_method="cooc", seed=seed, **kw)
 
 
 def untrained_stream(model, seed: int = 0):
@@ -143,8 +148,19 @@ def interactive(args) -> int:
     from PySide6 import QtCore, QtWidgets
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     dash, dense, stream, corpus, test, n = build(args)
-    dash.resize(1400, 860)
-    dash.show()
+    if args.view:
+        views = dash.views()
+        if args.view not in views:
+            raise SystemExit(f"unknown view {args.view!r}; choose from {', '.join(sorted(views))}")
+        single = views[args.view]
+        if single is not dash:
+            single.setParent(None)  # taken out of the dashboard: its own window
+            single.setWindowTitle(f"DenseHMM Studio — {args.view} view demo")
+            single.resize(1000, 700)
+            single.show()
+    if not args.view or views[args.view] is dash:
+        dash.resize(1400, 860)
+        dash.show()
     events: "queue.Queue" = queue.Queue()
 
     def worker():
@@ -192,6 +208,7 @@ def main(argv=None) -> int:
     ap.add_argument("--screenshots", metavar="DIR")
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--no-train", action="store_true")
+    ap.add_argument("--view", metavar="NAME")
     args = ap.parse_args(argv)
     if args.screenshots:
         return screenshots(args)

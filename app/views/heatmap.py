@@ -21,8 +21,10 @@ from .common import (LabelAxis, label_axis_text, make_graphics_widget, sequentia
 
 __all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
 
-#: Matrices with at most this many cells get their values written into the cells.
+#: Matrices with at most this many cells get their values written into the cells...
 ANNOTATE_MAX_CELLS = 64
+#: ...when each cell is at least this wide and high on screen (pixels).
+MIN_CELL_PX = (34, 16)
 
 
 class MatrixHeatmap(QtWidgets.QWidget):
@@ -94,6 +96,7 @@ class MatrixHeatmap(QtWidgets.QWidget):
         self.colorbar.axis.setPen(pg.mkPen(fg))
         self.colorbar.axis.setTextPen(pg.mkPen(fg))
         self.graphics.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.plot.vb.sigResized.connect(self._on_resized)
         self.setMinimumSize(200, 150)
 
     # ------------------------------------------------------------------ API
@@ -200,14 +203,15 @@ class MatrixHeatmap(QtWidgets.QWidget):
     def _apply_levels(self) -> None:
         if self._data is None:
             return
+        finite = self._data[np.isfinite(self._data)]
         if self._symmetric:
-            r = float(np.nanmax(np.abs(self._data))) if self._data.size else 0.0
+            r = float(np.max(np.abs(finite))) if finite.size else 0.0
             r = r if r > 0 else 1e-12
             lo, hi = -r, r
-        elif self._fixed:
+        elif self._fixed or finite.size == 0:
             lo, hi = 0.0, 1.0
         else:
-            lo, hi = float(np.nanmin(self._data)), float(np.nanmax(self._data))
+            lo, hi = float(finite.min()), float(finite.max())
             if hi <= lo:
                 hi = lo + max(abs(lo) * 1e-6, 1e-12)
         self.colorbar.setLevels((lo, hi))
@@ -221,8 +225,19 @@ class MatrixHeatmap(QtWidgets.QWidget):
         if self._data is None:
             return False
         if self._annotate is None:
-            return self._data.size <= ANNOTATE_MAX_CELLS
+            if self._data.size > ANNOTATE_MAX_CELLS:
+                return False
+            rows, cols = self._data.shape
+            w, h = self.plot.vb.width(), self.plot.vb.height()
+            if w > 0 and h > 0:  # laid out: only where the numbers fit their cells
+                return w / cols >= MIN_CELL_PX[0] and h / rows >= MIN_CELL_PX[1]
+            return True
         return bool(self._annotate)
+
+    def _on_resized(self) -> None:
+        if self._data is not None and self._annotate is None and \
+                self._want_annotations() != bool(self._texts):
+            self._update_annotations()
 
     def _update_annotations(self) -> None:
         if not self._want_annotations():

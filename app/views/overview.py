@@ -82,7 +82,10 @@ class OverviewView(QtWidgets.QWidget):
         """Draw what was set while the view was hidden (done automatically when it is shown)."""
         pending, self._pending = self._pending, {}
         for row, (params, title) in pending.items():
-            self._show(row, params, title)
+            try:
+                self._show(row, params, title)
+            except Exception as exc:  # shown in the row's title; never raised from showEvent
+                row.label.setText(f"{title}: cannot show these parameters ({type(exc).__name__}: {exc})")
 
     def has_content(self) -> bool:
         return bool(self._pending) or self.before.params is not None or self.after.params is not None

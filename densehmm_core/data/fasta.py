@@ -31,7 +31,9 @@ _ALLOWED = bytes(range(ord("A"), ord("Z") + 1)) + bytes(range(ord("a"), ord("z")
 _MOL_VALUES = ("protein", "na", "all")
 _BLOCK = 1 << 22
 _READ = 1 << 22
-_MOL_FIELD = re.compile(rb"(?:^>|\s)mol:(\S*)")
+_INVALID_MASK = np.ones(256, dtype=bool)
+_INVALID_MASK[np.frombuffer(_ALLOWED, dtype=np.uint8)] = False
+_MOL_FIELD = re.compile(rb"(?:^|\s)mol:(\S*)")
 
 
 def _table(uppercase: bool, nucleotide: Optional[str]) -> bytes:
@@ -107,50 +109,23 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
 
     lineno = 0  # lines consumed before the current record
 
-    def record(rec: bytes, header_line: int) -> None:
-        """One record: ``rec`` is the header (without '>') up to the end of its sequence."""
-        nonlocal n_empty, first_empty, n_mol_skipped, n_stops, n_records
-        n_records += 1
-        nl = rec.find(b"\n")
-        if nl < 0:
-            header, body = rec, b""
-        else:
-            header, body = rec[:nl], rec[nl + 1:]
-        if mol != "all" and b"mol:" in header:
-            found = _MOL_FIELD.search(header)
-            if found is not None:
-                value = found.group(1).decode("ascii", "replace").lower()
-                if value != mol:
-                    n_mol_skipped += 1
-                    mol_skipped_types[value] = mol_skipped_types.get(value, 0) + 1
-                    return
-        seq = body.translate(table, _WS)
-        if seq.translate(None, _ALLOWED):
-            _bad_character(body, table, header, header_line, path)
-        if strip_stop and seq.endswith(b"*"):
-            stripped = seq.rstrip(b"*")
-            n_stops += len(seq) - len(stripped)
-            seq = stripped
-        if not seq:
-            if n_empty == 0:
-                first_empty = header_line
-            n_empty += 1
-            return
-        buf.extend(seq)
-        lengths.append(len(seq))
-        header_lines.append(header_line)
-        if names is not None:
-            names.append(_name(header))
+    mol_tag = b"mol:" + mol.encode("ascii")
+    check_mol = mol != "all"
+    ws = _WS
+    extend = buf.extend
+    add_length = lengths.append
+    add_line = header_lines.append
+    add_name = names.append if names is not None else None
 
     def block(data: bytes, first: bool) -> None:
         """Whole records (the first block may start with blank or ';' comment lines)."""
-        nonlocal lineno
+        nonlocal lineno, n_empty, first_empty, n_mol_skipped, n_stops, n_records
         if first:
             if data.startswith(b"\xef\xbb\xbf"):
                 data = data[3:]
             if data[:1] != b">":
                 cut = data.find(b"\n>")
-                prefix = data if cut < 0 else data[:cut + 1]
+                prefix = data if cut < 0 else data[:cut]
                 for line in prefix.split(b"\n"):
                     lineno += 1
                     t = line.strip()
@@ -158,40 +133,59 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
                         raise DataFormatError(
                             "sequence data before any '>' header line: not a FASTA file (every record must "
                             "start with a '>' header)", path, lineno)
-                lineno -= 1  # the prefix ends with a newline (or is all of the data)
                 if cut < 0:
                     return
                 data = data[cut + 1:]
         recs = data.split(b"\n>")
         recs[0] = recs[0][1:]
+        n_records += len(recs)
         for rec in recs:
             lineno += 1
-            record(rec, lineno)
+            header_line = lineno
             lineno += rec.count(b"\n")
+            nl = rec.find(b"\n")
+            if nl < 0:
+                header, body = rec.rstrip(b"\r"), b""
+            else:
+                header, body = rec[:nl].rstrip(b"\r"), rec[nl + 1:]
+            if check_mol and b"mol:" in header:
+                j = header.find(mol_tag)
+                k = j + len(mol_tag)
+                if not (j >= 0 and (j == 0 or header[j - 1] in ws) and (k == len(header) or header[k] in ws)):
+                    found = _MOL_FIELD.search(header)
+                    if found is not None:
+                        value = found.group(1).decode("ascii", "replace").lower()
+                        if value != mol:
+                            n_mol_skipped += 1
+                            mol_skipped_types[value] = mol_skipped_types.get(value, 0) + 1
+                            continue
+            seq = body.translate(table, ws)
+            if strip_stop and seq.endswith(b"*"):
+                stripped = seq.rstrip(b"*")
+                n_stops += len(seq) - len(stripped)
+                seq = stripped
+            if not seq:
+                if n_empty == 0:
+                    first_empty = header_line
+                n_empty += 1
+                continue
+            extend(seq)
+            add_length(len(seq))
+            add_line(header_line)
+            if add_name is not None:
+                add_name(_name(header))
 
     read = src.stream.read
     pending: List[bytes] = []
     first = True
-    seen_any = False
-    prev_last = b""
     try:
         while True:
             chunk = read(_READ)
             if not chunk:
                 break
-            seen_any = True
-            # cut after the last newline that starts a header; records never straddle blocks
+            # Cut before the last header start; a boundary straddling two chunks is split
+            # when the pending pieces are joined.
             cut = chunk.rfind(b"\n>")
-            if cut < 0 and prev_last == b"\n" and chunk[:1] == b">":
-                cut = -1
-                data = b"".join(pending)
-                pending = [chunk]
-                if data:
-                    block(data[:-1] if data.endswith(b"\n") else data, first)
-                    first = False
-                prev_last = chunk[-1:]
-                continue
-            prev_last = chunk[-1:]
             if cut < 0:
                 pending.append(chunk)
                 continue
@@ -203,13 +197,11 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
     except (OSError, EOFError, zlib.error) as exc:
         raise DataFormatError(f"corrupt or truncated gzip data ({exc})", path) from None
     data = b"".join(pending)
+    if data.endswith(b"\n"):
+        data = data[:-1]
     if data:
-        if data.endswith(b"\n"):
-            data = data[:-1]
         block(data, first)
     if not n_records:
-        if seen_any and not data.strip() and first:
-            raise DataFormatError("empty file (only whitespace)", path, 1)
         raise DataFormatError("no records: the file holds no '>' header line", path)
 
     warnings: List[str] = []
@@ -231,6 +223,9 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
     byte_counts = np.zeros(256, dtype=np.int64)
     for i in range(0, data.size, _BLOCK):
         byte_counts += np.bincount(data[i:i + _BLOCK], minlength=256)
+    invalid = np.flatnonzero(byte_counts[_INVALID_MASK])
+    if invalid.size:
+        _locate_invalid(src.path, table, mol, keep_all=not check_mol)
     observed = [chr(c) for c in np.flatnonzero(byte_counts)]
     lut = np.zeros(256, dtype=np.int32)
     if alphabet == "observed":
@@ -270,15 +265,29 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
     return {"sequences": sequences, "vocabulary": vocabulary, "names": names, "warnings": warnings, "info": info}
 
 
-def _bad_character(body: bytes, table: bytes, header: bytes, header_line: int, path) -> None:
-    for off, line in enumerate(body.split(b"\n")):
-        bad = line.translate(table, _WS).translate(None, _ALLOWED)
-        if bad:
-            ch = bad[:1]
-            raise DataFormatError(
-                f"invalid character {ch.decode('latin-1')!r} (byte 0x{ch[0]:02x}) in the sequence of record "
-                f"{_name(header)!r}", path, header_line + 1 + off)
-    raise AssertionError("unreachable")  # pragma: no cover
+def _locate_invalid(path, table: bytes, mol: str, keep_all: bool) -> None:
+    """Second pass, only when the data hold an invalid character: raise with its line number."""
+    from .source import open_source
+    kept = False
+    header = b""
+    with open_source(path) as src:
+        for lineno, line in enumerate(src.binary_lines(), start=1):
+            if lineno == 1 and line.startswith(b"\xef\xbb\xbf"):
+                line = line[3:]
+            if line[:1] == b">":
+                header = line[1:].rstrip(b"\r\n")
+                found = None if keep_all else _MOL_FIELD.search(header)
+                kept = found is None or found.group(1).decode("ascii", "replace").lower() == mol
+                continue
+            if not kept:
+                continue
+            bad = line.translate(table, _WS).translate(None, _ALLOWED)
+            if bad:
+                ch = bad[:1]
+                raise DataFormatError(
+                    f"invalid character {ch.decode('latin-1')!r} (byte 0x{ch[0]:02x}) in the sequence of record "
+                    f"{_name(header)!r}", path, lineno)
+    raise DataFormatError("invalid character in a sequence", path)  # pragma: no cover
 
 
 def _name(header: bytes) -> str:

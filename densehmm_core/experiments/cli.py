@@ -56,8 +56,9 @@ def add_reproduce_parser(subparsers) -> argparse.ArgumentParser:
         sp.add_argument("--seed", type=int, default=0, help="base seed of the sweep (default 0)")
         sp.add_argument("--grid", default=None, metavar="N:L,...",
                         help="only these (n, l) pairs, e.g. 3:1,5:2 (default: the paper's grid)")
-        sp.add_argument("--executor", choices=("process", "thread"), default="process",
-                        help="worker kind when --jobs > 1 (default: process)")
+        sp.add_argument("--executor", choices=("process", "thread"), default="thread",
+                        help="worker kind when --jobs > 1 (default: thread, measured faster here; "
+                             "see docs/PERFORMANCE.md)")
         if name == "factorization":
             sp.add_argument("--matrices", type=int, default=None,
                             help="ground-truth matrices per (n, l) (default 10; quick 3)")

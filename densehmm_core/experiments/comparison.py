@@ -304,8 +304,9 @@ def make_tasks(s: ComparisonSettings):
                                           "model": model, "settings": sd},
                                   label=f"{s.dataset} n={n} l={l} rep={rep} {model}",
                                   cost=_cost(s, n, l, model)))
-    # expensive first (better packing on few cores), stable otherwise
-    tasks.sort(key=lambda t: -t.cost)
+    # repetition-major (an interrupted sweep leaves complete repetitions of every model and
+    # pair), expensive first within a repetition (better packing on few cores)
+    tasks.sort(key=lambda t: (t.key["rep"], -t.cost))
     return tasks
 
 

@@ -25,6 +25,7 @@ import os
 import sys
 import time
 import traceback
+from concurrent.futures.process import BrokenProcessPool
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -302,12 +303,14 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     threads = max(1, (os.cpu_count() or 1) // jobs)
     env = {k: str(threads) for k in _THREAD_ENV}
     env["TF_CPP_MIN_LOG_LEVEL"] = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")
-    with _EnvPatch(env):
+    def new_pool():
         if executor == "process":
-            pool = ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
+            return ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
                                        initializer=_init_worker, initargs=(threads, import_tf))
-        else:
-            pool = ThreadPoolExecutor(max_workers=jobs)
+        return ThreadPoolExecutor(max_workers=jobs)
+
+    with _EnvPatch(env):
+        pool = new_pool()
         try:
             pending = {}
             queue = list(todo)
@@ -317,17 +320,33 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
                     t = queue.pop(0)
                     pending[pool.submit(call_task, t.func, t.kwargs)] = t
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
+                broken = False
                 for fut in done:
                     t = pending.pop(fut)
                     try:
                         rows, secs, err = fut.result()
-                    except Exception:  # noqa: BLE001 - a worker died
+                    except BrokenProcessPool:
+                        broken = True
+                        rows, secs, err = [], 0.0, traceback.format_exc()
+                    except Exception:  # noqa: BLE001 - reported, the sweep goes on
                         rows, secs, err = [], 0.0, traceback.format_exc()
                     finish(t, rows, secs, err)
+                if broken:
+                    # a worker died (killed, out of memory): the tasks in flight are lost and
+                    # reported as failed; go on with a fresh pool (a rerun retries the failures)
+                    out("a worker process died; starting new workers")
+                    for fut, t in list(pending.items()):
+                        finish(t, [], 0.0, "BrokenProcessPool: a worker process died")
+                    pending.clear()
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    pool = new_pool()
         except KeyboardInterrupt:
             report.interrupted = True
             out("interrupted: finished tasks are saved; rerun the same command to resume")
+            procs = list((getattr(pool, "_processes", None) or {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:  # do not wait for the tasks in flight
+                proc.terminate()
         else:
             pool.shutdown(wait=True)
     report.seconds = time.perf_counter() - t_start

@@ -93,12 +93,40 @@ def baseline_sha(path: str) -> float:
     return time.perf_counter() - t
 
 
+def bench_tagged(repeats: int) -> None:
+    """Tagged corpora of ../shared/data (when present): load time vs iterating the file's lines."""
+    from densehmm_core.data import load
+    shared = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "shared", "data", "pos")
+    for name in ("brown_all.txt", "masc_tagged_written.txt", "ptb_wsj_sample_combined.mrg",
+                 "conll2000_train.txt", "en_ewt-ud-dev.conllu"):
+        path = os.path.join(shared, name)
+        if not os.path.exists(path):
+            continue
+        size = os.path.getsize(path)
+        loads, cpus, bases = [], [], []
+        for _ in range(repeats):
+            bases.append(baseline_lines(path))
+            t, c0 = time.perf_counter(), time.process_time()
+            c = load(path)
+            loads.append(time.perf_counter() - t)
+            cpus.append(time.process_time() - c0)
+        med, med_cpu, med_b = statistics.median(loads), statistics.median(cpus), statistics.median(bases)
+        print(f"{name}: {size / 1e6:.1f} MB, {c.n_tokens} tokens: load median {med:.2f} s "
+              f"({size / 1e6 / med:.1f} MB/s; CPU {med_cpu:.2f} s = {size / 1e6 / med_cpu:.1f} MB/s, "
+              f"{c.n_tokens / med_cpu / 1e6:.2f} M tokens/CPU-s); line iteration {med_b:.3f} s; "
+              f"ratio {med / med_b:.0f}x")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size-mb", type=float, default=270.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--dir", default=None, help="where to write the generated file (default: a temp dir)")
+    ap.add_argument("--skip-fasta", action="store_true", help="only the tagged corpora of ../shared/data")
     args = ap.parse_args(argv)
+    bench_tagged(args.repeats)
+    if args.skip_fasta:
+        return
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     tmp = tempfile.mkdtemp(dir=args.dir, prefix="bench-loading-")
     path = os.path.join(tmp, "pdb_seqres_generated.txt")

@@ -1,0 +1,104 @@
+"""PyInstaller runtime hook of DenseHMM Studio: an opt-in self-test of the frozen bundle.
+
+Runs before the app's main script. It does nothing unless the environment variable
+``DENSEHMM_BUNDLE_SELFTEST=1`` is set; then it checks that the libraries the app only imports
+later, on worker threads (TensorFlow with Keras' Adam, hmmlearn/scikit-learn/SciPy, h5py, the
+model file writer) really work inside the bundle, prints one line per check and exits with status
+0 (all passed) or 1 — without starting the GUI. Used by tests/test_packaging.py and handy on a
+user's machine: ``DENSEHMM_BUNDLE_SELFTEST=1 ./DenseHMM-Studio``.
+"""
+
+
+def _densehmm_bundle_selftest():
+    import os
+    import sys
+    import tempfile
+    import traceback
+
+    def check(name, fn):
+        try:
+            detail = fn()
+        except BaseException:  # noqa: BLE001 - report every failure, keep going
+            print(f"selftest FAIL {name}:\n{traceback.format_exc()}", flush=True)
+            return False
+        print(f"selftest ok   {name}: {detail}", flush=True)
+        return True
+
+    def resources():
+        base = getattr(sys, "_MEIPASS", None)  # unfrozen (a developer running this file): the checkout
+        base = base or os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
+        root = os.path.join(base, "resources")
+        for rel in ("icons/densehmm-studio.svg", "densehmm-studio.desktop", "mime/densehmm-studio.xml"):
+            if not os.path.isfile(os.path.join(root, rel)):
+                raise FileNotFoundError(os.path.join(root, rel))
+        return root
+
+    def tensorflow():
+        import numpy as np
+        import tensorflow as tf
+
+        # the pattern densehmm_core.dense_tf uses: plain tf.Variables, Keras Adam, one tf.function
+        v = tf.Variable(np.zeros((3, 4)), dtype=tf.float64)
+        target = tf.constant(np.full((3, 4), 0.25))
+        opt = tf.keras.optimizers.Adam(learning_rate=0.1)
+
+        @tf.function
+        def steps(n):
+            for _ in tf.range(n):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_sum((tf.nn.softmax(v, axis=1) - target) ** 2)
+                opt.apply_gradients([(tape.gradient(loss, v), v)])
+            return loss
+
+        loss = float(steps(tf.constant(5)))
+        if not np.isfinite(loss):
+            raise ValueError(f"non-finite loss {loss}")
+        import densehmm_core.dense_tf  # noqa: F401 (the app's TensorFlow code imports cleanly)
+        devices = ", ".join(d.device_type for d in tf.config.list_physical_devices())
+        return f"TensorFlow {tf.__version__}, devices: {devices}"
+
+    def hmmlearn():
+        import hmmlearn
+        import numpy as np
+        from hmmlearn.hmm import CategoricalHMM
+
+        m = CategoricalHMM(n_components=2, random_state=0, init_params="", params="")
+        m.startprob_ = np.array([0.6, 0.4])
+        m.transmat_ = np.array([[0.7, 0.3], [0.4, 0.6]])
+        m.emissionprob_ = np.array([[0.5, 0.5], [0.1, 0.9]])
+        ll = m.score(np.array([[0], [1], [1]]))
+        if not np.isfinite(ll):
+            raise ValueError(ll)
+        return f"hmmlearn {hmmlearn.__version__}, log-likelihood {ll:.4f}"
+
+    def model_file():
+        import h5py
+        import numpy as np
+
+        from densehmm_core.modelfile import FORMAT_NAME, software_versions
+
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.h5")
+            with h5py.File(path, "w") as f:
+                f.attrs["format"] = FORMAT_NAME
+                f["x"] = np.arange(4.0)
+            with h5py.File(path, "r") as f:
+                if f.attrs["format"] != FORMAT_NAME or list(f["x"][:]) != [0.0, 1.0, 2.0, 3.0]:
+                    raise ValueError("HDF5 round trip differs")
+        versions = software_versions()
+        missing = [k for k, v in versions.items() if not v]
+        if missing:
+            raise ValueError(f"software_versions() has no version for {missing} (package metadata missing?)")
+        return ", ".join(f"{k} {v}" for k, v in versions.items())
+
+    results = [check("resources", resources), check("hmmlearn", hmmlearn), check("model file", model_file),
+               check("tensorflow", tensorflow)]
+    ok = all(results)
+    print("selftest passed" if ok else "selftest FAILED", flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if ok else 1)  # never start the GUI in self-test mode
+
+
+if __import__("os").environ.get("DENSEHMM_BUNDLE_SELFTEST") == "1":
+    _densehmm_bundle_selftest()
