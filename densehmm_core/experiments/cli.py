@@ -54,6 +54,8 @@ def add_reproduce_parser(subparsers) -> argparse.ArgumentParser:
                               if name == "factorization" else
                               "repetitions per (n, l) pair (default 10; quick 1)"))
         sp.add_argument("--seed", type=int, default=0, help="base seed of the sweep (default 0)")
+        sp.add_argument("--report-only", action="store_true",
+                        help="run nothing: rebuild the summary, tables and figures from the finished runs")
         sp.add_argument("--grid", default=None, metavar="N:L,...",
                         help="only these (n, l) pairs, e.g. 3:1,5:2 (default: the paper's grid)")
         sp.add_argument("--executor", choices=("process", "thread"), default="thread",
@@ -114,7 +116,8 @@ def _handler(args) -> int:
         if getattr(args, "matrices", None) is not None:
             kw["n_matrices"] = args.matrices
         settings = FactorizationSettings.quick(**kw) if args.quick else FactorizationSettings(**kw)
-        return run_factorization(settings, out, jobs=jobs, executor=args.executor)
+        return run_factorization(settings, out, jobs=jobs, executor=args.executor,
+                                 run=not args.report_only)
 
     from .comparison import ComparisonSettings
     from .comparison import run_comparison
@@ -144,4 +147,4 @@ def _handler(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
-    return run_comparison(settings, out, jobs=jobs, executor=args.executor)
+    return run_comparison(settings, out, jobs=jobs, executor=args.executor, run=not args.report_only)

@@ -406,8 +406,8 @@ def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
     return {"summary": summary, "tables": tables, "figures": figs}
 
 
-def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "process",
-                   quiet: bool = False) -> int:
+def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "thread",
+                   quiet: bool = False, run: bool = True) -> int:
     """Run (or resume) one comparison sweep into ``out``; returns an exit code."""
     from .factorization import _atomic_text
     from .runner import ResultStore, format_seconds, run_tasks
@@ -433,6 +433,9 @@ def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor
     tasks = make_tasks(settings)
     say(f"{name}: {len(tasks)} runs = {len(settings.grid)} (n, l) pairs x {settings.repeats} repeats x "
         f"{len(settings.models)} models; jobs={jobs}; results in {out}")
+    if not run:
+        tasks = []
+        say(f"--report-only: {len(store.rows)} finished runs in {store.path}")
     rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor, import_tf=True,
                     describe=describe_rows, out=say, error_log=out / "errors.log")
     sid = settings.settings_id

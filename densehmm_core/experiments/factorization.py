@@ -411,7 +411,7 @@ def _atomic_text(path, text: str) -> None:
 
 
 def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,
-                      executor: str = "process", quiet: bool = False) -> int:
+                      executor: str = "thread", quiet: bool = False, run: bool = True) -> int:
     """Run (or resume) the factorisation sweep into ``out``; returns an exit code."""
     from pathlib import Path
     from .runner import ResultStore, format_seconds, run_tasks
@@ -425,6 +425,9 @@ def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,
     say(f"factorization: {len(tasks)} tasks ({len(settings.grid)} (n, l) pairs x "
         f"{len(settings.methods)} methods), {settings.n_matrices} matrices x "
         f"{settings.n_restarts} restarts each, jobs={jobs}; results in {out}")
+    if not run:
+        tasks = []
+        say(f"--report-only: {len(store.rows)} finished runs in {store.path}")
     rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor, import_tf=False,
                     describe=describe_rows, out=say, error_log=out / "errors.log")
     sid = settings.settings_id
