@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import pathlib
 import tempfile
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
@@ -61,7 +61,14 @@ def _target_of(widget: QtWidgets.QWidget) -> QtWidgets.QWidget:
 
 
 def _prepare(widget: QtWidgets.QWidget) -> QtCore.QSize:
-    """Make sure the widget is laid out and has a usable size (also when it was never shown)."""
+    """Make sure the widget is laid out, up to date and has a usable size (also when never shown).
+
+    Views that defer updates while hidden (the overview) implement ``prepare_export()``.
+    """
+    for w in [widget] + widget.findChildren(QtWidgets.QWidget):
+        hook = getattr(w, "prepare_export", None)
+        if callable(hook):
+            hook()
     if widget.layout() is not None:
         widget.layout().activate()
     size = widget.size()

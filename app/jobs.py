@@ -144,7 +144,9 @@ class _Worker(QRunnable):
         super().__init__()
         self.job = job
         self.signals = signals
-        self.setAutoDelete(True)
+        # Python owns the runnable (kept in JobManager._workers for the job's lifetime), so a
+        # queued job can still be taken off the pool and no wrapper ever outlives its C++ object.
+        self.setAutoDelete(False)
 
     def run(self) -> None:  # runs on a pool thread
         job, sig = self.job, self.signals
@@ -264,7 +266,6 @@ class JobManager(QObject):
         job.token.cancel()
         worker = self._workers.get(job.id)
         if job.state == JobState.QUEUED and worker is not None and self.pool.tryTake(worker):
-            self._workers.pop(job.id, None)
             self._on_finished(job, JobState.CANCELLED, "cancelled before start", "")
 
     def cancel_all(self) -> None:
@@ -275,6 +276,8 @@ class JobManager(QObject):
         if not job.state.is_final:
             raise RuntimeError("cancel the job before removing it")
         self.jobs.remove(job)
+        if self.pool.activeThreadCount() == 0:
+            self._workers.pop(job.id, None)
 
     def wait(self, timeout_s: float) -> bool:
         """Wait for the workers (processing queued signals meanwhile); True when all are done."""
@@ -337,7 +340,6 @@ class JobManager(QObject):
     def _on_finished(self, job: Job, state: JobState, reason: str, error: str) -> None:
         if job.state.is_final:
             return
-        self._workers.pop(job.id, None)
         self._take_pending(job)
         job.finished_at = time.perf_counter() if job.started_at is not None else None
         job.state, job.reason, job.error = state, reason, error

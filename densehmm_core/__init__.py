@@ -18,7 +18,7 @@ _EXPORTS = {
     "empirical_cooc": "metrics", "analytic_cooc": "metrics", "cooc_mad": "metrics",
     "normalized_nll": "metrics", "paper_nll": "metrics",
     "save_model": "modelfile", "load_model": "modelfile", "list_models": "modelfile",
-    "ModelFileError": "modelfile",
+    "ModelFileError": "modelfile", "export_csv": "export",
     "load": "data", "Corpus": "data", "DataFormatError": "data",
 }
 

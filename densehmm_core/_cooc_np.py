@@ -42,12 +42,12 @@ def residual_jacobian(theta: np.ndarray, omega_gt: np.ndarray, n: int, m: int, l
     P = pi[:, None] * A
     C = A @ B                                  # (n, m)
     # d Omega_ij / d A_ab = pi_a (sum_k G_bk B_ki C_kj + B_ai B_bj)   (pi^T = 1^T G  =>  dpi^T = pi^T dA G)
-    T1 = np.einsum("bk,ki,kj->ijb", G, B, C)   # (m, m, n)
-    JA = pi[None, None, :, None] * (T1[:, :, None, :] + np.einsum("ai,bj->ijab", B, B))
+    T1 = np.einsum("bk,ki,kj->ijb", G, B, C, optimize=True)   # (m, m, n)
+    JA = pi[None, None, :, None] * (T1[:, :, None, :] + np.einsum("ai,bj->ijab", B, B, optimize=True))
     # softmax rows of A: dA_ab/dS_ac = A_ab (delta_bc - A_ac)
-    JS = JA * A - A * np.einsum("ijab,ab->ija", JA, A)[..., None]
-    JZ = np.einsum("ijec,cd->ijed", JS, U)
-    JU = np.einsum("ijae,ad->ijed", JS, Z)
+    JS = JA * A - A * np.einsum("ijab,ab->ija", JA, A, optimize=True)[..., None]
+    JZ = np.einsum("ijec,cd->ijed", JS, U, optimize=True)
+    JU = np.einsum("ijae,ad->ijed", JS, Z, optimize=True)
     # d Omega_ij / d B_ab = delta_ib (P B)_aj + (B^T P)_ia delta_jb, then softmax rows of B
     PB = P @ B                                  # (n, m)
     BP = B.T @ P                                # (m, n)
@@ -55,8 +55,8 @@ def residual_jacobian(theta: np.ndarray, omega_gt: np.ndarray, n: int, m: int, l
     JT = B[None, None] * (eye[:, None, None, :] * PB.T[None, :, :, None]
                           + BP[:, None, :, None] * eye[None, :, None, :]
                           - (B.T[:, None, :] * PB.T[None, :, :] + BP[:, None, :] * B.T[None, :, :])[..., None])
-    JW = np.einsum("ijec,cd->ijed", JT, V)
-    JV = np.einsum("ijac,ad->ijcd", JT, W)
+    JW = np.einsum("ijec,cd->ijed", JT, V, optimize=True)
+    JV = np.einsum("ijac,ad->ijcd", JT, W, optimize=True)
     mm = m * m
     J = np.concatenate([JU.reshape(mm, -1), JZ.reshape(mm, -1), JW.reshape(mm, -1),
                         JV.reshape(mm, -1), np.zeros((mm, l))], axis=1)
@@ -73,36 +73,39 @@ def levenberg_marquardt(theta0: np.ndarray, omega_gt: np.ndarray, n: int, m: int
     x = np.array(theta0, dtype=np.float64)
     r, J = residual_jacobian(x, omega_gt, n, m, l)
     f = float(r @ r)
-    lam = 1e-3
+    lam, nu = 1e-3, 2.0
     stall = 0
-    p = x.size
     for it in range(1, max_iter + 1):
         g = J.T @ r
         H = J.T @ J
         dH = np.diag(H).copy()
+        damp = dH + 1e-9 * (dH.max() + 1e-300)
         accepted = False
         while lam < 1e16:
             try:
-                d = np.linalg.solve(H + lam * np.diag(dH + 1e-9 * (dH.max() + 1e-300)) , -g)
-            except np.linalg.LinAlgError:
-                lam *= 4.0
-                continue
-            x1 = x + d
-            try:
-                r1, J1 = residual_jacobian(x1, omega_gt, n, m, l)
+                d = np.linalg.solve(H + lam * np.diag(damp), -g)
+                om1 = forward(x + d, n, m, l)[0]
+                r1 = (om1 - omega_gt).ravel()
                 f1 = float(r1 @ r1)
             except np.linalg.LinAlgError:  # a step into a reducible chain: reject it
                 f1 = np.inf
-            if np.isfinite(f1) and f1 < f and np.all(np.isfinite(J1)):
+            if np.isfinite(f1) and f1 < f:
+                pred = float(d @ (lam * damp * d - g))  # predicted reduction of the GN model
+                rho = (f - f1) / pred if pred > 0 else 1.0
+                lam *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+                nu = 2.0
                 accepted = True
                 break
-            lam *= 4.0
+            lam *= nu
+            nu *= 2.0
         if not accepted:
             yield it - 1, x, f, "stalled"
             return
         rel = (f - f1) / max(f, 1e-300)
-        x, r, J, f = x1, r1, J1, f1
-        lam = max(lam / 3.0, 1e-15)
+        x = x + d
+        r, J = residual_jacobian(x, omega_gt, n, m, l)
+        f = float(r @ r)
+        lam = max(lam, 1e-15)
         stall = stall + 1 if rel < ftol else 0
         if f == 0.0 or stall >= 5:
             yield it, x, f, "converged"

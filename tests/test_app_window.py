@@ -245,3 +245,26 @@ def test_main_opens_files_from_argv(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=90)
     assert r.returncode == 0, r.stderr
     assert "LOADED 7" in r.stdout
+
+
+def test_preset_fills_preprocessing_fields(window):
+    from densehmm_core.data.presets import get_preset
+    panel = window.data_panel
+    panel.preset.setCurrentText("paper_protein")
+    pre = get_preset("paper_protein")["preprocess"]
+    assert panel.subset.value() == pre["subset"]
+    assert panel.max_len.value() == pre["max_len"]
+    assert panel.merge.value() == pytest.approx(100 * pre["merge_below"])
+    opts = panel.options()
+    assert opts["preset"] == "paper_protein" and opts["max_length"] == pre["max_len"]
+
+
+def test_about_lists_versions():
+    import numpy
+    import PySide6
+    from app.panels.about import about_text, versions
+    v = versions()
+    assert v["numpy"] == numpy.__version__ and v["PySide6"] == PySide6.__version__
+    for key in ("TensorFlow", "hmmlearn", "h5py", "pyqtgraph", "Qt", "Python"):
+        assert key in v and v[key]
+    assert "DenseHMM Studio" in about_text()

@@ -112,6 +112,14 @@ def test_whole_dashboard_exports_its_current_page(dashboard, tmp_path):
     svg = export_widget(dashboard, tmp_path / "overview.svg")
     texts = " ".join("".join(el.itertext()) for el in ET.parse(svg).getroot().iter(SVG_NS + "text"))
     assert "Before training" in texts
+    # the overview defers updates while hidden: exporting it draws the pending ones first
+    dashboard.tabs.setCurrentWidget(dashboard.live)
+    newer = params(seed=5)
+    dashboard.update_from_event(ProgressEvent(step=9, loss=0.1, params=newer))
+    assert dashboard.overview.after.transmat.image_data() is None or not np.array_equal(
+        dashboard.overview.after.transmat.image_data(), newer["transmat"])
+    export_widget(dashboard.overview, tmp_path / "ov.png")
+    np.testing.assert_array_equal(dashboard.overview.after.transmat.image_data(), newer["transmat"])
     for name, w in dashboard.views().items():
         assert export_widget(w, tmp_path / f"{name}.pdf").stat().st_size > 1000, name
 

@@ -7,11 +7,10 @@ of states or symbols cannot be subtracted entry-wise; the view says so instead.
 """
 from __future__ import annotations
 
-import math
 from typing import Dict, List, Optional
 
 import numpy as np
-from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from .common import diverging_cmap, fmt_value, state_labels, symbol_labels
 from .heatmap import MatrixHeatmap

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from .common import (LabelAxis, Placeholder, as_single, label_axis_text, make_graphics_widget,
                      sequential_cmap, state_colors, style_plot, symbol_labels, theme_colors)

@@ -24,7 +24,6 @@ import os
 import queue
 import sys
 import threading
-import time
 from types import SimpleNamespace
 
 import numpy as np
@@ -91,7 +90,6 @@ def final_metrics(model, corpus, test) -> dict:
 
 
 def build(args):
-    from PySide6 import QtCore, QtWidgets
     from app.views.dashboard import Dashboard
     n, m, l = 5, 20, 3
     corpus, test, _true = make_data(n=n, m=m)

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6 import QtGui, QtWidgets
 
 from .common import LabelAxis, Placeholder, label_axis_text, make_graphics_widget, style_plot, theme_colors
 from .projection import pca_2d

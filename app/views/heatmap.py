@@ -262,8 +262,8 @@ class MatrixHeatmap(QtWidgets.QWidget):
             i, j = divmod(k, cols)
             v = float(self._data[i, j])
             rel = (v - lo) / span
-            if self._symmetric:
-                color = (20, 20, 20)
+            if self._symmetric:  # diverging map: saturated ends (both signs) are dark
+                color = (245, 245, 245) if abs(v) / max(hi, 1e-300) > 0.6 else (20, 20, 20)
             else:
                 color = (20, 20, 20) if rel > 0.6 else (235, 235, 235)
             text = f"{v:.2f}"

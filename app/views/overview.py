@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 import numpy as np
-from PySide6 import QtCore, QtGui, QtWidgets
+from PySide6 import QtWidgets
 
 from .common import Placeholder, state_labels, symbol_labels
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
@@ -86,6 +86,10 @@ class OverviewView(QtWidgets.QWidget):
                 self._show(row, params, title)
             except Exception as exc:  # shown in the row's title; never raised from showEvent
                 row.label.setText(f"{title}: cannot show these parameters ({type(exc).__name__}: {exc})")
+
+    def prepare_export(self) -> None:
+        """Called by :func:`app.export.export_widget`: draw pending updates before rendering."""
+        self.flush()
 
     def has_content(self) -> bool:
         return bool(self._pending) or self.before.params is not None or self.after.params is not None

@@ -6,7 +6,6 @@ Importing this module is cheap (no numpy-heavy work, no TensorFlow).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from pathlib import Path
 

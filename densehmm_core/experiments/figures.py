@@ -19,12 +19,14 @@ MODEL_LABEL = {
     "dense-direct": "DenseHMM-direct",
     "standard-fair": "standard HMM (n_fair)",
     "standard": "standard HMM",
+    "dense-direct-gt": "DenseHMM-direct on the true Omega (reference code)",
 }
 MODEL_STYLE = {
     "dense-em": dict(color="tab:orange", marker="s"),
     "dense-direct": dict(color="tab:green", marker="o"),
     "standard-fair": dict(color="tab:purple", marker="^"),
     "standard": dict(color="tab:blue", marker="x"),
+    "dense-direct-gt": dict(color="tab:olive", marker="o", linestyle="--"),
 }
 
 

@@ -22,7 +22,6 @@ import importlib
 import io
 import math
 import os
-import sys
 import time
 import traceback
 from concurrent.futures.process import BrokenProcessPool

@@ -1,0 +1,127 @@
+"""DenseHMM training benchmark (issue 3).
+
+Run:  .venv/bin/python tests/benchmarks/bench_dense.py [--repeats 3] [--skip-large] [--json out.json]
+
+1. Co-occurrence fit, paper protocol: 10,000 Adam steps (preset "paper", no early stop),
+   n=10, m=20, l=5, on the analytic Omega of a random DenseHMM.  Target <= 2 s.
+   Also the default preset (Adam + Levenberg-Marquardt finish) on the same problem.
+2. The same for n=100, m=1000, l=32 (Adam steps timed on a shorter run and extrapolated,
+   plus a short default-preset run whose finish is L-BFGS).
+3. Dense EM: one EM iteration (E-step + 25-step Adam M-step + bookkeeping) against the
+   E-step alone (engine.statistics), n=10, m=20, l=5, 512k tokens.  Target ratio <= 1.2.
+
+Times are medians over ``--repeats`` warm runs (the first call of a shape traces the
+tf.function; that cost is printed separately).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+
+from densehmm_core.dense import DenseHMM, init_embeddings  # noqa: E402
+
+
+def gt_model(n, m, l, seed=0):
+    return DenseHMM(n, l, m).set_embeddings(init_embeddings(n, m, l, np.random.default_rng(seed)))
+
+
+def timed(fn):
+    t = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t, out
+
+
+def bench_cooc(n, m, l, repeats, steps=10000, full=True):
+    omega = gt_model(n, m, l).model_omega()
+    res = {"n": n, "m": m, "l": l}
+
+    def paper(k):
+        return DenseHMM(n, l, seed=1, preset="paper", steps=k).fit_cooc(omega)
+    first, _ = timed(lambda: paper(10))
+    res["first_call_trace_s"] = first
+    k = steps if full else 200
+    times = []
+    for _ in range(repeats):
+        t, model = timed(lambda: paper(k))
+        times.append(t)
+    res["paper_steps_timed"] = k
+    res["paper_median_s"] = statistics.median(times)
+    res["paper_per_step_ms"] = 1e3 * res["paper_median_s"] / k
+    res["paper_10k_s"] = res["paper_per_step_ms"] * 10.0
+    res["paper_mad"] = model.history_[-1]["mad"]
+    if full:
+        t, model = timed(lambda: DenseHMM(n, l, seed=1).fit_cooc(omega))
+        res["default_s"] = t
+        res["default_mad"] = model.history_[-1]["mad"]
+        res["default_steps"] = model.history_[-1]["step"]
+    else:
+        t, model = timed(lambda: DenseHMM(n, l, seed=1, steps=200, finish_steps=50).fit_cooc(omega))
+        res["default_short_s (200 Adam + 50 L-BFGS)"] = t
+        res["default_short_mad"] = model.history_[-1]["mad"]
+    return res
+
+
+def bench_em(n, m, l, tokens, repeats, seq_len=500):
+    from densehmm_core.engine import get_engine
+    gt = gt_model(n, m, l, seed=3)
+    seqs, _ = gt.sample(tokens // seq_len, seq_len, seed=0)
+    eng = get_engine("numpy")
+    init = DenseHMM(n, l, m, seed=5).init_embeddings()
+    data = eng.prepare(seqs, n_states=n)
+    estep = []
+    for _ in range(repeats):
+        t, _ = timed(lambda: eng.statistics(init.startprob_, init.transmat_, init.emissionprob_, data))
+        estep.append(t)
+    model = DenseHMM(n, l, fit_method="em", seed=5, em_iter=1, tol=0.0)
+    model.fit(seqs[:4])  # trace the M-step graph for this shape
+    iters = max(3, repeats)
+    model = DenseHMM(n, l, fit_method="em", seed=5, em_iter=iters, tol=0.0)
+    events = []
+    t_total, _ = timed(lambda: model.fit(seqs, callback=events.append))
+    per_iter = [b.elapsed - a.elapsed for a, b in zip(events[:-1], events[1:]) if b.step > a.step]
+    res = {"n": n, "m": m, "l": l, "tokens": int(sum(len(s) for s in seqs)),
+           "estep_median_s": statistics.median(estep), "em_iteration_median_s": statistics.median(per_iter),
+           "fit_total_s": t_total, "em_iterations": iters}
+    res["ratio_em_iteration_over_estep"] = res["em_iteration_median_s"] / res["estep_median_s"]
+    return res
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--skip-large", action="store_true", help="skip n=100, m=1000, l=32")
+    ap.add_argument("--tokens", type=int, default=512_000)
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args(argv)
+    out = {}
+    out["cooc_small"] = r = bench_cooc(10, 20, 5, args.repeats)
+    print(f"cooc paper protocol n=10 m=20 l=5: 10k Adam steps median {r['paper_median_s']:.3f} s "
+          f"(target 2 s, ratio {r['paper_median_s'] / 2.0:.2f}); first call incl. tracing "
+          f"{r['first_call_trace_s']:.2f} s; MAD {r['paper_mad']:.2e}")
+    print(f"cooc default preset n=10 m=20 l=5: {r['default_s']:.3f} s, {r['default_steps']} steps, "
+          f"MAD {r['default_mad']:.2e}")
+    if not args.skip_large:
+        out["cooc_large"] = r = bench_cooc(100, 1000, 32, max(1, args.repeats - 1), full=False)
+        print(f"cooc n=100 m=1000 l=32: {r['paper_per_step_ms']:.2f} ms per Adam step "
+              f"(10k steps ~ {r['paper_10k_s']:.1f} s); short default run "
+              f"{r['default_short_s (200 Adam + 50 L-BFGS)']:.2f} s")
+    out["em"] = r = bench_em(10, 20, 5, args.tokens, args.repeats)
+    print(f"dense EM n=10 m=20 l=5, {r['tokens']} tokens: E-step {r['estep_median_s']:.3f} s, "
+          f"EM iteration {r['em_iteration_median_s']:.3f} s, ratio {r['ratio_em_iteration_over_estep']:.3f} "
+          f"(target <= 1.2)")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=2)
+    return out
+
+
+if __name__ == "__main__":
+    main()
