@@ -209,6 +209,10 @@ class JobManager(QObject):
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max(1, int(pool_size)))
         self.min_interval = 1.0 / float(max_rate)
+        #: per-job extra spacing set by the window from the measured cost of a redraw
+        #: (adaptive: redraws never take more than about a quarter of the GUI thread's time)
+        self.redraw_cost: Dict[int, float] = {}
+        self.max_busy_share = 0.25
         self.jobs: List[Job] = []
         self.gpus: List[str] = []
         self._signals = _WorkerSignals()
@@ -318,7 +322,8 @@ class JobManager(QObject):
 
     def _maybe_dispatch(self, job: Job) -> None:
         now = time.perf_counter()
-        wait = job._last_dispatch + self.min_interval - now
+        interval = max(self.min_interval, min(2.0, self.redraw_cost.get(job.id, 0.0) / self.max_busy_share))
+        wait = job._last_dispatch + interval - now
         if wait <= 0:
             self._dispatch(job)
         elif not job._flush_scheduled:

@@ -73,6 +73,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     win.log_panel.log(f"Window shown {shown:.2f} s after start")
     if os.environ.get("DENSEHMM_STARTUP_REPORT"):
         print(f"startup_seconds={shown:.3f}", flush=True)
+    QTimer.singleShot(0, win.finish_startup)
     if args.demo:
         QTimer.singleShot(0, win.load_demo)
     if args.files:

@@ -142,10 +142,8 @@ class MainWindow(QMainWindow):
         self.start_view.open_requested.connect(self.open_dialog)
         self.start_view.recent_requested.connect(lambda p: self.open_files([p]))
         self.log_panel = LogPanel()
-        self.dashboard = _make_dashboard(self)
-        self.compare_view = getattr(self.dashboard, "compare", self.dashboard)
+        self._dashboard = None     # built on first use or right after the window shows (faster start)
         self.stack.addWidget(self.start_view)
-        self.stack.addWidget(self.dashboard)
         self.setCentralWidget(self.stack)
 
         # docks
@@ -189,6 +187,22 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Ready — use the demo data set, open a file or drop files on the window.")
 
     # ================================================================ setup
+    @property
+    def dashboard(self):
+        """The views of ``app/views`` (created on first use)."""
+        if self._dashboard is None:
+            self._dashboard = _make_dashboard(self)
+            self.stack.addWidget(self._dashboard)
+        return self._dashboard
+
+    @property
+    def compare_view(self):
+        return getattr(self.dashboard, "compare", self.dashboard)
+
+    def finish_startup(self) -> None:
+        """Build the remaining views after the window is on screen."""
+        self.dashboard
+
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
@@ -543,7 +557,16 @@ class MainWindow(QMainWindow):
 
     def _job_event(self, job: Job, ev) -> None:
         if job is self.current_job and not self._closing:
+            t0 = time.perf_counter()
             self.dashboard.update_from_event(ev)
+            # Measure the redraw (update + the paint that follows) and let the throttle space the
+            # next ones so that drawing never takes more than ~25 % of the GUI thread.
+            QTimer.singleShot(0, self, lambda j=job, t=t0: self._redraw_done(j, t))
+
+    def _redraw_done(self, job: Job, t0: float) -> None:
+        cost = time.perf_counter() - t0
+        old = self.jobs.redraw_cost.get(job.id)
+        self.jobs.redraw_cost[job.id] = cost if old is None else 0.5 * old + 0.5 * cost
 
     def _job_finished(self, job: Job) -> None:
         self.jobs_panel.update_job(job)

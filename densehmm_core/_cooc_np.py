@@ -5,9 +5,30 @@ Used by :class:`densehmm_core.dense.DenseHMM` on small problems (the Jacobian is
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 __all__ = ["unpack", "forward", "residual_jacobian", "levenberg_marquardt"]
+
+
+_CONTROLLER = None
+
+
+def _single_thread_blas():
+    """Limit BLAS to one thread for the small dense solves of one LM iteration.
+
+    Multi-threaded BLAS on these 100-1000 sized systems is slower than one thread, and on a
+    busy machine oversubscription makes it 100x slower.  Uses threadpoolctl when present.
+    """
+    global _CONTROLLER
+    try:
+        if _CONTROLLER is None:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER = ThreadpoolController()
+        return _CONTROLLER.limit(limits=1, user_api="blas")
+    except Exception:  # pragma: no cover - threadpoolctl missing or unsupported
+        return contextlib.nullcontext()
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
@@ -76,38 +97,46 @@ def levenberg_marquardt(theta0: np.ndarray, omega_gt: np.ndarray, n: int, m: int
     lam, nu = 1e-3, 2.0
     stall = 0
     for it in range(1, max_iter + 1):
-        g = J.T @ r
-        H = J.T @ J
-        dH = np.diag(H).copy()
-        damp = dH + 1e-9 * (dH.max() + 1e-300)
-        accepted = False
-        while lam < 1e16:
-            try:
-                d = np.linalg.solve(H + lam * np.diag(damp), -g)
-                om1 = forward(x + d, n, m, l)[0]
-                r1 = (om1 - omega_gt).ravel()
-                f1 = float(r1 @ r1)
-            except np.linalg.LinAlgError:  # a step into a reducible chain: reject it
-                f1 = np.inf
-            if np.isfinite(f1) and f1 < f:
-                pred = float(d @ (lam * damp * d - g))  # predicted reduction of the GN model
-                rho = (f - f1) / pred if pred > 0 else 1.0
-                lam *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
-                nu = 2.0
-                accepted = True
-                break
-            lam *= nu
-            nu *= 2.0
-        if not accepted:
+        with _single_thread_blas():
+            step = _lm_iteration(x, r, J, f, lam, nu, omega_gt, n, m, l)
+        if step is None:
             yield it - 1, x, f, "stalled"
             return
-        rel = (f - f1) / max(f, 1e-300)
-        x = x + d
-        r, J = residual_jacobian(x, omega_gt, n, m, l)
-        f = float(r @ r)
-        lam = max(lam, 1e-15)
+        x, r, J, f1, f, lam, nu = step
+        rel = (f1 - f) / max(f1, 1e-300)
         stall = stall + 1 if rel < ftol else 0
         if f == 0.0 or stall >= 5:
             yield it, x, f, "converged"
             return
         yield it, x, f, ("max_steps" if it == max_iter else "")
+
+
+def _lm_iteration(x, r, J, f, lam, nu, omega_gt, n, m, l):
+    """One accepted LM step: ``(x, r, J, f_old, f_new, lam, nu)``, or None when no step helps."""
+    g = J.T @ r
+    H = J.T @ J
+    dH = np.diag(H).copy()
+    damp = dH + 1e-9 * (dH.max() + 1e-300)
+    accepted = False
+    while lam < 1e16:
+        try:
+            d = np.linalg.solve(H + lam * np.diag(damp), -g)
+            om1 = forward(x + d, n, m, l)[0]
+            r1 = (om1 - omega_gt).ravel()
+            f1 = float(r1 @ r1)
+        except np.linalg.LinAlgError:  # a step into a reducible chain: reject it
+            f1 = np.inf
+        if np.isfinite(f1) and f1 < f:
+            pred = float(d @ (lam * damp * d - g))  # predicted reduction of the GN model
+            rho = (f - f1) / pred if pred > 0 else 1.0
+            lam *= max(1.0 / 3.0, 1.0 - (2.0 * rho - 1.0) ** 3)
+            nu = 2.0
+            accepted = True
+            break
+        lam *= nu
+        nu *= 2.0
+    if not accepted:
+        return None
+    x = x + d
+    r, J = residual_jacobian(x, omega_gt, n, m, l)
+    return x, r, J, f, float(r @ r), max(lam, 1e-15), nu

@@ -186,9 +186,8 @@ def _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit
     return th, mm, vv, tt, k, status, good
 
 
-@tf.function
-def _adam_cooc(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, omega_gt, scale,
-               n, m, l, stationary_grad):
+def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, omega_gt, scale,
+                  n, m, l, stationary_grad):
     def loss_fn(th):
         return cooc_loss(th, omega_gt, scale, n, m, l, stationary_grad)
     th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1,
@@ -200,14 +199,20 @@ def _adam_cooc(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, omega_g
     return th, mm, vv, tt, k, status, good, loss, mad
 
 
+_adam_cooc = tf.function(_adam_cooc_py)
+_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
+
+
 def adam_cooc(theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0: int, k_total: int,
-              limit: float, omega_gt, scale: float, n: int, m: int, l: int, stationary_grad: bool):
-    """A chunk of Adam steps on the co-occurrence loss.
+              limit: float, omega_gt, scale: float, n: int, m: int, l: int, stationary_grad: bool,
+              jit: bool = False):
+    """A chunk of Adam steps on the co-occurrence loss (``jit``: XLA-compiled loop).
 
     Returns ``(theta, state, steps_done, status, last_good_theta, loss, mad)`` -- ``loss`` and
     ``mad`` (mean absolute deviation of Omega) evaluated at the returned ``theta``.
     """
-    out = _adam_cooc(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
+    fn = _adam_cooc_xla if jit else _adam_cooc
+    out = fn(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
                      tf.constant(float(lr0), DT), tf.constant(float(lr1), DT),
                      tf.constant(int(k0)), tf.constant(float(k_total), DT),
                      tf.constant(float(limit), DT), omega_gt, tf.constant(float(scale), DT),

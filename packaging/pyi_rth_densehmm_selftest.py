@@ -2,8 +2,8 @@
 
 Runs before the app's main script. It does nothing unless the environment variable
 ``DENSEHMM_BUNDLE_SELFTEST=1`` is set; then it checks that the libraries the app only imports
-later, on worker threads (TensorFlow with Keras' Adam, hmmlearn/scikit-learn/SciPy, h5py, the
-model file writer) really work inside the bundle, prints one line per check and exits with status
+later, on worker threads (TensorFlow through short DenseHMM fits, hmmlearn/scikit-learn/SciPy,
+h5py, the model file writer) really work inside the bundle, prints one line per check and exits with status
 0 (all passed) or 1 — without starting the GUI. Used by tests/test_packaging.py and handy on a
 user's machine: ``DENSEHMM_BUNDLE_SELFTEST=1 ./DenseHMM-Studio``.
 """
@@ -37,25 +37,19 @@ def _densehmm_bundle_selftest():
         import numpy as np
         import tensorflow as tf
 
-        # the pattern densehmm_core.dense_tf uses: plain tf.Variables, Keras Adam, one tf.function
-        v = tf.Variable(np.zeros((3, 4)), dtype=tf.float64)
-        target = tf.constant(np.full((3, 4), 0.25))
-        opt = tf.keras.optimizers.Adam(learning_rate=0.1)
+        # the app's TensorFlow code paths: DenseHMM trained with both schemes (direct co-occurrence
+        # fit and EM with the gradient M-step), a few steps each, on a tiny random data set
+        from densehmm_core.dense import DenseHMM
 
-        @tf.function
-        def steps(n):
-            for _ in tf.range(n):
-                with tf.GradientTape() as tape:
-                    loss = tf.reduce_sum((tf.nn.softmax(v, axis=1) - target) ** 2)
-                opt.apply_gradients([(tape.gradient(loss, v), v)])
-            return loss
-
-        loss = float(steps(tf.constant(5)))
-        if not np.isfinite(loss):
-            raise ValueError(f"non-finite loss {loss}")
-        import densehmm_core.dense_tf  # noqa: F401 (the app's TensorFlow code imports cleanly)
+        rng = np.random.default_rng(0)
+        seqs = [rng.integers(0, 4, size=30) for _ in range(4)]
+        for method, budget in (("cooc", {"steps": 20}), ("em", {"em_iter": 2})):
+            model = DenseHMM(3, 2, n_symbols=4, fit_method=method, seed=0, **budget).fit(seqs)
+            a = np.asarray(model.transmat_)
+            if a.shape != (3, 3) or not np.all(np.isfinite(a)) or not np.allclose(a.sum(axis=1), 1.0):
+                raise ValueError(f"{method}: bad transition matrix {a}")
         devices = ", ".join(d.device_type for d in tf.config.list_physical_devices())
-        return f"TensorFlow {tf.__version__}, devices: {devices}"
+        return f"TensorFlow {tf.__version__} (devices: {devices}); DenseHMM cooc and em fits"
 
     def hmmlearn():
         import hmmlearn

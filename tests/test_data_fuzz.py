@@ -25,6 +25,20 @@ READERS = {
     "conll": "chunks.conll",
     "conllu": "sentences.conllu",
 }
+# Option sets drawn per input, so that the options' code paths are fuzzed too.
+_TOKEN_OPTIONS = [{}, {"observe": "words"}, {"observe": "words", "max_vocab": 3, "lowercase": True},
+                  {"max_vocab": 2}]
+OPTIONS = {
+    "fasta": [{}, {"mol": "all"}, {"mol": "na", "uppercase": False}, {"alphabet": "protein"},
+              {"alphabet": "dna", "nucleotide": "dna"}, {"strip_stop": False, "keep_names": False},
+              {"alphabet": "ACDEFGHIKLMNPQRSTVWY"}, {"dedupe": True, "max_len": 3, "merge_below": 0.3}],
+    "medpost": _TOKEN_OPTIONS,
+    "word_tag": _TOKEN_OPTIONS + [{"encoding": "latin-1"}],
+    "word_slash_tag": _TOKEN_OPTIONS + [{"collapse_tags": True}],
+    "ptb": _TOKEN_OPTIONS + [{"drop_traces": False}, {"min_len": 2, "subset": 1}],
+    "conll": _TOKEN_OPTIONS + [{"column": 2}, {"column": -1, "word_column": 1}, {"sep": " "}],
+    "conllu": _TOKEN_OPTIONS + [{"tagset": "xpos"}],
+}
 # A RAM-backed folder when there is one: thousands of small files are written.
 _RAM = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 _DIR = pathlib.Path(tempfile.mkdtemp(prefix="densehmm-fuzz-", dir=_RAM))
@@ -77,11 +91,13 @@ def inputs():
                   st.tuples(st.just("mutated"), st.integers(0, 2 ** 32 - 1))),
         st.sampled_from(["plain", "plain", "plain", "gzip", "crlf"]),
         st.sampled_from(["fixed", "fixed", "auto"]),
+        st.integers(0, 100),
     )
 
 
-def check(fmt, fixture, payload, wrap, detect):
+def check(fmt, fixture, payload, wrap, detect, option_index):
     kind, value = payload
+    options = OPTIONS[fmt][option_index % len(OPTIONS[fmt])]
     data = value if kind == "random" else mutate((FIX / fixture).read_bytes(), value)
     if wrap == "gzip":
         data = gzip.compress(data, mtime=0)
@@ -90,7 +106,7 @@ def check(fmt, fixture, payload, wrap, detect):
     path = _DIR / (fixture + (".gz" if wrap == "gzip" else ""))
     path.write_bytes(data)
     try:
-        c = load(path, format=fmt if detect == "fixed" else "auto")
+        c = load(path, format=fmt, **options) if detect == "fixed" else load(path)
     except DataFormatError as e:
         assert e.reason and e.file == path.name
         return "error"

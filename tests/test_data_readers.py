@@ -329,3 +329,33 @@ def test_fasta_block_boundaries(monkeypatch, tmp_path, read_size):
     with pytest.raises(DataFormatError, match="invalid character '9'") as e:
         load(bad)
     assert e.value.line == text.count(b"\n") + 3
+
+
+def test_load_options_numpy_values_and_dedupe(tmp_path):
+    p = tmp_path / "dups.fa"
+    p.write_text(">a\nACDE\n>b\nACDE\n>c\nAC\n>d\nacde*\n")
+    c = load(p, dedupe=True, max_len=np.int64(3))
+    assert c.names == ["a", "c"] and seqs_as_strings(c) == ["ACD", "AC"]
+    prov = json.loads(json.dumps(c.provenance))
+    assert prov["preprocess_options"] == {"dedupe": True, "max_len": 3}
+    assert [s["step"] for s in prov["preprocessing"]] == ["dedupe", "max_len"]
+    assert prov["preprocessing"][0]["removed"] == 2
+
+
+@pytest.mark.parametrize("fixture", ["sentences.ioc", "word_tag.txt", "brown.txt", "trees.mrg", "chunks.conll",
+                                     "sentences.conllu"])
+def test_tagged_crlf_gzip_bom_equal_plain(tmp_path, fixture):
+    raw = (FIX / fixture).read_bytes()
+    base = load(FIX / fixture)
+    variants = {
+        "crlf": raw.replace(b"\n", b"\r\n"),
+        "gz": gzip.compress(raw),
+        "bom": b"\xef\xbb\xbf" + raw,
+    }
+    for kind, data in variants.items():
+        p = tmp_path / (fixture + (".gz" if kind == "gz" else ""))
+        p.write_bytes(data)
+        c = load(p)
+        assert c.format == base.format, kind
+        assert c.vocabulary == base.vocabulary and c.names == base.names, kind
+        assert all(np.array_equal(a, b) for a, b in zip(c.sequences, base.sequences)), kind

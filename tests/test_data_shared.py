@@ -2,7 +2,6 @@
 
 Every test skips cleanly when the shared data is absent (``shared_data`` fixture).
 """
-import numpy as np
 import pytest
 
 from densehmm_core.data import PRESETS, collapse_brown_tag, load

@@ -118,6 +118,7 @@ class Corpus:
 
     @property
     def n_sequences(self) -> int:
+        """Number of sequences."""
         return len(self.sequences)
 
     @property
@@ -130,6 +131,7 @@ class Corpus:
 
     @property
     def n_tokens(self) -> int:
+        """Total number of symbols over all sequences."""
         return int(self.lengths.sum())
 
     @property
@@ -164,6 +166,7 @@ class Corpus:
 
     @property
     def format(self) -> Optional[str]:
+        """The reader format (``provenance["format"]``), e.g. ``"fasta"``."""
         return self.provenance.get("format")
 
     # ------------------------------------------------------------- statistics

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Optional
 
 from .corpus import DEFAULT_RESIDUAL, Corpus
 from .conll import read_conll, read_conllu
-from .detect import FORMATS, detect_format, normalize_format
+from .detect import detect_format, normalize_format
 from .errors import DataFormatError
 from .fasta import read_fasta
 from .presets import get_preset
@@ -144,17 +144,28 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
     provenance = {
         "file": name, "path": abspath, "size": size, "sha256": sha, "compressed": compressed,
         "format": fmt, "format_detected": fixed_format is None, "preset": preset_name,
-        "options": opts, "preprocess_options": {k: v for k, v in prep_opts.items()},
+        "options": _jsonable(opts), "preprocess_options": _jsonable(prep_opts),
         "reader": result["info"], "preprocessing": [], "densehmm_version": _version(),
     }
     corpus = Corpus(result["sequences"], result["vocabulary"], names=result["names"], provenance=provenance,
                     warnings=result["warnings"], validate=False)
     for w in corpus.warnings:
         log.info("%s: %s", name, w)
-    if any(v is not None and v is not False for v in prep_opts.values()
-           if v is not prep_opts.get("residual_symbol")):
+    if any(v is not None and v is not False for k, v in prep_opts.items() if k != "residual_symbol"):
         corpus = corpus.preprocess(**prep_opts)
     return corpus
+
+
+def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:
+    """Option values as plain JSON types (numpy scalars become Python numbers)."""
+    out = {}
+    for k, v in d.items():
+        if hasattr(v, "item") and callable(v.item):
+            v = v.item()
+        elif not isinstance(v, (str, int, float, bool, type(None))):
+            v = repr(v)
+        out[k] = v
+    return out
 
 
 def _read(src, fmt: str, opts: Dict[str, Any]) -> Dict[str, Any]:

@@ -97,15 +97,18 @@ class Source:
         fh = open(self.path, "rb", buffering=0)
         self._raw = _HashingRaw(fh, self.size, progress)
         self._buffered = io.BufferedReader(self._raw, buffer_size=_CHUNK)
-        head = self._buffered.peek(2)[:2]
-        self.compressed = head == _GZIP_MAGIC
-        if self.compressed:
-            gz = gzip.GzipFile(fileobj=self._buffered, mode="rb")
-            self.stream = io.BufferedReader(gz, buffer_size=_CHUNK)
-        else:
-            self.stream = self._buffered
-        self.sample = self._peek_sample()
-        self._check_sample()
+        self.stream = self._buffered
+        try:
+            head = self._buffered.peek(2)[:2]
+            self.compressed = head == _GZIP_MAGIC
+            if self.compressed:
+                gz = gzip.GzipFile(fileobj=self._buffered, mode="rb")
+                self.stream = io.BufferedReader(gz, buffer_size=_CHUNK)
+            self.sample = self._peek_sample()
+            self._check_sample()
+        except BaseException:
+            self.close()
+            raise
 
     def _peek_sample(self) -> bytes:
         try:
