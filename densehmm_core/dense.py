@@ -220,8 +220,8 @@ class DenseHMM(BaseHMM):
         Divergence guard: an embedding entry beyond this magnitude (all softmaxes saturated
         far beyond float64) counts as divergence, like a non-finite loss or parameter.
     jit : bool
-        Cooc only: XLA-compile the Adam loop (about 3-4x faster per step for small models,
-        but the first fit of each model shape pays a compilation of a few seconds).
+        XLA-compile the Adam loops (cooc chunks and EM M-steps): 2-4x faster per step for
+        small models, but the first fit of each model shape pays a compilation of a few seconds.
     engine : str
         Inference engine for the E-step and scoring.
 
@@ -658,7 +658,7 @@ class DenseHMM(BaseHMM):
                     th_t = tf.constant(theta, tfm.DT)
                     th_new, state, kd, status, good, mloss = tfm.adam_mstep(
                         th_t, state, steps, lr, self.param_limit, st.start, st.trans, st.emit,
-                        ntok, n, m, l)
+                        ntok, n, m, l, self.jit)
                     if status != tfm.STATUS_OK or not np.isfinite(mloss):
                         self._adopt(theta, layout, stationary=False)
                         raise TrainingDiverged(self._diverged_msg(status, gstep + 1, "EM M-step"))

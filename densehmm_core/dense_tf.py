@@ -63,12 +63,9 @@ class Layout:
 
 def _unpack(theta, n: int, m: int, l: int):
     nl = n * l
-    U = tf.reshape(theta[0:nl], (n, l))
-    Z = tf.reshape(theta[nl:2 * nl], (n, l))
-    W = tf.reshape(theta[2 * nl:3 * nl], (n, l))
-    V = tf.reshape(theta[3 * nl:3 * nl + m * l], (m, l))
-    zs = theta[3 * nl + m * l:]
-    return U, Z, W, V, zs
+    U, Z, W, V, zs = tf.split(theta, [nl, nl, nl, m * l, l])  # one op (its gradient: one concat)
+    return (tf.reshape(U, (n, l)), tf.reshape(Z, (n, l)), tf.reshape(W, (n, l)),
+            tf.reshape(V, (m, l)), zs)
 
 
 def matrices(theta, n: int, m: int, l: int):
@@ -152,9 +149,19 @@ def _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit
     """Run up to ``n_steps`` Adam steps of ``loss_fn``; lr follows a cosine from lr0 (global
     step 0) to lr1 (global step ``k_total``), ``k0`` being the global index of the first step.
 
-    Returns ``(theta, m, v, t, steps_done, status, last_good_theta)``.
+    Adam in Kingma & Ba's efficient form (as Keras): ``theta -= lr sqrt(1-b2^t)/(1-b1^t) m/(sqrt(v)+eps)``.
+    The body is kept to few ops: one op costs microseconds in a CPU graph loop.
+
+    Returns ``(theta, m, v, t, steps_done, status, last_good_theta)``; on a failed step the loop
+    stops, ``theta`` is the last accepted iterate and ``last_good_theta`` the last one whose loss
+    was finite (the Adam moments are then meaningless).
     """
-    pi_c = tf.constant(np.pi, DT)
+    # lr(k) = a + b cos(c (k0 + k))
+    lr_a = 0.5 * (lr0 + lr1)
+    lr_b = 0.5 * (lr0 - lr1)
+    lr_c = tf.constant(np.pi, DT) / tf.maximum(k_total, 1.0)
+    k0f = tf.cast(k0, DT)
+    one = tf.constant(1.0, DT)
 
     def cond(k, th, good, mm, vv, tt, status):
         return tf.logical_and(k < n_steps, tf.equal(status, STATUS_OK))
@@ -164,22 +171,19 @@ def _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit
             tape.watch(th)
             loss = loss_fn(th)
         g = tape.gradient(loss, th)
-        finite = tf.logical_and(tf.math.is_finite(loss), tf.reduce_all(tf.math.is_finite(g)))
         good = tf.where(tf.math.is_finite(loss), th, good)
-        frac = tf.minimum(tf.cast(k0 + k, DT) / tf.maximum(k_total, 1.0), 1.0)
-        lr = lr1 + 0.5 * (lr0 - lr1) * (1.0 + tf.cos(pi_c * frac))
-        t1 = tt + 1.0
+        lr = lr_a + lr_b * tf.cos(lr_c * (k0f + tf.cast(k, DT)))
+        t1 = tt + one
         mm1 = BETA1 * mm + (1.0 - BETA1) * g
-        vv1 = BETA2 * vv + (1.0 - BETA2) * g * g
-        mhat = mm1 / (1.0 - tf.pow(tf.constant(BETA1, DT), t1))
-        vhat = vv1 / (1.0 - tf.pow(tf.constant(BETA2, DT), t1))
-        th1 = th - lr * mhat / (tf.sqrt(vhat) + EPS)
-        in_range = tf.logical_and(tf.reduce_all(tf.math.is_finite(th1)),
-                                  tf.reduce_max(tf.abs(th1)) <= limit)
+        vv1 = BETA2 * vv + (1.0 - BETA2) * tf.square(g)
+        alpha = lr * tf.sqrt(one - tf.pow(tf.constant(BETA2, DT), t1)) / (one - tf.pow(tf.constant(BETA1, DT), t1))
+        th1 = th - alpha * mm1 / (tf.sqrt(vv1) + EPS)
+        a = tf.abs(th1)
+        finite = tf.math.is_finite(loss + tf.reduce_sum(a))  # NaN/inf in loss, g or th1
+        in_range = tf.reduce_max(a) <= limit
         ok = tf.logical_and(finite, in_range)
         new_status = tf.where(finite, tf.where(in_range, STATUS_OK, STATUS_LIMIT), STATUS_NONFINITE)
-        return (tf.where(ok, k + 1, k), tf.where(ok, th1, th), good,
-                tf.where(ok, mm1, mm), tf.where(ok, vv1, vv), tf.where(ok, t1, tt), new_status)
+        return (tf.where(ok, k + 1, k), tf.where(ok, th1, th), good, mm1, vv1, t1, new_status)
 
     k, th, good, mm, vv, tt, status = tf.while_loop(
         cond, body, (tf.constant(0), theta, theta, m_, v_, t_, tf.constant(STATUS_OK)))
@@ -221,8 +225,7 @@ def adam_cooc(theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0:
     return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss), float(mad)
 
 
-@tf.function
-def _adam_mstep(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l):
+def _adam_mstep_py(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l):
     def loss_fn(th):
         return mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l)
     th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
@@ -230,13 +233,18 @@ def _adam_mstep(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit,
     return th, mm, vv, tt, k, status, good, loss_fn(th)
 
 
+_adam_mstep = tf.function(_adam_mstep_py)
+_adam_mstep_xla = tf.function(_adam_mstep_py, jit_compile=True)
+
+
 def adam_mstep(theta, state: AdamState, n_steps: int, lr: float, limit: float,
-               c_start, c_trans, c_emit, norm: float, n: int, m: int, l: int):
+               c_start, c_trans, c_emit, norm: float, n: int, m: int, l: int, jit: bool = False):
     """One M-step: ``n_steps`` Adam steps (constant ``lr``) on :func:`mstep_loss`.
 
     Returns ``(theta, state, steps_done, status, last_good_theta, loss)``.
     """
-    out = _adam_mstep(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
+    fn = _adam_mstep_xla if jit else _adam_mstep
+    out = fn(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
                       tf.constant(float(lr), DT), tf.constant(float(limit), DT),
                       tf.constant(c_start, DT), tf.constant(c_trans, DT), tf.constant(c_emit, DT),
                       tf.constant(float(norm), DT), int(n), int(m), int(l))

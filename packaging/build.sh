@@ -64,4 +64,12 @@ for d in ("tensorflow-cpu", "tensorflow"):
         pass')"
 } > "dist/$NAME/BUILD-INFO.txt"
 echo "build.sh: built $exe"
+# PyInstaller compiles the sources early and copies the .py files (for TensorFlow's AutoGraph) late:
+# a file edited in between makes the two disagree. Say so instead of leaving a subtly broken bundle.
+changed=$(find main.py app densehmm_core packaging/densehmm-studio.spec -name '*.py' -newermt "@$start" \
+          2>/dev/null | head -5)
+if [ -n "$changed" ]; then
+    echo "build.sh: WARNING: sources changed during the build (e.g. $(echo $changed | cut -c1-200));" \
+         "run sh packaging/build.sh again once they are stable" >&2
+fi
 echo "build.sh: bundle dist/$NAME: $size in $files files; build time $((end - start)) s"

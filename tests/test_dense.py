@@ -136,6 +136,9 @@ def test_cooc_depends_on_data_only_through_omega_and_streams_events(em_data):
     snap_steps = [e.step for e in events if e.params is not None]
     assert snap_steps[0] == 0 and np.all(np.diff(snap_steps) <= 200 + 100)
     assert all("mad" in e.metrics for e in events)
+    for e in (events[0], events[-1]):  # cooc snapshots carry the stationary pi of their A
+        np.testing.assert_allclose(e.params["startprob"] @ e.params["transmat"], e.params["startprob"],
+                                   atol=1e-12)
     assert len(a.history_) == len(events) and a.history_[-1]["loss"] == events[-1].loss
     # the losses go down
     assert events[-1].loss < 0.1 * events[0].loss
@@ -245,3 +248,16 @@ def test_device_selection_on_this_machine():
     model = DenseHMM(3, 2, seed=0, steps=10, finish="none", device="cpu")
     model.fit_cooc(np.full((4, 4), 1 / 16))
     assert model.device_used_ == "/CPU:0"
+
+
+def test_xla_compiled_loops_give_the_same_fits(em_data):
+    _, train, _ = em_data
+    omega = ground_truth(1).model_omega()
+    kw = dict(seed=2, steps=60, chunk=30, finish="none")
+    a = DenseHMM(5, 3, **kw).fit_cooc(omega)
+    b = DenseHMM(5, 3, jit=True, **kw).fit_cooc(omega)
+    np.testing.assert_allclose(a.embeddings_["V"], b.embeddings_["V"], rtol=1e-8, atol=1e-10)
+    kw = dict(fit_method="em", seed=2, em_iter=2)
+    a = DenseHMM(5, 3, **kw).fit(train[:10])
+    b = DenseHMM(5, 3, jit=True, **kw).fit(train[:10])
+    np.testing.assert_allclose(a.transmat_, b.transmat_, rtol=1e-8, atol=1e-12)

@@ -481,7 +481,7 @@ def test_bundle_opens_a_fasta_file_offscreen_and_exits(tmp_path):
                                                    "XDG_STATE_HOME")}
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HOME=str(tmp_path / "home"), **xdg)
     (tmp_path / "home").mkdir()
-    proc = subprocess.Popen([str(BUNDLE_EXE), str(fasta), "--quit-after", "20"], cwd=tmp_path, env=env,
+    proc = subprocess.Popen([str(BUNDLE_EXE), str(fasta), "--quit-after", "12"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = proc.communicate(timeout=150)

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("pytestqt")
 pg = pytest.importorskip("pyqtgraph")
 
-from PySide6 import QtCore  # noqa: E402
+from PySide6 import QtCore, QtGui  # noqa: E402
 
 from densehmm_core.events import ProgressEvent  # noqa: E402
 from densehmm_core.hmm_base import BaseHMM  # noqa: E402
@@ -149,7 +149,12 @@ def test_embeddings_pca_for_l_above_2(qtbot):
     assert "PC 1" in xt and f"{100 * expl[0]:.0f}%" in xt and "PC 2" in yt
     assert "PCA" in w.plot.titleLabel.text and "l = 6" in w.plot.titleLabel.text
     assert w.label_texts("V") == AMINO[:12]
+    # state points are named in their hover tooltip; written labels on request (dense clusters stay legible)
+    assert w.label_texts("U") == []
+    w.state_labels_box.setChecked(True)
     assert w.label_texts("U") == [f"u{i}" for i in range(5)]
+    for t, xy in zip(w._labels["U"], w.coordinates("U")):
+        assert (t.pos().x(), t.pos().y()) == pytest.approx(tuple(xy))
     # the plotted scatter holds the same points
     xs, ys = w.scatters["V"].getData()
     np.testing.assert_allclose(np.column_stack([xs, ys]), w.coordinates("V"))
@@ -428,3 +433,175 @@ def test_views_render_non_empty(qtbot):
         img = w.grab().toImage()
         colors = {img.pixel(x, y) for x in range(0, img.width(), 7) for y in range(0, img.height(), 7)}
         assert len(colors) > 8, name
+
+
+# ------------------------------------------------- readability and redraw cost (defects from the app)
+def _level_strings(axis, lo, hi, size=300.0):
+    """(spacing, values, strings) of every tick level the axis would draw for ``lo..hi``."""
+    return [(sp, vals, axis.tickStrings(vals, axis.scale, sp)) for sp, vals in axis.tickValues(lo, hi, size)]
+
+
+@pytest.mark.parametrize("values,spacing", [([355625.0, 355625.2, 355625.4, 355625.6], 0.2),
+                                            ([0.1, 0.1001, 0.1002], 1e-4), ([0.0, 0.01, 0.02], 0.01),
+                                            ([2.0e6, 2.5e6, 3.0e6], 5e5), ([1e-5, 2e-5, 3e-5], 1e-5),
+                                            ([-1e-17, 0.5, 1.0], 0.5)])
+def test_tick_strings_are_distinct_and_true(values, spacing):
+    from app.views.common import tick_strings
+    out = tick_strings(values, spacing)
+    assert len(set(out)) == len(values)
+    for v, s in zip(values, out):
+        assert float(s) == pytest.approx(v, abs=spacing / 2)
+        assert s != "-0.0" and "e-17" not in s
+
+
+@pytest.mark.parametrize("lo,width", [(0.1, 2e-4), (0.0, 0.05), (355625.0, 1.0), (0.2, 1e-6)])
+def test_colorbar_labels_distinct_for_a_narrow_range(qtbot, lo, width):
+    """Defect: with the fixed 0..1 range off the colour bar showed "0" repeated (or nothing)."""
+    h = shown(qtbot, MatrixHeatmap("A", fixed_range=False), (320, 420))
+    data = lo + width * np.random.default_rng(1).random((6, 6))
+    h.set_matrix(data)
+    qtbot.wait(10)
+    blo, bhi = h.levels()
+    assert (blo, bhi) == (data.min(), data.max())
+    ax = h.colorbar.axis
+    fm = QtGui.QFontMetricsF(ax.style.get("tickFont") or QtGui.QFont())
+    levels = _level_strings(ax, blo, bhi, ax.height())
+    assert levels and sum(len(v) for _, v, _ in levels) >= 2
+    for spacing, vals, strings in levels[:2]:
+        assert len(set(strings)) == len(strings)
+        for v, s in zip(vals, strings):
+            assert float(s) == pytest.approx(v, abs=spacing / 2)
+            assert fm.horizontalAdvance(s) < ax.width()  # wide enough: pyqtgraph drops labels that do not fit
+
+
+def test_nll_curve_prefers_normalised_values_and_normalises_totals(qtbot):
+    w = shown(qtbot, TrainingCurves(orientation="horizontal"), (900, 250))
+    # the co-occurrence fit: loss and MAD only, then one total test log-likelihood on its last event
+    w.set_token_counts(train=1000, test=400)
+    for s in range(3):
+        w.add_event(ProgressEvent(step=10 * s, total=20, loss=1.0 / (s + 1), metrics={"mad": 1e-3 / (s + 1)}))
+    w.add_event(ProgressEvent(step=20, total=20, loss=0.3, test_ll=-1152.0, metrics={"mad": 2e-4}, done=True))
+    assert w.nll_kind() == "nll"
+    assert list(w.curve_data("test_nll")[1]) == [1152.0 / 400]
+    assert "Normalised" in w.plots["nll"].titleLabel.text
+    # x axis: the stream's total steps (fixed while it runs), the lone test point inside the y range
+    x0, x1 = w.plots["loss"].vb.viewRange()[0]
+    assert x0 <= 0 and x1 >= 20
+    y0, y1 = w.plots["nll"].vb.viewRange()[1]
+    assert y0 < 1152.0 / 400 < y1
+    # dense EM: train_nll and train_ll on the same event give the training token count; test_ll alone
+    w2 = shown(qtbot, TrainingCurves(), (400, 600))
+    w2.add_event(ProgressEvent(step=0, loss=2.0, train_ll=-500.0, test_ll=-300.0,
+                               metrics={"train_nll": 2.0, "test_tokens": 100}))
+    w2.add_event(ProgressEvent(step=1, loss=1.9, train_ll=-475.0, test_ll=-290.0, metrics={}))
+    np.testing.assert_allclose(w2.curve_data("train_nll")[1], [2.0, 1.9])
+    np.testing.assert_allclose(w2.curve_data("test_nll")[1], [3.0, 2.9])
+    assert w2.token_counts() == (250.0, 100.0)
+
+
+def test_nll_axis_labels_differ_when_values_vary_little(qtbot):
+    """Defect: "355625" on every tick of the -log L axis."""
+    w = shown(qtbot, TrainingCurves(orientation="horizontal"), (900, 250))
+    for s, v in enumerate([-355625.9, -355625.6, -355625.2]):
+        w.add_event(ProgressEvent(step=s, loss=1.0, train_ll=v))
+    assert w.nll_kind() == "ll"
+    ax = w.plots["nll"].getAxis("left")
+    lo, hi = w.plots["nll"].vb.viewRange()[1]
+    assert lo < 355625.2 and hi > 355625.9
+    levels = _level_strings(ax, lo, hi, w.plots["nll"].vb.height())
+    shown_strings = [s for _, _, strings in levels[:2] for s in strings]
+    assert len(shown_strings) >= 2 and len(set(shown_strings)) == len(shown_strings)
+    # one MAD point on a log axis still gets a labelled tick
+    mad = w.plots["mad"]
+    w.add_event(ProgressEvent(step=3, loss=1.0, metrics={"mad": 1.3e-4}))
+    assert mad.getAxis("left").logMode
+    lo, hi = mad.vb.viewRange()[1]
+    assert lo < np.log10(1.3e-4) < hi
+    vals = [v for _, vs in mad.getAxis("left").tickValues(lo, hi, mad.vb.height()) for v in vs]
+    assert vals and all(lo <= v <= hi for v in vals)
+
+
+def test_curve_ranges_are_kept_while_data_stay_inside(qtbot):
+    w = shown(qtbot, TrainingCurves(), (400, 600))
+    w.add_event(ProgressEvent(step=0, total=100, loss=2.0))
+    w.add_event(ProgressEvent(step=1, total=100, loss=1.0))
+    before = w.plots["loss"].vb.viewRange()
+    w.add_event(ProgressEvent(step=2, total=100, loss=1.5))  # inside: no new range (no axis re-layout)
+    assert w.plots["loss"].vb.viewRange() == before
+    w.add_event(ProgressEvent(step=3, total=100, loss=0.2))  # below: the range follows
+    assert w.plots["loss"].vb.viewRange()[1][0] < 0.2
+
+
+def test_embedding_labels_never_overlap_and_controls_fit(qtbot):
+    rng = np.random.default_rng(7)
+    n, m, l = 10, 21, 5
+    p = dict(U=rng.normal(size=(n, l)), Z=rng.normal(size=(n, l)), W=rng.normal(size=(n, l)),
+             V=rng.normal(size=(m, l)) * 0.2, z_start=rng.normal(size=l))
+    p["V"][0] *= 30  # one outlier squeezes the others into a dense cluster
+    w = shown(qtbot, EmbeddingScatter(), (300, 420))
+    w.set_vocabulary(AMINO + ["X"])
+    w.set_embeddings(p)
+    w.state_labels_box.setChecked(True)
+    qtbot.wait(10)
+    visible = [t for k in EMBEDDING_KEYS for t in w._labels[k] if t.isVisible()]
+    assert "A" in w.visible_labels("V") and 0 < len(visible) < 3 * n + m
+    # glyphs lie inside the text's document margin
+    rects = [t.sceneBoundingRect().adjusted(*(d * t.textItem.document().documentMargin() for d in (1, 1, -1, -1)))
+             for t in visible]
+    for i in range(len(rects)):
+        for j in range(i + 1, len(rects)):
+            assert not rects[i].intersects(rects[j]), (visible[i].textItem.toPlainText(),
+                                                       visible[j].textItem.toPlainText())
+    # hidden names are still in the hover tooltips; zooming in shows more labels
+    few = len(visible)
+    w.plot.setRange(xRange=(-1, 1), yRange=(-1, 1), padding=0)
+    qtbot.wait(10)
+    assert sum(t.isVisible() for k in EMBEDDING_KEYS for t in w._labels[k]) > few
+    # the check boxes wrap instead of being clipped, and the title fits the plot
+    qtbot.wait(10)
+    for box in list(w.boxes.values()) + [w.labels_box, w.state_labels_box]:
+        assert w.controls.rect().contains(box.geometry()), box.text()
+    title_w = QtGui.QFontMetricsF(w.plot.titleLabel.item.font()).horizontalAdvance(
+        w.plot.titleLabel.item.toPlainText())
+    assert title_w < w.plot.width()
+
+
+EMBEDDING_KEYS = ("U", "Z", "W", "V", "z_start")
+
+
+def test_compare_table_is_not_elided(qtbot):
+    from app.views.common import fmt_compact
+    pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
+    w = shown(qtbot, CompareView(), (900, 500))
+    ma = {"loss": 0.0116691234, "test_ll": -355625.37, "mad": 0.000132808, "elapsed": 29.481}
+    mb = {"loss": 2.88523, "test_ll": -351708.2, "mad": 0.0004140, "elapsed": 15.2325}
+    w.set_models("job 1", plain_model(pa), "job 2", plain_model(pb), ma, mb)
+    qtbot.wait(10)
+    rows = w.table_rows()
+    assert rows["loss"][0] == "0.011669" and rows["mad"][0] == "1.3281e-4" and rows["test_ll"][0] == "-355625"
+    assert rows["test_ll"][2] == fmt_compact(-351708.2 - -355625.37) == "3917.2"
+    fm = w.table.fontMetrics()
+    for i in range(w.table.rowCount()):
+        for j in range(3):
+            item = w.table.item(i, j)
+            assert fm.horizontalAdvance(item.text()) <= w.table.columnWidth(j), item.text()
+    assert w.table.item(list(rows).index("loss"), 0).toolTip() == repr(0.0116691234)
+
+
+def test_dashboard_draws_the_live_page_only_when_visible(qtbot):
+    dash = shown(qtbot, Dashboard(), (1200, 800))
+    p0, p1 = random_params(3, 5, seed=1, l=3), random_params(3, 5, seed=2, l=3)
+    dash.update_from_event(ProgressEvent(step=0, total=10, loss=1.0, params=p0))
+    dash.tabs.setCurrentWidget(dash.decode)
+    dash.update_from_event(ProgressEvent(step=5, total=10, loss=0.5, params=p1))
+    # recorded, not drawn: the hidden heatmap still holds the old snapshot, the curve the old points
+    np.testing.assert_array_equal(dash.transmat.image.image, p0["transmat"])
+    assert list(dash.curves.curve_data("loss")[0]) == [0]
+    dash.tabs.setCurrentWidget(dash.live)
+    np.testing.assert_array_equal(dash.transmat.image.image, p1["transmat"])
+    np.testing.assert_allclose(dash.embeddings.coordinates("V").shape, (5, 2))
+    assert list(dash.curves.curve_data("loss")[0]) == [0, 5]
+    # image_data() and exports draw a pending snapshot first
+    dash.tabs.setCurrentWidget(dash.decode)
+    dash.update_from_event(ProgressEvent(step=6, total=10, loss=0.4, params=p0))
+    np.testing.assert_array_equal(dash.image_data("transmat"), p0["transmat"])

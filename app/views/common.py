@@ -14,7 +14,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 __all__ = [
     "theme_colors", "make_graphics_widget", "style_plot", "LabelAxis", "state_colors",
     "symbol_labels", "state_labels", "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap",
-    "diverging_cmap", "first_of", "ThinLogAxis", "fmt_value", "as_single",
+    "diverging_cmap", "first_of", "ThinLogAxis", "fmt_value", "as_single", "tick_strings",
+    "use_precise_ticks", "FlowLayout", "marker_icon", "fmt_compact",
 ]
 
 #: Perceptual sequential colour map for probabilities.
@@ -143,6 +144,57 @@ class LabelAxis(pg.AxisItem):
         return out
 
 
+def tick_strings(values: Sequence[float], spacing: float) -> List[str]:
+    """Tick labels with just enough digits that ticks ``spacing`` apart read differently.
+
+    pyqtgraph's default drops digits when the range is narrow compared with the values
+    (every label of 355625.1 .. 355625.9 reads "355625", a colour bar of 0.1000 .. 0.1002
+    shows nothing or "0"); here the number of decimals follows the spacing, values of
+    1e6 and more (or below 1e-3) use scientific notation with enough significant digits,
+    and labels are made distinct by adding digits if rounding still merged two of them.
+    """
+    vals = [float(v) for v in values]
+    if not vals:
+        return []
+    finite = [abs(v) for v in vals if math.isfinite(v)]
+    big = max(finite) if finite else 0.0
+    spacing = abs(float(spacing)) if spacing and math.isfinite(spacing) else 0.0
+    if spacing <= 0:
+        diffs = [abs(b - a) for a, b in zip(vals, vals[1:]) if b != a]
+        spacing = min(diffs) if diffs else (big or 1.0)
+    sci = big >= 1e6 or (0 < big < 1e-3)
+
+    def fmt(v: float, extra: int) -> str:
+        if not math.isfinite(v):
+            return str(v)
+        if abs(v) < spacing * 1e-6:
+            v = 0.0  # no "-0.000" or "1e-17" at the zero tick
+        if sci:
+            digits = max(0, int(math.ceil(math.log10(max(big, 1e-300) / spacing) - 1e-9))) + extra
+            return f"{v:.{min(digits, 15)}e}".replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")
+        dec = max(0, int(math.ceil(-math.log10(spacing) - 1e-9))) + extra
+        return f"{v:.{min(dec, 15)}f}"
+
+    for extra in range(0, 4):
+        out = [fmt(v, extra) for v in vals]
+        if len(set(out)) == len(set(vals)):
+            return out
+    return out
+
+
+def _precise_tick_strings(axis: pg.AxisItem, values, scale, spacing):
+    if axis.logMode:
+        return pg.AxisItem.logTickStrings(axis, values, scale, spacing)
+    return tick_strings([v * scale for v in values], spacing * scale)
+
+
+def use_precise_ticks(axis: pg.AxisItem) -> pg.AxisItem:
+    """Give an existing axis (e.g. a ColorBarItem's) :func:`tick_strings` labels."""
+    axis.tickStrings = lambda values, scale, spacing: _precise_tick_strings(axis, values, scale, spacing)
+    axis.picture = None
+    return axis
+
+
 class ThinLogAxis(pg.AxisItem):
     """A value axis whose log-mode ticks never crowd.
 
@@ -163,7 +215,16 @@ class ThinLogAxis(pg.AxisItem):
                 if len(values) > room:
                     values = [v for v, m in zip(values, mant) if m == 1.0] or values[:1]
             out.append((spacing, values))
+        if not any(v for _, v in out):
+            # less than a decade and no 1-2-5 value in view: one tick in the middle, not a bare axis
+            mid = 0.5 * (minVal + maxVal)
+            out = [(None, [mid])]
         return out
+
+    def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph API)
+        if self.logMode:
+            return [f"{10.0 ** float(v):.3g}" for v in values]
+        return tick_strings([v * scale for v in values], spacing * scale)
 
 
 #: tab10, then Kelly's colours of maximum contrast (without white, black and near-duplicates).
@@ -217,6 +278,29 @@ def fmt_value(v) -> str:
     return str(v)
 
 
+def fmt_compact(v, digits: int = 5) -> str:
+    """Short number text for tables: ``digits`` significant digits, no trailing zeros.
+
+    Integers stay exact; very large or small floats use scientific notation
+    (``0.000132808`` -> ``1.3281e-4``, ``-355625.37`` -> ``-355625``).
+    """
+    if isinstance(v, (float, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        f = float(v)
+        if not math.isfinite(f):
+            return str(f)
+        if f == 0:
+            return "0"
+        a = abs(f)
+        if a >= 10 ** digits:  # keep the integer part: 355625 rather than 3.5562e5
+            return f"{f:.0f}" if a < 1e12 else f"{f:.{digits - 1}e}".replace("e+", "e")
+        if a < 1e-3:
+            m, e = f"{f:.{digits - 1}e}".split("e")
+            m = m.rstrip("0").rstrip(".")
+            return f"{m}e{int(e)}"
+        return f"{f:.{digits}g}"
+    return fmt_value(v)
+
+
 def as_single(result):
     """First sequence of a result that may be a list of arrays or one array."""
     if isinstance(result, (list, tuple)):
@@ -236,3 +320,82 @@ class Placeholder(QtWidgets.QLabel):
         pal.setColor(QtGui.QPalette.ColorRole.WindowText,
                      pal.color(QtGui.QPalette.ColorGroup.Disabled, QtGui.QPalette.ColorRole.WindowText))
         self.setPalette(pal)
+
+
+def marker_icon(symbol: str, color, size: int = 14) -> QtGui.QIcon:
+    """A small icon of a scatter marker (for check boxes that double as the legend)."""
+    pm = QtGui.QPixmap(size, size)
+    pm.fill(QtCore.Qt.GlobalColor.transparent)
+    p = QtGui.QPainter(pm)
+    p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+    p.translate(size / 2.0, size / 2.0)
+    p.scale(size * 0.8, size * 0.8)
+    p.setPen(pg.mkPen("#333333", width=0))
+    p.setBrush(pg.mkBrush(color))
+    from pyqtgraph.graphicsItems.ScatterPlotItem import Symbols
+    path = Symbols.get(symbol, Symbols["o"])
+    p.drawPath(path)
+    p.end()
+    return QtGui.QIcon(pm)
+
+
+class FlowLayout(QtWidgets.QLayout):
+    """Lays its widgets out left to right and wraps to a new line when the width runs out."""
+
+    def __init__(self, parent=None, spacing: int = 6) -> None:
+        super().__init__(parent)
+        self._items: List[QtWidgets.QLayoutItem] = []
+        self._spacing = spacing
+        self.setContentsMargins(0, 0, 0, 0)
+
+    def addItem(self, item) -> None:  # noqa: N802 (Qt API)
+        self._items.append(item)
+
+    def count(self) -> int:
+        return len(self._items)
+
+    def itemAt(self, i):  # noqa: N802 (Qt API)
+        return self._items[i] if 0 <= i < len(self._items) else None
+
+    def takeAt(self, i):  # noqa: N802 (Qt API)
+        return self._items.pop(i) if 0 <= i < len(self._items) else None
+
+    def expandingDirections(self):  # noqa: N802 (Qt API)
+        return QtCore.Qt.Orientation(0)
+
+    def hasHeightForWidth(self) -> bool:  # noqa: N802 (Qt API)
+        return True
+
+    def heightForWidth(self, width: int) -> int:  # noqa: N802 (Qt API)
+        return self._do_layout(QtCore.QRect(0, 0, width, 0), True)
+
+    def setGeometry(self, rect) -> None:  # noqa: N802 (Qt API)
+        super().setGeometry(rect)
+        self._do_layout(rect, False)
+
+    def sizeHint(self):  # noqa: N802 (Qt API)
+        w = sum(it.sizeHint().width() + self._spacing for it in self._items)
+        h = max((it.sizeHint().height() for it in self._items), default=0)
+        m = self.contentsMargins()
+        return QtCore.QSize(w + m.left() + m.right(), h + m.top() + m.bottom())
+
+    def minimumSize(self):  # noqa: N802 (Qt API)
+        size = QtCore.QSize()
+        for it in self._items:
+            size = size.expandedTo(it.minimumSize())
+        m = self.contentsMargins()
+        return size + QtCore.QSize(m.left() + m.right(), m.top() + m.bottom())
+
+    def _do_layout(self, rect, test_only: bool) -> int:
+        m = self.contentsMargins()
+        r = rect.adjusted(m.left(), m.top(), -m.right(), -m.bottom())
+        x, y, line_h = r.x(), r.y(), 0
+        for it in self._items:
+            hint = it.sizeHint()
+            if x + hint.width() > r.right() + 1 and line_h > 0:
+                x, y, line_h = r.x(), y + line_h + 2, 0
+            if not test_only:
+                it.setGeometry(QtCore.QRect(QtCore.QPoint(x, y), hint))
+            x += hint.width() + self._spacing
+            line_h = max(line_h, hint.height())
+        return y + line_h - rect.y() + m.bottom()

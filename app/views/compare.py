@@ -12,7 +12,7 @@ from typing import Dict, List, Optional
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from .common import diverging_cmap, fmt_value, state_labels, symbol_labels
+from .common import diverging_cmap, fmt_compact, state_labels, symbol_labels
 from .heatmap import MatrixHeatmap
 
 __all__ = ["CompareView"]
@@ -60,8 +60,12 @@ class CompareView(QtWidgets.QWidget):
         self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
         self.table.verticalHeader().setVisible(True)
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Stretch)
-        self.table.setMinimumWidth(300)
+        # columns as wide as their contents (never "0.0116…"); the full value is in the tooltip
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+        self.table.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+        self.table.setMinimumWidth(240)
         left = QtWidgets.QVBoxLayout()
         left.addWidget(self.table)
         left.addStretch(1)
@@ -120,14 +124,19 @@ class CompareView(QtWidgets.QWidget):
                 d = float(b) - float(a)
                 diff = int(d) if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)) else d
             for j, v in enumerate((a, b, diff)):
-                item = QtWidgets.QTableWidgetItem(fmt_value(v))
+                item = QtWidgets.QTableWidgetItem(fmt_compact(v))
                 item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
                 if v is not None and _is_number(v):
-                    item.setToolTip(repr(float(v)))
+                    item.setToolTip(repr(int(v)) if isinstance(v, (int, np.integer)) else repr(float(v)))
+                elif v is not None:
+                    item.setToolTip(str(v))
                 self.table.setItem(i, j, item)
+        self.table.resizeColumnsToContents()
         self.table.resizeRowsToContents()
         h = self.table.horizontalHeader().height() + sum(self.table.rowHeight(i) for i in range(len(rows)))
         self.table.setFixedHeight(h + 2 * self.table.frameWidth() + 2)
+        w = self.table.verticalHeader().width() + sum(self.table.columnWidth(j) for j in range(3))
+        self.table.setMinimumWidth(max(240, w + 2 * self.table.frameWidth() + 4))
         self._show_differences(model_a, model_b)
 
     def table_rows(self) -> Dict[str, List[str]]:

@@ -5,9 +5,19 @@ from progress events (``add_event``) or from a model's history (``set_history``)
 plots use ``setData`` with clip-to-view and automatic downsampling, so 10,000-step
 histories stay cheap to redraw.
 
-Where the events carry no normalised NLL (``metrics["train_nll"]``) but do carry the
-total log-likelihood, the middle plot shows ``-train_ll`` / ``-test_ll`` and says so
-on its axis: the view never computes a normalisation itself.
+The middle plot prefers the normalised NLL per token: ``metrics["train_nll"]`` /
+``metrics["test_nll"]`` as the core's trainers put them in the stream; where an event only
+carries the total log-likelihood (the co-occurrence fit's final ``test_ll``, the dense EM's
+``test_ll``) it is divided by the token count of that split, known from
+:meth:`TrainingCurves.set_token_counts`, from ``metrics["n_tokens"]`` / ``["test_tokens"]``, or
+(for the training split) from an event carrying both ``train_ll`` and ``train_nll``.  Only
+when no normalised value can be had does the plot show ``-train_ll`` / ``-test_ll`` and say
+so in its title.
+
+Ranges are set by the view (not pyqtgraph's per-paint auto range): the x axis spans the
+stream's ``total`` steps when known, y ranges change only when the data leave them or
+shrink well inside them, so a live update repaints the plots once without re-laying out
+the axes.  Tick labels have enough digits to differ on narrow ranges.
 """
 from __future__ import annotations
 
@@ -35,6 +45,12 @@ SERIES = {
 SPARSE_POINTS = 30
 
 
+def _count(v) -> Optional[float]:
+    """A positive token count or ``None``."""
+    f = _num(v)
+    return None if np.isnan(f) or f <= 0 else f
+
+
 def _num(v) -> float:
     if v is None:
         return math.nan
@@ -56,6 +72,9 @@ class TrainingCurves(QtWidgets.QWidget):
         self._values: Dict[str, List[float]] = {k: [] for k in SERIES}
         self._nll_kind = "nll"  # "nll" (normalised) or "ll" (-total log-likelihood)
         self._shown = None      # (nll kind, log loss, log mad) last applied to the plots
+        self._tokens_set = {"train": None, "test": None}  # from set_token_counts
+        self._tokens = dict(self._tokens_set)              # plus what the stream told
+        self._total: Optional[float] = None                # steps of the stream, for the x range
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.graphics = make_graphics_widget(self)
@@ -73,6 +92,7 @@ class TrainingCurves(QtWidgets.QWidget):
             # no grid: its alpha-blended lines double the repaint cost of a live plot
             p.setClipToView(True)
             p.setDownsampling(auto=True, mode="peak")
+            p.disableAutoRange()  # ranges are set in _fit_ranges: no per-paint auto range
             p.getAxis("left").setWidth(72)
             p.getAxis("left").enableAutoSIPrefix(False)
             # fewer tick labels than pyqtgraph's default: short plots (log axes above all) stay readable
@@ -82,7 +102,6 @@ class TrainingCurves(QtWidgets.QWidget):
         # one x range for all three: the loss plot leads (a single test point must not zoom it)
         for key in ("nll", "mad"):
             self.plots[key].setXLink(self.plots["loss"])
-            self.plots[key].enableAutoRange(x=False)
         for key in (("mad",) if orientation == "vertical" else tuple(self.plots)):
             label_axis_text(self.plots[key], "bottom", "step / iteration", self)
         self.curves: Dict[str, pg.PlotDataItem] = {}
@@ -97,15 +116,44 @@ class TrainingCurves(QtWidgets.QWidget):
         self._steps = []
         self._values = {k: [] for k in SERIES}
         self._nll_kind = "nll"
+        self._tokens = dict(self._tokens_set)
+        self._total = None
         for c in self.curves.values():
             c.setData([], [])
         self._shown = None
         self._set_nll_axis()
+        self._fit_ranges()
 
-    def add_event(self, ev) -> None:
-        """Append the point of one :class:`~densehmm_core.events.ProgressEvent`."""
+    def set_token_counts(self, train: Optional[int] = None, test: Optional[int] = None) -> None:
+        """Token counts of the training and test split, to normalise totals (``-ll / tokens``).
+
+        Events that carry a normalised NLL (``metrics["train_nll"]`` / ``["test_nll"]``) are
+        shown as they are; these counts only turn a bare total log-likelihood into NLL per token.
+        """
+        self._tokens_set = {"train": _count(train), "test": _count(test)}
+        self._tokens.update({k: v for k, v in self._tokens_set.items() if v is not None})
+
+    def token_counts(self):
+        """``(train, test)`` token counts the view normalises with (``None`` where unknown)."""
+        return self._tokens["train"], self._tokens["test"]
+
+    def add_event(self, ev, redraw: bool = True) -> None:
+        """Append the point of one :class:`~densehmm_core.events.ProgressEvent`.
+
+        ``redraw=False`` only records it (a hidden view); :meth:`redraw` draws later.
+        """
+        if getattr(ev, "total", None):
+            self._total = float(ev.total)
         self._append(ev.step, ev.loss, ev.train_ll, ev.test_ll, ev.metrics or {})
-        self._redraw()
+        self._dirty = not redraw
+        if redraw:
+            self._redraw()
+
+    def redraw(self) -> None:
+        """Draw points recorded with ``add_event(..., redraw=False)`` (no-op when up to date)."""
+        if getattr(self, "_dirty", False):
+            self._dirty = False
+            self._redraw()
 
     def set_history(self, history: Optional[List[dict]]) -> None:
         """Replace the curves by a model's ``history_`` (step, loss, train_ll, test_ll, metrics)."""
@@ -115,6 +163,7 @@ class TrainingCurves(QtWidgets.QWidget):
         for rec in history or []:
             metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else rec
             self._append(rec.get("step"), rec.get("loss"), rec.get("train_ll"), rec.get("test_ll"), metrics)
+        self._dirty = False
         self._redraw()
 
     def series(self, key: str):
@@ -139,8 +188,23 @@ class TrainingCurves(QtWidgets.QWidget):
             # a restart or a new stream: the curves start again
             self._steps = []
             self._values = {k: [] for k in SERIES}
-        tr = metrics.get("train_nll") if metrics else None
-        te = metrics.get("test_nll") if metrics else None
+        metrics = metrics or {}
+        tr, te = metrics.get("train_nll"), metrics.get("test_nll")
+        for split, keys in (("train", ("train_tokens", "n_tokens")), ("test", ("test_tokens", "eval_tokens"))):
+            for k in keys:
+                c = _count(metrics.get(k))
+                if c is not None:
+                    self._tokens[split] = c
+                    break
+        if self._tokens["train"] is None and tr is not None and train_ll is not None:
+            # the stream's own normalisation tells the token count of the training split
+            t = _num(train_ll), _num(tr)
+            if not any(np.isnan(t)) and t[1] != 0 and -t[0] / t[1] > 0:
+                self._tokens["train"] = -t[0] / t[1]
+        if tr is None and train_ll is not None and self._tokens["train"]:
+            tr = -float(train_ll) / self._tokens["train"]
+        if te is None and test_ll is not None and self._tokens["test"]:
+            te = -float(test_ll) / self._tokens["test"]
         if tr is None and te is None and (train_ll is not None or test_ll is not None):
             if self._nll_kind == "nll" and any(math.isfinite(v) for v in self._values["train_nll"]):
                 pass  # keep normalised values once we have them
@@ -186,21 +250,6 @@ class TrainingCurves(QtWidgets.QWidget):
                 curve.setData(x[ok], y[ok])
             else:
                 curve.setData([], [])
-        for plot_key, plot in self.plots.items():
-            if not any(c.xData is not None and len(c.xData) for k, c in self.curves.items()
-                       if SERIES[k][0] == plot_key):
-                if plot.getAxis("left").logMode:
-                    plot.setLogMode(False, False)
-                    self._shown = None  # log modes are re-applied when data arrives
-                plot.setYRange(0, 1, padding=0.05)
-                plot.enableAutoRange(y=True)  # setYRange switched it off; later data must rescale
-        if x.size == 0:
-            self.plots["loss"].setXRange(0, 1, padding=0.05)
-            self.plots["loss"].enableAutoRange(x=True)
-        lx = self.curves["loss"].xData
-        if (lx is None or len(lx) == 0) and x.size and self.plots["loss"].vb.autoRangeEnabled()[0]:
-            self.plots["loss"].setXRange(float(x.min()), float(x.max()) + (x.max() == x.min()), padding=0.02)
-            self.plots["loss"].enableAutoRange(x=True)
         # MAD and a co-occurrence loss span decades: log axes when the values are positive
         mad = np.asarray(self._values["mad"], dtype=float)
         good = mad[np.isfinite(mad)]
@@ -214,3 +263,60 @@ class TrainingCurves(QtWidgets.QWidget):
             self._set_nll_axis()
             self.plots["mad"].setLogMode(False, log_mad)
             self.plots["loss"].setLogMode(False, log_loss)
+            for p in self.plots.values():
+                p._fitted_y = None  # log mode changed: the view range is in other units
+        self._fit_ranges()
+
+    def _fit_ranges(self) -> None:
+        """Set x and y ranges; unchanged unless the data leave them or shrink well inside."""
+        x = np.asarray(self._steps, dtype=float)
+        lead = self.plots["loss"]
+        if x.size == 0:
+            want = (0.0, 1.0)
+        else:
+            hi = float(x.max())
+            if self._total is not None and self._total >= hi:
+                hi = self._total
+            want = (min(0.0, float(x.min())), hi if hi > x.min() else float(x.min()) + 1.0)
+        cur = getattr(lead, "_fitted_x", None)
+        if cur is None or want[0] < cur[0] or want[1] > cur[1] or \
+                (want[1] - want[0]) < 0.5 * (cur[1] - cur[0]):
+            if self._total is None and x.size and cur is not None and want[1] > cur[1]:
+                want = (want[0], want[0] + 1.5 * (want[1] - want[0]))  # room to grow: fewer rescales
+            lead._fitted_x = want
+            lead.setXRange(want[0], want[1], padding=0.02)
+        for plot_key, plot in self.plots.items():
+            ys = [self.curves[k].yData for k in SERIES if SERIES[k][0] == plot_key]
+            ys = [np.asarray(y, float) for y in ys if y is not None and len(y)]
+            log = plot.getAxis("left").logMode
+            if not ys:
+                want = (0.0, 1.0) if not log else (-1.0, 0.0)
+                if getattr(plot, "_fitted_y", None) != want:
+                    plot._fitted_y = want
+                    plot.setYRange(*want, padding=0)
+                continue
+            y = np.concatenate(ys)
+            y = y[np.isfinite(y) & (y > 0)] if log else y[np.isfinite(y)]
+            if y.size == 0:
+                continue
+            if log:
+                y = np.log10(y)
+            lo, hi = float(y.min()), float(y.max())
+            span = hi - lo
+            if span <= 0:
+                pad = 0.5 if log else max(abs(lo) * 0.05, 1e-9)
+            else:
+                pad = 0.08 * span
+            cur = getattr(plot, "_fitted_y", None)
+            if cur is not None and cur[0] <= lo and hi <= cur[1] and \
+                    (span + 2 * pad) >= 0.3 * (cur[1] - cur[0]):
+                continue
+            new = [lo - pad, hi + pad]
+            if cur is not None and span > 0:
+                # a live curve keeps moving the way it left the range: leave room in that direction
+                if lo < cur[0]:
+                    new[0] -= 0.5 * span
+                if hi > cur[1]:
+                    new[1] += 0.5 * span
+            plot._fitted_y = tuple(new)
+            plot.setYRange(new[0], new[1], padding=0)

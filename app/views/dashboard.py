@@ -13,7 +13,10 @@ The main window calls (at most ~10 times a second while a job trains):
   :meth:`clear`.
 
 Updates are cheap: images are replaced with ``setImage(autoLevels=False)``, scatter and
-curve items with ``setData``; axes and labels are rebuilt only when shapes change.
+curve items with ``setData``; axes and labels are rebuilt only when shapes change, view
+ranges only when the data leave them.  While the live page is hidden (another tab is
+current, or the dashboard is not shown) events are only recorded; the newest snapshot
+and the curves are drawn when the page shows, before an export, or on :meth:`image_data`.
 """
 from __future__ import annotations
 
@@ -70,6 +73,7 @@ class Dashboard(QtWidgets.QWidget):
         self._model = None
         self._has_initial = False
         self._last_step: Optional[int] = None
+        self._pending_params: Optional[dict] = None  # newest snapshot not drawn (live page hidden)
 
         self.heatmaps = ParameterHeatmaps(fixed_range=False)
         self.transmat = self.heatmaps.transmat
@@ -90,6 +94,10 @@ class Dashboard(QtWidgets.QWidget):
         f = self.title.font()
         f.setBold(True)
         self.title.setFont(f)
+        # the title changes with every event: it must never resize (and so re-lay out) the plots,
+        # nor set the page's minimum width (a long job name would push the plots out of view)
+        self.title.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.title.setMinimumWidth(10)
         live_lay.addWidget(self.title)
         self.h_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         self.v_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
@@ -130,6 +138,33 @@ class Dashboard(QtWidgets.QWidget):
         for name in ("decode", "overview", "compare"):
             add_export_context_menu(names[name], get_default_dir, name=name, on_exported=on_exported)
         add_export_context_menu(self.live, get_default_dir, name="dashboard", on_exported=on_exported)
+        # while the live page is hidden (another tab, or the dashboard not shown) its views only
+        # record events; they are drawn when it shows, or before any of them is exported
+        self.tabs.currentChanged.connect(lambda _i: self._flush_if_visible())
+        self.live.installEventFilter(self)
+        for w in (self.live, self.heatmaps, self.transmat, self.emission, self.startprob, self.embeddings,
+                  self.curves):
+            w.prepare_export = self.flush
+
+    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt API)
+        if obj is self.live and ev.type() == QtCore.QEvent.Type.Show:
+            self.flush()
+        return super().eventFilter(obj, ev)
+
+    def live_visible(self) -> bool:
+        """Whether the live page (matrices, embeddings, curves) is on screen."""
+        return self.live.isVisible()
+
+    def flush(self) -> None:
+        """Draw what the hidden live page recorded: the newest snapshot and the curves."""
+        params, self._pending_params = self._pending_params, None
+        if params is not None:
+            self._show_params(params)
+        self._safe("curves", self.curves.redraw)
+
+    def _flush_if_visible(self) -> None:
+        if self.live_visible():
+            self.flush()
 
     # ------------------------------------------------------------------ API
     def views(self) -> Dict[str, QtWidgets.QWidget]:
@@ -153,14 +188,25 @@ class Dashboard(QtWidgets.QWidget):
         for v in (self.heatmaps, self.embeddings, self.decode, self.overview, self.compare):
             v.set_vocabulary(self._vocab)
 
+    def set_token_counts(self, train: Optional[int] = None, test: Optional[int] = None) -> None:
+        """Token counts of the job's training / test split: the curves then show a total
+        log-likelihood in the stream (e.g. the co-occurrence fit's final ``test_ll``) as NLL per
+        token.  Kept across :meth:`clear` until set again (call it when the job changes)."""
+        self.curves.set_token_counts(train, test)
+
     def update_from_event(self, ev) -> None:
         """Show one progress event: curves always, matrices and embeddings when it has params."""
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        self._safe("curves", self.curves.add_event, ev)
+        visible = self.live_visible()
+        self._safe("curves", self.curves.add_event, ev, visible)
         if ev.params:
-            self._show_params(ev.params)
+            if visible:
+                self._pending_params = None
+                self._show_params(ev.params)
+            else:
+                self._pending_params = ev.params
             if not self._has_initial and ev.step == 0:
                 self._safe("overview", self.set_initial_params, ev.params)
             elif ev.step != 0:
@@ -202,6 +248,7 @@ class Dashboard(QtWidgets.QWidget):
                 self.set_vocabulary(list(vocab))
         params = model_params(model)
         if params:
+            self._pending_params = None
             self._show_params(params)
             self._safe("overview", self.overview.set_final, params, "After training")
         hist = getattr(model, "history_", None)
@@ -213,7 +260,9 @@ class Dashboard(QtWidgets.QWidget):
         return self._model
 
     def image_data(self, name: str) -> Optional[np.ndarray]:
-        """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``."""
+        """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``
+        (with any update recorded while the page was hidden applied first)."""
+        self.flush()
         return self.heatmaps.image_data(name)
 
     def clear(self) -> None:
@@ -221,6 +270,7 @@ class Dashboard(QtWidgets.QWidget):
         self._model = None
         self._has_initial = False
         self._last_step = None
+        self._pending_params = None
         self.title.setText("No job selected")
         for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare):
             v.clear()

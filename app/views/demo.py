@@ -96,6 +96,8 @@ def build(args):
     dash = Dashboard()
     dash.setWindowTitle("DenseHMM Studio — views demo")
     dash.set_vocabulary(corpus.vocabulary)
+    from densehmm_core.sequences import n_tokens
+    dash.set_token_counts(n_tokens(corpus.sequences), n_tokens(test))
     dash.set_title(f"DenseHMM (cooc, n = {n}, l = {l}) on a synthetic protein-like data set")
     dense = make_dense(n, m, l, args.steps)
     if args.no_train:

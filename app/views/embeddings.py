@@ -4,6 +4,12 @@ For ``l == 2`` the vectors are drawn directly; for ``l > 2`` they are projected 
 first two principal axes of all embedding vectors together (one common projection, so
 toggling a set does not move the others; the axes say so, with the explained variance);
 for ``l == 1`` each set gets its own row and the x axis is the value.
+
+The check boxes above the plot carry the marker of their set and serve as the legend
+(they wrap onto a second line in a narrow window).  Symbol points (V) are labelled;
+state points are labelled only on request ("state labels"), every point has a hover
+tooltip with its name and vector.  The view range is set by the view and only changes
+when points leave it or shrink well inside it, so a live update repaints once.
 """
 from __future__ import annotations
 
@@ -13,7 +19,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 
-from .common import LabelAxis, Placeholder, label_axis_text, make_graphics_widget, style_plot, theme_colors
+from .common import (FlowLayout, LabelAxis, Placeholder, label_axis_text, make_graphics_widget, marker_icon,
+                     style_plot, theme_colors)
 from .projection import pca_2d
 
 __all__ = ["EmbeddingScatter", "EMBEDDING_SETS"]
@@ -42,28 +49,38 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._mode = "none"
         self._explained = np.zeros(2)
         self._labels: Dict[str, List[pg.TextItem]] = {k: [] for k in EMBEDDING_SETS}
+        self._crowded: set = set()  # ids of labels hidden because they would overlap another
         self._title = title
 
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
-        row = QtWidgets.QHBoxLayout()
-        row.addWidget(QtWidgets.QLabel("Show:"))
+        row = FlowLayout(spacing=8)
         self.boxes: Dict[str, QtWidgets.QCheckBox] = {}
-        for key, (desc, _, color, _) in EMBEDDING_SETS.items():
+        for key, (desc, marker, color, _) in EMBEDDING_SETS.items():
             box = QtWidgets.QCheckBox(key)
-            box.setToolTip(desc)
+            box.setIcon(marker_icon(marker, color))
+            box.setToolTip(f"Show {desc}")
             box.setChecked(True)
             box.toggled.connect(self._refresh_visibility)
             self.boxes[key] = box
             row.addWidget(box)
         self.labels_box = QtWidgets.QCheckBox("labels")
+        self.labels_box.setToolTip("Write the symbol names (V) next to their points")
         self.labels_box.setChecked(True)
         self.labels_box.toggled.connect(self._refresh_visibility)
         row.addWidget(self.labels_box)
-        row.addStretch(1)
+        self.state_labels_box = QtWidgets.QCheckBox("state labels")
+        self.state_labels_box.setToolTip("Also name the state points (u0, z0, w0, ...); "
+                                         "hovering a point always shows its name")
+        self.state_labels_box.setChecked(False)
+        self.state_labels_box.toggled.connect(self._state_labels_toggled)
+        row.addWidget(self.state_labels_box)
         self.controls = QtWidgets.QWidget()
         self.controls.setLayout(row)
-        row.setContentsMargins(0, 0, 0, 0)
+        pol = self.controls.sizePolicy()
+        pol.setHeightForWidth(True)
+        pol.setHorizontalPolicy(QtWidgets.QSizePolicy.Policy.Ignored)
+        self.controls.setSizePolicy(pol)
         self.controls.setVisible(controls)
         lay.addWidget(self.controls)
 
@@ -74,13 +91,13 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._left = LabelAxis("left")
         self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left})
         style_plot(self.plot, self, self._title)
+        self.plot.disableAutoRange()  # _fit_range sets it: no auto range on every paint
+        self._fitted = None
         # no grid: its alpha-blended lines double the repaint cost of a live plot
         _, fg = theme_colors(self)
-        # the legend is a row beneath the plot, so it never hides points
-        self.legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=len(EMBEDDING_SETS),
-                                    horSpacing=14, frame=False)
-        self.legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
-        self.graphics.addItem(self.legend, row=1, col=0)
+        self.legend = None  # the check boxes above the plot carry the markers: no legend row
+        self.plot.vb.sigRangeChanged.connect(self._declutter)
+        self.plot.vb.sigResized.connect(self._declutter)
         self.scatters: Dict[str, pg.ScatterPlotItem] = {}
         for key, (desc, marker, color, is_state) in EMBEDDING_SETS.items():
             size = 11 if is_state else 9
@@ -90,8 +107,12 @@ class EmbeddingScatter(QtWidgets.QWidget):
                                     brush=pg.mkBrush(color), name=key, hoverable=True,
                                     tip=self._make_tip(key))
             self.plot.addItem(sc)
-            self.legend.addItem(sc, key)
             self.scatters[key] = sc
+        if not controls:  # no check boxes to read the markers from: a compact legend inside the plot
+            self.legend = self.plot.addLegend(offset=(4, 4), labelTextColor=fg, colCount=len(EMBEDDING_SETS),
+                                              horSpacing=6, verSpacing=-6)
+            for key, sc in self.scatters.items():
+                self.legend.addItem(sc, key)
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.graphics)
         lay.addWidget(self.stack)
@@ -138,6 +159,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
             self._rebuild_labels()
         self._place_labels()
         self._refresh_visibility()
+        self._fit_range()
         self.stack.setCurrentWidget(self.graphics)
 
     def coordinates(self, key: str) -> Optional[np.ndarray]:
@@ -163,6 +185,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         for sc in self.scatters.values():
             sc.setData([], [])
         self._rebuild_labels()
+        self._fitted = None
         self.stack.setCurrentWidget(self.placeholder)
 
     # ------------------------------------------------------------- internals
@@ -185,7 +208,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 names[i] = k
             self._left.set_labels(names)
             xt, yt = "value (l = 1)", "embedding set"
-            title = f"{self._title} (l = 1: one row per set)"
+            title = f"{self._title} (l = 1)"
         else:
             self._mode = "pca"
             stacked = np.concatenate([self._emb[k] for k in keys], axis=0)
@@ -198,7 +221,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 start += cnt
             e1, e2 = 100 * self._explained
             xt, yt = f"PC 1 ({e1:.0f}% of variance)", f"PC 2 ({e2:.0f}% of variance)"
-            title = f"{self._title}: PCA projection of l = {l} to 2-D"
+            title = f"{self._title} (PCA, l = {l})"  # the axes name the components
             self._left.set_labels(None)
         style_plot(self.plot, self, title)
         label_axis_text(self.plot, "bottom", xt, self)
@@ -222,13 +245,17 @@ class EmbeddingScatter(QtWidgets.QWidget):
             a = self._emb.get(key)
             if a is None or a.shape[0] > MAX_LABELS:
                 continue
+            if EMBEDDING_SETS[key][3] and not self.state_labels_box.isChecked():
+                continue  # state points: names in the hover tooltip unless asked for
             color = EMBEDDING_SETS[key][2]
+            f = QtGui.QFont()
+            f.setPointSizeF(max(6.5, f.pointSizeF() - 1.5))
             for s in self._label_strings(key, a.shape[0]):
-                t = pg.TextItem(s, color=color if key != "V" else fg, anchor=(-0.15, 0.5))
+                # anchored left of centre: the name sits beside its marker, not on it
+                t = pg.TextItem(s, color=color if key != "V" else fg, anchor=(-0.35, 0.55))
                 if key == "V":
-                    f = QtGui.QFont()
                     f.setBold(True)
-                    t.setFont(f)
+                t.setFont(f)
                 self.plot.addItem(t)
                 self._labels[key].append(t)
 
@@ -240,13 +267,77 @@ class EmbeddingScatter(QtWidgets.QWidget):
             for t, (x, y) in zip(items, xy):
                 t.setPos(float(x), float(y))
 
+    def _state_labels_toggled(self) -> None:
+        if self._emb:
+            self._rebuild_labels()
+            self._place_labels()
+            self._refresh_visibility()
+
+    def _fit_range(self) -> None:
+        pts = [xy for xy in self._coords.values() if xy is not None and xy.size]
+        if not pts:
+            return
+        xy = np.concatenate(pts, axis=0)
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        if xy.size == 0:
+            return
+        lo, hi = xy.min(axis=0), xy.max(axis=0)
+        span = np.maximum(hi - lo, 1e-9)
+        if self._mode == "1d":
+            want = (lo[0] - 0.08 * span[0], hi[0] + 0.2 * span[0], -0.6, len(EMBEDDING_SETS) - 0.4)
+        else:  # room on the right for the labels
+            want = (lo[0] - 0.08 * span[0], hi[0] + 0.18 * span[0], lo[1] - 0.08 * span[1], hi[1] + 0.08 * span[1])
+        cur = self._fitted
+        if cur is not None and cur[0] <= lo[0] and hi[0] <= cur[1] and cur[2] <= lo[1] and hi[1] <= cur[3] \
+                and span[0] >= 0.5 * (cur[1] - cur[0]) and (self._mode == "1d" or span[1] >= 0.5 * (cur[3] - cur[2])):
+            return  # the points still fill the view: leave it (no re-layout of axes and labels)
+        self._fitted = want
+        self.plot.setRange(xRange=want[:2], yRange=want[2:], padding=0)
+
     def _refresh_visibility(self) -> None:
+        self._declutter()
+
+    def visible_labels(self, key: str) -> List[str]:
+        """Texts of the labels of one set that are drawn (not hidden by a box or by crowding)."""
+        return [t.textItem.toPlainText() for t in self._labels[key] if t.isVisible()]
+
+    def _declutter(self, *args) -> None:
+        """Show the labels of the selected sets, except those that would overlap a label already shown.
+
+        Symbol labels (V) come first, then z_start, then state labels; a hidden label's name
+        is in its point's hover tooltip, and zooming in brings it back.
+        """
         show_labels = self.labels_box.isChecked()
-        for key, sc in self.scatters.items():
+        pw, ph = 0.0, 0.0
+        try:
+            px = self.plot.vb.viewPixelSize()
+            pw, ph = float(px[0]), float(px[1])
+        except Exception:  # not laid out yet
+            pass
+        taken: List[tuple] = []
+        crowded = set()
+        for key in ("V", "z_start", "U", "Z", "W"):
             on = self.boxes[key].isChecked()
-            sc.setVisible(on)
-            for t in self._labels[key]:
-                t.setVisible(on and show_labels)
+            self.scatters[key].setVisible(on)
+            xy = self._coords.get(key)
+            for i, t in enumerate(self._labels[key]):
+                show = on and show_labels
+                if show and pw > 0 and ph > 0 and xy is not None and i < len(xy):
+                    # the text's box in pixels (anchor as in _rebuild_labels), without the document margin
+                    br = t.textItem.boundingRect()
+                    dm = t.textItem.document().documentMargin()
+                    ax, ay = t.anchor.x(), t.anchor.y()
+                    x0 = xy[i, 0] / pw - ax * br.width() + dm
+                    y0 = -xy[i, 1] / ph - ay * br.height() + dm
+                    box = (x0, y0, x0 + br.width() - 2 * dm, y0 + br.height() - 2 * dm)
+                    if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+                        show = False
+                        crowded.add(id(t))
+                    else:
+                        taken.append(box)
+                if t.isVisible() != show:
+                    t.setVisible(show)
+        self._crowded = crowded
 
     def _make_tip(self, key):
         def tip(x, y, data):

@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .common import (LabelAxis, label_axis_text, make_graphics_widget, sequential_cmap, state_labels,
-                     style_plot, symbol_labels, theme_colors)
+                     style_plot, symbol_labels, theme_colors, tick_strings, use_precise_ticks)
 
 __all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
 
@@ -95,6 +95,10 @@ class MatrixHeatmap(QtWidgets.QWidget):
         _, fg = theme_colors(self)
         self.colorbar.axis.setPen(pg.mkPen(fg))
         self.colorbar.axis.setTextPen(pg.mkPen(fg))
+        # labels with enough digits for narrow ranges, and an axis wide enough to show them
+        use_precise_ticks(self.colorbar.axis)
+        self._cbar_width = 45
+        self._levels_shown = None
         self.graphics.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.vb.sigResized.connect(self._on_resized)
         self.setMinimumSize(200, 150)
@@ -182,6 +186,7 @@ class MatrixHeatmap(QtWidgets.QWidget):
 
     def clear(self) -> None:
         self._data = None
+        self._levels_shown = None
         self.image.clear()
         for t in self._texts:
             self.plot.removeItem(t)
@@ -214,7 +219,30 @@ class MatrixHeatmap(QtWidgets.QWidget):
             lo, hi = float(finite.min()), float(finite.max())
             if hi <= lo:
                 hi = lo + max(abs(lo) * 1e-6, 1e-12)
+        if self._levels_shown == (lo, hi):
+            return
+        self._levels_shown = (lo, hi)
         self.colorbar.setLevels((lo, hi))
+        self._fit_colorbar_axis(lo, hi)
+
+    def _fit_colorbar_axis(self, lo: float, hi: float) -> None:
+        """Widen the colour bar's axis (fixed at 45 px by pyqtgraph) so its labels are not dropped."""
+        ax = self.colorbar.axis
+        span = max(hi - lo, 1e-300)
+        key = (int(np.floor(2 * np.log10(span))), int(np.floor(np.log10(max(abs(lo), abs(hi), 1e-300)))))
+        if key == getattr(self, "_cbar_key", None):
+            return  # same decade of range and of values: the labels have the same length
+        self._cbar_key = key
+        size = ax.height() if ax.height() > 0 else 200.0
+        longest = 0.0
+        fm = QtGui.QFontMetricsF(ax.style.get("tickFont") or QtGui.QFont())
+        for spacing, vals in ax.tickValues(lo, hi, size)[:2]:
+            for s in tick_strings(vals, spacing):
+                longest = max(longest, fm.horizontalAdvance(s))
+        width = int(max(45, longest + abs(ax.style.get("tickLength", 5)) + 12))
+        if width != self._cbar_width:
+            self._cbar_width = width
+            ax.setWidth(width)
 
     def _reset_range(self) -> None:
         rows, cols = self._data.shape
@@ -267,6 +295,8 @@ class MatrixHeatmap(QtWidgets.QWidget):
             else:
                 color = (20, 20, 20) if rel > 0.6 else (235, 235, 235)
             text = f"{v:.2f}"
+            if text in ("-0.00", "+0.00"):
+                text = "0.00"
             state = (text, color, font.pointSizeF(), i, j)
             if getattr(t, "_shown", None) == state:  # setText re-lays out the item: skip when unchanged
                 continue
