@@ -27,15 +27,13 @@ and how the tests pin the M-step loss down.
 """
 from __future__ import annotations
 
-import copy
-import math
 from typing import Any, Dict, Iterator, Optional
 
 import numpy as np
 
 from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
 from .hmm_base import BaseHMM
-from .sequences import as_sequences, n_tokens
+from .sequences import n_tokens
 
 __all__ = ["DenseHMM", "PRESETS", "softmax", "stationary_np", "empirical_omega", "init_embeddings"]
 

@@ -42,8 +42,11 @@ def render(svg: pathlib.Path = SVG, sizes=SIZES, root: pathlib.Path = ICON_DIR):
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication, QImage, QPainter
     from PySide6.QtSvg import QSvgRenderer
+    from PySide6.QtWidgets import QApplication
 
-    app = QGuiApplication.instance() or QGuiApplication([sys.argv[0]])  # noqa: F841 (keeps Qt alive)
+    # a QApplication (not just a QGuiApplication): inside a test session, widget tests that run
+    # later reuse whatever application object exists
+    app = QGuiApplication.instance() or QApplication([sys.argv[0]])  # noqa: F841 (keeps Qt alive)
     renderer = QSvgRenderer(str(svg))
     if not renderer.isValid():
         raise ValueError(f"{svg}: Qt cannot parse this SVG")

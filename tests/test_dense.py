@@ -122,7 +122,7 @@ def test_cooc_depends_on_data_only_through_omega_and_streams_events(em_data):
     _, train, _ = em_data
     kw = dict(seed=5, steps=300, finish_steps=20, chunk=100, snapshot_every=200)
     events = []
-    a = DenseHMM(5, 3, **kw).fit(train, callback=events.append)
+    a = DenseHMM(5, 3, **kw).fit(train, eval_data=train[:5], callback=events.append)
     b = DenseHMM(5, 3, **kw).fit_cooc(empirical_cooc(train, 8))
     for k in a.embeddings_:
         np.testing.assert_array_equal(a.embeddings_[k], b.embeddings_[k])
@@ -140,6 +140,8 @@ def test_cooc_depends_on_data_only_through_omega_and_streams_events(em_data):
         np.testing.assert_allclose(e.params["startprob"] @ e.params["transmat"], e.params["startprob"],
                                    atol=1e-12)
     assert len(a.history_) == len(events) and a.history_[-1]["loss"] == events[-1].loss
+    assert events[-1].test_ll == pytest.approx(a.score(train[:5]), rel=1e-12)
+    assert all(e.test_ll is None and e.train_ll is None for e in events[:-1])
     # the losses go down
     assert events[-1].loss < 0.1 * events[0].loss
 
@@ -261,3 +263,15 @@ def test_xla_compiled_loops_give_the_same_fits(em_data):
     a = DenseHMM(5, 3, **kw).fit(train[:10])
     b = DenseHMM(5, 3, jit=True, **kw).fit(train[:10])
     np.testing.assert_allclose(a.transmat_, b.transmat_, rtol=1e-8, atol=1e-12)
+
+
+def test_init_false_continues_from_current_embeddings(em_data):
+    _, train, _ = em_data
+    model = DenseHMM(5, 3, seed=3, steps=100, finish="none").fit(train[:10])
+    U = model.embeddings_["U"]
+    model.fit_method = "em"
+    events = []
+    model.fit(train[:10], init=False, callback=events.append, restarts=3)  # init=False: one run
+    np.testing.assert_array_equal(events[0].params["U"], U)
+    assert model.start_mode_ == "embedding" and len(model.restart_losses_) == 1
+    assert events[-1].train_ll >= events[0].train_ll

@@ -402,8 +402,19 @@ def test_install_venv_launcher(tmp_path):
     subprocess.run(expand_field_codes(split_exec(d["Exec"]), ["x y.fasta"]),
                    env={**env, "ARGS_OUT": str(args_out)}, check=True, timeout=30)
     assert args_out.read_bytes().split(b"\0")[:-1] == [str(REPO / "main.py").encode(), b"x y.fasta"]
+    # the app's own files (QSettings, AppData/State folders): kept by a plain uninstall, gone with --purge
+    config = pathlib.Path(env["XDG_CONFIG_HOME"])
+    own = [config / "DenseHMM" / "DenseHMM Studio.conf", data / "DenseHMM" / "DenseHMM Studio" / "x.log"]
+    for p in own:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("x")
+    (config / "DenseHMM" / "Other.conf").write_text("another app of the same organisation")
     run_sh(UNINSTALL, "--quiet", env=env)
     assert not any("densehmm" in str(p) for p in all_files(data))
+    assert all(p.exists() for p in own)
+    run_sh(UNINSTALL, "--quiet", "--purge", env=env)
+    assert not any(p.exists() for p in own) and not (data / "DenseHMM").exists()
+    assert (config / "DenseHMM" / "Other.conf").exists()
 
 
 def test_install_refuses_a_missing_bundle(tmp_path):

@@ -108,9 +108,12 @@ class EmbeddingScatter(QtWidgets.QWidget):
                                     tip=self._make_tip(key))
             self.plot.addItem(sc)
             self.scatters[key] = sc
-        if not controls:  # no check boxes to read the markers from: a compact legend inside the plot
-            self.legend = self.plot.addLegend(offset=(4, 4), labelTextColor=fg, colCount=len(EMBEDDING_SETS),
-                                              horSpacing=6, verSpacing=-6)
+        if not controls:  # no check boxes to read the markers from: a legend row beneath the plot
+            self.legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=len(EMBEDDING_SETS),
+                                        horSpacing=8, frame=False)
+            self.legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred,
+                                      QtWidgets.QSizePolicy.Policy.Fixed)
+            self.graphics.addItem(self.legend, row=1, col=0)
             for key, sc in self.scatters.items():
                 self.legend.addItem(sc, key)
         self.stack.addWidget(self.placeholder)
