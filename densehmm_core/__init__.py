@@ -13,7 +13,7 @@ _EXPORTS = {
     "ProgressEvent": "events", "CancelToken": "events", "TrainingDiverged": "events",
     "as_sequences": "sequences",
     "StandardHMM": "standard", "n_fair": "standard",
-    "DenseHMM": "dense",
+    "DenseHMM": "dense", "list_devices": "device", "resolve_device": "device",
     "random_hmm": "synthetic", "stationary_distribution": "synthetic",
     "empirical_cooc": "metrics", "analytic_cooc": "metrics", "cooc_mad": "metrics",
     "normalized_nll": "metrics", "paper_nll": "metrics",
