@@ -75,6 +75,31 @@ def style_plot(plot: pg.PlotItem, widget: Optional[QtWidgets.QWidget] = None,
     if title is not None and getattr(plot, "_styled_title", None) != title:
         plot._styled_title = title
         plot.setTitle(title, color=fg.name(), size="11pt")
+        _let_title_overflow(plot)
+
+
+def _let_title_overflow(plot: pg.PlotItem) -> None:
+    """Keep the title from setting the plot's minimum width.
+
+    pyqtgraph makes the title's text width the minimum width of the view box's column, so a
+    narrow heatmap grew wider than its widget and lost its colour bar off the right edge.
+    The (centred) title may now reach over the axes instead.
+    """
+    lbl = plot.titleLabel
+    if getattr(lbl, "_overflow_ok", False):
+        return
+    lbl._overflow_ok = True
+    orig = lbl.updateMin
+
+    def update_min():
+        orig()
+        h = lbl._sizeHint.get(QtCore.Qt.SizeHint.MinimumSize, (0, 0))[1]
+        lbl._sizeHint[QtCore.Qt.SizeHint.MinimumSize] = (0, h)
+        lbl.setMinimumWidth(0)
+        lbl.updateGeometry()
+
+    lbl.updateMin = update_min  # LabelItem calls it from setText and resizeEvent
+    update_min()
 
 
 def label_axis_text(plot: pg.PlotItem, side: str, text: str, widget=None) -> None:

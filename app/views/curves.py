@@ -82,7 +82,7 @@ class TrainingCurves(QtWidgets.QWidget):
         _, fg = theme_colors(self)
         self.plots: Dict[str, pg.PlotItem] = {}
         titles = {"loss": ("Training loss", "loss"),
-                  "nll": ("Normalised negative log-likelihood", "NLL per token"),
+                  "nll": ("Normalised NLL (train, test)", "NLL per token"),
                   "mad": ("Co-occurrence MAD", "MAD")}
         for i, (key, (title, ylab)) in enumerate(titles.items()):
             row, col = (i, 0) if orientation == "vertical" else (0, i)
@@ -100,8 +100,16 @@ class TrainingCurves(QtWidgets.QWidget):
             p.addLegend(offset=(-6, 6), labelTextColor=fg)
             self.plots[key] = p
         # one x range for all three: the loss plot leads (a single test point must not zoom it)
-        for key in ("nll", "mad"):
-            self.plots[key].setXLink(self.plots["loss"])
+        self._orientation = orientation
+        if orientation == "vertical":
+            # stacked: one linked x axis (zooming one zooms all).  Side by side pyqtgraph's x link
+            # would offset the ranges by the plots' screen positions: _fit_ranges sets each instead.
+            for key in ("nll", "mad"):
+                self.plots[key].setXLink(self.plots["loss"])
+        else:
+            for col in range(3):
+                self.graphics.ci.layout.setColumnStretchFactor(col, 1)
+                self.graphics.ci.layout.setColumnPreferredWidth(col, 10)
         for key in (("mad",) if orientation == "vertical" else tuple(self.plots)):
             label_axis_text(self.plots[key], "bottom", "step / iteration", self)
         self.curves: Dict[str, pg.PlotDataItem] = {}
@@ -227,10 +235,11 @@ class TrainingCurves(QtWidgets.QWidget):
     def _set_nll_axis(self) -> None:
         p = self.plots["nll"]
         if self._nll_kind == "ll":
-            style_plot(p, self, "Negative log-likelihood (total; no normalised NLL in the stream)")
+            # no per-token value in the stream and no token count known (Dashboard.set_token_counts)
+            style_plot(p, self, "−log-likelihood, total")
             label_axis_text(p, "left", "−log L", self)
         else:
-            style_plot(p, self, "Normalised negative log-likelihood")
+            style_plot(p, self, "Normalised NLL (train, test)")
             label_axis_text(p, "left", "NLL per token", self)
 
     def _redraw(self) -> None:
@@ -284,7 +293,8 @@ class TrainingCurves(QtWidgets.QWidget):
             if self._total is None and x.size and cur is not None and want[1] > cur[1]:
                 want = (want[0], want[0] + 1.5 * (want[1] - want[0]))  # room to grow: fewer rescales
             lead._fitted_x = want
-            lead.setXRange(want[0], want[1], padding=0.02)
+            for p in ([lead] if self._orientation == "vertical" else self.plots.values()):
+                p.setXRange(want[0], want[1], padding=0.02)
         for plot_key, plot in self.plots.items():
             ys = [self.curves[k].yData for k in SERIES if SERIES[k][0] == plot_key]
             ys = [np.asarray(y, float) for y in ys if y is not None and len(y)]

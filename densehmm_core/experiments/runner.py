@@ -9,11 +9,15 @@ file is skipped.  Interrupting a sweep (Ctrl-C, a crash) loses only the tasks
 in flight.
 
 Parallelism: ``jobs=1`` runs the tasks in this process (no start-up cost).
-With ``jobs > 1`` the default is a :class:`~concurrent.futures.ProcessPoolExecutor`
-with the *spawn* start method; every worker limits its BLAS / TensorFlow
-thread pools to ``cpu_count // jobs`` threads and, if the sweep needs it,
-imports TensorFlow once when it starts.  ``executor="thread"`` uses a thread
-pool instead (see docs/PERFORMANCE.md for which is faster here).
+With ``jobs > 1``, ``executor="thread"`` uses a thread pool (TensorFlow and
+large numpy operations release the GIL; the workers share one TensorFlow import
+and its traced functions) and ``executor="process"`` a
+:class:`~concurrent.futures.ProcessPoolExecutor` with the *spawn* start method,
+whose workers limit their BLAS / TensorFlow thread pools to
+``cpu_count // jobs`` threads and, if the sweep needs it, import TensorFlow once
+at start-up.  Threads were measured faster on the 2-core development machine and
+are the CLI's default (docs/PERFORMANCE.md).  A worker process that dies (killed,
+out of memory) fails only its task(s); the sweep goes on with fresh workers.
 """
 from __future__ import annotations
 
