@@ -169,14 +169,18 @@ def load_models(path: str) -> ModelSet:
     return ModelSet(path=os.path.abspath(path), models=models, info=info)
 
 
-def load_path(path: str, split: float = 0.5, seed: int = 0):
-    """Read one file (runs on a worker thread): a DataSet for data, a ModelSet for .h5 files."""
+def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None):
+    """Read one file (runs on a worker thread): a DataSet for data, a ModelSet for .h5 files.
+
+    ``progress(bytes_read, total_bytes)`` is passed to ``densehmm_core.data.load`` for data
+    files (model files report nothing: their size says little about the reading time).
+    """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if is_model_file(path):
         return load_models(path)
     from densehmm_core import data
-    corpus = data.load(path)
+    corpus = data.load(path, progress=progress) if progress is not None else data.load(path)
     return dataset_from_corpus(path, corpus, split, seed)
 
 

@@ -25,7 +25,8 @@ except ImportError:  # pragma: no cover - views not installed
     pass
 
 from . import tasks
-from .datasets import (DataSet, data_filters, ModelSet, dataset_from_corpus, demo_dataset, load_path)
+from .datasets import (DataSet, data_filters, ModelSet, dataset_from_corpus, demo_dataset, is_model_file,
+                       load_path)
 from .jobs import Job, JobManager, JobState
 from .modelspec import ModelSpec, build_model, sweep_grid
 from .panels.about import show_about
@@ -114,6 +115,7 @@ class MainWindow(QMainWindow):
     dataset_added = Signal(object)
     models_loaded = Signal(object)
     load_failed = Signal(str, str)      # path, message
+    load_progress = Signal(str, object, object)  # path, bytes read, total bytes (None: unknown)
     background_ready = Signal()
 
     def __init__(self, settings: Optional[Settings] = None) -> None:
@@ -127,6 +129,8 @@ class MainWindow(QMainWindow):
         self.tf_status = "not loaded"
         self.devices: List[str] = []
         self._pending_loads = 0
+        self._load_serial = 0
+        self._load_progress = {}            # load serial -> (bytes read, total or None)
         self._sweeps = 0
         self._closing = False
         self.jobs = JobManager(self, pool_size=self.settings.pool_size)
@@ -420,24 +424,68 @@ class MainWindow(QMainWindow):
             self.open_files(paths)
 
     def open_files(self, paths: List[str]) -> None:
-        """Open data files and .h5 model files, each read on a worker thread."""
+        """Open data files and .h5 model files, each read on a worker thread.
+
+        The status bar's progress bar shows the bytes read of the data files being loaded
+        (the reader's throttled ``progress(bytes_read, total)`` reports); while any pending
+        file has no known size yet (model files, a load not started) it is a busy indicator.
+        """
         for path in paths:
             path = os.path.abspath(path)
             self._pending_loads += 1
+            self._load_serial += 1
+            key = self._load_serial
+            self._load_progress[key] = (0, None)
             self._update_busy()
             self.statusBar().showMessage(f"Loading {os.path.basename(path)}…")
             self.log_panel.log(f"Loading {path}")
             options = self.data_panel.options()
-            tasks.run_background(
-                functools.partial(load_path, path, split=options["split"], seed=options["seed"]),
-                functools.partial(self._loaded, path), functools.partial(self._load_error, path))
+            on_progress = None
+            fn = functools.partial(load_path, path, split=options["split"], seed=options["seed"])
+            if not is_model_file(path):
+                on_progress = functools.partial(self._load_step, key, path)
+                fn = functools.partial(_load_with_progress, fn)
+            tasks.run_background(fn, functools.partial(self._loaded_key, key, path),
+                                 functools.partial(self._load_error_key, key, path), on_progress=on_progress)
 
     @property
     def loading(self) -> bool:
         return self._pending_loads > 0
 
+    def _load_step(self, key: int, path: str, done, total) -> None:
+        if key in self._load_progress:
+            self._load_progress[key] = (int(done), int(total) if total else None)
+            self._update_busy()
+            self.load_progress.emit(path, int(done), int(total) if total else None)
+
+    def load_fraction(self) -> Optional[float]:
+        """Share of the pending loads' bytes read (0..1), or None when a pending total is unknown."""
+        if not self._load_progress:
+            return None
+        parts = list(self._load_progress.values())
+        if any(not total for _, total in parts):
+            return None
+        return min(1.0, sum(d for d, _ in parts) / float(sum(t for _, t in parts)))
+
     def _update_busy(self) -> None:
         self.busy.setVisible(self._pending_loads > 0)
+        fraction = self.load_fraction()
+        if fraction is None:
+            self.busy.setRange(0, 0)          # busy indicator: size unknown
+            self.busy.setFormat("")
+        else:
+            self.busy.setRange(0, 1000)
+            self.busy.setValue(int(round(1000 * fraction)))
+            self.busy.setFormat(f"{100 * fraction:.0f} %")
+        self.busy.setTextVisible(fraction is not None)
+
+    def _loaded_key(self, key: int, path: str, result) -> None:
+        self._load_progress.pop(key, None)
+        self._loaded(path, result)
+
+    def _load_error_key(self, key: int, path: str, exc, tb: str) -> None:
+        self._load_progress.pop(key, None)
+        self._load_error(path, exc, tb)
 
     def _loaded(self, path: str, result) -> None:
         self._pending_loads -= 1
@@ -786,6 +834,11 @@ class MainWindow(QMainWindow):
         self.save_settings()
         QApplication.instance().removeEventFilter(self._drop_filter)
         event.accept()
+
+
+def _load_with_progress(load, report):
+    """Run ``load(progress=report)`` (``app.tasks`` passes the throttled ``report``)."""
+    return load(progress=report)
 
 
 def _job_metrics(job: Job) -> dict:

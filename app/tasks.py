@@ -1,6 +1,7 @@
 """Run short one-off work (file loading, preprocessing, scoring, TensorFlow import) off the GUI thread."""
 from __future__ import annotations
 
+import time
 import traceback
 from typing import Any, Callable, Optional, Set
 
@@ -24,18 +25,31 @@ def background_pool() -> QThreadPool:
 class _Signals(QObject):
     done = Signal(object)
     failed = Signal(object, str)   # exception, formatted traceback
+    progress = Signal(object, object)  # done, total (object: 64-bit byte counts)
 
 
 class _Task(QRunnable):
-    def __init__(self, fn: Callable[[], Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], with_progress: bool = False,
+                 min_interval: float = 0.1) -> None:
         super().__init__()
         self.fn = fn
         self.signals = _Signals()
+        self.with_progress = with_progress
+        self.min_interval = float(min_interval)
+        self._last_report = float("-inf")
         self.setAutoDelete(False)
+
+    def report(self, done, total) -> None:
+        """Progress from the worker: forwarded at most every ``min_interval`` s, and always when complete."""
+        now = time.monotonic()
+        complete = total is not None and total > 0 and done >= total
+        if complete or now - self._last_report >= self.min_interval:
+            self._last_report = now
+            self.signals.progress.emit(done, total)
 
     def run(self) -> None:
         try:
-            result = self.fn()
+            result = self.fn(self.report) if self.with_progress else self.fn()
         except BaseException as exc:  # noqa: BLE001 - reported to the GUI thread
             self.signals.failed.emit(exc, traceback.format_exc())
         else:
@@ -45,9 +59,14 @@ class _Task(QRunnable):
 class _Receiver(QObject):
     """Lives on the GUI thread, so the worker's signals reach it through queued connections."""
 
-    def __init__(self, task: "_Task", on_done, on_error) -> None:
+    def __init__(self, task: "_Task", on_done, on_error, on_progress=None) -> None:
         super().__init__()
-        self.task, self.on_done, self.on_error = task, on_done, on_error
+        self.task, self.on_done, self.on_error, self.on_progress = task, on_done, on_error, on_progress
+
+    @Slot(object, object)
+    def progress(self, done, total) -> None:
+        if self.on_progress is not None and self.task in _alive:
+            self.on_progress(done, total)
 
     @Slot(object)
     def done(self, result) -> None:
@@ -61,13 +80,22 @@ class _Receiver(QObject):
             self.on_error(exc, tb)
 
 
-def run_background(fn: Callable[[], Any], on_done: Callable[[Any], None],
-                   on_error: Optional[Callable[[BaseException, str], None]] = None) -> None:
-    """Call ``fn()`` on a worker thread; ``on_done(result)`` / ``on_error(exc, tb)`` run on the GUI thread."""
-    task = _Task(fn)
-    task.receiver = _Receiver(task, on_done, on_error)
+def run_background(fn: Callable[..., Any], on_done: Callable[[Any], None],
+                   on_error: Optional[Callable[[BaseException, str], None]] = None,
+                   on_progress: Optional[Callable[[Any, Any], None]] = None,
+                   progress_interval: float = 0.1) -> None:
+    """Call ``fn()`` on a worker thread; ``on_done(result)`` / ``on_error(exc, tb)`` run on the GUI thread.
+
+    With ``on_progress``, ``fn`` is called as ``fn(report)``: the worker calls
+    ``report(done, total)`` as often as it likes; ``on_progress(done, total)`` runs on the
+    GUI thread at most every ``progress_interval`` seconds (the final ``done >= total``
+    report always gets through), and never after ``on_done``/``on_error``.
+    """
+    task = _Task(fn, with_progress=on_progress is not None, min_interval=progress_interval)
+    task.receiver = _Receiver(task, on_done, on_error, on_progress)
     task.signals.done.connect(task.receiver.done)
     task.signals.failed.connect(task.receiver.failed)
+    task.signals.progress.connect(task.receiver.progress)
     _alive.add(task)
     background_pool().start(task)
 

@@ -263,3 +263,60 @@ sys.exit(m.main(["main.py", "--no-tensorflow"]))
     assert rc == 0, err
     assert "Fatal" not in err and "Traceback" not in err, err
     assert took < 5.0, took   # target 2 s: measured in tests/benchmarks/bench_gui_latency.py
+
+
+def test_quit_while_tensorflow_still_imports_exits_at_once(tmp_path):
+    """Quitting during a slow background import (app.tasks' pool, not the jobs' pool): the process
+    neither waits for the import nor crashes at exit; settings are flushed; status 0."""
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = """
+import sys, time
+import densehmm_core.device as dev
+from PySide6.QtCore import QTimer
+from app import main as m
+from app.mainwindow import MainWindow
+started = []
+def slow_import_tf(*a, **k):          # a TensorFlow import that takes a minute, holding a pool thread
+    started.append(1)
+    t = time.time()
+    while time.time() - t < 60:
+        sum(range(1000))
+    raise RuntimeError("not reached")
+dev.import_tf = slow_import_tf
+orig_init = MainWindow.__init__
+def init(self, *a, **k):
+    orig_init(self, *a, **k)
+    def poll():
+        if started:
+            self.settings.add_recent_file("/data/marker.fasta")
+            print("CLOSING", time.time(), flush=True)
+            self.close()
+        else:
+            QTimer.singleShot(20, poll)
+    QTimer.singleShot(0, poll)
+MainWindow.__init__ = init
+sys.exit(m.main(["main.py"]))
+"""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+               XDG_STATE_HOME=str(tmp_path / "state"))
+    p = subprocess.Popen([sys.executable, "-c", code], cwd=repo, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError("the app waited for the background import instead of quitting:\n" + err[-2000:])
+    t_end = time.time()
+    assert p.returncode == 0, (p.returncode, err[-2000:])
+    assert "Traceback" not in err and "Segmentation fault" not in err
+    closing = [ln for ln in out.splitlines() if ln.startswith("CLOSING")]
+    assert closing, out + err[-2000:]
+    assert t_end - float(closing[0].split()[1]) < 15   # not the 60 s of the import (loose: busy CI)
+    conf = tmp_path / "cfg" / "DenseHMM" / "DenseHMM Studio.conf"
+    assert "marker.fasta" in conf.read_text()           # settings flushed before os._exit
+    log = tmp_path / "state" / "DenseHMM" / "DenseHMM Studio" / "densehmm-studio.log"
+    assert "worker thread(s) still busy" in log.read_text()

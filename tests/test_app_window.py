@@ -1,5 +1,6 @@
 """Desktop app: start-up, opening files (drop, dialog, argv), bad files, settings (pytest-qt, offscreen)."""
 import os
+import re
 import warnings
 import subprocess
 import sys
@@ -222,15 +223,241 @@ def test_resources_found_from_source_and_bundle(tmp_path, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- main
+def _no_display_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env.update(extra)
+    return env
+
+
+def _free_display_number(start=99):
+    """An X display number nobody serves here (no socket, no lock file): 99 unless taken (xvfb-run uses 99)."""
+    for n in range(start, start + 200):
+        if not os.path.exists(f"/tmp/.X11-unix/X{n}") and not os.path.exists(f"/tmp/.X{n}-lock"):
+            return n
+    pytest.skip("no free X display number")
+
+
+def _check_no_display_message(r):
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert "Traceback" not in r.stderr and "Aborted" not in r.stderr, r.stderr[-2000:]
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("densehmm-studio:")]
+    assert len(lines) == 1, r.stderr
+    msg = lines[0].lower()
+    assert "display" in msg and "xvfb-run" in msg and "densehmm --help" in msg
+
+
 def test_no_display_gives_clear_message_and_exit_code():
     from app.main import display_problem
     assert display_problem({}, "linux") is not None
-    assert display_problem({"DISPLAY": ":0"}, "linux") is None
+    assert display_problem({"DISPLAY": ":0"}, "linux", connect=False) is None
     assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
-    r = subprocess.run([sys.executable, "main.py"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 2
-    assert "display" in r.stderr.lower() and "Traceback" not in r.stderr
+    assert display_problem({"QT_QPA_PLATFORM": "minimal", "DISPLAY": ":12345"}, "linux") is None
+    assert display_problem({"DISPLAY": ":12345"}, "win32") is None
+    r = subprocess.run([sys.executable, "main.py"], cwd=REPO, env=_no_display_env(), capture_output=True,
+                       text=True, timeout=60)
+    _check_no_display_message(r)
+
+
+def test_unreachable_display_gives_clear_message_not_a_qt_abort():
+    """A stale DISPLAY (X session ended, ssh without -X): exit 2 with one line on stderr, not Qt's abort (134)."""
+    n = _free_display_number()
+    from app.main import _socket_problem, display_problem, x_display_problem
+    assert x_display_problem(f":{n}") is not None          # libxcb (or the socket fallback)
+    assert "X11-unix" in _socket_problem(f":{n}")           # the fallback alone
+    assert _socket_problem("no-colon") is not None
+    assert f":{n}" in display_problem({"DISPLAY": f":{n}"}, "linux")
+    r = subprocess.run([sys.executable, "main.py", "--no-tensorflow"], cwd=REPO,
+                       env=_no_display_env(DISPLAY=f":{n}"), capture_output=True, text=True, timeout=60)
+    _check_no_display_message(r)
+    assert f":{n}" in r.stderr
+
+
+@pytest.fixture
+def xvfb():
+    """A private Xvfb display number (skips when Xvfb is not installed). Started like xvfb-run does,
+    i.e. without -noreset: the server resets when its last client leaves and refuses connections
+    for a moment, which the display check must survive (and not cause for Qt)."""
+    import shutil
+    if shutil.which("Xvfb") is None:
+        pytest.skip("Xvfb not installed")
+    rfd, wfd = os.pipe()
+    proc = subprocess.Popen(["Xvfb", "-displayfd", str(wfd), "-nolisten", "tcp", "-screen", "0", "800x600x24"],
+                            pass_fds=(wfd,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.close(wfd)
+    try:
+        with os.fdopen(rfd) as fh:
+            number = fh.readline().strip()
+        if not number.isdigit():
+            pytest.skip("Xvfb did not start")
+        yield f":{number}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_reachable_x_display_passes_the_check(xvfb):
+    from app.main import _socket_problem, display_problem, release_display_check, x_display_problem
+    for _ in range(10):  # back to back: each check's disconnect makes the server reset
+        assert x_display_problem(xvfb) is None
+        assert display_problem({"DISPLAY": xvfb}, "linux") is None
+    assert _socket_problem(xvfb) is None
+    release_display_check()
+
+
+def test_app_starts_on_a_real_x_display(xvfb, tmp_path):
+    """Check, then Qt connects: the held check connection keeps the server from resetting in between."""
+    env = _no_display_env(DISPLAY=xvfb, XDG_CONFIG_HOME=str(tmp_path / "cfg"), XDG_STATE_HOME=str(tmp_path / "st"))
+    r = subprocess.run([sys.executable, "main.py", "--no-tensorflow", "--quit-after", "0.3"], cwd=REPO, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "densehmm-studio:" not in r.stderr
+
+
+def test_wayland_socket_is_checked(tmp_path):
+    import socket
+    from app.main import display_problem
+    env = {"WAYLAND_DISPLAY": "wayland-test", "XDG_RUNTIME_DIR": str(tmp_path)}
+    problem = display_problem(env, "linux")
+    assert problem is not None and "wayland-test" in problem
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
+        srv.bind(str(tmp_path / "wayland-test"))
+        srv.listen(1)
+        assert display_problem(env, "linux") is None
+        # an unreachable Wayland socket falls back to DISPLAY, which is checked in turn
+        n = _free_display_number()
+    assert display_problem(dict(env, DISPLAY=f":{n}"), "linux") is not None
+
+
+# ----------------------------------------------------------------------------- log file
+@pytest.fixture
+def log_file(tmp_path, monkeypatch):
+    from app.panels import log_panel
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    path = log_panel.install_log_file()
+    yield path
+    log_panel.remove_log_file()
+
+
+def test_log_panel_warning_lands_in_the_log_file(window, log_file, tmp_path):
+    from app.panels.log_panel import LOG_FILE_NAME
+    assert log_file is not None and log_file.startswith(str(tmp_path / "state"))
+    assert os.path.basename(log_file) == LOG_FILE_NAME
+    window.log_panel.log("reads.fasta: 2 empty records skipped", "warning")
+    window.log_panel.log("Could not open x.fa: line 3: bad", "error")
+    text = open(log_file, encoding="utf-8").read()
+    assert re.search(r"WARNING +reads\.fasta: 2 empty records skipped$", text, re.M), text
+    assert re.search(r"ERROR +Could not open x\.fa: line 3: bad$", text, re.M), text
+
+
+def test_reader_warnings_of_a_dropped_file_reach_the_log_file(window, qtbot, log_file, tmp_path):
+    path = tmp_path / "with_empty.fasta"
+    path.write_text(">a\nMKV\n>empty\n>b\nMST\n")
+    assert drop(window, [path])
+    wait_loaded(qtbot, window, 1)
+    shown = [m for lvl, m in window.log_panel.lines if lvl == "warning"]
+    assert shown, window.log_panel.lines
+    text = open(log_file, encoding="utf-8").read()
+    assert f"Loading {path}" in text
+    for m in shown:
+        assert m in text
+
+
+def test_log_file_rotates_and_never_fails(tmp_path, monkeypatch):
+    import logging
+    from app.panels import log_panel
+    folder = tmp_path / "logs"
+    path = log_panel.install_log_file(str(folder))
+    try:
+        assert log_panel.install_log_file(str(folder)) == path  # idempotent: one handler per file
+        assert sum(isinstance(h, logging.FileHandler) for h in log_panel.logger.handlers) == 1
+        line = "x" * 200
+        for _ in range(int(1.5 * log_panel.MAX_BYTES / 200)):
+            log_panel.logger.info(line)
+        assert os.path.getsize(path) <= log_panel.MAX_BYTES
+        assert os.path.exists(path + ".1")
+    finally:
+        log_panel.remove_log_file()
+    # a folder that cannot be created: no log file, no exception
+    blocker = tmp_path / "a file"
+    blocker.write_text("")
+    assert log_panel.install_log_file(str(blocker / "sub")) is None
+    # a file that becomes unwritable while the app runs: logging goes quiet, the panel keeps working
+    path = log_panel.install_log_file(str(tmp_path / "ok"))
+    try:
+        handler = [h for h in log_panel.logger.handlers if isinstance(h, logging.FileHandler)][0]
+        monkeypatch.setattr(handler, "emit", lambda rec: handler.handleError(rec))
+        log_panel.logger.warning("lost")
+        assert handler.disabled
+    finally:
+        log_panel.remove_log_file()
+
+
+# ----------------------------------------------------------------------------- loading progress
+def test_loading_shows_real_progress_from_the_reader(window, qtbot, tmp_path):
+    """The reader's progress(bytes_read, total) reaches the status bar's bar (determinate, 100 % at the end)."""
+    path = write_fasta(tmp_path / "progress.fasta", random_protein_records(3, 40))
+    seen = []
+    window.load_progress.connect(lambda p, d, t: seen.append((p, d, t, window.busy.maximum(), window.busy.value())))
+    window.open_files([path])
+    assert window.busy.isVisible() or window.loading
+    wait_loaded(qtbot, window, 1)
+    size = os.path.getsize(path)
+    assert seen and all(p == os.path.abspath(path) for p, *_ in seen)
+    assert seen[-1][1:3] == (size, size)
+    assert seen[-1][3:] == (1000, 1000)           # determinate, complete
+    assert [d for _, d, *_ in seen] == sorted(d for _, d, *_ in seen)
+    assert not window.busy.isVisible()
+
+
+def test_loading_progress_is_throttled_and_unknown_sizes_stay_busy(window, qtbot, tmp_path, monkeypatch):
+    import threading
+    import time as _time
+    from densehmm_core import data as core_data
+    real_load = core_data.load
+    gate = threading.Event()
+    elapsed = []
+
+    def slow_load(path, progress=None, **kw):
+        gate.wait(10)
+        total = 1_000_000
+        t0 = _time.monotonic()
+        for i in range(1, 101):                      # 100 reports over ~0.5 s
+            progress(i * total // 100, total)
+            _time.sleep(0.005)
+        elapsed.append(_time.monotonic() - t0)
+        return real_load(path, **kw)
+
+    monkeypatch.setattr(core_data, "load", slow_load)
+    path = write_fasta(tmp_path / "slow.fasta", random_protein_records(4, 5))
+    seen = []
+    window.load_progress.connect(lambda p, d, t: seen.append((d, t, window.busy.maximum(), window.busy.value())))
+    window.open_files([path])
+    # nothing reported yet: an indeterminate busy indicator
+    assert window.busy.isVisible() and window.busy.maximum() == 0
+    gate.set()
+    wait_loaded(qtbot, window, 1)
+    assert seen[-1] == (1_000_000, 1_000_000, 1000, 1000)
+    assert 2 <= len(seen) <= elapsed[0] / 0.1 + 2, (len(seen), elapsed)  # throttled (<= 10/s) + the final one
+    assert len(seen) < 50                                                 # not 100 redraws
+    for d, t, mx, val in seen:
+        assert mx == 1000 and val == round(1000 * d / t)
+
+
+def test_model_file_loads_show_a_busy_indicator(window, qtbot, tmp_path):
+    from densehmm_core.modelfile import save_model
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 4, size=30) for _ in range(5)]
+    model = StandardHMM(n_states=2, n_iter=2, seed=0)
+    model.fit(seqs)
+    h5 = tmp_path / "m.h5"
+    save_model(str(h5), model, name="m")
+    loaded = []
+    window.models_loaded.connect(loaded.append)
+    window.open_files([str(h5)])
+    assert window.busy.isVisible() and window.busy.maximum() == 0
+    qtbot.waitUntil(lambda: bool(loaded) and not window.loading, timeout=20000)
+    assert not window.busy.isVisible()
 
 
 def test_main_opens_files_from_argv(tmp_path):
@@ -241,10 +468,16 @@ def test_main_opens_files_from_argv(tmp_path):
             "    orig(self, p, r); print('LOADED', len(r.all_sequences), flush=True); self.close()\n"
             "MainWindow._loaded = loaded\n"
             f"sys.exit(m.main(['main.py', '--no-tensorflow', '--quit-after', '30', {path!r}]))\n")
-    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "cfg"))
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+               XDG_STATE_HOME=str(tmp_path / "state"))
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=90)
     assert r.returncode == 0, r.stderr
     assert "LOADED 7" in r.stdout
+    # main() keeps a per-user log file (StateLocation: $XDG_STATE_HOME/<organisation>/<application>)
+    log = tmp_path / "state" / "DenseHMM" / "DenseHMM Studio" / "densehmm-studio.log"
+    text = log.read_text()
+    assert f"Loading {path}" in text and "Data set added: argv.fasta" in text
+    assert "DenseHMM Studio quit (status 0)" in text
 
 
 def test_preset_fills_preprocessing_fields(window):

@@ -586,6 +586,17 @@ def test_compare_table_is_not_elided(qtbot):
             item = w.table.item(i, j)
             assert fm.horizontalAdvance(item.text()) <= w.table.columnWidth(j), item.text()
     assert w.table.item(list(rows).index("loss"), 0).toolTip() == repr(0.0116691234)
+    assert w.table.horizontalScrollBar().maximum() == 0 and w.table.verticalScrollBar().maximum() == 0
+    # filled while hidden (the app's Compare tab), then shown: still whole
+    w2 = CompareView()
+    qtbot.addWidget(w2)
+    w2.set_models("job 1", plain_model(pa), "job 3", plain_model(random_params(4, 4, seed=3)),
+                  dict(ma, extra_metric=1.5e-7), mb)
+    w2.resize(900, 500)
+    w2.show()
+    qtbot.waitExposed(w2)
+    qtbot.wait(10)
+    assert w2.table.horizontalScrollBar().maximum() == 0 and w2.table.verticalScrollBar().maximum() == 0
 
 
 def test_dashboard_draws_the_live_page_only_when_visible(qtbot):

@@ -131,13 +131,25 @@ class CompareView(QtWidgets.QWidget):
                 elif v is not None:
                     item.setToolTip(str(v))
                 self.table.setItem(i, j, item)
-        self.table.resizeColumnsToContents()
-        self.table.resizeRowsToContents()
-        h = self.table.horizontalHeader().height() + sum(self.table.rowHeight(i) for i in range(len(rows)))
-        self.table.setFixedHeight(h + 2 * self.table.frameWidth() + 2)
-        w = self.table.verticalHeader().width() + sum(self.table.columnWidth(j) for j in range(3))
-        self.table.setMinimumWidth(max(240, w + 2 * self.table.frameWidth() + 4))
+        self._fit_table()
         self._show_differences(model_a, model_b)
+
+    def _fit_table(self) -> None:
+        """Size the table to its contents: every value whole, no scroll bars (also while hidden)."""
+        t = self.table
+        t.resizeColumnsToContents()
+        t.resizeRowsToContents()
+        vh, hh = t.verticalHeader(), t.horizontalHeader()
+        cols = sum(max(t.columnWidth(j), t.sizeHintForColumn(j), hh.sectionSizeHint(j)) for j in range(3))
+        rows = sum(max(t.rowHeight(i), t.sizeHintForRow(i)) for i in range(t.rowCount()))
+        frame = 2 * t.frameWidth()
+        t.setFixedHeight(hh.sizeHint().height() + rows + frame + 2)
+        t.setMinimumWidth(max(240, vh.sizeHint().width() + cols + frame + 4))
+
+    def showEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(ev)
+        if self.table.rowCount():
+            self._fit_table()
 
     def table_rows(self) -> Dict[str, List[str]]:
         """Row name -> the three cell texts (for tests and export checks)."""

@@ -8,6 +8,8 @@ them for File > Export figure.
 The main window calls (at most ~10 times a second while a job trains):
 
 * :meth:`update_from_event` with the newest :class:`~densehmm_core.events.ProgressEvent`,
+* :meth:`set_token_counts` (train / test tokens of the job's data) so that a total
+  log-likelihood in the stream is shown as NLL per token,
 * :meth:`set_history`, :meth:`set_model` (a finished or loaded model; enables Decode),
   :meth:`set_initial_params` (the "before" of the overview), :meth:`set_vocabulary`,
   :meth:`clear`.

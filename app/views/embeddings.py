@@ -109,8 +109,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
             self.plot.addItem(sc)
             self.scatters[key] = sc
         if not controls:  # no check boxes to read the markers from: a legend row beneath the plot
-            self.legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=len(EMBEDDING_SETS),
-                                        horSpacing=8, frame=False)
+            self.legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=3, horSpacing=8, frame=False)
             self.legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred,
                                       QtWidgets.QSizePolicy.Policy.Fixed)
             self.graphics.addItem(self.legend, row=1, col=0)
@@ -161,8 +160,12 @@ class EmbeddingScatter(QtWidgets.QWidget):
         if counts_changed:
             self._rebuild_labels()
         self._place_labels()
+        self._updating = True  # one declutter pass below, not one per range signal
+        try:
+            self._fit_range()
+        finally:
+            self._updating = False
         self._refresh_visibility()
-        self._fit_range()
         self.stack.setCurrentWidget(self.graphics)
 
     def coordinates(self, key: str) -> Optional[np.ndarray]:
@@ -310,6 +313,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
         Symbol labels (V) come first, then z_start, then state labels; a hidden label's name
         is in its point's hover tooltip, and zooming in brings it back.
         """
+        if getattr(self, "_updating", False):
+            return
         show_labels = self.labels_box.isChecked()
         pw, ph = 0.0, 0.0
         try:
@@ -327,12 +332,15 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 show = on and show_labels
                 if show and pw > 0 and ph > 0 and xy is not None and i < len(xy):
                     # the text's box in pixels (anchor as in _rebuild_labels), without the document margin
-                    br = t.textItem.boundingRect()
-                    dm = t.textItem.document().documentMargin()
-                    ax, ay = t.anchor.x(), t.anchor.y()
-                    x0 = xy[i, 0] / pw - ax * br.width() + dm
-                    y0 = -xy[i, 1] / ph - ay * br.height() + dm
-                    box = (x0, y0, x0 + br.width() - 2 * dm, y0 + br.height() - 2 * dm)
+                    size = getattr(t, "_box_size", None)
+                    if size is None:  # the text never changes: measure once
+                        br = t.textItem.boundingRect()
+                        size = t._box_size = (br.width(), br.height(), t.textItem.document().documentMargin(),
+                                              t.anchor.x(), t.anchor.y())
+                    bw, bh, dm, ax, ay = size
+                    x0 = xy[i, 0] / pw - ax * bw + dm
+                    y0 = -xy[i, 1] / ph - ay * bh + dm
+                    box = (x0, y0, x0 + bw - 2 * dm, y0 + bh - 2 * dm)
                     if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
                         show = False
                         crowded.add(id(t))
