@@ -641,6 +641,9 @@ class MainWindow(QMainWindow):
         d.set_vocabulary(list(vocab) if vocab is not None else None)
         if job.initial_params is not None:
             d.set_initial_params(job.initial_params)
+        ds = job.dataset
+        if isinstance(ds, DataSet) and hasattr(d, "set_token_counts"):
+            d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
         d.set_history(job.history)
         if job.last_event is not None:
             d.update_from_event(job.last_event)
@@ -859,3 +862,9 @@ def _job_metrics(job: Job) -> dict:
 
 def _describe_options(o: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in o.items() if v not in (None, False, 0, 0.0) or k == "split")
+
+
+def _token_count(data) -> int:
+    """Number of tokens of a Corpus or a list of sequences (for per-token NLL curves)."""
+    seqs = getattr(data, "sequences", data)
+    return int(sum(len(x) for x in seqs))

@@ -577,9 +577,11 @@ class DenseHMM(BaseHMM):
         if eval_seqs is not None:
             test_ll = float(np.sum(self._engine().loglik(self.startprob_, self.transmat_,
                                                          self.emissionprob_, eval_seqs)))
+        final_metrics = {"restart": int(np.argmin(self.restart_losses_)), "restarts": nr, "mad": mad}
+        if test_ll is not None:
+            final_metrics["test_nll"] = -test_ll / n_tokens(eval_seqs)
         yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss, test_ll=test_ll,
-                            metrics={"restart": int(np.argmin(self.restart_losses_)), "restarts": nr,
-                                     "mad": mad},
+                            metrics=final_metrics,
                             params=self._snapshot(), done=True, reason=reason, elapsed=clock.elapsed)
 
     def _adopt(self, theta, layout, stationary: bool) -> None:
@@ -616,6 +618,7 @@ class DenseHMM(BaseHMM):
         if eval_seqs is not None:
             edata = eng.prepare(eval_seqs, n_states=n) if hasattr(eng, "prepare") else eval_seqs
         ntok = float(n_tokens(seqs))
+        etok = float(n_tokens(eval_seqs)) if eval_seqs is not None else 1.0
         omega_emp = empirical_omega(seqs, m) if any(len(s) > 1 for s in seqs) else None
         em_iter, steps, lr, tol = int(h["em_iter"]), int(h["steps"]), float(h["lr"]), float(h["tol"])
         if em_iter < 1 or steps < 1:
@@ -638,6 +641,7 @@ class DenseHMM(BaseHMM):
             tll = None
             if edata is not None:
                 tll = float(np.sum(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, edata)))
+                metrics["test_nll"] = -tll / etok
             return st, ll, tll, metrics
 
         with tf.device(self.device_used_):

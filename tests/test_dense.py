@@ -275,3 +275,19 @@ def test_init_false_continues_from_current_embeddings(em_data):
     np.testing.assert_array_equal(events[0].params["U"], U)
     assert model.start_mode_ == "embedding" and len(model.restart_losses_) == 1
     assert events[-1].train_ll >= events[0].train_ll
+
+
+@pytest.mark.parametrize("method", ["cooc", "em"])
+def test_events_carry_test_nll_per_token(method):
+    """The GUI's NLL curve needs per-token test NLL: it must equal -score(test) / tokens."""
+    from densehmm_core import DenseHMM
+    from densehmm_core.synthetic import demo_dataset
+    train, test, _ = demo_dataset(seed=3)
+    model = DenseHMM(4, 2, fit_method=method, seed=0, steps=20 if method == "cooc" else 3,
+                     em_iter=2, finish="none")
+    events = []
+    model.fit(train, eval_data=test, callback=events.append)
+    last = events[-1]
+    ntest = sum(len(s) for s in test)
+    assert last.done and "test_nll" in last.metrics
+    assert last.metrics["test_nll"] == pytest.approx(-model.score(test) / ntest, rel=1e-10)
