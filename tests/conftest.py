@@ -17,3 +17,13 @@ def shared_data():
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_on_the_main_thread():
+    """Collect each test's garbage here, on the main thread, and not later in whichever thread
+    allocates next: a PySide6 wrapper collected in a worker thread deadlocks against the GUI
+    thread (see app/gcguard.py)."""
+    import gc
+    yield
+    gc.collect()

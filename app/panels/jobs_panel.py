@@ -52,6 +52,7 @@ class JobsPanel(QWidget):
         super().__init__(parent)
         self.items: Dict[int, QTreeWidgetItem] = {}
         self.bars: Dict[int, QProgressBar] = {}
+        self._styled: Dict[int, object] = {}   # job id -> the state its row colours show
         self.cancel_buttons: Dict[int, QPushButton] = {}
         self.jobs: Dict[int, Job] = {}
         lay = QVBoxLayout(self)
@@ -145,41 +146,52 @@ class JobsPanel(QWidget):
         if item is not None:
             self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
         self.bars.pop(job.id, None); self.cancel_buttons.pop(job.id, None); self.jobs.pop(job.id, None)
+        self._styled.pop(job.id, None)
 
     def update_job(self, job: Job) -> None:
         item = self.items.get(job.id)
         if item is None:
             return
-        item.setText(C_NAME, job.name)
-        item.setToolTip(C_NAME, job.name)
         ds = getattr(job.dataset, "name", "") if job.dataset is not None else ""
-        item.setText(C_DATA, ds)
-        item.setToolTip(C_DATA, ds)
-        item.setText(C_STATE, job.state.value)
-        item.setText(C_ELAPSED, format_seconds(job.elapsed) if job.started_at is not None else "—")
-        item.setText(C_ETA, format_seconds(job.eta))
-        item.setText(C_DEVICE, job.device)
         result = job.reason
         if job.state == JobState.RUNNING and job.last_event is not None and job.last_event.loss is not None:
             result = f"loss {job.last_event.loss:.6g}"
         if getattr(job, "score_text", ""):
             result = (result + "  ·  " if result else "") + job.score_text
-        item.setText(C_RESULT, result)
-        item.setToolTip(C_RESULT, job.reason + (("\n\n" + job.error) if job.error else ""))
-        colour = _STATE_COLOURS.get(job.state)
-        for c in range(len(COLS)):
-            item.setForeground(c, QBrush(colour) if colour is not None and c in (C_STATE, C_RESULT) else QBrush())
-            if job.state in (JobState.DIVERGED, JobState.FAILED):
-                item.setBackground(c, QBrush(QColor(198, 40, 40, 45)))
+        texts = {C_NAME: job.name, C_DATA: ds, C_STATE: job.state.value,
+                 C_ELAPSED: format_seconds(job.elapsed) if job.started_at is not None else "—",
+                 C_ETA: format_seconds(job.eta), C_DEVICE: job.device, C_RESULT: result}
+        # Only touch what changed: every set* call on an item repaints the tree.
+        for col, text in texts.items():
+            if item.text(col) != text:
+                item.setText(col, text)
+        tips = {C_NAME: job.name, C_DATA: ds,
+                C_RESULT: job.reason + (("\n\n" + job.error) if job.error else "")}
+        for col, tip in tips.items():
+            if item.toolTip(col) != tip:
+                item.setToolTip(col, tip)
+        if self._styled.get(job.id) != job.state:
+            self._styled[job.id] = job.state
+            colour = _STATE_COLOURS.get(job.state)
+            for c in range(len(COLS)):
+                item.setForeground(c, QBrush(colour) if colour is not None and c in (C_STATE, C_RESULT) else QBrush())
+                if job.state in (JobState.DIVERGED, JobState.FAILED):
+                    item.setBackground(c, QBrush(QColor(198, 40, 40, 45)))
         bar = self.bars.get(job.id)
         if bar is not None:
             frac = job.fraction
             if frac is None and job.state == JobState.RUNNING:
-                bar.setRange(0, 0)   # busy indicator
+                if bar.maximum() != 0:
+                    bar.setRange(0, 0)   # busy indicator
             else:
-                bar.setRange(0, 1000)
-                bar.setValue(int(round(1000 * (frac or 0.0))))
-                bar.setFormat(f"{job.step}/{job.total}" if job.total else "%p%")
+                if bar.maximum() != 1000:
+                    bar.setRange(0, 1000)
+                value = int(round(1000 * (frac or 0.0)))
+                if bar.value() != value:
+                    bar.setValue(value)
+                fmt = f"{job.step}/{job.total}" if job.total else "%p%"
+                if bar.format() != fmt:
+                    bar.setFormat(fmt)
         btn = self.cancel_buttons.get(job.id)
         if btn is not None:
             btn.setEnabled(not job.state.is_final)

@@ -1,0 +1,38 @@
+"""Garbage collection runs on the GUI thread only (app/gcguard.py)."""
+import gc
+import threading
+import weakref
+
+
+def test_collector_disables_automatic_gc_and_collects_on_the_gui_thread(qtbot):
+    from app import gcguard
+    was_enabled = gc.isenabled()
+    try:
+        collector = gcguard.install()
+        assert collector is not None and gcguard.install() is collector
+        assert not gc.isenabled()
+
+        class Node:
+            pass
+
+        a, b = Node(), Node()
+        a.other, b.other = b, a          # a reference cycle only the cyclic collector frees
+        ref = weakref.ref(a)
+        del a, b
+        threads = []
+        orig = gc.collect
+
+        def spy(*args):
+            threads.append(threading.current_thread() is threading.main_thread())
+            return orig(*args)
+
+        gc.collect = spy
+        try:
+            collector.full_every = 1
+            qtbot.waitUntil(lambda: ref() is None, timeout=3000)
+        finally:
+            gc.collect = orig
+        assert threads and all(threads)
+    finally:
+        if was_enabled:
+            gc.enable()
