@@ -228,6 +228,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     app.setOrganizationName("DenseHMM")
     app.setDesktopFileName("densehmm-studio")
     release_display_check()  # Qt holds its own connection now
+    from . import gcguard
+    gcguard.install()  # cyclic garbage collection on the GUI thread only (see app/gcguard.py)
     from .panels.log_panel import install_log_file
     log_path = install_log_file()  # None (window-only log) when the folder is not writable
     from .mainwindow import MainWindow

@@ -24,7 +24,6 @@ try:  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see app
 except ImportError:  # pragma: no cover - views not installed
     pass
 
-from . import gcguard
 from . import tasks
 from .datasets import (DataSet, data_filters, ModelSet, dataset_from_corpus, demo_dataset, is_model_file,
                        load_path)
@@ -121,7 +120,6 @@ class MainWindow(QMainWindow):
 
     def __init__(self, settings: Optional[Settings] = None) -> None:
         super().__init__()
-        gcguard.install()   # garbage collection on the GUI thread only (see app/gcguard.py)
         self.settings = settings if settings is not None else Settings()
         self.setWindowTitle("DenseHMM Studio")
         self.setWindowIcon(app_icon())

@@ -20,10 +20,11 @@ def shared_data():
 
 
 @pytest.fixture(autouse=True)
-def _collect_garbage_on_the_main_thread():
-    """Collect each test's garbage here, on the main thread, and not later in whichever thread
-    allocates next: a PySide6 wrapper collected in a worker thread deadlocks against the GUI
-    thread (see app/gcguard.py)."""
+def _collect_garbage_on_the_main_thread(request):
+    """After a Qt test, collect its garbage here, on the main thread, and not later in whichever
+    thread allocates next: a PySide6 wrapper collected in a worker thread (a training job
+    importing TensorFlow) deadlocked against the GUI thread once (see app/gcguard.py)."""
     import gc
     yield
-    gc.collect(1)   # young generations: cheap; a full collection costs ~0.2 s with TensorFlow loaded
+    if "qtbot" in request.fixturenames:
+        gc.collect()

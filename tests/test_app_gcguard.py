@@ -5,11 +5,12 @@ import weakref
 
 
 def test_collector_disables_automatic_gc_and_collects_on_the_gui_thread(qtbot):
+    from PySide6.QtWidgets import QApplication
     from app import gcguard
     was_enabled = gc.isenabled()
+    collector = None
     try:
-        collector = gcguard.install()
-        assert collector is not None and gcguard.install() is collector
+        collector = gcguard.GuiThreadCollector(QApplication.instance(), interval_ms=50)
         assert not gc.isenabled()
 
         class Node:
@@ -34,5 +35,8 @@ def test_collector_disables_automatic_gc_and_collects_on_the_gui_thread(qtbot):
             gc.collect = orig
         assert threads and all(threads)
     finally:
+        if collector is not None:
+            collector._timer.stop()
+            collector.setParent(None)
         if was_enabled:
             gc.enable()
