@@ -5,30 +5,12 @@ Used by :class:`densehmm_core.dense.DenseHMM` on small problems (the Jacobian is
 """
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
+# one BLAS thread for the small LM solves (shared with the inference engine)
+from .engine.numpy_engine import _single_threaded_blas as _single_thread_blas
+
 __all__ = ["unpack", "forward", "residual_jacobian", "levenberg_marquardt"]
-
-
-_CONTROLLER = None
-
-
-def _single_thread_blas():
-    """Limit BLAS to one thread for the small dense solves of one LM iteration.
-
-    Multi-threaded BLAS on these 100-1000 sized systems is slower than one thread, and on a
-    busy machine oversubscription makes it 100x slower.  Uses threadpoolctl when present.
-    """
-    global _CONTROLLER
-    try:
-        if _CONTROLLER is None:
-            from threadpoolctl import ThreadpoolController
-            _CONTROLLER = ThreadpoolController()
-        return _CONTROLLER.limit(limits=1, user_api="blas")
-    except Exception:  # pragma: no cover - threadpoolctl missing or unsupported
-        return contextlib.nullcontext()
 
 
 def _softmax(x: np.ndarray) -> np.ndarray:
