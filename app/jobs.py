@@ -1,7 +1,12 @@
 """The job runner: trains models on a :class:`QThreadPool`, one :class:`QRunnable` per job.
 
-Each worker runs ``model.iter_fit(...)`` (the core's progress stream) and hands the
-events to the GUI thread through a queued ``Signal(object)``.  The worker coalesces:
+Each pool thread drives one job's progress stream and hands the events to the GUI
+thread through a queued ``Signal(object)``.  With ``executor="process"`` (the default)
+the fit itself runs in a worker process of :mod:`densehmm_core.worker` and the pool
+thread only relays its events (it waits on a pipe, without the GIL): training then never
+competes with the GUI thread for Python's GIL, and the worker runs at a lower CPU
+priority.  ``executor="thread"`` runs ``model.iter_fit(...)`` on the pool thread itself
+(also used for model types a worker cannot train).  The worker coalesces:
 it keeps only the newest event and emits at most one pending notification per job,
 so a fast trainer can never flood the event loop.  On the GUI side the manager
 throttles what it forwards to the views to at most ``max_rate`` dispatches per second
@@ -14,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import itertools
+import os
 import threading
 import time
 import traceback
@@ -140,13 +146,23 @@ class _WorkerSignals(QObject):
 
 
 class _Worker(QRunnable):
-    def __init__(self, job: Job, signals: _WorkerSignals) -> None:
+    def __init__(self, job: Job, signals: _WorkerSignals, executor: str = "process") -> None:
         super().__init__()
         self.job = job
         self.signals = signals
+        self.executor = executor
         # Python owns the runnable (kept in JobManager._workers for the job's lifetime), so a
         # queued job can still be taken off the pool and no wrapper ever outlives its C++ object.
         self.setAutoDelete(False)
+
+    def stream(self, job: Job):
+        """The job's progress events: from a worker process, or from ``iter_fit`` on this thread."""
+        if self.executor == "process":
+            from densehmm_core.worker import shared_pool, supports
+            if supports(job.model):
+                return shared_pool().iter_fit(job.model, job.train, eval_data=job.test, cancel=job.token,
+                                              **job.fit_kwargs)
+        return job.model.iter_fit(job.train, eval_data=job.test, cancel=job.token, **job.fit_kwargs)
 
     def run(self) -> None:  # runs on a pool thread
         job, sig = self.job, self.signals
@@ -162,7 +178,7 @@ class _Worker(QRunnable):
             TrainingDiverged = FloatingPointError
         try:
             last = None
-            for ev in job.model.iter_fit(job.train, eval_data=job.test, cancel=job.token, **job.fit_kwargs):
+            for ev in self.stream(job):
                 last = ev
                 with job._lock:
                     job.n_events += 1
@@ -182,6 +198,9 @@ class _Worker(QRunnable):
             state, reason = JobState.DIVERGED, str(exc) or "training diverged"
         except Exception as exc:  # the app must survive any trainer failure
             state, reason, error = JobState.FAILED, f"{type(exc).__name__}: {exc}", traceback.format_exc()
+            remote = getattr(exc, "remote_traceback", "")
+            if remote:  # a failure inside the worker process: show its traceback
+                reason, error = str(exc), remote
         sig.finished.emit(job, state, reason, error)
 
 
@@ -204,10 +223,17 @@ class JobManager(QObject):
     job_event = Signal(object, object)
     job_finished = Signal(object)
 
-    def __init__(self, parent: Optional[QObject] = None, pool_size: int = 2, max_rate: float = 10.0) -> None:
+    def __init__(self, parent: Optional[QObject] = None, pool_size: int = 2, max_rate: float = 10.0,
+                 executor: Optional[str] = None) -> None:
         super().__init__(parent)
+        executor = executor or os.environ.get("DENSEHMM_JOB_EXECUTOR", "process")
+        if executor not in ("process", "thread"):
+            raise ValueError("executor must be 'process' or 'thread'")
+        #: "process": fits run in worker processes (densehmm_core.worker); "thread": on the pool threads
+        self.executor = executor
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max(1, int(pool_size)))
+        self._sync_workers()
         self.min_interval = 1.0 / float(max_rate)
         #: per-job extra spacing set by the window from the measured cost of a redraw
         #: (adaptive: redraws never take more than about a quarter of the GUI thread's time)
@@ -228,6 +254,14 @@ class JobManager(QObject):
 
     def set_pool_size(self, n: int) -> None:
         self.pool.setMaxThreadCount(max(1, int(n)))
+        self._sync_workers()
+
+    def _sync_workers(self) -> None:
+        """Keep as many idle worker processes as jobs may run at once (no process is started here)."""
+        if self.executor == "process":
+            from densehmm_core.worker import shared_pool
+            pool = shared_pool()
+            pool.max_idle = self.pool.maxThreadCount()
 
     def set_devices(self, devices: List[str]) -> None:
         """The accelerator devices that ``device="auto"`` jobs are spread over."""
@@ -248,7 +282,7 @@ class JobManager(QObject):
     # ------------------------------------------------------------- jobs
     def submit(self, job: Job) -> Job:
         self.jobs.append(job)
-        worker = _Worker(job, self._signals)
+        worker = _Worker(job, self._signals, self.executor)
         self._workers[job.id] = worker
         self.job_added.emit(job)
         self.pool.start(worker)

@@ -270,6 +270,11 @@ def _shutdown(win, code: int, wait_ms: int = 400) -> int:
     from . import tasks
     from .panels.log_panel import LOGGER_NAME, remove_log_file
     pools = [win.jobs.pool, tasks.background_pool()]
+    try:  # training worker processes: stop them (their relay threads then end at once)
+        from densehmm_core.worker import close_shared_pool
+        close_shared_pool(timeout=0.1)
+    except Exception:  # noqa: BLE001 - never fail while quitting
+        pass
     deadline = time.perf_counter() + wait_ms / 1000.0
     for pool in pools:
         pool.waitForDone(max(0, int((deadline - time.perf_counter()) * 1000)))

@@ -197,6 +197,9 @@ class MainWindow(QMainWindow):
         if self._dashboard is None:
             self._dashboard = _make_dashboard(self)
             self.stack.addWidget(self._dashboard)
+            drawn = getattr(self._dashboard, "sigLiveDrawn", None)
+            if drawn is not None:
+                drawn.connect(self._live_drawn)
         return self._dashboard
 
     @property
@@ -206,6 +209,7 @@ class MainWindow(QMainWindow):
     def finish_startup(self) -> None:
         """Build the remaining views after the window is on screen."""
         self.dashboard
+        self._freeze_gc()
 
     def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
         dock = QDockWidget(title, self)
@@ -346,10 +350,18 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage("Loading TensorFlow in the background — you can already open data.", 8000)
         t0 = time.perf_counter()
 
-        def work():
-            from densehmm_core.device import import_tf, list_devices
-            tf = import_tf()
-            return tf.__version__, list_devices(), time.perf_counter() - t0
+        if self.jobs.executor == "process":
+            def work():
+                # TensorFlow is imported in a training worker process (which then stays warm
+                # for the first job), never in the GUI process: no GIL held for seconds here.
+                from densehmm_core.worker import shared_pool
+                info = shared_pool().query_tensorflow()
+                return info["tf_version"], info["devices"], time.perf_counter() - t0
+        else:
+            def work():
+                from densehmm_core.device import import_tf, list_devices
+                tf = import_tf()
+                return tf.__version__, list_devices(), time.perf_counter() - t0
 
         tasks.run_background(work, self._tf_ready, self._tf_failed)
 
@@ -365,8 +377,17 @@ class MainWindow(QMainWindow):
         kinds = ", ".join(specs) or "CPU"
         self.tf_label.setText(f"TensorFlow {version} · {kinds}")
         self.statusBar().showMessage(f"TensorFlow {version} ready in {secs:.1f} s (devices: {kinds}).", 6000)
-        self.log_panel.log(f"TensorFlow {version} loaded in {secs:.1f} s; devices: {kinds}")
+        where = "a training worker process" if self.jobs.executor == "process" else "the app"
+        self.log_panel.log(f"TensorFlow {version} loaded in {secs:.1f} s in {where}; devices: {kinds}")
+        self._freeze_gc()
         self.background_ready.emit()
+
+    def _freeze_gc(self) -> None:
+        """After start-up: move the long-lived objects (Qt wrappers, modules, TensorFlow when it
+        was imported here) out of the cyclic collector's reach, so that a full collection on the
+        GUI thread takes milliseconds instead of a visible stall."""
+        from . import gcguard
+        gcguard.freeze()
 
     def _tf_failed(self, exc, tb) -> None:
         self.tf_status = "failed"
@@ -607,12 +628,16 @@ class MainWindow(QMainWindow):
         if job is self.current_job and not self._closing:
             t0 = time.perf_counter()
             self.dashboard.update_from_event(ev)
-            # Measure the redraw (update + the paint that follows) and let the throttle space the
-            # next ones so that drawing never takes more than ~25 % of the GUI thread.
-            QTimer.singleShot(0, self, lambda j=job, t=t0: self._redraw_done(j, t))
+            # The dashboard draws the update in parts, one per event-loop turn; their cost (plus
+            # this call's) lets the throttle space the next updates so that drawing never takes
+            # more than ~25 % of the GUI thread.
+            self._update_cost = time.perf_counter() - t0
 
-    def _redraw_done(self, job: Job, t0: float) -> None:
-        cost = time.perf_counter() - t0
+    def _live_drawn(self, stage_cost: float) -> None:
+        job = self.current_job
+        if job is None:
+            return
+        cost = stage_cost + getattr(self, "_update_cost", 0.0)
         old = self.jobs.redraw_cost.get(job.id)
         self.jobs.redraw_cost[job.id] = cost if old is None else 0.5 * old + 0.5 * cost
 

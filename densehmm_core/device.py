@@ -36,6 +36,13 @@ def import_tf():
     if _TF is None:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
         import tensorflow as tf  # noqa: WPS433 (lazy by design)
+        # Allocate GPU memory as needed instead of reserving it all at start-up, so that
+        # several processes (the app's worker processes, parallel experiments) share a GPU.
+        try:
+            for gpu in tf.config.list_physical_devices("GPU"):
+                tf.config.experimental.set_memory_growth(gpu, True)
+        except (RuntimeError, ValueError):  # pragma: no cover - devices already initialised
+            pass
         _TF = tf
     return _TF
 

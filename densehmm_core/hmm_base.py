@@ -13,7 +13,7 @@ import numpy as np
 from .events import CancelToken, ProgressCallback, ProgressEvent
 from .sequences import as_sequences, infer_n_symbols, n_tokens
 
-__all__ = ["BaseHMM", "check_stochastic"]
+__all__ = ["BaseHMM", "check_stochastic", "history_record"]
 
 
 def check_stochastic(name: str, a: np.ndarray, shape: tuple, atol: float = 1e-8) -> np.ndarray:
@@ -29,6 +29,14 @@ def check_stochastic(name: str, a: np.ndarray, shape: tuple, atol: float = 1e-8)
     if not np.allclose(sums, 1.0, rtol=0, atol=atol):
         raise ValueError(f"{name} rows must sum to 1 (got sums {np.round(sums, 6)})")
     return a
+
+
+def history_record(ev: ProgressEvent) -> dict:
+    """The ``history_`` entry of one progress event (its scalar numbers)."""
+    rec = {"step": ev.step, "loss": ev.loss, "train_ll": ev.train_ll, "test_ll": ev.test_ll,
+           "elapsed": ev.elapsed, "phase": ev.phase}
+    rec.update({k: v for k, v in ev.metrics.items() if np.isscalar(v)})
+    return rec
 
 
 class BaseHMM:
@@ -155,10 +163,7 @@ class BaseHMM:
         eval_seqs = None if eval_data is None else as_sequences(eval_data, n_symbols=self.n_symbols)
         self.history_ = [] if init else list(self.history_)
         for ev in self._iter_fit(seqs, init=init, eval_seqs=eval_seqs, cancel=cancel, **kw):
-            rec = {"step": ev.step, "loss": ev.loss, "train_ll": ev.train_ll, "test_ll": ev.test_ll,
-                   "elapsed": ev.elapsed, "phase": ev.phase}
-            rec.update({k: v for k, v in ev.metrics.items() if np.isscalar(v)})
-            self.history_.append(rec)
+            self.history_.append(history_record(ev))
             if ev.done:
                 self.stop_reason_ = ev.reason
             yield ev

@@ -265,16 +265,37 @@ sys.exit(m.main(["main.py", "--no-tensorflow"]))
     assert took < 5.0, took   # target 2 s: measured in tests/benchmarks/bench_gui_latency.py
 
 
-def test_quit_while_tensorflow_still_imports_exits_at_once(tmp_path):
+SLOW_TF = {
+    # thread executor: the app imports TensorFlow itself, on a pool thread
+    "thread": """
+import densehmm_core.device as dev
+dev.import_tf = slow_import_tf
+""",
+    # process executor: a real worker process is importing TensorFlow while the app's background
+    # thread waits for its answer (made to wait a minute)
+    "process": """
+from densehmm_core import worker
+def slow_query(self):
+    w = self.acquire()
+    w.warm()
+    print("WORKER", w.process.pid, flush=True)
+    slow_import_tf()
+worker.WorkerPool.query_tensorflow = slow_query
+""",
+}
+
+
+@pytest.mark.parametrize("executor", ["process", "thread"])
+def test_quit_while_tensorflow_still_imports_exits_at_once(tmp_path, executor):
     """Quitting during a slow background import (app.tasks' pool, not the jobs' pool): the process
-    neither waits for the import nor crashes at exit; settings are flushed; status 0."""
+    neither waits for the import nor crashes at exit; settings are flushed; status 0; no worker
+    process is left behind."""
     import os
     import subprocess
     import sys
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = """
 import sys, time
-import densehmm_core.device as dev
 from PySide6.QtCore import QTimer
 from app import main as m
 from app.mainwindow import MainWindow
@@ -285,7 +306,7 @@ def slow_import_tf(*a, **k):          # a TensorFlow import that takes a minute,
     while time.time() - t < 60:
         sum(range(1000))
     raise RuntimeError("not reached")
-dev.import_tf = slow_import_tf
+""" + SLOW_TF[executor] + """
 orig_init = MainWindow.__init__
 def init(self, *a, **k):
     orig_init(self, *a, **k)
@@ -301,7 +322,7 @@ MainWindow.__init__ = init
 sys.exit(m.main(["main.py"]))
 """
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "cfg"),
-               XDG_STATE_HOME=str(tmp_path / "state"))
+               XDG_STATE_HOME=str(tmp_path / "state"), DENSEHMM_JOB_EXECUTOR=executor)
     p = subprocess.Popen([sys.executable, "-c", code], cwd=repo, env=env, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     try:
@@ -320,3 +341,11 @@ sys.exit(m.main(["main.py"]))
     assert "marker.fasta" in conf.read_text()           # settings flushed before os._exit
     log = tmp_path / "state" / "DenseHMM" / "DenseHMM Studio" / "densehmm-studio.log"
     assert "worker thread(s) still busy" in log.read_text()
+    assert (executor == "process") == any(ln.startswith("WORKER") for ln in out.splitlines())
+    for line in out.splitlines():
+        if line.startswith("WORKER"):       # the training worker process is gone too
+            pid = int(line.split()[1])
+            deadline = time.time() + 5
+            while os.path.exists(f"/proc/{pid}") and time.time() < deadline:
+                time.sleep(0.05)
+            assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()

@@ -382,7 +382,9 @@ def test_dashboard_survives_a_bad_snapshot(qtbot):
     bad["transmat"] = np.zeros((3, 3, 3))
     bad["V"] = np.zeros((4, 5))  # l disagrees with U
     dash.update_from_event(ProgressEvent(step=1, loss=1.0, params=bad))
-    assert any("matrices" in e for e in errors) and any("embeddings" in e for e in errors)
+    # the live update is drawn in parts from the event loop; each bad part is reported
+    qtbot.waitUntil(lambda: any("matrices" in e for e in errors) and any("embeddings" in e for e in errors),
+                    timeout=5000)
     good = random_params(3, 4)
     dash.update_from_event(ProgressEvent(step=2, loss=0.5, params=good))
     np.testing.assert_array_equal(dash.image_data("transmat"), good["transmat"])
@@ -603,6 +605,7 @@ def test_dashboard_draws_the_live_page_only_when_visible(qtbot):
     dash = shown(qtbot, Dashboard(), (1200, 800))
     p0, p1 = random_params(3, 5, seed=1, l=3), random_params(3, 5, seed=2, l=3)
     dash.update_from_event(ProgressEvent(step=0, total=10, loss=1.0, params=p0))
+    qtbot.waitUntil(lambda: not dash.live_update_pending, timeout=5000)  # drawn in parts
     dash.tabs.setCurrentWidget(dash.decode)
     dash.update_from_event(ProgressEvent(step=5, total=10, loss=0.5, params=p1))
     # recorded, not drawn: the hidden heatmap still holds the old snapshot, the curve the old points

@@ -22,6 +22,7 @@ and the curves are drawn when the page shows, before an export, or on :meth:`ima
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -36,6 +37,9 @@ from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
 
 __all__ = ["Dashboard", "model_params"]
+
+#: milliseconds between the parts of one live update (each part is painted in between)
+STAGE_GAP_MS = 15
 
 
 def model_params(model) -> Optional[dict]:
@@ -66,6 +70,8 @@ class Dashboard(QtWidgets.QWidget):
     sigStatus = QtCore.Signal(str)
     #: A view could not show what it was given (message); the other views carry on.
     sigError = QtCore.Signal(str)
+    #: All queued parts of a live update ran; seconds of GUI-thread time they took (object: float).
+    sigLiveDrawn = QtCore.Signal(object)
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None,
                  get_default_dir: Optional[Callable[[], str]] = None,
@@ -76,6 +82,11 @@ class Dashboard(QtWidgets.QWidget):
         self._has_initial = False
         self._last_step: Optional[int] = None
         self._pending_params: Optional[dict] = None  # newest snapshot not drawn (live page hidden)
+        self._stages: Dict[str, tuple] = {}  # queued parts of a live update (see _stage)
+        self._stage_timer = QtCore.QTimer(self)
+        self._stage_timer.setSingleShot(True)
+        self._stage_timer.timeout.connect(self._run_stage)
+        self._stage_cost = 0.0
 
         self.heatmaps = ParameterHeatmaps(fixed_range=False)
         self.transmat = self.heatmaps.transmat
@@ -157,8 +168,59 @@ class Dashboard(QtWidgets.QWidget):
         """Whether the live page (matrices, embeddings, curves) is on screen."""
         return self.live.isVisible()
 
+    def _stage(self, name: str, fn, *args) -> None:
+        """Queue one view's part of a live update (a newer one replaces a queued one of the same
+        name).  The parts run one per event-loop turn, ``STAGE_GAP_MS`` apart, so each is painted
+        on its own and the GUI thread never spends one long stretch redrawing the whole page."""
+        self._stages.pop(name, None)
+        self._stages[name] = (fn, args)
+        if not self._stage_timer.isActive():
+            self._stage_timer.start(0)
+
+    def _stage_params(self, params: dict) -> None:
+        h = self.heatmaps
+        self._stage("transmat", self._safe, "matrices", h.set_params, {"transmat": params.get("transmat")})
+        self._stage("emission", self._safe, "matrices", h.set_params, {"emissionprob": params.get("emissionprob")})
+        self._stage("startprob", self._safe, "matrices", h.set_params, {"startprob": params.get("startprob")})
+        self._stage("matrices", self._remember_params, params)
+        if any(params.get(k) is not None for k in EMBEDDING_SETS):
+            self._stage("embeddings", self._safe, "embeddings", self.embeddings.set_embeddings, params)
+        elif self.embeddings.mode() != "none":
+            self._stage("embeddings", self.embeddings.clear)
+
+    def _remember_params(self, params: dict) -> None:
+        self.heatmaps._params = params  # relabelling (a new vocabulary) redraws the whole snapshot
+
+    def _run_stage(self) -> None:
+        if not self._stages:
+            return
+        name = next(iter(self._stages))
+        fn, args = self._stages.pop(name)
+        t0 = time.perf_counter()
+        fn(*args)
+        self._stage_cost += time.perf_counter() - t0
+        if self._stages:
+            self._stage_timer.start(STAGE_GAP_MS)
+        else:
+            cost, self._stage_cost = self._stage_cost, 0.0
+            self.sigLiveDrawn.emit(cost)
+
+    @property
+    def live_update_pending(self) -> bool:
+        """Whether parts of a live update are still queued (they run from the event loop)."""
+        return bool(self._stages)
+
+    def run_stages(self) -> None:
+        """Run every queued part of the live update now (before reading or exporting the views)."""
+        self._stage_timer.stop()
+        while self._stages:
+            name = next(iter(self._stages))
+            fn, args = self._stages.pop(name)
+            fn(*args)
+
     def flush(self) -> None:
         """Draw what the hidden live page recorded: the newest snapshot and the curves."""
+        self.run_stages()
         params, self._pending_params = self._pending_params, None
         if params is not None:
             self._show_params(params)
@@ -202,11 +264,13 @@ class Dashboard(QtWidgets.QWidget):
             self.curves.clear()
         self._last_step = ev.step
         visible = self.live_visible()
-        self._safe("curves", self.curves.add_event, ev, visible)
+        self._safe("curves", self.curves.add_event, ev, False)
+        if visible:
+            self._stage("curves", self._safe, "curves", self.curves.redraw)
         if ev.params:
             if visible:
                 self._pending_params = None
-                self._show_params(ev.params)
+                self._stage_params(ev.params)
             else:
                 self._pending_params = ev.params
             if not self._has_initial and ev.step == 0:
@@ -241,6 +305,7 @@ class Dashboard(QtWidgets.QWidget):
     def set_model(self, model, corpus: Any = None) -> None:
         """Show a finished or loaded model in every view; enables Decode on ``corpus`` (or samples)."""
         self._model = model
+        self.run_stages()  # the queued live parts first: the model's own views below replace them
         if model is None:
             self.decode.clear()
             return
@@ -267,8 +332,14 @@ class Dashboard(QtWidgets.QWidget):
         self.flush()
         return self.heatmaps.image_data(name)
 
+    def _drop_stages(self) -> None:
+        self._stage_timer.stop()
+        self._stages.clear()
+        self._stage_cost = 0.0
+
     def clear(self) -> None:
         """Forget the current job / model (the vocabulary stays)."""
+        self._drop_stages()
         self._model = None
         self._has_initial = False
         self._last_step = None

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """GUI responsiveness of DenseHMM Studio (issue 6) — run on demand, not part of the test suite.
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python tests/benchmarks/bench_gui_latency.py [--seconds 8]
+    QT_QPA_PLATFORM=offscreen .venv/bin/python tests/benchmarks/bench_gui_latency.py [--seconds 8] \
+        [--no-startup] [--executor process|thread]
 
 Measures, in one run:
 1. start-up: seconds from process start until the main window is shown (``python main.py``,
@@ -115,7 +116,10 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--no-startup", action="store_true")
+    ap.add_argument("--executor", choices=("process", "thread"), default="process",
+                    help="where jobs train: worker processes (the app's default) or pool threads")
     args = ap.parse_args()
+    os.environ["DENSEHMM_JOB_EXECUTOR"] = args.executor
     if not args.no_startup:
         shown, tf = startup_times()
         print(f"startup: window shown after {[round(x, 2) for x in shown]} s (median "
@@ -130,12 +134,18 @@ def main() -> int:
     from app.settings import Settings
     QMessageBox.question = staticmethod(lambda *a, **k: QMessageBox.Yes)
     tmp = tempfile.mkdtemp()
+    from app import gcguard
+    gcguard.install()          # as app.main does: cyclic GC only on the GUI thread
     win = MainWindow(Settings(QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat)))
     win.resize(1500, 950)
     win.show()
+    win.finish_startup()
     win.load_demo()
-    from densehmm_core.device import import_tf
-    import_tf()
+    ready = []
+    win.background_ready.connect(lambda: ready.append(1))
+    win.start_background_init()   # TensorFlow: in a worker process (default) or here (thread executor)
+    wait_until(app, lambda: bool(ready), 300)
+    print(f"job executor: {win.jobs.executor}; TensorFlow: {win.tf_status}")
     idle = summary(probe(app, 3.0))
     print(f"idle:                 {idle}")
     results = {}
