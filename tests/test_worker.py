@@ -1,0 +1,189 @@
+"""Training in worker processes (densehmm_core.worker): same results as in-process, cancel,
+divergence, failures, a dying process, the pipe's format (no pickles) and the pool."""
+import os
+import time
+
+import numpy as np
+import pytest
+
+from densehmm_core.events import CancelToken, TrainingDiverged
+from densehmm_core.standard import StandardHMM
+from densehmm_core.synthetic import demo_dataset
+from densehmm_core.worker import (WorkerError, WorkerPool, decode_message, encode_message, supports)
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return demo_dataset(seed=3)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    p = WorkerPool(max_idle=1)
+    yield p
+    p.close()
+
+
+def without_elapsed(history):
+    return [{k: v for k, v in r.items() if k != "elapsed"} for r in history]
+
+
+# ---------------------------------------------------------------- wire format
+def test_messages_round_trip_exactly_and_never_pickle():
+    rng = np.random.default_rng(0)
+    msg = {"op": "event", "a": rng.normal(size=(3, 4)), "i": np.arange(5, dtype=np.int32),
+           "empty": np.zeros((0, 2)), "nested": {"x": [1, 2.5, None, "s", True], "f": np.float32(1.5)},
+           "nan": float("nan"), "inf": -float("inf"), "t": (1, 2)}
+    back = decode_message(encode_message(msg))
+    np.testing.assert_array_equal(back["a"], msg["a"])
+    assert back["a"].dtype == np.float64 and back["i"].dtype == np.int32 and back["empty"].shape == (0, 2)
+    assert back["nested"] == {"x": [1, 2.5, None, "s", True], "f": 1.5}
+    assert np.isnan(back["nan"]) and back["inf"] == -np.inf and back["t"] == [1, 2]
+    data = encode_message(msg)
+    assert data[:4] == b"DHW1"
+    for bad in ({"o": np.array([object()], dtype=object)}, {1: 2}, {"x": object()}, {"__nd__": 0}):
+        with pytest.raises(TypeError):
+            encode_message(bad)
+    with pytest.raises(ValueError):
+        decode_message(b"\x80\x04garbage")
+
+
+def test_only_the_core_models_are_supported():
+    class Custom(StandardHMM):
+        pass
+    assert supports(StandardHMM(3)) and not supports(Custom(3)) and not supports(object())
+
+
+# ------------------------------------------------------------------ training
+def test_standard_fit_in_a_worker_equals_the_in_process_fit(demo, pool):
+    train, test, _ = demo
+    here = StandardHMM(4, n_iter=12, tol=-np.inf, seed=2)
+    here_events = []
+    here.fit(train, eval_data=test, callback=here_events.append)
+    there = StandardHMM(4, n_iter=12, tol=-np.inf, seed=2)
+    events = list(pool.iter_fit(there, train, eval_data=test))
+    for k in ("startprob_", "transmat_", "emissionprob_"):
+        np.testing.assert_array_equal(getattr(there, k), getattr(here, k))
+    assert without_elapsed(there.history_) == without_elapsed(here.history_)
+    assert there.stop_reason_ == here.stop_reason_ == "max_steps"
+    assert [e.step for e in events] == [e.step for e in here_events]
+    assert [e.train_ll for e in events] == [e.train_ll for e in here_events]
+    assert events[-1].done and events[-1].params is not None and events[0].params is not None
+    np.testing.assert_array_equal(events[-1].params["transmat"], here.transmat_)
+
+
+def test_parameter_snapshots_are_thinned_but_first_and_last_kept(demo, pool):
+    train, _, _ = demo
+    model = StandardHMM(3, n_iter=30, tol=-np.inf, seed=0)
+    events = list(pool.iter_fit(model, train, params_interval=3600.0))
+    with_params = [e.step for e in events if e.params]
+    assert with_params == [events[0].step, events[-1].step]
+    assert len(events) == 31 and len(model.history_) == 31
+
+
+def test_cancel_keeps_the_model_reached_so_far(demo, pool):
+    train, _, _ = demo
+    model = StandardHMM(6, n_iter=10 ** 6, tol=-np.inf, seed=1)
+    token = CancelToken()
+    steps = []
+    for ev in pool.iter_fit(model, train, cancel=token):
+        steps.append(ev.step)
+        if ev.step == 3:
+            token.cancel()
+    assert 3 <= steps[-1] < 10 ** 6
+    assert model.stop_reason_ == "cancelled"
+    np.testing.assert_allclose(model.transmat_.sum(axis=1), 1.0, atol=1e-12)
+    # the worker is reusable afterwards
+    again = StandardHMM(3, n_iter=2, tol=-np.inf, seed=0)
+    assert len(list(pool.iter_fit(again, train))) == 3
+
+
+def test_stopping_iteration_early_ends_the_fit_and_keeps_the_worker(demo):
+    train, _, _ = demo
+    p = WorkerPool(max_idle=1)
+    try:
+        model = StandardHMM(6, n_iter=10 ** 6, tol=-np.inf, seed=1)
+        gen = p.iter_fit(model, train)
+        for ev in gen:
+            if ev.step == 2:
+                break
+        gen.close()
+        assert p.n_processes == 1
+        w = p.acquire()
+        assert w.alive
+        p.release(w)
+    finally:
+        p.close()
+    assert p.n_processes == 0
+
+
+def test_a_failing_fit_raises_worker_error_with_the_remote_traceback(demo, pool):
+    train, _, _ = demo
+    model = StandardHMM(3, n_iter=2, seed=0)
+    with pytest.raises(WorkerError) as info:
+        list(pool.iter_fit(model, train, no_such_option=1))
+    assert "TypeError" in str(info.value) and "Traceback" in info.value.remote_traceback
+    assert len(list(pool.iter_fit(StandardHMM(3, n_iter=1, seed=0), train))) == 2
+
+
+def test_a_killed_worker_fails_the_fit_clearly_and_is_replaced(demo):
+    train, _, _ = demo
+    p = WorkerPool(max_idle=1)
+    try:
+        model = StandardHMM(6, n_iter=10 ** 6, tol=-np.inf, seed=1)
+        w = p.acquire()
+        with pytest.raises(WorkerError, match="ended unexpectedly"):
+            for ev in w.iter_fit(model, train):
+                if ev.step == 2:
+                    w.process.kill()
+        p.release(w)
+        assert not w.alive and p.n_processes == 0
+        assert len(list(p.iter_fit(StandardHMM(3, n_iter=1, seed=0), train))) == 2
+    finally:
+        p.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities here")
+def test_workers_run_at_a_lower_cpu_priority():
+    p = WorkerPool(max_idle=1, nice=7)
+    try:
+        w = p.acquire()
+        deadline = time.time() + 30
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        while os.getpriority(os.PRIO_PROCESS, w.process.pid) == mine and time.time() < deadline:
+            time.sleep(0.05)
+        assert os.getpriority(os.PRIO_PROCESS, w.process.pid) == min(19, mine + 7)
+        p.release(w)
+    finally:
+        p.close()
+
+
+def test_dense_fits_and_divergence_in_a_worker(demo, pool):
+    pytest.importorskip("tensorflow")
+    from densehmm_core.dense import DenseHMM
+    train, test, _ = demo
+    here = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", steps=200)
+    here.fit(train, eval_data=test)
+    there = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", steps=200)
+    events = list(pool.iter_fit(there, train, eval_data=test))
+    for k in ("startprob_", "transmat_", "emissionprob_"):
+        np.testing.assert_array_equal(getattr(there, k), getattr(here, k))
+    for k, v in here.embeddings_.items():
+        np.testing.assert_array_equal(there.embeddings_[k], v)
+    assert there.device_used_ == here.device_used_ and there.seed_used_ == here.seed_used_ == 5
+    assert without_elapsed(there.history_) == without_elapsed(here.history_)
+    assert set(events[-1].params) >= {"U", "Z", "W", "V", "z_start", "transmat"}
+    # a diverging fit raises here too, and the model keeps its last finite parameters
+    bad = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", steps=300, lr=1e6)
+    with pytest.raises(TrainingDiverged):
+        list(pool.iter_fit(bad, train))
+    for a in (bad.startprob_, bad.transmat_, bad.emissionprob_):
+        assert np.all(np.isfinite(a))
+    np.testing.assert_allclose(bad.transmat_.sum(axis=1), 1.0, atol=1e-9)
+
+
+def test_query_tensorflow_reports_the_devices_of_a_worker(pool):
+    pytest.importorskip("tensorflow")
+    info = pool.query_tensorflow()
+    assert info["tf_version"].count(".") >= 2
+    assert any(d["type"] == "CPU" for d in info["devices"])
