@@ -207,7 +207,7 @@ def _parse_args(argv: List[str]):
     p.add_argument("files", nargs="*", help="data files (FASTA, tagged corpora) or .h5 model files to open")
     p.add_argument("--demo", action="store_true", help="start with the demo data set loaded")
     p.add_argument("--no-tensorflow", action="store_true",
-                   help="do not import TensorFlow in the background at start-up")
+                   help="do not load TensorFlow (in a worker process) in the background at start-up")
     p.add_argument("--quit-after", type=float, default=None, metavar="SECONDS", help=argparse.SUPPRESS)
     return p.parse_known_args(argv)
 

@@ -649,7 +649,13 @@ class MainWindow(QMainWindow):
         if job.state == JobState.FAILED and job.error:
             self.log_panel.log(job.error, "error")
         if job is self.current_job and not self._closing:
-            self.show_job(job)
+            d = self.dashboard
+            live = hasattr(d, "set_model") and d.model() is None
+            if not live:
+                self.show_job(job)
+            elif job.state.has_model:
+                # shown live until now: draw the final model in parts (no full rebuild, no stall)
+                d.set_model(job.model, self._decode_data(job), staged=True)
 
     def show_job(self, job: Optional[Job]) -> None:
         """Show a job (running, finished or loaded from a file) in the dashboard."""
@@ -669,11 +675,18 @@ class MainWindow(QMainWindow):
         ds = job.dataset
         if isinstance(ds, DataSet) and hasattr(d, "set_token_counts"):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
-        d.set_history(job.history)
+        staged = hasattr(d, "live_update_pending")  # the real dashboard: draw in parts, no stall
+        if staged:
+            d.set_history(job.history, staged=True)
+        else:
+            d.set_history(job.history)
         if job.last_event is not None:
             d.update_from_event(job.last_event)
         if job.state.has_model:
-            d.set_model(job.model, self._decode_data(job))
+            if staged:
+                d.set_model(job.model, self._decode_data(job), staged=True)
+            else:
+                d.set_model(job.model, self._decode_data(job))
         if self.stack.currentWidget() is self.start_view:
             self.stack.setCurrentWidget(self.dashboard)
 

@@ -85,8 +85,35 @@ def _densehmm_bundle_selftest():
             raise ValueError(f"software_versions() has no version for {missing} (package metadata missing?)")
         return ", ".join(f"{k} {v}" for k, v in versions.items())
 
+    def worker_process():
+        # the app trains in spawned worker processes (densehmm_core.worker): in a frozen bundle a
+        # worker is the bundle's own executable started by multiprocessing (main.py calls
+        # multiprocessing.freeze_support()); train a small model in one and compare
+        import numpy as np
+
+        from densehmm_core.standard import StandardHMM
+        from densehmm_core.worker import WorkerPool
+
+        os.environ.pop("DENSEHMM_BUNDLE_SELFTEST", None)  # the worker must not run this self-test
+        # This hook runs as __main__ before the app's main.py; a spawned worker looks at
+        # __main__.__file__ to decide what to re-run, so present it as the app does.
+        main = sys.modules["__main__"]
+        main.__file__ = os.path.join(getattr(sys, "_MEIPASS", os.getcwd()), "main.py")
+        rng = np.random.default_rng(0)
+        seqs = [rng.integers(0, 4, size=30) for _ in range(4)]
+        here = StandardHMM(3, n_symbols=4, n_iter=5, seed=0).fit(seqs)
+        there = StandardHMM(3, n_symbols=4, n_iter=5, seed=0)
+        pool = WorkerPool(max_idle=1)
+        try:
+            events = list(pool.iter_fit(there, seqs))
+        finally:
+            pool.close()
+        if not np.array_equal(here.transmat_, there.transmat_):
+            raise ValueError("the worker's fit differs from the in-process fit")
+        return f"{len(events)} events from a worker process, same matrices as in-process"
+
     results = [check("resources", resources), check("hmmlearn", hmmlearn), check("model file", model_file),
-               check("tensorflow", tensorflow)]
+               check("tensorflow", tensorflow), check("worker process", worker_process)]
     ok = all(results)
     print("selftest passed" if ok else "selftest FAILED", flush=True)
     sys.stdout.flush()

@@ -40,3 +40,22 @@ def test_collector_disables_automatic_gc_and_collects_on_the_gui_thread(qtbot):
             collector.setParent(None)
         if was_enabled:
             gc.enable()
+
+
+def test_freeze_keeps_long_lived_objects_out_of_later_collections():
+    import gc
+    from app import gcguard
+    before = gc.get_freeze_count()
+    junk = [[i] for i in range(5000)]  # long-lived objects alive at "start-up"
+    try:
+        gcguard.freeze()
+        frozen = gc.get_freeze_count()
+        assert frozen >= before + 5000
+        # a full collection now only looks at what was created afterwards
+        new = [[i] for i in range(10)]
+        gc.collect()
+        assert gc.get_freeze_count() == frozen
+        del new
+    finally:
+        gc.unfreeze()
+    del junk

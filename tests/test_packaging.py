@@ -475,7 +475,7 @@ def test_bundle_selftest_tensorflow_hmmlearn_h5py(tmp_path):
     proc = subprocess.run([str(BUNDLE_EXE)], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     lines = proc.stdout.splitlines()
-    for name in ("resources", "hmmlearn", "model file", "tensorflow"):
+    for name in ("resources", "hmmlearn", "model file", "tensorflow", "worker process"):
         assert any(line.startswith(f"selftest ok   {name}:") for line in lines), proc.stdout
     assert lines[-1] == "selftest passed"
     assert re.search(r"TensorFlow 2\.\d+", proc.stdout)

@@ -619,3 +619,56 @@ def test_dashboard_draws_the_live_page_only_when_visible(qtbot):
     dash.tabs.setCurrentWidget(dash.decode)
     dash.update_from_event(ProgressEvent(step=6, total=10, loss=0.4, params=p0))
     np.testing.assert_array_equal(dash.image_data("transmat"), p0["transmat"])
+
+
+def test_a_live_update_is_drawn_in_parts_one_event_loop_turn_apart(qtbot):
+    """Responsiveness (issue 6): one update never redraws the whole page in one event-loop turn."""
+    import time
+    from app.views.dashboard import STAGE_GAP_MS
+    dash = shown(qtbot, Dashboard(), (1200, 800))
+    p0, p1 = random_params(4, 6, seed=1, l=3), random_params(4, 6, seed=2, l=3)
+    dash.update_from_event(ProgressEvent(step=0, total=10, loss=1.0, params=p0))
+    dash.flush()
+    calls = []
+    orig = dash.heatmaps.set_params
+    dash.heatmaps.set_params = lambda params, *a, **k: (calls.append(time.perf_counter()), orig(params, *a, **k))
+    drawn = []
+    dash.sigLiveDrawn.connect(drawn.append)
+    dash.update_from_event(ProgressEvent(step=1, total=10, loss=0.5, params=p1))
+    # nothing drawn yet: the parts are queued for the event loop
+    assert dash.live_update_pending and not calls
+    np.testing.assert_array_equal(dash.transmat.image.image, p0["transmat"])
+    qtbot.waitUntil(lambda: not dash.live_update_pending and bool(drawn), timeout=5000)
+    assert len(calls) == 3   # transmat, emission, startprob: three separate parts
+    assert all(b - a >= 0.8 * STAGE_GAP_MS / 1000 for a, b in zip(calls, calls[1:]))
+    np.testing.assert_array_equal(dash.transmat.image.image, p1["transmat"])
+    np.testing.assert_array_equal(dash.emission.image.image, p1["emissionprob"])
+    assert drawn[-1] >= 0.0 and isinstance(drawn[-1], float)
+    # a newer update replaces the queued parts of an older one; flush() draws at once
+    dash.update_from_event(ProgressEvent(step=2, total=10, loss=0.4, params=p0))
+    dash.update_from_event(ProgressEvent(step=3, total=10, loss=0.3, params=p1))
+    dash.flush()
+    assert not dash.live_update_pending
+    np.testing.assert_array_equal(dash.transmat.image.image, p1["transmat"])
+    assert list(dash.curves.curve_data("loss")[1]) == [1.0, 0.5, 0.4, 0.3]
+
+
+def test_staged_model_and_history_then_live_events_keep_every_point(qtbot):
+    std_mod = pytest.importorskip("densehmm_core.standard")
+    from densehmm_core.synthetic import demo_dataset
+    train, _, _ = demo_dataset(seed=0)
+    model = std_mod.StandardHMM(3, n_iter=4, tol=-np.inf, seed=0).fit(train)
+    dash = shown(qtbot, Dashboard(), (1200, 800))
+    dash.set_history(model.history_[:3], staged=True)
+    # an event arriving while the history is still queued lands after it
+    dash.update_from_event(ProgressEvent(step=3, total=4, loss=model.history_[3]["loss"]))
+    dash.flush()
+    assert list(dash.curves.curve_data("loss")[0]) == [0, 1, 2, 3]
+    dash.clear()
+    dash.set_model(model, train, staged=True)
+    assert dash.model() is model and dash.live_update_pending
+    np.testing.assert_array_equal(dash.image_data("transmat"), model.transmat_)  # image_data flushes
+    assert not dash.live_update_pending
+    np.testing.assert_array_equal(dash.image_data("emissionprob"), model.emissionprob_)
+    assert list(dash.curves.curve_data("loss")[0]) == [h["step"] for h in model.history_]
+    assert dash.decode.current_path() is not None

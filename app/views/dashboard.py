@@ -205,6 +205,11 @@ class Dashboard(QtWidgets.QWidget):
             cost, self._stage_cost = self._stage_cost, 0.0
             self.sigLiveDrawn.emit(cost)
 
+    def _run_stage_now(self, name: str) -> None:
+        item = self._stages.pop(name, None)
+        if item is not None:
+            item[0](*item[1])
+
     @property
     def live_update_pending(self) -> bool:
         """Whether parts of a live update are still queued (they run from the event loop)."""
@@ -264,6 +269,7 @@ class Dashboard(QtWidgets.QWidget):
             self.curves.clear()
         self._last_step = ev.step
         visible = self.live_visible()
+        self._run_stage_now("history")  # a queued history first: the event's point goes after it
         self._safe("curves", self.curves.add_event, ev, False)
         if visible:
             self._stage("curves", self._safe, "curves", self.curves.redraw)
@@ -292,9 +298,14 @@ class Dashboard(QtWidgets.QWidget):
         self.title.setText(f"{base}  —  {text}")
         self.sigStatus.emit(text)
 
-    def set_history(self, history: Optional[List[dict]]) -> None:
-        """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics)."""
-        self.curves.set_history(history)
+    def set_history(self, history: Optional[List[dict]], staged: bool = False) -> None:
+        """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics);
+        ``staged=True`` draws it from the event loop, as one part of a live update."""
+        if staged:
+            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            self._stage("history", self._safe, "curves", self.curves.set_history, history)
+        else:
+            self.curves.set_history(history)
 
     def set_initial_params(self, params: Optional[dict]) -> None:
         """The model before training, for the overview's "before" row."""
@@ -302,9 +313,16 @@ class Dashboard(QtWidgets.QWidget):
             self._has_initial = True
             self.overview.set_initial(params, "Before training")
 
-    def set_model(self, model, corpus: Any = None) -> None:
-        """Show a finished or loaded model in every view; enables Decode on ``corpus`` (or samples)."""
+    def set_model(self, model, corpus: Any = None, staged: bool = False) -> None:
+        """Show a finished or loaded model in every view; enables Decode on ``corpus`` (or samples).
+
+        ``staged=True`` (a live job that just finished) draws it in parts from the event loop,
+        like a live update, instead of all at once; :meth:`flush` / :meth:`image_data` finish them.
+        """
         self._model = model
+        if staged and model is not None:
+            self._set_model_staged(model, corpus)
+            return
         self.run_stages()  # the queued live parts first: the model's own views below replace them
         if model is None:
             self.decode.clear()
@@ -322,6 +340,21 @@ class Dashboard(QtWidgets.QWidget):
         if hist:
             self._safe("curves", self.curves.set_history, hist)
         self._safe("decode", self.decode.set_model, model, corpus)
+
+    def _set_model_staged(self, model, corpus: Any) -> None:
+        if self._vocab is None:
+            vocab = getattr(corpus, "vocabulary", None) or getattr(model, "vocabulary", None)
+            if vocab is not None:
+                self.set_vocabulary(list(vocab))
+        params = model_params(model)
+        if params:
+            self._pending_params = None
+            self._stage_params(params)
+            self._stage("overview", self._safe, "overview", self.overview.set_final, params, "After training")
+        hist = getattr(model, "history_", None)
+        if hist:
+            self.set_history(hist, staged=True)
+        self._stage("decode", self._safe, "decode", self.decode.set_model, model, corpus)
 
     def model(self):
         return self._model
