@@ -485,14 +485,15 @@ def test_bundle_selftest_tensorflow_hmmlearn_h5py(tmp_path):
 def test_bundle_opens_a_fasta_file_offscreen_and_exits(tmp_path):
     """Start the bundle as a file manager would (FASTA path as argument), offscreen, with the app's
     --quit-after timer; it must load the file (it lands in the recent files that QSettings writes
-    to $XDG_CONFIG_HOME), let TensorFlow load in the background, and exit with status 0."""
+    to $XDG_CONFIG_HOME), let TensorFlow load in the background (in a spawned worker process, i.e.
+    the bundle's executable started again by multiprocessing), and exit with status 0."""
     fasta = tmp_path / "tiny proteins.fasta"
     fasta.write_text(">p1 first\nMKVLAAGIVGLLA\n>p2 second\nMSTNPKPQRK\n")
     xdg = {k: str(tmp_path / k.lower()) for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
                                                    "XDG_STATE_HOME")}
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", HOME=str(tmp_path / "home"), **xdg)
     (tmp_path / "home").mkdir()
-    proc = subprocess.Popen([str(BUNDLE_EXE), str(fasta), "--quit-after", "12"], cwd=tmp_path, env=env,
+    proc = subprocess.Popen([str(BUNDLE_EXE), str(fasta), "--quit-after", "25"], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         out, _ = proc.communicate(timeout=150)
@@ -511,6 +512,10 @@ def test_bundle_opens_a_fasta_file_offscreen_and_exits(tmp_path):
         text = log.read_text(errors="replace")
         assert "tiny proteins.fasta" in text, log
         assert not re.search(r"TensorFlow could not be loaded", text), text[-3000:]
+        # TensorFlow is loaded by a training worker process: the frozen bundle can spawn workers
+        assert re.search(r"TensorFlow 2\.\d+\S* loaded in [\d.]+ s in a training worker process", text), \
+            text[-3000:]
+    assert logs, "no log file written"
 
 
 def _free_display():
