@@ -226,7 +226,13 @@ class JobManager(QObject):
     def __init__(self, parent: Optional[QObject] = None, pool_size: int = 2, max_rate: float = 10.0,
                  executor: Optional[str] = None) -> None:
         super().__init__(parent)
-        executor = executor or os.environ.get("DENSEHMM_JOB_EXECUTOR", "process")
+        if executor is None:  # the environment may choose; an unknown value is ignored, with a warning
+            executor = os.environ.get("DENSEHMM_JOB_EXECUTOR", "process").strip().lower() or "process"
+            if executor not in ("process", "thread"):
+                import logging
+                logging.getLogger(__name__).warning(
+                    "DENSEHMM_JOB_EXECUTOR=%r is neither 'process' nor 'thread': using 'process'", executor)
+                executor = "process"
         if executor not in ("process", "thread"):
             raise ValueError("executor must be 'process' or 'thread'")
         #: "process": fits run in worker processes (densehmm_core.worker); "thread": on the pool threads

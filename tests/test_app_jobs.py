@@ -349,3 +349,57 @@ sys.exit(m.main(["main.py"]))
             while os.path.exists(f"/proc/{pid}") and time.time() < deadline:
                 time.sleep(0.05)
             assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read()
+
+
+def _in_process_fit(job):
+    """The same model trained here, on this thread, from the job's own spec (the oracle)."""
+    from app.modelspec import ModelSpec, build_model
+    model, _, fit_kwargs = build_model(ModelSpec(**job.spec), job.dataset.n_symbols, device=job.device)
+    return model.fit(job.train, eval_data=job.test, **fit_kwargs)
+
+
+def test_jobs_train_in_worker_processes_with_the_same_result(window, qtbot):
+    """Responsiveness (issue 6): by default a job's fit runs in a worker process, not in the app;
+    the model the app ends up with is bit-identical to an in-process fit."""
+    from app.jobs import JobState
+    from densehmm_core.worker import shared_pool
+    assert window.jobs.executor == "process"
+    job = window.start_training(spec("standard", steps=12, tol=0.0, seed=3))
+    wait_final(qtbot, job)
+    assert job.state == JobState.FINISHED, job.reason + job.error
+    assert shared_pool().n_processes >= 1
+    oracle = _in_process_fit(job)
+    for k in ("startprob_", "transmat_", "emissionprob_"):
+        np.testing.assert_array_equal(getattr(job.model, k), getattr(oracle, k))
+    assert [h["train_ll"] for h in job.model.history_] == [h["train_ll"] for h in oracle.history_]
+    assert job.n_events == 13
+
+
+def test_thread_executor_still_trains(qtbot, tmp_path, dialogs, monkeypatch):
+    """DENSEHMM_JOB_EXECUTOR=thread: the fit runs on the pool thread (the former mode)."""
+    from app.jobs import JobState
+    from app.mainwindow import MainWindow
+    from app.settings import Settings
+    monkeypatch.setenv("DENSEHMM_JOB_EXECUTOR", "thread")
+    w = MainWindow(Settings(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)))
+    qtbot.addWidget(w)
+    w.show()
+    w.load_demo()
+    assert w.jobs.executor == "thread"
+    job = w.start_training(spec("standard", steps=8, tol=0.0, seed=4))
+    wait_final(qtbot, job)
+    assert job.state == JobState.FINISHED, job.reason + job.error
+    oracle = _in_process_fit(job)
+    np.testing.assert_array_equal(job.model.transmat_, oracle.transmat_)
+    np.testing.assert_array_equal(w.dashboard.image_data("transmat"), oracle.transmat_)
+    w.jobs.cancel_all()
+    w.jobs.wait(20)
+
+
+def test_unknown_executor_in_the_environment_falls_back_to_processes(qtbot, monkeypatch, caplog):
+    from app.jobs import JobManager
+    monkeypatch.setenv("DENSEHMM_JOB_EXECUTOR", "fibers")
+    assert JobManager().executor == "process"
+    assert "fibers" in caplog.text
+    with pytest.raises(ValueError):
+        JobManager(executor="fibers")
