@@ -320,10 +320,8 @@ class Dashboard(QtWidgets.QWidget):
         like a live update, instead of all at once; :meth:`flush` / :meth:`image_data` finish them.
         """
         self._model = model
-        if staged and model is not None:
-            self._set_model_staged(model, corpus)
-            return
-        self.run_stages()  # the queued live parts first: the model's own views below replace them
+        if not staged:
+            self.run_stages()  # the queued live parts first: the model's own views below replace them
         if model is None:
             self.decode.clear()
             return
@@ -331,30 +329,26 @@ class Dashboard(QtWidgets.QWidget):
             vocab = getattr(corpus, "vocabulary", None) or getattr(model, "vocabulary", None)
             if vocab is not None:
                 self.set_vocabulary(list(vocab))
-        params = model_params(model)
-        if params:
-            self._pending_params = None
-            self._show_params(params)
-            self._safe("overview", self.overview.set_final, params, "After training")
-        hist = getattr(model, "history_", None)
-        if hist:
-            self._safe("curves", self.curves.set_history, hist)
-        self._safe("decode", self.decode.set_model, model, corpus)
 
-    def _set_model_staged(self, model, corpus: Any) -> None:
-        if self._vocab is None:
-            vocab = getattr(corpus, "vocabulary", None) or getattr(model, "vocabulary", None)
-            if vocab is not None:
-                self.set_vocabulary(list(vocab))
+        def part(name: str, view: str, fn, *args) -> None:
+            if staged:
+                self._stage(name, self._safe, view, fn, *args)
+            else:
+                self._safe(view, fn, *args)
+
         params = model_params(model)
         if params:
             self._pending_params = None
-            self._stage_params(params)
-            self._stage("overview", self._safe, "overview", self.overview.set_final, params, "After training")
+            if staged:
+                self._stage_params(params)
+            else:
+                self._show_params(params)
+            part("overview", "overview", self.overview.set_final, params, "After training")
         hist = getattr(model, "history_", None)
         if hist:
-            self.set_history(hist, staged=True)
-        self._stage("decode", self._safe, "decode", self.decode.set_model, model, corpus)
+            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            part("history", "curves", self.curves.set_history, hist)
+        part("decode", "decode", self.decode.set_model, model, corpus)
 
     def model(self):
         return self._model
