@@ -90,6 +90,7 @@ class Job:
         self.state = JobState.QUEUED
         self.reason = ""          # why it ended (converged, max_steps, cancelled, divergence message)
         self.error = ""           # traceback of an unexpected failure
+        self.notes: List[str] = []  # warnings for the log (e.g. trained without a worker process)
         self.step = 0
         self.total: Optional[int] = None
         self.started_at: Optional[float] = None
@@ -160,8 +161,15 @@ class _Worker(QRunnable):
         if self.executor == "process":
             from densehmm_core.worker import shared_pool, supports
             if supports(job.model):
-                return shared_pool().iter_fit(job.model, job.train, eval_data=job.test, cancel=job.token,
-                                              **job.fit_kwargs)
+                pool = shared_pool()
+                try:
+                    worker = pool.acquire()
+                except Exception as exc:  # no worker process here: train in the app instead
+                    job.notes.append(f"no worker process could be started ({type(exc).__name__}: {exc}); "
+                                     f"the job trained in the app's process")
+                else:
+                    return pool.iter_fit_on(worker, job.model, job.train, eval_data=job.test,
+                                            cancel=job.token, **job.fit_kwargs)
         return job.model.iter_fit(job.train, eval_data=job.test, cancel=job.token, **job.fit_kwargs)
 
     def run(self) -> None:  # runs on a pool thread

@@ -648,6 +648,8 @@ class MainWindow(QMainWindow):
                            f"after {job.elapsed:.1f} s", level)
         if job.state == JobState.FAILED and job.error:
             self.log_panel.log(job.error, "error")
+        for note in getattr(job, "notes", ()):
+            self.log_panel.log(f"Job {job.id}: {note}", "warning")
         if job is self.current_job and not self._closing:
             d = self.dashboard
             live = hasattr(d, "set_model") and d.model() is None

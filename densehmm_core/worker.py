@@ -503,11 +503,14 @@ class WorkerPool:
 
     def iter_fit(self, model, data, **kw) -> Iterator[ProgressEvent]:
         """:meth:`TrainingWorker.iter_fit` on a worker taken from the pool for the fit's duration."""
-        w = self.acquire()
+        return self.iter_fit_on(self.acquire(), model, data, **kw)
+
+    def iter_fit_on(self, worker: "TrainingWorker", model, data, **kw) -> Iterator[ProgressEvent]:
+        """Like :meth:`iter_fit` with a worker already :meth:`acquire`-d (released at the end)."""
         try:
-            yield from w.iter_fit(model, data, **kw)
+            yield from worker.iter_fit(model, data, **kw)
         finally:
-            self.release(w)
+            self.release(worker)
 
     @property
     def n_processes(self) -> int:

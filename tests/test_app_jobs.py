@@ -403,3 +403,20 @@ def test_unknown_executor_in_the_environment_falls_back_to_processes(qtbot, monk
     assert "fibers" in caplog.text
     with pytest.raises(ValueError):
         JobManager(executor="fibers")
+
+
+def test_without_worker_processes_jobs_train_in_the_app_and_say_so(window, qtbot, monkeypatch):
+    """A platform where no worker process can be started: the job still trains (on its pool thread)
+    and the log says why."""
+    from app.jobs import JobState
+    from densehmm_core import worker
+
+    def refuse(self):
+        raise OSError("process creation not permitted")
+    monkeypatch.setattr(worker.WorkerPool, "acquire", refuse)
+    job = window.start_training(spec("standard", steps=6, tol=0.0, seed=5))
+    wait_final(qtbot, job)
+    assert job.state == JobState.FINISHED, job.reason + job.error
+    np.testing.assert_array_equal(job.model.transmat_, _in_process_fit(job).transmat_)
+    assert any(level == "warning" and "no worker process could be started" in text
+               and "process creation not permitted" in text for level, text in window.log_panel.lines)
