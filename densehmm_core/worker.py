@@ -210,7 +210,9 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
         except OSError:
             pass
     inbox: "queue.Queue" = queue.Queue()
-    current: Dict[str, CancelToken] = {}
+    current: Dict[str, Any] = {}       # the running fit: its "job" number and "token"
+    cancelled: set = set()             # job numbers cancelled, possibly before their fit started
+    lock = threading.Lock()
 
     def reader():
         while True:
@@ -218,16 +220,17 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
                 msg = decode_message(ctrl.recv_bytes())
             except (EOFError, OSError):
                 msg = {"op": "stop"}
-            if msg.get("op") == "cancel":
-                tok = current.get("token")
-                if tok is not None:
-                    tok.cancel()
+            op = msg.get("op")
+            if op in ("cancel", "stop"):
+                with lock:
+                    if op == "cancel":
+                        cancelled.add(msg.get("job"))
+                    if current.get("token") is not None and (op == "stop" or current.get("job") == msg.get("job")):
+                        current["token"].cancel()
+            if op == "cancel":
                 continue
             inbox.put(msg)
-            if msg.get("op") == "stop":
-                tok = current.get("token")
-                if tok is not None:
-                    tok.cancel()
+            if op == "stop":
                 return
 
     threading.Thread(target=reader, name="densehmm-worker-control", daemon=True).start()
@@ -250,11 +253,16 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
             continue
         if op == "fit":
             token = CancelToken()
-            current["token"] = token
+            with lock:
+                current.update(job=msg.get("job"), token=token)
+                if msg.get("job") in cancelled:  # cancelled while it waited behind other work
+                    token.cancel()
             try:
                 _serve_fit(msg, token, send)
             finally:
-                current.pop("token", None)
+                with lock:
+                    current.clear()
+                    cancelled.discard(msg.get("job"))
 
 
 def _serve_fit(msg: dict, token: CancelToken, send) -> None:  # pragma: no cover - worker process
@@ -309,6 +317,7 @@ class TrainingWorker:
         ctrl_recv.close()
         data_send.close()
         self._send_lock = threading.Lock()
+        self._jobs = 0            # fits sent so far: each fit and its cancel carry its number
         self.broken = False
         self.warm_info: Optional[dict] = None
         self._warm_pending = False
@@ -326,15 +335,21 @@ class TrainingWorker:
         self._send({"op": "warm"})
         self._warm_pending = True
 
-    def _recv(self, cancel: Optional[CancelToken], poll_s: float = 0.05) -> dict:
+    def _recv(self, cancel: Optional[CancelToken] = None, job: Optional[int] = None,
+              timeout: Optional[float] = None, poll_s: float = 0.05) -> dict:
+        """The next message; forwards a cancel of ``cancel`` (for fit number ``job``) meanwhile.
+        Raises :class:`WorkerError` when the process dies, :class:`TimeoutError` after ``timeout``."""
         cancel_sent = False
+        deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if cancel is not None and cancel.cancelled and not cancel_sent:
                 try:
-                    self._send({"op": "cancel"})
+                    self._send({"op": "cancel", "job": job})
                 except OSError:
                     pass
                 cancel_sent = True
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("the training process did not answer in time")
             try:
                 if self._data.poll(poll_s):
                     return decode_message(self._data.recv_bytes())
@@ -363,7 +378,9 @@ class TrainingWorker:
         if model.n_symbols is None:
             model._resolve_n_symbols(data)
         config = model.get_config()
-        msg = {"op": "fit", "kind": kind, "config": config,
+        self._jobs += 1
+        job = self._jobs
+        msg = {"op": "fit", "job": job, "kind": kind, "config": config,
                "vocabulary": list(model.vocabulary) if getattr(model, "vocabulary", None) is not None else None,
                "train": _as_plain_sequences(data, model.n_symbols),
                "test": _as_plain_sequences(eval_data, model.n_symbols),
@@ -375,7 +392,7 @@ class TrainingWorker:
         ended = False
         try:
             while True:
-                reply = self._recv(cancel)
+                reply = self._recv(cancel, job)
                 op = reply.get("op")
                 if op == "event":
                     ev = ProgressEvent(**reply["event"])
@@ -396,15 +413,12 @@ class TrainingWorker:
             if not ended and not self.broken:
                 # The caller stopped iterating early: stop the fit and wait for its end message.
                 try:
-                    self._send({"op": "cancel"})
+                    self._send({"op": "cancel", "job": job})
                     deadline = time.monotonic() + 5.0
-                    while time.monotonic() < deadline:
-                        if self._recv(None).get("op") == "end":
-                            break
-                    else:
-                        self.broken = True
-                except (WorkerError, OSError):
-                    self.broken = True
+                    while self._recv(timeout=max(0.0, deadline - time.monotonic())).get("op") != "end":
+                        pass
+                except (WorkerError, OSError, TimeoutError):
+                    self.broken = True  # released as broken: the pool stops the process
 
     def close(self, timeout: float = 0.5) -> None:
         """Stop the process: ask, then terminate, then kill (never blocks much longer than ``timeout``)."""

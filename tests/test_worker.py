@@ -98,6 +98,28 @@ def test_cancel_keeps_the_model_reached_so_far(demo, pool):
     assert len(list(pool.iter_fit(again, train))) == 3
 
 
+def test_a_cancel_sent_before_the_fit_starts_is_not_lost(demo):
+    """A cancel can reach the worker before its fit begins (the worker is still busy with earlier
+    work, here importing TensorFlow); the fit must then stop at once, not run to the end."""
+    pytest.importorskip("tensorflow")
+    train, _, _ = demo
+    p = WorkerPool(max_idle=1)
+    try:
+        w = p.acquire()
+        w._send({"op": "warm"})   # busy for seconds; its answer is simply skipped by the fit below
+        token = CancelToken()
+        token.cancel()
+        model = StandardHMM(6, n_iter=10 ** 6, tol=-np.inf, seed=1)
+        events = list(p.iter_fit_on(w, model, train, cancel=token))
+        assert model.stop_reason_ == "cancelled" and events[-1].reason == "cancelled"
+        assert len(events) <= 3
+        # a cancel of an earlier fit never stops the next one
+        model = StandardHMM(3, n_iter=4, tol=-np.inf, seed=0)
+        assert len(list(p.iter_fit(model, train))) == 5 and model.stop_reason_ == "max_steps"
+    finally:
+        p.close()
+
+
 def test_stopping_iteration_early_ends_the_fit_and_keeps_the_worker(demo):
     train, _, _ = demo
     p = WorkerPool(max_idle=1)
