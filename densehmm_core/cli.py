@@ -101,6 +101,17 @@ def _data_options(p, *, preprocess=True, split=True):
     g.add_argument("--seed", type=int, default=0, help="seed of the split, initialisation and demo data (default 0)")
 
 
+def _model_and_data_args(p, verb: str) -> None:
+    """MODEL.h5 and DATA positionals plus the options that choose what of DATA to use."""
+    p.add_argument("model_file", metavar="MODEL.h5")
+    p.add_argument("data", metavar="DATA", help="data file, or 'demo'")
+    _name_option(p)
+    _data_options(p, preprocess=False)
+    p.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
+    p.add_argument("--part", choices=["all", "train", "test"], default="all",
+                   help=f"with --split: which part to {verb} (default all)")
+
+
 def _name_option(p, help="which model of the file (needed when it holds several)"):
     p.add_argument("--name", help=help)
 
@@ -188,13 +199,7 @@ examples:
 
 Symbols are mapped to the model's vocabulary by their strings; symbols the model does not know
 go to its residual (merged) symbol when it has one, else they are an error.""")
-    p.add_argument("model_file", metavar="MODEL.h5")
-    p.add_argument("data", metavar="DATA", help="data file, or 'demo'")
-    _name_option(p)
-    _data_options(p, preprocess=False)
-    p.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
-    p.add_argument("--part", choices=["all", "train", "test"], default="all",
-                   help="with --split: which part to evaluate (default all)")
+    _model_and_data_args(p, "evaluate")
     p.add_argument("--json", action="store_true", help="print JSON")
     _common(p)
     p.set_defaults(func=cmd_evaluate)
@@ -245,13 +250,7 @@ examples:
 examples:
   densehmm decode protein.h5 seqs.fasta > states.tsv
   densehmm decode tags.h5 tags.txt --name em20 --symbols | head""")
-    p.add_argument("model_file", metavar="MODEL.h5")
-    p.add_argument("data", metavar="DATA", help="data file, or 'demo'")
-    _name_option(p)
-    _data_options(p, preprocess=False)
-    p.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
-    p.add_argument("--part", choices=["all", "train", "test"], default="all",
-                   help="with --split: which part to decode (default all)")
+    _model_and_data_args(p, "decode")
     p.add_argument("--symbols", action="store_true", help="add a column with the observed symbols")
     _common(p)
     p.set_defaults(func=cmd_decode)
