@@ -126,6 +126,7 @@ class MainWindow(QMainWindow):
         self.datasets: List[DataSet] = []
         self.current_dataset: Optional[DataSet] = None
         self.current_job: Optional[Job] = None
+        self._update_cost = 0.0  # GUI-thread seconds of the newest live update call (for the throttle)
         self.tf_status = "not loaded"
         self.devices: List[str] = []
         self._pending_loads = 0
@@ -637,7 +638,7 @@ class MainWindow(QMainWindow):
         job = self.current_job
         if job is None:
             return
-        cost = stage_cost + getattr(self, "_update_cost", 0.0)
+        cost = stage_cost + self._update_cost
         old = self.jobs.redraw_cost.get(job.id)
         self.jobs.redraw_cost[job.id] = cost if old is None else 0.5 * old + 0.5 * cost
 

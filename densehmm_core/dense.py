@@ -397,7 +397,9 @@ class DenseHMM(BaseHMM):
     def _rng(self, restart: int) -> np.random.Generator:
         return np.random.default_rng([int(self.seed_used_), int(restart)])
 
-    def _prepare_fit(self, restarts: Optional[int]):
+    def _prepare_fit(self, restarts: Optional[int], init: bool):
+        """Seed and device of this fit; returns ``(dense_tf module, hyper-parameters, number of
+        runs, parameter layout)`` (one run when continuing from the current embeddings)."""
         from .device import resolve_device
         from . import dense_tf
         if self.seed is None:
@@ -409,7 +411,8 @@ class DenseHMM(BaseHMM):
         nr = int(h["restarts"] if restarts is None else restarts)
         if nr < 1:
             raise ValueError("restarts must be >= 1")
-        return dense_tf, h, nr
+        layout = dense_tf.Layout(self.n_states, self.n_symbols, self.dim)
+        return dense_tf, h, (nr if init else 1), layout
 
     def fit_cooc(self, omega: np.ndarray, *, init: bool = True, callback=None,
                  cancel: Optional[CancelToken] = None, restarts: Optional[int] = None) -> "DenseHMM":
@@ -472,12 +475,9 @@ class DenseHMM(BaseHMM):
         if not np.all(np.isfinite(omega)) or np.any(omega < 0) or omega.sum() <= 0:
             raise ValueError("omega must be finite, non-negative and not all zero")
         omega = omega / omega.sum()
-        tfm, h, nr = self._prepare_fit(restarts)
-        if not init:
-            nr = 1
+        tfm, h, nr, layout = self._prepare_fit(restarts, init)
         tf = tfm.tf
         n, m, l = self.n_states, self.n_symbols, self.dim
-        layout = tfm.Layout(n, m, l)
         scale = 1.0 / float(np.sum(omega * omega)) if h["loss"] == "normalized" else 1.0
         steps, finish_steps, finish = int(h["steps"]), int(h["finish_steps"]), h["finish"]
         if steps < 0 or finish_steps < 0:
@@ -606,12 +606,9 @@ class DenseHMM(BaseHMM):
 
     # ........................................................... EM scheme
     def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
-        tfm, h, nr = self._prepare_fit(restarts)
-        if not init:
-            nr = 1
+        tfm, h, nr, layout = self._prepare_fit(restarts, init)
         tf = tfm.tf
         n, m, l = self.n_states, self.n_symbols, self.dim
-        layout = tfm.Layout(n, m, l)
         eng = self._engine()
         data = eng.prepare(seqs, n_states=n) if hasattr(eng, "prepare") else seqs
         edata = None

@@ -644,6 +644,13 @@ def test_a_live_update_is_drawn_in_parts_one_event_loop_turn_apart(qtbot):
     np.testing.assert_array_equal(dash.transmat.image.image, p1["transmat"])
     np.testing.assert_array_equal(dash.emission.image.image, p1["emissionprob"])
     assert drawn[-1] >= 0.0 and isinstance(drawn[-1], float)
+    # the parts add up to the whole snapshot: a new vocabulary relabels and redraws all of it
+    calls.clear()
+    dash.set_vocabulary(list("abcdef"))
+    assert len(calls) == 1 and dash.emission.col_labels() == list("abcdef")
+    np.testing.assert_array_equal(dash.transmat.image.image, p1["transmat"])
+    np.testing.assert_array_equal(dash.emission.image.image, p1["emissionprob"])
+    np.testing.assert_array_equal(dash.startprob.image.image.ravel(), p1["startprob"])
     # a newer update replaces the queued parts of an older one; flush() draws at once
     dash.update_from_event(ProgressEvent(step=2, total=10, loss=0.4, params=p0))
     dash.update_from_event(ProgressEvent(step=3, total=10, loss=0.3, params=p1))

@@ -182,14 +182,10 @@ class Dashboard(QtWidgets.QWidget):
         self._stage("transmat", self._safe, "matrices", h.set_params, {"transmat": params.get("transmat")})
         self._stage("emission", self._safe, "matrices", h.set_params, {"emissionprob": params.get("emissionprob")})
         self._stage("startprob", self._safe, "matrices", h.set_params, {"startprob": params.get("startprob")})
-        self._stage("matrices", self._remember_params, params)
         if any(params.get(k) is not None for k in EMBEDDING_SETS):
             self._stage("embeddings", self._safe, "embeddings", self.embeddings.set_embeddings, params)
         elif self.embeddings.mode() != "none":
             self._stage("embeddings", self.embeddings.clear)
-
-    def _remember_params(self, params: dict) -> None:
-        self.heatmaps._params = params  # relabelling (a new vocabulary) redraws the whole snapshot
 
     def _run_stage(self) -> None:
         if not self._stages:

@@ -370,10 +370,11 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             self.fixed_box.setChecked(bool(fixed))
 
     def set_params(self, params: Optional[dict], relabel: bool = False) -> None:
-        """Show ``params["startprob"]``, ``["transmat"]``, ``["emissionprob"]`` (any may be missing)."""
+        """Show ``params["startprob"]``, ``["transmat"]``, ``["emissionprob"]`` (any may be missing;
+        the others keep what they show, and a relabelling redraws all three)."""
         if not params:
             return
-        self._params = params
+        self._params = {**(self._params or {}), **{k: v for k, v in params.items() if v is not None}}
         A = params.get("transmat")
         B = params.get("emissionprob")
         pi = params.get("startprob")
