@@ -292,7 +292,7 @@ def _build_model(spath: str, info: dict):
     if "seed" in a and "seed" not in cfg:
         cfg["seed"] = a["seed"]
     if a["kind"] == "dense":
-        from .dense import DenseHMM
+        from ..dense import DenseHMM
         if a.get("fit_method") and "fit_method" not in cfg:
             cfg["fit_method"] = a["fit_method"]
         model = _construct(DenseHMM, (n, int(a["dim"]), m), cfg, spath, f"model {info['name']!r}")
@@ -305,7 +305,7 @@ def _build_model(spath: str, info: dict):
         else:
             model.embeddings_ = emb
     else:
-        from .standard import StandardHMM
+        from ..standard import StandardHMM
         model = _construct(StandardHMM, (n, m), cfg, spath, f"model {info['name']!r}")
     model.n_symbols = m
     model.startprob_ = info["arrays"]["startprob"]

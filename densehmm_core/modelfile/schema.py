@@ -143,7 +143,7 @@ def software_versions() -> Dict[str, str]:
                 continue
         return ""
 
-    from . import __version__
+    from .. import __version__
     tf = sys.modules.get("tensorflow")
     h5py = _h5py()
     return {
