@@ -9,7 +9,7 @@ before any lower-casing, so capitalisation stays visible):
 class               rule
 ==================  ====================================================================
 ``<unk-num>``       contains a digit (``1998``, ``3.5``, ``1-1/2``, ``F-16``)
-``<unk-hyph>``      contains a hyphen (``well-known``)
+``<unk-hyph>``      contains a hyphen and a letter (``well-known``; ``--`` is punctuation)
 ``<unk-caps>``      every letter upper-case, at least two letters (``NASA``, ``U.S.``)
 ``<unk-cap>``       starts with an upper-case letter (``Vinken``)
 ``<unk-SUFFIX>``    ends (lower-cased) in one of :data:`SUFFIXES`, tried longest first,
@@ -60,7 +60,7 @@ def word_shape(word: str, unknown_symbol: str = "<unk>") -> str:
                 all_upper = False
     if has_digit:
         return "<unk-num>"
-    if "-" in word:
+    if has_alpha and "-" in word:
         return "<unk-hyph>"
     if has_alpha and all_upper and n_alpha >= 2:
         return "<unk-caps>"
