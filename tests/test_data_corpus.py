@@ -163,6 +163,11 @@ def test_encode_with_unknown_symbols():
         c.encode_with(["a", "b"], unknown="RES")
     with pytest.raises(ValueError, match="duplicate"):
         c.encode_with(["a", "a", "b"])
+    tagged = Corpus([np.array([0, 1]), np.array([1])], ["a", "b"], tags=[np.array([1, 0]), np.array([1])],
+                    tag_vocabulary=["X", "Y"])
+    t = tagged.encode_with(["b", "a"])  # gold tags stay aligned with the tokens
+    assert [list(s) for s in t.sequences] == [[1, 0], [0]] and [list(x) for x in t.tags] == [[1, 0], [1]]
+    assert t.tag_vocabulary == ["X", "Y"]
 
 
 def test_merge_residual_name_clash():

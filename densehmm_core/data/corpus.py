@@ -331,7 +331,8 @@ class Corpus:
             step.update(unknown_symbol=unknown, to_unknown=names, unknown_tokens=n_tokens)
         fill = -1 if unknown is None else index[unknown]  # -1 only for symbols no sequence uses
         lut = np.array([index.get(v, fill) for v in self.vocabulary], dtype=np.int32)
-        return self._derive([lut[s] for s in self.sequences], vocabulary=target, names=self.names, step=step)
+        return self._derive([lut[s] for s in self.sequences], vocabulary=target, names=self.names, step=step,
+                            tags=self.tags)
 
     def to_arrays(self) -> Tuple[np.ndarray, np.ndarray]:
         """hmmlearn's layout: ``(X, lengths)`` with ``X`` of shape (N, 1)."""
