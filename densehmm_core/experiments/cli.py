@@ -234,8 +234,7 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
                     "sweep_summary.csv, sweep_tables.md and PNG figures to --out; a rerun of the same "
                     "command runs only what is missing. Runs go to threads, processes or a Dask "
                     "cluster (docs/DISTRIBUTED.md).",
-        epilog='example:
-  densehmm sweep seqs.fasta --preset paper_protein '
+        epilog='example:\n  densehmm sweep seqs.fasta --preset paper_protein '
                '--grid "n=3,5,10 l=1,2,3 model=dense-em,standard" --repeats 5 --out sweep/ '
                '--executor dask --jobs 4', **kw)
     p.add_argument("data", metavar="DATA", help="data file (FASTA or tagged corpus)")
@@ -260,7 +259,8 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
 def _sweep_handler(args) -> int:
     import numpy as np
 
-    from ..cli import UserError, load_corpus_from_args
+    from ..cli.common import UserError
+    from ..cli.data import _load_corpus as load_corpus_from_args
     from .comparison import ComparisonSettings, run_comparison
     try:
         grid, models = parse_grid(args.grid)

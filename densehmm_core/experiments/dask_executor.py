@@ -102,7 +102,7 @@ def run_on_dask(todo: Sequence, finish: Callable, *, jobs: int, scheduler: Optio
             fut = client.submit(call_task, t.func, t.kwargs, shared_future,
                                 key=f"densehmm-{run_id}-{i}", retries=retries, pure=False)
             futures[fut] = t
-        for fut in distributed.as_completed(list(futures)):
+        for fut in distributed.as_completed(list(futures), loop=client.loop):
             t = futures.pop(fut)
             try:
                 rows, secs, err = fut.result()
