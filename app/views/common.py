@@ -141,7 +141,29 @@ class LabelAxis(pg.AxisItem):
         self._labels = [str(s) for s in labels] if labels is not None else []
         self._widths = None
         self.picture = None
+        self._relayout_now()
         self.update()
+
+    def _relayout_now(self) -> None:
+        """Choose the label layout (and the room it needs) from the current size and range,
+        before painting: a figure exported before the first paint is laid out right too."""
+        if not getattr(self, "_labels", None) or self.orientation not in ("bottom", "top"):
+            return  # (also called from pyqtgraph's constructor, before ours ran)
+        size = self.width()
+        if size <= 1:
+            return
+        lo, hi = min(self.range), max(self.range)
+        mode, stride = self._choose(int(math.ceil(max(hi - lo, 1.0))), size)
+        self._layout = (mode, stride)
+        self._fit_rotated_height(mode)
+
+    def resizeEvent(self, ev=None) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(ev)
+        self._relayout_now()
+
+    def linkedViewChanged(self, view, newRange=None) -> None:  # noqa: N802 (pyqtgraph API)
+        super().linkedViewChanged(view, newRange)
+        self._relayout_now()
 
     @property
     def labels(self) -> List[str]:
@@ -178,12 +200,12 @@ class LabelAxis(pg.AxisItem):
         per = max(size, 1.0) / max(visible, 1)
         line = self._fm().height()
         if self.orientation in ("left", "right"):
-            return "horizontal", max(1, int(math.ceil((line * 0.85 + 1.0) / per)))
+            return "horizontal", max(1, int(math.ceil((line + 1.0) / per)))
         widest = min(max(self._label_widths() or [0.0]), self._max_px)
         stride_h = max(1, int(math.ceil((widest + self.GAP) / per)))
         if stride_h == 1:
             return "horizontal", 1
-        stride_r = max(1, int(math.ceil((line * 0.85 + 1.0) / per)))
+        stride_r = max(1, int(math.ceil((line + 1.0) / per)))
         return ("rotated", stride_r) if stride_r < stride_h else ("horizontal", stride_h)
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph API)

@@ -266,10 +266,13 @@ class Dashboard(QtWidgets.QWidget):
             return self._export_dir
         return self._get_default_dir() if self._get_default_dir else None
 
-    def _exported(self, path) -> None:
+    def remember_export(self, path) -> None:
+        """The next export dialog starts in the folder of ``path`` (a file just written)."""
         import os
-        p = os.fspath(path)
-        self._export_dir = os.path.dirname(os.path.abspath(p))
+        self._export_dir = os.path.dirname(os.path.abspath(os.fspath(path)))
+
+    def _exported(self, path) -> None:
+        self.remember_export(path)
         if self._on_exported is not None:
             self._on_exported(path)
 
