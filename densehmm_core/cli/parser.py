@@ -37,6 +37,7 @@ examples:
   densehmm evaluate protein.h5 proteins.fasta --name em10
   densehmm sample protein.h5 --name em10 -n 5 --length 60
   densehmm decode protein.h5 proteins.fasta --name em10 > states.tsv
+  densehmm sweep proteins.fasta --preset paper_protein --grid "n=3,5 l=1,2" --out sweep/ --executor dask
 
 Run 'densehmm COMMAND --help' for the options of a command.
 exit status: 0 ok, 1 failure (diverged, internal error), 2 user error, 130 interrupted
@@ -279,6 +280,10 @@ examples:
             add_reproduce_parser(sub)
         else:
             sub.add_parser("reproduce", help="reproduce the paper's experiments (CSV + figures)", add_help=False)
+
+    # ---- sweep (owned by densehmm_core.experiments.cli)
+    from ..experiments.cli import add_sweep_parser
+    add_sweep_parser(sub, lambda sp: (_data_options(sp, split=True), _common(sp)), _formatter)
     return parser
 
 
