@@ -119,6 +119,9 @@ def _print_model_info(info: dict, args) -> None:
     if vocab is not None:
         shown = " ".join(vocab[:40]) + (" ..." if len(vocab) > 40 else "")
         _out(f"  vocabulary   ({len(vocab)}) {shown}")
+    tags = info.get("tag_vocabulary")
+    if tags is not None:
+        _out(f"  gold tags    ({len(tags)}) " + " ".join(tags[:60]) + (" ..." if len(tags) > 60 else ""))
     _out("  arrays       " + _kv({k: "x".join(map(str, v.shape)) or "scalar" for k, v in info["arrays"].items()}))
     if hist:
         cols = [c for c in ("step", "phase", "loss", "train_ll", "test_ll", "mad") if any(c in r for r in hist)]
