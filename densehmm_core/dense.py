@@ -649,7 +649,9 @@ class DenseHMM(BaseHMM):
                 if not np.isfinite(ll):
                     raise TrainingDiverged("the initial model gives the training data zero likelihood")
                 base = {"restart": r, "restarts": nr}
-                yield ProgressEvent(step=gstep, total=total, phase="em", loss=-ll / ntok, train_ll=ll,
+                # loss: the M-step objective -Q per token, which exists only after an E-step; the
+                # initial model has its NLL (train_nll) and no loss (it is not comparable with -Q)
+                yield ProgressEvent(step=gstep, total=total, phase="em", loss=None, train_ll=ll,
                                     test_ll=tll, metrics=dict(base, train_nll=-ll / ntok, **met),
                                     params=self._snapshot(), elapsed=clock.elapsed)
                 run_reason, cancelled = "max_steps", False
