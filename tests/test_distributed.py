@@ -156,3 +156,26 @@ def test_cli_bad_scheduler_address_is_one_line_exit_2(tmp_path):
     assert len(err) == 1 and "cannot connect to the Dask scheduler at tcp://127.0.0.1:9" in err[0], r.stderr
     r = _cli("sweep", str(FASTA), "--grid", "n=2 l=x", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "positive integers" in r.stderr
+
+
+def test_cli_ctrl_c_cancels_the_dask_sweep_and_a_rerun_resumes(tmp_path):
+    out = tmp_path / "o"
+    args = [sys.executable, "-m", "densehmm_core", "sweep", str(FASTA), "--grid", "n=2,3 l=1 model=standard",
+            "--repeats", "40", "--quick", "--jobs", "2", "--executor", "dask", "--out", str(out)]
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
+    runs = out / "sweep_runs.csv"
+    deadline = time.monotonic() + 120
+    while not runs.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert proc.poll() is None, "the sweep ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "interrupted" in stdout
+    done = len(_rows(runs))
+    assert 1 <= done < 80
+    r = _cli(*args[3:])
+    assert r.returncode == 0, r.stderr
+    assert f"resuming: {done} of 80 tasks already in" in r.stdout
+    assert len(_rows(runs)) == 80
