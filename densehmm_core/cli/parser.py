@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from .common import PROG, UserError
 from .inspection import cmd_decode, cmd_evaluate, cmd_export, cmd_info, cmd_sample
@@ -248,18 +247,13 @@ examples:
     p.set_defaults(func=cmd_export)
 
     # ---- reproduce (owned by densehmm_core.experiments.cli)
-    if _experiments_cli_exists():
-        if with_reproduce:
-            from ..experiments.cli import add_reproduce_parser
-            add_reproduce_parser(sub)
-        else:
-            sub.add_parser("reproduce", help="reproduce the paper's experiments (CSV + figures)", add_help=False)
+    if with_reproduce:
+        from ..experiments.cli import add_reproduce_parser
+        add_reproduce_parser(sub)
+    else:
+        sub.add_parser("reproduce", help="reproduce the paper's experiments (CSV + figures)", add_help=False)
 
     # ---- sweep (owned by densehmm_core.experiments.cli)
     from ..experiments.cli import add_sweep_parser
     add_sweep_parser(sub, lambda sp: (_data_options(sp, split=True), _common(sp)), _formatter)
     return parser
-
-
-def _experiments_cli_exists() -> bool:
-    return os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "experiments", "cli.py"))
