@@ -12,7 +12,7 @@ from .sequences import n_tokens
 
 __all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
 
-ENGINES = ("numpy", "hmmlearn")
+ENGINES = ("auto", "numpy", "cupy", "hmmlearn")
 #: The co-occurrence MAD (``mean |Omega_data - B^T diag(pi) A B|``, pi stationary) is reported in
 #: every Baum-Welch event, like the DenseHMM's, up to this many symbols; above it the O(m^2)
 #: matrices are not formed and events carry ``metrics["mad_skipped"]`` instead.
@@ -67,11 +67,16 @@ class StandardHMM(BaseHMM):
         Seed of the initialisation: ``startprob`` and every row of ``transmat`` and
         ``emissionprob`` are drawn from a flat Dirichlet(1) (uniform on the simplex)
         with ``numpy.random.default_rng(seed)``, in that order.  Same seed, same model.
-    engine : {"numpy", "hmmlearn"}
-        ``"numpy"``: our batched scaled forward-backward (:mod:`densehmm_core.engine`).
+    engine : {"auto", "numpy", "cupy", "hmmlearn"}
+        ``"numpy"``: our batched scaled forward-backward (:mod:`densehmm_core.engine`);
+        ``"cupy"``: the same on a GPU (``device``); ``"auto"``: CuPy when ``device`` is a
+        GPU (or ``"auto"``) and CuPy works there, numpy otherwise.
         ``"hmmlearn"``: every Baum-Welch iteration is delegated to
         ``hmmlearn.hmm.CategoricalHMM(implementation="scaling", init_params="")``
         started from our current parameters (scoring/decoding still use numpy).
+    device : str
+        Where the E-step runs with ``engine="auto"`` or ``"cupy"``: ``"auto"``, ``"cpu"``
+        (never touches a GPU), ``"gpu"`` or ``"/GPU:1"`` (:func:`densehmm_core.device.parse_device`).
     snapshot_every : int
         A parameter snapshot is attached to every ``snapshot_every``-th event (and
         always to the last one).
@@ -92,11 +97,11 @@ class StandardHMM(BaseHMM):
     kind = "standard"
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
-                 tol: float = 1e-4, seed: Optional[int] = None, engine: str = "numpy",
-                 snapshot_every: int = 1) -> None:
+                 tol: float = 1e-4, seed: Optional[int] = None, engine: str = "auto",
+                 snapshot_every: int = 1, device: str = "auto") -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        super().__init__(n_states, n_symbols, seed, engine)
+        super().__init__(n_states, n_symbols, seed, engine, device)
         if int(n_iter) < 0:
             raise ValueError("n_iter must be >= 0")
         self.n_iter = int(n_iter)
@@ -114,7 +119,7 @@ class StandardHMM(BaseHMM):
     def get_config(self) -> dict:
         return {"kind": self.kind, "n_states": self.n_states, "n_symbols": self.n_symbols,
                 "n_iter": self.n_iter, "tol": self.tol, "seed": self.seed, "engine": self.engine,
-                "snapshot_every": self.snapshot_every}
+                "snapshot_every": self.snapshot_every, "device": self.device}
 
     def init_params(self, n_symbols: Optional[int] = None) -> "StandardHMM":
         """Draw the initial parameters from the seed (see the class docstring)."""
@@ -150,8 +155,7 @@ class StandardHMM(BaseHMM):
         sw = Stopwatch()
         tokens = n_tokens(seqs)
         n = self.n_states
-        from .engine import get_engine
-        eng = get_engine("numpy")
+        eng = self._engine()
         data = eng.prepare(seqs, n)
         edata = None if eval_seqs is None else eng.prepare(eval_seqs, n)
         e_tokens = None if eval_seqs is None else n_tokens(eval_seqs)
@@ -229,6 +233,12 @@ class StandardHMM(BaseHMM):
                     "keeps its last finite parameters")
             self.startprob_, self.transmat_, self.emissionprob_ = start, A, B
             prev_ll = ll
+
+    def _engine(self):
+        if self.engine == "hmmlearn":      # hmmlearn fits; our numpy engine scores and decodes
+            from .engine import get_engine
+            return get_engine("numpy")
+        return super()._engine()
 
     def _hmmlearn_model(self):
         import logging

@@ -197,7 +197,8 @@ def test_get_config_json_and_n_symbols_inferred(demo):
     model = StandardHMM(2, n_iter=2, seed=3).fit(train)
     assert model.n_symbols == 1 + max(int(s.max()) for s in train)
     cfg = json.loads(json.dumps(model.get_config()))
-    assert cfg["n_states"] == 2 and cfg["engine"] == "numpy" and cfg["kind"] == "standard"
+    assert cfg["n_states"] == 2 and cfg["engine"] == "auto" and cfg["kind"] == "standard"
+    assert cfg["device"] == "auto"
     clone = StandardHMM(**{k: v for k, v in cfg.items() if k != "kind"})
     assert clone.get_config() == model.get_config()
 
