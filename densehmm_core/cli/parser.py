@@ -150,8 +150,11 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     g.add_argument("--fair", action="store_true",
                    help="standard HMM with the number of states that gives about the parameter count of "
                         "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
-    g.add_argument("--device", default=None, help="TensorFlow device for dense models: auto, cpu, gpu "
-                                                      "or a device string such as /GPU:1 (default auto)")
+    g.add_argument("--device", default=None, help="where training runs: auto, cpu, gpu or a device string "
+                                                      "such as /GPU:1 (default auto). The E-step runs there "
+                                                      "with CuPy when CuPy works on that GPU, else numpy on "
+                                                      "the CPU; dense models' TensorFlow steps run there too; "
+                                                      "cpu never touches a GPU")
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=int, metavar="K", help="dense cooc: maximum Adam steps")
     g.add_argument("--iter", type=int, metavar="K",

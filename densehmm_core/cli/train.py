@@ -42,7 +42,7 @@ def _build_model(args, n_symbols: int):
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        kw = {"seed": args.seed}
+        kw = {"seed": args.seed, "device": args.device or "auto"}
         if args.iter is not None:
             kw["n_iter"] = args.iter
         if args.tol is not None:
@@ -277,6 +277,8 @@ def _apply_overrides(model, args) -> None:
     if args.method and kind == "dense" and args.method != method:
         raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
     done = _iterations_done(model)
+    if args.device:
+        model.device = args.device
     if kind == "standard":
         if args.iter is not None:
             model.n_iter = args.iter
@@ -288,8 +290,6 @@ def _apply_overrides(model, args) -> None:
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         return
-    if args.device:
-        model.device = args.device
     for opt in ("lr", "tol"):
         if getattr(args, opt) is not None:
             setattr(model, opt, getattr(args, opt))
