@@ -147,7 +147,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         reach it through ``self.jobs.live``."""
         if self._dashboard is None:
             self._dashboard = Dashboard(get_default_dir=lambda: self.settings.last_folder,
-                                        on_exported=lambda path: self.log_panel.log(f"Figure saved: {path}"))
+                                        on_exported=lambda path: self.log_panel.log(f"Saved: {path}"))
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
         return self._dashboard

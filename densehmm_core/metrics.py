@@ -5,9 +5,12 @@
   normalised to sum 1.
 * :func:`analytic_cooc` — the model's Omega = ``B^T diag(pi) A B`` with ``pi`` the
   stationary distribution (the expected pair distribution of a stationary HMM).
-* :func:`cooc_mad` — mean absolute difference of two m x m matrices (the paper's MAD).
+* :func:`cooc_mad` — mean absolute difference of two m x m matrices (the paper's MAD);
+  :func:`cooc_mad_large` — the same MAD of data and model without any m x m array.
 * :func:`normalized_nll` — total negative log-likelihood / number of tokens.
 * :func:`paper_nll` — the paper's variant: total NLL / (n_sequences x longest length).
+* :func:`tagging_scores` — hidden states against gold tags: many-to-one (M-1) and
+  one-to-one (1-1) accuracy, V-measure, the state-to-tag mapping.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import numpy as np
 from .sequences import as_sequences, n_tokens
 
 __all__ = ["empirical_cooc", "analytic_cooc", "cooc_mad", "normalized_nll", "paper_nll",
-           "total_loglik"]
+           "total_loglik", "tagging_scores", "cooc_mad_large"]
 
 
 def empirical_cooc(seqs: Any, n_symbols: int, lengths=None) -> np.ndarray:
@@ -80,6 +83,43 @@ def cooc_mad(a, b) -> float:
     return float(np.mean(np.abs(a - b)))
 
 
+def cooc_mad_large(seqs: Any, n_symbols: int, startprob: Optional[np.ndarray], transmat,
+                   emissionprob, lengths=None, chunk: int = 1 << 16) -> float:
+    """The same value as ``cooc_mad(empirical_cooc(seqs, m), analytic_cooc(startprob, A, B))``
+    without any m x m array: for vocabularies of words.
+
+    Only the observed adjacent pairs of the data are non-zero in the empirical matrix, and the
+    model's matrix is non-negative and sums to ``s = pi^T A B 1``, so
+    ``sum |emp - model| = sum_observed |emp - model| + (s - sum_observed model)``.  The model's
+    entries at the observed pairs ``(a, b)`` are ``X[a] . B[:, b]`` with ``X = B^T diag(pi) A``
+    (m x n).  Cost O(nnz n + m n^2) time, O(nnz + m n) memory.
+
+    Raises ``ValueError`` like :func:`empirical_cooc` when there is no adjacent pair.
+    """
+    m = int(n_symbols)
+    seqs = as_sequences(seqs, lengths, n_symbols=m)
+    A = np.asarray(transmat, dtype=np.float64)
+    B = np.asarray(emissionprob, dtype=np.float64)
+    if startprob is None:
+        from .synthetic import stationary_distribution
+        pi = stationary_distribution(A)
+    else:
+        pi = np.asarray(startprob, dtype=np.float64)
+    keys = [s[:-1].astype(np.int64) * m + s[1:] for s in seqs if len(s) >= 2]
+    if not keys:
+        raise ValueError("no adjacent symbol pairs: every sequence has length 1")
+    pairs, counts = np.unique(np.concatenate(keys), return_counts=True)
+    emp = counts / counts.sum()
+    a, b = pairs // m, pairs % m
+    X = B.T @ (pi[:, None] * A)                      # (m, n)
+    model = np.empty(pairs.shape[0], dtype=np.float64)
+    for start in range(0, pairs.shape[0], chunk):
+        sl = slice(start, start + chunk)
+        model[sl] = np.einsum("kn,nk->k", X[a[sl]], B[:, b[sl]])
+    total = float((pi @ A) @ B.sum(axis=1))
+    return float((np.abs(emp - model).sum() + (total - model.sum())) / (m * m))
+
+
 def total_loglik(model_or_loglik: Any, seqs) -> float:
     """Total log-likelihood: ``model.score(seqs)`` or the sum of a given (per-sequence) value."""
     if hasattr(model_or_loglik, "score"):
@@ -107,3 +147,78 @@ def paper_nll(model_or_loglik: Any, seqs: Any) -> float:
     """
     seqs = as_sequences(seqs)
     return -total_loglik(model_or_loglik, seqs) / (len(seqs) * max(len(s) for s in seqs))
+
+
+def _flat_labels(x, what: str) -> np.ndarray:
+    if isinstance(x, np.ndarray) and x.ndim == 1:
+        a = x
+    else:
+        parts = [np.asarray(p).ravel() for p in x]
+        a = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if a.size and a.dtype.kind not in "iu":
+        raise ValueError(f"{what} must be integers (dtype {a.dtype})")
+    return a.astype(np.int64, copy=False)
+
+
+def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
+                   n_tags: Optional[int] = None) -> dict:
+    """Score hidden-state sequences against gold tags (unsupervised part-of-speech induction).
+
+    Tokens whose gold tag is negative (``NO_TAG`` = -1: text without gold tags) are left out.
+
+    Parameters
+    ----------
+    pred_states : list of int arrays, or one flat int array
+        The state of each token (e.g. Viterbi paths), aligned with ``gold_tags``.
+    gold_tags : list of int arrays, or one flat int array
+        Gold tag indices, same lengths.
+    n_states, n_tags : int, optional
+        Sizes of the state and tag sets (default: largest value seen + 1).
+
+    Returns
+    -------
+    dict
+        ``m1``: many-to-one accuracy, each state mapped to its most frequent gold tag;
+        ``one_to_one``: accuracy under the best one-to-one state-to-tag assignment
+        (Hungarian algorithm, :func:`scipy.optimize.linear_sum_assignment`; with more
+        states than tags the extra states count as wrong);
+        ``v_measure``: :func:`sklearn.metrics.v_measure_score` (gold, predicted);
+        ``mapping``: int array (n_states,), the M-1 tag of each state (ties: the lowest
+        tag index; -1 for a state that labels no token);
+        ``one_to_one_mapping``: int array (n_states,), the 1-1 tag of each state (-1: none);
+        ``contingency``: int array (n_states, n_tags), tokens per (state, tag);
+        ``n_tokens``: number of tokens scored.
+
+    Raises
+    ------
+    ValueError
+        Lengths differ, or no token has a gold tag.
+    """
+    from scipy.optimize import linear_sum_assignment
+    from sklearn.metrics import v_measure_score
+
+    p = _flat_labels(pred_states, "pred_states")
+    g = _flat_labels(gold_tags, "gold_tags")
+    if p.shape != g.shape:
+        raise ValueError(f"pred_states has {p.size} tokens but gold_tags has {g.size}")
+    keep = g >= 0
+    p, g = p[keep], g[keep]
+    if p.size == 0:
+        raise ValueError("no token has a gold tag")
+    if int(p.min()) < 0:
+        raise ValueError("pred_states hold a negative state")
+    n = int(p.max()) + 1 if n_states is None else int(n_states)
+    k = int(g.max()) + 1 if n_tags is None else int(n_tags)
+    if int(p.max()) >= n or int(g.max()) >= k:
+        raise ValueError(f"a state or tag lies outside n_states={n}, n_tags={k}")
+    C = np.bincount(p * k + g, minlength=n * k).reshape(n, k)
+    total = int(p.size)
+    used = C.sum(axis=1) > 0
+    mapping = np.where(used, C.argmax(axis=1), -1).astype(np.int64)
+    m1 = float(C.max(axis=1).sum()) / total
+    rows, cols = linear_sum_assignment(C, maximize=True)
+    one = np.full(n, -1, dtype=np.int64)
+    one[rows] = cols
+    o2o = float(C[rows, cols].sum()) / total
+    return {"m1": m1, "one_to_one": o2o, "v_measure": float(v_measure_score(g, p)), "mapping": mapping,
+            "one_to_one_mapping": one, "contingency": C, "n_tokens": total}

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ..datasets import DataSet
+from ..export import file_stem
 from ..jobs import Job, JobState
 from ..modelspec import ModelSpec, build_model, sweep_grid
 
@@ -103,6 +104,8 @@ class JobsMixin:
         if job is None:
             return
         d.set_title(f"Job {job.id}: {job.name}")
+        # default export names: dense-em_n10_l3_seed0_transitions.png
+        d.set_file_stem(file_stem(job.model) if job.model is not None else None)
         vocab = getattr(job.model, "vocabulary", None)
         if vocab is None and isinstance(job.dataset, DataSet):
             vocab = job.dataset.vocabulary

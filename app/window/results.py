@@ -129,20 +129,20 @@ class ResultsMixin:
     def export_figure(self, widget: QWidget, path: str, scale: float = 1.0) -> None:
         from ..export import export_widget
         export_widget(widget, path, scale=scale)
+        self.dashboard.remember_export(path)
         self.log_panel.log(f"Figure saved: {path}")
 
     def export_figure_dialog(self) -> None:
-        target = getattr(self.dashboard, "export_target", None)
-        views = {"Whole dashboard (current tab)": target() if callable(target) else self.dashboard}
-        try:
-            views.update({k: v for k, v in (self.dashboard.views() or {}).items() if k != "dashboard"})
-        except Exception:
-            pass
+        d = self.dashboard
+        views = {"Whole dashboard (current tab)": d.export_target()}
+        views.update({k: v for k, v in d.views().items() if k != "dashboard"})
         names = list(views)
         name, ok = QInputDialog.getItem(self, "Export figure", "Which view?", names, 0, False)
         if not ok:
             return
-        start = os.path.join(self.settings.last_folder, _safe_name(name.lower()) + ".png")
+        # the job's stem and the view, e.g. dense-em_n10_l3_seed0_transitions.png
+        fname = d.file_name("dashboard" if name.startswith("Whole") else name, "png")
+        start = os.path.join(d.export_dir() or self.settings.last_folder, fname)
         path, flt = QFileDialog.getSaveFileName(self, "Export figure", start,
                                                 "PNG image (*.png);;SVG vector graphics (*.svg);;PDF (*.pdf)")
         if not path:

@@ -1,0 +1,91 @@
+"""What every command shares: exit codes, the user-error type, printing, model loading, metrics."""
+from __future__ import annotations
+
+import math
+import sys
+from typing import Optional
+
+PROG = "densehmm"
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UserError(Exception):
+    """A problem the user can fix (printed as one line, exit status 2)."""
+
+
+def _out(*a, **kw):
+    print(*a, **kw)
+    sys.stdout.flush()
+
+
+def _err(msg: str) -> None:
+    """A message on stderr; a closed stderr never stops the work."""
+    try:
+        print(msg, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _jsonable(x):
+    import numpy as np
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.generic):
+        return _jsonable(x.item())
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _user_error_types():
+    """The exception types that are the user's to fix (one line, exit status 2).
+
+    Imported when an error is handled, so that ``--help`` stays free of numpy.
+    """
+    from ..data.errors import DataFormatError
+    from ..device import DeviceError
+    from ..modelfile import ModelFileError
+    return (UserError, ModelFileError, DataFormatError, DeviceError)
+
+
+def _load_model(path: str, name: Optional[str]):
+    from ..modelfile import load_model
+    return load_model(path, name)
+
+
+def _kind(model) -> str:
+    return "dense" if hasattr(model, "embeddings_") else "standard"
+
+
+#: Above this many symbols the MAD is computed by metrics.cooc_mad_large (no m x m arrays).
+MAD_DENSE_MAX_SYMBOLS = 1000
+
+
+def _metric_values(met, model, seqs) -> dict:
+    import numpy as np
+    m = model.n_symbols
+    out = {}
+    out["loglik"] = float(model.score(seqs))
+    out["nll"] = float(met.normalized_nll(model, seqs))
+    out["paper_nll"] = float(met.paper_nll(model, seqs))
+    if m > MAD_DENSE_MAX_SYMBOLS:  # words: the same MAD without m x m arrays
+        try:
+            out["mad"] = met.cooc_mad_large(seqs, m, None, model.transmat_, model.emissionprob_)
+        except ValueError:
+            pass
+    else:
+        try:
+            omega_data = met.empirical_cooc(seqs, m)
+        except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
+            omega_data = None
+        if omega_data is not None:
+            omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
+            out["mad"] = float(met.cooc_mad(omega_data, omega_model))
+    out["n_sequences"] = len(seqs)
+    out["n_tokens"] = int(sum(len(s) for s in seqs))
+    return {k: v for k, v in out.items() if not (isinstance(v, float) and np.isnan(v))}
