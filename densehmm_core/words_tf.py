@@ -25,7 +25,7 @@ import numpy as np
 
 from .dense_tf import DT, AdamState, Layout, _adam_loop, stationary, tf
 
-__all__ = ["FeatureLayout", "WordGraph"]
+__all__ = ["FeatureLayout", "WordGraph", "DenseGraph"]
 
 
 class FeatureLayout(Layout):
@@ -163,8 +163,9 @@ class WordGraph:
 
     def __init__(self, layout: FeatureLayout, pairs=None) -> None:
         self.layout = layout
-        self.n, self.m, self.l, self.nf = layout.n, layout.m, layout.l, layout.n_feat
-        f = layout.features
+        self.n, self.m, self.l = layout.n, layout.m, layout.l
+        self.nf = getattr(layout, "n_feat", 0)
+        f = getattr(layout, "features", None)
         self._frows = tf.constant(np.zeros(0, np.int64) if f is None else f.rows, tf.int64)
         self._fcols = tf.constant(np.zeros(0, np.int64) if f is None else f.cols, tf.int64)
         self.pairs = pairs
@@ -225,3 +226,29 @@ class WordGraph:
                                         tf.constant(c_trans, DT), tf.constant(c_emit, DT),
                                         tf.constant(float(norm), DT), *self._shape())
         return float(loss), g.numpy()
+
+
+class DenseGraph:
+    """The same operations as :class:`WordGraph` on today's dense graph
+    (:mod:`densehmm_core.dense_tf`: no features, a dense ``m x m`` target)."""
+
+    def __init__(self, layout: Layout, omega=None) -> None:
+        from . import dense_tf
+        self._tfm = dense_tf
+        self.layout = layout
+        self.n, self.m, self.l = layout.n, layout.m, layout.l
+        self._om = None if omega is None else tf.constant(omega, DT)
+
+    def adam_mstep(self, theta, state, n_steps, lr, limit, c_start, c_trans, c_emit, norm, jit=False):
+        return self._tfm.adam_mstep(tf.convert_to_tensor(theta, DT), state, n_steps, lr, limit, c_start, c_trans,
+                                    c_emit, norm, self.n, self.m, self.l, jit)
+
+    def adam_cooc(self, theta, state, n_steps, lr0, lr1, k0, k_total, limit, scale, stationary_grad, jit=False):
+        return self._tfm.adam_cooc(theta, state, n_steps, lr0, lr1, k0, k_total, limit, self._om, scale,
+                                   self.n, self.m, self.l, stationary_grad, jit)
+
+    def cooc_eval(self, theta, scale):
+        return self._tfm.cooc_eval(theta, self._om, scale, self.n, self.m, self.l)[:2]
+
+    def cooc_value_and_grad(self, theta, scale):
+        return self._tfm.cooc_value_and_grad(theta, self._om, scale, self.n, self.m, self.l)

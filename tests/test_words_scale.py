@@ -148,3 +148,49 @@ def test_feature_layout_round_trip_and_mstep_gradient():
     S[feats.rows, feats.cols] = 1.0
     np.testing.assert_allclose(grad[:plain.size], d_grad, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(grad[plain.size:].reshape(-1, l), S.T @ gV, rtol=1e-12, atol=1e-15)
+
+
+# ------------------------------------------------------------------ estimator level
+from densehmm_core import DenseHMM  # noqa: E402
+
+
+def test_sparse_cooc_fit_follows_the_dense_fit():
+    m = 8
+    seqs = _seqs(m, 6, count=60)
+    kw = dict(n_states=3, dim=2, seed=1, steps=60, chunk=30, finish="lbfgs", finish_steps=20)
+    dense = DenseHMM(sparse_cooc=False, **kw).fit(seqs)
+    sparse = DenseHMM(sparse_cooc=True, **kw).fit(seqs)
+    d_loss = [h["loss"] for h in dense.history_]
+    s_loss = [h["loss"] for h in sparse.history_]
+    assert len(d_loss) == len(s_loss)
+    np.testing.assert_allclose(s_loss, d_loss, rtol=1e-7)
+    np.testing.assert_allclose(sparse.transmat_, dense.transmat_, rtol=1e-6, atol=1e-9)
+    assert sparse.history_[-1]["mad"] == pytest.approx(dense.history_[-1]["mad"], rel=1e-6)
+    # the final MAD is the exact dense one
+    gt = empirical_omega(seqs, m)
+    assert sparse.history_[-1]["mad"] == pytest.approx(np.mean(np.abs(sparse.model_omega() - gt)), rel=1e-10)
+
+
+def test_em_mad_is_exact_without_dense_omega():
+    m = 7
+    seqs = _seqs(m, 7, count=40)
+    model = DenseHMM(3, 2, fit_method="em", seed=0, em_iter=2, steps=5).fit(seqs)
+    gt = empirical_omega(seqs, m)
+    assert model.history_[-1]["mad"] == pytest.approx(np.mean(np.abs(model.model_omega() - gt)), rel=1e-10)
+
+
+def test_cooc_then_em_starts_em_from_the_cooc_solution():
+    m = 6
+    seqs = _seqs(m, 8, count=40)
+    model = DenseHMM(3, 2, fit_method="cooc_em", seed=2, em_iter=3, steps=5, snapshot_every=1)
+    events = list(model.iter_fit(seqs))
+    phases = [e.phase for e in events]
+    first_em = phases.index("em")
+    assert set(phases[:first_em]) == {"cooc"} and set(phases[first_em:]) == {"em"}
+    assert [e.done for e in events].count(True) == 1 and events[-1].done
+    last_cooc = [e for e in events[:first_em] if e.params is not None][-1].params
+    for k in ("U", "Z", "W", "V"):
+        np.testing.assert_array_equal(events[first_em].params[k], last_cooc[k])
+    # the cooc phase used the cooc preset, not the EM step count
+    assert events[first_em - 1].step > 5
+    assert model.get_config()["fit_method"] == "cooc_em" and model.start_mode_ == "embedding"
