@@ -208,8 +208,10 @@ class DenseHMM(BaseHMM):
         Cooc only: differentiate through the stationary distribution (``False``: treat it as
         a constant each step, as the paper's code did).
     device : str
-        ``"auto"``, ``"cpu"``, ``"gpu"`` or a TensorFlow device string
-        (:func:`densehmm_core.device.resolve_device`).  The one used is ``device_used_``.
+        ``"auto"``, ``"cpu"``, ``"gpu"`` or a TensorFlow device string such as ``"/GPU:1"``.
+        The TensorFlow steps run there (:func:`densehmm_core.device.resolve_device`; the one
+        used is ``device_used_``), and so does the E-step when ``engine`` is ``"auto"`` and
+        CuPy works on that GPU.  ``"cpu"`` never touches a GPU.
     snapshot_every : int, optional
         Put a parameter snapshot into the progress event every this many steps (cooc: Adam /
         L-BFGS steps, default 1000; em: EM iterations, default 1).  The last event always has one.
@@ -223,8 +225,9 @@ class DenseHMM(BaseHMM):
     jit : bool
         XLA-compile the Adam loops (cooc chunks and EM M-steps): 2-4x faster per step for
         small models, but the first fit of each model shape pays a compilation of a few seconds.
-    engine : str
-        Inference engine for the E-step and scoring.
+    engine : {"auto", "numpy", "cupy"}
+        Inference engine for the E-step and scoring (:func:`densehmm_core.engine.engine_for`):
+        ``"auto"`` = CuPy on ``device``'s GPU when CuPy works there, numpy otherwise.
     symbol_features : str, optional
         Name of a registered feature function (:mod:`densehmm_core.features`, e.g.
         ``"orthographic"``): each symbol's embedding is its own vector plus the vectors of its
@@ -264,9 +267,9 @@ class DenseHMM(BaseHMM):
                  loss: Optional[str] = None, restarts: Optional[int] = None,
                  stationary_grad: Optional[bool] = None, device: str = "auto",
                  snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: float = 1.0,
-                 param_limit: float = 1e4, jit: bool = False, engine: str = "numpy",
+                 param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None) -> None:
-        super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine)
+        super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
         if fit_method not in FIT_METHODS:
@@ -284,7 +287,6 @@ class DenseHMM(BaseHMM):
         if finish is not None and finish not in ("auto", "lm", "lbfgs", "none"):
             raise ValueError("finish must be 'auto', 'lm', 'lbfgs' or 'none'")
         self.stationary_grad = stationary_grad
-        self.device = device
         self.snapshot_every = snapshot_every
         self.chunk = int(chunk)
         if self.chunk < 1:
@@ -769,7 +771,9 @@ class DenseHMM(BaseHMM):
                 if not np.isfinite(ll):
                     raise TrainingDiverged("the initial model gives the training data zero likelihood")
                 base = {"restart": r, "restarts": nr}
-                yield ProgressEvent(step=gstep, total=total, phase="em", loss=-ll / ntok, train_ll=ll,
+                # loss: the M-step objective -Q per token, which exists only after an E-step; the
+                # initial model has its NLL (train_nll) and no loss (it is not comparable with -Q)
+                yield ProgressEvent(step=gstep, total=total, phase="em", loss=None, train_ll=ll,
                                     test_ll=tll, metrics=dict(base, train_nll=-ll / ntok, **met),
                                     params=self._snapshot(), elapsed=clock.elapsed)
                 run_reason, cancelled = "max_steps", False

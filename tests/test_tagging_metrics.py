@@ -83,3 +83,18 @@ def test_bad_input():
         tagging_scores(np.array([0.5, 1.0]), np.array([0, 1]))
     with pytest.raises(ValueError, match="outside"):
         tagging_scores(np.array([0, 3]), np.array([0, 1]), n_states=2)
+
+
+# --------------------------------------------------------------- MAD without m x m arrays
+@pytest.mark.parametrize("seed,n,m,stationary", [(0, 3, 7, True), (1, 5, 40, False), (2, 4, 200, True)])
+def test_cooc_mad_large_equals_the_dense_mad(seed, n, m, stationary):
+    from densehmm_core.metrics import analytic_cooc, cooc_mad, cooc_mad_large, empirical_cooc
+    rng = np.random.default_rng(seed)
+    A = rng.dirichlet(np.ones(n), size=n)
+    B = rng.dirichlet(np.full(m, 0.3), size=n)
+    pi = None if stationary else rng.dirichlet(np.ones(n))
+    seqs = [rng.integers(0, m, size=int(k)) for k in rng.integers(1, 30, size=25)]
+    dense = cooc_mad(empirical_cooc(seqs, m), analytic_cooc(pi, A, B))
+    assert cooc_mad_large(seqs, m, pi, A, B, chunk=7) == pytest.approx(dense, rel=1e-10, abs=1e-15)
+    with pytest.raises(ValueError, match="no adjacent"):
+        cooc_mad_large([np.array([1]), np.array([2])], m, pi, A, B)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import List, Optional
+from typing import Optional
 
 PROG = "densehmm"
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -43,14 +43,14 @@ def _jsonable(x):
 
 
 def _user_error_types():
-    types: List[type] = [UserError]
-    for mod, name in (("densehmm_core.modelfile", "ModelFileError"), ("densehmm_core.data.errors", "DataFormatError"),
-                      ("densehmm_core.data", "DataFormatError"), ("densehmm_core.device", "DeviceError")):
-        m = sys.modules.get(mod)
-        cls = getattr(m, name, None) if m is not None else None
-        if isinstance(cls, type):
-            types.append(cls)
-    return tuple(types)
+    """The exception types that are the user's to fix (one line, exit status 2).
+
+    Imported when an error is handled, so that ``--help`` stays free of numpy.
+    """
+    from ..data.errors import DataFormatError
+    from ..device import DeviceError
+    from ..modelfile import ModelFileError
+    return (UserError, ModelFileError, DataFormatError, DeviceError)
 
 
 def _load_model(path: str, name: Optional[str]):
@@ -62,6 +62,10 @@ def _kind(model) -> str:
     return "dense" if hasattr(model, "embeddings_") else "standard"
 
 
+#: Above this many symbols the MAD is computed by metrics.cooc_mad_large (no m x m arrays).
+MAD_DENSE_MAX_SYMBOLS = 1000
+
+
 def _metric_values(met, model, seqs) -> dict:
     import numpy as np
     m = model.n_symbols
@@ -69,13 +73,19 @@ def _metric_values(met, model, seqs) -> dict:
     out["loglik"] = float(model.score(seqs))
     out["nll"] = float(met.normalized_nll(model, seqs))
     out["paper_nll"] = float(met.paper_nll(model, seqs))
-    try:
-        omega_data = met.empirical_cooc(seqs, m)
-    except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
-        omega_data = None
-    if omega_data is not None:
-        omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
-        out["mad"] = float(met.cooc_mad(omega_data, omega_model))
+    if m > MAD_DENSE_MAX_SYMBOLS:  # words: the same MAD without m x m arrays
+        try:
+            out["mad"] = met.cooc_mad_large(seqs, m, None, model.transmat_, model.emissionprob_)
+        except ValueError:
+            pass
+    else:
+        try:
+            omega_data = met.empirical_cooc(seqs, m)
+        except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
+            omega_data = None
+        if omega_data is not None:
+            omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
+            out["mad"] = float(met.cooc_mad(omega_data, omega_model))
     out["n_sequences"] = len(seqs)
     out["n_tokens"] = int(sum(len(s) for s in seqs))
     return {k: v for k, v in out.items() if not (isinstance(v, float) and np.isnan(v))}
