@@ -84,40 +84,27 @@ def cooc_mad(a, b) -> float:
 
 
 def cooc_mad_large(seqs: Any, n_symbols: int, startprob: Optional[np.ndarray], transmat,
-                   emissionprob, lengths=None, chunk: int = 1 << 16) -> float:
+                   emissionprob, lengths=None) -> float:
     """The same value as ``cooc_mad(empirical_cooc(seqs, m), analytic_cooc(startprob, A, B))``
     without any m x m array: for vocabularies of words.
 
-    Only the observed adjacent pairs of the data are non-zero in the empirical matrix, and the
-    model's matrix is non-negative and sums to ``s = pi^T A B 1``, so
-    ``sum |emp - model| = sum_observed |emp - model| + (s - sum_observed model)``.  The model's
-    entries at the observed pairs ``(a, b)`` are ``X[a] . B[:, b]`` with ``X = B^T diag(pi) A``
-    (m x n).  Cost O(nnz n + m n^2) time, O(nnz + m n) memory.
+    Only the observed adjacent pairs are non-zero in the empirical matrix and the model's
+    matrix is non-negative, so the MAD over all ``m^2`` entries follows from the observed pairs
+    (:func:`densehmm_core.cooc_sparse.sparse_mad`).  Cost O(nnz n + m n^2) time, O(nnz + m n)
+    memory.  ``startprob=None`` uses the stationary distribution.
 
-    Raises ``ValueError`` like :func:`empirical_cooc` when there is no adjacent pair.
+    Raises ``ValueError`` when there is no adjacent pair.
     """
+    from .cooc_sparse import pair_counts, sparse_mad
     m = int(n_symbols)
     seqs = as_sequences(seqs, lengths, n_symbols=m)
-    A = np.asarray(transmat, dtype=np.float64)
-    B = np.asarray(emissionprob, dtype=np.float64)
-    if startprob is None:
-        from .synthetic import stationary_distribution
-        pi = stationary_distribution(A)
-    else:
-        pi = np.asarray(startprob, dtype=np.float64)
-    keys = [s[:-1].astype(np.int64) * m + s[1:] for s in seqs if len(s) >= 2]
-    if not keys:
-        raise ValueError("no adjacent symbol pairs: every sequence has length 1")
-    pairs, counts = np.unique(np.concatenate(keys), return_counts=True)
-    emp = counts / counts.sum()
-    a, b = pairs // m, pairs % m
-    X = B.T @ (pi[:, None] * A)                      # (m, n)
-    model = np.empty(pairs.shape[0], dtype=np.float64)
-    for start in range(0, pairs.shape[0], chunk):
-        sl = slice(start, start + chunk)
-        model[sl] = np.einsum("kn,nk->k", X[a[sl]], B[:, b[sl]])
-    total = float((pi @ A) @ B.sum(axis=1))
-    return float((np.abs(emp - model).sum() + (total - model.sum())) / (m * m))
+    pi = None if startprob is None else np.asarray(startprob, dtype=np.float64)
+    try:
+        pc = pair_counts(seqs, m)
+    except ValueError:
+        raise ValueError("no adjacent symbol pairs: every sequence has length 1") from None
+    return float(sparse_mad(pi, np.asarray(transmat, dtype=np.float64), np.asarray(emissionprob, dtype=np.float64),
+                            pc))
 
 
 def total_loglik(model_or_loglik: Any, seqs) -> float:
