@@ -21,7 +21,7 @@ import numpy as np
 from .sequences import as_sequences, n_tokens
 
 __all__ = ["empirical_cooc", "analytic_cooc", "cooc_mad", "normalized_nll", "paper_nll",
-           "total_loglik", "tagging_scores", "cooc_mad_large"]
+           "total_loglik", "tagging_scores", "cooc_mad_large", "align_states"]
 
 
 def empirical_cooc(seqs: Any, n_symbols: int, lengths=None) -> np.ndarray:
@@ -234,3 +234,38 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
     o2o = float(C[rows, cols].sum()) / total
     return {"m1": m1, "one_to_one": o2o, "v_measure": _v_measure(C), "mapping": mapping,
             "one_to_one_mapping": one, "contingency": C, "n_tokens": total}
+
+
+def align_states(emission_ref, emission_other) -> np.ndarray:
+    """Match the states of one HMM to those of another by their emission distributions.
+
+    An HMM's states are identified only up to a permutation; before two models' matrices are
+    compared entry by entry, the states of ``other`` are put in the order of ``ref``.  The
+    permutation minimises the summed total-variation distance
+    ``0.5 * sum_k |B_ref[i, k] - B_other[perm[i], k]|`` over the states (Hungarian algorithm,
+    :func:`scipy.optimize.linear_sum_assignment`).
+
+    Parameters
+    ----------
+    emission_ref, emission_other : array_like (n, m)
+        Emission matrices of the two models (same n and m).
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        ``perm`` such that state ``perm[i]`` of ``other`` is matched to state ``i`` of ``ref``:
+        ``startprob_other[perm]``, ``transmat_other[np.ix_(perm, perm)]`` and
+        ``emission_other[perm]`` are ``other`` in ``ref``'s state order.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    a = np.asarray(emission_ref, dtype=np.float64)
+    b = np.asarray(emission_other, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"emission matrices must have the same shape (n, m); got {a.shape} and {b.shape}")
+    cost = 0.5 * np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2) if a.shape[1] <= 4096 else \
+        np.stack([0.5 * np.abs(a[i][None, :] - b).sum(axis=1) for i in range(a.shape[0])])
+    rows, cols = linear_sum_assignment(cost)
+    perm = np.empty(a.shape[0], dtype=np.int64)
+    perm[rows] = cols
+    return perm
