@@ -256,7 +256,8 @@ class Corpus:
         return counts, edges
 
     def statistics(self) -> Dict[str, Any]:
-        """JSON-able summary: counts, length statistics and histogram, symbol counts and frequencies."""
+        """JSON-able summary: counts, length statistics and histogram, symbol counts and frequencies,
+        and for tagged corpora the gold-tag counts (``tag_counts``, ``n_untagged_tokens``; None otherwise)."""
         L = self.lengths
         counts, edges = self.length_histogram()
         sc = self.symbol_counts
@@ -272,6 +273,10 @@ class Corpus:
             "length_histogram": {"counts": [int(c) for c in counts], "edges": [float(e) for e in edges]},
             "symbol_counts": {v: int(c) for v, c in zip(self.vocabulary, sc)},
             "symbol_frequencies": {v: int(c) / total for v, c in zip(self.vocabulary, sc)},
+            # gold tags (tagged corpora): tokens per tag, and tokens without a gold tag (extra files)
+            "tag_counts": None if self.tags is None else dict(zip(self.tag_vocabulary, self.tag_counts().tolist())),
+            "n_untagged_tokens": None if self.tags is None else int(sum(int(np.count_nonzero(t < 0))
+                                                                        for t in self.tags)),
         }
 
     # ------------------------------------------------------- encode / decode

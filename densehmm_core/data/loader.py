@@ -77,7 +77,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         CoNLL-U file) is a ``ValueError``.
     progress : callable, optional
         ``progress(bytes_read, total_bytes)``, called every few MB and at the end
-        (bytes of the file on disk, i.e. compressed bytes for ``.gz``).
+        (bytes of the file on disk, i.e. compressed bytes for ``.gz``), for ``path``
+        (not for ``extra`` files).
     extra : path or list of paths, optional
         Tagged corpora only: more files of unlabelled text for the same training corpus
         (e.g. Brown or CoNLL-2000 beside a gold CoNLL-U file).  Each is read in its own
