@@ -42,7 +42,7 @@ def _build_model(args, n_symbols: int):
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        kw = {"seed": args.seed}
+        kw = {"seed": args.seed, "device": args.device or "auto"}
         if args.iter is not None:
             kw["n_iter"] = args.iter
         if args.tol is not None:
@@ -82,7 +82,9 @@ def _build_model(args, n_symbols: int):
 
 
 def _final_metrics(model, train, test) -> dict:
-    """Normalised NLL (both variants) and co-occurrence MAD through densehmm_core.metrics."""
+    """Normalised NLL (both variants), co-occurrence MAD and, with gold tags, the tagging scores
+    (M-1, 1-1, V-measure of the Viterbi states on the sentences with gold tags) through
+    densehmm_core.metrics."""
     from .. import metrics as met
     out = {}
     for label, data in (("train", train), ("test", test)):
@@ -90,6 +92,12 @@ def _final_metrics(model, train, test) -> dict:
             continue
         for key, value in _metric_values(met, model, data.sequences).items():
             out[f"{label}_{key}"] = value
+        if getattr(data, "has_tags", False):  # gold tags (words or tags of a tagged corpus)
+            gold = data.labelled()
+            paths, _ = model.decode(gold.sequences)
+            scores = met.tagging_scores(paths, gold.tags, n_states=model.n_states, n_tags=gold.n_tags)
+            for key in ("m1", "one_to_one", "v_measure"):
+                out[f"{label}_{key}"] = scores[key]
     return out
 
 
@@ -223,7 +231,7 @@ def cmd_train(args) -> int:
                                 overwrite=bool(args.overwrite or resume_from or args.checkpoint_every))
     if not args.quiet:
         parts = [f"stopped: {stopped}"]
-        for k in ("train_nll", "test_nll", "test_mad"):
+        for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
             if k in metrics:
                 parts.append(f"{k} {metrics[k]:.6g}")
         _out("; ".join(parts))
@@ -269,6 +277,8 @@ def _apply_overrides(model, args) -> None:
     if args.method and kind == "dense" and args.method != method:
         raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
     done = _iterations_done(model)
+    if args.device:
+        model.device = args.device
     if kind == "standard":
         if args.iter is not None:
             model.n_iter = args.iter
@@ -280,8 +290,6 @@ def _apply_overrides(model, args) -> None:
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         return
-    if args.device:
-        model.device = args.device
     for opt in ("lr", "tol"):
         if getattr(args, opt) is not None:
             setattr(model, opt, getattr(args, opt))
