@@ -145,8 +145,9 @@ def cupy_status(device: int = 0):
     except Exception as e:   # cupy raises CUDARuntimeError, CUDADriverError, CompileException...
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         res = (False, f"CuPy {cupy.__version__} is installed but cannot use an NVIDIA GPU "
-                      f"({type(e).__name__}: {msg}); it needs an NVIDIA GPU, its driver, and the CuPy "
-                      f"wheel matching the driver's CUDA version ({CUPY_INSTALL_HINT})")
+                      f"({type(e).__name__}: {msg}); it needs an NVIDIA GPU with its driver and the CuPy "
+                      f"wheel for the driver's CUDA version: cupy-cuda12x or cupy-cuda13x "
+                      f"(nvidia-smi shows the CUDA version)")
     _CUPY_STATUS[device] = res
     return res
 
