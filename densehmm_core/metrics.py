@@ -160,6 +160,29 @@ def _flat_labels(x, what: str) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
+def _entropy(counts: np.ndarray) -> float:
+    c = counts[counts > 0].astype(np.float64)
+    p = c / c.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def _v_measure(C: np.ndarray) -> float:
+    """V-measure (beta = 1) of a (clusters x classes) contingency table, as scikit-learn defines it:
+    homogeneity = I(C; K) / H(C) (1 when H(C) = 0), completeness = I(C; K) / H(K) (1 when
+    H(K) = 0), V = 2 h c / (h + c) (0 when h + c = 0)."""
+    C = np.asarray(C, dtype=np.float64)
+    n = C.sum()
+    pk, pc = C.sum(axis=1), C.sum(axis=0)
+    h_c, h_k = _entropy(pc), _entropy(pk)
+    i, j = np.nonzero(C)
+    c = C[i, j]
+    mi = float(np.sum(c / n * (np.log(c) + np.log(n) - np.log(pk[i]) - np.log(pc[j]))))
+    mi = max(mi, 0.0)
+    h = mi / h_c if h_c else 1.0
+    comp = mi / h_k if h_k else 1.0
+    return 0.0 if h + comp == 0 else 2.0 * h * comp / (h + comp)
+
+
 def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
                    n_tags: Optional[int] = None) -> dict:
     """Score hidden-state sequences against gold tags (unsupervised part-of-speech induction).
@@ -182,7 +205,10 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
         ``one_to_one``: accuracy under the best one-to-one state-to-tag assignment
         (Hungarian algorithm, :func:`scipy.optimize.linear_sum_assignment`; with more
         states than tags the extra states count as wrong);
-        ``v_measure``: :func:`sklearn.metrics.v_measure_score` (gold, predicted);
+        ``v_measure``: the V-measure of Rosenberg & Hirschberg (2007), the harmonic mean of
+        homogeneity and completeness, computed from the contingency table; equal to
+        :func:`sklearn.metrics.v_measure_score` (gold, predicted) (tested against it; not
+        called, because importing ``sklearn.metrics`` costs seconds);
         ``mapping``: int array (n_states,), the M-1 tag of each state (ties: the lowest
         tag index; -1 for a state that labels no token);
         ``one_to_one_mapping``: int array (n_states,), the 1-1 tag of each state (-1: none);
@@ -195,7 +221,6 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
         Lengths differ, or no token has a gold tag.
     """
     from scipy.optimize import linear_sum_assignment
-    from sklearn.metrics import v_measure_score
 
     p = _flat_labels(pred_states, "pred_states")
     g = _flat_labels(gold_tags, "gold_tags")
@@ -220,5 +245,5 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
     one = np.full(n, -1, dtype=np.int64)
     one[rows] = cols
     o2o = float(C[rows, cols].sum()) / total
-    return {"m1": m1, "one_to_one": o2o, "v_measure": float(v_measure_score(g, p)), "mapping": mapping,
+    return {"m1": m1, "one_to_one": o2o, "v_measure": _v_measure(C), "mapping": mapping,
             "one_to_one_mapping": one, "contingency": C, "n_tokens": total}

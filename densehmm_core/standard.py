@@ -13,6 +13,10 @@ from .sequences import n_tokens
 __all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
 
 ENGINES = ("auto", "numpy", "cupy", "hmmlearn")
+#: The co-occurrence MAD (``mean |Omega_data - B^T diag(pi) A B|``, pi stationary) is reported in
+#: every Baum-Welch event, like the DenseHMM's, up to this many symbols; above it the O(m^2)
+#: matrices are not formed and events carry ``metrics["mad_skipped"]`` instead.
+MAD_MAX_SYMBOLS = 2000
 
 
 def n_parameters_standard(n: int, m: int) -> int:
@@ -160,6 +164,12 @@ class StandardHMM(BaseHMM):
             X = np.concatenate(seqs)[:, None]
             lengths = np.array([len(s) for s in seqs])
 
+        from .metrics import analytic_cooc, cooc_mad, empirical_cooc
+        m = self.emissionprob_.shape[1]
+        omega_emp = None
+        if m <= MAD_MAX_SYMBOLS and any(len(s) > 1 for s in seqs):
+            omega_emp = empirical_cooc(seqs, m)
+
         prev_ll = None
         for it in range(self.n_iter + 1):
             if cancel is not None and cancel.cancelled:
@@ -200,6 +210,10 @@ class StandardHMM(BaseHMM):
                 metrics["test_nll"] = -test_ll / e_tokens
             if prev_ll is not None:
                 metrics["delta_ll"] = ll - prev_ll
+            if omega_emp is not None:
+                metrics["mad"] = cooc_mad(omega_emp, analytic_cooc(None, self.transmat_, self.emissionprob_))
+            elif m > MAD_MAX_SYMBOLS:
+                metrics["mad_skipped"] = f"m = {m} > {MAD_MAX_SYMBOLS} symbols: the m x m co-occurrence is not formed"
             converged = prev_ll is not None and (ll - prev_ll) < self.tol
             done = converged or last
             yield ProgressEvent(

@@ -240,3 +240,18 @@ def test_ewt_with_conll2000_as_extra_text(shared_data):
     assert c.n_tokens == 25_147 + 47_377 and c.n_tags == 17
     assert c.labelled().n_tokens == 25_147 and c.provenance["extra"][0]["format"] == "conll"
     assert set(SHAPE_CLASSES) >= set(c.provenance["reader"]["shape_classes"])
+
+
+def test_encode_with_lowercase_and_shapes_keeps_tags():
+    model_vocab = [".", "dog", "runs", "the", "<unk-num>", "<unk-caps>", "<unk-cap>", "<unk-ed>", "<unk>"]
+    data = load(WORDS, observe="words")          # as written: The, NASA, Vinken, ...
+    enc = data.encode_with(model_vocab, unknown="<unk>", lowercase=True, shapes=True)
+    assert enc.decode(enc.sequences[0]) == ["the", "dog", "runs", "<unk>", "."]       # quickly: no <unk-ly>
+    assert enc.decode(enc.sequences[2])[:3] == ["<unk-caps>", "<unk-ed>", "<unk-num>"]
+    assert enc.decode(enc.sequences[3])[0] == "<unk-cap>"                               # Vinken
+    assert all(np.array_equal(a, b) for a, b in zip(enc.tags, data.tags))
+    step = enc.provenance["preprocessing"][-1]
+    assert step["lowercased_tokens"] == 2 and step["shape_class_tokens"] == 5          # The x2; 5 shaped
+    # without lower-casing "The" is unknown; capitalised, so it takes <unk-cap> first
+    plain = data.encode_with(model_vocab, unknown="<unk>", shapes=True)
+    assert plain.decode(plain.sequences[0])[0] == "<unk-cap>"

@@ -98,3 +98,17 @@ def test_cooc_mad_large_equals_the_dense_mad(seed, n, m, stationary):
     assert cooc_mad_large(seqs, m, pi, A, B, chunk=7) == pytest.approx(dense, rel=1e-10, abs=1e-15)
     with pytest.raises(ValueError, match="no adjacent"):
         cooc_mad_large([np.array([1]), np.array([2])], m, pi, A, B)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_v_measure_equals_scikit_learn(seed):
+    from sklearn.metrics import v_measure_score
+    rng = np.random.default_rng(seed)
+    n_tok = int(rng.integers(1, 400))
+    pred = rng.integers(0, int(rng.integers(1, 9)), size=n_tok)
+    gold = rng.integers(0, int(rng.integers(1, 7)), size=n_tok)
+    if seed == 5:   # a perfectly homogeneous but incomplete clustering
+        pred = np.arange(n_tok) % 11
+        gold = pred // 4
+    r = tagging_scores(pred, gold)
+    assert r["v_measure"] == pytest.approx(v_measure_score(gold, pred), rel=1e-12, abs=1e-15)

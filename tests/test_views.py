@@ -785,3 +785,49 @@ def test_dashboard_header_never_clips(qtbot):
     assert not w.is_elided()
     w.resize(180, w.height())
     assert w.is_elided()
+
+
+def test_curves_name_the_loss_and_explain_sparse_plots(qtbot):
+    """A co-occurrence stream: no "train" legend entry beside nothing and a note on the single test
+    NLL; an EM stream: the loss is named −Q per token (with a tooltip); Baum-Welch: MAD drawn."""
+    c = TrainingCurves(orientation="horizontal")
+    qtbot.addWidget(c)
+    cooc = [ProgressEvent(step=s, total=100, phase="cooc", loss=1.0 / (s + 1), metrics={"mad": 0.1 / (s + 1)})
+            for s in range(0, 100, 10)]
+    cooc.append(ProgressEvent(step=100, total=100, phase="cooc", loss=0.01, test_ll=-180.0,
+                              metrics={"mad": 0.001, "test_nll": 1.8}, done=True))
+    for ev in cooc:
+        c.add_event(ev)
+    assert c.loss_title() == "Co-occurrence loss"
+    assert c.legend_names("nll") == ["test"]
+    assert "computed once, at the end" in c.note("nll")
+    assert c.note("mad") == "" and c.note("loss") == ""
+    assert list(c.curve_data("test_nll")[1]) == [1.8]
+
+    c.clear()
+    assert c.legend_names("nll") == [] and c.loss_title() == "Training loss"
+    c.add_event(ProgressEvent(step=0, total=3, phase="em", loss=None, train_ll=-200.0,
+                              metrics={"train_nll": 2.0, "mad_skipped": "m = 9000 > 2000 symbols"}))
+    for s, q in ((1, 2.9), (2, 2.8)):
+        c.add_event(ProgressEvent(step=s, total=3, phase="em", loss=q, train_ll=-190.0 + s,
+                                  metrics={"train_nll": 1.9 - 0.01 * s}))
+    assert c.loss_title() == "EM objective −Q per token"
+    assert "−Q" in c.plots["loss"].toolTip() and "NLL" in c.plots["loss"].toolTip()
+    assert list(c.curve_data("loss")[0]) == [1.0, 2.0]  # no −Q for the initial model
+    assert c.legend_names("nll") == ["train"]
+    assert "m = 9000 > 2000 symbols" in c.note("mad")
+
+
+def test_standard_hmm_stream_fills_the_mad_plot(qtbot):
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(2)
+    seqs = [rng.integers(0, 5, size=30) for _ in range(8)]
+    model = StandardHMM(3, n_symbols=5, n_iter=4, seed=0)
+    c = TrainingCurves()
+    qtbot.addWidget(c)
+    for ev in model.iter_fit(seqs):
+        c.add_event(ev)
+    x, y = c.curve_data("mad")
+    assert len(y) == len(model.history_) and np.all(y > 0)
+    assert c.note("mad") == ""
+    assert c.loss_title() == "Training NLL per token (Baum-Welch)"

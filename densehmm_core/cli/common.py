@@ -70,9 +70,9 @@ def _metric_values(met, model, seqs) -> dict:
     import numpy as np
     m = model.n_symbols
     out = {}
-    out["loglik"] = float(model.score(seqs))
-    out["nll"] = float(met.normalized_nll(model, seqs))
-    out["paper_nll"] = float(met.paper_nll(model, seqs))
+    out["loglik"] = float(model.score(seqs))   # scored once; both NLLs divide it
+    out["nll"] = float(met.normalized_nll(out["loglik"], seqs))
+    out["paper_nll"] = float(met.paper_nll(out["loglik"], seqs))
     if m > MAD_DENSE_MAX_SYMBOLS:  # words: the same MAD without m x m arrays
         try:
             out["mad"] = met.cooc_mad_large(seqs, m, None, model.transmat_, model.emissionprob_)
