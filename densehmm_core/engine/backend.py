@@ -29,8 +29,8 @@ from ..device import GpuUnavailableError
 __all__ = ["ArrayBackend", "numpy_backend", "cupy_backend", "GpuUnavailableError",
            "cupy_status", "CUPY_INSTALL_HINT"]
 
-CUPY_INSTALL_HINT = ("pip install cupy-cuda12x (CUDA 12 driver) or cupy-cuda13x (CUDA 13 driver): "
-                     "match the CUDA version that nvidia-smi shows; or pip install 'densehmm-studio[gpu]'")
+CUPY_INSTALL_HINT = ("pip install cupy-cuda12x (CUDA 12 driver) or cupy-cuda13x (CUDA 13 driver), matching "
+                     "the CUDA version nvidia-smi shows (extras: densehmm-studio[gpu] or [gpu-cuda13])")
 
 
 class ArrayBackend:

@@ -19,7 +19,8 @@ Dirichlet parameters).  The GPU engine runs on all tokens; the numpy engine runs
 on all of them where that takes a few seconds and on a prefix of the sequences
 otherwise (n >= 256: its cost is linear in the tokens, so tokens per second is
 the comparable figure, and seconds per 1M-token E-step are extrapolated and
-marked ``*``).  Statistic: median wall time of the repetitions after one
+marked ``*``).  Statistic: median wall time (for numpy also the process CPU time,
+the steadier figure on a shared machine) of the repetitions after one
 warm-up call (CuPy compiles its kernels on first use); preparation (sorting,
 chunking, upload) is timed apart.  The GPU results are checked against numpy on
 the numpy prefix (maximal relative difference of the counts and log-likelihoods).
@@ -80,14 +81,16 @@ def prefix(seqs, max_tokens: int):
 
 
 def timed(fn, reps: int, warmup: int = 1):
+    """Median wall and process CPU seconds of ``reps`` calls after ``warmup`` calls, and the last result."""
     for _ in range(warmup):
         out = fn()
-    walls = []
+    walls, cpus = [], []
     for _ in range(reps):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         out = fn()
         walls.append(time.perf_counter() - t0)
-    return float(np.median(walls)), out
+        cpus.append(time.process_time() - c0)
+    return float(np.median(walls)), float(np.median(cpus)), out
 
 
 def gpu_engine(fake: bool):
@@ -159,8 +162,9 @@ def bench_estep(cfg, gpu, reps):
             row["numpy_prepare_s"] = time.perf_counter() - t0
             row["numpy_tokens"] = prep.n_tokens
             np_reps = reps if prep.n_tokens * n * n * 6 < 1e10 else 1
-            row["numpy_s"], ref = timed(lambda: cpu.statistics(pi, A, B, prep), np_reps,
-                                        warmup=1 if np_reps > 1 else 0)
+            row["numpy_s"], row["numpy_cpu_s"], ref = timed(lambda: cpu.statistics(pi, A, B, prep), np_reps,
+                                                            warmup=1 if np_reps > 1 else 0)
+            row["numpy_cpu_s_per_1M"] = row["numpy_cpu_s"] * 1e6 / prep.n_tokens
             row["numpy_tok_per_s"] = prep.n_tokens / row["numpy_s"]
             row["numpy_s_per_1M"] = row["numpy_s"] * 1e6 / prep.n_tokens
             if gpu is not None:
@@ -168,7 +172,7 @@ def bench_estep(cfg, gpu, reps):
                 gprep = gpu.prepare(seqs, n)
                 row["gpu_prepare_s"] = time.perf_counter() - t0
                 row["gpu_chunks"] = len(gprep.chunks)
-                row["gpu_s"], _ = timed(lambda: gpu.statistics(pi, A, B, gprep), reps)
+                row["gpu_s"], _, _ = timed(lambda: gpu.statistics(pi, A, B, gprep), reps)
                 row["gpu_tok_per_s"] = n_tok / row["gpu_s"]
                 row["gpu_s_per_1M"] = row["gpu_s"] * 1e6 / n_tok
                 row["speedup"] = row["gpu_tok_per_s"] / row["numpy_tok_per_s"]
@@ -182,7 +186,7 @@ def bench_estep(cfg, gpu, reps):
 def print_row(r, with_gpu):
     star = "*" if r["numpy_tokens"] < r["tokens"] else " "
     line = (f"n={r['n']:5d} m={r['m']:6d}  numpy {r['numpy_s_per_1M']:9.3f} s/1M{star} "
-            f"{r['numpy_tok_per_s']:12.0f} tok/s ({r['numpy_tokens']} tokens)")
+            f"(CPU time {r['numpy_cpu_s_per_1M']:9.3f}) {r['numpy_tok_per_s']:10.0f} tok/s ({r['numpy_tokens']} tokens)")
     if with_gpu:
         line += (f" | gpu {r['gpu_s_per_1M']:8.4f} s/1M {r['gpu_tok_per_s']:12.0f} tok/s "
                  f"({r['gpu_chunks']} chunk(s), prepare {r['gpu_prepare_s']:.2f} s) | "
