@@ -96,7 +96,7 @@ def cupy_gpus() -> List[str]:
             name = rt.getDeviceProperties(i)["name"]
             names.append(name.decode() if isinstance(name, bytes) else str(name))
         return names
-    except Exception:   # not installed, no driver, no GPU: no CuPy GPUs
+    except Exception:  # noqa: BLE001 - not installed, broken, no driver, no GPU: no CuPy GPUs
         return []
 
 

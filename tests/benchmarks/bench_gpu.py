@@ -130,7 +130,7 @@ def machine_info(fake: bool) -> dict:
             info["gpu_memory_gib"] = round(props["totalGlobalMem"] / 2 ** 30, 1)
             info["cuda_runtime"] = cupy.cuda.runtime.runtimeGetVersion()
             info["cuda_driver"] = cupy.cuda.runtime.driverGetVersion()
-        except Exception as e:  # no CuPy or no GPU: recorded, not fatal
+        except Exception as e:  # noqa: BLE001 - no CuPy or no GPU: recorded, not fatal
             info["gpu"] = f"unavailable ({type(e).__name__})"
     return info
 
@@ -186,7 +186,8 @@ def bench_estep(cfg, gpu, reps):
 def print_row(r, with_gpu):
     star = "*" if r["numpy_tokens"] < r["tokens"] else " "
     line = (f"n={r['n']:5d} m={r['m']:6d}  numpy {r['numpy_s_per_1M']:9.3f} s/1M{star} "
-            f"(CPU time {r['numpy_cpu_s_per_1M']:9.3f}) {r['numpy_tok_per_s']:10.0f} tok/s ({r['numpy_tokens']} tokens)")
+            f"(CPU time {r['numpy_cpu_s_per_1M']:9.3f}) {r['numpy_tok_per_s']:10.0f} tok/s "
+            f"({r['numpy_tokens']} tokens)")
     if with_gpu:
         line += (f" | gpu {r['gpu_s_per_1M']:8.4f} s/1M {r['gpu_tok_per_s']:12.0f} tok/s "
                  f"({r['gpu_chunks']} chunk(s), prepare {r['gpu_prepare_s']:.2f} s) | "
