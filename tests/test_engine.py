@@ -313,7 +313,7 @@ def test_float64_agreement_with_the_numpy_engine(engine):
     np.testing.assert_allclose(engine.loglik(pi, A, B, seqs), b.loglik, rtol=RTOL)
     for x, y in zip(engine.posteriors(pi, A, B, seqs), ref.posteriors(pi, A, B, seqs)):
         np.testing.assert_allclose(x, y, rtol=RTOL, atol=1e-12)
-    (pa, la), (pb, lb) = engine.viterbi(pi, A, B, seqs), ref.viterbi(pi, A, B, seqs)
+    (pa, la), (_pb, lb) = engine.viterbi(pi, A, B, seqs), ref.viterbi(pi, A, B, seqs)
     np.testing.assert_allclose(la, lb, rtol=RTOL)
     for x, s, lp in zip(pa, seqs, la):
         np.testing.assert_allclose(joint_logprob(pi, A, B, x, s), lp, rtol=RTOL)
