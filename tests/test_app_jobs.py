@@ -152,6 +152,20 @@ def test_sweep_creates_the_paper_grid(window, qtbot):
     qtbot.waitUntil(lambda: all(j.state.is_final for j in fair), timeout=60000)
 
 
+def test_finished_sweep_jobs_fill_the_sweep_view(window, qtbot):
+    from app.jobs import JobState
+    jobs = window.start_sweep(spec("standard", steps=3), 1)
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=120000)
+    done = [j for j in jobs if j.state == JobState.FINISHED]
+    view = window.dashboard.sweep
+    assert len(done) == len(jobs) and len(view.rows()) == len(done)
+    ns, med, _q25, _q75 = view.series("nll")["standard"]
+    want = {j.spec["n"]: j.history[-1]["test_nll"] for j in done}
+    assert list(ns) == sorted(want) and med.tolist() == [want[n] for n in sorted(want)]
+    assert view.series("mad")["standard"][1].tolist() == [
+        {j.spec["n"]: j.history[-1]["mad"] for j in done}[n] for n in sorted(want)]
+
+
 def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_path):
     from app.jobs import JobState
     from densehmm_core.modelfile import list_models, load_model

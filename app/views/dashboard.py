@@ -38,6 +38,7 @@ from .decode import DecodeView
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
+from .sweep import SweepView
 
 __all__ = ["Dashboard", "model_params"]
 
@@ -97,6 +98,7 @@ class Dashboard(QtWidgets.QWidget):
         self.decode = DecodeView()
         self.overview = OverviewView()
         self.compare = CompareView()
+        self.sweep = SweepView()
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -126,13 +128,15 @@ class Dashboard(QtWidgets.QWidget):
         self.tabs.addTab(self.decode, "Decode")
         self.tabs.addTab(self.overview, "Overview")
         self.tabs.addTab(self.compare, "Compare")
+        self.tabs.addTab(self.sweep, "Sweep")
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
 
         names = {"transmat": self.transmat, "emission": self.emission, "startprob": self.startprob,
                  "embeddings": self.embeddings, "curves": self.curves, "decode": self.decode,
-                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps}
+                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps,
+                 "sweep": self.sweep}
         for name, w in names.items():
             w.setObjectName(name)
         # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
@@ -156,9 +160,9 @@ class Dashboard(QtWidgets.QWidget):
                                     on_exported=exported)
         add_export_context_menu(self.heatmaps, default_dir, name=lambda: self.file_name("matrices"), extra=extra,
                                 on_exported=exported)
-        for name in ("decode", "overview", "compare"):
+        for name in ("decode", "overview", "compare", "sweep"):
             add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v),
-                                    extra=[csv] if name != "compare" else (), on_exported=exported)
+                                    extra=[csv] if name in ("decode", "overview") else (), on_exported=exported)
         add_export_context_menu(self.live, default_dir, name=lambda: self.file_name("dashboard"), extra=[csv],
                                 on_exported=exported)
         # while the live page is hidden (another tab, or the dashboard not shown) its views only
@@ -216,7 +220,7 @@ class Dashboard(QtWidgets.QWidget):
         return {"dashboard": self, "live": self.live, "matrices": self.heatmaps, "transmat": self.transmat,
                 "emission": self.emission, "startprob": self.startprob, "embeddings": self.embeddings,
                 "curves": self.curves, "decode": self.decode, "overview": self.overview,
-                "compare": self.compare}
+                "compare": self.compare, "sweep": self.sweep}
 
     def set_file_stem(self, stem: Optional[str]) -> None:
         """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see

@@ -79,6 +79,11 @@ class JobsMixin:
 
     def _job_finished(self, job: Job) -> None:
         self.jobs_panel.update_job(job)
+        if job.sweep and job.state == JobState.FINISHED and job.spec and hasattr(self.dashboard, "sweep"):
+            # the sweep summary (NLL and MAD against n, l per kind) fills as the sweep's jobs finish
+            from ..views.sweep import row_from_spec
+            from .results import job_metrics
+            self.dashboard.sweep.add_row(row_from_spec(job.spec, job_metrics(job), job.id))
         level = "info" if job.state in (JobState.FINISHED, JobState.CANCELLED) else "error"
         self.log_panel.log(f"Job {job.id} '{job.name}' {job.state.value}: {job.reason} "
                            f"after {job.elapsed:.1f} s", level)
