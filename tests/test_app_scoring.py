@@ -62,7 +62,8 @@ def _open(qtbot, window, paths):
     n = len(window.datasets)
     window.open_files(paths)
     qtbot.waitUntil(lambda: len(window.datasets) == n + len(paths) and not window.loading, timeout=30000)
-    return window.datasets[n:]
+    by_path = {d.path: d for d in window.datasets[n:]}      # loads finish in any order
+    return [by_path[os.path.abspath(p)] for p in paths]
 
 
 def _finished_job(window, model, ds):
@@ -99,8 +100,9 @@ def test_a_model_scores_and_decodes_a_file_with_fewer_symbols(window, qtbot, tmp
     window.jobs_panel.select(job)
     dec = window.dashboard.decode
     assert dec.data_box.isVisibleTo(dec) and dec.data_box.count() == 2
-    dec.data_box.setCurrentIndex(1)
-    dec.data_box.activated.emit(1)
+    ib = window.datasets.index(b)
+    dec.data_box.setCurrentIndex(ib)
+    dec.data_box.activated.emit(ib)
     assert dec.sequence_count() == len(without_x)
     idx = dec.find_sequence("q5")
     assert idx is not None and dec._names[idx] == "q5" and dec.current_index() == idx
