@@ -21,7 +21,7 @@ import numpy as np
 from .sequences import as_sequences, n_tokens
 
 __all__ = ["empirical_cooc", "analytic_cooc", "cooc_mad", "normalized_nll", "paper_nll",
-           "total_loglik", "tagging_scores", "cooc_mad_large"]
+           "total_loglik", "tagging_scores", "cooc_mad_large", "align_states"]
 
 
 def empirical_cooc(seqs: Any, n_symbols: int, lengths=None) -> np.ndarray:
@@ -84,40 +84,27 @@ def cooc_mad(a, b) -> float:
 
 
 def cooc_mad_large(seqs: Any, n_symbols: int, startprob: Optional[np.ndarray], transmat,
-                   emissionprob, lengths=None, chunk: int = 1 << 16) -> float:
+                   emissionprob, lengths=None) -> float:
     """The same value as ``cooc_mad(empirical_cooc(seqs, m), analytic_cooc(startprob, A, B))``
     without any m x m array: for vocabularies of words.
 
-    Only the observed adjacent pairs of the data are non-zero in the empirical matrix, and the
-    model's matrix is non-negative and sums to ``s = pi^T A B 1``, so
-    ``sum |emp - model| = sum_observed |emp - model| + (s - sum_observed model)``.  The model's
-    entries at the observed pairs ``(a, b)`` are ``X[a] . B[:, b]`` with ``X = B^T diag(pi) A``
-    (m x n).  Cost O(nnz n + m n^2) time, O(nnz + m n) memory.
+    Only the observed adjacent pairs are non-zero in the empirical matrix and the model's
+    matrix is non-negative, so the MAD over all ``m^2`` entries follows from the observed pairs
+    (:func:`densehmm_core.cooc_sparse.sparse_mad`).  Cost O(nnz n + m n^2) time, O(nnz + m n)
+    memory.  ``startprob=None`` uses the stationary distribution.
 
-    Raises ``ValueError`` like :func:`empirical_cooc` when there is no adjacent pair.
+    Raises ``ValueError`` when there is no adjacent pair.
     """
+    from .cooc_sparse import pair_counts, sparse_mad
     m = int(n_symbols)
     seqs = as_sequences(seqs, lengths, n_symbols=m)
-    A = np.asarray(transmat, dtype=np.float64)
-    B = np.asarray(emissionprob, dtype=np.float64)
-    if startprob is None:
-        from .synthetic import stationary_distribution
-        pi = stationary_distribution(A)
-    else:
-        pi = np.asarray(startprob, dtype=np.float64)
-    keys = [s[:-1].astype(np.int64) * m + s[1:] for s in seqs if len(s) >= 2]
-    if not keys:
-        raise ValueError("no adjacent symbol pairs: every sequence has length 1")
-    pairs, counts = np.unique(np.concatenate(keys), return_counts=True)
-    emp = counts / counts.sum()
-    a, b = pairs // m, pairs % m
-    X = B.T @ (pi[:, None] * A)                      # (m, n)
-    model = np.empty(pairs.shape[0], dtype=np.float64)
-    for start in range(0, pairs.shape[0], chunk):
-        sl = slice(start, start + chunk)
-        model[sl] = np.einsum("kn,nk->k", X[a[sl]], B[:, b[sl]])
-    total = float((pi @ A) @ B.sum(axis=1))
-    return float((np.abs(emp - model).sum() + (total - model.sum())) / (m * m))
+    pi = None if startprob is None else np.asarray(startprob, dtype=np.float64)
+    try:
+        pc = pair_counts(seqs, m)
+    except ValueError:
+        raise ValueError("no adjacent symbol pairs: every sequence has length 1") from None
+    return float(sparse_mad(pi, np.asarray(transmat, dtype=np.float64), np.asarray(emissionprob, dtype=np.float64),
+                            pc))
 
 
 def total_loglik(model_or_loglik: Any, seqs) -> float:
@@ -247,3 +234,38 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
     o2o = float(C[rows, cols].sum()) / total
     return {"m1": m1, "one_to_one": o2o, "v_measure": _v_measure(C), "mapping": mapping,
             "one_to_one_mapping": one, "contingency": C, "n_tokens": total}
+
+
+def align_states(emission_ref, emission_other) -> np.ndarray:
+    """Match the states of one HMM to those of another by their emission distributions.
+
+    An HMM's states are identified only up to a permutation; before two models' matrices are
+    compared entry by entry, the states of ``other`` are put in the order of ``ref``.  The
+    permutation minimises the summed total-variation distance
+    ``0.5 * sum_k |B_ref[i, k] - B_other[perm[i], k]|`` over the states (Hungarian algorithm,
+    :func:`scipy.optimize.linear_sum_assignment`).
+
+    Parameters
+    ----------
+    emission_ref, emission_other : array_like (n, m)
+        Emission matrices of the two models (same n and m).
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        ``perm`` such that state ``perm[i]`` of ``other`` is matched to state ``i`` of ``ref``:
+        ``startprob_other[perm]``, ``transmat_other[np.ix_(perm, perm)]`` and
+        ``emission_other[perm]`` are ``other`` in ``ref``'s state order.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    a = np.asarray(emission_ref, dtype=np.float64)
+    b = np.asarray(emission_other, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"emission matrices must have the same shape (n, m); got {a.shape} and {b.shape}")
+    cost = 0.5 * np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2) if a.shape[1] <= 4096 else \
+        np.stack([0.5 * np.abs(a[i][None, :] - b).sum(axis=1) for i in range(a.shape[0])])
+    rows, cols = linear_sum_assignment(cost)
+    perm = np.empty(a.shape[0], dtype=np.int64)
+    perm[rows] = cols
+    return perm

@@ -38,6 +38,9 @@ def test_words_mode_has_aligned_gold_tags():
     assert c.tag_vocabulary == sorted({u for s in GOLD for _, u, _ in s})
     assert _rows(c) == [([w for w, _, _ in s], [u for _, u, _ in s]) for s in GOLD]
     assert all(t.dtype == np.int32 for t in c.tags) and c.has_tags and c.n_tags == 10
+    st = c.statistics()
+    assert st["tag_counts"]["NOUN"] == 5 and st["tag_counts"]["PUNCT"] == 5 and st["n_untagged_tokens"] == 0
+    assert sum(st["tag_counts"].values()) == c.n_tokens == 26
     assert c.names == ["s1", "s2", "s3", "s4", "s5"]
     x = load(WORDS, observe="words", tagset="xpos")
     assert [[x.tag_vocabulary[i] for i in t] for t in x.tags] == [[p for _, _, p in s] for s in GOLD]
@@ -172,6 +175,7 @@ def test_extra_files_make_one_training_corpus():
     assert "vinken" not in gold.vocabulary
     assert c.n_sequences == 7 and c.names[5:] == ["words_extra.txt:line 2", "words_extra.txt:line 4"]
     assert all((t == NO_TAG).all() for t in c.tags[5:]) and all((t >= 0).all() for t in c.tags[:5])
+    assert c.statistics()["n_untagged_tokens"] == 7
     assert c.tag_vocabulary == gold.tag_vocabulary      # extra files add no tags (theirs are not gold)
     lab = c.labelled()
     assert lab.n_sequences == 5 and [list(t) for t in lab.tags] == [list(t) for t in gold.tags]

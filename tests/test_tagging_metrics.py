@@ -95,7 +95,7 @@ def test_cooc_mad_large_equals_the_dense_mad(seed, n, m, stationary):
     pi = None if stationary else rng.dirichlet(np.ones(n))
     seqs = [rng.integers(0, m, size=int(k)) for k in rng.integers(1, 30, size=25)]
     dense = cooc_mad(empirical_cooc(seqs, m), analytic_cooc(pi, A, B))
-    assert cooc_mad_large(seqs, m, pi, A, B, chunk=7) == pytest.approx(dense, rel=1e-10, abs=1e-15)
+    assert cooc_mad_large(seqs, m, pi, A, B) == pytest.approx(dense, rel=1e-10, abs=1e-15)
     with pytest.raises(ValueError, match="no adjacent"):
         cooc_mad_large([np.array([1]), np.array([2])], m, pi, A, B)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -256,7 +256,8 @@ class Corpus:
         return counts, edges
 
     def statistics(self) -> Dict[str, Any]:
-        """JSON-able summary: counts, length statistics and histogram, symbol counts and frequencies."""
+        """JSON-able summary: counts, length statistics and histogram, symbol counts and frequencies,
+        and for tagged corpora the gold-tag counts (``tag_counts``, ``n_untagged_tokens``; None otherwise)."""
         L = self.lengths
         counts, edges = self.length_histogram()
         sc = self.symbol_counts
@@ -272,6 +273,10 @@ class Corpus:
             "length_histogram": {"counts": [int(c) for c in counts], "edges": [float(e) for e in edges]},
             "symbol_counts": {v: int(c) for v, c in zip(self.vocabulary, sc)},
             "symbol_frequencies": {v: int(c) / total for v, c in zip(self.vocabulary, sc)},
+            # gold tags (tagged corpora): tokens per tag, and tokens without a gold tag (extra files)
+            "tag_counts": None if self.tags is None else dict(zip(self.tag_vocabulary, self.tag_counts().tolist())),
+            "n_untagged_tokens": None if self.tags is None else int(sum(int(np.count_nonzero(t < 0))
+                                                                        for t in self.tags)),
         }
 
     # ------------------------------------------------------- encode / decode
@@ -403,7 +408,7 @@ class Corpus:
         c.tag_vocabulary = self.tag_vocabulary
         return c
 
-    def select(self, indices: Sequence[int], step: Optional[Dict[str, Any]] = None) -> "Corpus":
+    def select(self, indices: Union[Sequence[int], np.ndarray], step: Optional[Dict[str, Any]] = None) -> "Corpus":
         """A Corpus with the sequences at ``indices`` (same vocabulary)."""
         idx = [int(i) for i in np.asarray(indices, dtype=np.int64).ravel()]
         if not idx:
@@ -479,13 +484,13 @@ class Corpus:
         c = self
         if dedupe:
             seen = set()
-            keep = []
+            first: List[int] = []
             for i, s in enumerate(c.sequences):
                 h = hashlib.blake2b(s.tobytes(), digest_size=16).digest()
                 if h not in seen:
                     seen.add(h)
-                    keep.append(i)
-            c = c.select(keep, step={"step": "dedupe", "removed": c.n_sequences - len(keep)})
+                    first.append(i)
+            c = c.select(first, step={"step": "dedupe", "removed": c.n_sequences - len(first)})
         if subset is not None:
             n = int(subset)
             if n < 1:

@@ -77,7 +77,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         CoNLL-U file) is a ``ValueError``.
     progress : callable, optional
         ``progress(bytes_read, total_bytes)``, called every few MB and at the end
-        (bytes of the file on disk, i.e. compressed bytes for ``.gz``).
+        (bytes of the file on disk, i.e. compressed bytes for ``.gz``), for ``path``
+        (not for ``extra`` files).
     extra : path or list of paths, optional
         Tagged corpora only: more files of unlabelled text for the same training corpus
         (e.g. Brown or CoNLL-2000 beside a gold CoNLL-U file).  Each is read in its own
@@ -269,6 +270,7 @@ def _read_extra(spec, main_opts: Dict[str, Any], encoder: TokenEncoder):
         opts = dict(READER_DEFAULTS[fmt])
         opts.update({k: v for k, v in main_opts.items() if k in opts})
         part = _read_tokens(src, fmt, opts, encoder, gold=False, name_prefix=f"{src.name}:")
-        prov = {"file": src.name, "path": src.path if src.is_stdin else os.path.abspath(src.path), "size": src.size, "sha256": src.sha256(),
+        prov = {"file": src.name, "path": src.path if src.is_stdin else os.path.abspath(src.path), "size": src.size,
+                "sha256": src.sha256(),
                 "compressed": src.compressed, "format": fmt, "options": _jsonable(opts), "reader": part["info"]}
     return prov, part["warnings"]
