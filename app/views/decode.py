@@ -196,13 +196,9 @@ class DecodeView(QtWidgets.QWidget):
             self.spin.blockSignals(False)
         seq = self._seqs[index]
         try:
-            if hasattr(self._model, "decode"):
-                paths, logprobs = self._model.decode([seq])
-                path = as_single(paths)
-                self._logprob = float(np.asarray(logprobs).reshape(-1)[0])
-            else:
-                path = as_single(self._model.predict([seq]))
-                self._logprob = None
+            paths, logprobs = self._model.decode([seq])
+            path = as_single(paths)
+            self._logprob = float(np.asarray(logprobs).reshape(-1)[0])
             post = as_single(self._model.predict_proba([seq]))
         except Exception as exc:  # noqa: BLE001 - shown in the view; the view must never take the app down
             self._show_error(f"Decoding sequence {index} failed: {exc}")
