@@ -170,7 +170,7 @@ def load_models(path: str) -> ModelSet:
 
 
 def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None):
-    """Read one file (runs on a worker thread): a DataSet for data, a ModelSet for .h5 files.
+    """Read one file (runs on a background thread): a DataSet for data, a ModelSet for .h5 files.
 
     ``progress(bytes_read, total_bytes)`` is passed to ``densehmm_core.data.load`` for data
     files (model files report nothing: their size says little about the reading time).

@@ -313,7 +313,7 @@ def test_float64_agreement_with_the_numpy_engine(engine):
     np.testing.assert_allclose(engine.loglik(pi, A, B, seqs), b.loglik, rtol=RTOL)
     for x, y in zip(engine.posteriors(pi, A, B, seqs), ref.posteriors(pi, A, B, seqs)):
         np.testing.assert_allclose(x, y, rtol=RTOL, atol=1e-12)
-    (pa, la), (pb, lb) = engine.viterbi(pi, A, B, seqs), ref.viterbi(pi, A, B, seqs)
+    (pa, la), (_pb, lb) = engine.viterbi(pi, A, B, seqs), ref.viterbi(pi, A, B, seqs)
     np.testing.assert_allclose(la, lb, rtol=RTOL)
     for x, s, lp in zip(pa, seqs, la):
         np.testing.assert_allclose(joint_logprob(pi, A, B, x, s), lp, rtol=RTOL)
@@ -364,20 +364,26 @@ def test_prepared_sequences_belong_to_their_engine():
 # --------------------------------------------------------------- choosing engines
 @pytest.fixture
 def fresh_cupy_status(monkeypatch):
-    """An empty CuPy probe cache, restored afterwards."""
+    """An empty CuPy probe cache (and no fallback warned about yet), restored afterwards."""
+    import densehmm_core.engine as engine_pkg
     monkeypatch.setattr(backend_mod, "_CUPY_STATUS", {})
+    monkeypatch.setattr(engine_pkg, "_WARNED", set())
 
 
-def test_missing_cupy_is_a_clear_error(monkeypatch, fresh_cupy_status):
+def test_missing_cupy_is_a_clear_error(monkeypatch, fresh_cupy_status, caplog):
     monkeypatch.setitem(sys.modules, "cupy", None)          # import cupy -> ImportError
     with pytest.raises(GpuUnavailableError, match=r"CuPy is not installed.*pip install cupy-cuda12x.*cupy-cuda13x"):
         CupyEngine()
     with pytest.raises(GpuUnavailableError, match="not installed"):
         engine_for("cupy", "gpu")
     assert available_engines() == ["numpy"]
-    # engine="auto" falls back to numpy whatever the device
-    for device in ("auto", "gpu", "/GPU:1"):
-        assert engine_for("auto", device).name == "numpy"
+    # engine="auto" falls back to numpy whatever the device; a named GPU gets one warning
+    with caplog.at_level("WARNING", logger="densehmm_core.engine"):
+        for device in ("auto", "gpu", "/GPU:1", "gpu"):
+            assert engine_for("auto", device).name == "numpy"
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2 and all("runs on the CPU (numpy): CuPy is not installed" in w for w in warned)
+    assert warned[0].startswith("device 'gpu'") and warned[1].startswith("device '/GPU:1'")
 
 
 def fake_cupy_without_gpu():

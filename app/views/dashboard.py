@@ -19,15 +19,18 @@ curve items with ``setData``; axes and labels are rebuilt only when shapes chang
 ranges only when the data leave them.  While the live page is hidden (another tab is
 current, or the dashboard is not shown) events are only recorded; the newest snapshot
 and the curves are drawn when the page shows, before an export, or on :meth:`image_data`.
+When to draw is not decided here: the parts of an update go through a
+:class:`app.live.DrawQueue`; which job's events arrive, and how often, is
+:class:`app.live.LiveFeed`'s business.
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from ..live import DrawQueue
 from .common import HeaderLabel, fmt_value
 from .compare import CompareView
 from .curves import TrainingCurves
@@ -35,6 +38,7 @@ from .decode import DecodeView
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
+from .sweep import SweepView
 
 __all__ = ["Dashboard", "model_params"]
 
@@ -81,12 +85,9 @@ class Dashboard(QtWidgets.QWidget):
         self._model = None
         self._has_initial = False
         self._last_step: Optional[int] = None
-        self._pending_params: Optional[dict] = None  # newest snapshot not drawn (live page hidden)
-        self._stages: Dict[str, tuple] = {}  # queued parts of a live update (see _stage)
-        self._stage_timer = QtCore.QTimer(self)
-        self._stage_timer.setSingleShot(True)
-        self._stage_timer.timeout.connect(self._run_stage)
-        self._stage_cost = 0.0
+        # queued parts of a live update: one per event-loop turn, held while the live page is hidden
+        self._stages = DrawQueue(self, gap_ms=STAGE_GAP_MS, visible=self.live_visible,
+                                 on_drawn=self.sigLiveDrawn.emit)
 
         self.heatmaps = ParameterHeatmaps(fixed_range=False)
         self.transmat = self.heatmaps.transmat
@@ -97,6 +98,7 @@ class Dashboard(QtWidgets.QWidget):
         self.decode = DecodeView()
         self.overview = OverviewView()
         self.compare = CompareView()
+        self.sweep = SweepView()
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -126,13 +128,15 @@ class Dashboard(QtWidgets.QWidget):
         self.tabs.addTab(self.decode, "Decode")
         self.tabs.addTab(self.overview, "Overview")
         self.tabs.addTab(self.compare, "Compare")
+        self.tabs.addTab(self.sweep, "Sweep")
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
 
         names = {"transmat": self.transmat, "emission": self.emission, "startprob": self.startprob,
                  "embeddings": self.embeddings, "curves": self.curves, "decode": self.decode,
-                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps}
+                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps,
+                 "sweep": self.sweep}
         for name, w in names.items():
             w.setObjectName(name)
         # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
@@ -156,9 +160,9 @@ class Dashboard(QtWidgets.QWidget):
                                     on_exported=exported)
         add_export_context_menu(self.heatmaps, default_dir, name=lambda: self.file_name("matrices"), extra=extra,
                                 on_exported=exported)
-        for name in ("decode", "overview", "compare"):
+        for name in ("decode", "overview", "compare", "sweep"):
             add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v),
-                                    extra=[csv] if name != "compare" else (), on_exported=exported)
+                                    extra=[csv] if name in ("decode", "overview") else (), on_exported=exported)
         add_export_context_menu(self.live, default_dir, name=lambda: self.file_name("dashboard"), extra=[csv],
                                 on_exported=exported)
         # while the live page is hidden (another tab, or the dashboard not shown) its views only
@@ -179,13 +183,8 @@ class Dashboard(QtWidgets.QWidget):
         return self.live.isVisible()
 
     def _stage(self, name: str, fn, *args) -> None:
-        """Queue one view's part of a live update (a newer one replaces a queued one of the same
-        name).  The parts run one per event-loop turn, ``STAGE_GAP_MS`` apart, so each is painted
-        on its own and the GUI thread never spends one long stretch redrawing the whole page."""
-        self._stages.pop(name, None)
-        self._stages[name] = (fn, args)
-        if not self._stage_timer.isActive():
-            self._stage_timer.start(0)
+        """Queue one view's part of a live update (see :class:`app.live.DrawQueue`)."""
+        self._stages.put(name, fn, *args)
 
     def _stage_params(self, params: dict) -> None:
         h = self.heatmaps
@@ -197,44 +196,18 @@ class Dashboard(QtWidgets.QWidget):
         elif self.embeddings.mode() != "none":
             self._stage("embeddings", self.embeddings.clear)
 
-    def _run_stage(self) -> None:
-        if not self._stages:
-            return
-        name = next(iter(self._stages))
-        fn, args = self._stages.pop(name)
-        t0 = time.perf_counter()
-        fn(*args)
-        self._stage_cost += time.perf_counter() - t0
-        if self._stages:
-            self._stage_timer.start(STAGE_GAP_MS)
-        else:
-            cost, self._stage_cost = self._stage_cost, 0.0
-            self.sigLiveDrawn.emit(cost)
-
-    def _run_stage_now(self, name: str) -> None:
-        item = self._stages.pop(name, None)
-        if item is not None:
-            item[0](*item[1])
-
     @property
     def live_update_pending(self) -> bool:
         """Whether parts of a live update are still queued (they run from the event loop)."""
-        return bool(self._stages)
+        return self._stages.pending
 
     def run_stages(self) -> None:
         """Run every queued part of the live update now (before reading or exporting the views)."""
-        self._stage_timer.stop()
-        while self._stages:
-            name = next(iter(self._stages))
-            fn, args = self._stages.pop(name)
-            fn(*args)
+        self._stages.run_all()
 
     def flush(self) -> None:
         """Draw what the hidden live page recorded: the newest snapshot and the curves."""
         self.run_stages()
-        params, self._pending_params = self._pending_params, None
-        if params is not None:
-            self._show_params(params)
         self._safe("curves", self.curves.redraw)
 
     def _flush_if_visible(self) -> None:
@@ -247,7 +220,7 @@ class Dashboard(QtWidgets.QWidget):
         return {"dashboard": self, "live": self.live, "matrices": self.heatmaps, "transmat": self.transmat,
                 "emission": self.emission, "startprob": self.startprob, "embeddings": self.embeddings,
                 "curves": self.curves, "decode": self.decode, "overview": self.overview,
-                "compare": self.compare}
+                "compare": self.compare, "sweep": self.sweep}
 
     def set_file_stem(self, stem: Optional[str]) -> None:
         """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see
@@ -301,17 +274,11 @@ class Dashboard(QtWidgets.QWidget):
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        visible = self.live_visible()
-        self._run_stage_now("history")  # a queued history first: the event's point goes after it
+        self._stages.run("history")  # a queued history first: the event's point goes after it
         self._safe("curves", self.curves.add_event, ev, False)
-        if visible:
-            self._stage("curves", self._safe, "curves", self.curves.redraw)
+        self._stage("curves", self._safe, "curves", self.curves.redraw)
         if ev.params:
-            if visible:
-                self._pending_params = None
-                self._stage_params(ev.params)
-            else:
-                self._pending_params = ev.params
+            self._stage_params(ev.params)  # held (newest only) while the live page is hidden
             if not self._has_initial and ev.step == 0:
                 self._safe("overview", self.set_initial_params, ev.params)
             elif ev.step != 0:
@@ -336,7 +303,7 @@ class Dashboard(QtWidgets.QWidget):
         """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics);
         ``staged=True`` draws it from the event loop, as one part of a live update."""
         if staged:
-            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            self._stages.discard("curves")  # the history replaces whatever was drawn live
             self._stage("history", self._safe, "curves", self.curves.set_history, history)
         else:
             self.curves.set_history(history)
@@ -375,7 +342,6 @@ class Dashboard(QtWidgets.QWidget):
 
         params = model_params(model)
         if params:
-            self._pending_params = None
             if staged:
                 self._stage_params(params)
             else:
@@ -383,7 +349,7 @@ class Dashboard(QtWidgets.QWidget):
             part("overview", "overview", self.overview.set_final, params, "After training")
         hist = getattr(model, "history_", None)
         if hist:
-            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            self._stages.discard("curves")  # the history replaces whatever was drawn live
             part("history", "curves", self.curves.set_history, hist)
         part("decode", "decode", self.decode.set_model, model, corpus)
 
@@ -396,18 +362,12 @@ class Dashboard(QtWidgets.QWidget):
         self.flush()
         return self.heatmaps.image_data(name)
 
-    def _drop_stages(self) -> None:
-        self._stage_timer.stop()
-        self._stages.clear()
-        self._stage_cost = 0.0
-
     def clear(self) -> None:
         """Forget the current job / model (the vocabulary stays)."""
-        self._drop_stages()
+        self._stages.clear()
         self._model = None
         self._has_initial = False
         self._last_step = None
-        self._pending_params = None
         self.title.setText("No job selected")
         for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare):
             v.clear()

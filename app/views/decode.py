@@ -154,7 +154,7 @@ class DecodeView(QtWidgets.QWidget):
                 obs, _ = model.sample(N_SAMPLED, SAMPLED_LENGTH, seed=0)
                 self._seqs = [np.asarray(s).reshape(-1) for s in obs]
                 self._source = f"sampled from the model (seed 0, length {SAMPLED_LENGTH})"
-            except Exception as exc:  # the view must never take the app down
+            except Exception as exc:  # noqa: BLE001 - the view must never take the app down
                 self._seqs = []
                 self._show_error(f"No data set and sampling failed: {exc}")
                 return
@@ -175,15 +175,11 @@ class DecodeView(QtWidgets.QWidget):
             self.spin.blockSignals(False)
         seq = self._seqs[index]
         try:
-            if hasattr(self._model, "decode"):
-                paths, logprobs = self._model.decode([seq])
-                path = as_single(paths)
-                self._logprob = float(np.asarray(logprobs).reshape(-1)[0])
-            else:
-                path = as_single(self._model.predict([seq]))
-                self._logprob = None
+            paths, logprobs = self._model.decode([seq])
+            path = as_single(paths)
+            self._logprob = float(np.asarray(logprobs).reshape(-1)[0])
             post = as_single(self._model.predict_proba([seq]))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - shown in the view; the view must never take the app down
             self._show_error(f"Decoding sequence {index} failed: {exc}")
             return
         path = np.asarray(path).reshape(-1).astype(np.int64)

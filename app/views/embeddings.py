@@ -320,7 +320,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         try:
             px = self.plot.vb.viewPixelSize()
             pw, ph = float(px[0]), float(px[1])
-        except Exception:  # not laid out yet
+        except Exception:  # noqa: BLE001 - not laid out yet (pyqtgraph raises various errors then)
             pass
         taken: List[tuple] = []
         crowded = set()

@@ -29,8 +29,8 @@ from ..device import GpuUnavailableError
 __all__ = ["ArrayBackend", "numpy_backend", "cupy_backend", "GpuUnavailableError",
            "cupy_status", "CUPY_INSTALL_HINT"]
 
-CUPY_INSTALL_HINT = ("pip install cupy-cuda12x (CUDA 12 driver) or cupy-cuda13x (CUDA 13 driver): "
-                     "match the CUDA version that nvidia-smi shows; or pip install 'densehmm-studio[gpu]'")
+CUPY_INSTALL_HINT = ("pip install cupy-cuda12x (CUDA 12 driver) or cupy-cuda13x (CUDA 13 driver), matching "
+                     "the CUDA version nvidia-smi shows (extras: densehmm-studio[gpu] or [gpu-cuda13])")
 
 
 class ArrayBackend:
@@ -128,7 +128,7 @@ def cupy_status(device: int = 0):
         return _CUPY_STATUS[device]
     try:
         import cupy
-    except Exception as e:   # ImportError, or a broken install raising anything else
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install raising anything else
         res = (False, f"CuPy is not installed ({type(e).__name__}: {e}); {CUPY_INSTALL_HINT}")
         _CUPY_STATUS[device] = res
         return res
@@ -142,11 +142,12 @@ def cupy_status(device: int = 0):
                 x = cupy.arange(4, dtype=cupy.float64)
                 ok = float((x @ x).get()) == 14.0
             res = (True, "") if ok else (False, f"CuPy {cupy.__version__} computed a wrong result on GPU {device}")
-    except Exception as e:   # cupy raises CUDARuntimeError, CUDADriverError, CompileException...
+    except Exception as e:  # noqa: BLE001 - cupy raises CUDARuntimeError, CUDADriverError, CompileException...
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         res = (False, f"CuPy {cupy.__version__} is installed but cannot use an NVIDIA GPU "
-                      f"({type(e).__name__}: {msg}); it needs an NVIDIA GPU, its driver, and the CuPy "
-                      f"wheel matching the driver's CUDA version ({CUPY_INSTALL_HINT})")
+                      f"({type(e).__name__}: {msg}); it needs an NVIDIA GPU with its driver and the CuPy "
+                      f"wheel for the driver's CUDA version: cupy-cuda12x or cupy-cuda13x "
+                      f"(nvidia-smi shows the CUDA version)")
     _CUPY_STATUS[device] = res
     return res
 
