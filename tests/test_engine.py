@@ -485,3 +485,32 @@ def test_models_choose_their_engine_from_engine_and_device(monkeypatch, fresh_cu
     b = StandardHMM(2, n_iter=3, tol=-np.inf, seed=0, engine="numpy").fit(seqs)
     np.testing.assert_array_equal(a.transmat_, b.transmat_)
     assert StandardHMM(2, engine="hmmlearn", device="gpu")._engine() is get_engine("numpy")
+
+
+def test_every_call_runs_inside_the_backends_device_context():
+    """The GPU engine enters its device (a fresh context each time) around every call and prepare."""
+    import contextlib
+
+    from densehmm_core.engine.backend import ArrayBackend
+    import scipy.sparse
+    depth, entered = [0], []
+
+    @contextlib.contextmanager
+    def device():
+        depth[0] += 1
+        entered.append(depth[0])
+        try:
+            yield
+        finally:
+            depth[0] -= 1
+
+    eng = CupyEngine(backend=ArrayBackend(np, scipy.sparse, "numpy-in-a-context", free_bytes=lambda: 10 ** 6,
+                                          device=device))
+    rng = np.random.default_rng(9)
+    pi, A, B = rand_model(rng, 3, 4)
+    seqs = rand_seqs(rng, 4, 10, 8)
+    for method in (eng.loglik, eng.statistics, eng.posteriors, eng.viterbi):
+        n_before = len(entered)
+        method(pi, A, B, seqs)
+        assert len(entered) > n_before and depth[0] == 0, method.__name__
+    np.testing.assert_allclose(eng.loglik(pi, A, B, seqs), get_engine().loglik(pi, A, B, seqs), rtol=RTOL)

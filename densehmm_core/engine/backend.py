@@ -47,14 +47,16 @@ class ArrayBackend:
     free_bytes : callable or None
         Returns the memory (bytes) a new chunk may draw on; None = no memory-based
         chunking (the engine's ``chunk_elements`` applies).
-    device : object or None
-        A context manager entered around every engine call (``cupy.cuda.Device(i)``).
+    device : callable or None
+        Returns a fresh context manager entered around every engine call
+        (``lambda: cupy.cuda.Device(i)``; a new one each time, so nested and concurrent
+        calls from several threads never share one).
     to_host : callable or None
         Device array -> numpy array (default: ``numpy.asarray``).
     """
 
     def __init__(self, xp, sparse, name: str, free_bytes: Optional[Callable[[], int]] = None,
-                 device=None, to_host: Optional[Callable] = None) -> None:
+                 device: Optional[Callable] = None, to_host: Optional[Callable] = None) -> None:
         self.xp = xp
         self.sparse = sparse
         self.name = name
@@ -70,7 +72,7 @@ class ArrayBackend:
     # --------------------------------------------------------------- placement
     def context(self):
         """Context manager that makes this backend's device current."""
-        return self._device if self._device is not None else contextlib.nullcontext()
+        return self._device() if self._device is not None else contextlib.nullcontext()
 
     def to_device(self, a, dtype=None):
         """Host (or device) array -> array of this backend."""
@@ -165,13 +167,13 @@ def cupy_backend(device: int = 0) -> ArrayBackend:
         raise GpuUnavailableError(f"the cupy engine is unavailable: {reason}")
     import cupy
     import cupyx.scipy.sparse
-    dev = cupy.cuda.Device(int(device))
+    index = int(device)
 
     def free_bytes() -> int:
-        with dev:
+        with cupy.cuda.Device(index):
             free, _total = cupy.cuda.runtime.memGetInfo()
             # blocks CuPy's pool holds but no array uses are free for the next chunk too
             return int(free) + int(cupy.get_default_memory_pool().free_bytes())
 
-    return ArrayBackend(cupy, cupyx.scipy.sparse, f"cupy:{int(device)}", free_bytes=free_bytes,
-                        device=dev, to_host=cupy.asnumpy)
+    return ArrayBackend(cupy, cupyx.scipy.sparse, f"cupy:{index}", free_bytes=free_bytes,
+                        device=lambda: cupy.cuda.Device(index), to_host=cupy.asnumpy)
