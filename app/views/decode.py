@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from .common import (LabelAxis, Placeholder, as_single, label_axis_text, make_graphics_widget,
                      sequential_cmap, state_colors, style_plot, symbol_labels, theme_colors)
@@ -20,6 +20,8 @@ __all__ = ["DecodeView"]
 
 #: Initially visible window (positions) for long sequences; pan / zoom to see the rest.
 INITIAL_WINDOW = 250
+#: Positions listed in the words / gold / predicted tag table (a sentence fits; longer: the start).
+TAG_TABLE_MAX = 400
 #: Sequences sampled from the model when no data set is given.
 N_SAMPLED = 10
 SAMPLED_LENGTH = 120
@@ -59,6 +61,9 @@ class DecodeView(QtWidgets.QWidget):
         self._path: Optional[np.ndarray] = None
         self._post: Optional[np.ndarray] = None
         self._logprob: Optional[float] = None
+        self._gold: Optional[List[np.ndarray]] = None   # gold tags per sequence (tagged corpora)
+        self._tag_names: Optional[List[str]] = None
+        self._state_tags: Optional[np.ndarray] = None  # mapped tag of each state (M-1)
 
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
@@ -123,6 +128,15 @@ class DecodeView(QtWidgets.QWidget):
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.graphics)
         lay.addWidget(self.stack, 1)
+        # tagged corpora: the words with their gold tag and the mapped tag of their Viterbi state
+        self.tag_table = QtWidgets.QTableWidget(3, 0)
+        self.tag_table.setVerticalHeaderLabels(["word", "gold tag", "predicted"])
+        self.tag_table.horizontalHeader().setVisible(False)
+        self.tag_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.tag_table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.tag_table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+        self.tag_table.setVisible(False)
+        lay.addWidget(self.tag_table)
         self.status = QtWidgets.QLabel("")
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
@@ -148,6 +162,13 @@ class DecodeView(QtWidgets.QWidget):
             self._vocab = [str(s) for s in vocab]
         self._seqs = _sequences_of(data)
         self._names = _names_of(data, len(self._seqs)) if self._seqs else None
+        tags = getattr(data, "tags", None)
+        tag_names = getattr(data, "tag_vocabulary", None)
+        if tags is not None and tag_names is not None and len(tags) == len(self._seqs):
+            self._gold = [np.asarray(t).reshape(-1) for t in tags]
+            self._tag_names = [str(t) for t in tag_names]
+        else:
+            self._gold, self._tag_names = None, None
         self._source = "data set"
         if not self._seqs:
             try:
@@ -192,6 +213,62 @@ class DecodeView(QtWidgets.QWidget):
         self._path, self._post = path, post
         self._draw(seq)
 
+    def set_state_tags(self, mapping: Optional[Sequence[int]]) -> None:
+        """The tag of each state (e.g. the M-1 ``mapping`` of
+        :func:`densehmm_core.metrics.tagging_scores`): the predicted tag of a word is that of
+        its Viterbi state."""
+        self._state_tags = None if mapping is None else np.asarray(mapping, dtype=np.int64).reshape(-1)
+        if self._path is not None and self.current_sequence() is not None:
+            self._fill_tag_table(self.current_sequence())
+
+    def tag_rows(self) -> Optional[List[List[str]]]:
+        """The word / gold / predicted rows of the tag table (``None`` when hidden)."""
+        if not self.tag_table.isVisibleTo(self):
+            return None
+        t = self.tag_table
+        return [[t.item(r, c).text() for c in range(t.columnCount())] for r in range(3)]
+
+    def _fill_tag_table(self, seq: np.ndarray) -> None:
+        i = self.current_index()
+        if self._gold is None or self._tag_names is None or i >= len(self._gold):
+            self.tag_table.setVisible(False)
+            return
+        gold = self._gold[i]
+        T = min(len(seq), TAG_TABLE_MAX)
+        m = getattr(self._model, "n_symbols", None) or (int(seq.max()) + 1)
+        words = symbol_labels(int(m), self._vocab)
+        t = self.tag_table
+        t.setColumnCount(T)
+        wrong_bg = QtGui.QColor(231, 76, 60, 70)
+        right = wrong = 0
+        for j in range(T):
+            g = int(gold[j]) if j < len(gold) else -1
+            st = int(self._path[j])
+            pred = -1 if self._state_tags is None or st >= len(self._state_tags) else int(self._state_tags[st])
+            gname = self._tag_names[g] if 0 <= g < len(self._tag_names) else "—"
+            pname = (self._tag_names[pred] if 0 <= pred < len(self._tag_names) else "—") + f" ({st})"
+            w = words[int(seq[j])] if 0 <= int(seq[j]) < len(words) else str(int(seq[j]))
+            cells = [w, gname, pname]
+            for r, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+                if r == 2 and g >= 0 and pred >= 0 and pred != g:
+                    item.setBackground(wrong_bg)
+                    item.setToolTip(f"predicted {pname} (state {st}), gold {gname}")
+                t.setItem(r, j, item)
+            if g >= 0 and pred >= 0:
+                right += int(pred == g)
+                wrong += int(pred != g)
+        t.resizeColumnsToContents()
+        t.resizeRowsToContents()
+        h = t.horizontalScrollBar().sizeHint().height()
+        t.setFixedHeight(sum(t.rowHeight(r) for r in range(3)) + 2 * t.frameWidth() + h + 2)
+        t.setVisible(True)
+        if right + wrong:
+            more = "" if T == len(seq) else f" (first {T} of {len(seq)} words)"
+            t.setToolTip(f"predicted = the mapped tag of the word's Viterbi state (state in brackets); "
+                         f"{right} of {right + wrong} words right{more}; wrong ones are shaded")
+
     def current_index(self) -> int:
         return int(self.spin.value())
 
@@ -228,6 +305,8 @@ class DecodeView(QtWidgets.QWidget):
         self.seq_label.setText("")
         self.legend_label.setText("")
         self.status.setText("")
+        self._gold = self._tag_names = self._state_tags = None
+        self.tag_table.setVisible(False)
         self.stack.setCurrentWidget(self.placeholder)
 
     # ------------------------------------------------------------- internals
@@ -270,4 +349,5 @@ class DecodeView(QtWidgets.QWidget):
         lp = "" if self._logprob is None else f"log P(sequence, Viterbi path) = {self._logprob:.6g};  "
         more = "" if T <= INITIAL_WINDOW else f"  Showing positions 0–{INITIAL_WINDOW - 1} of {T}: drag or zoom."
         self.status.setText(f"{lp}states used on the path: {', '.join(str(int(u)) for u in used)}.{more}")
+        self._fill_tag_table(seq)
         self.stack.setCurrentWidget(self.graphics)
