@@ -150,6 +150,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
                                         on_exported=lambda path: self.log_panel.log(f"Saved: {path}"))
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
+            self._dashboard.decode.dataset_chosen.connect(self.decode_on)
         return self._dashboard
 
     @property

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..datasets import DataSet
+from ..datasets import DataSet, encode_for
 from ..export import file_stem
 from ..jobs import Job, JobState
 from ..modelspec import ModelSpec, build_model, sweep_grid
@@ -125,19 +125,42 @@ class JobsMixin:
             d.update_from_event(job.last_event)
         if job.state.has_model:
             d.set_model(job.model, self._decode_data(job), staged=True)
+        self._offer_decode_datasets(job)
         if self.stack.currentWidget() is self.start_view:
             self.stack.setCurrentWidget(self.dashboard)
 
-    def _decode_data(self, job: Job):
-        ds = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+    def _decode_data(self, job: Job, ds: Optional[DataSet] = None):
+        """The sequences Decode offers for ``job``: a data set (by default the job's own, else the
+        current one) read with the model's alphabet, or None (Decode then samples from the model)."""
         if ds is None:
+            ds = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+        if ds is None or job.model is None:
             return None
-        m = getattr(job.model, "n_symbols", None)
-        if m is not None and ds.n_symbols != m:
+        data = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
+        try:
+            return encode_for(job.model, data)
+        except ValueError as exc:
+            self.log_panel.log(f"Decode: '{ds.name}' cannot be read by job {job.id}'s model: {exc}", "warning")
             return None
-        if ds.processed is not None:
-            return ds.processed
-        return ds.test if ds.test is not None else ds.train
+
+    def _offer_decode_datasets(self, job: Job) -> None:
+        """List the open data sets in Decode's "Data" box (the one decoded selected)."""
+        own = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+        current = self.datasets.index(own) if own in self.datasets else -1
+        self.dashboard.decode.set_datasets([d.name for d in self.datasets], current)
+
+    def decode_on(self, index: int) -> None:
+        """Decode the current job's model on data set ``index`` (Decode's "Data" box)."""
+        job = self.current_job
+        if job is None or not job.state.has_model or not (0 <= index < len(self.datasets)):
+            return
+        ds = self.datasets[index]
+        data = self._decode_data(job, ds)
+        if data is None:
+            self._error_dialog("Cannot decode", f"'{ds.name}' uses symbols the model of job {job.id} does "
+                                                f"not know (see the log).")
+            return
+        self.dashboard.decode.set_model(job.model, data)
 
 
 def _token_count(data) -> int:

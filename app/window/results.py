@@ -9,7 +9,7 @@ from typing import List, Optional
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .. import tasks
-from ..datasets import DataSet, ModelSet
+from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobState
 
 __all__ = ["ResultsMixin", "job_metrics"]
@@ -93,12 +93,16 @@ class ResultsMixin:
         if ds is None or not job.state.has_model:
             QMessageBox.information(self, "Score", "Select a model and load a data set first.")
             return
-        m = getattr(job.model, "n_symbols", None)
-        if m is not None and m != ds.n_symbols:
-            self._error_dialog("Cannot score", f"The model has {m} symbols but '{ds.name}' has {ds.n_symbols}.")
-            return
         data = ds.test if ds.test is not None else ds.train
-        from ..datasets import score_model
+        from ..datasets import encode_for, score_model, unknown_note
+        try:  # symbols matched by name: any data set whose symbols the model knows
+            data = encode_for(job.model, data)
+        except ValueError as exc:
+            self._error_dialog("Cannot score", f"'{ds.name}': the model cannot read these data: {exc}")
+            return
+        note = unknown_note(data)
+        if note:
+            self.log_panel.log(f"Job {job.id} on {ds.name}: {note}", "warning")
 
         def done(res):
             job.score_text = f"NLL/token on {ds.name}: {res['normalized_nll']:.5g}"
@@ -125,6 +129,11 @@ class ResultsMixin:
             if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
                 data = ds.test if ds.test is not None else ds.train
                 data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
+                va, vb = getattr(a.model, "vocabulary", None), getattr(b.model, "vocabulary", None)
+                try:  # read with the models' alphabet (by symbol name); only when they share it
+                    data = encode_for(a.model, data) if va == vb else None
+                except ValueError:
+                    data = None
             self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
                                          data=data, data_name=data_name, same_data=same)
         except Exception as exc:
