@@ -49,7 +49,15 @@ def _names_of(data: Any, count: int) -> Optional[List[str]]:
 
 
 class DecodeView(QtWidgets.QWidget):
-    """Pick a sequence; see its Viterbi path (coloured track) and posteriors (heat strip)."""
+    """Pick a data set and a sequence (by number or id); see its Viterbi path (coloured track)
+    and posteriors (heat strip).
+
+    ``dataset_chosen(index)`` asks the window for another data set (:meth:`set_datasets`
+    lists them); the window then calls :meth:`set_model` with that data, read with the
+    model's alphabet.
+    """
+
+    dataset_chosen = QtCore.Signal(int)
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
@@ -68,6 +76,15 @@ class DecodeView(QtWidgets.QWidget):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         row = QtWidgets.QHBoxLayout()
+        self.data_label = QtWidgets.QLabel("Data:")
+        row.addWidget(self.data_label)
+        self.data_box = QtWidgets.QComboBox()
+        self.data_box.setToolTip("The data set whose sequences are decoded (read with the model's alphabet)")
+        self.data_box.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.data_box.activated.connect(self.dataset_chosen)
+        row.addWidget(self.data_box)
+        for w in (self.data_label, self.data_box):
+            w.setVisible(False)
         row.addWidget(QtWidgets.QLabel("Sequence:"))
         self.spin = QtWidgets.QSpinBox()
         self.spin.setMinimum(0)
@@ -77,6 +94,19 @@ class DecodeView(QtWidgets.QWidget):
         row.addWidget(self.spin)
         self.seq_label = QtWidgets.QLabel("")
         row.addWidget(self.seq_label, 1)
+        self.find_edit = QtWidgets.QLineEdit()
+        self.find_edit.setPlaceholderText("Find sequence by id…")
+        self.find_edit.setClearButtonEnabled(True)
+        self.find_edit.setToolTip("Type a sequence's id (or part of it) and press Enter")
+        self.find_edit.setMaximumWidth(260)
+        self._completer_model = QtCore.QStringListModel(self)
+        completer = QtWidgets.QCompleter(self._completer_model, self)
+        completer.setCaseSensitivity(QtCore.Qt.CaseSensitivity.CaseInsensitive)
+        completer.setFilterMode(QtCore.Qt.MatchFlag.MatchContains)
+        completer.activated.connect(self.find_sequence)
+        self.find_edit.setCompleter(completer)
+        self.find_edit.returnPressed.connect(lambda: self.find_sequence(self.find_edit.text()))
+        row.addWidget(self.find_edit)
         lay.addLayout(row)
         self.legend_label = QtWidgets.QLabel("")
         self.legend_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
@@ -143,6 +173,32 @@ class DecodeView(QtWidgets.QWidget):
         self.setMinimumSize(300, 260)
 
     # ------------------------------------------------------------------ API
+    def set_datasets(self, names: Sequence[str], current: int) -> None:
+        """The data sets offered in the "Data" box (shown when there are any); ``current`` is selected."""
+        self.data_box.blockSignals(True)
+        self.data_box.clear()
+        self.data_box.addItems([str(n) for n in names])
+        if 0 <= current < len(names):
+            self.data_box.setCurrentIndex(current)
+        self.data_box.blockSignals(False)
+        for w in (self.data_label, self.data_box):
+            w.setVisible(bool(names))
+
+    def find_sequence(self, text: str) -> Optional[int]:
+        """Show the sequence whose id is ``text`` (else the first whose id contains it, any case);
+        returns its index, or None (said in the status line) when no id matches."""
+        text = str(text).strip()
+        if not text or not self._seqs:
+            return None
+        names = self._names or [str(i) for i in range(len(self._seqs))]
+        low = text.lower()
+        hits = [i for i, n in enumerate(names) if n == text] or [i for i, n in enumerate(names) if low in n.lower()]
+        if not hits:
+            self._show_error(f"No sequence id contains {text!r}.")
+            return None
+        self.select_sequence(hits[0])
+        return hits[0]
+
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
         if self._path is not None:
@@ -162,6 +218,8 @@ class DecodeView(QtWidgets.QWidget):
             self._vocab = [str(s) for s in vocab]
         self._seqs = _sequences_of(data)
         self._names = _names_of(data, len(self._seqs)) if self._seqs else None
+        self._completer_model.setStringList(self._names or [])
+        self.find_edit.setEnabled(bool(self._names))
         tags = getattr(data, "tags", None)
         tag_names = getattr(data, "tag_vocabulary", None)
         if tags is not None and tag_names is not None and len(tags) == len(self._seqs):
