@@ -83,6 +83,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self._load_serial = 0
         self._load_progress = {}            # load serial -> (bytes read, total or None)
         self._sweeps = 0
+        self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
         self.jobs = JobManager(self, pool_size=self.settings.pool_size)
         self.jobs.job_added.connect(self._job_added)
@@ -107,6 +108,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.model_form = ModelForm()
         self.model_form.train_requested.connect(self.start_training)
         self.model_form.sweep_requested.connect(self.start_sweep)
+        self.model_form.sweep_target_requested.connect(self.sweep_target_dialog)
         self.jobs_panel = JobsPanel()
         self.jobs_panel.set_pool_size(self.jobs.pool_size)
         self.jobs_panel.pool_size_changed.connect(self.set_pool_size)
@@ -150,6 +152,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
                                         on_exported=lambda path: self.log_panel.log(f"Saved: {path}"))
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
+            self._dashboard.decode.dataset_chosen.connect(self.decode_on)
         return self._dashboard
 
     @property
@@ -182,6 +185,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         d = self.settings.form_defaults()
         if d:
             self.model_form.set_spec(ModelSpec.from_dict(d))
+        from .remote_jobs import describe_target
+        self.model_form.set_sweep_target(describe_target(self.settings.sweep_target))
         self.set_theme(self.settings.theme, save=False)
 
     def available_geometry(self) -> QRect:
@@ -304,6 +309,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.jobs.live.current = None   # nothing is drawn any more
         self.hide()
         self.jobs.cancel_all()
+        if self._remote_sweeps is not None:
+            self._remote_sweeps.close_all()   # disconnect from Dask; a local cluster shuts down
         self.jobs.wait(CLOSE_WAIT_S)
         self.save_settings()
         self.remove_drop_filter()

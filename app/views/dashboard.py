@@ -39,6 +39,10 @@ from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
 from .sweep import SweepView
+from .tagging import SCORES as TAG_SCORES, StateTagView, TaggingCurves, state_tag_labels
+
+#: tokens decoded to score a model against gold tags when it is shown (the first sequences)
+TAG_EVAL_MAX_TOKENS = 50000
 
 __all__ = ["Dashboard", "model_params"]
 
@@ -99,6 +103,15 @@ class Dashboard(QtWidgets.QWidget):
         self.overview = OverviewView()
         self.compare = CompareView()
         self.sweep = SweepView()
+        # tagged corpora: states x gold tags and the tagging scores over training
+        self.state_tags = StateTagView()
+        self.tag_curves = TaggingCurves()
+        self.tags_page = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        self.tags_page.addWidget(self.state_tags)
+        self.tags_page.addWidget(self.tag_curves)
+        self.tags_page.setStretchFactor(0, 3)
+        self.tags_page.setStretchFactor(1, 2)
+        self._tag_names: Optional[List[str]] = None
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -129,6 +142,8 @@ class Dashboard(QtWidgets.QWidget):
         self.tabs.addTab(self.overview, "Overview")
         self.tabs.addTab(self.compare, "Compare")
         self.tabs.addTab(self.sweep, "Sweep")
+        self.tabs.addTab(self.tags_page, "Tags")
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)  # shown for tagged corpora
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
@@ -136,7 +151,8 @@ class Dashboard(QtWidgets.QWidget):
         names = {"transmat": self.transmat, "emission": self.emission, "startprob": self.startprob,
                  "embeddings": self.embeddings, "curves": self.curves, "decode": self.decode,
                  "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps,
-                 "sweep": self.sweep}
+                 "sweep": self.sweep, "state_tags": self.state_tags, "tagging": self.tag_curves,
+                 "top_words": self.heatmaps.top_words}
         for name, w in names.items():
             w.setObjectName(name)
         # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
@@ -160,7 +176,7 @@ class Dashboard(QtWidgets.QWidget):
                                     on_exported=exported)
         add_export_context_menu(self.heatmaps, default_dir, name=lambda: self.file_name("matrices"), extra=extra,
                                 on_exported=exported)
-        for name in ("decode", "overview", "compare", "sweep"):
+        for name in ("decode", "overview", "compare", "sweep", "state_tags", "tagging"):
             add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v),
                                     extra=[csv] if name in ("decode", "overview") else (), on_exported=exported)
         add_export_context_menu(self.live, default_dir, name=lambda: self.file_name("dashboard"), extra=[csv],
@@ -220,7 +236,8 @@ class Dashboard(QtWidgets.QWidget):
         return {"dashboard": self, "live": self.live, "matrices": self.heatmaps, "transmat": self.transmat,
                 "emission": self.emission, "startprob": self.startprob, "embeddings": self.embeddings,
                 "curves": self.curves, "decode": self.decode, "overview": self.overview,
-                "compare": self.compare, "sweep": self.sweep}
+                "compare": self.compare, "sweep": self.sweep, "state_tags": self.state_tags,
+                "tagging": self.tag_curves, "top_words": self.heatmaps.top_words}
 
     def set_file_stem(self, stem: Optional[str]) -> None:
         """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see
@@ -284,6 +301,9 @@ class Dashboard(QtWidgets.QWidget):
             elif ev.step != 0:
                 self._safe("overview", self.overview.set_final, ev.params,
                            "Done: trained model" if ev.done else f"During training (step {ev.step})")
+        tag_scores = {k: (ev.metrics or {}).get(k) for k in TAG_SCORES}
+        if any(v is not None for v in tag_scores.values()) and ev.step is not None:
+            self._safe("tagging", self.tag_curves.add_point, ev.step, tag_scores)
         parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
         if ev.loss is not None:
             name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
@@ -352,9 +372,57 @@ class Dashboard(QtWidgets.QWidget):
             self._stages.discard("curves")  # the history replaces whatever was drawn live
             part("history", "curves", self.curves.set_history, hist)
         part("decode", "decode", self.decode.set_model, model, corpus)
+        part("tags", "tags", self._show_tagging, model, corpus)
+        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
 
     def model(self):
         return self._model
+
+    def add_tagging_point(self, step: float, scores: dict) -> None:
+        """One evaluation against gold tags (a :func:`~densehmm_core.metrics.tagging_scores` dict) at
+        ``step``: a point of the M-1 / 1-1 / V-measure curves (events carrying ``metrics["m1"]`` etc.
+        add theirs automatically)."""
+        self.tag_curves.add_point(step, scores)
+        self.tag_curves.set_note("")
+
+    def _show_tagging(self, model, corpus) -> None:
+        """With gold tags: decode (the first sequences) and score through the core; fill the Tags tab,
+        the decode view's predicted tags and the top-words rows."""
+        idx = self.tabs.indexOf(self.tags_page)
+        tags = getattr(corpus, "tags", None)
+        names = getattr(corpus, "tag_vocabulary", None)
+        if model is None or tags is None or names is None or not hasattr(model, "predict"):
+            self.tabs.setTabVisible(idx, False)
+            return
+        from densehmm_core.metrics import tagging_scores
+        seqs = list(getattr(corpus, "sequences", []))
+        take, total = 0, 0
+        while take < len(seqs) and total < TAG_EVAL_MAX_TOKENS:
+            total += len(seqs[take])
+            take += 1
+        pred = model.predict(seqs[:take])
+        scores = tagging_scores(pred, list(tags[:take]), n_states=model.n_states, n_tags=len(names))
+        self._tag_names = [str(t) for t in names]
+        self.state_tags.set_scores(scores, self._tag_names)
+        self.decode.set_state_tags(scores["mapping"])
+        self.heatmaps.set_state_names(state_tag_labels(scores["mapping"], self._tag_names, model.n_states))
+        hist = getattr(model, "history_", None) or []
+        if not self.tag_curves.series("m1")[0].size:
+            step = hist[-1].get("step", 0) if hist else 0
+            self.tag_curves.add_point(step, scores)
+            self.tag_curves.set_note("The training stream has no per-step tagging scores: the point is the "
+                                     f"trained model's (first {scores['n_tokens']:,} tokens).")
+        self.tabs.setTabVisible(idx, True)
+
+    def _show_frequencies(self, model, corpus) -> None:
+        """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled."""
+        seqs = getattr(corpus, "sequences", None)
+        m = getattr(model, "n_symbols", None)
+        if not seqs or not m:
+            self.embeddings.set_symbol_frequencies(None)
+            return
+        counts = np.bincount(np.concatenate([np.asarray(s).reshape(-1) for s in seqs]), minlength=int(m))[:int(m)]
+        self.embeddings.set_symbol_frequencies(counts)
 
     def image_data(self, name: str) -> Optional[np.ndarray]:
         """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``
@@ -369,8 +437,11 @@ class Dashboard(QtWidgets.QWidget):
         self._has_initial = False
         self._last_step = None
         self.title.setText("No job selected")
-        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare):
+        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare,
+                  self.state_tags, self.tag_curves):
             v.clear()
+        self.embeddings.set_symbol_frequencies(None)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
 
     # ------------------------------------------------------------- internals
     def _safe(self, name: str, fn, *args) -> None:

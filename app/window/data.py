@@ -36,6 +36,8 @@ class DataSetsMixin:
         for w in ds.warnings:
             self.log_panel.log(f"{ds.name}: {w}", "warning")
         self.log_panel.log(f"Data set added: {ds.name}")
+        if self.current_job is not None and self._dashboard is not None:
+            self._offer_decode_datasets(self.current_job)
         self.dataset_added.emit(ds)
 
     def _sync_dataset_list(self, current: int) -> None:

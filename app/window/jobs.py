@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..datasets import DataSet
+from ..datasets import DataSet, encode_for
 from ..export import file_stem
 from ..jobs import Job, JobState
 from ..modelspec import ModelSpec, build_model, sweep_grid
@@ -19,13 +19,19 @@ class JobsMixin:
             self.load_demo()
         return self.current_dataset
 
-    def make_job(self, spec: ModelSpec, ds: DataSet, sweep: Optional[str] = None) -> Job:
-        device = self.jobs.place(spec.device) if spec.is_dense else "cpu"
+    def make_job(self, spec: ModelSpec, ds: DataSet, sweep: Optional[str] = None, job_class=Job) -> Job:
+        """A job of ``job_class`` (a :class:`~app.remote_jobs.RemoteJob` runs on Dask: its device
+        is the worker's, chosen there)."""
+        if job_class.remote:
+            device = spec.device if spec.is_dense else "cpu"
+        else:
+            device = self.jobs.place(spec.device) if spec.is_dense else "cpu"
         model, n_states, fit_kwargs = build_model(spec, ds.n_symbols, device=device)
         if getattr(model, "vocabulary", None) is None and ds.vocabulary is not None:
             model.vocabulary = list(ds.vocabulary)
-        return Job(spec.label(n_states), model, ds.train, ds.test, dataset=ds, device=device, sweep=sweep,
-                   spec=spec.to_dict(), fit_kwargs=fit_kwargs)
+        return job_class(spec.label(n_states), model, ds.train, ds.test, dataset=ds,
+                         device="dask" if job_class.remote else device, sweep=sweep,
+                         spec=spec.to_dict(), fit_kwargs=fit_kwargs)
 
     def start_training(self, spec: ModelSpec) -> Optional[Job]:
         ds = self._training_dataset()
@@ -48,21 +54,55 @@ class JobsMixin:
             return []
         self._sweeps += 1
         sweep = f"sweep {self._sweeps}"
+        target = self.settings.sweep_target  # "": this app's pool; "local" or an address: Dask
+        job_class = Job
+        if target:
+            from ..remote_jobs import RemoteJob
+            job_class = RemoteJob
         jobs = []
         try:
             for s in sweep_grid(spec, repeats):
-                job = self.make_job(s, ds, sweep=sweep)
+                job = self.make_job(s, ds, sweep=sweep, job_class=job_class)
                 job.name = f"[{sweep}] {job.name}"
                 jobs.append(job)
         except Exception as exc:
             self._error_dialog("Cannot start the sweep", f"{type(exc).__name__}: {exc}")
             return []
-        for job in jobs:
-            self.jobs.submit(job)
+        if target:
+            self.remote_sweeps.start(jobs, target, workers=self.jobs.pool_size,
+                                     shared_dir=self.settings.sweep_shared_dir,
+                                     on_failed=lambda reason: self._error_dialog("Cannot start the sweep", reason))
+        else:
+            for job in jobs:
+                self.jobs.submit(job)
         if jobs and self.settings.select_new_jobs:
             self.jobs_panel.select(jobs[0])
-        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.kind}, {repeats} repeats) on {ds.name}")
+        from ..remote_jobs import describe_target
+        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.kind}, {repeats} repeats) on {ds.name}, "
+                           f"run by {describe_target(target)}")
         return jobs
+
+    def sweep_target_dialog(self) -> None:
+        """Choose where Run sweep trains (this app, a local Dask cluster, a scheduler) and the
+        shared folder of remote runs' models; saved in the settings."""
+        from ..panels.sweep_target import SweepTargetDialog
+        dlg = SweepTargetDialog(self.settings.sweep_target, self.settings.sweep_shared_dir, self)
+        if dlg.exec():
+            self.set_sweep_target(*dlg.values())
+
+    def set_sweep_target(self, target: str, shared_dir: str = "") -> None:
+        self.settings.sweep_target = target
+        self.settings.sweep_shared_dir = shared_dir
+        from ..remote_jobs import describe_target
+        self.model_form.set_sweep_target(describe_target(self.settings.sweep_target))
+
+    @property
+    def remote_sweeps(self):
+        """The Dask sweeps (:class:`app.remote_jobs.RemoteSweeps`), created by the first one."""
+        if self._remote_sweeps is None:
+            from ..remote_jobs import RemoteSweeps
+            self._remote_sweeps = RemoteSweeps(self.jobs, self.log_panel.log, self)
+        return self._remote_sweeps
 
     def cancel_job(self, job: Job) -> None:
         self.jobs.cancel(job)
@@ -95,9 +135,11 @@ class JobsMixin:
             d = self.dashboard
             if d.model() is not None:
                 self.show_job(job)
-            elif job.state.has_model:
+            elif job.has_model:
                 # shown live until now: draw the final model in parts (no full rebuild, no stall)
                 d.set_model(job.model, self._decode_data(job), staged=True)
+            elif job.state.has_model:  # a remote run whose model stayed on the cluster: its curves
+                self.show_job(job)
 
     def show_job(self, job: Optional[Job]) -> None:
         """Show a job (running, finished or loaded from a file) in the dashboard; its live
@@ -108,7 +150,10 @@ class JobsMixin:
         d.clear()
         if job is None:
             return
-        d.set_title(f"Job {job.id}: {job.name}")
+        title = f"Job {job.id}: {job.name}"
+        if job.state.has_model and not job.has_model:
+            title += "  (remote run: its model stayed on the cluster; metrics in the Jobs panel)"
+        d.set_title(title)
         # default export names: dense-em_n10_l3_seed0_transitions.png
         d.set_file_stem(file_stem(job.model) if job.model is not None else None)
         vocab = getattr(job.model, "vocabulary", None)
@@ -123,21 +168,44 @@ class JobsMixin:
         d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
         if job.last_event is not None:
             d.update_from_event(job.last_event)
-        if job.state.has_model:
+        if job.has_model:
             d.set_model(job.model, self._decode_data(job), staged=True)
+        self._offer_decode_datasets(job)
         if self.stack.currentWidget() is self.start_view:
             self.stack.setCurrentWidget(self.dashboard)
 
-    def _decode_data(self, job: Job):
-        ds = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+    def _decode_data(self, job: Job, ds: Optional[DataSet] = None):
+        """The sequences Decode offers for ``job``: a data set (by default the job's own, else the
+        current one) read with the model's alphabet, or None (Decode then samples from the model)."""
         if ds is None:
+            ds = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+        if ds is None or job.model is None:
             return None
-        m = getattr(job.model, "n_symbols", None)
-        if m is not None and ds.n_symbols != m:
+        data = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
+        try:
+            return encode_for(job.model, data)
+        except ValueError as exc:
+            self.log_panel.log(f"Decode: '{ds.name}' cannot be read by job {job.id}'s model: {exc}", "warning")
             return None
-        if ds.processed is not None:
-            return ds.processed
-        return ds.test if ds.test is not None else ds.train
+
+    def _offer_decode_datasets(self, job: Job) -> None:
+        """List the open data sets in Decode's "Data" box (the one decoded selected)."""
+        own = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+        current = self.datasets.index(own) if own in self.datasets else -1
+        self.dashboard.decode.set_datasets([d.name for d in self.datasets], current)
+
+    def decode_on(self, index: int) -> None:
+        """Decode the current job's model on data set ``index`` (Decode's "Data" box)."""
+        job = self.current_job
+        if job is None or not job.state.has_model or not (0 <= index < len(self.datasets)):
+            return
+        ds = self.datasets[index]
+        data = self._decode_data(job, ds)
+        if data is None:
+            self._error_dialog("Cannot decode", f"'{ds.name}' uses symbols the model of job {job.id} does "
+                                                f"not know (see the log).")
+            return
+        self.dashboard.decode.set_model(job.model, data)
 
 
 def _token_count(data) -> int:

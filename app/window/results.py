@@ -9,7 +9,7 @@ from typing import List, Optional
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .. import tasks
-from ..datasets import DataSet, ModelSet
+from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobState
 
 __all__ = ["ResultsMixin", "job_metrics"]
@@ -65,7 +65,7 @@ class ResultsMixin:
         tasks.run_background(functools.partial(save_models, path, items), done, failed)
 
     def export_models_dialog(self, jobs: List[Job]) -> None:
-        jobs = [j for j in jobs if j.state.has_model]
+        jobs = [j for j in jobs if j.has_model]
         if not jobs:
             QMessageBox.information(self, "Export model", "Select a finished (or cancelled) job first.")
             return
@@ -81,7 +81,7 @@ class ResultsMixin:
         if job is None or not job.sweep:
             QMessageBox.information(self, "Export sweep", "Select a job of a sweep first.")
             return
-        jobs = [j for j in self.jobs.sweep_jobs(job.sweep) if j.state.has_model]
+        jobs = [j for j in self.jobs.sweep_jobs(job.sweep) if j.has_model]
         unfinished = len(self.jobs.sweep_jobs(job.sweep)) - len(jobs)
         if unfinished:
             self.log_panel.log(f"{job.sweep}: {unfinished} job(s) without a model are not exported", "warning")
@@ -90,15 +90,19 @@ class ResultsMixin:
     def score_job(self, job: Job, ds: Optional[DataSet] = None, on_done=None) -> None:
         """Score a model on a data set's test part (or all of it): normalised NLL, off the GUI thread."""
         ds = ds or self.current_dataset
-        if ds is None or not job.state.has_model:
+        if ds is None or not job.has_model:
             QMessageBox.information(self, "Score", "Select a model and load a data set first.")
             return
-        m = getattr(job.model, "n_symbols", None)
-        if m is not None and m != ds.n_symbols:
-            self._error_dialog("Cannot score", f"The model has {m} symbols but '{ds.name}' has {ds.n_symbols}.")
-            return
         data = ds.test if ds.test is not None else ds.train
-        from ..datasets import score_model
+        from ..datasets import encode_for, score_model, unknown_note
+        try:  # symbols matched by name: any data set whose symbols the model knows
+            data = encode_for(job.model, data)
+        except ValueError as exc:
+            self._error_dialog("Cannot score", f"'{ds.name}': the model cannot read these data: {exc}")
+            return
+        note = unknown_note(data)
+        if note:
+            self.log_panel.log(f"Job {job.id} on {ds.name}: {note}", "warning")
 
         def done(res):
             job.score_text = f"NLL/token on {ds.name}: {res['normalized_nll']:.5g}"
@@ -125,6 +129,11 @@ class ResultsMixin:
             if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
                 data = ds.test if ds.test is not None else ds.train
                 data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
+                va, vb = getattr(a.model, "vocabulary", None), getattr(b.model, "vocabulary", None)
+                try:  # read with the models' alphabet (by symbol name); only when they share it
+                    data = encode_for(a.model, data) if va == vb else None
+                except ValueError:
+                    data = None
             self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
                                          data=data, data_name=data_name, same_data=same)
         except Exception as exc:
