@@ -444,3 +444,26 @@ def test_without_worker_processes_jobs_train_in_the_app_and_say_so(window, qtbot
     np.testing.assert_array_equal(job.model.transmat_, _in_process_fit(job).transmat_)
     assert any(level == "warning" and "no worker process could be started" in text
                and "process creation not permitted" in text for level, text in window.log_panel.lines)
+
+
+def test_tagged_corpus_job_fills_the_tags_tab(window, qtbot):
+    """A job on a CoNLL-U file: the Tags tab shows its states against the gold tags, scored by the core."""
+    import pathlib
+    from app.jobs import JobState
+    from densehmm_core.metrics import tagging_scores
+    path = pathlib.Path(__file__).parent / "fixtures" / "data" / "words.conllu"
+    n_before = len(window.datasets)
+    window.open_files([str(path)])
+    qtbot.waitUntil(lambda: len(window.datasets) == n_before + 1 and window.current_dataset is window.datasets[-1],
+                    timeout=30000)
+    job = window.start_training(spec("standard", n=3, steps=5))
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+    assert job.state == JobState.FINISHED
+    window.show_job(job)
+    d = window.dashboard
+    qtbot.waitUntil(lambda: d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page)), timeout=10000)
+    data = window._decode_data(job)
+    want = tagging_scores(job.model.predict(data.sequences), data.tags, n_states=3,
+                          n_tags=len(data.tag_vocabulary))
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
+    assert d.state_tags.col_labels() == [str(t) for t in data.tag_vocabulary]

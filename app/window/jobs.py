@@ -166,6 +166,8 @@ class JobsMixin:
         if isinstance(ds, DataSet):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
         d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
+        if hasattr(d, "set_tagged_data"):  # gold tags: live snapshots scored (M-1, 1-1, V-measure)
+            d.set_tagged_data(None if job.state.is_final else self._decode_data(job))
         if job.last_event is not None:
             d.update_from_event(job.last_event)
         if job.has_model:
