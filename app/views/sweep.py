@@ -213,9 +213,9 @@ class SweepView(QtWidgets.QWidget):
                 name = self._series_name(*key)
                 self._drawn[plot_key][name] = (ns, med, q25, q75)
                 ty = (lambda v: np.log10(v)) if log else (lambda v: v)
+                beam = min(0.3 * width, 0.15) if width > 0 else 0.1
                 bars = pg.ErrorBarItem(x=x, y=ty(med), top=ty(q75) - ty(med), bottom=ty(med) - ty(q25),
-                                       beam=min(0.3 * width, 0.15) if width > 0 else 0.1,
-                                       pen=pg.mkPen(color, width=1.5))
+                                       beam=beam, pen=pg.mkPen(color, width=1.5))
                 line = pg.PlotDataItem(x, med, pen=pg.mkPen(color, width=2), symbol=marker, symbolSize=8,
                                        symbolBrush=pg.mkBrush(color), symbolPen=pg.mkPen(color), name=name)
                 p.addItem(bars)
