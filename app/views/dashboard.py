@@ -448,7 +448,7 @@ class Dashboard(QtWidgets.QWidget):
         """Run one view's update; a failure is reported (sigError, title) and never propagates."""
         try:
             fn(*args)
-        except Exception as exc:  # a bad snapshot must not stop the live stream
+        except Exception as exc:  # noqa: BLE001 - a bad snapshot must not stop the live stream
             msg = f"{name} view: {type(exc).__name__}: {exc}"
             self.sigError.emit(msg)
             self.title.set_error_tip(msg)
