@@ -214,14 +214,14 @@ def test_closing_with_running_jobs_exits_cleanly(window, qtbot, dialogs):
             window.start_training(spec("dense_cooc", steps=1000000, preset="paper"))]
     qtbot.waitUntil(lambda: all(j.state == JobState.RUNNING and j.step > 0 for j in jobs), timeout=120000)
     # "No" keeps the window and the jobs
-    from PySide6.QtWidgets import QMessageBox as MB
-    orig = MB.question
-    MB.question = staticmethod(lambda *a, **k: MB.No)
+    from PySide6.QtWidgets import QMessageBox
+    orig = QMessageBox.question
+    QMessageBox.question = staticmethod(lambda *a, **k: QMessageBox.No)
     try:
         window.close()
         assert window.isVisible() and all(j.state == JobState.RUNNING for j in jobs)
     finally:
-        MB.question = orig
+        QMessageBox.question = orig
     t0 = time.perf_counter()
     window.close()
     took = time.perf_counter() - t0

@@ -39,7 +39,7 @@ class JobsMixin:
             return None
         try:
             job = self.make_job(spec, ds)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot start the job", f"{type(exc).__name__}: {exc}")
             return None
         self.settings.set_form_defaults(spec.to_dict())
@@ -65,7 +65,7 @@ class JobsMixin:
                 job = self.make_job(s, ds, sweep=sweep, job_class=job_class)
                 job.name = f"[{sweep}] {job.name}"
                 jobs.append(job)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot start the sweep", f"{type(exc).__name__}: {exc}")
             return []
         if target:
