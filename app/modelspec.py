@@ -138,6 +138,7 @@ def build_model(spec: ModelSpec, n_symbols: int, device: Optional[str] = None):
         names, var_kw = _accepts(cls.__init__)
         n_states = int(spec.n) if spec.kind == "standard" else fair_states(spec.n, n_symbols, spec.l)
         kwargs = {"n_states": n_states, "n_symbols": int(n_symbols), "seed": int(spec.seed)}
+        _pick(names, var_kw, ["device"], device or "auto", kwargs)
         _pick(names, var_kw, ["n_iter", "max_iter", "n_steps"], int(spec.steps), kwargs)
         _pick(names, var_kw, ["tol", "tolerance"], float(spec.tol), kwargs)
         if int(spec.restarts) > 1:

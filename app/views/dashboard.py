@@ -19,6 +19,9 @@ curve items with ``setData``; axes and labels are rebuilt only when shapes chang
 ranges only when the data leave them.  While the live page is hidden (another tab is
 current, or the dashboard is not shown) events are only recorded; the newest snapshot
 and the curves are drawn when the page shows, before an export, or on :meth:`image_data`.
+When to draw is not decided here: the parts of an update go through a
+:class:`app.live.DrawQueue`; which job's events arrive, and how often, is
+:class:`app.live.LiveFeed`'s business.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from ..live import DrawQueue
 from .common import HeaderLabel, fmt_value
 from .compare import CompareView
 from .curves import TrainingCurves
@@ -35,6 +39,24 @@ from .decode import DecodeView
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
+from .sweep import SweepView
+from .tagging import SCORES as TAG_SCORES, StateTagView, TaggingCurves, state_tag_labels
+
+#: tokens decoded to score a model against gold tags when it is shown (the first sequences)
+TAG_EVAL_MAX_TOKENS = 50000
+#: while training on tagged data: snapshots are scored against the gold tags off the GUI thread,
+#: one at a time, at least this many seconds apart, on the first sequences up to this many tokens
+TAG_LIVE_INTERVAL_S = 2.0
+TAG_LIVE_MAX_TOKENS = 5000
+
+
+def _first_tokens(seqs, tags, limit: int):
+    """The first sequences (and their tags) holding at most ``limit`` tokens (at least one sequence)."""
+    take, total = 0, 0
+    while take < len(seqs) and (take == 0 or total + len(seqs[take]) <= limit):
+        total += len(seqs[take])
+        take += 1
+    return list(seqs[:take]), list(tags[:take])
 
 __all__ = ["Dashboard", "model_params"]
 
@@ -81,12 +103,9 @@ class Dashboard(QtWidgets.QWidget):
         self._model = None
         self._has_initial = False
         self._last_step: Optional[int] = None
-        self._pending_params: Optional[dict] = None  # newest snapshot not drawn (live page hidden)
-        self._stages: Dict[str, tuple] = {}  # queued parts of a live update (see _stage)
-        self._stage_timer = QtCore.QTimer(self)
-        self._stage_timer.setSingleShot(True)
-        self._stage_timer.timeout.connect(self._run_stage)
-        self._stage_cost = 0.0
+        # queued parts of a live update: one per event-loop turn, held while the live page is hidden
+        self._stages = DrawQueue(self, gap_ms=STAGE_GAP_MS, visible=self.live_visible,
+                                 on_drawn=self.sigLiveDrawn.emit)
 
         self.heatmaps = ParameterHeatmaps(fixed_range=False)
         self.transmat = self.heatmaps.transmat
@@ -97,6 +116,21 @@ class Dashboard(QtWidgets.QWidget):
         self.decode = DecodeView()
         self.overview = OverviewView()
         self.compare = CompareView()
+        self.sweep = SweepView()
+        # tagged corpora: states x gold tags and the tagging scores over training
+        self.state_tags = StateTagView()
+        self.tag_curves = TaggingCurves()
+        self.tags_page = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        self.tags_page.addWidget(self.state_tags)
+        self.tags_page.addWidget(self.tag_curves)
+        self.tags_page.setStretchFactor(0, 3)
+        self.tags_page.setStretchFactor(1, 2)
+        self._tag_names: Optional[List[str]] = None
+        self._tag_live: Optional[tuple] = None  # (sequences, gold tags, tag names) scored live
+        self._tag_busy = False
+        self._tag_pending: Optional[tuple] = None
+        self._tag_last = float("-inf")
+        self._tag_gen = 0
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -126,13 +160,18 @@ class Dashboard(QtWidgets.QWidget):
         self.tabs.addTab(self.decode, "Decode")
         self.tabs.addTab(self.overview, "Overview")
         self.tabs.addTab(self.compare, "Compare")
+        self.tabs.addTab(self.sweep, "Sweep")
+        self.tabs.addTab(self.tags_page, "Tags")
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)  # shown for tagged corpora
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
 
         names = {"transmat": self.transmat, "emission": self.emission, "startprob": self.startprob,
                  "embeddings": self.embeddings, "curves": self.curves, "decode": self.decode,
-                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps}
+                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps,
+                 "sweep": self.sweep, "state_tags": self.state_tags, "tagging": self.tag_curves,
+                 "top_words": self.heatmaps.top_words}
         for name, w in names.items():
             w.setObjectName(name)
         # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
@@ -156,9 +195,9 @@ class Dashboard(QtWidgets.QWidget):
                                     on_exported=exported)
         add_export_context_menu(self.heatmaps, default_dir, name=lambda: self.file_name("matrices"), extra=extra,
                                 on_exported=exported)
-        for name in ("decode", "overview", "compare"):
+        for name in ("decode", "overview", "compare", "sweep", "state_tags", "tagging"):
             add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v),
-                                    extra=[csv] if name != "compare" else (), on_exported=exported)
+                                    extra=[csv] if name in ("decode", "overview") else (), on_exported=exported)
         add_export_context_menu(self.live, default_dir, name=lambda: self.file_name("dashboard"), extra=[csv],
                                 on_exported=exported)
         # while the live page is hidden (another tab, or the dashboard not shown) its views only
@@ -179,13 +218,8 @@ class Dashboard(QtWidgets.QWidget):
         return self.live.isVisible()
 
     def _stage(self, name: str, fn, *args) -> None:
-        """Queue one view's part of a live update (a newer one replaces a queued one of the same
-        name).  The parts run one per event-loop turn, ``STAGE_GAP_MS`` apart, so each is painted
-        on its own and the GUI thread never spends one long stretch redrawing the whole page."""
-        self._stages.pop(name, None)
-        self._stages[name] = (fn, args)
-        if not self._stage_timer.isActive():
-            self._stage_timer.start(0)
+        """Queue one view's part of a live update (see :class:`app.live.DrawQueue`)."""
+        self._stages.put(name, fn, *args)
 
     def _stage_params(self, params: dict) -> None:
         h = self.heatmaps
@@ -197,44 +231,18 @@ class Dashboard(QtWidgets.QWidget):
         elif self.embeddings.mode() != "none":
             self._stage("embeddings", self.embeddings.clear)
 
-    def _run_stage(self) -> None:
-        if not self._stages:
-            return
-        name = next(iter(self._stages))
-        fn, args = self._stages.pop(name)
-        t0 = time.perf_counter()
-        fn(*args)
-        self._stage_cost += time.perf_counter() - t0
-        if self._stages:
-            self._stage_timer.start(STAGE_GAP_MS)
-        else:
-            cost, self._stage_cost = self._stage_cost, 0.0
-            self.sigLiveDrawn.emit(cost)
-
-    def _run_stage_now(self, name: str) -> None:
-        item = self._stages.pop(name, None)
-        if item is not None:
-            item[0](*item[1])
-
     @property
     def live_update_pending(self) -> bool:
         """Whether parts of a live update are still queued (they run from the event loop)."""
-        return bool(self._stages)
+        return self._stages.pending
 
     def run_stages(self) -> None:
         """Run every queued part of the live update now (before reading or exporting the views)."""
-        self._stage_timer.stop()
-        while self._stages:
-            name = next(iter(self._stages))
-            fn, args = self._stages.pop(name)
-            fn(*args)
+        self._stages.run_all()
 
     def flush(self) -> None:
         """Draw what the hidden live page recorded: the newest snapshot and the curves."""
         self.run_stages()
-        params, self._pending_params = self._pending_params, None
-        if params is not None:
-            self._show_params(params)
         self._safe("curves", self.curves.redraw)
 
     def _flush_if_visible(self) -> None:
@@ -247,7 +255,8 @@ class Dashboard(QtWidgets.QWidget):
         return {"dashboard": self, "live": self.live, "matrices": self.heatmaps, "transmat": self.transmat,
                 "emission": self.emission, "startprob": self.startprob, "embeddings": self.embeddings,
                 "curves": self.curves, "decode": self.decode, "overview": self.overview,
-                "compare": self.compare}
+                "compare": self.compare, "sweep": self.sweep, "state_tags": self.state_tags,
+                "tagging": self.tag_curves, "top_words": self.heatmaps.top_words}
 
     def set_file_stem(self, stem: Optional[str]) -> None:
         """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see
@@ -301,25 +310,25 @@ class Dashboard(QtWidgets.QWidget):
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        visible = self.live_visible()
-        self._run_stage_now("history")  # a queued history first: the event's point goes after it
+        self._stages.run("history")  # a queued history first: the event's point goes after it
         self._safe("curves", self.curves.add_event, ev, False)
-        if visible:
-            self._stage("curves", self._safe, "curves", self.curves.redraw)
+        self._stage("curves", self._safe, "curves", self.curves.redraw)
         if ev.params:
-            if visible:
-                self._pending_params = None
-                self._stage_params(ev.params)
-            else:
-                self._pending_params = ev.params
+            self._stage_params(ev.params)  # held (newest only) while the live page is hidden
             if not self._has_initial and ev.step == 0:
                 self._safe("overview", self.set_initial_params, ev.params)
             elif ev.step != 0:
                 self._safe("overview", self.overview.set_final, ev.params,
                            "Done: trained model" if ev.done else f"During training (step {ev.step})")
+        tag_scores = {k: (ev.metrics or {}).get(k) for k in TAG_SCORES}
+        if any(v is not None for v in tag_scores.values()) and ev.step is not None:
+            self._safe("tagging", self.tag_curves.add_point, ev.step, tag_scores)
+        elif ev.params and self._tag_live is not None and ev.step is not None:
+            self._score_live(ev.step, ev.params, final=bool(ev.done))
         parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
         if ev.loss is not None:
-            parts.append(f"loss {fmt_value(ev.loss)}")
+            name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
+            parts.append(f"{name} {fmt_value(ev.loss)}")
         for k in ("train_nll", "test_nll", "mad"):
             v = (ev.metrics or {}).get(k)
             if v is not None:
@@ -335,7 +344,7 @@ class Dashboard(QtWidgets.QWidget):
         """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics);
         ``staged=True`` draws it from the event loop, as one part of a live update."""
         if staged:
-            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            self._stages.discard("curves")  # the history replaces whatever was drawn live
             self._stage("history", self._safe, "curves", self.curves.set_history, history)
         else:
             self.curves.set_history(history)
@@ -374,7 +383,6 @@ class Dashboard(QtWidgets.QWidget):
 
         params = model_params(model)
         if params:
-            self._pending_params = None
             if staged:
                 self._stage_params(params)
             else:
@@ -382,12 +390,122 @@ class Dashboard(QtWidgets.QWidget):
             part("overview", "overview", self.overview.set_final, params, "After training")
         hist = getattr(model, "history_", None)
         if hist:
-            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            self._stages.discard("curves")  # the history replaces whatever was drawn live
             part("history", "curves", self.curves.set_history, hist)
         part("decode", "decode", self.decode.set_model, model, corpus)
+        part("tags", "tags", self._show_tagging, model, corpus)
+        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
 
     def model(self):
         return self._model
+
+    def set_tagged_data(self, corpus) -> None:
+        """Data with gold tags (``tags``, ``tag_vocabulary``) on which the snapshots of a live job are
+        scored (M-1, 1-1, V-measure curves and the state x tag view, updated during training);
+        ``None`` or data without tags: off.  Kept until set again (call it when the job changes)."""
+        self._tag_gen += 1
+        self._tag_busy, self._tag_pending, self._tag_last = False, None, float("-inf")
+        tags = getattr(corpus, "tags", None)
+        names = getattr(corpus, "tag_vocabulary", None)
+        seqs = getattr(corpus, "sequences", None)
+        if tags is None or names is None or not seqs:
+            self._tag_live = None
+            return
+        s, t = _first_tokens(list(seqs), list(tags), TAG_LIVE_MAX_TOKENS)
+        self._tag_live = (s, t, [str(x) for x in names])
+
+    def _score_live(self, step, params: dict, final: bool = False) -> None:
+        """Score one snapshot against the gold tags in the background (the core decodes and scores)."""
+        if any(params.get(k) is None for k in ("startprob", "transmat", "emissionprob")):
+            return
+        now = time.monotonic()
+        if self._tag_busy or (not final and now - self._tag_last < TAG_LIVE_INTERVAL_S):
+            self._tag_pending = (step, params)  # the newest waits for the running one
+            return
+        self._tag_busy, self._tag_last, self._tag_pending = True, now, None
+        seqs, gold, names = self._tag_live
+        gen = self._tag_gen
+        pi, A, B = (np.array(params[k], dtype=np.float64) for k in ("startprob", "transmat", "emissionprob"))
+
+        def work():
+            from densehmm_core.hmm_base import BaseHMM
+            from densehmm_core.metrics import tagging_scores
+            model = BaseHMM(A.shape[0], B.shape[1])
+            model.startprob_, model.transmat_, model.emissionprob_ = pi, A, B
+            return tagging_scores(model.predict(seqs), gold, n_states=A.shape[0], n_tags=len(names))
+
+        def done(scores) -> None:
+            self._tag_busy = False
+            if gen != self._tag_gen:
+                return  # another job or data since
+            self._safe("tagging", self._show_live_tagging, step, scores, names)
+            if self._tag_pending is not None:
+                pending, self._tag_pending = self._tag_pending, None
+                self._score_live(*pending, final=True)
+
+        def failed(exc, _tb) -> None:
+            self._tag_busy = False
+            self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
+
+        from ..tasks import run_background
+        run_background(work, done, failed)
+
+    def _show_live_tagging(self, step, scores: dict, names: List[str]) -> None:
+        self.tag_curves.add_point(step, scores)
+        self.tag_curves.set_note("")
+        self.state_tags.set_scores(scores, names)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), True)
+
+    def live_tagging_busy(self) -> bool:
+        """Whether a snapshot is being scored against the gold tags (or waits to be)."""
+        return self._tag_busy or self._tag_pending is not None
+
+    def add_tagging_point(self, step: float, scores: dict) -> None:
+        """One evaluation against gold tags (a :func:`~densehmm_core.metrics.tagging_scores` dict) at
+        ``step``: a point of the M-1 / 1-1 / V-measure curves (events carrying ``metrics["m1"]`` etc.
+        add theirs automatically)."""
+        self.tag_curves.add_point(step, scores)
+        self.tag_curves.set_note("")
+
+    def _show_tagging(self, model, corpus) -> None:
+        """With gold tags: decode (the first sequences) and score through the core; fill the Tags tab,
+        the decode view's predicted tags and the top-words rows."""
+        idx = self.tabs.indexOf(self.tags_page)
+        tags = getattr(corpus, "tags", None)
+        names = getattr(corpus, "tag_vocabulary", None)
+        if model is None or tags is None or names is None or not hasattr(model, "predict"):
+            self.tabs.setTabVisible(idx, False)
+            return
+        from densehmm_core.metrics import tagging_scores
+        seqs = list(getattr(corpus, "sequences", []))
+        take, total = 0, 0
+        while take < len(seqs) and total < TAG_EVAL_MAX_TOKENS:
+            total += len(seqs[take])
+            take += 1
+        pred = model.predict(seqs[:take])
+        scores = tagging_scores(pred, list(tags[:take]), n_states=model.n_states, n_tags=len(names))
+        self._tag_names = [str(t) for t in names]
+        self.state_tags.set_scores(scores, self._tag_names)
+        self.decode.set_state_tags(scores["mapping"])
+        self.heatmaps.set_state_names(state_tag_labels(scores["mapping"], self._tag_names, model.n_states))
+        hist = getattr(model, "history_", None) or []
+        had_curve = self.tag_curves.series("m1")[0].size > 0
+        step = hist[-1].get("step", 0) if hist else 0
+        self.tag_curves.add_point(step, scores)  # the trained model's point (replaces a live one at that step)
+        if not had_curve:
+            self.tag_curves.set_note("The training stream has no per-step tagging scores: the point is the "
+                                     f"trained model's (first {scores['n_tokens']:,} tokens).")
+        self.tabs.setTabVisible(idx, True)
+
+    def _show_frequencies(self, model, corpus) -> None:
+        """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled."""
+        seqs = getattr(corpus, "sequences", None)
+        m = getattr(model, "n_symbols", None)
+        if not seqs or not m:
+            self.embeddings.set_symbol_frequencies(None)
+            return
+        counts = np.bincount(np.concatenate([np.asarray(s).reshape(-1) for s in seqs]), minlength=int(m))[:int(m)]
+        self.embeddings.set_symbol_frequencies(counts)
 
     def image_data(self, name: str) -> Optional[np.ndarray]:
         """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``
@@ -395,28 +513,27 @@ class Dashboard(QtWidgets.QWidget):
         self.flush()
         return self.heatmaps.image_data(name)
 
-    def _drop_stages(self) -> None:
-        self._stage_timer.stop()
-        self._stages.clear()
-        self._stage_cost = 0.0
-
     def clear(self) -> None:
         """Forget the current job / model (the vocabulary stays)."""
-        self._drop_stages()
+        self._stages.clear()
         self._model = None
         self._has_initial = False
         self._last_step = None
-        self._pending_params = None
         self.title.setText("No job selected")
-        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare):
+        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare,
+                  self.state_tags, self.tag_curves):
             v.clear()
+        self.embeddings.set_symbol_frequencies(None)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
+        self._tag_gen += 1  # a snapshot still being scored belongs to the old job
+        self._tag_busy, self._tag_pending = False, None
 
     # ------------------------------------------------------------- internals
     def _safe(self, name: str, fn, *args) -> None:
         """Run one view's update; a failure is reported (sigError, title) and never propagates."""
         try:
             fn(*args)
-        except Exception as exc:  # a bad snapshot must not stop the live stream
+        except Exception as exc:  # noqa: BLE001 - a bad snapshot must not stop the live stream
             msg = f"{name} view: {type(exc).__name__}: {exc}"
             self.sigError.emit(msg)
             self.title.set_error_tip(msg)

@@ -29,20 +29,22 @@ def _build_model(args, n_symbols: int):
     if args.finish_steps is not None and args.finish_steps < 0:
         raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
     if kind == "standard":
-        if args.method == "cooc":
-            raise UserError("--method cooc needs --model dense (standard HMMs are trained by Baum-Welch)")
+        if args.method in ("cooc", "cooc_em"):
+            raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
         for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         if args.paper_settings:
             raise UserError("--paper-settings applies to dense models only")
+        if getattr(args, "symbol_features", None):
+            raise UserError("--symbol-features applies to dense models only")
         from ..standard import StandardHMM, n_fair
         n = args.states
         if args.fair:
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        kw = {"seed": args.seed}
+        kw = {"seed": args.seed, "device": args.device or "auto"}
         if args.iter is not None:
             kw["n_iter"] = args.iter
         if args.tol is not None:
@@ -57,6 +59,12 @@ def _build_model(args, n_symbols: int):
     kw = {"fit_method": method, "seed": args.seed, "device": args.device or "auto"}
     if args.paper_settings:
         kw["preset"] = "paper"
+    if getattr(args, "symbol_features", None):
+        from ..features import FEATURE_FUNCTIONS
+        if args.symbol_features not in FEATURE_FUNCTIONS:
+            raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
+                            f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
+        kw["symbol_features"] = args.symbol_features
     for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
         if getattr(args, opt) is not None:
             kw[key] = getattr(args, opt)
@@ -72,8 +80,12 @@ def _build_model(args, n_symbols: int):
     else:
         if args.steps is not None:
             raise UserError("--steps applies to --method cooc; use --iter (and --mstep-steps) for em")
-        if args.finish is not None or args.finish_steps is not None:
-            raise UserError("--finish/--finish-steps apply to --method cooc")
+        if method == "em" and (args.finish is not None or args.finish_steps is not None):
+            raise UserError("--finish/--finish-steps apply to --method cooc (and cooc_em)")
+        if args.finish is not None:
+            kw["finish"] = args.finish
+        if args.finish_steps is not None:
+            kw["finish_steps"] = args.finish_steps
         if args.iter is not None:
             kw["em_iter"] = args.iter
         if args.mstep_steps is not None:
@@ -82,7 +94,9 @@ def _build_model(args, n_symbols: int):
 
 
 def _final_metrics(model, train, test) -> dict:
-    """Normalised NLL (both variants) and co-occurrence MAD through densehmm_core.metrics."""
+    """Normalised NLL (both variants), co-occurrence MAD and, with gold tags, the tagging scores
+    (M-1, 1-1, V-measure of the Viterbi states on the sentences with gold tags) through
+    densehmm_core.metrics."""
     from .. import metrics as met
     out = {}
     for label, data in (("train", train), ("test", test)):
@@ -90,6 +104,12 @@ def _final_metrics(model, train, test) -> dict:
             continue
         for key, value in _metric_values(met, model, data.sequences).items():
             out[f"{label}_{key}"] = value
+        if getattr(data, "has_tags", False):  # gold tags (words or tags of a tagged corpus)
+            gold = data.labelled()
+            paths, _ = model.decode(gold.sequences)
+            scores = met.tagging_scores(paths, gold.tags, n_states=model.n_states, n_tags=gold.n_tags)
+            for key in ("m1", "one_to_one", "v_measure"):
+                out[f"{label}_{key}"] = scores[key]
     return out
 
 
@@ -205,7 +225,7 @@ def cmd_train(args) -> int:
         stopped = "cancelled"
     try:
         model._check_params()
-    except Exception:
+    except (RuntimeError, ValueError):  # no parameters yet, or not stochastic
         _err(f"densehmm: error: training ended ({stopped}) before the model had parameters; nothing saved")
         return EXIT_FAIL if error else EXIT_INTERRUPTED
 
@@ -223,7 +243,7 @@ def cmd_train(args) -> int:
                                 overwrite=bool(args.overwrite or resume_from or args.checkpoint_every))
     if not args.quiet:
         parts = [f"stopped: {stopped}"]
-        for k in ("train_nll", "test_nll", "test_mad"):
+        for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
             if k in metrics:
                 parts.append(f"{k} {metrics[k]:.6g}")
         _out("; ".join(parts))
@@ -269,6 +289,8 @@ def _apply_overrides(model, args) -> None:
     if args.method and kind == "dense" and args.method != method:
         raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
     done = _iterations_done(model)
+    if args.device:
+        model.device = args.device
     if kind == "standard":
         if args.iter is not None:
             model.n_iter = args.iter
@@ -280,8 +302,6 @@ def _apply_overrides(model, args) -> None:
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         return
-    if args.device:
-        model.device = args.device
     for opt in ("lr", "tol"):
         if getattr(args, opt) is not None:
             setattr(model, opt, getattr(args, opt))

@@ -247,6 +247,19 @@ def _read_model_group(f, path, name, *, with_arrays=True, history=True) -> dict:
             _check_softmax(path, where, "emissionprob", W, V, arrays["emissionprob"])
     else:
         arrays = {key: tuple(ds.shape) for key, ds in dsets.items()}
+    if kind == "dense" and "feature_vocabulary" in objs:  # symbol features (issue 14)
+        fvocab = _read_strings(objs, path, where, "feature_vocabulary")
+        fds = _dataset(objs, path, where, "embeddings/feature_V", (len(fvocab), l))
+        arrays["embeddings/feature_V"] = _read_dataset(fds, path, where, "embeddings/feature_V") if with_arrays \
+            else tuple(fds.shape)
+        ds = objs.get("feature_index")
+        if ds is None or not isinstance(ds, h5py.Dataset) or len(ds.shape) != 2 or ds.shape[1] != 2 \
+                or ds.dtype.kind not in "iu":
+            raise ModelFileError(path, f"{where}: dataset 'feature_index' must be an integer (k, 2) array")
+        fidx = np.asarray(ds[()], dtype=np.int64)
+        if fidx.size and (fidx.min() < 0 or fidx[:, 0].max() >= m or fidx[:, 1].max() >= len(fvocab)):
+            raise ModelFileError(path, f"{where}: dataset 'feature_index' points outside the symbols or features")
+        info["features"] = {"vocabulary": fvocab, "index": fidx}
     vocab = None
     if vocab_ds is not None:
         vocab = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in vocab_ds[()].tolist()]
@@ -407,6 +420,12 @@ def _build_model(spath: str, info: dict):
         if isinstance(a.get("start_mode"), str):
             model.start_mode_ = a["start_mode"]
         emb = {k: info["arrays"]["embeddings/" + k] for k in EMBEDDINGS}
+        if info.get("features") is not None and cfg.get("symbol_features"):
+            from ..features import SymbolFeatures
+            fi = info["features"]
+            model.features_ = SymbolFeatures(str(cfg["symbol_features"]), fi["vocabulary"], fi["index"][:, 0].copy(),
+                                             fi["index"][:, 1].copy(), m)
+            emb["feature_V"] = info["arrays"]["embeddings/feature_V"]
         setter = getattr(model, "set_embeddings", None)
         if callable(setter):
             setter(emb)

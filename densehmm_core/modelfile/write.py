@@ -35,6 +35,8 @@ def _model_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.nd
             if v is None:
                 raise ValueError(f"the dense model has no embedding {key} yet")
             out["embeddings/" + key] = np.asarray(v)
+        if emb.get("feature_V") is not None and getattr(model, "features_", None) is not None:
+            out["embeddings/feature_V"] = np.asarray(emb["feature_V"])  # symbol features (issue 14)
     return out
 
 
@@ -141,6 +143,15 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         if len(vocab) != m:
             raise ValueError(f"the vocabulary has {len(vocab)} symbols but the model has {m}")
         mg.create_dataset("vocabulary", data=np.array(vocab, dtype=object), dtype=h5py.string_dtype("utf-8"))
+
+    # Symbol features (issue 14): the feature names, which symbol has which feature, and
+    # embeddings/feature_V; V is stored as the effective embedding (own + features).
+    feats = getattr(model, "features_", None)
+    if feats is not None and "embeddings/feature_V" in arrays:
+        mg.create_dataset("feature_vocabulary", data=np.array(list(feats.vocabulary), dtype=object),
+                          dtype=h5py.string_dtype("utf-8"))
+        mg.create_dataset("feature_index", data=np.stack([feats.rows, feats.cols], axis=1).astype(np.int64))
+        mg["feature_index"].attrs["description"] = "rows (symbol, feature): the symbol has the feature"
 
     # The gold tag set of the training corpus (tagged corpora; issue 14): decode and
     # evaluate name the tags a state is mapped to.

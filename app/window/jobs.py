@@ -1,0 +1,216 @@
+"""Jobs of the main window: starting jobs and sweeps, following them, showing one in the dashboard."""
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ..datasets import DataSet, encode_for
+from ..export import file_stem
+from ..jobs import Job, JobState
+from ..modelspec import ModelSpec, build_model, sweep_grid
+
+__all__ = ["JobsMixin"]
+
+
+class JobsMixin:
+    """Training jobs: ``self.jobs`` (a :class:`~app.jobs.JobManager`) and ``self.current_job``."""
+
+    def _training_dataset(self) -> Optional[DataSet]:
+        if self.current_dataset is None:
+            self.load_demo()
+        return self.current_dataset
+
+    def make_job(self, spec: ModelSpec, ds: DataSet, sweep: Optional[str] = None, job_class=Job) -> Job:
+        """A job of ``job_class`` (a :class:`~app.remote_jobs.RemoteJob` runs on Dask: its device
+        is the worker's, chosen there)."""
+        if job_class.remote:
+            device = spec.device if spec.is_dense else "cpu"
+        else:
+            device = self.jobs.place(spec.device) if spec.is_dense else "cpu"
+        model, n_states, fit_kwargs = build_model(spec, ds.n_symbols, device=device)
+        if getattr(model, "vocabulary", None) is None and ds.vocabulary is not None:
+            model.vocabulary = list(ds.vocabulary)
+        return job_class(spec.label(n_states), model, ds.train, ds.test, dataset=ds,
+                         device="dask" if job_class.remote else device, sweep=sweep,
+                         spec=spec.to_dict(), fit_kwargs=fit_kwargs)
+
+    def start_training(self, spec: ModelSpec) -> Optional[Job]:
+        ds = self._training_dataset()
+        if ds is None:
+            return None
+        try:
+            job = self.make_job(spec, ds)
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
+            self._error_dialog("Cannot start the job", f"{type(exc).__name__}: {exc}")
+            return None
+        self.settings.set_form_defaults(spec.to_dict())
+        self.jobs.submit(job)
+        if self.settings.select_new_jobs:
+            self.jobs_panel.select(job)
+        return job
+
+    def start_sweep(self, spec: ModelSpec, repeats: int) -> List[Job]:
+        ds = self._training_dataset()
+        if ds is None:
+            return []
+        self._sweeps += 1
+        sweep = f"sweep {self._sweeps}"
+        target = self.settings.sweep_target  # "": this app's pool; "local" or an address: Dask
+        job_class = Job
+        if target:
+            from ..remote_jobs import RemoteJob
+            job_class = RemoteJob
+        jobs = []
+        try:
+            for s in sweep_grid(spec, repeats):
+                job = self.make_job(s, ds, sweep=sweep, job_class=job_class)
+                job.name = f"[{sweep}] {job.name}"
+                jobs.append(job)
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
+            self._error_dialog("Cannot start the sweep", f"{type(exc).__name__}: {exc}")
+            return []
+        if target:
+            self.remote_sweeps.start(jobs, target, workers=self.jobs.pool_size,
+                                     shared_dir=self.settings.sweep_shared_dir,
+                                     on_failed=lambda reason: self._error_dialog("Cannot start the sweep", reason))
+        else:
+            for job in jobs:
+                self.jobs.submit(job)
+        if jobs and self.settings.select_new_jobs:
+            self.jobs_panel.select(jobs[0])
+        from ..remote_jobs import describe_target
+        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.kind}, {repeats} repeats) on {ds.name}, "
+                           f"run by {describe_target(target)}")
+        return jobs
+
+    def sweep_target_dialog(self) -> None:
+        """Choose where Run sweep trains (this app, a local Dask cluster, a scheduler) and the
+        shared folder of remote runs' models; saved in the settings."""
+        from ..panels.sweep_target import SweepTargetDialog
+        dlg = SweepTargetDialog(self.settings.sweep_target, self.settings.sweep_shared_dir, self)
+        if dlg.exec():
+            self.set_sweep_target(*dlg.values())
+
+    def set_sweep_target(self, target: str, shared_dir: str = "") -> None:
+        self.settings.sweep_target = target
+        self.settings.sweep_shared_dir = shared_dir
+        from ..remote_jobs import describe_target
+        self.model_form.set_sweep_target(describe_target(self.settings.sweep_target))
+
+    @property
+    def remote_sweeps(self):
+        """The Dask sweeps (:class:`app.remote_jobs.RemoteSweeps`), created by the first one."""
+        if self._remote_sweeps is None:
+            from ..remote_jobs import RemoteSweeps
+            self._remote_sweeps = RemoteSweeps(self.jobs, self.log_panel.log, self)
+        return self._remote_sweeps
+
+    def cancel_job(self, job: Job) -> None:
+        self.jobs.cancel(job)
+
+    def _job_added(self, job: Job) -> None:
+        self.jobs_panel.add_job(job)
+        self.jobs_dock.raise_()
+        if self.stack.currentWidget() is self.start_view:
+            self.stack.setCurrentWidget(self.dashboard)
+
+    def _job_changed(self, job: Job) -> None:
+        if not self._closing:
+            self.jobs_panel.update_job(job)
+
+    def _job_finished(self, job: Job) -> None:
+        self.jobs_panel.update_job(job)
+        if job.sweep and job.state == JobState.FINISHED and job.spec and hasattr(self.dashboard, "sweep"):
+            # the sweep summary (NLL and MAD against n, l per kind) fills as the sweep's jobs finish
+            from ..views.sweep import row_from_spec
+            from .results import job_metrics
+            self.dashboard.sweep.add_row(row_from_spec(job.spec, job_metrics(job), job.id))
+        level = "info" if job.state in (JobState.FINISHED, JobState.CANCELLED) else "error"
+        self.log_panel.log(f"Job {job.id} '{job.name}' {job.state.value}: {job.reason} "
+                           f"after {job.elapsed:.1f} s", level)
+        if job.state == JobState.FAILED and job.error:
+            self.log_panel.log(job.error, "error")
+        for note in getattr(job, "notes", ()):
+            self.log_panel.log(f"Job {job.id}: {note}", "warning")
+        if job is self.current_job and not self._closing:
+            d = self.dashboard
+            if d.model() is not None:
+                self.show_job(job)
+            elif job.has_model:
+                # shown live until now: draw the final model in parts (no full rebuild, no stall)
+                d.set_model(job.model, self._decode_data(job), staged=True)
+            elif job.state.has_model:  # a remote run whose model stayed on the cluster: its curves
+                self.show_job(job)
+
+    def show_job(self, job: Optional[Job]) -> None:
+        """Show a job (running, finished or loaded from a file) in the dashboard; its live
+        updates then reach the dashboard (``self.jobs.live``)."""
+        self.current_job = job
+        self.jobs.live.current = None if self._closing else job
+        d = self.dashboard
+        d.clear()
+        if job is None:
+            return
+        title = f"Job {job.id}: {job.name}"
+        if job.state.has_model and not job.has_model:
+            title += "  (remote run: its model stayed on the cluster; metrics in the Jobs panel)"
+        d.set_title(title)
+        # default export names: dense-em_n10_l3_seed0_transitions.png
+        d.set_file_stem(file_stem(job.model) if job.model is not None else None)
+        vocab = getattr(job.model, "vocabulary", None)
+        if vocab is None and isinstance(job.dataset, DataSet):
+            vocab = job.dataset.vocabulary
+        d.set_vocabulary(list(vocab) if vocab is not None else None)
+        if job.initial_params is not None:
+            d.set_initial_params(job.initial_params)
+        ds = job.dataset
+        if isinstance(ds, DataSet):
+            d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
+        d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
+        if hasattr(d, "set_tagged_data"):  # gold tags: live snapshots scored (M-1, 1-1, V-measure)
+            d.set_tagged_data(None if job.state.is_final else self._decode_data(job))
+        if job.last_event is not None:
+            d.update_from_event(job.last_event)
+        if job.has_model:
+            d.set_model(job.model, self._decode_data(job), staged=True)
+        self._offer_decode_datasets(job)
+        if self.stack.currentWidget() is self.start_view:
+            self.stack.setCurrentWidget(self.dashboard)
+
+    def _decode_data(self, job: Job, ds: Optional[DataSet] = None):
+        """The sequences Decode offers for ``job``: a data set (by default the job's own, else the
+        current one) read with the model's alphabet, or None (Decode then samples from the model)."""
+        if ds is None:
+            ds = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+        if ds is None or job.model is None:
+            return None
+        data = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
+        try:
+            return encode_for(job.model, data)
+        except ValueError as exc:
+            self.log_panel.log(f"Decode: '{ds.name}' cannot be read by job {job.id}'s model: {exc}", "warning")
+            return None
+
+    def _offer_decode_datasets(self, job: Job) -> None:
+        """List the open data sets in Decode's "Data" box (the one decoded selected)."""
+        own = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+        current = self.datasets.index(own) if own in self.datasets else -1
+        self.dashboard.decode.set_datasets([d.name for d in self.datasets], current)
+
+    def decode_on(self, index: int) -> None:
+        """Decode the current job's model on data set ``index`` (Decode's "Data" box)."""
+        job = self.current_job
+        if job is None or not job.state.has_model or not (0 <= index < len(self.datasets)):
+            return
+        ds = self.datasets[index]
+        data = self._decode_data(job, ds)
+        if data is None:
+            self._error_dialog("Cannot decode", f"'{ds.name}' uses symbols the model of job {job.id} does "
+                                                f"not know (see the log).")
+            return
+        self.dashboard.decode.set_model(job.model, data)
+
+
+def _token_count(data) -> int:
+    """Number of tokens of a Corpus or a list of sequences (for per-token NLL curves)."""
+    seqs = getattr(data, "sequences", data)
+    return int(sum(len(x) for x in seqs))
