@@ -1,7 +1,6 @@
 """Desktop app: start-up, opening files (drop, dialog, argv), bad files, settings (pytest-qt, offscreen)."""
 import os
 import re
-import warnings
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-from PySide6.QtCore import QMimeData, QPoint, QPointF, QSettings, Qt, QUrl  # noqa: E402
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDragEnterEvent, QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 

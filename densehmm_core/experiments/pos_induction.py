@@ -27,7 +27,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class PosSettings:
 
     @classmethod
     def quick_settings(cls, data: str, **kw) -> "PosSettings":
-        base = dict(dims=(16,), seeds=1, n_iter=5, steps=10, max_sequences=300, quick=True)
+        base: Dict[str, Any] = dict(dims=(16,), seeds=1, n_iter=5, steps=10, max_sequences=300, quick=True)
         base.update(kw)
         return cls(data=data, **base)
 
@@ -92,17 +92,17 @@ def build_model(s: PosSettings, model: str, dim: int, n: int, seed: int):
     from ..standard import StandardHMM
     if model == "baum-welch":
         return StandardHMM(n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9)
-    em = dict(em_iter=s.n_iter, steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9)
+    em: Dict[str, Any] = dict(em_iter=s.n_iter, steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9)
     if model == "dense-em":
         return DenseHMM(n, dim, fit_method="em", seed=seed, **em)
     if model == "dense-em-feat":
         return DenseHMM(n, dim, fit_method="em", seed=seed, symbol_features="orthographic", **em)
     if model == "dense-direct":
-        kw = dict(steps=100, finish_steps=50) if s.quick else {}
+        kw: Dict[str, Any] = dict(steps=100, finish_steps=50) if s.quick else {}
         return DenseHMM(n, dim, fit_method="cooc", seed=seed, sparse_cooc=True, snapshot_every=10 ** 9, **kw)
     if model == "cooc-em":
-        kw = dict(finish_steps=20) if s.quick else {}
-        return DenseHMM(n, dim, fit_method="cooc_em", seed=seed, sparse_cooc=True, **em, **kw)
+        kw2: Dict[str, Any] = dict(finish_steps=20) if s.quick else {}
+        return DenseHMM(n, dim, fit_method="cooc_em", seed=seed, sparse_cooc=True, **em, **kw2)
     raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
 
 
