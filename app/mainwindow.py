@@ -78,6 +78,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.current_dataset: Optional[DataSet] = None
         self.current_job: Optional[Job] = None
         self.tf_status = "not loaded"
+        self.tf_version: Optional[str] = None   # reported by the worker process that loaded TensorFlow
         self.devices: List[str] = []
         self._pending_loads = 0
         self._load_serial = 0
@@ -271,6 +272,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.jobs.set_devices(specs)
         self.model_form.set_devices(specs)
         self.tf_status = "ready"
+        self.tf_version = str(version)
         kinds = ", ".join(specs) or "CPU"
         self.tf_label.setText(f"TensorFlow {version} · {kinds}")
         self.statusBar().showMessage(f"TensorFlow {version} ready in {secs:.1f} s (devices: {kinds}).", 6000)

@@ -312,15 +312,18 @@ class DenseHMM(BaseHMM):
     def hyper(self, method: Optional[str] = None) -> dict:
         """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
         method = method or self.fit_method
-        # cooc_em: explicit arguments set the EM phase; its cooc phase uses the preset
-        explicit = not (self.fit_method == "cooc_em" and method == "cooc")
+        # cooc_em: explicit arguments shared by both schemes (lr, steps, tol) set the EM phase;
+        # its cooc phase takes the cooc-only ones (lr_final, finish, finish_steps, loss,
+        # stationary_grad) and restarts, the rest from the preset
+        cooc_phase = self.fit_method == "cooc_em" and method == "cooc"
         if method == "cooc_em":
             method = "em"
         base = dict(PRESETS[self.preset][method])
+        em_keys = PRESETS[self.preset]["em"]
         for key in ("lr", "lr_final", "steps", "em_iter", "tol", "finish", "finish_steps", "loss", "restarts",
                     "stationary_grad"):
             val = getattr(self, key)
-            if val is not None and key in base and (explicit or key == "restarts"):
+            if val is not None and key in base and (not cooc_phase or key == "restarts" or key not in em_keys):
                 base[key] = val
         if method == "cooc":
             base["snapshot_every"] = self.snapshot_every or 1000

@@ -39,7 +39,7 @@ class JobsMixin:
             return None
         try:
             job = self.make_job(spec, ds)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot start the job", f"{type(exc).__name__}: {exc}")
             return None
         self.settings.set_form_defaults(spec.to_dict())
@@ -65,7 +65,7 @@ class JobsMixin:
                 job = self.make_job(s, ds, sweep=sweep, job_class=job_class)
                 job.name = f"[{sweep}] {job.name}"
                 jobs.append(job)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot start the sweep", f"{type(exc).__name__}: {exc}")
             return []
         if target:
@@ -166,6 +166,8 @@ class JobsMixin:
         if isinstance(ds, DataSet):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
         d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
+        if hasattr(d, "set_tagged_data"):  # gold tags: live snapshots scored (M-1, 1-1, V-measure)
+            d.set_tagged_data(None if job.state.is_final else self._decode_data(job))
         if job.last_event is not None:
             d.update_from_event(job.last_event)
         if job.has_model:

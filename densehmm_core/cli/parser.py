@@ -143,9 +143,13 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     p.add_argument("--demo", action="store_true", help="use the built-in synthetic data set (same as DATA=demo)")
     g = p.add_argument_group("model")
     g.add_argument("--model", choices=["dense", "standard"], default=None, help="model type (default dense)")
-    g.add_argument("--method", choices=["cooc", "em"], default=None,
-                   help="dense fit: direct co-occurrence fit (default) or EM with a gradient M-step; "
+    g.add_argument("--method", choices=["cooc", "em", "cooc_em"], default=None,
+                   help="dense fit: direct co-occurrence fit (default), EM with a gradient M-step, or "
+                        "cooc_em (co-occurrence fit, then EM from it); "
                         "standard HMMs always use Baum-Welch (em)")
+    g.add_argument("--symbol-features", metavar="NAME", default=None,
+                   help="dense: symbol features, e.g. orthographic (word form, suffixes, capitals, digits, "
+                        "hyphens: for words read without --lowercase); see docs/DENSEHMM.md")
     g.add_argument("--states", "-n", type=int, metavar="N", help="number of hidden states n")
     g.add_argument("--dim", "-l", type=int, metavar="L", help="representation length l (dense; --fair)")
     g.add_argument("--fair", action="store_true",
