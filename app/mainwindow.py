@@ -19,6 +19,7 @@ Live updates of the selected job are :class:`app.live.LiveFeed`'s (``self.jobs.l
 from __future__ import annotations
 
 import functools
+import os
 import time
 from typing import List, Optional
 
@@ -151,8 +152,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         """The views of ``app/views`` (created on first use); the selected job's live updates
         reach it through ``self.jobs.live``."""
         if self._dashboard is None:
-            self._dashboard = Dashboard(get_default_dir=lambda: self.settings.last_folder,
-                                        on_exported=lambda path: self.log_panel.log(f"Saved: {path}"))
+            self._dashboard = Dashboard(get_default_dir=lambda: self.settings.export_folder,
+                                        on_exported=self._exported)
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
             self._dashboard.decode.dataset_chosen.connect(self.decode_on)
@@ -295,6 +296,11 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.tf_label.setText("TensorFlow: unavailable")
         self.log_panel.log(f"TensorFlow could not be loaded: {exc}. Standard HMMs still work.", "error")
         self.background_ready.emit()
+
+    def _exported(self, path) -> None:
+        """A figure or CSV was written: log it and remember its folder (kept across restarts)."""
+        self.settings.export_folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+        self.log_panel.log(f"Saved: {path}")
 
     def _error_dialog(self, title: str, message: str) -> None:
         QMessageBox.critical(self, title, message)

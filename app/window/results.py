@@ -149,6 +149,7 @@ class ResultsMixin:
         from ..export import export_widget
         export_widget(widget, path, scale=scale)
         self.dashboard.remember_export(path)
+        self.settings.export_folder = os.path.dirname(os.path.abspath(path))
         self.log_panel.log(f"Figure saved: {path}")
 
     def export_figure_dialog(self) -> None:
