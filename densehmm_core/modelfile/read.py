@@ -272,6 +272,7 @@ def _read_model_group(f, path, name, *, with_arrays=True, history=True) -> dict:
     info["provenance"] = _read_group_attrs(objs, "provenance", path, where)
     info["provenance_test"] = _read_group_attrs(objs, "provenance_test", path, where)
     info["software"] = _read_group_attrs(objs, "software", path, where) or {}
+    info["notes"] = _read_group_attrs(objs, "notes", path, where) or {}
     if hist_group is None:
         info["history"], info["history_length"] = [], 0
     elif history is False:
@@ -305,9 +306,9 @@ def read_model_info(path, name: Optional[str] = None, *, arrays: bool = True, hi
     ``embeddings/U`` ...; only their shapes, unread and unchecked, when ``arrays=False``),
     ``vocabulary``, ``config``, ``history`` (all records; none with ``history=False``; the
     first and last ``k`` with ``history=k``), ``history_length``, ``metrics``, ``provenance``,
-    ``provenance_test``, ``software`` and ``file`` (the root attributes).  No model object is
-    built (so TensorFlow is never imported).  What is refused before anything is read:
-    docs/FILE_FORMAT.md, "What a reader refuses".
+    ``provenance_test``, ``software``, ``notes`` and ``file`` (the root attributes).  No model
+    object is built (so TensorFlow is never imported).  What is refused before anything is
+    read: docs/FILE_FORMAT.md, "What a reader refuses".
     """
     def run():
         f = _open_existing(path)
