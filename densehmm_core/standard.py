@@ -107,11 +107,6 @@ class StandardHMM(BaseHMM):
             raise RuntimeError("n_symbols is unknown: fit the model or pass n_symbols")
         return n_parameters_standard(self.n_states, self.n_symbols)
 
-    def get_config(self) -> dict:
-        return {"kind": self.kind, "n_states": self.n_states, "n_symbols": self.n_symbols,
-                "n_iter": self.n_iter, "tol": self.tol, "seed": self.seed, "engine": self.engine,
-                "snapshot_every": self.snapshot_every}
-
     def init_params(self, n_symbols: Optional[int] = None) -> "StandardHMM":
         """Draw the initial parameters from the seed (see the class docstring)."""
         if n_symbols is not None:
