@@ -243,20 +243,13 @@ def save_models(path: str, items) -> List[str]:
     The models are written to a temporary file in the same folder, which then replaces
     ``path`` in one rename: an existing file is never half-overwritten.
     """
-    from densehmm_core import modelfile
-    folder = os.path.dirname(os.path.abspath(path)) or "."
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.partial.h5")
+    from densehmm_core import fileio, modelfile
     names = []
-    try:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with fileio.atomic_path(path, suffix=".h5") as tmp:
+        os.unlink(tmp)  # the core writer creates it: a model file, not an empty one
         for name, model, corpus, metrics in items:
             metrics = {k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
             names.append(modelfile.save_model(tmp, model, name=name, corpus=corpus, metrics=metrics))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
     return names
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import os
 import pathlib
-import tempfile
 from typing import Callable, List, Optional, Sequence, Tuple, Union
 
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
+
+from densehmm_core import fileio
 
 from .views import _pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
 
@@ -193,58 +194,22 @@ def export_widget(widget: QtWidgets.QWidget, path: Union[str, os.PathLike], fmt:
         raise ExportError(f"{path}: the view has no size to draw")
     title = title or path.stem
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=str(folder))
-    except OSError as exc:
-        raise ExportError(f"{path}: cannot write in {folder}: {exc.strerror or exc}") from exc
-    os.close(fd)
-    try:
-        if kind in ("png", "jpeg"):
-            _write_png(target, size, tmp, scale)
-        elif kind == "svg":
-            _write_svg(target, size, tmp, title)
-        else:
-            _write_pdf(target, size, tmp, title)
-        if os.path.getsize(tmp) == 0:
-            raise ExportError(f"{path}: nothing was written (is the disk full or the file locked?)")
-        if os.path.exists(path) and os.path.isdir(path):
-            raise ExportError(f"{path}: is a folder")
-        _set_default_mode(tmp)
-        os.replace(tmp, path)
+        with fileio.atomic_path(path, suffix=".part") as tmp:
+            if kind in ("png", "jpeg"):
+                _write_png(target, size, tmp, scale)
+            elif kind == "svg":
+                _write_svg(target, size, tmp, title)
+            else:
+                _write_pdf(target, size, tmp, title)
+            if os.path.getsize(tmp) == 0:
+                raise ExportError(f"{path}: nothing was written (is the disk full or the file locked?)")
     except ExportError:
-        _unlink(tmp)
         raise
+    except fileio.FileWriteError as exc:
+        raise ExportError(str(exc)) from exc
     except Exception as exc:
-        _unlink(tmp)
         raise ExportError(f"{path}: export failed: {exc}") from exc
     return path
-
-
-def _set_default_mode(p: str) -> None:
-    """mkstemp creates 0600 files: give the figure the usual permissions (0666 minus umask).
-
-    The umask is read from /proc (changing it to read it would race with other threads);
-    elsewhere 022 is assumed.
-    """
-    mask = 0o022
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    mask = int(line.split()[1], 8)
-                    break
-    except (OSError, ValueError):
-        pass
-    try:
-        os.chmod(p, 0o666 & ~mask)
-    except OSError:
-        pass
-
-
-def _unlink(p: str) -> None:
-    try:
-        os.unlink(p)
-    except OSError:
-        pass
 
 
 # ---------------------------------------------------------------- interaction

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 import zipfile
 from typing import Any, Dict, List, Optional
 
@@ -89,39 +88,40 @@ def model_tables(source: Any, name: Optional[str] = None) -> Dict[str, str]:
 def export_csv(source: Any, target, name: Optional[str] = None) -> List[str]:
     """Write the CSV tables of a model into a folder, or into a zip file (``target`` ends in ``.zip``).
 
-    The zip is written atomically (temporary file + rename); in a folder each CSV is.
+    Every file is written atomically (temporary file + rename, see :mod:`densehmm_core.fileio`)
+    with the usual permissions (``0666`` minus the umask), under the target's lock.  An
+    existing file that is not a zip (for a ``.zip`` target) or a non-folder (otherwise)
+    is refused, as is a read-only file: nothing is overwritten by accident.
 
     Returns
     -------
     list of str
         The names of the CSV files written.
+
+    Raises
+    ------
+    FileWriteError
+        The target cannot be written (one-line message: which file, why).
     """
+    from . import fileio
     tables = model_tables(source, name)
     target = os.fspath(target)
     if target.lower().endswith(".zip"):
-        folder = os.path.dirname(os.path.abspath(target))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".export.", suffix=".zip.tmp")
-        os.close(fd)
-        try:
-            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
-                for fname, text in tables.items():
-                    z.writestr(fname, text)
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        if os.path.isfile(target) and not zipfile.is_zipfile(target):
+            raise fileio.FileWriteError(target, "exists and is not a zip file: not overwritten")
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            for fname, text in tables.items():
+                z.writestr(fname, text)
+        fileio.write_bytes(target, buf.getbuffer())
         return list(tables)
-    os.makedirs(target, exist_ok=True)
-    for fname, text in tables.items():
-        path = os.path.join(target, fname)
-        fd, tmp = tempfile.mkstemp(dir=target, prefix="." + fname + ".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+    if os.path.exists(target) and not os.path.isdir(target):
+        raise fileio.FileWriteError(target, "exists and is not a folder: give a folder or a name ending in .zip")
+    try:
+        os.makedirs(target, exist_ok=True)
+    except OSError as e:
+        raise fileio.FileWriteError(target, f"cannot create the folder ({e.strerror or e})") from None
+    with fileio.file_lock(target):
+        for fname, text in tables.items():
+            fileio.write_text(os.path.join(target, fname), text, lock=False)
     return list(tables)

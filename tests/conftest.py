@@ -28,3 +28,43 @@ def _collect_garbage_on_the_main_thread(request):
     yield
     if "qtbot" in request.fixturenames:
         gc.collect()
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """``make(free_bytes)`` -> a folder on a small tmpfs with about ``free_bytes`` left.
+
+    Needs root and a working ``mount`` (skips otherwise); unmounted at the end.
+    """
+    import shutil
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a small tmpfs needs root and mount")
+    mounts = []
+
+    def make(free_bytes=4096, size_kb=512):
+        mnt = tmp_path / f"tmpfs{len(mounts)}"
+        mnt.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kb}k", "tmpfs", str(mnt)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs: {r.stderr.strip()}")
+        mounts.append(mnt)
+        st = os.statvfs(mnt)
+        fill = st.f_bavail * st.f_frsize - int(free_bytes)
+        with open(mnt / ".filler", "wb") as fh:
+            while fill > 0:
+                chunk = min(fill, 1 << 16)
+                try:
+                    fh.write(b"\0" * chunk)
+                    fh.flush()
+                except OSError:
+                    break
+                fill -= chunk
+        return mnt
+
+    yield make
+    import subprocess as sp
+    for mnt in mounts:
+        sp.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -383,7 +383,7 @@ def test_interrupted_write_keeps_previous_file(tmp_path, monkeypatch, standard, 
         group.create_dataset("partial", data=np.arange(10))
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(modelfile, "_write_history", boom)
+    monkeypatch.setattr(modelfile.write, "_write_history", boom)
     with pytest.raises(ModelFileError, match="could not be written.*previous file is unchanged"):
         save_model(path, dense_cooc, "second")
     assert _snapshot_dir(tmp_path) == before  # same bytes, and no temporary file left behind
@@ -392,13 +392,13 @@ def test_interrupted_write_keeps_previous_file(tmp_path, monkeypatch, standard, 
     def replace_fails(src, dst):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(modelfile.os, "replace", replace_fails)
+    monkeypatch.setattr(modelfile.write.os, "replace", replace_fails)
     with pytest.raises(ModelFileError):
         save_model(path, dense_cooc, "second")
     assert _snapshot_dir(tmp_path) == before
     monkeypatch.undo()
 
-    monkeypatch.setattr(modelfile, "_write_history", lambda g, h: (_ for _ in ()).throw(KeyboardInterrupt()))
+    monkeypatch.setattr(modelfile.write, "_write_history", lambda g, h: (_ for _ in ()).throw(KeyboardInterrupt()))
     with pytest.raises(KeyboardInterrupt):
         save_model(path, dense_cooc, "second")
     assert _snapshot_dir(tmp_path) == before
@@ -420,7 +420,7 @@ def die(group, history):
     group.create_dataset("partial", data=list(range(1000)))
     group.file.flush()
     os.kill(os.getpid(), signal.SIGKILL)
-modelfile._write_history = die
+modelfile.write._write_history = die
 m = StandardHMM(3, 4, seed=1).init_params()
 modelfile.save_model({str(path)!r}, m, "second")
 """

@@ -59,6 +59,7 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
     ----------
     path : str or path-like
         The file; ``.gz`` (gzip) files are decompressed transparently while streaming.
+        ``"-"`` reads standard input.  Line endings may be LF, CRLF or CR (old Mac).
     format : str, default "auto"
         ``"auto"`` detects the format from the extension, then from the content.
         Otherwise one of ``fasta``, ``medpost``, ``word_tag``, ``word_slash_tag``,
@@ -97,6 +98,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
     DataFormatError
         Bad content: empty or binary file, unknown format, undecodable text, no
         records, malformed structure (with the file name, the line and the reason).
+        Also: the file is not readable (permissions, a symbolic link loop, an
+        unreadable folder on its path) or not a regular file (a FIFO or device).
     FileNotFoundError
         The file does not exist.
     TypeError, ValueError
@@ -137,7 +140,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         size = src.size
         compressed = src.compressed
         name = src.name
-        abspath = os.path.abspath(src.path)
+        abspath = src.path if src.is_stdin else os.path.abspath(src.path)
+        line_endings = src.line_endings
     if progress is not None:
         progress(size, size)
 
@@ -149,6 +153,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
     }
     corpus = Corpus(result["sequences"], result["vocabulary"], names=result["names"], provenance=provenance,
                     warnings=result["warnings"], validate=False)
+    if line_endings == "cr":
+        corpus.warnings.append("old Mac line endings (CR only) were read as line breaks")
     for w in corpus.warnings:
         log.info("%s: %s", name, w)
     if any(v is not None and v is not False for k, v in prep_opts.items() if k != "residual_symbol"):

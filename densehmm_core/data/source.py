@@ -4,13 +4,19 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import errno
 import os
+import stat
+import sys
 import zlib
 from typing import Callable, Iterator, Optional, Tuple
 
 from .errors import DataFormatError
 
-__all__ = ["Source", "open_source"]
+__all__ = ["Source", "open_source", "STDIN"]
+
+#: The path that means standard input.
+STDIN = "-"
 
 _CHUNK = 1 << 20
 _SAMPLE = 1 << 16
@@ -66,6 +72,83 @@ class _HashingRaw(io.RawIOBase):
             super().close()
 
 
+
+def _open_regular(path: str):
+    """Open a data file for binary reading; every refusal is a one-line error.
+
+    Missing files are :class:`FileNotFoundError`; anything else that makes the file
+    unreadable (permissions, a symbolic link loop, a folder, a FIFO or device that
+    would block or never end) is :class:`DataFormatError`.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise FileNotFoundError(f"cannot open {path}: it is a symbolic link to a missing file") from None
+        raise FileNotFoundError(f"cannot open {path}: no such file") from None
+    except OSError as exc:
+        raise DataFormatError(_why_not(exc), path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DataFormatError("is a directory, not a data file", path)
+    if not stat.S_ISREG(st.st_mode):
+        raise DataFormatError("not a regular file (a FIFO, device or socket); pass '-' to read standard input",
+                              path)
+    try:
+        # O_NONBLOCK: a file swapped for a FIFO after the check above cannot block the open.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise DataFormatError(_why_not(exc), path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise DataFormatError("not a regular file (a FIFO, device or socket); pass '-' to read standard input",
+                                  path)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0), int(st.st_size)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _why_not(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "cannot be opened: a symbolic link loop"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied: the file (or a folder on its path) is not readable"
+    if exc.errno == errno.ENOTDIR:
+        return "cannot be opened: a part of the path is not a folder"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "cannot be opened: the name is too long"
+    return f"cannot be opened ({exc.strerror or exc})"
+
+
+class _CRToLF(io.RawIOBase):
+    """A byte stream with every CR turned into LF (for files with old Mac line endings)."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self._s = stream
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        data = self._s.read(len(b))
+        if not data:
+            return 0
+        data = data.replace(b"\r", b"\n")
+        n = len(data)
+        b[:n] = data
+        return n
+
+    def close(self):
+        try:
+            self._s.close()
+        finally:
+            super().close()
+
+
 class Source:
     """An open data file: a binary line stream over its (decompressed) content.
 
@@ -86,29 +169,41 @@ class Source:
 
     def __init__(self, path, progress: Optional[ProgressCallback] = None):
         self.path = os.fspath(path)
-        self.name = os.path.basename(self.path)
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            raise FileNotFoundError(f"cannot open {self.path}: {exc.strerror or exc}") from exc
-        if os.path.isdir(self.path):
-            raise DataFormatError("is a directory, not a data file", self.path)
-        self.size = int(st.st_size)
-        fh = open(self.path, "rb", buffering=0)
+        self.is_stdin = self.path == STDIN
+        self.name = "<stdin>" if self.is_stdin else os.path.basename(self.path)
+        self.line_endings = "lf"
+        if self.is_stdin:
+            fh = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
+            self.size = 0
+        else:
+            fh, self.size = _open_regular(self.path)
         self._raw = _HashingRaw(fh, self.size, progress)
         self._buffered = io.BufferedReader(self._raw, buffer_size=_CHUNK)
         self.stream = self._buffered
         try:
-            head = self._buffered.peek(2)[:2]
+            try:
+                head = self._buffered.peek(2)[:2]
+            except OSError as exc:
+                raise DataFormatError(f"cannot be read ({exc.strerror or exc})", self.path) from None
             self.compressed = head == _GZIP_MAGIC
             if self.compressed:
                 gz = gzip.GzipFile(fileobj=self._buffered, mode="rb")
                 self.stream = io.BufferedReader(gz, buffer_size=_CHUNK)
             self.sample = self._peek_sample()
+            if b"\r" in self.sample and b"\n" not in self.sample:
+                # Old Mac line endings (CR only): read them as lines.
+                self.line_endings = "cr"
+                self.stream = io.BufferedReader(_CRToLF(self.stream), buffer_size=_CHUNK)
+                self.sample = self.sample.replace(b"\r", b"\n")
             self._check_sample()
         except BaseException:
             self.close()
             raise
+
+    def _read_error(self, exc: BaseException) -> DataFormatError:
+        if self.compressed and not (isinstance(exc, OSError) and exc.errno is not None):
+            return DataFormatError(f"corrupt or truncated gzip data ({exc})", self.path)
+        return DataFormatError(f"read error ({getattr(exc, 'strerror', None) or exc})", self.path)
 
     def _peek_sample(self) -> bytes:
         try:
@@ -143,7 +238,7 @@ class Source:
             except StopIteration:
                 return
             except (OSError, EOFError, zlib.error) as exc:
-                raise DataFormatError(f"corrupt or truncated gzip data ({exc})", self.path) from None
+                raise self._read_error(exc) from None
             yield line
 
     def _blocks(self) -> Iterator[bytes]:
@@ -154,7 +249,7 @@ class Source:
             try:
                 chunk = read(_CHUNK)
             except (OSError, EOFError, zlib.error) as exc:
-                raise DataFormatError(f"corrupt or truncated gzip data ({exc})", self.path) from None
+                raise self._read_error(exc) from None
             if not chunk:
                 if rest:
                     yield b"".join(rest)

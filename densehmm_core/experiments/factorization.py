@@ -401,13 +401,12 @@ def write_outputs(rows: Sequence[dict], out) -> dict:
 
 
 def _atomic_text(path, text: str) -> None:
-    import os
     from pathlib import Path
+
+    from .. import fileio
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    fileio.write_text(path, text)
 
 
 def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,

@@ -6,7 +6,6 @@ atomically (temp file + rename).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -42,9 +41,9 @@ def _save(fig, path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fmt = path.suffix.lstrip(".").lower() or "png"
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    fig.savefig(tmp, format=fmt, bbox_inches="tight")
-    os.replace(tmp, path)
+    from .. import fileio
+    with fileio.atomic_path(path) as tmp:
+        fig.savefig(tmp, format=fmt, bbox_inches="tight")
     return path
 
 

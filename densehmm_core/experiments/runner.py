@@ -137,16 +137,13 @@ class ResultStore:
         self.write()
 
     def write(self) -> None:
+        from .. import fileio
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + f".tmp{os.getpid()}")
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        with fileio.atomic_open(self.path, "w", newline="", encoding="utf-8") as fh:
             w = csv.DictWriter(fh, fieldnames=self.columns, restval="", extrasaction="raise")
             w.writeheader()
             for r in self.rows:
                 w.writerow(r)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
 
 
 @dataclass

@@ -1,0 +1,80 @@
+"""The ``densehmm`` command line (also ``python -m densehmm_core``).
+
+Commands: ``train``, ``evaluate``, ``info``, ``sample``, ``decode``, ``export``
+(and ``reproduce`` when the experiments package provides it).  The command line
+does no maths of its own: it loads data through :mod:`densehmm_core.data`, trains
+through ``model.iter_fit`` and prints the :class:`~densehmm_core.events.ProgressEvent`
+stream, computes metrics through :mod:`densehmm_core.metrics` and reads/writes
+model files through :mod:`densehmm_core.modelfile`.
+
+Exit status: 0 success, 1 failure (training diverged, internal error),
+2 user error (bad option, missing or malformed file), 130 interrupted (Ctrl-C).
+
+Importing this module is fast: numpy, h5py and TensorFlow are imported only by
+Importing this package is fast: numpy, h5py and TensorFlow are imported only by
+the command that needs them.
+
+Modules: :mod:`.parser` (arguments and ``--help`` texts), :mod:`.progress` (progress
+printing and Ctrl-C), :mod:`.data` (loading data and encoding it for a model),
+:mod:`.train` (train, resume, checkpoints), :mod:`.inspection` (evaluate, info, sample,
+decode, export) and :mod:`.common` (exit codes, user errors, printing, model loading).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional, Sequence
+
+from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, UserError, _err, _user_error_types
+from .parser import build_parser
+
+__all__ = ["main", "build_parser", "UserError"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    args = None
+    try:
+        with_reproduce = bool(argv) and argv[0] == "reproduce"
+        parser = build_parser(with_reproduce=with_reproduce)
+        args = parser.parse_args(argv)
+        debug = debug or bool(getattr(args, "debug", False))
+        func = getattr(args, "func", None)
+        if func is None:
+            parser.print_help()
+            return EXIT_USAGE
+        rc = func(args)
+        return EXIT_OK if rc is None else int(rc)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # e.g. `densehmm sample ... | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - the command line's last line of defence
+        if isinstance(e, _user_error_types()):
+            if debug:
+                import traceback
+                traceback.print_exc()
+            msg = str(e)
+            cmd = getattr(args, "command", None) if args is not None else None
+            _err(f"{PROG}{(' ' + cmd) if cmd else ''}: error: {msg}")
+            return EXIT_USAGE
+        if isinstance(e, FileNotFoundError):
+            _err(f"{PROG}: error: {e.filename or ''}: no such file" if e.filename else f"{PROG}: error: {e}")
+            return EXIT_USAGE
+        if debug:
+            import traceback
+            traceback.print_exc()
+        _err(f"{PROG}: internal error: {type(e).__name__}: {e} (run again with --debug for a traceback)")
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""What every command shares: exit codes, the user-error type, printing, model loading, metrics."""
+from __future__ import annotations
+
+import math
+import sys
+from typing import List, Optional
+
+PROG = "densehmm"
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UserError(Exception):
+    """A problem the user can fix (printed as one line, exit status 2)."""
+
+
+def _out(*a, **kw):
+    print(*a, **kw)
+    sys.stdout.flush()
+
+
+def _err(msg: str) -> None:
+    """A message on stderr; a closed stderr never stops the work."""
+    try:
+        print(msg, file=sys.stderr)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _jsonable(x):
+    import numpy as np
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.generic):
+        return _jsonable(x.item())
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def _user_error_types():
+    types: List[type] = [UserError]
+    for mod, name in (("densehmm_core.modelfile", "ModelFileError"), ("densehmm_core.data.errors", "DataFormatError"),
+                      ("densehmm_core.data", "DataFormatError"), ("densehmm_core.device", "DeviceError")):
+        m = sys.modules.get(mod)
+        cls = getattr(m, name, None) if m is not None else None
+        if isinstance(cls, type):
+            types.append(cls)
+    return tuple(types)
+
+
+def _load_model(path: str, name: Optional[str]):
+    from ..modelfile import load_model
+    return load_model(path, name)
+
+
+def _kind(model) -> str:
+    return "dense" if hasattr(model, "embeddings_") else "standard"
+
+
+def _metric_values(met, model, seqs) -> dict:
+    import numpy as np
+    m = model.n_symbols
+    out = {}
+    out["loglik"] = float(model.score(seqs))
+    out["nll"] = float(met.normalized_nll(model, seqs))
+    out["paper_nll"] = float(met.paper_nll(model, seqs))
+    try:
+        omega_data = met.empirical_cooc(seqs, m)
+    except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
+        omega_data = None
+    if omega_data is not None:
+        omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
+        out["mad"] = float(met.cooc_mad(omega_data, omega_model))
+    out["n_sequences"] = len(seqs)
+    out["n_tokens"] = int(sum(len(s) for s in seqs))
+    return {k: v for k, v in out.items() if not (isinstance(v, float) and np.isnan(v))}

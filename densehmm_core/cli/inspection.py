@@ -1,0 +1,177 @@
+"""The commands that use a saved model: ``evaluate``, ``info``, ``sample``, ``decode``, ``export``."""
+from __future__ import annotations
+
+import json
+import shutil
+
+from .common import EXIT_OK, UserError, _jsonable, _load_model, _metric_values, _out
+from .data import _load_eval_data
+
+
+# -------------------------------------------------------------- evaluate
+def cmd_evaluate(args) -> int:
+    from .. import metrics as met
+    model = _load_model(args.model_file, args.name)
+    seqs, corpus = _load_eval_data(args, model)
+    values = _metric_values(met, model, seqs)
+    result = {"model_file": args.model_file, "model": getattr(model, "model_name_", args.name),
+              "data": args.data, "part": args.part, **values}
+    if args.json:
+        _out(json.dumps(_jsonable(result), indent=2))  # inf (an impossible sequence) -> null
+    elif not args.quiet:
+        _out(f"model       {result['model']} ({args.model_file})")
+        _out(f"data        {args.data}" + (f" ({args.part} part)" if args.part != "all" else "")
+             + f": {values['n_sequences']} sequences, {values['n_tokens']} tokens")
+        _out(f"log-likelihood          {values['loglik']:.6f}")
+        _out(f"normalised NLL          {values['nll']:.6f}   (-log-likelihood / tokens)")
+        if "paper_nll" in values:
+            _out(f"normalised NLL (paper)  {values['paper_nll']:.6f}")
+        if "mad" in values:
+            _out(f"co-occurrence MAD       {values['mad']:.6g}")
+    return EXIT_OK
+
+
+def cmd_info(args) -> int:
+    from ..modelfile import list_models, read_model_info
+    names = [args.name] if args.name else list_models(args.model_file)
+    infos = [read_model_info(args.model_file, nm, arrays=True) for nm in names]
+    if args.json:
+        out = {"file": args.model_file, "format": infos[0]["file"] if infos else {}, "models": []}
+        for info in infos:
+            d = {k: v for k, v in info.items() if k not in ("arrays", "file")}
+            d["shapes"] = {k: list(v.shape) for k, v in info["arrays"].items()}
+            if args.arrays:
+                d["arrays"] = info["arrays"]
+            out["models"].append(d)
+        _out(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if not infos:
+        _out(f"{args.model_file}: no models")
+        return EXIT_OK
+    f = infos[0]["file"]
+    _out(f"{args.model_file}: {f.get('format')} schema {f.get('schema_version')}, "
+         f"{len(list_models(args.model_file))} model(s), written by {f.get('writer', '?')} at {f.get('modified_utc', '?')}")
+    for info in infos:
+        _print_model_info(info, args)
+    return EXIT_OK
+
+
+def _kv(d: dict) -> str:
+    """``key=value`` pairs, wrapped under the 15-column label of the info listing."""
+    import textwrap
+    width = max(60, min(120, shutil.get_terminal_size((100, 20)).columns))
+    text = ", ".join(f"{k}={_short(v)}" for k, v in d.items())
+    lines = textwrap.wrap(text, width=width - 15, break_long_words=False, break_on_hyphens=False)
+    return ("\n" + " " * 15).join(lines)
+
+
+def _short(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, dict)):
+        s = json.dumps(v)
+        return s if len(s) <= 60 else s[:57] + "..."
+    return str(v)
+
+
+def _print_model_info(info: dict, args) -> None:
+    import numpy as np
+    a = info["attrs"]
+    _out("")
+    head = f"model {info['name']!r}: {a['kind']} HMM, n={a['n_states']} states, m={a['n_symbols']} symbols"
+    if a["kind"] == "dense":
+        head += f", l={a.get('dim')}"
+    _out(head)
+    _out(f"  fit method   {a.get('fit_method') or '-'}    seed {a.get('seed', '-')}    "
+         f"device {a.get('device_used') or '-'}    parameters {a.get('n_parameters', '-')}")
+    hist = info["history"]
+    _out(f"  trained      {a.get('created_utc', '?')}    stop reason {a.get('stop_reason') or '-'}    "
+         f"{len(hist)} history records")
+    if info["config"]:
+        _out(f"  config       {_kv(info['config'])}")
+    if info["metrics"]:
+        _out(f"  metrics      {_kv(info['metrics'])}")
+    for key, label in (("provenance", "data"), ("provenance_test", "test data")):
+        if info.get(key):
+            _out(f"  {label:<12} {_kv(info[key])}")
+    if info["software"]:
+        _out(f"  software     {_kv(info['software'])}")
+    vocab = info["vocabulary"]
+    if vocab is not None:
+        shown = " ".join(vocab[:40]) + (" ..." if len(vocab) > 40 else "")
+        _out(f"  vocabulary   ({len(vocab)}) {shown}")
+    _out("  arrays       " + _kv({k: "x".join(map(str, v.shape)) or "scalar" for k, v in info["arrays"].items()}))
+    if hist:
+        cols = [c for c in ("step", "phase", "loss", "train_ll", "test_ll", "mad") if any(c in r for r in hist)]
+        rows = hist if args.history else (hist[:3] + ([None] if len(hist) > 6 else []) + hist[-3:]
+                                          if len(hist) > 6 else hist)
+        _out("  history      " + "  ".join(f"{c:>12}" for c in cols))
+        for r in rows:
+            if r is None:
+                _out("               " + "  ".join(f"{'...':>12}" for _ in cols))
+                continue
+            _out("               " + "  ".join(f"{_short(r.get(c)) if r.get(c) is not None else '-':>12}"
+                                              for c in cols))
+    if args.arrays:
+        with np.printoptions(precision=6, suppress=True, linewidth=160, threshold=100000):
+            for k, v in info["arrays"].items():
+                _out(f"  {k}:")
+                for line in str(v).splitlines():
+                    _out("    " + line)
+
+
+# ---------------------------------------------------------------- sample
+def cmd_sample(args) -> int:
+    if args.n_sequences < 1:
+        raise UserError(f"-n must be >= 1, got {args.n_sequences}")
+    if args.length < 1:
+        raise UserError(f"--length must be >= 1, got {args.length}")
+    model = _load_model(args.model_file, args.name)
+    obs, states = model.sample(args.n_sequences, args.length, seed=args.seed)
+    vocab = model.vocabulary or [str(i) for i in range(model.n_symbols)]
+    sep = args.sep
+    if sep is None:
+        sep = "" if all(len(s) == 1 for s in vocab) else " "
+    name = getattr(model, "model_name_", None) or "model"
+    for i, (o, s) in enumerate(zip(obs, states)):
+        text = sep.join(vocab[int(k)] for k in o)
+        if args.fasta:
+            _out(f">sample_{i + 1} model={name} seed={args.seed} length={len(o)}")
+            for j in range(0, len(text), 60) if sep == "" else [0]:
+                _out(text[j:j + 60] if sep == "" else text)
+        else:
+            _out(text)
+        if args.states:
+            _out(("; states " if args.fasta else "") + " ".join(str(int(k)) for k in s))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- decode
+def cmd_decode(args) -> int:
+    model = _load_model(args.model_file, args.name)
+    seqs, corpus = _load_eval_data(args, model)
+    paths, logprobs = model.decode(seqs)
+    vocab = model.vocabulary or [str(i) for i in range(model.n_symbols)]
+    ids = getattr(corpus, "names", None)
+    if ids is not None and len(ids) != len(seqs):
+        ids = None
+    header = ["index"] + (["id"] if ids is not None else []) + ["length", "log_prob", "states"]
+    if args.symbols:
+        header.append("symbols")
+    _out("\t".join(header))
+    for i, (s, p, lp) in enumerate(zip(seqs, paths, logprobs)):
+        row = [str(i)] + ([str(ids[i])] if ids is not None else []) + [str(len(s)), repr(float(lp)),
+                                                                        " ".join(str(int(k)) for k in p)]
+        if args.symbols:
+            row.append(" ".join(vocab[int(k)] for k in s))
+        _out("\t".join(row))
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- export
+def cmd_export(args) -> int:
+    from ..export import export_csv
+    written = export_csv(args.model_file, args.target, name=args.name)
+    if not args.quiet:
+        _out(f"wrote {len(written)} CSV file(s) to {args.target}")
+    return EXIT_OK

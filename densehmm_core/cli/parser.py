@@ -1,0 +1,257 @@
+"""The argument parser of the ``densehmm`` command line (``--help`` texts live here)."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from .common import PROG, UserError
+from .inspection import cmd_decode, cmd_evaluate, cmd_export, cmd_info, cmd_sample
+from .train import cmd_train
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one clear line instead of usage + error
+        raise UserError(f"{message} (see '{self.prog} --help')")
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Wraps one-paragraph descriptions; keeps multi-line texts (the examples) as written."""
+
+    def _fill_text(self, text, width, indent):
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
+def _formatter(prog):
+    return _HelpFormatter(prog, max_help_position=32)
+
+
+# ------------------------------------------------------------------ parser
+TOP_EPILOG = """\
+examples:
+  densehmm train demo --model dense --method cooc --states 5 --dim 3 --out demo.h5
+  densehmm train proteins.fasta --preset paper_protein --model dense --method em \\
+           --states 10 --dim 4 --out protein.h5 --name em10
+  densehmm info protein.h5
+  densehmm evaluate protein.h5 proteins.fasta --name em10
+  densehmm sample protein.h5 --name em10 -n 5 --length 60
+  densehmm decode protein.h5 proteins.fasta --name em10 > states.tsv
+
+Run 'densehmm COMMAND --help' for the options of a command.
+exit status: 0 ok, 1 failure (diverged, internal error), 2 user error, 130 interrupted
+"""
+
+
+def _common(p):
+    g = p.add_argument_group("output")
+    g.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    g.add_argument("-v", "--verbose", action="store_true", help="print every progress event as a line")
+    g.add_argument("--debug", action="store_true", help="show a traceback on errors")
+
+
+def _data_options(p, *, preprocess=True, split=True):
+    g = p.add_argument_group("data")
+    g.add_argument("--format", default="auto", metavar="FMT",
+                   help="input format (default: detected from the extension and the content): "
+                        "fasta, word_tag, word_slash_tag, ptb, conll, conllu, medpost")
+    g.add_argument("--preset", metavar="NAME",
+                   help="paper preprocessing preset: paper_protein, paper_medpost, "
+                        "reference_code_protein, reference_code_penn")
+    g.add_argument("--observe", choices=["tags", "words"], help="tagged corpora: observe the tags (default) or the words")
+    g.add_argument("--column", type=int, metavar="COL",
+                   help="CoNLL: index of the column holding the observed symbols (default 1)")
+    g.add_argument("--tagset", choices=["upos", "xpos"], help="CoNLL-U: the tag column (default upos)")
+    g.add_argument("--subset", type=int, metavar="N", help="use the first N sequences")
+    if preprocess:
+        g.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
+        g.add_argument("--min-len", type=int, metavar="T", help="drop sequences shorter than T")
+        g.add_argument("--merge-below", type=float, metavar="F",
+                       help="merge the rarest symbols whose cumulative frequency stays below F "
+                            "(e.g. 0.002) into one residual symbol")
+    if split:
+        g.add_argument("--split", type=float, default=None, metavar="F",
+                       help="fraction held out as test data (default 0.5 for train; 0 = no test set)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the split, initialisation and demo data (default 0)")
+
+
+def _model_and_data_args(p, verb: str) -> None:
+    """MODEL.h5 and DATA positionals plus the options that choose what of DATA to use."""
+    p.add_argument("model_file", metavar="MODEL.h5")
+    p.add_argument("data", metavar="DATA", help="data file, or 'demo'")
+    _name_option(p)
+    _data_options(p, preprocess=False)
+    p.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
+    p.add_argument("--part", choices=["all", "train", "test"], default="all",
+                   help=f"with --split: which part to {verb} (default all)")
+
+
+def _name_option(p, help="which model of the file (needed when it holds several)"):
+    p.add_argument("--name", help=help)
+
+
+def build_parser(with_reproduce: bool = False) -> argparse.ArgumentParser:
+    """The argument parser.  ``with_reproduce`` imports the experiments' own sub-parser."""
+    parser = _Parser(prog=PROG, formatter_class=_formatter,
+                     description="DenseHMM Studio on the command line: train, inspect and use hidden "
+                                 "Markov models learned through dense representations (Sicking et al., 2020).",
+                     epilog=TOP_EPILOG)
+    from .. import __version__
+    parser.add_argument("--version", action="version", version=f"densehmm {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    # ---- train
+    p = sub.add_parser("train", formatter_class=_formatter, help="train a dense or standard HMM and save it",
+                       description="Train a DenseHMM or a standard HMM on a data file (or the built-in "
+                                   "synthetic demo) and save it to an HDF5 model file.",
+                       epilog="""\
+examples:
+  densehmm train demo --states 5 --dim 3 --out demo.h5
+  densehmm train seqs.fasta --preset paper_protein --model dense --method em --states 10 --dim 4 \\
+           --iter 40 --out protein.h5 --name em10 --checkpoint-every 60
+  densehmm train seqs.fasta --preset paper_protein --model standard --states 10 --out protein.h5
+  densehmm train seqs.fasta --preset paper_protein --model standard --fair --states 10 --dim 4 --out p.h5
+  densehmm train tags.txt --model dense --method cooc --states 20 --dim 8 --steps 20000 --out tags.h5
+  densehmm train seqs.fasta --preset paper_protein --out protein.h5 --name em10 --resume
+
+Ctrl-C stops after the current chunk of work and saves what was trained so far (with --out).
+DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data set.""")
+    p.add_argument("data", metavar="DATA", nargs="?", help="data file, or 'demo'")
+    p.add_argument("--demo", action="store_true", help="use the built-in synthetic data set (same as DATA=demo)")
+    g = p.add_argument_group("model")
+    g.add_argument("--model", choices=["dense", "standard"], default=None, help="model type (default dense)")
+    g.add_argument("--method", choices=["cooc", "em"], default=None,
+                   help="dense fit: direct co-occurrence fit (default) or EM with a gradient M-step; "
+                        "standard HMMs always use Baum-Welch (em)")
+    g.add_argument("--states", "-n", type=int, metavar="N", help="number of hidden states n")
+    g.add_argument("--dim", "-l", type=int, metavar="L", help="representation length l (dense; --fair)")
+    g.add_argument("--fair", action="store_true",
+                   help="standard HMM with the number of states that gives about the parameter count of "
+                        "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
+    g.add_argument("--device", default=None, help="TensorFlow device for dense models: auto, cpu, gpu "
+                                                      "or a device string such as /GPU:1 (default auto)")
+    g = p.add_argument_group("training")
+    g.add_argument("--steps", type=int, metavar="K", help="dense cooc: maximum Adam steps")
+    g.add_argument("--iter", type=int, metavar="K",
+                   help="maximum EM iterations (dense em) or Baum-Welch iterations (standard)")
+    g.add_argument("--mstep-steps", type=int, metavar="K", help="dense em: Adam steps per M-step")
+    g.add_argument("--lr", type=float, metavar="RATE", help="dense: Adam learning rate")
+    g.add_argument("--tol", type=float, metavar="TOL",
+                   help="convergence tolerance (standard: gain of the log-likelihood; dense: relative change)")
+    g.add_argument("--restarts", type=int, metavar="R", help="dense: seeded restarts, the best one is kept")
+    g.add_argument("--finish", choices=["auto", "lm", "lbfgs", "none"],
+                   help="dense cooc: second-order finish after the Adam phase (Levenberg-Marquardt, "
+                        "L-BFGS, auto = by problem size, none)")
+    g.add_argument("--finish-steps", type=int, metavar="K",
+                   help="dense cooc: maximum iterations of the finish (0 = none)")
+    g.add_argument("--paper-settings", action="store_true",
+                   help="dense: the paper's optimiser settings (cooc: plain Adam, lr 0.001, 10,000 steps, "
+                        "raw Frobenius loss; em: 25 Adam steps at lr 0.01 per M-step, 40 iterations)")
+    _data_options(p)
+    g = p.add_argument_group("saving")
+    g.add_argument("--out", "-o", metavar="FILE.h5", help="model file to write (other models in it are kept)")
+    _name_option(g, help="name of the model in --out (default: dense_1, dense_2, ... / standard_1, ...)")
+    g.add_argument("--overwrite", action="store_true", help="replace a model of the same name in --out")
+    g.add_argument("--checkpoint-every", type=float, metavar="SECONDS",
+                   help="also save the current model to --out every SECONDS during training")
+    g.add_argument("--resume", nargs="?", const=True, default=None, metavar="FILE.h5",
+                   help="continue training the model --name from a checkpoint (default: the --out file); "
+                        "give the same DATA and data options")
+    _common(p)
+    p.set_defaults(func=cmd_train)
+
+    # ---- evaluate
+    p = sub.add_parser("evaluate", formatter_class=_formatter, help="score a model on data",
+                       description="Normalised negative log-likelihood (both the product's and the paper's "
+                                   "variant) and co-occurrence MAD of a saved model on a data file.",
+                       epilog="""\
+examples:
+  densehmm evaluate protein.h5 seqs.fasta --name em10
+  densehmm evaluate protein.h5 seqs.fasta --name em10 --split 0.5 --part test --json
+  densehmm evaluate demo.h5 demo
+
+Symbols are mapped to the model's vocabulary by their strings; symbols the model does not know
+go to its residual (merged) symbol when it has one, else they are an error.""")
+    _model_and_data_args(p, "evaluate")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    _common(p)
+    p.set_defaults(func=cmd_evaluate)
+
+    # ---- info
+    p = sub.add_parser("info", formatter_class=_formatter, help="show everything stored in a model file",
+                       description="Show the models of a file: type, sizes, hyper-parameters, data provenance, "
+                                   "training history, metrics, software versions.",
+                       epilog="""\
+examples:
+  densehmm info protein.h5
+  densehmm info protein.h5 --name em10 --arrays
+  densehmm info protein.h5 --json > protein.json""")
+    p.add_argument("model_file", metavar="MODEL.h5")
+    _name_option(p)
+    p.add_argument("--arrays", action="store_true", help="also print the matrices and embeddings")
+    p.add_argument("--history", action="store_true", help="print the full training history")
+    p.add_argument("--json", action="store_true", help="print JSON (arrays as nested lists with --arrays)")
+    _common(p)
+    p.set_defaults(func=cmd_info)
+
+    # ---- sample
+    p = sub.add_parser("sample", formatter_class=_formatter, help="sample sequences from a model",
+                       description="Sample sequences from a saved model; symbols are printed as the strings of "
+                                   "the model's vocabulary, one sequence per line.",
+                       epilog="""\
+examples:
+  densehmm sample protein.h5 -n 10 --length 50
+  densehmm sample protein.h5 -n 3 --length 80 --fasta > sampled.fasta
+  densehmm sample tags.h5 -n 5 --length 20 --states --seed 7""")
+    p.add_argument("model_file", metavar="MODEL.h5")
+    _name_option(p)
+    p.add_argument("-n", "--n-sequences", type=int, default=10, metavar="N", help="number of sequences (default 10)")
+    p.add_argument("--length", type=int, default=50, metavar="T", help="length of each sequence (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--sep", default=None, help="separator between symbols (default: none when every symbol is "
+                                               "one character, else a space)")
+    p.add_argument("--states", action="store_true", help="also print the hidden states (a second line)")
+    p.add_argument("--fasta", action="store_true", help="write FASTA records")
+    _common(p)
+    p.set_defaults(func=cmd_sample)
+
+    # ---- decode
+    p = sub.add_parser("decode", formatter_class=_formatter, help="Viterbi state paths of sequences (TSV)",
+                       description="Most likely hidden state path of every sequence of DATA (Viterbi), as TSV: "
+                                   "index, length, log-probability of the path, states (space-separated).",
+                       epilog="""\
+examples:
+  densehmm decode protein.h5 seqs.fasta > states.tsv
+  densehmm decode tags.h5 tags.txt --name em20 --symbols | head""")
+    _model_and_data_args(p, "decode")
+    p.add_argument("--symbols", action="store_true", help="add a column with the observed symbols")
+    _common(p)
+    p.set_defaults(func=cmd_decode)
+
+    # ---- export
+    p = sub.add_parser("export", formatter_class=_formatter, help="export matrices and embeddings to CSV",
+                       description="Write one CSV file per array (startprob, transmat, emissionprob and, for "
+                                   "dense models, U, Z, W, V, z_start) into a folder, or into a .zip.",
+                       epilog="""\
+examples:
+  densehmm export protein.h5 protein_csv/
+  densehmm export protein.h5 protein.zip --name em10""")
+    p.add_argument("model_file", metavar="MODEL.h5")
+    p.add_argument("target", metavar="OUT", help="a folder, or a file ending in .zip")
+    _name_option(p)
+    _common(p)
+    p.set_defaults(func=cmd_export)
+
+    # ---- reproduce (owned by densehmm_core.experiments.cli)
+    if _experiments_cli_exists():
+        if with_reproduce:
+            from ..experiments.cli import add_reproduce_parser
+            add_reproduce_parser(sub)
+        else:
+            sub.add_parser("reproduce", help="reproduce the paper's experiments (CSV + figures)", add_help=False)
+    return parser
+
+
+def _experiments_cli_exists() -> bool:
+    return os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "experiments", "cli.py"))

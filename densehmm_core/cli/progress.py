@@ -1,0 +1,124 @@
+"""Printing the progress-event stream (bar, lines or nothing) and Ctrl-C as a cancel."""
+from __future__ import annotations
+
+import math
+import shutil
+import signal
+import sys
+import time
+from typing import Optional
+
+from .common import _err
+
+
+def _fmt_duration(s: Optional[float]) -> str:
+    if s is None or not math.isfinite(s):
+        return "--:--"
+    s = int(round(s))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}"
+
+
+class ProgressPrinter:
+    """Prints a ProgressEvent stream: a bar on a terminal, lines with --verbose, nothing when quiet.
+
+    The bar shows the step, the rate (steps per second), the ETA and the current loss;
+    it redraws at most ten times a second.
+    """
+
+    def __init__(self, mode: str, stream=None) -> None:
+        self.mode = mode  # "bar" | "lines" | "none"
+        self.stream = stream or sys.stderr
+        self._last_draw = 0.0
+        self._drawn = False
+        self._phase = None
+
+    def __call__(self, ev) -> None:
+        try:
+            self._show(ev)
+        except (OSError, ValueError):  # stderr closed (e.g. a pipe into `head`): keep training, quietly
+            self.mode = "none"
+
+    def _show(self, ev) -> None:
+        if self.mode == "lines":
+            print(ev.summary() + f"  ({ev.elapsed:.1f} s)", file=self.stream)
+            self.stream.flush()
+        elif self.mode == "bar":
+            now = time.monotonic()
+            if ev.done or now - self._last_draw >= 0.1 or ev.phase != self._phase:
+                self._phase = ev.phase
+                self._last_draw = now
+                self._draw(ev)
+
+    def _draw(self, ev) -> None:
+        width = shutil.get_terminal_size((80, 20)).columns
+        rate = ev.step / ev.elapsed if ev.elapsed > 0 and ev.step > 0 else None
+        eta = None
+        if rate and ev.total:
+            eta = max(0.0, (ev.total - ev.step) / rate)
+        frac = ev.fraction
+        tail = f" {ev.step}/{ev.total}" if ev.total else f" {ev.step}"
+        tail += f"  {rate:.3g} it/s" if rate else ""
+        tail += f"  ETA {_fmt_duration(eta)}" if ev.total and not ev.done else f"  {_fmt_duration(ev.elapsed)}"
+        if ev.loss is not None:
+            tail += f"  loss {ev.loss:.5g}"
+        head = f"{ev.phase or 'train'} "
+        barw = 20 if width >= 90 else 10
+        if frac is not None:
+            fill = int(round(frac * barw))
+            bar = f"[{'#' * fill}{'.' * (barw - fill)}] {100 * frac:3.0f}%"
+        else:
+            bar = ""
+        line = (head + bar + tail)[: width - 1]
+        self.stream.write("\r" + line.ljust(width - 1))
+        self.stream.flush()
+        self._drawn = True
+
+    def close(self) -> None:
+        if self._drawn:
+            self._drawn = False
+            try:
+                self.stream.write("\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+
+
+def _progress_mode(args) -> str:
+    if getattr(args, "quiet", False):
+        return "none"
+    if getattr(args, "verbose", False):
+        return "lines"
+    try:
+        return "bar" if sys.stderr.isatty() else "none"
+    except (AttributeError, ValueError):
+        return "none"
+
+
+class _SigintCancel:
+    """First Ctrl-C: cancel the token (training stops after its chunk); second: KeyboardInterrupt."""
+
+    def __init__(self, token, quiet: bool) -> None:
+        self.token = token
+        self.quiet = quiet
+        self._old = None
+
+    def __enter__(self):
+        try:
+            self._old = signal.signal(signal.SIGINT, self._handler)
+        except ValueError:  # not in the main thread
+            self._old = None
+        return self
+
+    def _handler(self, signum, frame):
+        if self.token.cancelled:
+            raise KeyboardInterrupt
+        self.token.cancel()
+        if not self.quiet:
+            _err("\ninterrupt: stopping after the current chunk (Ctrl-C again to abort without saving)")
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False

@@ -1,0 +1,306 @@
+"""``densehmm train``: building the model, training with progress, checkpoints and --resume."""
+from __future__ import annotations
+
+import math
+import os
+import time
+
+from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _kind, _load_model, _metric_values, _out
+from .data import _load_train_data
+from .progress import ProgressPrinter, _progress_mode, _SigintCancel
+
+
+# ----------------------------------------------------------------- models
+def _check_positive(args, names) -> None:
+    for opt in names:
+        v = getattr(args, opt, None)
+        if v is not None and not v > 0:
+            raise UserError(f"--{opt.replace('_', '-')} must be > 0, got {v}")
+
+
+def _build_model(args, n_symbols: int):
+    kind = args.model or "dense"
+    if args.states is None:
+        raise UserError("--states N is required")
+    _check_positive(args, ("states", "dim", "lr", "steps", "iter", "mstep_steps", "restarts"))
+    if args.tol is not None and math.isnan(args.tol):
+        raise UserError("--tol must be a number")
+    if args.finish_steps is not None and args.finish_steps < 0:
+        raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
+    if kind == "standard":
+        if args.method == "cooc":
+            raise UserError("--method cooc needs --model dense (standard HMMs are trained by Baum-Welch)")
+        for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
+            if getattr(args, opt) is not None:
+                raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
+        if args.paper_settings:
+            raise UserError("--paper-settings applies to dense models only")
+        from ..standard import StandardHMM, n_fair
+        n = args.states
+        if args.fair:
+            if args.dim is None:
+                raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
+            n = int(n_fair(args.states, n_symbols, args.dim))
+        kw = {"seed": args.seed}
+        if args.iter is not None:
+            kw["n_iter"] = args.iter
+        if args.tol is not None:
+            kw["tol"] = args.tol
+        return StandardHMM(n, n_symbols, **kw)
+    if args.fair:
+        raise UserError("--fair needs --model standard")
+    if args.dim is None:
+        raise UserError("--dim L is required for dense models")
+    method = args.method or "cooc"
+    from ..dense import DenseHMM
+    kw = {"fit_method": method, "seed": args.seed, "device": args.device or "auto"}
+    if args.paper_settings:
+        kw["preset"] = "paper"
+    for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
+        if getattr(args, opt) is not None:
+            kw[key] = getattr(args, opt)
+    if method == "cooc":
+        if args.iter is not None or args.mstep_steps is not None:
+            raise UserError("--iter/--mstep-steps apply to --method em; use --steps for cooc")
+        if args.steps is not None:
+            kw["steps"] = args.steps
+        if args.finish is not None:
+            kw["finish"] = args.finish
+        if args.finish_steps is not None:
+            kw["finish_steps"] = args.finish_steps
+    else:
+        if args.steps is not None:
+            raise UserError("--steps applies to --method cooc; use --iter (and --mstep-steps) for em")
+        if args.finish is not None or args.finish_steps is not None:
+            raise UserError("--finish/--finish-steps apply to --method cooc")
+        if args.iter is not None:
+            kw["em_iter"] = args.iter
+        if args.mstep_steps is not None:
+            kw["steps"] = args.mstep_steps
+    return DenseHMM(args.states, args.dim, n_symbols, **kw)
+
+
+def _final_metrics(model, train, test) -> dict:
+    """Normalised NLL (both variants) and co-occurrence MAD through densehmm_core.metrics."""
+    from .. import metrics as met
+    out = {}
+    for label, data in (("train", train), ("test", test)):
+        if data is None:
+            continue
+        for key, value in _metric_values(met, model, data.sequences).items():
+            out[f"{label}_{key}"] = value
+    return out
+
+
+def cmd_train(args) -> int:
+    from ..events import CancelToken, TrainingDiverged
+    from ..modelfile import ModelFileError, list_models, save_model
+
+    out = args.out
+    if args.checkpoint_every is not None:
+        if not out:
+            raise UserError("--checkpoint-every needs --out")
+        if not args.checkpoint_every > 0:
+            raise UserError("--checkpoint-every must be > 0 seconds")
+    if out:
+        folder = os.path.dirname(os.path.abspath(out)) or "."
+        if not os.path.isdir(folder):
+            raise UserError(f"{out}: the folder {folder} does not exist")
+        if os.path.exists(out):
+            names = list_models(out)  # refuses foreign/damaged files before any training
+            same_file = bool(args.resume) and (args.resume is True or
+                                               os.path.abspath(str(args.resume)) == os.path.abspath(out))
+            if args.name and args.name in names and not (args.overwrite or same_file):
+                raise UserError(f"{out} already holds a model named {args.name!r}: "
+                                f"use --overwrite, --resume or another --name")
+    if args.name is not None:
+        from ..modelfile.schema import _check_name
+        try:
+            _check_name(args.name)
+        except ValueError as e:
+            raise UserError(str(e)) from None
+
+    train, test = _load_train_data(args)
+    vocab = getattr(train, "vocabulary", None)
+    n_symbols = len(vocab) if vocab is not None else None
+    if n_symbols is None:
+        n_symbols = int(max(int(s.max()) for s in train.sequences)) + 1
+
+    resume_from = None
+    if args.resume:
+        resume_from = out if args.resume is True else args.resume
+        if not resume_from:
+            raise UserError("--resume needs a checkpoint file (--resume FILE.h5 or --out FILE.h5)")
+        model = _load_model(resume_from, args.name)
+        if args.model and args.model != _kind(model):
+            raise UserError(f"--model {args.model} does not match the {_kind(model)} model in {resume_from}")
+        if model.vocabulary is not None and vocab is not None and list(model.vocabulary) != list(vocab):
+            raise UserError(f"the data's vocabulary differs from that of the model in {resume_from}: "
+                            f"give the same DATA and data options as for the first run")
+        if model.n_symbols != n_symbols:
+            raise UserError(f"the data have {n_symbols} symbols but the model in {resume_from} has {model.n_symbols}")
+        _apply_overrides(model, args)
+        name = args.name or getattr(model, "model_name_", None)
+        if (out and os.path.exists(out) and os.path.abspath(resume_from) != os.path.abspath(out)
+                and name in list_models(out) and not args.overwrite):
+            raise UserError(f"{out} already holds a model named {name!r}: use --overwrite or another --name")
+    else:
+        try:
+            model = _build_model(args, n_symbols)
+        except (TypeError, ValueError) as e:
+            if type(e).__name__ == "DeviceError":
+                raise
+            raise UserError(f"invalid model options: {e}") from None
+        name = args.name
+    if vocab is not None and getattr(model, "vocabulary", None) is None:
+        model.vocabulary = list(vocab)
+
+    token = CancelToken()
+    printer = ProgressPrinter(_progress_mode(args))
+    last_params = None
+    last_ckpt = time.monotonic()
+    stopped = "done"
+    error = None
+    saved_name = name
+    kind = _kind(model)
+    if not args.quiet:
+        what = f"{kind} HMM, n={model.n_states}" + (f", l={getattr(model, 'dim', '')}" if kind == "dense" else "")
+        ntok = sum(len(s) for s in train.sequences)
+        _err(f"training {what} on {len(train.sequences)} sequences ({ntok} tokens)"
+             + (f", testing on {len(test.sequences)}" if test is not None else "")
+             + (" [resumed]" if resume_from else ""))
+    try:
+        with _SigintCancel(token, args.quiet):
+            stream = model.iter_fit(train, eval_data=test, cancel=token, init=not bool(resume_from))
+            for ev in stream:
+                printer(ev)
+                if ev.params:
+                    last_params = ev.params
+                if ev.done:
+                    stopped = ev.reason or "done"
+                if (args.checkpoint_every and not ev.done
+                        and time.monotonic() - last_ckpt >= args.checkpoint_every):
+                    try:
+                        saved_name = save_model(out, model, saved_name, train, test_corpus=test,
+                                                overwrite=True, params=_ckpt_params(model, last_params),
+                                                metrics={"checkpoint": True})
+                    except ModelFileError as e:  # e.g. a full disk: warn, keep training
+                        _err(f"densehmm: warning: checkpoint failed: {e}")
+                    except ValueError:
+                        pass  # no complete parameters yet: the next interval will try again
+                    last_ckpt = time.monotonic()
+    except KeyboardInterrupt:
+        printer.close()
+        _err("aborted (second Ctrl-C): nothing saved" + (f"; {out} keeps its last checkpoint" if out else ""))
+        return EXIT_INTERRUPTED
+    except TrainingDiverged as e:
+        printer.close()
+        error = e
+        stopped = "diverged"
+    finally:
+        printer.close()
+
+    if token.cancelled:
+        stopped = "cancelled"
+    try:
+        model._check_params()
+    except Exception:
+        _err(f"densehmm: error: training ended ({stopped}) before the model had parameters; nothing saved")
+        return EXIT_FAIL if error else EXIT_INTERRUPTED
+
+    metrics = {}
+    if error is None:
+        try:
+            metrics = _final_metrics(model, train, test)
+        except Exception as e:  # noqa: BLE001 - never lose a trained model over a metric
+            _err(f"densehmm: warning: final metrics could not be computed ({type(e).__name__}: {e})")
+    else:
+        model.stop_reason_ = "diverged"
+    metrics["stop_reason"] = stopped
+    if out:
+        saved_name = save_model(out, model, saved_name, train, test_corpus=test, metrics=metrics,
+                                overwrite=bool(args.overwrite or resume_from or args.checkpoint_every))
+    if not args.quiet:
+        parts = [f"stopped: {stopped}"]
+        for k in ("train_nll", "test_nll", "test_mad"):
+            if k in metrics:
+                parts.append(f"{k} {metrics[k]:.6g}")
+        _out("; ".join(parts))
+        if out:
+            _out(f"saved {kind} model {saved_name!r} to {out}")
+    if error is not None:
+        _err(f"densehmm: error: training diverged ({error}); "
+             + (f"the last finite model was saved to {out}" if out else "the last finite model was kept"))
+        return EXIT_FAIL
+    if stopped == "cancelled":
+        return EXIT_INTERRUPTED
+    return EXIT_OK
+
+
+def _ckpt_params(model, last_params):
+    """Arrays for a checkpoint: the latest event snapshot, else the model's own arrays."""
+    if not last_params:
+        return None
+    keys = {"startprob", "transmat", "emissionprob"}
+    if not keys <= set(last_params):
+        return None
+    if _kind(model) == "dense" and not {"U", "Z", "W", "V", "z_start"} <= set(last_params):
+        return None
+    return last_params
+
+
+def _apply_overrides(model, args) -> None:
+    """--resume: apply the training options given on the command line to the loaded model.
+
+    Without ``--iter``, an EM / Baum-Welch run continues for the iterations it had left
+    (the configured maximum minus the iterations in the saved history).
+    """
+    kind = _kind(model)
+    for opt in ("fair", "paper_settings"):
+        if getattr(args, opt, False):
+            raise UserError(f"--{opt.replace('_', '-')} cannot be changed on --resume")
+    if args.states is not None and args.states != model.n_states and not args.fair:
+        raise UserError(f"--states {args.states} does not match the model in the checkpoint "
+                        f"({model.n_states} states)")
+    if kind == "dense" and args.dim is not None and args.dim != model.dim:
+        raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={model.dim})")
+    method = getattr(model, "fit_method", "em")
+    if args.method and kind == "dense" and args.method != method:
+        raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
+    done = _iterations_done(model)
+    if kind == "standard":
+        if args.iter is not None:
+            model.n_iter = args.iter
+        else:
+            model.n_iter = max(0, model.n_iter - done)
+        if args.tol is not None:
+            model.tol = args.tol
+        for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
+            if getattr(args, opt) is not None:
+                raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
+        return
+    if args.device:
+        model.device = args.device
+    for opt in ("lr", "tol"):
+        if getattr(args, opt) is not None:
+            setattr(model, opt, getattr(args, opt))
+    if method == "em":
+        if args.iter is not None:
+            model.em_iter = args.iter
+        else:
+            model.em_iter = max(1, int(model.hyper()["em_iter"]) - done)
+        if args.mstep_steps is not None:
+            model.steps = args.mstep_steps
+    else:
+        if args.steps is not None:
+            model.steps = args.steps
+        if args.finish is not None:
+            model.finish = args.finish
+        if args.finish_steps is not None:
+            model.finish_steps = args.finish_steps
+
+
+def _iterations_done(model) -> int:
+    """EM / Baum-Welch iterations recorded in the history (records with step > 0, over all resumes)."""
+    return sum(1 for r in (getattr(model, "history_", None) or [])
+               if isinstance(r.get("step"), int) and r["step"] > 0 and r.get("phase") in ("baum-welch", "em"))

@@ -1,0 +1,43 @@
+"""HDF5 model files: :func:`save_model`, :func:`load_model`, :func:`list_models`.
+
+One file holds one or several models (one group each under ``/models``).  The
+schema is documented in ``docs/FILE_FORMAT.md``; in short::
+
+    /                       attrs: format="densehmm-model", schema_version=1, writer, modified_utc
+    /models/<name>/         attrs: kind, class, n_states, n_symbols, dim, fit_method, seed,
+                                   device_used, created_utc, stop_reason, n_parameters
+        startprob           (n,)   float64
+        transmat            (n, n) float64, row = from-state
+        emissionprob        (n, m) float64
+        embeddings/U Z W    (n, l) float64          (dense models only)
+        embeddings/V        (m, l) float64
+        embeddings/z_start  (l,)   float64
+        vocabulary          (m,)   UTF-8 strings    (when the model knows its symbols)
+        config/             attrs: every hyper-parameter of ``get_config()``
+        history/<column>    one 1-D dataset per column (step, loss, train_ll, test_ll, ...)
+        metrics/            attrs: final metrics (floats)
+        provenance/         attrs: training-data provenance (file, sha256, format, options, ...)
+        provenance_test/    attrs: provenance of the evaluation data (when given)
+        software/           attrs: versions (densehmm, numpy, tensorflow, hmmlearn, h5py, python)
+
+Attributes are plain scalars or strings; a value that needs structure (a list, a
+dict, ``None``) is stored as a JSON string and its key is listed in the
+group's ``json_keys`` attribute.  Nothing is ever pickled or evaluated.
+
+Writes are atomic: the whole new file is written to a temporary file in the
+same folder, flushed and fsynced, then renamed over the old one with
+:func:`os.replace`.  Models already in the file are copied over unchanged.
+
+Modules: :mod:`.schema` (format constants, :class:`ModelFileError`, attribute encoding,
+opening and checking a file), :mod:`.write` (saving) and :mod:`.read` (validation, loading).
+"""
+from __future__ import annotations
+
+from .read import list_models, load_model, model_summaries, read_model_info
+from .schema import FORMAT_NAME, SCHEMA_VERSION, ModelFileError, software_versions
+from .write import delete_model, save_model
+
+__all__ = [
+    "FORMAT_NAME", "SCHEMA_VERSION", "ModelFileError", "save_model", "load_model",
+    "list_models", "read_model_info", "model_summaries", "delete_model", "software_versions",
+]

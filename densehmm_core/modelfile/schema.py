@@ -1,0 +1,219 @@
+"""The model-file format: names and versions, the error type, attribute encoding, opening a file."""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import sys
+from typing import Any, Dict, Mapping, Optional
+
+import numpy as np
+
+FORMAT_NAME = "densehmm-model"
+SCHEMA_VERSION = 1
+
+MATRICES = ("startprob", "transmat", "emissionprob")
+EMBEDDINGS = ("U", "Z", "W", "V", "z_start")
+KINDS = ("standard", "dense")
+
+# history mask values (the "missing" attribute of a history column)
+_PRESENT, _NONE, _ABSENT = 0, 1, 2
+
+_STOCHASTIC_ATOL = 1e-6
+_EMBEDDING_ATOL = 1e-6
+
+
+class ModelFileError(ValueError):
+    """A model file cannot be read or written; the message names the file and the problem."""
+
+    def __init__(self, path: Any, problem: Optional[str] = None) -> None:
+        if problem is None:  # a single ready-made message
+            self.path, self.problem = "", str(path)
+            super().__init__(self.problem)
+            return
+        self.path = os.fspath(path) if isinstance(path, os.PathLike) else str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+# ---------------------------------------------------------------- helpers
+def _h5py():
+    import h5py
+    return h5py
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars/arrays -> Python values (for JSON)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, (np.generic, np.ndarray)):
+        return _plain(o)
+    if isinstance(o, (set, frozenset)):
+        return sorted(_plain(v) for v in o)
+    if isinstance(o, os.PathLike):
+        return os.fspath(o)
+    raise TypeError(f"{type(o).__name__} is not JSON-serialisable")
+
+
+def _write_attrs(group, values: Mapping[str, Any]) -> None:
+    """Store a flat mapping as attributes: scalars natively, anything else as JSON."""
+    json_keys = []
+    for key, value in values.items():
+        key = str(key)
+        if isinstance(value, np.generic):
+            value = value.item()
+        if isinstance(value, bool):
+            group.attrs[key] = np.bool_(value)
+        elif isinstance(value, int) and -2**63 <= value < 2**63:
+            group.attrs[key] = np.int64(value)
+        elif isinstance(value, float):
+            group.attrs[key] = np.float64(value)
+        elif isinstance(value, str):
+            group.attrs[key] = value
+        else:
+            group.attrs[key] = json.dumps(value, default=_json_default, allow_nan=True)
+            json_keys.append(key)
+    if json_keys:
+        group.attrs["json_keys"] = json.dumps(json_keys)
+
+
+def _read_attrs(group, path, where: str) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    try:
+        json_keys = set(json.loads(_as_str(group.attrs.get("json_keys", "[]"))))
+    except (ValueError, TypeError) as e:
+        raise ModelFileError(path, f"{where}: the json_keys attribute is not valid JSON ({e})") from None
+    for key, value in group.attrs.items():
+        if key == "json_keys":
+            continue
+        if key in json_keys:
+            try:
+                out[key] = json.loads(_as_str(value))
+            except (ValueError, TypeError) as e:
+                raise ModelFileError(path, f"{where}: attribute {key!r} is not valid JSON ({e})") from None
+        else:
+            out[key] = _attr_value(value)
+    return out
+
+
+def _as_str(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray) and value.shape == ():
+        return _as_str(value.item())
+    return str(value)
+
+
+def _attr_value(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return [_attr_value(v) for v in value.tolist()] if value.dtype.kind in "OSU" else value.tolist()
+    return value
+
+
+def software_versions() -> Dict[str, str]:
+    """Versions of the software that wrote a file (TensorFlow is never imported for this)."""
+    from importlib import metadata
+
+    def dist_version(*names):
+        for n in names:
+            try:
+                return metadata.version(n)
+            except metadata.PackageNotFoundError:
+                continue
+        return ""
+
+    from .. import __version__
+    tf = sys.modules.get("tensorflow")
+    h5py = _h5py()
+    return {
+        "densehmm": __version__,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "h5py": h5py.__version__,
+        "hdf5": h5py.version.hdf5_version,
+        "tensorflow": getattr(tf, "__version__", "") or dist_version("tensorflow-cpu", "tensorflow"),
+        "hmmlearn": dist_version("hmmlearn"),
+    }
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not name or "/" in name or name in (".", "..") or name != name.strip():
+        raise ValueError(f"invalid model name {name!r}: use a non-empty name without '/' or surrounding spaces")
+    return name
+
+
+# ------------------------------------------------------------- opening
+def _open_existing(path, mode="r"):
+    """Open a file that must be one of ours; raise ModelFileError otherwise."""
+    h5py = _h5py()
+    spath = os.fspath(path)
+    if not os.path.exists(spath):
+        raise ModelFileError(spath, "no such file")
+    if os.path.isdir(spath):
+        raise ModelFileError(spath, "is a folder, not a model file")
+    try:
+        is_h5 = h5py.is_hdf5(spath)
+    except OSError as e:
+        raise ModelFileError(spath, f"cannot be read ({e})") from None
+    if not is_h5:
+        raise ModelFileError(spath, "is not an HDF5 file (a densehmm model file is HDF5)")
+    try:
+        f = h5py.File(spath, mode)
+    except OSError as e:
+        raise ModelFileError(spath, f"is a damaged or unreadable HDF5 file ({e})") from None
+    try:
+        fmt = f.attrs.get("format")
+        if fmt is None or _as_str(fmt) != FORMAT_NAME:
+            raise ModelFileError(spath, f"is an HDF5 file but not a densehmm model file "
+                                        f"(root attribute format={_as_str(fmt) if fmt is not None else 'missing'}, "
+                                        f"expected {FORMAT_NAME!r})")
+        version = f.attrs.get("schema_version")
+        try:
+            version = int(version)
+        except (TypeError, ValueError):
+            raise ModelFileError(spath, f"has an invalid schema_version attribute ({version!r})") from None
+        if version > SCHEMA_VERSION:
+            raise ModelFileError(spath, f"was written with schema version {version}, newer than this densehmm "
+                                        f"reads (up to {SCHEMA_VERSION}); upgrade densehmm to read it")
+        if version < 1:
+            raise ModelFileError(spath, f"has an invalid schema_version {version}")
+        if "models" not in f or not isinstance(f["models"], h5py.Group):
+            raise ModelFileError(spath, "has no /models group")
+    except Exception:
+        f.close()
+        raise
+    return f
+
+
+def _resolve_name(f, path, name: Optional[str]) -> str:
+    names = list(f["models"].keys())
+    if not names:
+        raise ModelFileError(path, "holds no models")
+    if name is None:
+        if len(names) > 1:
+            raise ModelFileError(path, f"holds {len(names)} models ({', '.join(names)}); choose one by name")
+        return names[0]
+    if name not in names:
+        raise ModelFileError(path, f"has no model named {name!r} (it holds: {', '.join(names)})")
+    return name

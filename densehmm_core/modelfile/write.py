@@ -1,0 +1,338 @@
+"""Writing model files: :func:`save_model` and :func:`delete_model`, atomically."""
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tempfile
+from typing import Any, Dict, List, Mapping, Optional
+
+import numpy as np
+
+from .schema import (_ABSENT, _NONE, EMBEDDINGS, FORMAT_NAME, MATRICES, SCHEMA_VERSION, ModelFileError, _check_name,
+                     _h5py, _json_default, _open_existing, _utc_now, _write_attrs, software_versions)
+
+
+def _kind_of(model) -> str:
+    if hasattr(model, "embeddings_") or type(model).__name__ == "DenseHMM":
+        return "dense"
+    return "standard"
+
+
+# --------------------------------------------------------------- saving
+def _model_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
+    params = dict(params or {})
+    out = {}
+    for key in MATRICES:
+        v = params.get(key)
+        if v is None:
+            v = getattr(model, key + "_", None)
+        if v is None:
+            raise ValueError(f"the model has no {key} yet: fit it (or set its parameters) before saving")
+        out[key] = np.asarray(v)
+    if _kind_of(model) == "dense":
+        emb = dict(getattr(model, "embeddings_", None) or {})
+        for key in EMBEDDINGS:
+            v = params.get(key, emb.get(key))
+            if v is None:
+                raise ValueError(f"the dense model has no embedding {key} yet")
+            out["embeddings/" + key] = np.asarray(v)
+    return out
+
+
+def _write_history(group, history: List[Mapping[str, Any]]) -> None:
+    h5py = _h5py()
+    columns: List[str] = []
+    for rec in history:
+        for k in rec:
+            if k not in columns:
+                columns.append(str(k))
+    group.attrs["columns"] = json.dumps(columns)
+    group.attrs["n_records"] = np.int64(len(history))
+    for col in columns:
+        mask = np.zeros(len(history), dtype=np.int8)
+        vals = []
+        for i, rec in enumerate(history):
+            if col not in rec:
+                mask[i] = _ABSENT
+                vals.append(None)
+            elif rec[col] is None:
+                mask[i] = _NONE
+                vals.append(None)
+            else:
+                v = rec[col]
+                vals.append(v.item() if isinstance(v, np.generic) else v)
+        present = [v for v in vals if v is not None]
+        encoding = None
+        if present and all(isinstance(v, bool) for v in present):
+            data = np.array([bool(v) if v is not None else False for v in vals], dtype=bool)
+        elif present and all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+            data = np.array([v if v is not None else 0 for v in vals], dtype=np.int64)
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):
+            data = np.array([float(v) if v is not None else np.nan for v in vals], dtype=np.float64)
+        elif all(isinstance(v, str) for v in present):
+            data = np.array([v if v is not None else "" for v in vals], dtype=object)
+        else:
+            encoding = "json"
+            data = np.array([json.dumps(v, default=_json_default) if v is not None else "" for v in vals],
+                            dtype=object)
+        if data.dtype == object:
+            ds = group.create_dataset(col, data=data, dtype=h5py.string_dtype("utf-8"))
+        else:
+            ds = group.create_dataset(col, data=data)
+        if encoding:
+            ds.attrs["encoding"] = encoding
+        if mask.any():
+            ds.attrs["missing"] = mask
+
+
+def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpus, metrics,
+                 extra_attrs: Mapping[str, Any]) -> None:
+    h5py = _h5py()
+    kind = _kind_of(model)
+    n = int(arrays["transmat"].shape[0])
+    m = int(arrays["emissionprob"].shape[1])
+    attrs = {
+        "kind": kind,
+        "class": type(model).__name__,
+        "n_states": n,
+        "n_symbols": m,
+        "created_utc": _utc_now(),
+        "stop_reason": str(getattr(model, "stop_reason_", "") or ""),
+    }
+    if kind == "dense":
+        attrs["dim"] = int(arrays["embeddings/V"].shape[1])
+    fit_method = getattr(model, "fit_method", None)
+    attrs["fit_method"] = str(fit_method) if fit_method is not None else ("baum-welch" if kind == "standard" else "")
+    seed = getattr(model, "seed", None)
+    if seed is not None:
+        attrs["seed"] = seed
+    seed_used = getattr(model, "seed_used_", None)
+    if seed_used is not None:
+        attrs["seed_used"] = seed_used
+    start_mode = getattr(model, "start_mode_", None)
+    if isinstance(start_mode, str):
+        attrs["start_mode"] = start_mode
+    device = getattr(model, "device_used_", None)
+    attrs["device_used"] = "" if device is None else str(device)
+    try:
+        attrs["n_parameters"] = int(model.n_parameters)
+    except Exception:  # an estimator that cannot count its parameters yet
+        pass
+    attrs.update(extra_attrs)
+    _write_attrs(mg, attrs)
+
+    for key, arr in arrays.items():
+        kw = {}
+        if arr.size >= 4096:
+            kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True}
+        mg.create_dataset(key, data=arr, **kw)
+    mg["startprob"].attrs["description"] = "initial state distribution pi[i]"
+    mg["transmat"].attrs["description"] = "transition matrix A[i, j] = P(state j at t+1 | state i at t)"
+    mg["emissionprob"].attrs["description"] = "emission matrix B[i, k] = P(symbol k | state i)"
+    if kind == "dense":
+        eg = mg["embeddings"]
+        eg.attrs["description"] = ("A = softmax(Z U^T) row-wise, B = softmax(W V^T) row-wise, "
+                                   "pi = softmax(U z_start) (cooc fits store the stationary pi in startprob)")
+
+    vocab = getattr(model, "vocabulary", None)
+    if vocab is None and corpus is not None:
+        vocab = getattr(corpus, "vocabulary", None)
+    if vocab is not None:
+        vocab = [str(s) for s in vocab]
+        if len(vocab) != m:
+            raise ValueError(f"the vocabulary has {len(vocab)} symbols but the model has {m}")
+        mg.create_dataset("vocabulary", data=np.array(vocab, dtype=object), dtype=h5py.string_dtype("utf-8"))
+
+    cfg = {}
+    get_config = getattr(model, "get_config", None)
+    if callable(get_config):
+        cfg = get_config()
+    cg = mg.create_group("config", track_order=True)
+    _write_attrs(cg, dict(cfg))
+
+    hg = mg.create_group("history", track_order=True)
+    _write_history(hg, list(getattr(model, "history_", None) or []))
+
+    metg = mg.create_group("metrics", track_order=True)
+    _write_attrs(metg, dict(metrics or {}))
+
+    for gname, corp in (("provenance", corpus), ("provenance_test", test_corpus)):
+        if corp is None:
+            continue
+        prov = dict(getattr(corp, "provenance", None) or {})
+        seqs = getattr(corp, "sequences", None)
+        if seqs is not None:
+            prov.setdefault("n_sequences", len(seqs))
+            prov.setdefault("n_tokens", int(sum(len(s) for s in seqs)))
+        voc = getattr(corp, "vocabulary", None)
+        if voc is not None:
+            prov.setdefault("n_symbols", len(voc))
+        pg = mg.create_group(gname, track_order=True)
+        _write_attrs(pg, prov)
+
+    sg = mg.create_group("software", track_order=True)
+    _write_attrs(sg, software_versions())
+
+
+def _fsync_dir(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_rewrite(path, write_fn) -> None:
+    """Write a new version of ``path``: temp file in the same folder, fsync, os.replace."""
+    h5py = _h5py()
+    spath = os.path.abspath(os.fspath(path))
+    folder = os.path.dirname(spath)
+    if not os.path.isdir(folder):
+        raise ModelFileError(spath, f"the folder {folder} does not exist")
+    old = None
+    if os.path.exists(spath):
+        old = _open_existing(spath)  # refuses foreign/newer files: never replace what we cannot read
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(spath) + ".", suffix=".tmp")
+    except OSError as e:
+        if old is not None:
+            old.close()
+        raise ModelFileError(spath, f"cannot write in {folder} ({e.strerror or e})") from None
+    os.close(fd)
+    try:
+        try:
+            with h5py.File(tmp, "w", track_order=True) as f:
+                f.attrs["format"] = FORMAT_NAME
+                f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+                f.attrs["writer"] = "densehmm " + software_versions()["densehmm"]
+                f.attrs["modified_utc"] = _utc_now()
+                f.attrs["description"] = ("Hidden Markov models written by DenseHMM Studio; "
+                                          "one group per model under /models (see docs/FILE_FORMAT.md)")
+                models = f.create_group("models", track_order=True)
+                write_fn(old, models)
+                f.flush()
+        finally:
+            if old is not None:
+                old.close()
+                old = None
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        if os.path.exists(spath):
+            mode = stat.S_IMODE(os.stat(spath).st_mode)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, spath)
+        _fsync_dir(folder)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError) and not isinstance(e, ModelFileError):
+            raise ModelFileError(spath, f"could not be written ({e}); the previous file is unchanged") from e
+        raise
+
+
+def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, test_corpus: Any = None,
+               metrics: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
+               params: Optional[Mapping[str, Any]] = None) -> str:
+    """Save a fitted model into an HDF5 file (atomically; other models in the file are kept).
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file; created if missing.  An existing file must be a densehmm model file.
+    model : StandardHMM or DenseHMM
+        A model with parameters (fitted or set).
+    name : str, optional
+        Group name of the model in the file.  Default: ``"<kind>_<k>"`` with the
+        first unused ``k`` (so saving twice adds a second model).
+    corpus : Corpus, optional
+        Training data: its provenance and sizes are stored (and its vocabulary
+        when the model has none).
+    test_corpus : Corpus, optional
+        Evaluation data: its provenance is stored as ``provenance_test``.
+    metrics : dict, optional
+        Final metrics (floats), stored as attributes of ``metrics``.
+    overwrite : bool
+        Replace a model of the same name (in place, keeping the order).  Without
+        it an existing name raises :class:`ModelFileError`.
+    params : dict, optional
+        Arrays to store instead of the model's current ones (keys ``startprob``,
+        ``transmat``, ``emissionprob`` and for dense models ``U, Z, W, V, z_start``),
+        e.g. the ``params`` snapshot of a :class:`ProgressEvent` for checkpoints.
+
+    Returns
+    -------
+    str
+        The name the model was stored under.
+
+    Raises
+    ------
+    ModelFileError
+        The existing file is not a readable densehmm model file, the name is taken, or the
+        write failed (the previous file is then unchanged).
+    ValueError
+        The model has no parameters, or an invalid name.
+    """
+    spath = os.fspath(path)
+    arrays = _model_arrays(model, params)
+    kind = _kind_of(model)
+    if name is not None:
+        _check_name(name)
+    chosen: Dict[str, str] = {}
+
+    def write_fn(old, models):
+        existing = list(old["models"].keys()) if old is not None else []
+        new_name = name
+        if new_name is None:
+            k = 1
+            while f"{kind}_{k}" in existing:
+                k += 1
+            new_name = f"{kind}_{k}"
+        elif new_name in existing and not overwrite:
+            raise ModelFileError(spath, f"already holds a model named {new_name!r} "
+                                        f"(choose another name or overwrite it)")
+        chosen["name"] = new_name
+        wrote = False
+        for old_name in existing:
+            if old_name == new_name:
+                mg = models.create_group(new_name, track_order=True)
+                _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
+                             extra_attrs={"name": new_name})
+                wrote = True
+            else:
+                old.copy(old["models"][old_name], models, name=old_name)
+        if not wrote:
+            mg = models.create_group(new_name, track_order=True)
+            _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
+                         extra_attrs={"name": new_name})
+
+    _atomic_rewrite(spath, write_fn)
+    return chosen["name"]
+
+
+def delete_model(path, name: str) -> None:
+    """Remove one model from a file (atomically); the others are kept."""
+    spath = os.fspath(path)
+
+    def write_fn(old, models):
+        names = list(old["models"].keys())
+        if name not in names:
+            raise ModelFileError(spath, f"has no model named {name!r} (it holds: {', '.join(names)})")
+        for n in names:
+            if n != name:
+                old.copy(old["models"][n], models, name=n)
+
+    if not os.path.exists(spath):
+        raise ModelFileError(spath, "no such file")
+    _atomic_rewrite(spath, write_fn)
