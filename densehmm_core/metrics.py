@@ -6,16 +6,18 @@ The co-occurrence matrices themselves (empirical and analytic Omega) are maths, 
 * :func:`cooc_mad` — mean absolute difference of two m x m matrices (the paper's MAD).
 * :func:`normalized_nll` — total negative log-likelihood / number of tokens.
 * :func:`paper_nll` — the paper's variant: total NLL / (n_sequences x longest length).
+* :func:`tagging_scores` — hidden states against gold tags: many-to-one (M-1) and
+  one-to-one (1-1) accuracy, V-measure, the state-to-tag mapping.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from .sequences import as_sequences, n_tokens
 
-__all__ = ["cooc_mad", "normalized_nll", "paper_nll", "total_loglik"]
+__all__ = ["cooc_mad", "normalized_nll", "paper_nll", "total_loglik", "tagging_scores"]
 
 
 def cooc_mad(a, b) -> float:
@@ -54,3 +56,78 @@ def paper_nll(model_or_loglik: Any, seqs: Any) -> float:
     """
     seqs = as_sequences(seqs)
     return -total_loglik(model_or_loglik, seqs) / (len(seqs) * max(len(s) for s in seqs))
+
+
+def _flat_labels(x, what: str) -> np.ndarray:
+    if isinstance(x, np.ndarray) and x.ndim == 1:
+        a = x
+    else:
+        parts = [np.asarray(p).ravel() for p in x]
+        a = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if a.size and a.dtype.kind not in "iu":
+        raise ValueError(f"{what} must be integers (dtype {a.dtype})")
+    return a.astype(np.int64, copy=False)
+
+
+def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
+                   n_tags: Optional[int] = None) -> dict:
+    """Score hidden-state sequences against gold tags (unsupervised part-of-speech induction).
+
+    Tokens whose gold tag is negative (``NO_TAG`` = -1: text without gold tags) are left out.
+
+    Parameters
+    ----------
+    pred_states : list of int arrays, or one flat int array
+        The state of each token (e.g. Viterbi paths), aligned with ``gold_tags``.
+    gold_tags : list of int arrays, or one flat int array
+        Gold tag indices, same lengths.
+    n_states, n_tags : int, optional
+        Sizes of the state and tag sets (default: largest value seen + 1).
+
+    Returns
+    -------
+    dict
+        ``m1``: many-to-one accuracy, each state mapped to its most frequent gold tag;
+        ``one_to_one``: accuracy under the best one-to-one state-to-tag assignment
+        (Hungarian algorithm, :func:`scipy.optimize.linear_sum_assignment`; with more
+        states than tags the extra states count as wrong);
+        ``v_measure``: :func:`sklearn.metrics.v_measure_score` (gold, predicted);
+        ``mapping``: int array (n_states,), the M-1 tag of each state (ties: the lowest
+        tag index; -1 for a state that labels no token);
+        ``one_to_one_mapping``: int array (n_states,), the 1-1 tag of each state (-1: none);
+        ``contingency``: int array (n_states, n_tags), tokens per (state, tag);
+        ``n_tokens``: number of tokens scored.
+
+    Raises
+    ------
+    ValueError
+        Lengths differ, or no token has a gold tag.
+    """
+    from scipy.optimize import linear_sum_assignment
+    from sklearn.metrics import v_measure_score
+
+    p = _flat_labels(pred_states, "pred_states")
+    g = _flat_labels(gold_tags, "gold_tags")
+    if p.shape != g.shape:
+        raise ValueError(f"pred_states has {p.size} tokens but gold_tags has {g.size}")
+    keep = g >= 0
+    p, g = p[keep], g[keep]
+    if p.size == 0:
+        raise ValueError("no token has a gold tag")
+    if int(p.min()) < 0:
+        raise ValueError("pred_states hold a negative state")
+    n = int(p.max()) + 1 if n_states is None else int(n_states)
+    k = int(g.max()) + 1 if n_tags is None else int(n_tags)
+    if int(p.max()) >= n or int(g.max()) >= k:
+        raise ValueError(f"a state or tag lies outside n_states={n}, n_tags={k}")
+    C = np.bincount(p * k + g, minlength=n * k).reshape(n, k)
+    total = int(p.size)
+    used = C.sum(axis=1) > 0
+    mapping = np.where(used, C.argmax(axis=1), -1).astype(np.int64)
+    m1 = float(C.max(axis=1).sum()) / total
+    rows, cols = linear_sum_assignment(C, maximize=True)
+    one = np.full(n, -1, dtype=np.int64)
+    one[rows] = cols
+    o2o = float(C[rows, cols].sum()) / total
+    return {"m1": m1, "one_to_one": o2o, "v_measure": float(v_measure_score(g, p)), "mapping": mapping,
+            "one_to_one_mapping": one, "contingency": C, "n_tokens": total}

@@ -8,7 +8,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import pytest
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
-SHARED_DATA = REPO.parent / "shared" / "data"
+# ../shared/data beside the checkout (or beside the folder holding a git worktree of it);
+# DENSEHMM_SHARED_DATA overrides.
+_CANDIDATES = [pathlib.Path(os.environ["DENSEHMM_SHARED_DATA"])] if os.environ.get("DENSEHMM_SHARED_DATA") else []
+_CANDIDATES += [REPO.parent / "shared" / "data", REPO.parent.parent / "shared" / "data"]
+SHARED_DATA = next((p for p in _CANDIDATES if p.is_dir()), _CANDIDATES[0])
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,32 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["Corpus", "DEFAULT_RESIDUAL"]
+__all__ = ["Corpus", "DEFAULT_RESIDUAL", "NO_TAG"]
 
 DEFAULT_RESIDUAL = "<other>"
+#: Tag value of a token without a gold tag (e.g. the sentences of extra, unlabelled files).
+NO_TAG = -1
 _CHUNK_TOKENS = 1 << 22
+
+
+def _check_tags(tags, sequences, tag_vocabulary) -> List[np.ndarray]:
+    if tag_vocabulary is None:
+        raise ValueError("tags were given without a tag_vocabulary")
+    tags = list(tags)
+    if len(tags) != len(sequences):
+        raise ValueError(f"{len(tags)} tag sequences for {len(sequences)} sequences")
+    k = len(tag_vocabulary)
+    out = []
+    for i, (t, s) in enumerate(zip(tags, sequences)):
+        a = np.asarray(t)
+        if a.ndim != 1 or a.shape[0] != len(s):
+            raise ValueError(f"tags of sequence {i} have shape {a.shape}, the sequence has length {len(s)}")
+        if a.dtype.kind not in "iu":
+            raise ValueError(f"tags of sequence {i} are not integers (dtype {a.dtype})")
+        if a.size and (int(a.min()) < NO_TAG or int(a.max()) >= k):
+            raise ValueError(f"tags of sequence {i} hold a value outside {NO_TAG}..{k - 1}")
+        out.append(a.astype(np.int32, copy=False))
+    return out
 
 
 def _as_int32_sequence(s, i: int, m: int) -> np.ndarray:
@@ -49,11 +71,21 @@ class Corpus:
         Human-readable notes about problems met while reading.
     validate : bool, default True
         Check shapes and symbol ranges (readers skip this for speed).
+    tags : iterable of 1-D integer arrays, optional
+        Gold tags aligned with ``sequences`` (same lengths), indices into
+        ``tag_vocabulary``; :data:`NO_TAG` (-1) marks a token without a gold tag.
+    tag_vocabulary : sequence of str, optional
+        Tag strings in index order (required with ``tags``).
 
     Attributes
     ----------
     sequences : list of numpy.ndarray (int32)
     vocabulary : list of str
+    tags : list of numpy.ndarray (int32) or None
+        The gold tags of a tagged corpus (whatever ``observe`` was), ``None`` when the
+        data have none (FASTA, in-memory sequences).  Every derived corpus
+        (:meth:`select`, :meth:`split`, :meth:`preprocess`) keeps them aligned.
+    tag_vocabulary : list of str or None
     names : list of str or None
     provenance : dict
     warnings : list of str
@@ -61,7 +93,8 @@ class Corpus:
 
     def __init__(self, sequences: Iterable, vocabulary: Sequence[str], *, names: Optional[Sequence[str]] = None,
                  provenance: Optional[Dict[str, Any]] = None, warnings: Optional[List[str]] = None,
-                 validate: bool = True):
+                 validate: bool = True, tags: Optional[Iterable] = None,
+                 tag_vocabulary: Optional[Sequence[str]] = None):
         self.vocabulary: List[str] = [str(v) for v in vocabulary]
         m = len(self.vocabulary)
         if validate:
@@ -74,6 +107,13 @@ class Corpus:
                 raise ValueError("a Corpus needs at least one sequence")
         else:
             self.sequences = list(sequences)
+        self.tag_vocabulary: Optional[List[str]] = (None if tag_vocabulary is None
+                                                     else [str(t) for t in tag_vocabulary])
+        self.tags: Optional[List[np.ndarray]] = None
+        if tags is not None:
+            self.tags = _check_tags(tags, self.sequences, self.tag_vocabulary) if validate else list(tags)
+        elif self.tag_vocabulary is not None:
+            raise ValueError("a tag_vocabulary was given without tags")
         self.names = None if names is None else [str(n) for n in names]
         if self.names is not None and len(self.names) != len(self.sequences):
             raise ValueError(f"{len(self.names)} names for {len(self.sequences)} sequences")
@@ -165,6 +205,38 @@ class Corpus:
         return {v: i for i, v in enumerate(self.vocabulary)}
 
     @property
+    def has_tags(self) -> bool:
+        """True when the corpus carries gold tags (:attr:`tags`) for at least one token."""
+        return self.tags is not None and any(t.size and int(t.max()) >= 0 for t in self.tags)
+
+    @property
+    def n_tags(self) -> int:
+        """Size of the tag vocabulary (0 without tags)."""
+        return 0 if self.tag_vocabulary is None else len(self.tag_vocabulary)
+
+    def labelled(self) -> "Corpus":
+        """The sequences that carry gold tags (drops those of extra, unlabelled files).
+
+        Raises ``ValueError`` when no sequence has a gold tag.
+        """
+        if self.tags is None:
+            raise ValueError("the corpus has no gold tags")
+        keep = [i for i, t in enumerate(self.tags) if t.size and int(t.max()) >= 0]
+        if not keep:
+            raise ValueError("no sequence of the corpus has gold tags")
+        if len(keep) == self.n_sequences:
+            return self
+        return self.select(keep, step={"step": "labelled", "kept": len(keep), "of": self.n_sequences})
+
+    def tag_counts(self) -> np.ndarray:
+        """Occurrences of each gold tag (int64 array of length ``n_tags``)."""
+        if self.tags is None:
+            raise ValueError("the corpus has no gold tags")
+        k = self.n_tags
+        t = np.concatenate(self.tags) if self.tags else np.zeros(0, dtype=np.int32)
+        return np.bincount(t[t >= 0], minlength=k)[:k].astype(np.int64)
+
+    @property
     def format(self) -> Optional[str]:
         """The reader format (``provenance["format"]``), e.g. ``"fasta"``."""
         return self.provenance.get("format")
@@ -237,16 +309,22 @@ class Corpus:
 
     # ------------------------------------------------------------ derivation
     def _derive(self, sequences, vocabulary=None, names=None, step: Optional[Dict[str, Any]] = None,
-                extra: Optional[Dict[str, Any]] = None) -> "Corpus":
+                extra: Optional[Dict[str, Any]] = None, tags=None) -> "Corpus":
+        """A new corpus sharing this one's vocabulary and tag vocabulary; ``tags`` must be
+        given (aligned with ``sequences``) when this corpus has tags."""
         prov = copy.deepcopy(self.provenance)
         if step is not None:
             prov["preprocessing"] = list(prov.get("preprocessing", [])) + [step]
         if extra:
             prov.update(extra)
+        if (self.tags is None) != (tags is None):
+            raise ValueError("derived corpus: tags must be given exactly when the corpus has tags")
         c = Corpus(sequences, self.vocabulary if vocabulary is None else vocabulary, names=names,
-                   provenance=prov, warnings=self.warnings, validate=False)
+                   provenance=prov, warnings=self.warnings, validate=False, tags=tags,
+                   tag_vocabulary=self.tag_vocabulary)
         if vocabulary is None:
             c.vocabulary = self.vocabulary  # share the very same list
+        c.tag_vocabulary = self.tag_vocabulary
         return c
 
     def select(self, indices: Sequence[int], step: Optional[Dict[str, Any]] = None) -> "Corpus":
@@ -256,7 +334,8 @@ class Corpus:
             raise ValueError("the selection is empty")
         seqs = [self.sequences[i] for i in idx]
         names = None if self.names is None else [self.names[i] for i in idx]
-        return self._derive(seqs, names=names, step=step)
+        tags = None if self.tags is None else [self.tags[i] for i in idx]
+        return self._derive(seqs, names=names, step=step, tags=tags)
 
     def split(self, test_fraction: float = 0.5, seed: Optional[int] = 0, shuffle: bool = True
               ) -> Tuple["Corpus", "Corpus"]:
@@ -350,7 +429,9 @@ class Corpus:
                 raise ValueError(f"max_len must be >= 1, got {max_len}")
             n_cut = int(np.count_nonzero(c.lengths > k))
             seqs = [s[:k] if s.shape[0] > k else s for s in c.sequences]
-            c = c._derive(seqs, names=c.names, step={"step": "max_len", "max_len": k, "truncated": n_cut})
+            tags = None if c.tags is None else [t[:k] if t.shape[0] > k else t for t in c.tags]
+            c = c._derive(seqs, names=c.names, step={"step": "max_len", "max_len": k, "truncated": n_cut},
+                          tags=tags)
         if min_len is not None:
             k = int(min_len)
             if k < 1:
@@ -381,9 +462,13 @@ class Corpus:
                 "merged_fraction": float(cum[k - 1]) if k else 0.0,
                 "n_symbols_before": m}
         if k < 2:
+            # Nothing merged: the provenance says so consistently (a single symbol below the
+            # threshold is left alone and named separately).
             step["merged"] = []
+            step["merged_fraction"] = 0.0
+            step["below_threshold_kept"] = [self.vocabulary[i] for i in merged]
             step["n_symbols_after"] = m
-            return self._derive(self.sequences, names=self.names, step=step)
+            return self._derive(self.sequences, names=self.names, step=step, tags=self.tags)
         merged_set = set(merged)
         kept = [i for i in range(m) if i not in merged_set]
         if residual in {self.vocabulary[i] for i in kept}:
@@ -394,4 +479,4 @@ class Corpus:
         vocab = [self.vocabulary[i] for i in kept] + [residual]
         seqs = [lut[s] for s in self.sequences]
         step["n_symbols_after"] = len(vocab)
-        return self._derive(seqs, vocabulary=vocab, names=self.names, step=step)
+        return self._derive(seqs, vocabulary=vocab, names=self.names, step=step, tags=self.tags)

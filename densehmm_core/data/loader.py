@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from .corpus import DEFAULT_RESIDUAL, Corpus
 from .conll import read_conll, read_conllu
@@ -14,14 +14,16 @@ from .presets import get_preset
 from .ptb import read_ptb
 from .source import open_source
 from .tagged import collapse_brown_tag, read_medpost, read_word_tag
-from .tokens import DEFAULT_UNKNOWN, TokenReport, build_token_corpus
+from .tokens import DEFAULT_UNKNOWN, TokenEncoder, TokenReport
 
 __all__ = ["load", "READER_DEFAULTS", "PREPROCESS_DEFAULTS"]
 
 log = logging.getLogger("densehmm_core.data")
 
-_TOKEN_DEFAULTS = {"observe": "tags", "max_vocab": None, "unknown_symbol": DEFAULT_UNKNOWN, "lowercase": False,
-                   "on_malformed": "skip", "encoding": "utf-8"}
+_TOKEN_DEFAULTS = {"observe": "tags", "max_vocab": None, "min_count": None, "rare": "unk",
+                   "unknown_symbol": DEFAULT_UNKNOWN, "lowercase": False, "on_malformed": "skip", "encoding": "utf-8"}
+#: Options that shape the one vocabulary of a multi-file corpus (taken from the main file's options).
+_VOCAB_OPTIONS = ("observe", "max_vocab", "min_count", "rare", "unknown_symbol", "lowercase")
 
 #: Every reader option, per format, with its default.
 READER_DEFAULTS: Dict[str, Dict[str, Any]] = {
@@ -51,8 +53,12 @@ def _version() -> str:
         return "unknown"
 
 
+PathLike = Union[str, "os.PathLike[str]"]
+
+
 def load(path, format: str = "auto", *, preset: Optional[str] = None,
-         progress: Optional[Callable[[int, int], Any]] = None, **options) -> Corpus:
+         progress: Optional[Callable[[int, int], Any]] = None,
+         extra: Optional[Union[PathLike, Sequence[PathLike]]] = None, **options) -> Corpus:
     """Read a data file into a :class:`Corpus`.
 
     Parameters
@@ -68,17 +74,29 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
     preset : str, optional
         A name from :data:`PRESETS` (``paper_protein``, ``paper_medpost``,
         ``reference_code_protein``, ``reference_code_penn``): its reader and
-        preprocessing options are used; explicit ``options`` override them.
+        preprocessing options are used; explicit ``options`` override them.  A preset
+        whose reader options do not apply to the file's format (``paper_protein`` on a
+        CoNLL-U file) is a ``ValueError``.
     progress : callable, optional
         ``progress(bytes_read, total_bytes)``, called every few MB and at the end
         (bytes of the file on disk, i.e. compressed bytes for ``.gz``).
+    extra : path or list of paths, optional
+        Tagged corpora only: more files of unlabelled text for the same training corpus
+        (e.g. Brown or CoNLL-2000 beside a gold CoNLL-U file).  Each is read in its own
+        format (detected) with the options that apply to it; one vocabulary is built
+        from the counts over every file (``lowercase``, ``min_count``, ``max_vocab``,
+        ``rare`` act on the union).  Their sentences come after those of ``path`` and
+        their tags are :data:`NO_TAG` (-1): whatever tags an extra file has are not gold.
+        :meth:`Corpus.labelled` gives back the sentences of ``path`` alone (for scoring).
     **options
         Reader options (see ``READER_DEFAULTS`` and docs/DATA.md):
 
         * FASTA: ``mol`` ("protein" | "na" | "all"), ``alphabet`` ("observed", a
           preset name from ``ALPHABETS`` or a string of symbols), ``uppercase``,
           ``strip_stop``, ``nucleotide`` (None | "dna" | "rna"), ``keep_names``.
-        * Tagged formats: ``observe`` ("tags" | "words"), ``max_vocab``,
+        * Tagged formats: ``observe`` ("tags" | "words"), ``max_vocab``, ``min_count``,
+          ``rare`` ("unk" | "shape": rare words become ``unknown_symbol`` or their
+          word-shape class, see :mod:`densehmm_core.data.wordshape`),
           ``unknown_symbol``, ``lowercase`` (words), ``on_malformed`` ("skip" | "error"),
           ``encoding``; ``collapse_tags`` (word/TAG), ``drop_traces`` (PTB),
           ``column``, ``word_column``, ``sep`` (CoNLL), ``tagset`` ("upos" | "xpos", CoNLL-U).
@@ -91,7 +109,9 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
     -------
     Corpus
         With ``provenance`` holding the file name, path, size, sha256, format, every
-        reader option (defaults included), the preset and the preprocessing steps.
+        reader option (defaults included), the preset, the preprocessing steps and, with
+        ``extra``, one entry per extra file.  For tagged formats ``corpus.tags`` and
+        ``corpus.tag_vocabulary`` hold the gold tags (whatever ``observe`` is).
 
     Raises
     ------
@@ -125,6 +145,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         format = "auto"
     fixed_format = None if format == "auto" else normalize_format(format)
 
+    extras: List[Any] = [] if extra is None else ([extra] if isinstance(extra, (str, os.PathLike)) else list(extra))
+
     with open_source(path, progress) as src:
         fmt = fixed_format or detect_format(src.name, src.sample, src.path)
         defaults = READER_DEFAULTS[fmt]
@@ -132,10 +154,22 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         if bad:
             raise ValueError(f"option{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))} "
                              f"do{'es' if len(bad) == 1 else ''} not apply to format {fmt!r}")
+        foreign = [k for k in preset_reader if k not in defaults]
+        if foreign:
+            raise ValueError(f"preset {preset_name!r} is meant for {get_preset(preset_name)['format']} files, not "
+                             f"{fmt}: its option{'s' if len(foreign) > 1 else ''} "
+                             f"{', '.join(f'{k}={preset_reader[k]!r}' for k in foreign)} "
+                             f"do{'es' if len(foreign) == 1 else ''} not apply")
+        if extras and fmt == "fasta":
+            raise ValueError("extra= (more files for one training corpus) is for tagged corpora, not FASTA")
         opts = dict(defaults)
-        opts.update({k: v for k, v in preset_reader.items() if k in defaults})
+        opts.update(preset_reader)
         opts.update(reader_opts)
-        result = _read(src, fmt, opts)
+        if fmt == "fasta":
+            result = read_fasta(src, **opts)
+        else:
+            encoder = TokenEncoder(**{k: opts[k] for k in _VOCAB_OPTIONS})
+            result = _read_tokens(src, fmt, opts, encoder, gold=True)
         sha = src.sha256()
         size = src.size
         compressed = src.compressed
@@ -144,6 +178,17 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         line_endings = src.line_endings
     if progress is not None:
         progress(size, size)
+    extra_prov: List[Dict[str, Any]] = []
+    if fmt != "fasta":
+        warnings = list(result["warnings"])
+        for e in extras:
+            e_prov, e_warn = _read_extra(e, opts, encoder)
+            extra_prov.append(e_prov)
+            warnings += [f"{e_prov['file']}: {w}" for w in e_warn]
+        enc = encoder.finish()
+        result = {"sequences": enc["sequences"], "vocabulary": enc["vocabulary"], "names": enc["names"],
+                  "tags": enc["tags"], "tag_vocabulary": enc["tag_vocabulary"],
+                  "warnings": warnings + enc["warnings"], "info": dict(result["info"], **enc["info"])}
 
     provenance = {
         "file": name, "path": abspath, "size": size, "sha256": sha, "compressed": compressed,
@@ -151,8 +196,11 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         "options": _jsonable(opts), "preprocess_options": _jsonable(prep_opts),
         "reader": result["info"], "preprocessing": [], "densehmm_version": _version(),
     }
+    if extra_prov:
+        provenance["extra"] = extra_prov
     corpus = Corpus(result["sequences"], result["vocabulary"], names=result["names"], provenance=provenance,
-                    warnings=result["warnings"], validate=False)
+                    warnings=result["warnings"], validate=False, tags=result.get("tags"),
+                    tag_vocabulary=result.get("tag_vocabulary"))
     if line_endings == "cr":
         corpus.warnings.append("old Mac line endings (CR only) were read as line breaks")
     for w in corpus.warnings:
@@ -174,27 +222,49 @@ def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:
     return out
 
 
-def _read(src, fmt: str, opts: Dict[str, Any]) -> Dict[str, Any]:
-    if fmt == "fasta":
-        return read_fasta(src, **opts)
-    report = TokenReport(src.path, opts["on_malformed"])
+def _sentences(src, fmt: str, opts: Dict[str, Any], report: TokenReport):
     lines = src.text_lines(opts["encoding"])
     if fmt == "medpost":
-        sents = read_medpost(lines, report)
-    elif fmt == "word_tag":
-        sents = read_word_tag(lines, report, "_")
-    elif fmt == "word_slash_tag":
-        sents = read_word_tag(lines, report, "/")
-    elif fmt == "ptb":
-        sents = read_ptb(lines, report, src.path, drop_traces=bool(opts["drop_traces"]))
-    elif fmt == "conll":
-        sents = read_conll(lines, report, src.path, column=int(opts["column"]), word_column=int(opts["word_column"]),
-                           sep=opts["sep"])
-    elif fmt == "conllu":
-        sents = read_conllu(lines, report, src.path, tagset=opts["tagset"])
-    else:  # pragma: no cover - normalize_format guards this
-        raise ValueError(f"unknown format {fmt!r}")
+        return read_medpost(lines, report)
+    if fmt == "word_tag":
+        return read_word_tag(lines, report, "_")
+    if fmt == "word_slash_tag":
+        return read_word_tag(lines, report, "/")
+    if fmt == "ptb":
+        return read_ptb(lines, report, src.path, drop_traces=bool(opts["drop_traces"]))
+    if fmt == "conll":
+        return read_conll(lines, report, src.path, column=int(opts["column"]), word_column=int(opts["word_column"]),
+                          sep=opts["sep"])
+    if fmt == "conllu":
+        return read_conllu(lines, report, src.path, tagset=opts["tagset"])
+    raise ValueError(f"unknown format {fmt!r}")  # pragma: no cover - normalize_format guards this
+
+
+def _read_tokens(src, fmt: str, opts: Dict[str, Any], encoder: TokenEncoder, *, gold: bool,
+                 name_prefix: str = "") -> Dict[str, Any]:
+    """Feed one tagged file to ``encoder``; returns its counts and warnings."""
+    report = TokenReport(src.path, opts["on_malformed"])
     tag_map = collapse_brown_tag if (fmt == "word_slash_tag" and opts.get("collapse_tags")) else None
-    return build_token_corpus(sents, report, observe=opts["observe"], max_vocab=opts["max_vocab"],
-                              unknown_symbol=opts["unknown_symbol"], lowercase=bool(opts["lowercase"]),
-                              tag_map=tag_map)
+    return encoder.add(_sentences(src, fmt, opts, report), report, gold=gold, tag_map=tag_map,
+                       name_prefix=name_prefix)
+
+
+def _read_extra(spec, main_opts: Dict[str, Any], encoder: TokenEncoder):
+    """Read one extra (unlabelled) file into ``encoder``: (provenance entry, warnings).
+
+    ``spec`` is a path or a ``(path, format)`` pair.  The options of the main file that
+    apply to the extra file's format are used, the others take their defaults.
+    """
+    fmt_req = None
+    if isinstance(spec, (tuple, list)):
+        spec, fmt_req = spec
+    with open_source(spec, None) as src:
+        fmt = normalize_format(fmt_req) if fmt_req else detect_format(src.name, src.sample, src.path)
+        if fmt == "fasta":
+            raise DataFormatError("an extra file must be a tagged corpus (words), not FASTA", src.path)
+        opts = dict(READER_DEFAULTS[fmt])
+        opts.update({k: v for k, v in main_opts.items() if k in opts})
+        part = _read_tokens(src, fmt, opts, encoder, gold=False, name_prefix=f"{src.name}:")
+        prov = {"file": src.name, "path": src.path if src.is_stdin else os.path.abspath(src.path), "size": src.size, "sha256": src.sha256(),
+                "compressed": src.compressed, "format": fmt, "options": _jsonable(opts), "reader": part["info"]}
+    return prov, part["warnings"]

@@ -6,11 +6,16 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 import numpy as np
 
 from .errors import DataFormatError
+from .wordshape import shape_classes, word_shape
 
-__all__ = ["TokenReport", "build_token_corpus", "OBSERVE_VALUES", "DEFAULT_UNKNOWN"]
+__all__ = ["TokenReport", "TokenEncoder", "build_token_corpus", "OBSERVE_VALUES", "RARE_VALUES",
+           "DEFAULT_UNKNOWN", "NO_TAG"]
 
 OBSERVE_VALUES = ("tags", "words")
+RARE_VALUES = ("unk", "shape")
 DEFAULT_UNKNOWN = "<unk>"
+#: The tag value of a token without a gold tag (sentences of extra, unlabelled files).
+NO_TAG = -1
 _MAX_EXAMPLES = 5
 
 # A reader yields (line number of the sentence start, sentence id or None, list of (word, tag)).
@@ -45,91 +50,212 @@ class TokenReport:
         return f"{self.n_malformed} malformed tokens skipped ({why}); e.g. {ex}"
 
 
+class TokenEncoder:
+    """Encode the sentences of one or more files over one vocabulary.
+
+    :meth:`add` reads the sentences of a file (``gold=True`` keeps its tags as gold
+    tags, ``gold=False`` marks them :data:`NO_TAG`); :meth:`finish` builds the
+    vocabulary from the counts over every file added and encodes everything.
+
+    Symbols are the words (``observe="words"``, lower-cased with ``lowercase``) or the
+    tags.  A word type is *rare* when it occurs fewer than ``min_count`` times or falls
+    beyond the ``max_vocab`` most frequent ones (ties alphabetical); rare words become
+    ``unknown_symbol`` (``rare="unk"``) or their word-shape class (``rare="shape"``,
+    see :mod:`densehmm_core.data.wordshape`; the shape is taken from the word as
+    written, before lower-casing).  The vocabulary is the kept symbols in sorted order
+    followed by the unknown/shape symbols that occur (in the documented class order);
+    it never holds more than ``max_vocab`` symbols.
+    """
+
+    def __init__(self, *, observe: str = "tags", max_vocab: Optional[int] = None, min_count: Optional[int] = None,
+                 rare: str = "unk", unknown_symbol: str = DEFAULT_UNKNOWN, lowercase: bool = False):
+        if observe not in OBSERVE_VALUES:
+            raise ValueError(f"observe must be one of {OBSERVE_VALUES}, got {observe!r}")
+        if rare not in RARE_VALUES:
+            raise ValueError(f"rare must be one of {RARE_VALUES}, got {rare!r}")
+        if rare == "shape" and observe != "words":
+            raise ValueError("rare='shape' (word-shape classes) needs observe='words'")
+        if max_vocab is not None and int(max_vocab) < 2:
+            raise ValueError(f"max_vocab must be >= 2 (the unknown symbol counts), got {max_vocab}")
+        if min_count is not None and int(min_count) < 1:
+            raise ValueError(f"min_count must be >= 1, got {min_count}")
+        self.observe = observe
+        self.max_vocab = None if max_vocab is None else int(max_vocab)
+        self.min_count = None if min_count is None else int(min_count)
+        self.rare = rare
+        self.unknown_symbol = str(unknown_symbol)
+        self.lowercase = bool(lowercase)
+        self._forms: Dict[str, int] = {}        # symbol as read (word as written, or mapped tag) -> id
+        self._tags: Dict[str, int] = {}
+        self._seqs: List[np.ndarray] = []
+        self._tag_seqs: List[Optional[np.ndarray]] = []
+        self._names: List[str] = []
+        self._any_gold = False
+
+    def add(self, sentences: Iterable[Sentence], report: TokenReport, *, gold: bool = True,
+            tag_map: Optional[Callable[[str], str]] = None, name_prefix: str = "") -> Dict[str, Any]:
+        """Read one file's sentences; returns its counts and warnings."""
+        words = self.observe == "words"
+        forms = self._forms
+        tags = self._tags
+        mapped: Dict[str, str] = {}
+        n_sent = n_empty = first_empty = n_tok = 0
+        n_before = len(self._seqs)
+        self._any_gold = self._any_gold or gold
+        for lineno, sid, pairs in sentences:
+            n_sent += 1
+            if not pairs:
+                if n_empty == 0:
+                    first_empty = lineno
+                n_empty += 1
+                continue
+            if tag_map is not None:
+                ts = []
+                for _, t in pairs:
+                    mt = mapped.get(t)
+                    if mt is None:
+                        mt = mapped[t] = tag_map(t)
+                    ts.append(mt)
+            else:
+                ts = [t for _, t in pairs]
+            syms = [w for w, _ in pairs] if words else ts
+            ids = []
+            get = forms.get
+            for s in syms:
+                i = get(s)
+                if i is None:
+                    i = forms[s] = len(forms)
+                ids.append(i)
+            self._seqs.append(np.array(ids, dtype=np.int32))
+            n_tok += len(ids)
+            if gold:
+                tids = []
+                tget = tags.get
+                for t in ts:
+                    i = tget(t)
+                    if i is None:
+                        i = tags[t] = len(tags)
+                    tids.append(i)
+                self._tag_seqs.append(np.array(tids, dtype=np.int32))
+            else:
+                self._tag_seqs.append(None)
+            self._names.append(name_prefix + (sid if sid is not None else f"line {lineno}"))
+        warnings: List[str] = []
+        w = report.warning()
+        if w:
+            warnings.append(w)
+        if n_empty:
+            warnings.append(f"{n_empty} empty sentence{'s' if n_empty != 1 else ''} skipped "
+                            f"(no usable token; first at line {first_empty})")
+        n_seq = len(self._seqs) - n_before
+        if not n_seq:
+            raise DataFormatError("no records: no sentence with a usable token" +
+                                  (f" ({report.n_malformed} malformed tokens)" if report.n_malformed else ""),
+                                  report.path)
+        info = {"n_sentences_read": n_sent, "n_empty": n_empty, "n_malformed": report.n_malformed,
+                "n_sequences": n_seq, "n_tokens": n_tok}
+        return {"info": info, "warnings": warnings}
+
+    def _keys(self, forms: List[str]) -> List[str]:
+        if self.observe == "words" and self.lowercase:
+            return [f.lower() for f in forms]
+        return forms
+
+    def finish(self) -> Dict[str, Any]:
+        """Build the vocabulary and encode: a dict of ``sequences``, ``vocabulary``, ``names``,
+        ``tags``, ``tag_vocabulary`` (None when no file was gold), ``warnings`` and ``info``."""
+        forms = list(self._forms)
+        nf = len(forms)
+        form_counts = np.zeros(nf, dtype=np.int64)
+        for start in range(0, len(self._seqs), 4096):
+            form_counts += np.bincount(np.concatenate(self._seqs[start:start + 4096]), minlength=nf)
+        keys = self._keys(forms)
+        key_index: Dict[str, int] = {}
+        form_key = np.empty(nf, dtype=np.int64)
+        for i, k in enumerate(keys):
+            j = key_index.get(k)
+            if j is None:
+                j = key_index[k] = len(key_index)
+            form_key[i] = j
+        key_names = list(key_index)
+        nk = len(key_names)
+        key_counts = np.bincount(form_key, weights=form_counts, minlength=nk).astype(np.int64)
+        cand = [j for j in range(nk) if self.min_count is None or key_counts[j] >= self.min_count]
+        cand.sort(key=lambda j: (-key_counts[j], key_names[j]))
+        shape = self.rare == "shape"
+        shapes: Dict[int, str] = {}
+
+        def rare_symbol(form_id: int) -> str:
+            if not shape:
+                return self.unknown_symbol
+            s = shapes.get(form_id)
+            if s is None:
+                s = shapes[form_id] = word_shape(forms[form_id], self.unknown_symbol)
+            return s
+
+        reserve = 0
+        while True:
+            k = len(cand) if self.max_vocab is None else max(0, min(len(cand), self.max_vocab - reserve))
+            kept = np.zeros(nk, dtype=bool)
+            kept[cand[:k]] = True
+            rare_forms = np.flatnonzero(~kept[form_key])
+            used = {rare_symbol(int(f)) for f in rare_forms}
+            if self.max_vocab is None or k + len(used) <= self.max_vocab:
+                break
+            if k == 0:
+                raise ValueError(f"max_vocab={self.max_vocab} is too small: the rare words alone need "
+                                 f"{len(used)} shape classes")
+            reserve = len(used)
+        kept_names = sorted(key_names[j] for j in cand[:k])
+        order = shape_classes(self.unknown_symbol) if shape else [self.unknown_symbol]
+        extra = [c for c in order if c in used]
+        clash = set(extra) & set(kept_names)
+        if clash:
+            raise ValueError(f"unknown_symbol / shape class {sorted(clash)[0]!r} occurs in the data as a kept "
+                             f"{self.observe[:-1]}; choose another unknown_symbol")
+        vocabulary = kept_names + extra
+        pos = {s: i for i, s in enumerate(vocabulary)}
+        lut = np.empty(nf, dtype=np.int32)
+        for i in range(nf):
+            lut[i] = pos[keys[i]] if kept[form_key[i]] else pos[rare_symbol(i)]
+        seqs = [lut[s] for s in self._seqs]
+        n_unknown_types = nk - k
+        n_unknown_tokens = int(form_counts[rare_forms].sum())
+        tag_vocabulary: Optional[List[str]] = None
+        tag_seqs: Optional[List[np.ndarray]] = None
+        if self._any_gold:
+            tag_vocabulary = sorted(self._tags)
+            tpos = {s: i for i, s in enumerate(tag_vocabulary)}
+            tlut = np.array([tpos[t] for t in self._tags], dtype=np.int32)
+            tag_seqs = [tlut[t] if t is not None else np.full(s.shape[0], NO_TAG, dtype=np.int32)
+                        for s, t in zip(self._seqs, self._tag_seqs)]
+        warnings: List[str] = []
+        info = {"n_types": nk, "n_unknown_types": int(n_unknown_types), "n_unknown_tokens": n_unknown_tokens,
+                "n_tags": None if tag_vocabulary is None else len(tag_vocabulary)}
+        if shape and n_unknown_types:
+            info["shape_classes"] = extra
+        if n_unknown_types:
+            why = []
+            if self.min_count is not None and len(cand) < nk:
+                why.append(f"{nk - len(cand)} seen fewer than {self.min_count} times")
+            if k < len(cand):
+                why.append(f"vocabulary capped at {self.max_vocab}")
+            into = (f"{len(extra)} word-shape classes" if shape else repr(self.unknown_symbol))
+            warnings.append(f"{'; '.join(why)}: {n_unknown_types} rare {self.observe} ({n_unknown_tokens} tokens) "
+                            f"mapped to {into}")
+        return {"sequences": seqs, "vocabulary": vocabulary, "names": list(self._names), "warnings": warnings,
+                "info": info, "tags": tag_seqs, "tag_vocabulary": tag_vocabulary}
+
+
 def build_token_corpus(sentences: Iterable[Sentence], report: TokenReport, *, observe: str = "tags",
                        max_vocab: Optional[int] = None, unknown_symbol: str = DEFAULT_UNKNOWN,
-                       lowercase: bool = False, tag_map: Optional[Callable[[str], str]] = None
-                       ) -> Dict[str, Any]:
-    """Encode reader output as int32 sequences over a sorted vocabulary."""
-    if observe not in OBSERVE_VALUES:
-        raise ValueError(f"observe must be one of {OBSERVE_VALUES}, got {observe!r}")
-    if max_vocab is not None and int(max_vocab) < 2:
-        raise ValueError(f"max_vocab must be >= 2 (the unknown symbol counts), got {max_vocab}")
-    index: Dict[str, int] = {}
-    seqs: List[np.ndarray] = []
-    names: List[str] = []
-    n_empty = 0
-    first_empty = 0
-    n_sent = 0
-    words = observe == "words"
-    mapped: Dict[str, str] = {}
-    for lineno, sid, pairs in sentences:
-        n_sent += 1
-        if words:
-            syms = [w.lower() for w, _ in pairs] if lowercase else [w for w, _ in pairs]
-        elif tag_map is not None:
-            syms = []
-            for _, t in pairs:
-                mt = mapped.get(t)
-                if mt is None:
-                    mt = mapped[t] = tag_map(t)
-                syms.append(mt)
-        else:
-            syms = [t for _, t in pairs]
-        if not syms:
-            if n_empty == 0:
-                first_empty = lineno
-            n_empty += 1
-            continue
-        get = index.get
-        ids = []
-        for s in syms:
-            i = get(s)
-            if i is None:
-                i = index[s] = len(index)
-            ids.append(i)
-        seqs.append(np.array(ids, dtype=np.int32))
-        names.append(sid if sid is not None else f"line {lineno}")
-    warnings: List[str] = []
-    w = report.warning()
-    if w:
-        warnings.append(w)
-    if n_empty:
-        warnings.append(f"{n_empty} empty sentence{'s' if n_empty != 1 else ''} skipped "
-                        f"(no usable token; first at line {first_empty})")
-    if not seqs:
-        raise DataFormatError("no records: no sentence with a usable token" +
-                              (f" ({report.n_malformed} malformed tokens)" if report.n_malformed else ""),
-                              report.path)
-    first_seen = list(index)
-    m0 = len(first_seen)
-    counts = np.zeros(m0, dtype=np.int64)
-    for start in range(0, len(seqs), 4096):
-        counts += np.bincount(np.concatenate(seqs[start:start + 4096]), minlength=m0)
-    n_unknown_types = 0
-    n_unknown_tokens = 0
-    if max_vocab is not None and m0 > int(max_vocab):
-        keep_n = int(max_vocab) - 1
-        order = sorted(range(m0), key=lambda i: (-counts[i], first_seen[i]))
-        kept = sorted((first_seen[i] for i in order[:keep_n]))
-        if unknown_symbol in kept:
-            raise ValueError(f"unknown_symbol {unknown_symbol!r} occurs in the data; choose another")
-        vocabulary = kept + [unknown_symbol]
-        new_index = {s: i for i, s in enumerate(kept)}
-        lut = np.full(m0, len(kept), dtype=np.int32)
-        for i, s in enumerate(first_seen):
-            j = new_index.get(s)
-            if j is not None:
-                lut[i] = j
-        n_unknown_types = m0 - keep_n
-        n_unknown_tokens = int(counts[lut == len(kept)].sum())
-    else:
-        vocabulary = sorted(first_seen)
-        pos = {s: i for i, s in enumerate(vocabulary)}
-        lut = np.array([pos[s] for s in first_seen], dtype=np.int32)
-    seqs = [lut[s] for s in seqs]
-    info = {"n_sentences_read": n_sent, "n_empty": n_empty, "n_malformed": report.n_malformed,
-            "n_types": m0, "n_unknown_types": n_unknown_types, "n_unknown_tokens": n_unknown_tokens}
-    if n_unknown_types:
-        warnings.append(f"vocabulary capped at {max_vocab}: {n_unknown_types} rare {observe} "
-                        f"({n_unknown_tokens} tokens) mapped to {unknown_symbol!r}")
-    return {"sequences": seqs, "vocabulary": vocabulary, "names": names, "warnings": warnings, "info": info}
+                       lowercase: bool = False, tag_map: Optional[Callable[[str], str]] = None,
+                       min_count: Optional[int] = None, rare: str = "unk") -> Dict[str, Any]:
+    """Encode one file's reader output (see :class:`TokenEncoder`)."""
+    enc = TokenEncoder(observe=observe, max_vocab=max_vocab, min_count=min_count, rare=rare,
+                       unknown_symbol=unknown_symbol, lowercase=lowercase)
+    part = enc.add(sentences, report, gold=True, tag_map=tag_map)
+    out = enc.finish()
+    out["info"] = dict(part["info"], **out["info"])
+    out["warnings"] = part["warnings"] + out["warnings"]
+    return out
