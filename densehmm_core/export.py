@@ -34,15 +34,10 @@ def _arrays_of(source: Any, name: Optional[str]):
         info = read_model_info(source, name)
         arrays = {k.split("/")[-1]: v for k, v in info["arrays"].items()}
         return arrays, info["vocabulary"], info["attrs"]["kind"]
-    model = source
-    arrays = {"startprob": model.startprob_, "transmat": model.transmat_, "emissionprob": model.emissionprob_}
-    if any(v is None for v in arrays.values()):
+    arrays = source.arrays()["params"]
+    if not arrays:
         raise ValueError("the model has no parameters yet: fit it before exporting")
-    emb = getattr(model, "embeddings_", None)
-    kind = "dense" if emb is not None or hasattr(model, "embeddings_") else "standard"
-    if emb:
-        arrays.update(emb)
-    return {k: np.asarray(v) for k, v in arrays.items()}, getattr(model, "vocabulary", None), kind
+    return arrays, source.vocabulary, source.kind
 
 
 def model_tables(source: Any, name: Optional[str] = None) -> Dict[str, str]:

@@ -169,6 +169,21 @@ class BaseHMM:
             cfg[key] = val.item() if isinstance(val, np.generic) else val
         return cfg
 
+    def set_params(self, **params) -> "BaseHMM":
+        """Change options of the configuration (e.g. more iterations before resuming a fit).
+
+        An unknown option is a ``TypeError``; values are checked by the constructor.
+        """
+        cfg = self.get_config()
+        unknown = sorted(set(params) - set(cfg))
+        if unknown:
+            raise TypeError(f"unknown {type(self).__name__} option{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(repr(k) for k in unknown)}; valid options: {', '.join(cfg)}")
+        checked = type(self)(**{**cfg, **params})
+        for key in params:
+            setattr(self, key, getattr(checked, key))
+        return self
+
     # ------------------------------------------------------- fitted state
     def arrays(self) -> Dict[str, Any]:
         """The fitted state, as plain values (copies).

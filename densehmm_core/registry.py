@@ -56,22 +56,23 @@ def model_from_config(kind: str, config: Mapping[str, Any]):
     return cls(**dict(config))
 
 
-def migrate_config(kind: str, config: Mapping[str, Any], schema_version: int = 1) -> Dict[str, Any]:
+def migrate_config(kind: str, config: Mapping[str, Any]) -> Dict[str, Any]:
     """A stored configuration with the option names of today's estimators.
 
     Schema-v1 files (written before the model contract) store ``kind`` inside the
     standard model's config, DenseHMM's EM iterations as ``em_iter`` and both its
-    co-occurrence Adam steps and its Adam steps per M-step as ``steps``.
+    co-occurrence Adam steps and its Adam steps per M-step as ``steps``.  None of these
+    old keys is an option today, so they are renamed wherever they appear (a v1 model
+    group copied into a newer file keeps its old keys).
     """
     cfg = dict(config)
-    if schema_version <= 1:
-        cfg.pop("kind", None)
-        if kind == "dense":
-            if "em_iter" in cfg:
-                em_iter = cfg.pop("em_iter")
-                cfg.setdefault("n_iter", em_iter)
-            if "steps" in cfg:
-                steps = cfg.pop("steps")
-                key = "mstep_steps" if cfg.get("fit_method") == "em" else "cooc_steps"
-                cfg.setdefault(key, steps)
+    cfg.pop("kind", None)
+    if kind == "dense":
+        if "em_iter" in cfg:
+            em_iter = cfg.pop("em_iter")
+            cfg.setdefault("n_iter", em_iter)
+        if "steps" in cfg:
+            steps = cfg.pop("steps")
+            key = "mstep_steps" if cfg.get("fit_method") == "em" else "cooc_steps"
+            cfg.setdefault(key, steps)
     return cfg
