@@ -10,12 +10,22 @@
 Every write is atomic: the figure is drawn into a temporary file in the target folder
 and renamed over the target only when complete, so a failure leaves no partial file
 and an existing file untouched.
+
+A figure contains the plots, not the controls: check boxes, buttons, spin boxes, combo
+boxes and line edits (and any widget whose ``exportHidden`` property is true) are hidden
+while the figure is drawn and shown again afterwards.
+
+Default file names come from the job and the view (:func:`file_stem`, e.g.
+``dense-em_n10_l3_seed0_transitions.png``).  The matrices and embeddings of a model are
+exported as CSV through the core (:func:`densehmm_core.export.export_csv`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+import re
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
@@ -24,7 +34,8 @@ from densehmm_core import fileio
 from .views import _pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
 
 __all__ = ["export_widget", "add_export_context_menu", "ask_and_export", "ExportError", "FORMATS",
-           "FILE_FILTER", "format_for_path"]
+           "FILE_FILTER", "format_for_path", "file_stem", "view_file_name", "controls_hidden",
+           "export_model_csv", "ask_and_export_csv", "VIEW_FILE_NAMES"]
 
 #: format -> file-dialog filter text
 FORMATS = {"png": "PNG image (*.png)", "svg": "SVG vector image (*.svg)", "pdf": "PDF document (*.pdf)"}
@@ -49,6 +60,89 @@ def format_for_path(path: Union[str, os.PathLike], fmt: Optional[str] = None) ->
     if fmt not in FORMATS:
         raise ExportError(f"{path}: unknown figure format {fmt!r}; use one of: {', '.join(FORMATS)}")
     return fmt
+
+
+#: view object name -> the word used in default file names
+VIEW_FILE_NAMES = {"transmat": "transitions", "emission": "emissions", "startprob": "start",
+                   "embeddings": "embeddings", "curves": "training_curves", "matrices": "matrices",
+                   "decode": "decode", "overview": "before_after", "compare": "compare",
+                   "dashboard": "dashboard", "live": "dashboard", "sweep": "sweep_summary",
+                   "state_tags": "state_x_tag", "top_words": "top_words", "tagging": "tagging_scores"}
+
+#: widget types that are controls, never part of a figure
+_CONTROL_TYPES = (QtWidgets.QAbstractButton, QtWidgets.QAbstractSpinBox, QtWidgets.QComboBox,
+                  QtWidgets.QLineEdit, QtWidgets.QSlider)
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", str(text)).strip("_.")
+
+
+def file_stem(model: Any = None, **fields) -> str:
+    """A file-name stem naming a model: kind, n, l and seed, e.g. ``dense-em_n10_l3_seed0``.
+
+    ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_params()`` or ``get_config()``) or ``None``;
+    keyword ``fields`` (kind, n, l, seed) override what the model says.
+    """
+    params = {}
+    for getter in ("get_params", "get_config"):
+        if model is not None and callable(getattr(model, getter, None)):
+            try:
+                params = dict(getattr(model, getter)())
+                break
+            except Exception:
+                params = {}
+    kind = fields.get("kind")
+    if kind is None and model is not None:
+        if hasattr(model, "fit_method") or "fit_method" in params:
+            kind = f"dense-{params.get('fit_method') or getattr(model, 'fit_method', '')}".rstrip("-")
+        else:
+            kind = "standard"
+    n = fields.get("n", params.get("n_states", getattr(model, "n_states", None)))
+    l = fields.get("l", params.get("dim", params.get("l", getattr(model, "dim", None))))
+    seed = fields.get("seed", params.get("seed", getattr(model, "seed", None)))
+    parts = [kind or "model"]
+    if n is not None:
+        parts.append(f"n{n}")
+    if l is not None:
+        parts.append(f"l{l}")
+    if seed is not None:
+        parts.append(f"seed{seed}")
+    return _safe("_".join(str(p) for p in parts)) or "model"
+
+
+def view_file_name(stem: Optional[str], view: str, suffix: str = "png") -> str:
+    """``<stem>_<view word>.<suffix>`` (just the view word without a stem)."""
+    word = VIEW_FILE_NAMES.get(view, _safe(view) or "figure")
+    base = f"{_safe(stem)}_{word}" if stem else word
+    return f"{base}.{suffix}" if suffix else base
+
+
+@contextlib.contextmanager
+def controls_hidden(widget: QtWidgets.QWidget):
+    """Hide the controls inside ``widget`` (see the module doc) while the block runs."""
+    hidden: List[QtWidgets.QWidget] = []
+    marked = [w for w in widget.findChildren(QtWidgets.QWidget) if w.property("exportHidden")]
+    plain = [w for w in widget.findChildren(QtWidgets.QWidget) if isinstance(w, _CONTROL_TYPES)]
+    for w in marked + plain:
+        if w is widget or not w.isVisibleTo(widget):
+            continue  # already hidden (also: inside a container hidden just before)
+        if isinstance(w, QtWidgets.QAbstractButton) and isinstance(w.parentWidget(), QtWidgets.QAbstractScrollArea):
+            continue  # a table's corner button
+        w.hide()
+        hidden.append(w)
+    try:
+        if hidden:
+            for lay_owner in {id(h.parentWidget()): h.parentWidget() for h in hidden if h.parentWidget()}.values():
+                if lay_owner.layout() is not None:
+                    lay_owner.layout().activate()
+            if widget.layout() is not None:
+                widget.layout().activate()
+            QtWidgets.QApplication.processEvents(QtCore.QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+        yield hidden
+    finally:
+        for w in reversed(hidden):
+            w.show()
 
 
 def _target_of(widget: QtWidgets.QWidget) -> QtWidgets.QWidget:
@@ -193,6 +287,12 @@ def export_widget(widget: QtWidgets.QWidget, path: Union[str, os.PathLike], fmt:
     if size.width() <= 0 or size.height() <= 0:
         raise ExportError(f"{path}: the view has no size to draw")
     title = title or path.stem
+    with controls_hidden(target):
+        return _export_prepared(target, path, kind, size, scale, title, folder)
+
+
+def _export_prepared(target, path: pathlib.Path, kind: str, size, scale: float, title: str,
+                     folder: pathlib.Path) -> pathlib.Path:
     try:
         with fileio.atomic_path(path, suffix=".part") as tmp:
             if kind in ("png", "jpeg"):
@@ -236,15 +336,18 @@ class _ScaleDialog(QtWidgets.QDialog):
 
 
 def ask_and_export(widget: QtWidgets.QWidget, parent: Optional[QtWidgets.QWidget] = None,
-                   default_dir: Optional[str] = None, name: str = "figure",
+                   default_dir: Optional[str] = None, name: str = "figure.png",
                    on_exported: Optional[Callable[[pathlib.Path], None]] = None) -> Optional[pathlib.Path]:
     """Ask for a file (PNG / SVG / PDF) and, for PNG, a resolution; export; report errors in a dialog.
 
+    ``name`` is the default file name (``.png`` is added when it has no suffix).
     Returns the path written, or ``None`` when cancelled or failed.  Never raises for
     export problems (the app must not die on a bad path).
     """
     parent = parent or widget.window()
-    start = os.path.join(default_dir or os.path.expanduser("~"), f"{name}.png")
+    if not pathlib.Path(name).suffix:
+        name = f"{name}.png"
+    start = os.path.join(default_dir or os.path.expanduser("~"), name)
     path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, "Export figure", start, FILE_FILTER)
     if not path:
         return None
@@ -295,10 +398,13 @@ def add_export_context_menu(widget: QtWidgets.QWidget, get_default_dir: Optional
         The view to export.
     get_default_dir : callable, optional
         Returns the folder the file dialog starts in (e.g. the last folder used).
-    name : str, optional
-        Default file name stem (defaults to the widget's object name or "figure").
-    extra : sequence of (label, widget or callable returning a widget)
-        More entries, e.g. ``[("Export dashboard...", dashboard)]``.
+    name : str or callable, optional
+        Default file name (without suffix), or a function returning it at the time of
+        the export (e.g. the job's stem plus the view); defaults to the widget's object name.
+    extra : sequence of (label, widget or callable returning a widget[, name or callable])
+        More entries, e.g. ``[("Export dashboard...", dashboard)]``; a third item names the
+        file.  A target that is a plain function with attribute ``is_action`` is called
+        as the action itself (e.g. the CSV export).
     on_exported : callable, optional
         Called with the path after a successful export (e.g. to remember the folder).
 
@@ -309,18 +415,24 @@ def add_export_context_menu(widget: QtWidgets.QWidget, get_default_dir: Optional
     """
     stem = name or widget.objectName() or "figure"
 
-    def make(label: str, target: Target, stem_: str) -> QtGui.QAction:
+    def make(label: str, target: Target, stem_) -> QtGui.QAction:
         act = QtGui.QAction(label, widget)
 
         def run() -> None:
+            if getattr(target, "is_action", False):
+                target()
+                return
             tgt = target() if callable(target) and not isinstance(target, QtWidgets.QWidget) else target
-            ask_and_export(tgt, widget, get_default_dir() if get_default_dir else None, stem_, on_exported)
+            fname = stem_() if callable(stem_) else stem_
+            ask_and_export(tgt, widget, get_default_dir() if get_default_dir else None, fname, on_exported)
         act.triggered.connect(run)
         return act
 
     actions = [make("Export figure...", widget, stem)]
-    for label, target in extra:
-        actions.append(make(label, target, label.replace("Export", "").strip(" .").lower() or "figure"))
+    for entry in extra:
+        label, target = entry[0], entry[1]
+        stem_ = entry[2] if len(entry) > 2 else (label.replace("Export", "").strip(" .").lower() or "figure")
+        actions.append(make(label, target, stem_))
     first_time = getattr(widget, "_export_actions", None) is None
     widget._export_actions = actions  # kept alive with the widget; read at popup time
 
@@ -351,6 +463,43 @@ def add_export_context_menu(widget: QtWidgets.QWidget, get_default_dir: Optional
         widget.customContextMenuRequested.connect(
             lambda pos: _popup(widget, widget.mapToGlobal(pos), widget._export_actions))
     return actions
+
+
+def export_model_csv(model: Any, target: Union[str, os.PathLike]) -> List[str]:
+    """Write a model's matrices and embeddings as CSV files into the folder ``target`` (or a zip
+    when it ends in ``.zip``), through the core (:func:`densehmm_core.export.export_csv`,
+    atomic).  Returns the CSV file names.  Raises :class:`ExportError` with the path and reason."""
+    from densehmm_core.export import export_csv
+    if model is None:
+        raise ExportError(f"{target}: there is no model to export yet (wait until the job has finished)")
+    try:
+        return export_csv(model, target)
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{target}: CSV export failed: {exc}") from exc
+
+
+CSV_FILTER = "Zip of CSV files (*.zip);;Folder of CSV files (*)"
+
+
+def ask_and_export_csv(model: Any, parent: Optional[QtWidgets.QWidget] = None, default_dir: Optional[str] = None,
+                       stem: str = "model", on_exported: Optional[Callable[[pathlib.Path], None]] = None
+                       ) -> Optional[pathlib.Path]:
+    """Ask for a ``.zip`` (or a folder: a name without ``.zip``) and write the model's CSV tables
+    there; errors are shown in a dialog, never raised."""
+    start = os.path.join(default_dir or os.path.expanduser("~"), f"{stem}_csv.zip")
+    path, chosen = QtWidgets.QFileDialog.getSaveFileName(parent, "Export matrices and embeddings (CSV)",
+                                                         start, CSV_FILTER)
+    if not path:
+        return None
+    try:
+        export_model_csv(model, path)
+    except ExportError as exc:
+        QtWidgets.QMessageBox.critical(parent, "Export CSV", str(exc))
+        return None
+    out = pathlib.Path(path)
+    if on_exported is not None:
+        on_exported(out)
+    return out
 
 
 def _graphics_menu(view, pos: QtCore.QPoint, actions) -> None:

@@ -72,7 +72,7 @@ def _make_dashboard(window: "MainWindow"):
     except ImportError as exc:
         return _Placeholder(f"The plotting views are not available ({exc}).")
     return Dashboard(get_default_dir=lambda: window.settings.last_folder,
-                     on_exported=lambda path: window.log_panel.log(f"Figure saved: {path}"))
+                     on_exported=lambda path: window.log_panel.log(f"Saved: {path}"))
 
 
 def _safe_name(text: str) -> str:
@@ -669,6 +669,9 @@ class MainWindow(QMainWindow):
             return
         if hasattr(d, "set_title"):
             d.set_title(f"Job {job.id}: {job.name}")
+        if hasattr(d, "set_file_stem"):  # default export names: dense-em_n10_l3_seed0_transitions.png
+            from .export import file_stem
+            d.set_file_stem(file_stem(job.model) if job.model is not None else None)
         vocab = getattr(job.model, "vocabulary", None)
         if vocab is None and job.dataset is not None and not isinstance(job.dataset, ModelSet):
             vocab = job.dataset.vocabulary
@@ -818,6 +821,8 @@ class MainWindow(QMainWindow):
     def export_figure(self, widget: QWidget, path: str, scale: float = 1.0) -> None:
         from .export import export_widget
         export_widget(widget, path, scale=scale)
+        if hasattr(self.dashboard, "remember_export"):
+            self.dashboard.remember_export(path)
         self.log_panel.log(f"Figure saved: {path}")
 
     def export_figure_dialog(self) -> None:
@@ -831,7 +836,12 @@ class MainWindow(QMainWindow):
         name, ok = QInputDialog.getItem(self, "Export figure", "Which view?", names, 0, False)
         if not ok:
             return
-        start = os.path.join(self.settings.last_folder, _safe_name(name.lower()) + ".png")
+        fname = _safe_name(name.lower()) + ".png"
+        if hasattr(self.dashboard, "file_name"):  # the job's stem and the view, e.g. ..._transitions.png
+            fname = self.dashboard.file_name("dashboard" if name not in views or name.startswith("Whole")
+                                             else name, "png")
+        folder = self.dashboard.export_dir() if hasattr(self.dashboard, "export_dir") else None
+        start = os.path.join(folder or self.settings.last_folder, fname)
         path, flt = QFileDialog.getSaveFileName(self, "Export figure", start,
                                                 "PNG image (*.png);;SVG vector graphics (*.svg);;PDF (*.pdf)")
         if not path:

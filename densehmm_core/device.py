@@ -15,19 +15,54 @@ A device *spec* is one of
 a TensorFlow device string
     e.g. ``"/GPU:1"``, ``"/device:CPU:0"``, ``"GPU:0"`` -- it must name a device
     TensorFlow lists.
+
+The same spec also places the E-step: :func:`parse_device` reads it without
+TensorFlow, and :func:`densehmm_core.engine.engine_for` picks the CuPy engine on
+that GPU (or numpy for the CPU).  ``"cpu"`` never touches a GPU.
 """
 from __future__ import annotations
 
 import os
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
-__all__ = ["DeviceError", "import_tf", "list_devices", "resolve_device", "gpu_available"]
+__all__ = ["DeviceError", "GpuUnavailableError", "import_tf", "list_devices", "resolve_device",
+           "gpu_available", "parse_device"]
 
 _TF = None
 
 
 class DeviceError(ValueError):
     """The requested device does not exist or is not visible to TensorFlow."""
+
+
+class GpuUnavailableError(DeviceError):
+    """The CuPy engine was asked for but CuPy or a usable NVIDIA GPU is missing.
+
+    The message names what is missing and how to install it.
+    """
+
+
+def parse_device(spec: Optional[str] = "auto") -> Tuple[str, Optional[int]]:
+    """Read a device spec without TensorFlow: ``("auto", None)``, ``("cpu", None)`` or ``("gpu", index)``.
+
+    ``"gpu"`` is GPU 0; ``"/GPU:1"``, ``"GPU:1"``, ``"gpu:1"`` and ``"/device:GPU:1"`` are GPU 1.
+
+    Raises
+    ------
+    DeviceError
+        Not a device spec (e.g. ``"tpu"`` or ``"/GPU:x"``).
+    """
+    key = "auto" if spec is None else str(spec).strip()
+    low = key.lower()
+    if low == "auto":
+        return "auto", None
+    if low in ("cpu", "gpu"):
+        return low, (0 if low == "gpu" else None)
+    norm = _normalise(key)
+    kind, _, index = norm[1:].partition(":")
+    if kind in ("CPU", "GPU") and index.isdigit():
+        return kind.lower(), (int(index) if kind == "GPU" else None)
+    raise DeviceError(f"unknown device {spec!r}: use auto, cpu, gpu or a device string such as /GPU:1")
 
 
 def import_tf():

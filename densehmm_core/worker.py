@@ -92,24 +92,69 @@ def encode_message(msg: Any) -> bytes:
 
 
 def decode_message(data: bytes) -> Any:
-    """Inverse of :func:`encode_message` (arrays come back with their dtype and shape)."""
+    """Inverse of :func:`encode_message` (arrays come back with their dtype and shape).
+
+    Any malformed input raises :class:`ValueError` (never a memory bomb: every array's
+    declared size is checked against the bytes present before it is allocated).
+    """
+    try:
+        return _decode(data)
+    except ValueError:
+        raise
+    except Exception as exc:  # struct.error, UnicodeDecodeError, IndexError, KeyError, ...
+        raise ValueError(f"malformed worker message ({type(exc).__name__}: {exc})") from None
+
+
+def _decode(data: bytes) -> Any:
+    data = bytes(data)
     if data[:4] != _MAGIC:
         raise ValueError("not a worker message")
+    if len(data) < 16:
+        raise ValueError("truncated worker message")
     hlen, narr = struct.unpack("<QI", data[4:16])
+    if 16 + hlen > len(data) or narr > len(data):
+        raise ValueError("truncated worker message")
     header = json.loads(data[16:16 + hlen].decode("utf-8"))
     buf = io.BytesIO(data[16 + hlen:])
-    arrays = [np.lib.format.read_array(buf, allow_pickle=False) for _ in range(narr)]
+    arrays = [_read_npy(buf) for _ in range(narr)]
 
     def dec(o):
         if isinstance(o, dict):
             if set(o) == {"__nd__"}:
-                return arrays[o["__nd__"]]
+                i = o["__nd__"]
+                if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(arrays):
+                    raise ValueError(f"array reference {i!r} out of range")
+                return arrays[i]
             return {k: dec(v) for k, v in o.items()}
         if isinstance(o, list):
             return [dec(v) for v in o]
         return o
 
     return dec(header)
+
+
+def _read_npy(buf: io.BytesIO) -> np.ndarray:
+    """One ``.npy`` buffer, its size checked before anything is allocated (no pickles)."""
+    fmt = np.lib.format
+    version = fmt.read_magic(buf)
+    if version == (1, 0):
+        shape, fortran, dtype = fmt.read_array_header_1_0(buf)
+    elif version == (2, 0):
+        shape, fortran, dtype = fmt.read_array_header_2_0(buf)
+    else:
+        raise ValueError(f"unsupported array format version {version}")
+    if dtype.hasobject:
+        raise ValueError("object arrays are not accepted")
+    count = 1
+    for d in shape:
+        count *= int(d)
+    nbytes = count * dtype.itemsize
+    left = len(buf.getbuffer()) - buf.tell()
+    if nbytes > left:
+        raise ValueError(f"an array declares {nbytes} bytes but only {left} follow")
+    raw = bytearray(buf.read(nbytes))
+    arr = np.frombuffer(raw, dtype=dtype, count=count)
+    return arr.reshape(shape, order="F" if fortran else "C")
 
 
 # ------------------------------------------------------- model <-> plain data
@@ -145,9 +190,76 @@ def _event_to_plain(ev: ProgressEvent, with_params: bool) -> dict:
     return d
 
 
+# ---------------------------------------------------------------- protocol
+#: control messages the worker accepts (parent -> worker)
+CONTROL_OPS = ("fit", "cancel", "stop", "warm")
+#: replies the parent accepts (worker -> parent)
+REPLY_OPS = ("event", "end", "warm", "alive", "cancel_ack", "protocol_error")
+#: seconds between the worker's "alive" messages (so a stopped or hung worker is noticed)
+HEARTBEAT_S = 0.5
+
+
+def _check_control(msg: Any) -> dict:
+    """A control message as the worker expects it; ValueError naming what is wrong."""
+    from .registry import MODEL_KINDS
+    if not isinstance(msg, dict):
+        raise ValueError(f"a control message must be an object, not {type(msg).__name__}")
+    op = msg.get("op")
+    if op not in CONTROL_OPS:
+        raise ValueError(f"unknown control message {op!r}")
+    if op in ("fit", "cancel"):
+        job = msg.get("job")
+        if not isinstance(job, int) or isinstance(job, bool):
+            raise ValueError(f"{op} message without a job number")
+    if op == "fit":
+        if msg.get("kind") not in MODEL_KINDS:
+            raise ValueError(f"fit message with an unknown model kind {msg.get('kind')!r}")
+        if not isinstance(msg.get("config"), dict):
+            raise ValueError("fit message without a config object")
+        train = msg.get("train")
+        if not (isinstance(train, dict) and isinstance(train.get("tokens"), np.ndarray)
+                and isinstance(train.get("lengths"), np.ndarray)):
+            raise ValueError("fit message without training sequences")
+    return msg
+
+
+def _check_reply(msg: Any) -> dict:
+    """A worker's reply as the parent expects it; ValueError naming what is wrong."""
+    if not isinstance(msg, dict):
+        raise ValueError(f"a reply must be an object, not {type(msg).__name__}")
+    op = msg.get("op")
+    if op not in REPLY_OPS:
+        raise ValueError(f"unknown reply {op!r}")
+    if op == "event":
+        ev = msg.get("event")
+        if not isinstance(ev, dict):
+            raise ValueError("event reply without an event")
+        try:
+            msg["event"] = ProgressEvent(**ev)
+        except TypeError as exc:
+            raise ValueError(f"bad event ({exc})") from None
+        if not isinstance(msg["event"].step, int) or not isinstance(msg["event"].metrics, dict):
+            raise ValueError("bad event (step or metrics of the wrong type)")
+        if msg["event"].params is not None and not isinstance(msg["event"].params, dict):
+            raise ValueError("bad event (params is not an object)")
+    elif op == "end":
+        outcome = msg.get("outcome")
+        if outcome not in ("done", "diverged", "failed"):
+            raise ValueError(f"end reply with an unknown outcome {outcome!r}")
+        if outcome != "failed" and not isinstance(msg.get("state"), dict):
+            raise ValueError("end reply without the model's state")
+    return msg
+
+
 # -------------------------------------------------------------- worker side
 def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in the worker process
-    """Entry point of a worker process: serve ``fit`` requests until ``stop`` or EOF."""
+    """Entry point of a worker process: serve ``fit`` requests until ``stop`` or EOF.
+
+    A control thread reads every message at once (so a cancel is seen during a fit and
+    the parent's writes never block); a heartbeat thread sends "alive" every
+    :data:`HEARTBEAT_S`.  A malformed control message is a protocol error: it is
+    reported to the parent, and the worker stops.
+    """
     if nice and hasattr(os, "nice"):
         try:
             os.nice(int(nice))
@@ -157,61 +269,103 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
     current: Dict[str, Any] = {}       # the running fit: its "job" number and "token"
     cancelled: set = set()             # job numbers cancelled, possibly before their fit started
     lock = threading.Lock()
+    send_lock = threading.Lock()
+    stopping = threading.Event()
+
+    def send(msg):
+        payload = encode_message(msg)
+        with send_lock:
+            data.send_bytes(payload)
+
+    def stop_all():
+        stopping.set()
+        with lock:
+            if current.get("token") is not None:
+                current["token"].cancel()
+        inbox.put({"op": "stop"})
 
     def reader():
         while True:
             try:
-                msg = decode_message(ctrl.recv_bytes())
+                raw = ctrl.recv_bytes()
             except (EOFError, OSError):
-                msg = {"op": "stop"}
-            op = msg.get("op")
+                stop_all()
+                return
+            try:
+                msg = _check_control(decode_message(raw))
+            except Exception as exc:  # noqa: BLE001 - any malformed message is a protocol error
+                try:
+                    send({"op": "protocol_error", "message": f"bad control message: {exc}"})
+                except (OSError, ValueError):
+                    pass
+                stop_all()
+                return
+            op = msg["op"]
             if op in ("cancel", "stop"):
                 with lock:
                     if op == "cancel":
-                        cancelled.add(msg.get("job"))
-                    if current.get("token") is not None and (op == "stop" or current.get("job") == msg.get("job")):
+                        cancelled.add(msg["job"])
+                    if current.get("token") is not None and (op == "stop" or current.get("job") == msg["job"]):
                         current["token"].cancel()
-            if op == "cancel":
-                continue
+                if op == "cancel":
+                    try:
+                        send({"op": "cancel_ack", "job": msg["job"]})
+                    except (OSError, ValueError):
+                        stop_all()
+                        return
+                    continue
             inbox.put(msg)
             if op == "stop":
+                stopping.set()
+                return
+
+    def heartbeat():
+        while not stopping.wait(HEARTBEAT_S):
+            try:
+                send({"op": "alive"})
+            except (OSError, ValueError):
+                stop_all()
                 return
 
     threading.Thread(target=reader, name="densehmm-worker-control", daemon=True).start()
-
-    def send(msg):
-        data.send_bytes(encode_message(msg))
+    threading.Thread(target=heartbeat, name="densehmm-worker-heartbeat", daemon=True).start()
 
     while True:
         msg = inbox.get()
         op = msg.get("op")
-        if op == "stop":
+        if op == "stop" or stopping.is_set():
             break
-        if op == "warm":
-            try:
-                from .device import import_tf, list_devices
-                tf = import_tf()
-                send({"op": "warm", "tf_version": tf.__version__, "devices": list_devices()})
-            except Exception as exc:  # noqa: BLE001 - reported to the caller
-                send({"op": "warm", "error": f"{type(exc).__name__}: {exc}"})
-            continue
-        if op == "fit":
-            token = CancelToken()
-            with lock:
-                current.update(job=msg.get("job"), token=token)
-                if msg.get("job") in cancelled:  # cancelled while it waited behind other work
-                    token.cancel()
-            try:
-                _serve_fit(msg, token, send)
-            finally:
+        try:
+            if op == "warm":
+                try:
+                    from .device import import_tf, list_devices
+                    tf = import_tf()
+                    send({"op": "warm", "tf_version": tf.__version__, "devices": list_devices()})
+                except (OSError, ValueError):
+                    raise
+                except Exception as exc:  # noqa: BLE001 - reported to the caller
+                    send({"op": "warm", "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            if op == "fit":
+                token = CancelToken()
                 with lock:
-                    current.clear()
-                    cancelled.discard(msg.get("job"))
+                    current.update(job=msg.get("job"), token=token)
+                    if msg.get("job") in cancelled:  # cancelled while it waited behind other work
+                        token.cancel()
+                try:
+                    _serve_fit(msg, token, send)
+                finally:
+                    with lock:
+                        current.clear()
+                        cancelled.discard(msg.get("job"))
+        except (OSError, ValueError):  # the parent is gone (broken pipe)
+            break
+    stopping.set()
 
 
 def _serve_fit(msg: dict, token: CancelToken, send) -> None:  # pragma: no cover - worker process
-    from .registry import model_from_config
     model = None
+    from .registry import model_from_config
     try:
         model = model_from_config(msg["kind"], msg["config"])
         if msg.get("vocabulary") is not None:
@@ -250,75 +404,190 @@ class TrainingWorker:
     nice : int
         How much the worker lowers its CPU priority (``os.nice``; ignored where
         unavailable).  ``0`` keeps the caller's priority.
+    silence_timeout : float
+        Seconds without any message (the worker sends "alive" every
+        :data:`HEARTBEAT_S`) after which the worker is taken as stopped or hung: it is
+        killed and the fit ends with :class:`WorkerError`.
+    cancel_timeout : float
+        Seconds a cancelled fit's worker has to acknowledge the cancel (and then to keep
+        answering until the fit ends); past it the worker is killed, and the fit ends as
+        cancelled with the last parameters received.
+    send_timeout : float
+        Seconds a message to the worker may take to be written (a worker that does not
+        read its pipe is killed).
+
+    Every protocol error (a malformed or unknown message in either direction) ends the
+    worker with :class:`WorkerError` naming the reason.
     """
 
-    def __init__(self, nice: int = 10) -> None:
+    def __init__(self, nice: int = 10, *, silence_timeout: float = 60.0, cancel_timeout: float = 5.0,
+                 send_timeout: float = 10.0, _target=None) -> None:
         ctx = _context()
         ctrl_recv, self._ctrl = ctx.Pipe(duplex=False)
         self._data, data_send = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_child_main, args=(ctrl_recv, data_send, int(nice)),
+        self.process = ctx.Process(target=_target or _child_main, args=(ctrl_recv, data_send, int(nice)),
                                    name="densehmm-training-worker", daemon=True)
         self.process.start()
         ctrl_recv.close()
         data_send.close()
+        self.silence_timeout = float(silence_timeout)
+        self.cancel_timeout = float(cancel_timeout)
+        self.send_timeout = float(send_timeout)
         self._send_lock = threading.Lock()
         self._jobs = 0            # fits sent so far: each fit and its cancel carry its number
         self.broken = False
         self.warm_info: Optional[dict] = None
         self._warm_pending = False
+        self._cancel_acked: set = set()
+        self._closing = threading.Event()
+        self._last_heard = time.monotonic()
+        # A reader thread drains the pipe at all times (the worker never blocks on a full
+        # pipe while this process is busy elsewhere); the bounded queue keeps back-pressure.
+        self._inbox: "queue.Queue" = queue.Queue(maxsize=256)
+        self._reader = threading.Thread(target=self._read_loop, name="densehmm-worker-reader", daemon=True)
+        self._reader.start()
 
     @property
     def alive(self) -> bool:
         return not self.broken and self.process.is_alive()
 
-    def _send(self, msg: dict) -> None:
-        with self._send_lock:
-            self._ctrl.send_bytes(encode_message(msg))
+    # ------------------------------------------------------------- receiving
+    def _put(self, item) -> bool:
+        while not self._closing.is_set():
+            try:
+                self._inbox.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read_loop(self) -> None:
+        while True:
+            try:
+                raw = self._data.recv_bytes()
+            except (EOFError, OSError):
+                self._put(("eof", None))
+                return
+            self._last_heard = time.monotonic()
+            try:
+                msg = _check_reply(decode_message(raw))
+            except Exception as exc:  # noqa: BLE001 - any malformed reply is a protocol error
+                self._put(("bad", f"malformed reply from the training process: {exc}"))
+                return
+            op = msg["op"]
+            if op == "alive":
+                continue
+            if op == "cancel_ack":
+                self._cancel_acked.add(msg.get("job"))
+                continue
+            if op == "protocol_error":
+                self._put(("bad", f"the training process refused a message: {msg.get('message', '')}"))
+                return
+            if not self._put(("msg", msg)):
+                return
+
+    def _fail(self, reason: str) -> WorkerError:
+        """Kill the process (it is unusable) and return the error to raise."""
+        self.broken = True
+        self._kill()
+        return WorkerError(reason)
+
+    def _kill(self) -> None:
+        self.broken = True
+        if self.process.is_alive():
+            try:
+                self.process.kill()  # SIGKILL: also ends a stopped (SIGSTOP) process
+            except (OSError, ValueError):
+                pass
+        self.process.join(2.0)
+
+    def _next(self, wait: float = 0.05, silence: Optional[float] = None) -> Optional[dict]:
+        """The next reply, or None after ``wait`` seconds.
+
+        Raises :class:`WorkerError` when the process died, broke the protocol, or sent
+        nothing (not even "alive") for ``silence`` seconds (default ``silence_timeout``).
+        """
+        try:
+            kind, payload = self._inbox.get(timeout=max(0.0, wait))
+        except queue.Empty:
+            limit = self.silence_timeout if silence is None else silence
+            quiet = time.monotonic() - self._last_heard
+            if quiet > limit:
+                state = _process_state(self.process.pid)
+                how = "is stopped (SIGSTOP)" if state == "T" else "stopped answering"
+                raise self._fail(f"the training process {how}: no message for {quiet:.1f} s; it was killed")
+            if not self.process.is_alive() and quiet > 2.0:
+                self.broken = True
+                raise WorkerError(f"the training process ended unexpectedly (exit code {self.process.exitcode})")
+            return None
+        if kind == "eof":
+            self.broken = True
+            self.process.join(1.0)
+            raise WorkerError(f"the training process ended unexpectedly (exit code {self.process.exitcode})")
+        if kind == "bad":
+            raise self._fail(f"protocol error: {payload}")
+        if payload["op"] == "warm":
+            self._warm_pending = False
+            self.warm_info = payload
+        return payload
+
+    def _recv(self, timeout: Optional[float] = None) -> dict:
+        """The next reply (not "alive"); :class:`TimeoutError` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            if left < 0:
+                raise TimeoutError("the training process did not answer in time")
+            msg = self._next(left)
+            if msg is not None:
+                return msg
+
+    # --------------------------------------------------------------- sending
+    def _send(self, msg: dict, timeout: Optional[float] = None) -> None:
+        """Write a message; a worker that does not take it within ``timeout`` is killed (WorkerError)."""
+        payload = encode_message(msg)
+        limit = self.send_timeout if timeout is None else float(timeout)
+        box: List[BaseException] = []
+
+        def write():
+            try:
+                with self._send_lock:
+                    self._ctrl.send_bytes(payload)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box.append(exc)
+
+        t = threading.Thread(target=write, name="densehmm-worker-send", daemon=True)
+        t.start()
+        t.join(limit)
+        if t.is_alive():
+            raise self._fail(f"the training process did not read its messages for {limit:g} s; it was killed")
+        if box:
+            exc = box[0]
+            if isinstance(exc, (OSError, ValueError, EOFError)):
+                self.broken = True
+                raise WorkerError(f"the training process cannot be reached ({type(exc).__name__}: {exc})")
+            raise exc
 
     def warm(self) -> None:
         """Ask the worker to import TensorFlow now (answered before the next fit starts)."""
         self._send({"op": "warm"})
         self._warm_pending = True
 
-    def _recv(self, cancel: Optional[CancelToken] = None, job: Optional[int] = None,
-              timeout: Optional[float] = None, poll_s: float = 0.05) -> dict:
-        """The next message; forwards a cancel of ``cancel`` (for fit number ``job``) meanwhile.
-        Raises :class:`WorkerError` when the process dies, :class:`TimeoutError` after ``timeout``."""
-        cancel_sent = False
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if cancel is not None and cancel.cancelled and not cancel_sent:
-                try:
-                    self._send({"op": "cancel", "job": job})
-                except OSError:
-                    pass
-                cancel_sent = True
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError("the training process did not answer in time")
-            try:
-                if self._data.poll(poll_s):
-                    return decode_message(self._data.recv_bytes())
-            except (EOFError, OSError):
-                pass
-            else:
-                if self.process.is_alive():
-                    continue
-                if self._data.poll(0):
-                    continue
-            self.broken = True
-            self.process.join(1.0)
-            raise WorkerError(f"the training process ended unexpectedly (exit code {self.process.exitcode})")
-
     def _drain_warm(self) -> None:
         while self._warm_pending:
-            msg = self._recv(None)
-            if msg.get("op") == "warm":
-                self._warm_pending = False
-                self.warm_info = msg
+            self._recv()
 
+    # --------------------------------------------------------------- fitting
     def iter_fit(self, model, data, *, eval_data=None, cancel: Optional[CancelToken] = None,
                  params_interval: float = 0.05, **fit_kwargs) -> Iterator[ProgressEvent]:
-        """Like ``model.iter_fit(data, eval_data=..., cancel=..., **fit_kwargs)``, in the worker."""
+        """Like ``model.iter_fit(data, eval_data=..., cancel=..., **fit_kwargs)``, in the worker.
+
+        A cancel is sent once; a worker that does not acknowledge it within
+        ``cancel_timeout`` seconds (stopped, hung) is killed, and the stream ends with a
+        final "cancelled" event: the model holds the last parameters received.  When the
+        worker dies or breaks the protocol, the model also holds the last parameters
+        received and :class:`WorkerError` is raised.
+        """
         if not supports(model):
             raise TypeError(f"{type(model).__name__} cannot be trained in a worker process")
         if model.n_symbols is None:
@@ -335,12 +604,39 @@ class TrainingWorker:
         self._send(msg)
         model.history_ = []
         ended = False
+        last: Optional[ProgressEvent] = None
+        last_params: Optional[dict] = None
+        cancel_at: Optional[float] = None
         try:
             while True:
-                reply = self._recv(cancel, job)
-                op = reply.get("op")
+                if cancel is not None and cancel.cancelled and cancel_at is None:
+                    cancel_at = self._cancel(job)
+                if cancel_at is not None and job not in self._cancel_acked \
+                        and time.monotonic() - cancel_at > self.cancel_timeout:
+                    self._kill()
+                    ended = True
+                    ev = self._killed_on_cancel(model, last, last_params)
+                    model.record_event(ev)
+                    yield ev
+                    return
+                try:
+                    reply = self._next(0.05, silence=None if cancel_at is None else self.cancel_timeout)
+                except WorkerError:
+                    if cancel_at is not None and not self.process.is_alive():
+                        ended = True
+                        ev = self._killed_on_cancel(model, last, last_params)
+                        model.record_event(ev)
+                        yield ev
+                        return
+                    raise
+                if reply is None:
+                    continue
+                op = reply["op"]
                 if op == "event":
-                    ev = ProgressEvent(**reply["event"])
+                    ev = reply["event"]
+                    last = ev
+                    if ev.params:
+                        last_params = ev.params
                     model.record_event(ev)
                     yield ev
                 elif op == "end":
@@ -352,28 +648,58 @@ class TrainingWorker:
                     if outcome == "diverged":
                         raise TrainingDiverged(reply.get("message") or "training diverged")
                     return
+        except WorkerError:
+            if not ended:
+                _apply_params(model, last_params)
+            raise
         finally:
+            self._cancel_acked.discard(job)
             if not ended and not self.broken:
                 # The caller stopped iterating early: stop the fit and wait for its end message.
                 try:
-                    self._send({"op": "cancel", "job": job})
-                    deadline = time.monotonic() + 5.0
-                    while self._recv(timeout=max(0.0, deadline - time.monotonic())).get("op") != "end":
-                        pass
+                    if cancel_at is None:
+                        cancel_at = self._cancel(job)
+                    deadline = time.monotonic() + self.cancel_timeout
+                    while True:
+                        r = self._next(max(0.0, min(0.05, deadline - time.monotonic())), silence=self.cancel_timeout)
+                        if r is not None and r["op"] == "end":
+                            break
+                        if time.monotonic() > deadline:
+                            raise TimeoutError
                 except (WorkerError, OSError, TimeoutError):
-                    self.broken = True  # released as broken: the pool stops the process
+                    self._kill()  # released as broken: the pool replaces it
+
+    def _cancel(self, job: int) -> float:
+        """Send the cancel of fit ``job`` (once); returns when it was sent."""
+        try:
+            self._send({"op": "cancel", "job": job}, timeout=self.cancel_timeout)
+        except WorkerError:
+            pass  # a worker that cannot take it is killed; the caller notices
+        return time.monotonic()
+
+    @staticmethod
+    def _killed_on_cancel(model, last: Optional[ProgressEvent], last_params: Optional[dict]) -> ProgressEvent:
+        """The final event of a cancelled fit whose worker had to be killed."""
+        _apply_params(model, last_params)
+        model.stop_reason_ = "cancelled"
+        return ProgressEvent(step=last.step if last else 0, total=last.total if last else None,
+                             phase=last.phase if last else "", loss=last.loss if last else None,
+                             params=last_params, done=True, reason="cancelled",
+                             elapsed=last.elapsed if last else 0.0)
 
     def close(self, timeout: float = 0.5) -> None:
         """Stop the process: ask, then terminate, then kill (never blocks much longer than ``timeout``)."""
-        try:
-            self._send({"op": "stop"})
-        except (OSError, ValueError):
-            pass
+        self._closing.set()
+        if not self.broken and self.process.is_alive():
+            try:
+                self._send({"op": "stop"}, timeout=min(timeout, 0.5))
+            except (WorkerError, OSError, ValueError):
+                pass
         self.process.join(timeout)
         if self.process.is_alive():
             self.process.terminate()
             self.process.join(0.5)
-        if self.process.is_alive():  # pragma: no cover - last resort
+        if self.process.is_alive():  # a stopped process ignores SIGTERM until continued
             self.process.kill()
             self.process.join(0.5)
         self.broken = True
@@ -382,6 +708,24 @@ class TrainingWorker:
                 c.close()
             except OSError:
                 pass
+
+
+def _process_state(pid: Optional[int]) -> str:
+    """The process's state letter from /proc ("R", "S", "T" = stopped, ...); "" if unknown."""
+    if pid is None:
+        return ""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            text = fh.read().decode("ascii", "replace")
+        return text[text.rindex(")") + 2]
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+def _apply_params(model, params: Optional[dict]) -> None:
+    """Give ``model`` the parameters of a progress event (after its worker was lost)."""
+    if params:
+        model.set_arrays({"params": params})
 
 
 class WorkerPool:
@@ -394,11 +738,15 @@ class WorkerPool:
         released beyond this number).
     nice : int
         CPU priority decrease of the workers (see :class:`TrainingWorker`).
+    **worker_options
+        ``silence_timeout``, ``cancel_timeout``, ``send_timeout`` of the workers
+        (see :class:`TrainingWorker`).
     """
 
-    def __init__(self, max_idle: int = 2, nice: int = 10) -> None:
+    def __init__(self, max_idle: int = 2, nice: int = 10, **worker_options) -> None:
         self.max_idle = int(max_idle)
         self.nice = int(nice)
+        self.worker_options = dict(worker_options)
         self._idle: List[TrainingWorker] = []
         self._busy: List[TrainingWorker] = []
         self._lock = threading.Lock()
@@ -414,7 +762,7 @@ class WorkerPool:
                     self._busy.append(w)
                     return w
                 w.close(0)
-        w = TrainingWorker(nice=self.nice)
+        w = TrainingWorker(nice=self.nice, **self.worker_options)
         with self._lock:
             self._busy.append(w)
         return w
@@ -434,7 +782,7 @@ class WorkerPool:
         with self._lock:
             missing = max(0, min(int(count), self.max_idle) - len(self._idle) - len(self._busy))
         for _ in range(missing):
-            w = TrainingWorker(nice=self.nice)
+            w = TrainingWorker(nice=self.nice, **self.worker_options)
             w.warm()
             with self._lock:
                 self._idle.append(w)

@@ -234,6 +234,29 @@ def test_name_taken_is_refused_before_training(tmp_path, demo_model_file, capsys
     assert path.read_bytes() == before
 
 
+def test_evaluate_maps_data_to_the_model_vocabulary(tmp_path):
+    """Symbols are matched by string (Corpus.encode_with); unknown ones are an error naming them,
+    or go to the model's residual symbol when it has one."""
+    from densehmm_core import metrics
+    train = ["ACGTACGGTCAAGT" * 3, "TTGACCAGTACGAT" * 3, "GATTACAGATTACA" * 3, "CCGGTTAACCGGTA" * 3 + "RY"]  # R, Y: rare
+    (tmp_path / "train.fasta").write_text("".join(f">s{i}\n{s}\n" for i, s in enumerate(train)))
+    (tmp_path / "new.fasta").write_text(">a\nTTGNCA\n>b\nGACNNT\n")
+    ok(["train", "train.fasta", "--format", "fasta", "--model", "standard", "--states", "2", "--iter", "3",
+        "--split", "0", "--out", "m.h5", "--name", "plain", "-q"], tmp_path)
+    user_error(["evaluate", "m.h5", "new.fasta", "--format", "fasta", "--name", "plain"], tmp_path,
+               "1 symbol(s) not in the vocabulary: 'N' (3 of 12 tokens)")
+    # a model whose data had their rarest symbols merged into "<other>" reads N as "<other>"
+    ok(["train", "train.fasta", "--format", "fasta", "--model", "standard", "--states", "2", "--iter", "3",
+        "--split", "0", "--merge-below", "0.05", "--out", "m.h5", "--name", "merged", "-q"], tmp_path)
+    model = load_model(tmp_path / "m.h5", "merged")
+    assert model.vocabulary == ["A", "C", "G", "T", "<other>"]
+    out = json.loads(ok(["evaluate", "m.h5", "new.fasta", "--format", "fasta", "--name", "merged", "--json"],
+                        tmp_path).stdout)
+    index = {s: i for i, s in enumerate(model.vocabulary)}
+    seqs = [np.array([index.get(ch, index["<other>"]) for ch in s]) for s in ("TTGNCA", "GACNNT")]
+    assert out["nll"] == pytest.approx(metrics.normalized_nll(model, seqs), rel=1e-12)
+
+
 def test_train_writes_nothing_on_user_error_before_training(tmp_path):
     (tmp_path / "foreign.h5").write_text("not ours")
     user_error(["train", "demo", "--model", "standard", "--states", "3", "--out", "foreign.h5"], tmp_path,

@@ -136,6 +136,40 @@ def test_merge_rare_matches_oracle(seed, threshold):
     assert r.n_symbols == c.n_symbols - len(merged) + (1 if merged else 0)
 
 
+def test_encode_with_matches_symbol_strings():
+    """Oracle: every token keeps its string; the new vocabulary is the target one."""
+    rng = np.random.default_rng(3)
+    words = ["a", "b", "c", "d", "e"]
+    sents = [list(rng.choice(words, size=int(rng.integers(1, 9)))) for _ in range(20)]
+    c = Corpus.from_tokens(sents, vocabulary=words + ["unused"], names=[f"s{i}" for i in range(20)])
+    target = ["e", "x", "c", "a", "d", "b"]
+    e = c.encode_with(target)
+    assert e.vocabulary == target and e.names == c.names
+    assert [e.decode(s) for s in e.sequences] == sents  # "unused" is missing from target but never used
+    assert all(s.dtype == np.int32 for s in e.sequences)
+    assert e.provenance["preprocessing"][-1]["step"] == "encode_with"
+    assert c.vocabulary == words + ["unused"]  # the original corpus is unchanged
+
+
+def test_encode_with_unknown_symbols():
+    c = Corpus.from_tokens([["a", "q", "b"], ["q", "z", "q"], ["a"]])
+    with pytest.raises(ValueError, match=r"2 symbol\(s\) not in the vocabulary: 'q', 'z' \(4 of 7 tokens\)"):
+        c.encode_with(["a", "b", "<other>"])
+    e = c.encode_with(["a", "b", "<other>"], unknown="<other>")
+    assert [e.decode(s) for s in e.sequences] == [["a", "<other>", "b"], ["<other>"] * 3, ["a"]]
+    step = e.provenance["preprocessing"][-1]
+    assert step["to_unknown"] == ["q", "z"] and step["unknown_tokens"] == 4
+    with pytest.raises(ValueError, match="unknown symbol 'RES' is not in the vocabulary"):
+        c.encode_with(["a", "b"], unknown="RES")
+    with pytest.raises(ValueError, match="duplicate"):
+        c.encode_with(["a", "a", "b"])
+    tagged = Corpus([np.array([0, 1]), np.array([1])], ["a", "b"], tags=[np.array([1, 0]), np.array([1])],
+                    tag_vocabulary=["X", "Y"])
+    t = tagged.encode_with(["b", "a"])  # gold tags stay aligned with the tokens
+    assert [list(s) for s in t.sequences] == [[1, 0], [0]] and [list(x) for x in t.tags] == [[1, 0], [1]]
+    assert t.tag_vocabulary == ["X", "Y"]
+
+
 def test_merge_residual_name_clash():
     c = Corpus.from_tokens([list("aaaaaaaaaabbbbbbbbbcd")])
     with pytest.raises(ValueError, match="already a kept symbol"):

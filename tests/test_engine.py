@@ -1,11 +1,26 @@
-"""The numpy inference engine against hmmlearn and against brute-force enumeration."""
+"""The inference engines against hmmlearn, brute-force enumeration and each other.
+
+Every engine that works here is tested (``available_engines()``): on the CPU the
+shared array code runs on numpy, both through the numpy engine and through the
+GPU engine's own code path (memory-sized chunks, sparse emission counts, one
+transfer per call) with numpy injected as its array module; on a machine where
+CuPy works the same tests also run the CuPy engine on the GPU.  No TensorFlow here
+(the GPU test machine has none).
+"""
 import itertools
 import logging
+import subprocess
+import sys
+import types
 
 import numpy as np
 import pytest
 
-from densehmm_core.engine import SufficientStats, get_engine
+from densehmm_core.device import DeviceError, GpuUnavailableError
+from densehmm_core.engine import SufficientStats, available_engines, engine_for, get_engine
+from densehmm_core.engine import backend as backend_mod
+from densehmm_core.engine.backend import numpy_backend
+from densehmm_core.engine.cupy_engine import CupyEngine
 from densehmm_core.engine.numpy_engine import NumpyEngine
 from densehmm_core.engine.sampling import sample_sequences
 
@@ -13,6 +28,35 @@ hmm = pytest.importorskip("hmmlearn.hmm")
 logging.getLogger("hmmlearn").setLevel(logging.ERROR)
 
 RTOL = 1e-9
+AVAILABLE = available_engines()
+
+
+def gpu_path_on_numpy(free_bytes):
+    """The CuPy engine's code path with numpy as its array module and a fake free-memory figure."""
+    return CupyEngine(backend=numpy_backend(free_bytes=lambda: free_bytes))
+
+
+def engine_variants():
+    """(id, engine) for every available engine: default chunks and tiny chunks (many chunks)."""
+    out = []
+    for name in AVAILABLE:
+        if name == "numpy":
+            # min_batch=0: always the batched code (the default engine hands chunks of fewer
+            # than 64 sequences to hmmlearn's compiled single-sequence routines; tested below)
+            out += [("numpy", NumpyEngine(min_batch=0)),
+                    ("numpy-tiny-chunks", NumpyEngine(chunk_elements=40, min_batch=0)),
+                    ("numpy-sparse-counts", NumpyEngine(min_batch=0, emit_method="sparse")),
+                    ("gpu-path-on-numpy", gpu_path_on_numpy(1 << 30)),
+                    # 0.5 * 2560 bytes / 32 bytes per element = chunks of 40 floats
+                    ("gpu-path-on-numpy-tiny-memory", gpu_path_on_numpy(2560))]
+        elif name == "cupy":
+            out += [("cupy", get_engine("cupy")), ("cupy-tiny-chunks", CupyEngine(chunk_elements=40))]
+    return out
+
+
+VARIANTS = engine_variants()
+ENGINES = [e for _, e in VARIANTS]
+IDS = [i for i, _ in VARIANTS]
 
 
 def rand_model(rng, n, m, conc=1.0):
@@ -41,12 +85,7 @@ def hmmlearn_stats(h, seqs):
     return stats, ll
 
 
-# min_batch=0: always the batched numpy code (the default engine hands chunks of fewer
-# than 64 sequences to hmmlearn's compiled single-sequence routines; tested below)
-ENGINES = [NumpyEngine(min_batch=0), NumpyEngine(chunk_elements=40, min_batch=0)]
-
-
-@pytest.mark.parametrize("engine", ENGINES, ids=["batched", "tiny-chunks"])
+@pytest.mark.parametrize("engine", ENGINES, ids=IDS)
 @pytest.mark.parametrize("n,m,seed", [(1, 3, 0), (2, 2, 1), (4, 7, 2), (6, 3, 3)])
 def test_engine_matches_hmmlearn(engine, n, m, seed):
     rng = np.random.default_rng(seed)
@@ -87,14 +126,14 @@ def test_engine_matches_hmmlearn(engine, n, m, seed):
         np.testing.assert_allclose(l, ref_lp, rtol=RTOL)
 
 
-def test_long_and_short_sequences_with_dirichlet_model():
+@pytest.mark.parametrize("eng", ENGINES, ids=IDS)
+def test_long_and_short_sequences_with_dirichlet_model(eng):
     """Peaked Dirichlet(0.1) model, long sequences (scaling must avoid underflow)."""
     rng = np.random.default_rng(7)
     pi, A, B = rand_model(rng, 5, 8, conc=0.1)
     obs, _ = sample_sequences(pi, A, B, 12, rng.integers(1, 2000, size=12), seed=3)
     obs.append(obs[0][:1])
     h = oracle(pi, A, B)
-    eng = NumpyEngine(min_batch=0)
     ll = eng.loglik(pi, A, B, obs)
     np.testing.assert_allclose(ll, [h.score(o[:, None]) for o in obs], rtol=RTOL)
     st = eng.statistics(pi, A, B, obs)
@@ -139,12 +178,12 @@ def brute_force(pi, A, B, x):
     return total, gamma / total, xi / total, (np.array(best) if unique else None), best_p
 
 
-def test_brute_force_tiny_model():
+@pytest.mark.parametrize("eng", ENGINES, ids=IDS)
+def test_brute_force_tiny_model(eng):
     rng = np.random.default_rng(11)
     pi, A, B = rand_model(rng, 3, 4)
     seqs = [np.array([2]), np.array([0, 3]), np.array([1, 1, 0, 2, 3]), np.array([3, 0, 0, 1]),
             np.array([3, 1, 0, 2])]
-    eng = NumpyEngine(min_batch=0)
     ll = eng.loglik(pi, A, B, seqs)
     post = eng.posteriors(pi, A, B, seqs)
     st = eng.statistics(pi, A, B, seqs)
@@ -172,8 +211,8 @@ def test_brute_force_tiny_model():
     np.testing.assert_allclose(st.start, start, rtol=1e-10)
 
 
-@pytest.mark.parametrize("engine", [NumpyEngine(chunk_elements=12, min_batch=0), get_engine()],
-                         ids=["batched", "default"])
+@pytest.mark.parametrize("engine", [NumpyEngine(chunk_elements=12, min_batch=0), get_engine()] + ENGINES,
+                         ids=["numpy-chunks-of-12", "numpy-default"] + IDS)
 def test_zero_probabilities_give_minus_inf_not_nan(engine):
     pi = np.array([1.0, 0.0, 0.0])
     A = np.array([[0.0, 1.0, 0.0], [0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])   # left-to-right
@@ -203,10 +242,10 @@ def test_zero_probabilities_give_minus_inf_not_nan(engine):
     assert np.isneginf(lp[1]) and np.isneginf(lp[2]) and not np.any(np.isnan(lp))
 
 
-def test_bad_symbols_raise_value_error():
+@pytest.mark.parametrize("eng", [get_engine()] + ENGINES, ids=["numpy-default"] + IDS)
+def test_bad_symbols_raise_value_error(eng):
     rng = np.random.default_rng(0)
     pi, A, B = rand_model(rng, 2, 3)
-    eng = get_engine()
     with pytest.raises(ValueError, match="outside 0..2"):
         eng.loglik(pi, A, B, [np.array([0, 1, 3])])
     with pytest.raises(ValueError, match="negative"):
@@ -215,17 +254,18 @@ def test_bad_symbols_raise_value_error():
         eng.viterbi(pi, A, B, eng.prepare([np.array([5])]))
 
 
-def test_prepared_sequences_give_the_same_results():
+@pytest.mark.parametrize("eng", [NumpyEngine(chunk_elements=200), gpu_path_on_numpy(32 * 400)]
+                         + ([CupyEngine(chunk_elements=200)] if "cupy" in AVAILABLE else []))
+def test_prepared_sequences_give_the_same_results(eng):
     rng = np.random.default_rng(5)
     pi, A, B = rand_model(rng, 3, 5)
     seqs = rand_seqs(rng, 5, 40, 25)
-    eng = NumpyEngine(chunk_elements=200)
     prep = eng.prepare(seqs, 3)
     assert len(prep.chunks) > 1
     np.testing.assert_array_equal(eng.loglik(pi, A, B, prep), eng.loglik(pi, A, B, seqs))
     a, b = eng.statistics(pi, A, B, prep), get_engine().statistics(pi, A, B, seqs)
-    np.testing.assert_allclose(a.emit, b.emit, rtol=1e-12)
-    np.testing.assert_allclose(a.trans, b.trans, rtol=1e-12)
+    np.testing.assert_allclose(a.emit, b.emit, rtol=RTOL)
+    np.testing.assert_allclose(a.trans, b.trans, rtol=RTOL)
 
 
 def test_get_engine_unknown_name():
@@ -257,3 +297,166 @@ def test_default_engine_small_chunks_agree_with_batched():
     for x, y, s, l in zip(pa, pb, seqs, la):   # ties possible: compare the paths' log-probabilities
         np.testing.assert_allclose(joint_logprob(pi, A, B, x, s), l, rtol=RTOL)
         np.testing.assert_allclose(joint_logprob(pi, A, B, y, s), l, rtol=RTOL)
+
+
+# ------------------------------------------------------------ every engine vs numpy
+@pytest.mark.parametrize("engine", ENGINES, ids=IDS)
+def test_float64_agreement_with_the_numpy_engine(engine):
+    """A word-model-like shape (45 states, 300 symbols, Dirichlet(0.3)): 1e-9 relative to numpy."""
+    rng = np.random.default_rng(3)
+    pi, A, B = rand_model(rng, 45, 300, conc=0.3)
+    seqs = rand_seqs(rng, 300, 150, 40)
+    ref = NumpyEngine(min_batch=0)
+    a, b = engine.statistics(pi, A, B, seqs), ref.statistics(pi, A, B, seqs)
+    for x, y in ((a.start, b.start), (a.trans, b.trans), (a.emit, b.emit), (a.loglik, b.loglik)):
+        np.testing.assert_allclose(x, y, rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(engine.loglik(pi, A, B, seqs), b.loglik, rtol=RTOL)
+    for x, y in zip(engine.posteriors(pi, A, B, seqs), ref.posteriors(pi, A, B, seqs)):
+        np.testing.assert_allclose(x, y, rtol=RTOL, atol=1e-12)
+    (pa, la), (pb, lb) = engine.viterbi(pi, A, B, seqs), ref.viterbi(pi, A, B, seqs)
+    np.testing.assert_allclose(la, lb, rtol=RTOL)
+    for x, s, lp in zip(pa, seqs, la):
+        np.testing.assert_allclose(joint_logprob(pi, A, B, x, s), lp, rtol=RTOL)
+
+
+@pytest.mark.parametrize("engine", ENGINES, ids=IDS)
+def test_one_host_transfer_per_call(engine):
+    """Results stay on the device until the end of a call: one device-to-host copy per call."""
+    rng = np.random.default_rng(4)
+    pi, A, B = rand_model(rng, 4, 6)
+    prep = engine.prepare(rand_seqs(rng, 6, 60, 20), 4)
+    assert len(prep.chunks) >= 1
+    for method in (engine.loglik, engine.statistics, engine.posteriors, engine.viterbi):
+        before = engine.backend.transfers
+        method(pi, A, B, prep)
+        assert engine.backend.transfers == before + 1, method.__name__
+
+
+def test_gpu_path_sizes_chunks_by_free_memory():
+    """The GPU engine sizes chunks from the free memory the backend reports, at prepare time."""
+    rng = np.random.default_rng(8)
+    seqs = rand_seqs(rng, 5, 300, 30)
+    n = 4
+    budgets = {}
+    for free in (32 * 1000, 32 * 8000, 32 * 10 ** 7):
+        eng = gpu_path_on_numpy(free)
+        prep = eng.prepare(seqs, n)
+        budgets[free] = (prep.chunk_elements, len(prep.chunks))
+        assert prep.chunk_elements == int(eng.memory_fraction * free / eng.BYTES_PER_ELEMENT)
+        for ch in prep.chunks:       # padded size within the budget (or one sequence alone)
+            T, nb = ch.obs.shape
+            assert T * nb * n <= prep.chunk_elements or nb == 1
+    chunks = [budgets[f][1] for f in sorted(budgets)]
+    assert chunks[0] > chunks[1] > chunks[2] == 1       # more memory: fewer, larger chunks
+    capped = CupyEngine(chunk_elements=100, backend=numpy_backend(lambda: 10 ** 9))
+    assert capped.prepare(seqs, n).chunk_elements == 100
+    numpy_eng = NumpyEngine(chunk_elements=777)          # the CPU: a fixed bound, no memory query
+    assert numpy_eng.prepare(seqs, n).chunk_elements == 777
+
+
+def test_prepared_sequences_belong_to_their_engine():
+    seqs = [np.array([0, 1, 1]), np.array([1])]
+    prep = NumpyEngine().prepare(seqs, 2)
+    with pytest.raises(ValueError, match="prepared by another engine"):
+        gpu_path_on_numpy(10 ** 6).loglik(np.full(2, 0.5), np.full((2, 2), 0.5), np.full((2, 2), 0.5), prep)
+
+
+# --------------------------------------------------------------- choosing engines
+@pytest.fixture
+def fresh_cupy_status(monkeypatch):
+    """An empty CuPy probe cache, restored afterwards."""
+    monkeypatch.setattr(backend_mod, "_CUPY_STATUS", {})
+
+
+def test_missing_cupy_is_a_clear_error(monkeypatch, fresh_cupy_status):
+    monkeypatch.setitem(sys.modules, "cupy", None)          # import cupy -> ImportError
+    with pytest.raises(GpuUnavailableError, match=r"CuPy is not installed.*pip install cupy-cuda12x.*cupy-cuda13x"):
+        CupyEngine()
+    with pytest.raises(GpuUnavailableError, match="not installed"):
+        engine_for("cupy", "gpu")
+    assert available_engines() == ["numpy"]
+    # engine="auto" falls back to numpy whatever the device
+    for device in ("auto", "gpu", "/GPU:1"):
+        assert engine_for("auto", device).name == "numpy"
+
+
+def fake_cupy_without_gpu():
+    """A module shaped like CuPy whose CUDA runtime finds no driver (as on a machine without a GPU)."""
+    class CUDARuntimeError(RuntimeError):
+        pass
+
+    def no_driver():
+        raise CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient")
+    mod = types.ModuleType("cupy")
+    mod.__version__ = "13.6.0"
+    mod.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=no_driver))
+    return mod
+
+
+def test_cupy_without_gpu_is_a_clear_error(monkeypatch, fresh_cupy_status):
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy_without_gpu())
+    with pytest.raises(GpuUnavailableError, match=r"CuPy 13.6.0 is installed but cannot use an NVIDIA GPU "
+                                                  r"\(CUDARuntimeError: cudaErrorInsufficientDriver"):
+        CupyEngine()
+    assert "cupy" not in available_engines()
+    assert engine_for("auto", "auto").name == "numpy"
+
+
+def test_real_cupy_installed_without_a_gpu():
+    """Where CuPy is installed but no GPU works (a CPU machine with cupy-cuda12x): the real error."""
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        pytest.skip("CuPy is not installed here")
+    if "cupy" in AVAILABLE:
+        pytest.skip("CuPy works here (a GPU machine)")
+    with pytest.raises(GpuUnavailableError, match="is installed but cannot use an NVIDIA GPU"):
+        get_engine("cupy")
+
+
+def test_gpu_that_does_not_exist(monkeypatch, fresh_cupy_status):
+    mod = types.ModuleType("cupy")
+    mod.__version__ = "13.6.0"
+    mod.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDeviceCount=lambda: 1))
+    monkeypatch.setitem(sys.modules, "cupy", mod)
+    with pytest.raises(GpuUnavailableError, match="sees 1 GPU.*GPU 3 does not exist"):
+        engine_for("cupy", "/GPU:3")
+
+
+def test_engine_for_cpu_and_explicit_choices():
+    assert engine_for("auto", "cpu") is get_engine("numpy")
+    assert engine_for("numpy", "/GPU:0") is get_engine("numpy")
+    with pytest.raises(DeviceError, match="engine 'cupy' runs on a GPU"):
+        engine_for("cupy", "cpu")
+    with pytest.raises(DeviceError, match="unknown device"):
+        engine_for("auto", "tpu")
+    with pytest.raises(ValueError, match="unknown engine"):
+        engine_for("torch", "cpu")
+    if "cupy" in AVAILABLE:
+        assert engine_for("auto", "gpu").name == "cupy"
+        assert engine_for("auto", "auto").name == "cupy"
+
+
+def test_device_cpu_never_touches_cupy():
+    """engine="auto", device="cpu": CuPy is not even imported (nor TensorFlow)."""
+    code = ("import sys; from densehmm_core.engine import engine_for; e = engine_for('auto', 'cpu'); "
+            "import numpy as np; e.loglik(np.ones(1), np.ones((1, 1)), np.ones((1, 2)) / 2, [np.array([0, 1])]); "
+            "print(e.name, 'cupy' in sys.modules, 'tensorflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["numpy", "False", "False"]
+
+
+@pytest.mark.parametrize("spec,expected", [
+    ("auto", ("auto", None)), (None, ("auto", None)), ("cpu", ("cpu", None)), ("/CPU:0", ("cpu", None)),
+    ("gpu", ("gpu", 0)), ("/GPU:1", ("gpu", 1)), ("GPU:2", ("gpu", 2)), ("gpu:3", ("gpu", 3)),
+    ("/device:GPU:1", ("gpu", 1)), (" /gpu:0 ", ("gpu", 0))])
+def test_parse_device(spec, expected):
+    from densehmm_core.device import parse_device
+    assert parse_device(spec) == expected
+
+
+@pytest.mark.parametrize("spec", ["tpu", "/GPU:x", "/XLA_GPU:0", ""])
+def test_parse_device_rejects(spec):
+    from densehmm_core.device import parse_device
+    with pytest.raises(DeviceError, match="unknown device"):
+        parse_device(spec)

@@ -84,6 +84,15 @@ def test_transforms_are_row_stochastic_and_softmax_beats_rank_limit():
     assert np.linalg.matrix_rank(fz.transform(u @ z.T, "softmax")) == 5
 
 
+def test_factorization_figure_draws_every_method(tmp_path):
+    """figures.py knows the factorisation methods without importing factorization.py (no cycle)."""
+    from densehmm_core.experiments import figures
+    assert tuple(figures.FACTORIZATION_STYLE) == fz.METHODS
+    rows = [{"n": n, "l": l, "method": m, "error": 0.1 * l / n} for n in (4, 8) for l in (2, 4) for m in fz.METHODS]
+    path = figures.factorization_figure(rows, tmp_path / "f.png", fz.PAPER_TABLE)
+    assert path.stat().st_size > 1000
+
+
 def test_batched_fit_equals_independent_fits():
     """Batching is exact: each problem of a batch follows its own Adam trajectory."""
     rng = np.random.default_rng(3)

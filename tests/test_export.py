@@ -224,4 +224,69 @@ def test_dashboard_views_have_export_menus(dashboard):
     for name in ("transmat", "emission", "embeddings", "curves", "decode", "overview", "compare"):
         acts = dashboard.views()[name]._export_actions
         assert acts[0].text() == "Export figure..."
-    assert [a.text() for a in dashboard.transmat._export_actions] == ["Export figure...", "Export dashboard..."]
+    assert [a.text() for a in dashboard.transmat._export_actions] == [
+        "Export figure...", "Export dashboard...", "Export matrices and embeddings (CSV)..."]
+
+
+def _visible_controls(widget):
+    types = (QtWidgets.QAbstractButton, QtWidgets.QAbstractSpinBox, QtWidgets.QComboBox, QtWidgets.QLineEdit)
+    return [w for w in widget.findChildren(QtWidgets.QWidget)
+            if isinstance(w, types) and w.isVisibleTo(widget)
+            and not isinstance(w.parentWidget(), QtWidgets.QAbstractScrollArea)]
+
+
+def test_exported_figures_contain_no_widgets(dashboard, tmp_path, monkeypatch):
+    """Check boxes (embeddings, fixed colour range) are on screen but not in PNG / PDF / SVG."""
+    live = dashboard.live
+    before = _visible_controls(live)
+    assert any(isinstance(w, QtWidgets.QCheckBox) for w in before)  # the dashboard has controls on screen
+    seen = []
+    real = export._render
+
+    def spy(widget, painter):
+        seen.append(_visible_controls(widget))
+        real(widget, painter)
+    monkeypatch.setattr(export, "_render", spy)
+    for suffix in ("png", "pdf", "svg"):
+        export_widget(dashboard, tmp_path / f"d.{suffix}")
+    assert seen == [[], [], []]
+    assert _visible_controls(live) == before  # shown again afterwards
+
+
+def test_default_file_names_come_from_job_and_view(dashboard, tmp_path, monkeypatch):
+    from densehmm_core.dense import DenseHMM
+    from app.export import file_stem, view_file_name
+    model = DenseHMM(10, 3, n_symbols=6, fit_method="em", seed=0)
+    assert file_stem(model) == "dense-em_n10_l3_seed0"
+    assert view_file_name("dense-em_n10_l3_seed0", "transmat", "png") == "dense-em_n10_l3_seed0_transitions.png"
+    dashboard.set_file_stem(file_stem(model))
+    asked = []
+
+    def fake_dialog(parent, caption, start, filters):
+        asked.append(start)
+        return str(tmp_path / "sub" / "fig.pdf"), export.FORMATS["pdf"]
+    (tmp_path / "sub").mkdir()
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", staticmethod(fake_dialog))
+    dashboard.transmat._export_actions[0].trigger()
+    assert os.path.basename(asked[0]) == "dense-em_n10_l3_seed0_transitions.png"
+    # the folder of that export is where the next dialog starts
+    dashboard.curves._export_actions[0].trigger()
+    assert asked[1] == os.path.join(str(tmp_path / "sub"), "dense-em_n10_l3_seed0_training_curves.png")
+
+
+def test_csv_export_from_the_dashboard_writes_the_cores_tables(dashboard, tmp_path, monkeypatch):
+    import zipfile
+    from densehmm_core.export import model_tables
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 6, size=40) for _ in range(5)]
+    model = StandardHMM(3, n_symbols=6, n_iter=3, seed=0).fit(seqs)
+    dashboard.set_model(model, seqs)
+    target = tmp_path / "m_csv.zip"
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a: (str(target), export.CSV_FILTER)))
+    act = [a for a in dashboard.emission._export_actions if "CSV" in a.text()][0]
+    act.trigger()
+    with zipfile.ZipFile(target) as z:
+        got = {n: z.read(n).decode() for n in z.namelist()}
+    assert got == model_tables(model)

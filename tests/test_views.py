@@ -679,3 +679,109 @@ def test_staged_model_and_history_then_live_events_keep_every_point(qtbot):
     np.testing.assert_array_equal(dash.image_data("emissionprob"), model.emissionprob_)
     assert list(dash.curves.curve_data("loss")[0]) == [h["step"] for h in model.history_]
     assert dash.decode.current_path() is not None
+
+
+# ---------------------------------------------------------------- readable category axes
+UPOS = "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()
+RESIDUES = list("ACDEFGHIKLMNPQRSTVWYX")
+PTB = ("CC CD DT EX FW IN JJ JJR JJS LS MD NN NNS NNP NNPS PDT POS PRP PRP$ RB RBR RBS RP SYM TO UH VB "
+       "VBD VBG VBN VBP VBZ WDT WP WP$ WRB # $ . , : -LRB- -RRB- `` ''").split()  # the 45 Penn Treebank tags
+assert len(PTB) == 45
+
+
+def _drawn_boxes_overlap(drawn):
+    rects = [r for _i, _t, r, _rot in drawn]
+    for a in range(len(rects)):
+        for b in range(a + 1, len(rects)):
+            if rects[a].intersects(rects[b]):
+                return True
+    return False
+
+
+@pytest.mark.parametrize("labels,width", [(UPOS, 700), (RESIDUES, 520), (PTB, 560), (PTB, 260)])
+def test_category_axis_labels_are_readable(qtbot, labels, width):
+    """Every category is named when the names fit (upright if needed), else a regular subset; drawn
+    names never overlap, and every name (shown or not) is in the axis tooltip at its position."""
+    k = len(labels)
+    h = MatrixHeatmap("B", "state", "symbol")
+    qtbot.addWidget(h)
+    h.set_matrix(np.random.default_rng(0).random((6, k)), None, labels)
+    h.resize(width, 380)
+    h.show()
+    qtbot.waitExposed(h)
+    h.grab()  # paint: the axis lays out its labels
+    qtbot.wait(20)
+    h.grab()
+    ax = h._bottom
+    drawn = ax.drawn_labels()
+    mode, stride = ax.layout_mode()
+    idx = [i for i, *_ in drawn]
+    assert idx == list(range(idx[0], k, stride)) and idx[0] < stride  # a regular subset (or all)
+    assert [t for _i, t, *_ in drawn] == [labels[i] for i in idx]
+    assert not _drawn_boxes_overlap(drawn)
+    for i, *_ in drawn:  # each label sits under its own column
+        assert ax.label_at(i) == labels[i]
+    assert [ax.label_at(i) for i in range(k)] == labels
+    if k <= 21 and width >= 520:
+        assert stride == 1  # 17 tags at 700 px, 21 residues at 520 px: all labelled
+    if k == 17:
+        assert mode == "rotated"  # CCONJ, PROPN, PUNCT do not fit side by side at 41 px a column
+    if k == 21:
+        assert mode == "horizontal"  # one letter each: side by side
+    if k == 45 and width == 560:
+        assert stride <= 2
+    # upright labels stay inside the axis' height (nothing clipped beneath)
+    axis_h = ax.geometry().height()
+    for *_r, rect, rotated in drawn:
+        if rotated:
+            assert rect.bottom() <= axis_h + 1
+
+
+def test_category_axis_tooltip_names_the_category_under_the_mouse(qtbot):
+    h = MatrixHeatmap("B", "state", "symbol")
+    qtbot.addWidget(h)
+    h.set_matrix(np.ones((3, 45)) / 45, None, PTB)
+    h.resize(260, 300)
+    h.show()
+    qtbot.waitExposed(h)
+    h.grab()
+    ax = h._bottom
+    assert ax.layout_mode()[1] > 1  # a subset is drawn at this width
+    vb = h.plot.vb
+    for i in (1, 3, 44):  # categories without a drawn label
+        scene_x = vb.mapViewToScene(QtCore.QPointF(i, 0)).x()
+        local = ax.mapFromScene(QtCore.QPointF(scene_x, ax.sceneBoundingRect().center().y()))
+
+        class Ev:
+            def pos(self, p=local):
+                return p
+        ax.hoverMoveEvent(Ev())
+        assert ax.toolTip() == PTB[i]
+
+
+def test_dashboard_header_never_clips(qtbot):
+    from app.views.common import HeaderLabel
+    text = ("Job 12: DenseHMM-EM n=10 l=3 seed 0 on pdb_seqres_2022_09_28__subsampled_1000.fasta  —  "
+            "em 37/100  ·  −Q/token 2.91385  ·  train_nll 2.87654  ·  test_nll 2.99123  ·  mad 0.000123456")
+    w = HeaderLabel(text, max_lines=2)
+    qtbot.addWidget(w)
+    w.show()
+    fm = QtGui.QFontMetricsF(w.font())
+    heights = set()
+    for width in (1400, 900, 600, 350, 180):
+        w.resize(width, w.height())
+        lines = w.visible_lines()
+        heights.add(w.height())
+        assert 1 <= len(lines) <= 2
+        assert all(fm.horizontalAdvance(line) <= width - 4 + 0.5 for line in lines)
+        if w.is_elided():
+            assert w.toolTip().startswith(text)  # nothing is lost
+        else:
+            shown = " ".join(" ".join(lines).split())
+            for piece in text.replace("  —  ", "  ·  ").split("  ·  "):  # every piece whole on screen
+                assert " ".join(piece.split()) in shown
+    assert len(heights) == 1  # fixed height: never re-lays out the plots beneath
+    w.resize(1400, w.height())
+    assert not w.is_elided()
+    w.resize(180, w.height())
+    assert w.is_elided()

@@ -11,14 +11,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout
                                QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from ..datasets import DataSet, dataset_summary
+from ..views.common import LabelAxis
 
 __all__ = ["DataPanel", "PRESETS"]
 
 PRESETS = ["(none)", "paper_protein", "paper_medpost", "reference_code_protein", "reference_code_penn"]
 
 
-def _plot(title: str, xlabel: str, ylabel: str) -> pg.PlotWidget:
-    w = pg.PlotWidget()
+def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = None) -> pg.PlotWidget:
+    w = pg.PlotWidget(axisItems=axis_items)
     w.setBackground(None)
     w.setTitle(title, size="9pt")
     w.setLabel("bottom", xlabel)
@@ -60,7 +61,9 @@ class DataPanel(QWidget):
             self.fields[key] = value
         self.stats_form = stats
         lay.addLayout(stats)
-        self.freq_plot = _plot("Symbol frequencies", "symbol", "count")
+        # category axis: every symbol named when the names fit (upright if needed), else a regular
+        # subset, with each full name in the axis tooltip (app.views.common.LabelAxis)
+        self.freq_plot = _plot("Symbol frequencies", "symbol", "count", {"bottom": LabelAxis("bottom")})
         self.freq_plot.setObjectName("frequencyChart")
         lay.addWidget(self.freq_plot, 1)
         self.len_plot = _plot("Sequence lengths", "length", "sequences")
@@ -195,9 +198,7 @@ class DataPanel(QWidget):
         x = np.arange(len(freq))
         self.freq_bars = pg.BarGraphItem(x=x, height=freq, width=0.8, brush=pg.mkBrush(60, 120, 200))
         self.freq_plot.addItem(self.freq_bars)
-        step = max(1, len(vocab) // 40)
-        ticks = [(i, str(vocab[i])[:8]) for i in range(0, len(vocab), step)]
-        self.freq_plot.getAxis("bottom").setTicks([ticks, []])
+        self.freq_plot.getAxis("bottom").set_labels([str(v) for v in vocab])
         self.freq_plot.setXRange(-0.6, len(freq) - 0.4, padding=0)
         lengths = s["lengths"]
         if len(lengths):

@@ -15,7 +15,7 @@ __all__ = [
     "theme_colors", "make_graphics_widget", "style_plot", "LabelAxis", "state_colors",
     "symbol_labels", "state_labels", "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap",
     "diverging_cmap", "first_of", "ThinLogAxis", "fmt_value", "as_single", "tick_strings",
-    "use_precise_ticks", "FlowLayout", "marker_icon", "fmt_compact",
+    "use_precise_ticks", "FlowLayout", "marker_icon", "fmt_compact", "HeaderLabel",
 ]
 
 #: Perceptual sequential colour map for probabilities.
@@ -113,35 +113,100 @@ def label_axis_text(plot: pg.PlotItem, side: str, text: str, widget=None) -> Non
 
 
 class LabelAxis(pg.AxisItem):
-    """An axis whose ticks are integer positions ``0..k-1`` named by strings.
+    """An axis whose ticks are integer positions ``0..k-1`` named by strings (categories).
 
-    Labels are thinned to a stride that fits the axis length in pixels (at any zoom),
-    so amino-acid letters all show while long tag or word lists stay readable.
+    A bottom axis labels every category when the names fit side by side; otherwise it
+    turns them upright (rotated 90 degrees, reading bottom to top) when one text line fits
+    per category; otherwise it shows a regular subset (every ``stride``-th category, with
+    the stride as small as the space allows).  Left / right axes label every row that fits
+    one text line, else a regular subset.  Names longer than ``max_label_px`` are elided
+    ("…").  Hovering over the axis shows the full name of the category under the mouse,
+    so a name left out or elided is never lost.
     """
 
-    def __init__(self, orientation: str, **kw) -> None:
+    #: pixels between neighbouring labels
+    GAP = 4.0
+
+    def __init__(self, orientation: str, max_label_px: float = 120.0, **kw) -> None:
         super().__init__(orientation, **kw)
         self._labels: List[str] = []
-        self._char_w = 7.0
+        self._max_px = float(max_label_px)
+        self._layout: tuple = ("horizontal", 1)  # (mode, stride) of the last tick computation
+        self._drawn: List[tuple] = []  # (index, text, QRectF in axis coordinates, rotated)
+        self._rot_height: Optional[int] = None
+        self.setAcceptHoverEvents(True)
 
+    # ------------------------------------------------------------------ API
     def set_labels(self, labels: Optional[Sequence[str]]) -> None:
         self._labels = [str(s) for s in labels] if labels is not None else []
-        fm = QtGui.QFontMetricsF(self.font() if hasattr(self, "font") else QtGui.QFont())
-        self._char_w = max(5.0, fm.averageCharWidth())
+        self._widths = None
         self.picture = None
+        self._relayout_now()
         self.update()
+
+    def _relayout_now(self) -> None:
+        """Choose the label layout (and the room it needs) from the current size and range,
+        before painting: a figure exported before the first paint is laid out right too."""
+        if not getattr(self, "_labels", None) or self.orientation not in ("bottom", "top"):
+            return  # (also called from pyqtgraph's constructor, before ours ran)
+        size = self.width()
+        if size <= 1:
+            return
+        lo, hi = min(self.range), max(self.range)
+        mode, stride = self._choose(int(math.ceil(max(hi - lo, 1.0))), size)
+        self._layout = (mode, stride)
+        self._fit_rotated_height(mode)
+
+    def resizeEvent(self, ev=None) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(ev)
+        self._relayout_now()
+
+    def linkedViewChanged(self, view, newRange=None) -> None:  # noqa: N802 (pyqtgraph API)
+        super().linkedViewChanged(view, newRange)
+        self._relayout_now()
 
     @property
     def labels(self) -> List[str]:
         return list(self._labels)
 
-    def _pixel_per_label(self) -> float:
-        if not self._labels:
-            return 20.0
+    def layout_mode(self) -> tuple:
+        """``(mode, stride)`` of the last drawing: mode "horizontal" or "rotated", stride 1 = every label."""
+        return self._layout
+
+    def drawn_labels(self) -> List[tuple]:
+        """What the last paint wrote: ``(index, text, QRectF, rotated)`` per label (axis coordinates)."""
+        return list(self._drawn)
+
+    def label_at(self, value: float) -> Optional[str]:
+        """The full name of the category at axis value ``value`` (for the hover tooltip)."""
+        i = int(round(value))
+        return self._labels[i] if 0 <= i < len(self._labels) else None
+
+    # ------------------------------------------------------------- internals
+    def _fm(self) -> QtGui.QFontMetricsF:
+        return QtGui.QFontMetricsF(self.style.get("tickFont") or self.font())
+
+    def _label_widths(self) -> List[float]:
+        if getattr(self, "_widths", None) is None:
+            fm = self._fm()
+            self._widths = [fm.horizontalAdvance(s) for s in self._labels]
+        return self._widths
+
+    def _elide(self, text: str) -> str:
+        return self._fm().elidedText(text, QtCore.Qt.TextElideMode.ElideRight, self._max_px)
+
+    def _choose(self, visible: int, size: float) -> tuple:
+        """(mode, stride) for ``visible`` categories on ``size`` pixels."""
+        per = max(size, 1.0) / max(visible, 1)
+        line = self._fm().height()
         if self.orientation in ("left", "right"):
-            return 14.0
-        longest = max(len(s) for s in self._labels)
-        return self._char_w * longest + 8.0
+            return "horizontal", max(1, int(math.ceil((line + 1.0) / per)))
+        widest = min(max(self._label_widths() or [0.0]), self._max_px)
+        stride_h = max(1, int(math.ceil((widest + self.GAP) / per)))
+        if stride_h == 1:
+            return "horizontal", 1
+        stride_r = max(1, int(math.ceil((line + 1.0) / per)))
+        return ("rotated", stride_r) if stride_r < stride_h else ("horizontal", stride_h)
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph API)
         k = len(self._labels)
@@ -152,12 +217,29 @@ class LabelAxis(pg.AxisItem):
         hi = min(k - 1, int(math.floor(maxVal + 0.5)))
         if hi < lo:
             return []
-        visible = hi - lo + 1
-        fit = max(1, int(size // self._pixel_per_label()))
-        stride = max(1, int(math.ceil(visible / fit)))
+        # categories per pixel follow the view range (maxVal - minVal), not only the visible count
+        span = max(maxVal - minVal, 1.0)
+        mode, stride = self._choose(int(math.ceil(span)), size)
+        self._layout = (mode, stride)
         start = lo - (lo % stride)
         vals = [float(v) for v in range(start, hi + 1, stride) if v >= lo]
+        self._fit_rotated_height(mode)
         return [(float(stride), vals)]
+
+    def _fit_rotated_height(self, mode: str) -> None:
+        """Room beneath a bottom axis for upright labels (only re-set when it changes)."""
+        if self.orientation not in ("bottom", "top"):
+            return
+        if mode == "rotated":
+            text_h = min(max(self._label_widths() or [0.0]), self._max_px)
+            h = int(math.ceil(text_h + max(0, self.style["tickLength"]) + self.style["tickTextOffset"][1] + 4))
+            if self.label.isVisible():
+                h += int(self.label.boundingRect().height() * 0.8)
+        else:
+            h = None
+        if h != self._rot_height:
+            self._rot_height = h
+            self.setHeight(h)
 
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph API)
         if not self._labels:
@@ -165,8 +247,86 @@ class LabelAxis(pg.AxisItem):
         out = []
         for v in values:
             i = int(round(v))
-            out.append(self._labels[i] if 0 <= i < len(self._labels) else "")
+            out.append(self._elide(self._labels[i]) if 0 <= i < len(self._labels) else "")
         return out
+
+    def generateDrawSpecs(self, p):  # noqa: N802 (pyqtgraph API)
+        specs = super().generateDrawSpecs(p)
+        if specs is None or not self._labels:
+            self._drawn = []
+            return specs
+        axis_spec, tick_specs, text_specs = specs
+        mode = self._layout[0]
+        if mode != "rotated" or self.orientation not in ("bottom", "top"):
+            self._drawn = [(self._index_of_rect(r), t, QtCore.QRectF(r), False) for r, _f, t in text_specs]
+            return specs
+        # upright labels: one spec per tick, the rectangle is the rotated text's box
+        fm = self._fm()
+        gap = self.style["tickTextOffset"][1]
+        ends = [max(a.y(), b.y()) for _pen, a, b in tick_specs] or [0.0]
+        starts = [min(a.y(), b.y()) for _pen, a, b in tick_specs] or [0.0]
+        top = max(ends) + gap  # beneath the ticks (bottom axis)
+        new_specs, drawn = [], []
+        for _pen, p1, _p2 in tick_specs:
+            x = p1.x()
+            i = self._index_at_x(x)
+            if i is None:
+                continue
+            text = self._elide(self._labels[i])
+            w, h = fm.horizontalAdvance(text), fm.height()
+            if self.orientation == "bottom":
+                rect = QtCore.QRectF(x - h / 2.0, top, h, w)
+            else:
+                rect = QtCore.QRectF(x - h / 2.0, min(starts) - gap - w, h, w)
+            new_specs.append((rect, None, text))
+            drawn.append((i, self._labels[i], rect, True))
+        self._drawn = drawn
+        return axis_spec, tick_specs, new_specs
+
+    def _index_at_x(self, x: float) -> Optional[int]:
+        vb = self.linkedView()
+        if vb is None:
+            return None
+        pt = vb.mapSceneToView(self.mapToScene(QtCore.QPointF(x, 0)))
+        i = int(round(pt.x()))
+        return i if 0 <= i < len(self._labels) else None
+
+    def _index_of_rect(self, rect: QtCore.QRectF) -> Optional[int]:
+        vb = self.linkedView()
+        if vb is None:
+            return None
+        c = self.mapToScene(rect.center())
+        pt = vb.mapSceneToView(c)
+        v = pt.x() if self.orientation in ("bottom", "top") else pt.y()
+        i = int(round(v))
+        return i if 0 <= i < len(self._labels) else None
+
+    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):  # noqa: N802 (pyqtgraph API)
+        if not any(flags is None for _r, flags, _t in textSpecs):
+            return super().drawPicture(p, axisSpec, tickSpecs, textSpecs)
+        super().drawPicture(p, axisSpec, tickSpecs, [])
+        if self.style["tickFont"] is not None:
+            p.setFont(self.style["tickFont"])
+        p.setPen(self.textPen())
+        p.setClipping(False)  # the first and last label may reach half a line past the axis ends
+        for rect, _flags, text in textSpecs:
+            p.save()
+            # rotate about the box's bottom-left corner: text runs upwards from the axis
+            p.translate(rect.left(), rect.bottom() if self.orientation == "bottom" else rect.bottom())
+            p.rotate(-90)
+            align = QtCore.Qt.AlignmentFlag.AlignRight if self.orientation == "bottom" else \
+                QtCore.Qt.AlignmentFlag.AlignLeft
+            p.drawText(QtCore.QRectF(0, 0, rect.height(), rect.width()),
+                       int(align | QtCore.Qt.AlignmentFlag.AlignVCenter), text)
+            p.restore()
+
+    def hoverMoveEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        vb = self.linkedView()
+        text = None
+        if vb is not None and self._labels:
+            pt = vb.mapSceneToView(self.mapToScene(ev.pos()))
+            text = self.label_at(pt.x() if self.orientation in ("bottom", "top") else pt.y())
+        self.setToolTip(text or "")
 
 
 def tick_strings(values: Sequence[float], spacing: float) -> List[str]:
@@ -424,3 +584,143 @@ class FlowLayout(QtWidgets.QLayout):
             x += hint.width() + self._spacing
             line_h = max(line_h, hint.height())
         return y + line_h - rect.y() + m.bottom()
+
+
+class HeaderLabel(QtWidgets.QWidget):
+    """A one-to-``max_lines`` line header that never clips.
+
+    The text is broken into lines at its separators (``"  ·  "``, ``"  —  "``, then
+    spaces); when it needs more than ``max_lines`` lines the last one is elided ("…")
+    and the whole text is in the tooltip.  Its height is fixed (``max_lines`` lines), so
+    a header that changes with every progress event never re-lays out the views beneath
+    it, and its width never sets the page's minimum width.  It paints itself, so an
+    exported figure shows exactly what is on screen.
+    """
+
+    SEPARATORS = ("  —  ", "  ·  ")
+
+    def __init__(self, text: str = "", max_lines: int = 2, bold: bool = True, parent=None) -> None:
+        super().__init__(parent)
+        self._text = ""
+        self._lines: List[str] = []
+        self._elided = False
+        self._tip_extra = ""
+        self._max_lines = max(1, int(max_lines))
+        if bold:
+            f = self.font()
+            f.setBold(True)
+            self.setFont(f)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.setMinimumWidth(10)
+        self._fix_height()
+        self.setText(text)
+
+    # ------------------------------------------------------------------ API
+    def text(self) -> str:
+        return self._text
+
+    def setText(self, text: str) -> None:  # noqa: N802 (QLabel-like API)
+        text = str(text)
+        if text == self._text:
+            return
+        self._text = text
+        self._relayout()
+        self.update()
+
+    def set_error_tip(self, text: str) -> None:
+        """Extra text for the tooltip (e.g. a view's error), shown below the full header."""
+        self._tip_extra = str(text or "")
+        self._update_tip()
+
+    def visible_lines(self) -> List[str]:
+        """The lines drawn at the current width."""
+        return list(self._lines)
+
+    def is_elided(self) -> bool:
+        """Whether some of the text is left out on screen (it is then in the tooltip)."""
+        return self._elided
+
+    # ------------------------------------------------------------- internals
+    def _fix_height(self) -> None:
+        fm = QtGui.QFontMetrics(self.font())
+        self.setFixedHeight(fm.lineSpacing() * self._max_lines + 4)
+
+    def changeEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        if ev.type() == QtCore.QEvent.Type.FontChange:
+            self._fix_height()
+            self._relayout()
+        super().changeEvent(ev)
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(ev)
+        self._relayout()
+
+    def _tokens(self) -> List[str]:
+        """Pieces the text may break between (each keeps its leading separator)."""
+        parts = [self._text]
+        for sep in self.SEPARATORS:
+            out = []
+            for p in parts:
+                bits = p.split(sep)
+                out.extend([bits[0]] + [sep + b for b in bits[1:]])
+            parts = out
+        return [p for p in parts if p]
+
+    def _relayout(self) -> None:
+        fm = QtGui.QFontMetricsF(self.font())
+        width = max(10.0, float(self.width() - 4))
+        lines: List[str] = []
+        cur = ""
+        for tok in self._tokens():
+            cand = cur + tok
+            if not cur or fm.horizontalAdvance(cand) <= width:
+                cur = cand
+                continue
+            lines.append(cur)
+            cur = tok.lstrip(" ·—") if tok.startswith(self.SEPARATORS) else tok
+        if cur:
+            lines.append(cur)
+        # a piece wider than the line breaks at spaces
+        wrapped: List[str] = []
+        for line in lines:
+            while fm.horizontalAdvance(line) > width and " " in line.strip():
+                words = line.split(" ")
+                head = ""
+                for i in range(len(words)):
+                    cand = " ".join(words[:i + 1])
+                    if fm.horizontalAdvance(cand) > width and head:
+                        break
+                    head = cand
+                if not head or head == line:
+                    break
+                wrapped.append(head.rstrip())
+                line = line[len(head):].lstrip()
+            wrapped.append(line)
+        elided = len(wrapped) > self._max_lines
+        if elided:
+            rest = " ".join(wrapped[self._max_lines - 1:])
+            wrapped = wrapped[:self._max_lines - 1] + [rest]
+        out = []
+        for line in wrapped:
+            short = fm.elidedText(line, QtCore.Qt.TextElideMode.ElideRight, width)
+            elided = elided or short != line
+            out.append(short)
+        self._lines, self._elided = out, elided
+        self._update_tip()
+
+    def _update_tip(self) -> None:
+        tip = self._text if self._elided else ""
+        if self._tip_extra:
+            tip = f"{tip}\n{self._tip_extra}" if tip else self._tip_extra
+        self.setToolTip(tip)
+
+    def paintEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        p = QtGui.QPainter(self)
+        p.setPen(self.palette().color(QtGui.QPalette.ColorRole.WindowText))
+        p.setFont(self.font())
+        fm = QtGui.QFontMetrics(self.font())
+        y = 2 + fm.ascent()
+        for line in self._lines:
+            p.drawText(2, y, line)
+            y += fm.lineSpacing()
+        p.end()

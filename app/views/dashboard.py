@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from .common import fmt_value
+from .common import HeaderLabel, fmt_value
 from .compare import CompareView
 from .curves import TrainingCurves
 from .decode import DecodeView
@@ -103,14 +103,9 @@ class Dashboard(QtWidgets.QWidget):
         self.live.setObjectName("dashboard")
         live_lay = QtWidgets.QVBoxLayout(self.live)
         live_lay.setContentsMargins(2, 2, 2, 2)
-        self.title = QtWidgets.QLabel("No job selected")
-        f = self.title.font()
-        f.setBold(True)
-        self.title.setFont(f)
-        # the title changes with every event: it must never resize (and so re-lay out) the plots,
-        # nor set the page's minimum width (a long job name would push the plots out of view)
-        self.title.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
-        self.title.setMinimumWidth(10)
+        # the header changes with every event: fixed height (never re-lays out the plots), no
+        # minimum width, and it wraps at its separators or elides with the full text in a tooltip
+        self.title = HeaderLabel("No job selected", max_lines=2)
         live_lay.addWidget(self.title)
         self.h_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         self.v_split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
@@ -140,17 +135,32 @@ class Dashboard(QtWidgets.QWidget):
                  "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps}
         for name, w in names.items():
             w.setObjectName(name)
-        # innermost first: each plot gets its own figure, plus the whole dashboard page
-        from ..export import add_export_context_menu  # here: app.export imports app.views
-        extra = [("Export dashboard...", self.export_target)]
+        # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
+        # come from the job and the view (file_name); the folder of the last export is remembered.
+        from ..export import add_export_context_menu, ask_and_export_csv  # here: app.export imports app.views
+        self._file_stem: Optional[str] = None
+        self._stem_from_model = True
+        self._export_dir: Optional[str] = None
+        self._get_default_dir = get_default_dir
+        self._on_exported = on_exported
+        default_dir = self.export_dir
+        exported = self._exported
+
+        def csv_action() -> None:
+            ask_and_export_csv(self._model, self, self.export_dir(), self._file_stem or "model", exported)
+        csv_action.is_action = True
+        csv = ("Export matrices and embeddings (CSV)...", csv_action)
+        extra = [("Export dashboard...", self.export_target, lambda: self.file_name("dashboard")), csv]
         for name in ("transmat", "emission", "startprob", "embeddings", "curves"):
-            add_export_context_menu(names[name], get_default_dir, name=name, extra=extra,
-                                    on_exported=on_exported)
-        add_export_context_menu(self.heatmaps, get_default_dir, name="matrices", extra=extra,
-                                on_exported=on_exported)
+            add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v), extra=extra,
+                                    on_exported=exported)
+        add_export_context_menu(self.heatmaps, default_dir, name=lambda: self.file_name("matrices"), extra=extra,
+                                on_exported=exported)
         for name in ("decode", "overview", "compare"):
-            add_export_context_menu(names[name], get_default_dir, name=name, on_exported=on_exported)
-        add_export_context_menu(self.live, get_default_dir, name="dashboard", on_exported=on_exported)
+            add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v),
+                                    extra=[csv] if name != "compare" else (), on_exported=exported)
+        add_export_context_menu(self.live, default_dir, name=lambda: self.file_name("dashboard"), extra=[csv],
+                                on_exported=exported)
         # while the live page is hidden (another tab, or the dashboard not shown) its views only
         # record events; they are drawn when it shows, or before any of them is exported
         self.tabs.currentChanged.connect(lambda _i: self._flush_if_visible())
@@ -239,6 +249,33 @@ class Dashboard(QtWidgets.QWidget):
                 "curves": self.curves, "decode": self.decode, "overview": self.overview,
                 "compare": self.compare}
 
+    def set_file_stem(self, stem: Optional[str]) -> None:
+        """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see
+        :func:`app.export.file_stem`); ``None``: taken from the model shown."""
+        self._file_stem = stem or None
+        self._stem_from_model = stem is None
+
+    def file_name(self, view: str, suffix: str = "") -> str:
+        """Default export file name of a view: ``<job stem>_<view>`` (``suffix`` e.g. "png")."""
+        from ..export import view_file_name
+        return view_file_name(self._file_stem, view, suffix)
+
+    def export_dir(self) -> Optional[str]:
+        """Folder export dialogs start in: that of the last export, else the main window's."""
+        if self._export_dir:
+            return self._export_dir
+        return self._get_default_dir() if self._get_default_dir else None
+
+    def remember_export(self, path) -> None:
+        """The next export dialog starts in the folder of ``path`` (a file just written)."""
+        import os
+        self._export_dir = os.path.dirname(os.path.abspath(os.fspath(path)))
+
+    def _exported(self, path) -> None:
+        self.remember_export(path)
+        if self._on_exported is not None:
+            self._on_exported(path)
+
     def export_target(self) -> QtWidgets.QWidget:
         """What exporting the Dashboard draws: the page of the current tab (without the tab bar)."""
         return self.tabs.currentWidget() or self.live
@@ -316,6 +353,9 @@ class Dashboard(QtWidgets.QWidget):
         like a live update, instead of all at once; :meth:`flush` / :meth:`image_data` finish them.
         """
         self._model = model
+        if self._stem_from_model and model is not None:
+            from ..export import file_stem
+            self._file_stem = file_stem(model)
         if not staged:
             self.run_stages()  # the queued live parts first: the model's own views below replace them
         if model is None:
@@ -379,7 +419,7 @@ class Dashboard(QtWidgets.QWidget):
         except Exception as exc:  # a bad snapshot must not stop the live stream
             msg = f"{name} view: {type(exc).__name__}: {exc}"
             self.sigError.emit(msg)
-            self.title.setToolTip(msg)
+            self.title.set_error_tip(msg)
 
     def _show_params(self, params: dict) -> None:
         self._safe("matrices", self.heatmaps.set_params, params)

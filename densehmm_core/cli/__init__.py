@@ -1,7 +1,7 @@
 """The ``densehmm`` command line (also ``python -m densehmm_core``).
 
-Commands: ``train``, ``evaluate``, ``info``, ``sample``, ``decode``, ``export``
-(and ``reproduce`` when the experiments package provides it).  The command line
+Commands: ``train``, ``evaluate``, ``info``, ``sample``, ``decode``, ``export`` and
+``reproduce`` (from :mod:`densehmm_core.experiments.cli`).  The command line
 does no maths of its own: it loads data through :mod:`densehmm_core.data`, trains
 through ``model.iter_fit`` and prints the :class:`~densehmm_core.events.ProgressEvent`
 stream, computes metrics through :mod:`densehmm_core.metrics` and reads/writes

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import List, Optional
+from typing import Optional
 
 PROG = "densehmm"
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -43,14 +43,14 @@ def _jsonable(x):
 
 
 def _user_error_types():
-    types: List[type] = [UserError]
-    for mod, name in (("densehmm_core.modelfile", "ModelFileError"), ("densehmm_core.data.errors", "DataFormatError"),
-                      ("densehmm_core.data", "DataFormatError"), ("densehmm_core.device", "DeviceError")):
-        m = sys.modules.get(mod)
-        cls = getattr(m, name, None) if m is not None else None
-        if isinstance(cls, type):
-            types.append(cls)
-    return tuple(types)
+    """The exception types that are the user's to fix (one line, exit status 2).
+
+    Imported when an error is handled, so that ``--help`` stays free of numpy.
+    """
+    from ..data.errors import DataFormatError
+    from ..device import DeviceError
+    from ..modelfile import ModelFileError
+    return (UserError, ModelFileError, DataFormatError, DeviceError)
 
 
 def _load_model(path: str, name: Optional[str]):

@@ -7,42 +7,20 @@ from typing import Optional
 from .common import UserError, _user_error_types
 
 
-class _Data:
-    """Sequences with their vocabulary and provenance (a minimal Corpus stand-in)."""
-
-    def __init__(self, sequences, vocabulary=None, provenance=None, names=None):
-        self.sequences = list(sequences)
-        self.vocabulary = None if vocabulary is None else list(vocabulary)
-        self.provenance = dict(provenance or {})
-        self.names = names
-
-
 def _is_demo(spec) -> bool:
     return spec is not None and str(spec).lower() == "demo" and not os.path.exists(str(spec))
 
 
 def _demo(seed: int):
-    """The built-in synthetic data set: (train, test, true-parameters)."""
+    """The built-in synthetic data set: (train, test, true-parameters), as Corpus objects."""
+    from ..data import Corpus
     from ..synthetic import demo_dataset
-    out = demo_dataset(seed)
-    train, test = out[0], out[1]
-    true = out[2] if len(out) > 2 else None
+    train, test, true = demo_dataset(seed)
+    vocabulary = [str(i) for i in range(true[2].shape[1])]  # true = (startprob, transmat, emissionprob)
 
     def wrap(part, which):
-        if part is None:
-            return None
-        if hasattr(part, "sequences"):
-            return part
-        seqs = list(part)
-        m = None
-        if true is not None:
-            import numpy as np
-            m = int(np.asarray(true[2]).shape[1])  # (startprob, transmat, emissionprob)
-        if m is None:
-            m = int(max(int(s.max()) for s in seqs)) + 1
-        return _Data(seqs, [str(i) for i in range(m)],
-                     {"source": "synthetic demo (densehmm_core.synthetic.demo_dataset)", "seed": seed,
-                      "part": which})
+        return Corpus(part, vocabulary, provenance={
+            "source": "synthetic demo (densehmm_core.synthetic.demo_dataset)", "seed": seed, "part": which})
     return wrap(train, "train"), wrap(test, "test"), true
 
 
@@ -96,54 +74,34 @@ def _split(corpus, fraction: Optional[float], seed: int):
         raise UserError(f"cannot split the data: {e}") from None
 
 
-def _residual_symbol(vocabulary, provenance=None) -> Optional[int]:
-    """Index of the residual symbol (the merged rare symbols) of a model's vocabulary, if any."""
+def _residual_symbol(vocabulary, provenance=None) -> Optional[str]:
+    """The residual symbol (the merged rare symbols) of a model's vocabulary, if it has one."""
+    from ..data.corpus import DEFAULT_RESIDUAL
     names = []
     for step in (provenance or {}).get("preprocessing", []) or []:
         if isinstance(step, dict) and step.get("step") == "merge_below" and step.get("residual_symbol"):
             names.append(str(step["residual_symbol"]))
-    try:
-        from ..data.corpus import DEFAULT_RESIDUAL
-        names.append(DEFAULT_RESIDUAL)
-    except ImportError:
-        names.append("<other>")
+    names.append(DEFAULT_RESIDUAL)
     for c in names:
         if c in vocabulary:
-            return vocabulary.index(c)
+            return c
     return None
 
 
-def _encode_for_model(corpus, model_vocab, m: int, source: str, provenance=None):
-    """Map a corpus onto the model's symbol indices, by symbol string."""
-    import numpy as np
-    seqs = [np.asarray(s, dtype=np.int64) for s in corpus.sequences]
-    cvocab = getattr(corpus, "vocabulary", None)
-    if model_vocab is None or cvocab is None:
-        top = max(int(s.max()) for s in seqs) if seqs else -1
-        if top >= m:
-            raise UserError(f"{source}: the data use {top + 1} symbols but the model knows only {m}")
-        return seqs
-    cvocab = [str(s) for s in cvocab]
-    index = {s: i for i, s in enumerate(model_vocab)}
-    residual = _residual_symbol(model_vocab, provenance)
-    table = np.empty(len(cvocab), dtype=np.int64)
-    unknown = []
-    for i, s in enumerate(cvocab):
-        j = index.get(s)
-        if j is None:
-            if residual is None:
-                unknown.append(s)
-                j = -1
-            else:
-                j = residual
-        table[i] = j
-    if unknown:
-        used = set(np.unique(np.concatenate(seqs)).tolist()) if seqs else set()
-        unknown = [s for s in unknown if cvocab.index(s) in used]
-        if unknown:
-            shown = ", ".join(repr(s) for s in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
-            raise UserError(f"{source}: {len(unknown)} symbol(s) unknown to the model ({shown})")
-    return [table[s] for s in seqs]
+def _encode_for_model(corpus, model, source: str):
+    """The corpus encoded with the model's vocabulary (:meth:`Corpus.encode_with`); symbols the
+    model does not know go to its residual symbol when it has one, else they are an error."""
+    vocabulary = model.vocabulary
+    if vocabulary is None:  # a model without symbol names: the indices must fit
+        top = max(int(s.max()) for s in corpus.sequences)
+        if top >= model.n_symbols:
+            raise UserError(f"{source}: the data use {top + 1} symbols but the model knows only {model.n_symbols}")
+        return corpus
+    unknown = _residual_symbol(vocabulary, getattr(model, "provenance_", None))
+    try:
+        return corpus.encode_with(vocabulary, unknown=unknown)
+    except ValueError as e:
+        raise UserError(f"{source}: the model cannot read these data: {e}") from None
 
 
 def _load_train_data(args):
@@ -163,24 +121,24 @@ def _load_train_data(args):
 
 def _load_eval_data(args, model):
     """(sequences, corpus) for evaluate/decode, encoded with the model's vocabulary."""
+    part = getattr(args, "part", "all")
     if _is_demo(args.data):
         train, test, _ = _demo(args.seed)
-        part = getattr(args, "part", "all")
         corpus = {"train": train, "test": test}.get(part) or _concat(train, test)
-        return _encode_for_model(corpus, model.vocabulary, model.n_symbols, "demo"), corpus
-    corpus = _load_corpus(args.data, args, preprocess=False)
-    part = getattr(args, "part", "all")
-    split = getattr(args, "split", None)
-    if part != "all":
-        if not split:
-            raise UserError("--part train/test needs --split F (the split used for training)")
-        train, test = _split(corpus, split, args.seed)
-        corpus = train if part == "train" else test
-    prov = getattr(model, "provenance_", None)
-    return _encode_for_model(corpus, model.vocabulary, model.n_symbols, args.data, prov), corpus
+        source = "demo"
+    else:
+        corpus = _load_corpus(args.data, args, preprocess=False)
+        split = getattr(args, "split", None)
+        if part != "all":
+            if not split:
+                raise UserError("--part train/test needs --split F (the split used for training)")
+            train, test = _split(corpus, split, args.seed)
+            corpus = train if part == "train" else test
+        source = args.data
+    corpus = _encode_for_model(corpus, model, source)
+    return corpus.sequences, corpus
 
 
 def _concat(a, b):
-    if b is None:
-        return a
-    return _Data(list(a.sequences) + list(b.sequences), a.vocabulary, a.provenance)
+    from ..data import Corpus
+    return Corpus(list(a.sequences) + list(b.sequences), a.vocabulary, provenance=a.provenance, validate=False)

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from .common import PROG, UserError
 from .inspection import cmd_decode, cmd_evaluate, cmd_export, cmd_info, cmd_sample
@@ -37,6 +36,7 @@ examples:
   densehmm evaluate protein.h5 proteins.fasta --name em10
   densehmm sample protein.h5 --name em10 -n 5 --length 60
   densehmm decode protein.h5 proteins.fasta --name em10 > states.tsv
+  densehmm sweep proteins.fasta --preset paper_protein --grid "n=3,5 l=1,2" --out sweep/ --executor dask
 
 Run 'densehmm COMMAND --help' for the options of a command.
 exit status: 0 ok, 1 failure (diverged, internal error), 2 user error, 130 interrupted
@@ -244,14 +244,13 @@ examples:
     p.set_defaults(func=cmd_export)
 
     # ---- reproduce (owned by densehmm_core.experiments.cli)
-    if _experiments_cli_exists():
-        if with_reproduce:
-            from ..experiments.cli import add_reproduce_parser
-            add_reproduce_parser(sub)
-        else:
-            sub.add_parser("reproduce", help="reproduce the paper's experiments (CSV + figures)", add_help=False)
+    if with_reproduce:
+        from ..experiments.cli import add_reproduce_parser
+        add_reproduce_parser(sub)
+    else:
+        sub.add_parser("reproduce", help="reproduce the paper's experiments (CSV + figures)", add_help=False)
+
+    # ---- sweep (owned by densehmm_core.experiments.cli)
+    from ..experiments.cli import add_sweep_parser
+    add_sweep_parser(sub, lambda sp: (_data_options(sp, split=True), _common(sp)), _formatter)
     return parser
-
-
-def _experiments_cli_exists() -> bool:
-    return os.path.isfile(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "experiments", "cli.py"))

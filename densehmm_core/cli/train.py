@@ -5,7 +5,8 @@ import math
 import os
 import time
 
-from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _load_model, _metric_values, _out
+from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _load_model, _metric_values, _out,
+                     _user_error_types)
 from .data import _load_train_data
 from .progress import ProgressPrinter, _progress_mode, _SigintCancel
 
@@ -148,7 +149,7 @@ def cmd_train(args) -> int:
             from ..registry import model_from_config
             model = model_from_config(*_model_config(args, n_symbols))
         except (TypeError, ValueError) as e:
-            if type(e).__name__ == "DeviceError":
+            if isinstance(e, _user_error_types()):  # e.g. DeviceError: already a clear message
                 raise
             raise UserError(f"invalid model options: {e}") from None
         name = args.name

@@ -285,6 +285,55 @@ class Corpus:
         idx = self.symbol_index
         return np.array([idx[s] for s in symbols], dtype=np.int32)
 
+    def encode_with(self, vocabulary: Sequence[str], *, unknown: Optional[str] = None) -> "Corpus":
+        """This corpus re-encoded to another vocabulary (e.g. a model's), symbols matched by their strings.
+
+        Parameters
+        ----------
+        vocabulary : sequence of str
+            The target symbols in index order (``model.vocabulary``).
+        unknown : str, optional
+            A symbol of ``vocabulary`` that takes every symbol the vocabulary lacks (a model's
+            residual symbol such as ``"<other>"``).  Without it, such symbols are an error.
+
+        Returns
+        -------
+        Corpus
+            The same sequences, names and provenance over ``vocabulary``; the provenance records
+            an ``encode_with`` step (with the symbols sent to ``unknown`` and their token count).
+
+        Raises
+        ------
+        ValueError
+            The sequences use symbols that ``vocabulary`` lacks and no ``unknown`` is given (the
+            message names them and counts their tokens); ``unknown`` is not in ``vocabulary``;
+            ``vocabulary`` is empty or holds duplicates.
+        """
+        target = [str(v) for v in vocabulary]
+        index = {v: i for i, v in enumerate(target)}
+        if not target:
+            raise ValueError("the vocabulary to encode with is empty")
+        if len(index) != len(target):
+            raise ValueError("the vocabulary to encode with holds duplicate symbols")
+        if unknown is not None and unknown not in index:
+            raise ValueError(f"the unknown symbol {unknown!r} is not in the vocabulary to encode with")
+        counts = self.symbol_counts
+        missing = [i for i, v in enumerate(self.vocabulary) if v not in index and counts[i] > 0]
+        step: Dict[str, Any] = {"step": "encode_with", "n_symbols_before": self.n_symbols,
+                                "n_symbols_after": len(target)}
+        if missing:
+            names = [self.vocabulary[i] for i in missing]
+            n_tokens = int(counts[missing].sum())
+            if unknown is None:
+                shown = ", ".join(repr(v) for v in names[:8]) + (", ..." if len(names) > 8 else "")
+                raise ValueError(f"{len(names)} symbol(s) not in the vocabulary: {shown} "
+                                 f"({n_tokens} of {self.n_tokens} tokens)")
+            step.update(unknown_symbol=unknown, to_unknown=names, unknown_tokens=n_tokens)
+        fill = -1 if unknown is None else index[unknown]  # -1 only for symbols no sequence uses
+        lut = np.array([index.get(v, fill) for v in self.vocabulary], dtype=np.int32)
+        return self._derive([lut[s] for s in self.sequences], vocabulary=target, names=self.names, step=step,
+                            tags=self.tags)
+
     def to_arrays(self) -> Tuple[np.ndarray, np.ndarray]:
         """hmmlearn's layout: ``(X, lengths)`` with ``X`` of shape (N, 1)."""
         return np.concatenate(self.sequences).reshape(-1, 1), self.lengths.copy()

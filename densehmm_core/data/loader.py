@@ -46,11 +46,8 @@ _ALL_READER_OPTIONS = set().union(*READER_DEFAULTS.values())
 
 
 def _version() -> str:
-    try:
-        from .. import __version__
-        return __version__
-    except Exception:  # pragma: no cover
-        return "unknown"
+    from .. import __version__
+    return __version__
 
 
 PathLike = Union[str, "os.PathLike[str]"]

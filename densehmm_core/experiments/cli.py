@@ -1,15 +1,17 @@
 """``densehmm reproduce ...``: the paper's experiments from the command line.
 
-Sub-commands: ``factorization``, ``synthetic``, ``protein``, ``medpost``, ``penn``.
+Sub-commands: ``factorization``, ``synthetic``, ``protein``, ``medpost``, ``penn``; and
+``densehmm sweep DATA --grid ...``: the paper's kind of sweep on any data file.
 Importing this module is cheap (no numpy-heavy work, no TensorFlow).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
-__all__ = ["add_reproduce_parser", "DEFAULT_DATA"]
+__all__ = ["add_reproduce_parser", "add_sweep_parser", "parse_grid", "DEFAULT_DATA"]
 
 _SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -57,9 +59,7 @@ def add_reproduce_parser(subparsers) -> argparse.ArgumentParser:
                         help="run nothing: rebuild the summary, tables and figures from the finished runs")
         sp.add_argument("--grid", default=None, metavar="N:L,...",
                         help="only these (n, l) pairs, e.g. 3:1,5:2 (default: the paper's grid)")
-        sp.add_argument("--executor", choices=("process", "thread"), default="thread",
-                        help="worker kind when --jobs > 1 (default: thread, measured faster here; "
-                             "see docs/PERFORMANCE.md)")
+        _executor_options(sp)
         if name == "factorization":
             sp.add_argument("--matrices", type=int, default=None,
                             help="ground-truth matrices per (n, l) (default 10; quick 3)")
@@ -115,6 +115,10 @@ def _handler(args) -> int:
         if getattr(args, "matrices", None) is not None:
             kw["n_matrices"] = args.matrices
         settings = FactorizationSettings.quick(**kw) if args.quick else FactorizationSettings(**kw)
+        if args.executor == "dask":
+            print("error: reproduce factorization runs on threads or processes only "
+                  "(--executor thread|process)")
+            return 2
         return run_factorization(settings, out, jobs=jobs, executor=args.executor,
                                  run=not args.report_only)
 
@@ -146,4 +150,148 @@ def _handler(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
-    return run_comparison(settings, out, jobs=jobs, executor=args.executor, run=not args.report_only)
+    return _run_guarded(run_comparison, settings, out, jobs=jobs, executor=args.executor,
+                        run=not args.report_only, scheduler=args.scheduler,
+                        save_models=getattr(args, "save_models", False))
+
+
+def _executor_options(sp) -> None:
+    sp.add_argument("--executor", choices=("process", "thread", "dask"), default="thread",
+                    help="where the runs go: threads or processes of this machine (when --jobs > 1; "
+                         "default: thread, measured faster here, see docs/PERFORMANCE.md) or a Dask "
+                         "cluster (docs/DISTRIBUTED.md)")
+    sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                    help="--executor dask: address of a running Dask scheduler, e.g. tcp://host:8786 "
+                         "(default: start a local cluster of --jobs worker processes)")
+    sp.add_argument("--save-models", action="store_true",
+                    help="also save every run's model to DIR/models/RUN.h5 (with a remote cluster DIR "
+                         "must be on storage the workers share)")
+
+
+def _run_guarded(fn, *a, **kw) -> int:
+    """Run a sweep; a Dask set-up problem (bad address, Dask missing) is one line, exit 2."""
+    from .dask_executor import DaskMissingError, SchedulerError
+    if kw.get("scheduler") and kw.get("executor") != "dask":
+        print("error: --scheduler needs --executor dask", file=sys.stderr)
+        return 2
+    try:
+        return fn(*a, **kw)
+    except (SchedulerError, DaskMissingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+# ------------------------------------------------------------------- sweep
+GRID_HELP = ('the sweep, e.g. "n=3,5,10 l=1,2,3 model=dense-em,dense-cooc,standard,standard-fair": '
+             "every combination of n (hidden states) and l (representation length) for each model")
+
+
+def parse_grid(text: str):
+    """``"n=3,5 l=1,2 model=dense-em,standard"`` -> ``((n, l) pairs, models)``.
+
+    ``model`` defaults to all four sweep models; ``n`` and ``l`` are required.
+    """
+    from .comparison import SWEEP_MODELS
+    parts = {}
+    for item in str(text).replace(";", " ").split():
+        if "=" not in item:
+            raise ValueError(f"--grid: {item!r} is not NAME=VALUES")
+        k, v = item.split("=", 1)
+        k = {"models": "model", "states": "n", "dim": "l"}.get(k.strip().lower(), k.strip().lower())
+        if k not in ("n", "l", "model"):
+            raise ValueError(f"--grid: unknown name {k!r} (use n, l and model)")
+        if k in parts:
+            raise ValueError(f"--grid: {k} is given twice")
+        parts[k] = [x.strip() for x in v.split(",") if x.strip()]
+        if not parts[k]:
+            raise ValueError(f"--grid: {k} has no values")
+    for k in ("n", "l"):
+        if k not in parts:
+            raise ValueError(f"--grid: {k}=... is missing")
+    try:
+        ns = [int(x) for x in parts["n"]]
+        ls = [int(x) for x in parts["l"]]
+    except ValueError:
+        raise ValueError("--grid: n and l take positive integers, e.g. n=3,5 l=1,2") from None
+    if min(ns) < 1 or min(ls) < 1:
+        raise ValueError("--grid: n and l must be >= 1")
+    models = parts.get("model", list(SWEEP_MODELS))
+    bad = [m for m in models if m not in SWEEP_MODELS]
+    if bad:
+        raise ValueError(f"--grid: unknown model(s) {', '.join(bad)} (choose from {', '.join(SWEEP_MODELS)})")
+    grid = tuple((n, l) for n in dict.fromkeys(ns) for l in dict.fromkeys(ls))
+    return grid, tuple(dict.fromkeys(models))
+
+
+def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse.ArgumentParser:
+    """Register ``densehmm sweep``; ``data_options(parser)`` adds the data options of ``train``."""
+    kw = {} if formatter_class is None else {"formatter_class": formatter_class}
+    p = subparsers.add_parser(
+        "sweep", help="sweep n, l, models and seeds over one data file (CSV + figures)",
+        description="The paper's kind of model comparison on any data file (FASTA or tagged corpus): "
+                    "every (n, l) of --grid for each model, --repeats seeded repetitions, each on a "
+                    "seeded 50:50 train/test split. Writes sweep_runs.csv (one row per run), "
+                    "sweep_summary.csv, sweep_tables.md and PNG figures to --out; a rerun of the same "
+                    "command runs only what is missing. Runs go to threads, processes or a Dask "
+                    "cluster (docs/DISTRIBUTED.md).",
+        epilog='example:\n  densehmm sweep seqs.fasta --preset paper_protein '
+               '--grid "n=3,5,10 l=1,2,3 model=dense-em,standard" --repeats 5 --out sweep/ '
+               '--executor dask --jobs 4', **kw)
+    p.add_argument("data", metavar="DATA", help="data file (FASTA or tagged corpus)")
+    p.add_argument("--grid", required=True, metavar="SPEC", help=GRID_HELP)
+    p.add_argument("--repeats", type=int, default=3, metavar="R", help="seeded repetitions per run (default 3)")
+    p.add_argument("--out", metavar="DIR", required=True, help="output folder")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="parallel workers (default: the number of CPU cores)")
+    p.add_argument("--quick", action="store_true", help="smoke-test mode: few iterations and steps")
+    p.add_argument("--dense-preset", choices=("paper", "default"), default="paper",
+                   help="DenseHMM hyper-parameters: the paper's (default) or our tuned defaults")
+    p.add_argument("--max-sequences", type=int, default=None, metavar="K",
+                   help="use only the first K sequences after preprocessing")
+    p.add_argument("--report-only", action="store_true",
+                   help="run nothing: rebuild the summary, tables and figures from the finished runs")
+    _executor_options(p)
+    data_options(p)
+    p.set_defaults(func=_sweep_handler)
+    return p
+
+
+def _sweep_handler(args) -> int:
+    import numpy as np
+
+    from ..cli.common import UserError
+    from ..cli.data import _load_corpus as load_corpus_from_args
+    from .comparison import ComparisonSettings, run_comparison
+    try:
+        grid, models = parse_grid(args.grid)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    jobs = args.jobs if args.jobs is not None else _default_jobs()
+    if jobs < 1:
+        raise UserError("--jobs must be >= 1")
+    if args.repeats < 1:
+        raise UserError("--repeats must be >= 1")
+    fraction = 0.5 if args.split is None else float(args.split)
+    if not 0.0 < fraction < 1.0:
+        raise UserError(f"--split must lie in (0, 1) for a sweep, got {args.split}")
+    corpus = load_corpus_from_args(args.data, args, preprocess=True)
+    seqs = [np.asarray(x, dtype=np.int64) for x in corpus.sequences]
+    if len(seqs) < 2:
+        raise UserError(f"{args.data}: need at least 2 sequences for a train/test split, got {len(seqs)}")
+    m = int(getattr(corpus, "n_symbols", None) or len(corpus.vocabulary))
+    options = {k: getattr(args, k, None) for k in ("format", "preset", "observe", "column", "tagset",
+                                                   "subset", "max_len", "min_len", "merge_below")}
+    options = {k: v for k, v in options.items() if v is not None}
+    kw = dict(grid=grid, models=models, repeats=args.repeats, seed=args.seed,
+              dense_preset=args.dense_preset, test_fraction=fraction, data_options=options)
+    if args.max_sequences is not None:
+        kw["max_sequences"] = args.max_sequences
+    settings = (ComparisonSettings.quick("sweep", data=args.data, **kw) if args.quick
+                else ComparisonSettings.full("sweep", data=args.data, **kw))
+    if not getattr(args, "quiet", False):
+        print(f"sweep: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} from {args.data}",
+              flush=True)
+    return _run_guarded(run_comparison, settings, args.out, jobs=jobs, executor=args.executor,
+                        run=not args.report_only, scheduler=args.scheduler,
+                        shared={"sequences": seqs, "n_symbols": m}, save_models=args.save_models,
+                        quiet=bool(getattr(args, "quiet", False)))

@@ -48,9 +48,14 @@ PAPER_GRID: Tuple[Tuple[int, int], ...] = (
 QUICK_GRID: Tuple[Tuple[int, int], ...] = ((3, 1), (3, 2))
 MODELS = ("dense-em", "dense-direct", "standard-fair", "standard")
 EXTRA_MODELS = ("dense-direct-gt",)
+#: The model names of ``densehmm sweep`` (``dense-cooc`` = DenseHMM-direct, the same fit and seeds).
+SWEEP_MODELS = ("dense-em", "dense-cooc", "standard", "standard-fair")
 DATA_PRESETS = {"protein": "paper_protein", "medpost": "paper_medpost", "penn": "reference_code_penn"}
-_DATASET_CODE = {"synthetic": 1, "protein": 2, "medpost": 3, "penn": 4}
-_MODEL_CODE = {"dense-em": 1, "dense-direct": 2, "standard-fair": 3, "standard": 4, "dense-direct-gt": 5}
+#: ``"sweep"``: any data file, loaded once by the caller and given to the tasks as ``shared``.
+_DATASET_CODE = {"synthetic": 1, "protein": 2, "medpost": 3, "penn": 4, "sweep": 5}
+_MODEL_CODE = {"dense-em": 1, "dense-direct": 2, "standard-fair": 3, "standard": 4, "dense-direct-gt": 5,
+               "dense-cooc": 2}
+_COOC_MODELS = ("dense-direct", "dense-direct-gt", "dense-cooc")
 
 KEY = ("dataset", "settings_id", "n", "l", "rep", "model")
 COLUMNS = list(KEY) + [
@@ -85,6 +90,8 @@ class ComparisonSettings:
     n_train_seqs: int = 10
     n_test_seqs: int = 10
     seq_len: int = 200
+    # "sweep": how the data file was read (format, preset and the other load/preprocess options)
+    data_options: Optional[dict] = None
 
     @classmethod
     def full(cls, dataset: str, data: Optional[str] = None, **kw) -> "ComparisonSettings":
@@ -113,6 +120,8 @@ class ComparisonSettings:
             raise ValueError("dense-direct-gt needs a ground-truth HMM: synthetic data only")
         if self.dataset != "synthetic" and not self.data:
             raise ValueError(f"{self.dataset} needs a data file")
+        if self.dataset == "sweep" and "dense-direct-gt" in self.models:
+            raise ValueError("dense-direct-gt needs a ground-truth HMM: synthetic data only")
         if self.dense_preset not in ("paper", "default"):
             raise ValueError("dense_preset must be 'paper' or 'default'")
 
@@ -183,9 +192,10 @@ def _split(seqs: List[np.ndarray], test_fraction: float, seed: int):
     return train, test
 
 
-def make_data(s: ComparisonSettings, n: int, l: int, rep: int):
+def make_data(s: ComparisonSettings, n: int, l: int, rep: int, shared: Optional[dict] = None):
     """``(train, test, n_symbols, omega_gt, truth)`` of one repetition (``truth``: the true
-    HMM parameters for synthetic data, else None)."""
+    HMM parameters for synthetic data, else None).  ``shared``: the corpus of a ``"sweep"``
+    (``{"sequences": [...], "n_symbols": m}``), read once by the caller."""
     from ..maths import analytic_cooc, empirical_cooc
     data_seed = _seeds(s, n, l, rep, "standard")[0]
     if s.dataset == "synthetic":
@@ -208,7 +218,14 @@ def make_data(s: ComparisonSettings, n: int, l: int, rep: int):
         train, test = draw(s.n_train_seqs), draw(s.n_test_seqs)
         omega_gt = analytic_cooc(None, truth.transmat, truth.emissionprob)
         return train, test, m, omega_gt, truth
-    seqs, m = _corpus(s.data, DATA_PRESETS[s.dataset], s.max_sequences)
+    if s.dataset == "sweep":
+        if shared is None:
+            raise ValueError("a sweep task needs its corpus (shared=...)")
+        seqs, m = list(shared["sequences"]), int(shared["n_symbols"])
+        if s.max_sequences is not None:
+            seqs = seqs[:int(s.max_sequences)]
+    else:
+        seqs, m = _corpus(s.data, DATA_PRESETS[s.dataset], s.max_sequences)
     train, test = _split(seqs, s.test_fraction, data_seed)
     return train, test, m, empirical_cooc(test, m), None
 
@@ -226,8 +243,13 @@ def model_config(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed
     return "dense", dict(cfg, fit_method="cooc", cooc_steps=s.cooc_steps)
 
 
-def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict) -> List[dict]:
-    """Fit and evaluate one model of one repetition; returns one row."""
+def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
+            shared: Optional[dict] = None, save_dir: Optional[str] = None) -> List[dict]:
+    """Fit and evaluate one model of one repetition; returns one row.
+
+    ``shared``: the corpus of a ``"sweep"`` (see :func:`make_data`).  ``save_dir``: also
+    save the fitted model to ``save_dir/<dataset>_n<n>_l<l>_rep<rep>_<model>.h5``.
+    """
     from ..events import TrainingDiverged
     from ..maths import analytic_cooc, empirical_cooc
     from ..metrics import cooc_mad
@@ -235,7 +257,7 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict) 
     t0 = time.perf_counter()
     s = ComparisonSettings.from_dict(settings)
     data_seed, model_seed, sample_seed = _seeds(s, n, l, rep, model)
-    train, test, m, omega_gt, truth = make_data(s, n, l, rep)
+    train, test, m, omega_gt, truth = make_data(s, n, l, rep, shared)
     est = model_from_config(*model_config(s, model, n, l, m, model_seed))
     status = "ok"
     t1 = time.perf_counter()
@@ -257,7 +279,7 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict) 
     mad = cooc_mad(omega_model, omega_gt)
     samples, _ = est.sample(len(test), [len(x) for x in test], seed=sample_seed)
     mad_sampled = cooc_mad(empirical_cooc(samples, m), omega_gt)
-    mad_paper = mad if model.startswith("dense-direct") else mad_sampled
+    mad_paper = mad if model in _COOC_MODELS else mad_sampled
     hist = getattr(est, "history_", []) or []
     row = {
         "dataset": dataset, "settings_id": s.settings_id, "n": n, "l": l, "rep": rep, "model": model,
@@ -278,6 +300,10 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict) 
         "task_seconds": round(time.perf_counter() - t0, 4),
         "dense_preset": s.dense_preset if model.startswith("dense") else "",
     }
+    if save_dir:
+        from ..modelfile import save_model
+        name = f"{dataset}_n{n}_l{l}_rep{rep}_{model}"
+        save_model(os.path.join(save_dir, name + ".h5"), est, name=name, overwrite=True)
     return [row]
 
 
@@ -291,9 +317,10 @@ def _cost(s: ComparisonSettings, n: int, l: int, model: str) -> float:
     return 2.0
 
 
-def make_tasks(s: ComparisonSettings):
+def make_tasks(s: ComparisonSettings, save_dir: Optional[str] = None):
     from .runner import Task
     sd = s.to_dict()
+    extra = {} if not save_dir else {"save_dir": str(save_dir)}
     tasks = []
     for (n, l) in s.grid:
         for rep in range(s.repeats):
@@ -302,7 +329,7 @@ def make_tasks(s: ComparisonSettings):
                        "rep": rep, "model": model}
                 tasks.append(Task(key=key, func="densehmm_core.experiments.comparison:run_one",
                                   kwargs={"dataset": s.dataset, "n": n, "l": l, "rep": rep,
-                                          "model": model, "settings": sd},
+                                          "model": model, "settings": sd, **extra},
                                   label=f"{s.dataset} n={n} l={l} rep={rep} {model}",
                                   cost=_cost(s, n, l, model)))
     # repetition-major (an interrupted sweep leaves complete repetitions of every model and
@@ -334,7 +361,7 @@ def summarize(rows: Sequence[dict]) -> List[dict]:
     by: Dict[tuple, List[dict]] = {}
     for r in rows:
         by.setdefault((int(r["n"]), int(r["l"]), r["model"]), []).append(r)
-    order = {m: i for i, m in enumerate(MODELS + EXTRA_MODELS)}
+    order = {m: i for i, m in enumerate(MODELS + EXTRA_MODELS + SWEEP_MODELS)}
     out = []
     for (n, l, model) in sorted(by, key=lambda k: (k[0], k[1], order.get(k[2], 99))):
         rs = by[(n, l, model)]
@@ -408,8 +435,17 @@ def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
 
 
 def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "thread",
-                   quiet: bool = False, run: bool = True) -> int:
-    """Run (or resume) one comparison sweep into ``out``; returns an exit code."""
+                   quiet: bool = False, run: bool = True, scheduler: Optional[str] = None,
+                   shared: Optional[dict] = None, save_models: bool = False) -> int:
+    """Run (or resume) one comparison sweep into ``out``; returns an exit code.
+
+    ``executor``: ``"thread"``, ``"process"`` or ``"dask"`` (``scheduler``: an existing Dask
+    scheduler's address; none starts a local cluster of ``jobs`` workers).  ``shared``: the
+    corpus of a ``"sweep"`` (``{"sequences", "n_symbols"}``), sent to the workers once.
+    ``save_models``: every run also saves its model to ``out/models/`` (with a remote
+    cluster that folder must be on storage the workers share).  Failed runs are listed in
+    ``<name>_failed.csv`` (key, error) and retried by a rerun.
+    """
     from .factorization import _atomic_text
     from .runner import ResultStore, format_seconds, run_tasks
     out = Path(out)
@@ -418,7 +454,7 @@ def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor
     _atomic_text(out / f"{name}_settings.json",
                  json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
-    if settings.dataset != "synthetic":
+    if settings.dataset not in ("synthetic", "sweep"):
         # fail early and clearly on a bad data file (in this process, before any worker starts)
         try:
             seqs, m = _corpus(settings.data, DATA_PRESETS[name], settings.max_sequences)
@@ -431,14 +467,23 @@ def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor
         say(f"{name}: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} "
             f"(preset {DATA_PRESETS[name]}) from {settings.data}")
     store = ResultStore(out / f"{name}_runs.csv", COLUMNS)
-    tasks = make_tasks(settings)
+    save_dir = None
+    if save_models:
+        save_dir = (out / "models").resolve()
+        save_dir.mkdir(parents=True, exist_ok=True)
+    tasks = make_tasks(settings, save_dir=save_dir)
     say(f"{name}: {len(tasks)} runs = {len(settings.grid)} (n, l) pairs x {settings.repeats} repeats x "
         f"{len(settings.models)} models; jobs={jobs}; results in {out}")
     if not run:
         tasks = []
         say(f"--report-only: {len(store.rows)} finished runs in {store.path}")
+    failed_path = out / f"{name}_failed.csv"
+    if run and failed_path.exists():
+        failed_path.unlink()  # the failures of this run only; a rerun retries the old ones
     rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor, import_tf=True,
-                    describe=describe_rows, out=say, error_log=out / "errors.log")
+                    describe=describe_rows, out=say, error_log=out / "errors.log",
+                    scheduler=scheduler, shared=shared,
+                    failed_store=ResultStore(failed_path, list(KEY) + ["status", "error"]))
     sid = settings.settings_id
     grid = set(settings.grid)
     rows = [r for r in store.rows if r.get("settings_id") == sid and r.get("dataset") == name

@@ -37,6 +37,8 @@ from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from .figures import factorization_figure
+
 __all__ = [
     "FactorizationSettings", "PAPER_GRID", "PAPER_TABLE", "QUICK_GRID",
     "dirichlet_matrix", "transform", "relative_error", "loss_and_grads",
@@ -383,7 +385,6 @@ def describe_rows(rows: Sequence[dict]) -> str:
 def write_outputs(rows: Sequence[dict], out) -> dict:
     """Summary CSV, markdown table and figure from the rows of a sweep."""
     from pathlib import Path
-    from .figures import factorization_figure
     from .runner import ResultStore
     out = Path(out)
     summary = summarize(rows)

@@ -27,6 +27,12 @@ MODEL_STYLE = {
     "standard": dict(color="tab:blue", marker="x"),
     "dense-direct-gt": dict(color="tab:olive", marker="o", linestyle="--"),
 }
+# colour and label of each factorisation method, in drawing order (the methods of
+# densehmm_core.experiments.factorization.METHODS; rows of other methods are not drawn)
+FACTORIZATION_STYLE = {
+    "normabslin": ("tab:blue", "normAbsLin(U Z^T)"),
+    "softmax": ("tab:green", "softmax(U Z^T)"),
+}
 
 
 def _new_figure(width: float = 8.0, height: float = 4.5):
@@ -58,8 +64,7 @@ def factorization_figure(rows: Sequence[dict], path, paper_table: Optional[dict]
     """Relative error against l/n: median and 25/75 band per method, all runs pooled
     by l/n (as in the paper's figure), a dashed line at l = n, and the paper's
     per-(n, l) medians as grey markers."""
-    from .factorization import METHODS
-    by: Dict[str, Dict[float, List[float]]] = {m: {} for m in METHODS}
+    by: Dict[str, Dict[float, List[float]]] = {m: {} for m in FACTORIZATION_STYLE}
     for r in rows:
         ratio = round(int(r["l"]) / int(r["n"]), 6)
         by.setdefault(str(r["method"]), {}).setdefault(ratio, []).append(float(r["error"]))
@@ -67,8 +72,8 @@ def factorization_figure(rows: Sequence[dict], path, paper_table: Optional[dict]
     pos = {x: i for i, x in enumerate(ratios)}
     fig = _new_figure()
     ax = fig.add_subplot(1, 1, 1)
-    style = {"softmax": ("tab:green", "softmax(U Z^T)"), "normabslin": ("tab:blue", "normAbsLin(U Z^T)")}
-    for m in METHODS:
+    style = FACTORIZATION_STYLE
+    for m in style:
         d = by.get(m) or {}
         xs = [pos[x] for x in ratios if x in d]
         q = np.array([_quantiles(d[x]) for x in ratios if x in d])
@@ -83,7 +88,7 @@ def factorization_figure(rows: Sequence[dict], path, paper_table: Optional[dict]
             ratio = round(l / n, 6)
             if ratio not in pos:
                 continue
-            for m in METHODS:
+            for m in style:
                 if m in cells:
                     ax.plot([pos[ratio]], [cells[m][0]], linestyle="none", marker="_", markersize=12,
                             color=style[m][0], alpha=0.9,

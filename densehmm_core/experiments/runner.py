@@ -18,6 +18,14 @@ whose workers limit their BLAS / TensorFlow thread pools to
 at start-up.  Threads were measured faster on the 2-core development machine and
 are the CLI's default (docs/PERFORMANCE.md).  A worker process that dies (killed,
 out of memory) fails only its task(s); the sweep goes on with fresh workers.
+``executor="dask"`` sends the tasks to a Dask distributed cluster (a ``LocalCluster``
+of ``jobs`` single-threaded worker processes, or an existing scheduler given by
+``scheduler``); see :mod:`densehmm_core.experiments.dask_executor` and
+docs/DISTRIBUTED.md.
+
+``shared`` objects (e.g. the corpus of a sweep) are given to every task function as
+the keyword argument ``shared``; the Dask executor sends them to the cluster once
+(``scatter``) and the tasks refer to them.
 """
 from __future__ import annotations
 
@@ -35,7 +43,11 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-__all__ = ["Task", "ResultStore", "RunReport", "run_tasks", "call_task", "format_seconds"]
+__all__ = ["Task", "ResultStore", "RunReport", "run_tasks", "call_task", "format_seconds",
+           "EXECUTORS", "progress_bar"]
+
+#: The executors :func:`run_tasks` knows.
+EXECUTORS = ("thread", "process", "dask")
 
 _THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
@@ -174,13 +186,23 @@ def format_seconds(s: float) -> str:
     return f"{h}h{m:02d}m"
 
 
-def call_task(func: str, kwargs: dict):
-    """Run one task function; returns ``(rows, seconds, error_text_or_None)``."""
+def progress_bar(done: int, total: int, width: int = 20) -> str:
+    """``[########------------]``: the sweep as a whole, ``done`` of ``total`` tasks."""
+    total = max(1, int(total))
+    filled = int(round(width * min(max(done, 0), total) / total))
+    return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def call_task(func: str, kwargs: dict, shared=None):
+    """Run one task function; returns ``(rows, seconds, error_text_or_None)``.
+
+    ``shared`` (when not None) is passed to the function as the keyword ``shared``.
+    """
     t0 = time.perf_counter()
     try:
         mod_name, fn_name = func.split(":")
         fn = getattr(importlib.import_module(mod_name), fn_name)
-        rows = fn(**kwargs)
+        rows = fn(**kwargs) if shared is None else fn(**kwargs, shared=shared)
         return list(rows), time.perf_counter() - t0, None
     except Exception:  # noqa: BLE001 - reported to the parent, the sweep goes on
         return [], time.perf_counter() - t0, traceback.format_exc()
@@ -196,6 +218,14 @@ def _init_worker(threads: int, import_tf: bool) -> None:
             tf.config.threading.set_inter_op_parallelism_threads(1)
         except RuntimeError:  # already initialised
             pass
+
+
+def _worker_env(jobs: int) -> Dict[str, str]:
+    """Environment of worker processes: BLAS/OpenMP pools of ``cpu_count // jobs`` threads."""
+    threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
+    env = {k: str(threads) for k in _THREAD_ENV}
+    env["TF_CPP_MIN_LOG_LEVEL"] = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")
+    return env
 
 
 class _EnvPatch:
@@ -223,7 +253,9 @@ class _EnvPatch:
 def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str], *,
               jobs: int = 1, executor: str = "process", import_tf: bool = False,
               describe: Optional[Callable[[List[dict]], str]] = None,
-              out: Callable[[str], None] = None, error_log: Optional[Path] = None) -> RunReport:
+              out: Callable[[str], None] = None, error_log: Optional[Path] = None,
+              scheduler: Optional[str] = None, shared=None,
+              failed_store: Optional["ResultStore"] = None) -> RunReport:
     """Run the unfinished tasks, ``jobs`` at a time, saving rows as tasks finish.
 
     Parameters
@@ -231,12 +263,17 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     tasks : the whole sweep (finished ones are skipped).
     store : where rows go (and which keys are already finished).
     key_names : the key columns (the keys of every ``Task.key``).
-    jobs : parallel workers (``1``: in this process).
-    executor : ``"process"`` (spawned processes) or ``"thread"``.
+    jobs : parallel workers (``1``: in this process, unless ``executor="dask"``).
+    executor : ``"process"`` (spawned processes), ``"thread"`` or ``"dask"``.
     import_tf : import TensorFlow once in each worker process at start-up.
     describe : turns a task's rows into a short summary for its progress line.
     out : where progress lines go (default: print to stdout, flushed).
     error_log : file that receives the traceback of every failed task.
+    scheduler : ``executor="dask"`` only: address of an existing scheduler
+        (``tcp://host:8786``); ``None`` starts a local cluster of ``jobs`` workers.
+    shared : an object passed to every task function as ``shared=`` (sent once).
+    failed_store : where failed tasks are recorded as rows (their key columns,
+        ``status="failed"`` and ``error``); a rerun retries them.
 
     Returns
     -------
@@ -245,8 +282,8 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     if out is None:
         def out(line: str) -> None:
             print(line, flush=True)
-    if executor not in ("process", "thread"):
-        raise ValueError("executor must be 'process' or 'thread'")
+    if executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}")
     jobs = max(1, int(jobs))
     t_start = time.perf_counter()
     report = RunReport(total=len(tasks))
@@ -270,9 +307,12 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         elapsed = time.perf_counter() - t_start
         eta = elapsed * (total_cost - done_cost) / max(done_cost, 1e-12)
         n = report.done + len(report.failed) + 1
-        head = f"[{n:>{width}}/{len(todo)}] {task.label or task.key}"
+        head = f"{progress_bar(n, len(todo))} {n:>{width}}/{len(todo)} {task.label or task.key}"
         if err is not None:
             report.failed.append((task.label or str(task.key), err.strip().splitlines()[-1]))
+            if failed_store is not None:
+                failed_store.add([{**{k: task.key[k] for k in key_names}, "status": "failed",
+                                   "error": err.strip().splitlines()[-1]}])
             out(f"{head}  FAILED after {format_seconds(secs)}: {err.strip().splitlines()[-1]}")
             if error_log is not None:
                 error_log.parent.mkdir(parents=True, exist_ok=True)
@@ -289,10 +329,21 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         out(f"{head}  {summary}  {format_seconds(secs)}  "
             f"(elapsed {format_seconds(elapsed)}, eta {format_seconds(eta)})")
 
+    if executor == "dask":
+        from .dask_executor import run_on_dask
+        try:
+            run_on_dask(todo, finish, jobs=jobs, scheduler=scheduler, shared=shared, out=out,
+                        env=_worker_env(jobs))
+        except KeyboardInterrupt:
+            report.interrupted = True
+            out("interrupted: finished tasks are saved; rerun the same command to resume")
+        report.seconds = time.perf_counter() - t_start
+        return report
+
     if jobs == 1:
         try:
             for t in todo:
-                rows, secs, err = call_task(t.func, t.kwargs)
+                rows, secs, err = call_task(t.func, t.kwargs, shared)
                 finish(t, rows, secs, err)
         except KeyboardInterrupt:
             report.interrupted = True
@@ -301,8 +352,8 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         return report
 
     threads = max(1, (os.cpu_count() or 1) // jobs)
-    env = {k: str(threads) for k in _THREAD_ENV}
-    env["TF_CPP_MIN_LOG_LEVEL"] = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")
+    env = _worker_env(jobs)
+
     def new_pool():
         if executor == "process":
             return ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
@@ -318,7 +369,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
             while queue or pending:
                 while queue and len(pending) < 2 * jobs:
                     t = queue.pop(0)
-                    pending[pool.submit(call_task, t.func, t.kwargs)] = t
+                    pending[pool.submit(call_task, t.func, t.kwargs, shared)] = t
                 done, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                 broken = False
                 for fut in done:

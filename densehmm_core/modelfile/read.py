@@ -116,6 +116,20 @@ def _read_group_attrs(mg, key, path, where) -> Optional[dict]:
     return _read_attrs(mg[key], path, f"{where}/{key}")
 
 
+def _read_strings(mg, path, where: str, key: str) -> list:
+    """A 1-D dataset of distinct UTF-8 strings (e.g. the tag vocabulary)."""
+    h5py = _h5py()
+    ds = mg[key]
+    if not isinstance(ds, h5py.Dataset) or len(ds.shape) != 1:
+        raise ModelFileError(path, f"{where}: dataset {key!r} has shape {getattr(ds, 'shape', None)}, expected (k,)")
+    if h5py.check_string_dtype(ds.dtype) is None:
+        raise ModelFileError(path, f"{where}: dataset {key!r} does not hold strings")
+    out = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in ds[()].tolist()]
+    if len(set(out)) != len(out):
+        raise ModelFileError(path, f"{where}: dataset {key!r} holds duplicate strings")
+    return out
+
+
 def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
     """Read and validate one model group into a plain dict."""
     h5py = _h5py()
@@ -158,6 +172,7 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
         if len(set(vocab)) != len(vocab):
             raise ModelFileError(path, f"{where}: dataset 'vocabulary' holds duplicate symbols")
     info["vocabulary"] = vocab
+    info["tag_vocabulary"] = _read_strings(mg, path, where, "tag_vocabulary") if "tag_vocabulary" in mg else None
     info["config"] = migrate_config(kind, _read_group_attrs(mg, "config", path, where) or {})
     info["metrics"] = _read_group_attrs(mg, "metrics", path, where) or {}
     info["provenance"] = _read_group_attrs(mg, "provenance", path, where)
@@ -280,6 +295,7 @@ def _build_model(spath: str, info: dict):
             state[key] = a[key]
     model.set_arrays(state)
     model.vocabulary = info["vocabulary"]
+    model.tag_vocabulary = info.get("tag_vocabulary")
     model.metrics_ = info["metrics"]
     model.provenance_ = info["provenance"]
     model.provenance_test_ = info["provenance_test"]

@@ -124,6 +124,15 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
             raise ValueError(f"the vocabulary has {len(vocab)} symbols but the model has {m}")
         mg.create_dataset("vocabulary", data=np.array(vocab, dtype=object), dtype=h5py.string_dtype("utf-8"))
 
+    # The gold tag set of the training corpus (tagged corpora; issue 14): decode and
+    # evaluate name the tags a state is mapped to.
+    tags = getattr(model, "tag_vocabulary", None)
+    if tags is None and corpus is not None:
+        tags = getattr(corpus, "tag_vocabulary", None)
+    if tags is not None:
+        mg.create_dataset("tag_vocabulary", data=np.array([str(t) for t in tags], dtype=object),
+                          dtype=h5py.string_dtype("utf-8"))
+
     cg = mg.create_group("config", track_order=True)
     _write_attrs(cg, cfg)
 
@@ -234,7 +243,7 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         first unused ``k`` (so saving twice adds a second model).
     corpus : Corpus, optional
         Training data: its provenance and sizes are stored (and its vocabulary
-        when the model has none).
+        and tag vocabulary when the model has none).
     test_corpus : Corpus, optional
         Evaluation data: its provenance is stored as ``provenance_test``.
     metrics : dict, optional

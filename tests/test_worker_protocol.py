@@ -1,0 +1,187 @@
+"""Worker protocol faults (issue 13, item 5): malformed messages in both directions, a silent
+worker and a SIGSTOPped one.  Each ends that worker with a WorkerError naming the reason (or,
+after a cancel, ends the fit as cancelled) within seconds; the model keeps the last parameters
+received; the pool replaces the worker and closes promptly."""
+from __future__ import annotations
+
+import os
+import signal
+import struct
+import time
+
+import numpy as np
+import pytest
+
+from densehmm_core.events import CancelToken
+from densehmm_core.standard import StandardHMM
+from densehmm_core.synthetic import demo_dataset
+from densehmm_core.worker import (TrainingWorker, WorkerError, WorkerPool, decode_message, encode_message)
+
+
+@pytest.fixture(scope="module")
+def train():
+    return demo_dataset(seed=3)[0]
+
+
+def long_model():
+    return StandardHMM(5, n_iter=10 ** 6, tol=-np.inf, seed=1)
+
+
+# -------------------------------------------- fake workers (module level: spawn imports them)
+def _child_unknown_reply(ctrl, data, nice):  # pragma: no cover - runs in a child process
+    ctrl.recv_bytes()
+    data.send_bytes(encode_message({"op": "dance", "with": "me"}))
+    time.sleep(60)
+
+
+def _child_garbage_reply(ctrl, data, nice):  # pragma: no cover
+    ctrl.recv_bytes()
+    data.send_bytes(b"\x00\x01 not a message")
+    time.sleep(60)
+
+
+def _child_bad_event(ctrl, data, nice):  # pragma: no cover
+    ctrl.recv_bytes()
+    data.send_bytes(encode_message({"op": "event", "event": {"step": 1, "bogus": True}}))
+    time.sleep(60)
+
+
+def _child_silent(ctrl, data, nice):  # pragma: no cover
+    ctrl.recv_bytes()
+    time.sleep(60)
+
+
+@pytest.mark.parametrize("target,reason", [
+    (_child_unknown_reply, "unknown reply 'dance'"),
+    (_child_garbage_reply, "not a worker message"),
+    (_child_bad_event, "bad event"),
+])
+def test_a_malformed_reply_ends_the_worker_with_a_named_protocol_error(train, target, reason):
+    w = TrainingWorker(nice=0, _target=target)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(WorkerError, match=f"protocol error: malformed reply.*{reason}"):
+            list(w.iter_fit(long_model(), train))
+        assert not w.process.is_alive()  # killed at once, not left behind
+    finally:
+        w.close()
+    assert time.monotonic() - t0 < 20
+
+
+def test_a_silent_worker_is_noticed_and_killed(train):
+    w = TrainingWorker(nice=0, silence_timeout=1.0, _target=_child_silent)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(WorkerError, match="stopped answering: no message for"):
+            list(w.iter_fit(long_model(), train))
+        assert not w.process.is_alive()
+    finally:
+        w.close()
+    assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("bad", [b"garbage", encode_message({"op": "dance"}), encode_message({"op": "cancel"}),
+                                 encode_message([1, 2]), encode_message({"op": "fit", "job": 9, "kind": "x"})],
+                         ids=["garbage", "unknown-op", "cancel-without-job", "not-an-object", "bad-fit"])
+def test_a_malformed_control_message_ends_the_worker_and_close_returns(train, bad):
+    """Once, a bad control message killed the worker's reader thread: cancels were never read,
+    both pipes filled up after ~2,400 events and pool.close() never returned."""
+    pool = WorkerPool(max_idle=1)
+    model = long_model()
+    seen = []
+    try:
+        w = pool.acquire()
+        with pytest.raises(WorkerError, match="protocol error: the training process refused a message: "
+                                              "bad control message"):
+            for ev in pool.iter_fit_on(w, model, train, params_interval=0.0):
+                seen.append(ev)
+                if ev.step == 3:
+                    with w._send_lock:
+                        w._ctrl.send_bytes(bad)
+        assert seen and not w.process.is_alive()
+        # the model holds the last parameters the worker sent
+        np.testing.assert_array_equal(model.transmat_, seen[-1].params["transmat"])
+        np.testing.assert_array_equal(model.emissionprob_, seen[-1].params["emissionprob"])
+        # a new worker takes its place
+        again = StandardHMM(3, n_iter=2, tol=-np.inf, seed=0)
+        assert len(list(pool.iter_fit(again, train))) == 3
+    finally:
+        t0 = time.monotonic()
+        pool.close()
+        assert time.monotonic() - t0 < 5
+
+
+def test_a_stopped_worker_is_killed_after_cancel_and_the_model_keeps_what_it_received(train):
+    pool = WorkerPool(max_idle=1, cancel_timeout=1.0)
+    model = long_model()
+    token = CancelToken()
+    events = []
+    try:
+        w = pool.acquire()
+        sent = []
+        real_send = w._send
+        w._send = lambda msg, timeout=None: (sent.append(msg["op"]), real_send(msg, timeout))[1]
+        t0 = None
+        for ev in pool.iter_fit_on(w, model, train, cancel=token, params_interval=0.0):
+            events.append(ev)
+            if ev.step == 3 and t0 is None:
+                os.kill(w.process.pid, signal.SIGSTOP)
+                time.sleep(0.3)  # the events already in the pipe still arrive
+                token.cancel()
+                t0 = time.monotonic()
+        assert time.monotonic() - t0 < 4.0
+        assert events[-1].done and events[-1].reason == "cancelled" and model.stop_reason_ == "cancelled"
+        assert sent.count("cancel") == 1  # sent once, never repeated into a pipe nobody reads
+        assert not w.process.is_alive()
+        last = [e for e in events[:-1] if e.params][-1]
+        np.testing.assert_array_equal(model.transmat_, last.params["transmat"])
+        np.testing.assert_array_equal(model.startprob_, last.params["startprob"])
+        assert pool.n_processes == 0
+        again = StandardHMM(3, n_iter=2, tol=-np.inf, seed=0)
+        assert len(list(pool.iter_fit(again, train))) == 3  # replaced
+    finally:
+        t0 = time.monotonic()
+        pool.close()
+        assert time.monotonic() - t0 < 5
+
+
+def test_a_stopped_worker_without_cancel_ends_with_a_worker_error(train):
+    pool = WorkerPool(max_idle=1, silence_timeout=1.5)
+    model = long_model()
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(WorkerError, match=r"is stopped \(SIGSTOP\)"):
+            for ev in pool.iter_fit(model, train):
+                if ev.step == 2:
+                    os.kill(pool._busy[0].process.pid, signal.SIGSTOP)
+        assert model.transmat_ is not None  # the last parameters received
+        np.testing.assert_allclose(model.transmat_.sum(axis=1), 1.0)
+    finally:
+        pool.close()
+    assert time.monotonic() - t0 < 20
+
+
+def test_decoding_refuses_malformed_and_oversized_messages_quickly():
+    good = encode_message({"op": "event", "a": np.arange(6.0).reshape(2, 3)})
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        b = bytearray(good)
+        for _ in range(rng.integers(1, 4)):
+            b[rng.integers(0, len(b))] = rng.integers(0, 256)
+        try:
+            decode_message(bytes(b))
+        except ValueError:
+            pass
+    # an array header declaring 10^12 float64 values in a 200-byte message: refused, not allocated
+    i = good.index(b"(2, 3)")
+    bomb = good[:i] + b"(1000000, 1000000)" + good[i + 6:]
+    hlen = struct.unpack("<Q", good[4:12])[0]
+    assert decode_message(good)["a"].shape == (2, 3) and hlen > 0
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="declares"):
+        decode_message(bomb)
+    assert time.monotonic() - t0 < 1.0
+    for bad in (b"", b"DHW1", good[:20], good[:4] + struct.pack("<QI", 10 ** 12, 0) + good[16:],
+                b"DHW1" + struct.pack("<QI", 20, 0) + b'{"x": {"__nd__": 5}}'):
+        with pytest.raises(ValueError):
+            decode_message(bad)
