@@ -802,7 +802,16 @@ class MainWindow(QMainWindow):
             QMessageBox.information(self, "Compare", "Select two jobs with models (Ctrl+click) to compare them.")
             return
         try:
-            self.compare_view.set_models(a.name, a.model, b.name, b.model, _job_metrics(a), _job_metrics(b))
+            ma, mb = _job_metrics(a), _job_metrics(b)
+            ma["elapsed"], mb["elapsed"] = a.elapsed, b.elapsed  # the Jobs panel's time
+            same = isinstance(a.dataset, DataSet) and a.dataset is b.dataset
+            ds = a.dataset if isinstance(a.dataset, DataSet) else self.current_dataset
+            data, data_name = None, ""
+            if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
+                data = ds.test if ds.test is not None else ds.train
+                data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
+            self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
+                                         data=data, data_name=data_name, same_data=same)
         except Exception as exc:
             self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
             return

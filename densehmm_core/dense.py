@@ -28,6 +28,7 @@ and how the tests pin the M-step loss down.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, Iterator, Optional
 
 import numpy as np
@@ -57,10 +58,15 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     },
 }
 
-FIT_METHODS = ("cooc", "em")
+FIT_METHODS = ("cooc", "em", "cooc_em")
+#: Above this many symbols the co-occurrence fit uses the sparse loss (``sparse_cooc=None``).
+SPARSE_COOC_MIN_SYMBOLS = 1000
 #: The options a preset resolves (a ``None`` constructor argument takes the preset's value).
 PRESET_KEYS = ("lr", "lr_final", "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps",
                "loss", "restarts", "stationary_grad")
+#: Options of the co-occurrence fit only (a ``cooc_em`` fit's cooc phase takes these, and
+#: ``restarts``, from the arguments; its other settings from the preset).
+COOC_ONLY_KEYS = ("lr_final", "cooc_steps", "finish", "finish_steps", "loss", "stationary_grad")
 
 
 # ---------------------------------------------------------------- numpy helpers
@@ -192,8 +198,10 @@ class DenseHMM(BaseHMM):
         Cooc only: differentiate through the stationary distribution (``False``: treat it as
         a constant each step, as the paper's code did).
     device : str
-        ``"auto"``, ``"cpu"``, ``"gpu"`` or a TensorFlow device string
-        (:func:`densehmm_core.device.resolve_device`).  The one used is ``device_used_``.
+        ``"auto"``, ``"cpu"``, ``"gpu"`` or a TensorFlow device string such as ``"/GPU:1"``.
+        The TensorFlow steps run there (:func:`densehmm_core.device.resolve_device`; the one
+        used is ``device_used_``), and so does the E-step when ``engine`` is ``"auto"`` and
+        CuPy works on that GPU.  ``"cpu"`` never touches a GPU.
     snapshot_every : int, optional
         Put a parameter snapshot into the progress event every this many steps (cooc: Adam /
         L-BFGS steps, default 1000; em: EM iterations, default 1).  The last event always has one.
@@ -207,8 +215,18 @@ class DenseHMM(BaseHMM):
     jit : bool
         XLA-compile the Adam loops (cooc chunks and EM M-steps): 2-4x faster per step for
         small models, but the first fit of each model shape pays a compilation of a few seconds.
-    engine : str
-        Inference engine for the E-step and scoring.
+    engine : {"auto", "numpy", "cupy"}
+        Inference engine for the E-step and scoring (:func:`densehmm_core.engine.engine_for`):
+        ``"auto"`` = CuPy on ``device``'s GPU when CuPy works there, numpy otherwise.
+    symbol_features : str, optional
+        Name of a registered feature function (:mod:`densehmm_core.features`, e.g.
+        ``"orthographic"``): each symbol's embedding is its own vector plus the vectors of its
+        features (``feature_V``).  Needs the symbols' strings (fit on a Corpus, or set
+        ``vocabulary``).  ``None``: plain embeddings.
+    sparse_cooc : bool, optional
+        Co-occurrence fit on the observed pairs only (:mod:`densehmm_core.cooc_sparse`: no
+        ``m x m`` array; L-BFGS finish).  ``None``: when ``m > SPARSE_COOC_MIN_SYMBOLS`` (1000)
+        or with symbol features.
 
     Attributes
     ----------
@@ -221,6 +239,9 @@ class DenseHMM(BaseHMM):
     start_mode_ : {"embedding", "stationary"}
     history_ : list of dict
         One record per progress event.
+    features_ : SymbolFeatures or None
+        The symbol x feature incidence of the last fit with ``symbol_features`` (its
+        ``vocabulary`` is the feature vocabulary; ``embeddings_["feature_V"]`` the feature vectors).
     device_used_ : str
         The TensorFlow device of the last fit.
     """
@@ -232,13 +253,15 @@ class DenseHMM(BaseHMM):
                  fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",
                  lr: Optional[float] = None, lr_final: Optional[float] = None,
                  cooc_steps: Optional[int] = None, mstep_steps: Optional[int] = None,
-                 n_iter: Optional[int] = None, tol: Optional[float] = None, finish: Optional[str] = None,
+                 n_iter: Optional[int] = None,
+                 tol: Optional[float] = None, finish: Optional[str] = None,
                  finish_steps: Optional[int] = None,
                  loss: Optional[str] = None, restarts: Optional[int] = None,
                  stationary_grad: Optional[bool] = None, device: str = "auto",
                  snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: float = 1.0,
-                 param_limit: float = 1e4, jit: bool = False, engine: str = "numpy") -> None:
-        super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine)
+                 param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
+                 symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None) -> None:
+        super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
         if fit_method not in FIT_METHODS:
@@ -257,7 +280,6 @@ class DenseHMM(BaseHMM):
         if finish is not None and finish not in ("auto", "lm", "lbfgs", "none"):
             raise ValueError("finish must be 'auto', 'lm', 'lbfgs' or 'none'")
         self.stationary_grad = stationary_grad
-        self.device = device
         self.snapshot_every = snapshot_every
         self.chunk = int(chunk)
         if self.chunk < 1:
@@ -265,6 +287,14 @@ class DenseHMM(BaseHMM):
         self.init_scale = float(init_scale)
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
+        if symbol_features is not None:
+            from .features import FEATURE_FUNCTIONS
+            if symbol_features not in FEATURE_FUNCTIONS:
+                raise ValueError(f"unknown symbol_features {symbol_features!r}; registered: "
+                                 f"{sorted(FEATURE_FUNCTIONS)}")
+        self.symbol_features = symbol_features
+        self.sparse_cooc = None if sparse_cooc is None else bool(sparse_cooc)
+        self.features_ = None
         self._embeddings: Optional[dict] = None
         self.start_mode_ = "embedding"
         self.device_used_: Optional[str] = None
@@ -275,10 +305,15 @@ class DenseHMM(BaseHMM):
     def hyper(self, method: Optional[str] = None) -> dict:
         """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
         method = method or self.fit_method
+        # cooc_em: the shared arguments (lr, tol) set the EM phase; its cooc phase takes the
+        # cooc-only arguments and restarts, the rest from the preset
+        cooc_phase = self.fit_method == "cooc_em" and method == "cooc"
+        if method == "cooc_em":
+            method = "em"
         base = dict(PRESETS[self.preset][method])
         for key in PRESET_KEYS:
             val = getattr(self, key)
-            if val is not None and key in base:
+            if val is not None and key in base and (not cooc_phase or key in COOC_ONLY_KEYS + ("restarts",)):
                 base[key] = val
         if method == "cooc":
             base["snapshot_every"] = self.snapshot_every or 1000
@@ -289,7 +324,7 @@ class DenseHMM(BaseHMM):
     def get_config(self) -> dict:
         """The constructor's keyword arguments, with the options left at ``None`` resolved from the
         preset for ``fit_method`` (so a model file records the settings used); ``DenseHMM(**cfg)``
-        rebuilds an equal, unfitted estimator.  Options of the other fit method stay ``None``."""
+        rebuilds an equal, unfitted estimator.  Options of another fit method stay as given."""
         cfg = super().get_config()
         h = self.hyper()
         for key in PRESET_KEYS + ("snapshot_every",):
@@ -302,7 +337,8 @@ class DenseHMM(BaseHMM):
         """Free parameters of the embeddings: ``l (3n + m + 1)``."""
         if self.n_symbols is None:
             raise RuntimeError("n_symbols is unknown until the model is fitted or given n_symbols")
-        return self.dim * (3 * self.n_states + self.n_symbols + 1)
+        n_feat = 0 if self.features_ is None else self.features_.n_features
+        return self.dim * (3 * self.n_states + self.n_symbols + 1 + n_feat)
 
     # ---------------------------------------------------------- embeddings
     @property
@@ -337,6 +373,11 @@ class DenseHMM(BaseHMM):
         if self.n_symbols is not None and m != self.n_symbols:
             raise ValueError(f"V has {m} rows but the model has n_symbols={self.n_symbols}")
         self.n_symbols = m
+        if "feature_V" in emb and emb["feature_V"] is not None:
+            fv = np.array(emb["feature_V"], dtype=np.float64)
+            if fv.ndim != 2 or fv.shape[1] != l or not np.all(np.isfinite(fv)):
+                raise ValueError(f"embedding feature_V must be a finite (n_features, {l}) array")
+            arrs["feature_V"] = fv
         if start_mode is not None:
             if start_mode not in ("embedding", "stationary"):
                 raise ValueError("start_mode must be 'embedding' or 'stationary'")
@@ -352,7 +393,7 @@ class DenseHMM(BaseHMM):
         return out
 
     def _set_param_arrays(self, params: Dict[str, Any]) -> None:
-        emb = {k: params.pop(k) for k in EMBEDDING_NAMES if k in params}
+        emb = {k: params.pop(k) for k in EMBEDDING_NAMES + ("feature_V",) if k in params}
         if emb:
             self.set_embeddings(emb)
         super()._set_param_arrays(params)
@@ -392,9 +433,10 @@ class DenseHMM(BaseHMM):
     def _rng(self, restart: int) -> np.random.Generator:
         return np.random.default_rng([int(self.seed_used_), int(restart)])
 
-    def _prepare_fit(self, restarts: Optional[int], init: bool):
-        """Seed and device of this fit; returns ``(dense_tf module, hyper-parameters, number of
-        runs, parameter layout)`` (one run when continuing from the current embeddings)."""
+    def _prepare_fit(self, restarts: Optional[int], init: bool, method: Optional[str] = None):
+        """Seed and device of this fit; returns ``(dense_tf module, hyper-parameters of ``method``,
+        number of runs, parameter layout)`` (one run when continuing from the current embeddings).
+        With ``symbol_features`` the layout is a :class:`~densehmm_core.words_tf.FeatureLayout`."""
         from .device import resolve_device
         from . import dense_tf
         if self.seed is None:
@@ -402,12 +444,48 @@ class DenseHMM(BaseHMM):
         else:
             self.seed_used_ = int(self.seed)
         self.device_used_ = resolve_device(self.device)
-        h = self.hyper()
+        h = self.hyper(method)
         nr = int(h["restarts"] if restarts is None else restarts)
         if nr < 1:
             raise ValueError("restarts must be >= 1")
-        layout = dense_tf.Layout(self.n_states, self.n_symbols, self.dim)
+        if self.symbol_features is not None:
+            from .words_tf import FeatureLayout
+            layout = FeatureLayout(self.n_states, self.n_symbols, self.dim, self._build_features())
+        else:
+            layout = dense_tf.Layout(self.n_states, self.n_symbols, self.dim)
         return dense_tf, h, (nr if init else 1), layout
+
+    def _build_features(self):
+        """The symbol x feature incidence of ``vocabulary`` (kept in ``features_``)."""
+        from .features import build_features
+        vocab = self.vocabulary
+        if vocab is None or len(vocab) != self.n_symbols:
+            raise ValueError(f"symbol_features={self.symbol_features!r} needs the symbols' strings: fit on a "
+                             f"Corpus or set model.vocabulary (one string per symbol, {self.n_symbols})")
+        f = self.features_
+        if f is None or f.name != self.symbol_features or f.n_symbols != len(vocab):
+            f = build_features(vocab, self.symbol_features)
+        self.features_ = f
+        fv = None if self._embeddings is None else self._embeddings.get("feature_V")
+        if fv is not None and fv.shape[0] != f.n_features:
+            raise ValueError(f"the model's feature_V has {fv.shape[0]} rows but {f.n_features} features")
+        return f
+
+    def _use_sparse_cooc(self) -> bool:
+        if self.sparse_cooc is not None:
+            return self.sparse_cooc
+        return self.symbol_features is not None or self.n_symbols > SPARSE_COOC_MIN_SYMBOLS
+
+    def _graph(self, layout, target=None):
+        """The training graph: :class:`~densehmm_core.words_tf.WordGraph` with features or a
+        sparse target (a ``PairCounts``), else today's dense graph."""
+        from .cooc_sparse import PairCounts
+        from . import words_tf
+        if isinstance(target, PairCounts) or getattr(layout, "n_feat", 0):
+            if target is not None and not isinstance(target, PairCounts):
+                target = PairCounts.from_dense(target)
+            return words_tf.WordGraph(layout, target)
+        return words_tf.DenseGraph(layout, target)
 
     def fit_cooc(self, omega: np.ndarray, *, init: bool = True, callback=None,
                  cancel: Optional[CancelToken] = None, restarts: Optional[int] = None) -> "DenseHMM":
@@ -424,14 +502,21 @@ class DenseHMM(BaseHMM):
     def iter_fit_cooc(self, omega: np.ndarray, *, init: bool = True,
                       cancel: Optional[CancelToken] = None,
                       restarts: Optional[int] = None) -> Iterator[ProgressEvent]:
-        """Generator version of :meth:`fit_cooc` (records ``history_`` like :meth:`iter_fit`)."""
-        om = np.asarray(omega, dtype=np.float64)
-        if om.ndim != 2 or om.shape[0] != om.shape[1]:
-            raise ValueError(f"omega must be a square (m, m) matrix, got shape {om.shape}")
-        if self.n_symbols is not None and om.shape[0] != self.n_symbols:
-            raise ValueError(f"omega is {om.shape[0]}x{om.shape[0]} but the model has "
+        """Generator version of :meth:`fit_cooc` (records ``history_`` like :meth:`iter_fit`).
+
+        ``omega`` may also be a sparse :class:`~densehmm_core.cooc_sparse.PairCounts`."""
+        from .cooc_sparse import PairCounts
+        if isinstance(omega, PairCounts):
+            om, size = omega, omega.m
+        else:
+            om = np.asarray(omega, dtype=np.float64)
+            if om.ndim != 2 or om.shape[0] != om.shape[1]:
+                raise ValueError(f"omega must be a square (m, m) matrix, got shape {om.shape}")
+            size = om.shape[0]
+        if self.n_symbols is not None and size != self.n_symbols:
+            raise ValueError(f"omega is {size}x{size} but the model has "
                              f"n_symbols={self.n_symbols}")
-        self.n_symbols = om.shape[0]
+        self.n_symbols = size
         self.history_ = [] if init else list(self.history_)
         for ev in self._iter_cooc(om, init=init, eval_seqs=None, cancel=cancel, restarts=restarts):
             self.record_event(ev)
@@ -441,13 +526,40 @@ class DenseHMM(BaseHMM):
                   **kw) -> Iterator[ProgressEvent]:
         if kw:
             raise TypeError(f"unexpected fit options {sorted(kw)}")
+        if self.fit_method in ("cooc", "cooc_em"):
+            if self._use_sparse_cooc():
+                from .cooc_sparse import pair_counts
+                omega = pair_counts(seqs, self.n_symbols)
+            else:
+                omega = _empirical_omega(seqs, self.n_symbols)
         if self.fit_method == "cooc":
-            omega = _empirical_omega(seqs, self.n_symbols)
             yield from self._iter_cooc(omega, init=init, eval_seqs=eval_seqs, cancel=cancel,
                                        restarts=restarts)
+        elif self.fit_method == "cooc_em":
+            yield from self._iter_cooc_em(seqs, omega, init=init, eval_seqs=eval_seqs, cancel=cancel,
+                                          restarts=restarts)
         else:
             yield from self._iter_em(seqs, init=init, eval_seqs=eval_seqs, cancel=cancel,
                                      restarts=restarts)
+
+    def _iter_cooc_em(self, seqs, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
+        """"cooc then EM": the co-occurrence fit (its preset settings, ``restarts`` runs, the
+        lowest loss kept), then EM (this model's settings) started from its embeddings, with
+        ``z_start`` chosen so that ``softmax(U z_start)`` is closest to the stationary ``pi``."""
+        cancelled = False
+        for ev in self._iter_cooc(omega, init=init, eval_seqs=None, cancel=cancel, restarts=restarts):
+            if ev.done:
+                cancelled = ev.reason == "cancelled"
+                ev = dataclasses.replace(ev, done=cancelled, reason=ev.reason if cancelled else "")
+            yield ev
+        if cancelled:
+            return
+        emb = self._embeddings
+        logpi = np.log(np.maximum(self.startprob_, 1e-300))
+        emb["z_start"] = np.linalg.lstsq(emb["U"], logpi - logpi.mean(), rcond=None)[0]
+        self.start_mode_ = "embedding"
+        self.set_embeddings(emb)
+        yield from self._iter_em(seqs, init=False, eval_seqs=eval_seqs, cancel=cancel, restarts=1)
 
     def _start_theta(self, layout, restart: int, init: bool) -> np.ndarray:
         if not init and self._embeddings is not None and restart == 0:
@@ -459,13 +571,22 @@ class DenseHMM(BaseHMM):
 
     # ......................................................... cooc scheme
     def _iter_cooc(self, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
-        if not np.all(np.isfinite(omega)) or np.any(omega < 0) or omega.sum() <= 0:
-            raise ValueError("omega must be finite, non-negative and not all zero")
-        omega = omega / omega.sum()
-        tfm, h, nr, layout = self._prepare_fit(restarts, init)
+        from .cooc_sparse import PairCounts, sparse_mad
+        tfm, h, nr, layout = self._prepare_fit(restarts, init, "cooc")
+        sparse = isinstance(omega, PairCounts) or self.sparse_cooc or getattr(layout, "n_feat", 0) > 0
+        if sparse:
+            if not isinstance(omega, PairCounts):
+                omega = PairCounts.from_dense(omega)
+            sq_norm = omega.sq_norm
+        else:
+            if not np.all(np.isfinite(omega)) or np.any(omega < 0) or omega.sum() <= 0:
+                raise ValueError("omega must be finite, non-negative and not all zero")
+            omega = omega / omega.sum()
+            sq_norm = float(np.sum(omega * omega))
         tf = tfm.tf
         n, m, l = self.n_states, self.n_symbols, self.dim
-        scale = 1.0 / float(np.sum(omega * omega)) if h["loss"] == "normalized" else 1.0
+        graph = self._graph(layout, omega)
+        scale = 1.0 / sq_norm if h["loss"] == "normalized" else 1.0
         steps, finish_steps, finish = int(h["cooc_steps"]), int(h["finish_steps"]), h["finish"]
         if steps < 0 or finish_steps < 0:
             raise ValueError("cooc_steps and finish_steps must be >= 0")
@@ -477,11 +598,10 @@ class DenseHMM(BaseHMM):
         self.restart_losses_ = []
         gstep = 0
         with tf.device(self.device_used_):
-            om_t = tf.constant(omega, tfm.DT)
             for r in range(nr):
                 theta = tf.constant(self._start_theta(layout, r, init), tfm.DT)
                 state = tfm.AdamState.zeros(layout.size)
-                loss, mad, _, _ = tfm.cooc_eval(theta, om_t, scale, n, m, l)
+                loss, mad = graph.cooc_eval(theta, scale)
                 if not np.isfinite(loss):
                     raise TrainingDiverged("co-occurrence loss is not finite at the initial embeddings")
                 last_snap = gstep
@@ -493,9 +613,9 @@ class DenseHMM(BaseHMM):
                 while done_steps < steps:
                     k = min(self.chunk, steps - done_steps)
                     prev = loss
-                    theta_new, state, kd, status, good, loss, mad = tfm.adam_cooc(
+                    theta_new, state, kd, status, good, loss, mad = graph.adam_cooc(
                         theta, state, k, h["lr"], h["lr_final"], done_steps, steps,
-                        self.param_limit, om_t, scale, n, m, l, h["stationary_grad"], self.jit)
+                        self.param_limit, scale, h["stationary_grad"], self.jit)
                     if status != tfm.STATUS_OK or not np.isfinite(loss):
                         keep = good if status == tfm.STATUS_NONFINITE else (
                             theta_new if np.isfinite(loss) else theta)
@@ -517,12 +637,12 @@ class DenseHMM(BaseHMM):
                     if converged:
                         break
                 if not cancelled and finish_steps > 0 and finish != "none":
-                    if finish == "lm" or (finish == "auto" and m * m * layout.size <= 4_000_000):
+                    if not sparse and (finish == "lm" or (finish == "auto" and m * m * layout.size <= 4_000_000)):
                         from ._cooc_np import levenberg_marquardt
                         finisher, opt = levenberg_marquardt(theta.numpy(), omega, n, m, l, finish_steps), "lm"
                     else:
                         def fg(x):
-                            return tfm.cooc_value_and_grad(x, om_t, scale, n, m, l)
+                            return graph.cooc_value_and_grad(x, scale)
                         finisher, opt = _lbfgs(fg, theta.numpy(), finish_steps), "lbfgs"
                     x_prev = theta.numpy()
                     it_prev = 0
@@ -539,7 +659,7 @@ class DenseHMM(BaseHMM):
                             if cancel is not None and cancel.cancelled:
                                 cancelled = True
                                 break
-                            loss, mad, _, _ = tfm.cooc_eval(x, om_t, scale, n, m, l)
+                            loss, mad = graph.cooc_eval(x, scale)
                             params = None
                             if gstep - last_snap >= snap_every:
                                 params, last_snap = self._snapshot(x, layout), gstep
@@ -547,7 +667,7 @@ class DenseHMM(BaseHMM):
                                                 metrics=dict(base_metrics, mad=mad, optimizer=opt),
                                                 params=params, elapsed=clock.elapsed)
                     theta = tf.constant(x_prev, tfm.DT)
-                loss, mad, _, _ = tfm.cooc_eval(theta, om_t, scale, n, m, l)
+                loss, mad = graph.cooc_eval(theta, scale)
                 self.restart_losses_.append(loss)
                 if best is None or loss < best[0]:
                     best = (loss, theta.numpy())
@@ -559,7 +679,10 @@ class DenseHMM(BaseHMM):
                 reason = "max_steps" if gstep >= total else "converged"
         self._adopt(best[1], layout, stationary=True)
         loss = best[0]
-        mad = float(np.mean(np.abs(self.model_omega() - omega)))
+        if sparse:
+            mad = sparse_mad(None, self.transmat_, self.emissionprob_, omega)
+        else:
+            mad = float(np.mean(np.abs(self.model_omega() - omega)))
         test_ll = None
         if eval_seqs is not None:
             test_ll = float(np.sum(self._engine().loglik(self.startprob_, self.transmat_,
@@ -592,9 +715,11 @@ class DenseHMM(BaseHMM):
 
     # ........................................................... EM scheme
     def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
+        from .cooc_sparse import pair_counts, sparse_mad
         tfm, h, nr, layout = self._prepare_fit(restarts, init)
         tf = tfm.tf
         n, m, l = self.n_states, self.n_symbols, self.dim
+        graph = self._graph(layout)
         eng = self._engine()
         data = eng.prepare(seqs, n_states=n) if hasattr(eng, "prepare") else seqs
         edata = None
@@ -602,7 +727,8 @@ class DenseHMM(BaseHMM):
             edata = eng.prepare(eval_seqs, n_states=n) if hasattr(eng, "prepare") else eval_seqs
         ntok = float(n_tokens(seqs))
         etok = float(n_tokens(eval_seqs)) if eval_seqs is not None else 1.0
-        omega_emp = _empirical_omega(seqs, m) if any(len(s) > 1 for s in seqs) else None
+        # the training data's co-occurrence, sparse: the MAD below is exact at O(nnz n + n^2 m)
+        omega_emp = pair_counts(seqs, m) if any(len(s) > 1 for s in seqs) else None
         em_iter, steps, lr, tol = int(h["n_iter"]), int(h["mstep_steps"]), float(h["lr"]), float(h["tol"])
         if em_iter < 1 or steps < 1:
             raise ValueError("n_iter and mstep_steps must be >= 1")
@@ -620,7 +746,7 @@ class DenseHMM(BaseHMM):
             ll = float(np.sum(st.loglik))
             metrics = {}
             if omega_emp is not None:
-                metrics["mad"] = float(np.mean(np.abs(self.model_omega() - omega_emp)))
+                metrics["mad"] = sparse_mad(None, self.transmat_, self.emissionprob_, omega_emp)
             tll = None
             if edata is not None:
                 tll = float(np.sum(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, edata)))
@@ -635,15 +761,17 @@ class DenseHMM(BaseHMM):
                 if not np.isfinite(ll):
                     raise TrainingDiverged("the initial model gives the training data zero likelihood")
                 base = {"restart": r, "restarts": nr}
-                yield ProgressEvent(step=gstep, total=total, phase="em", loss=-ll / ntok, train_ll=ll,
+                # loss: the M-step objective -Q per token, which exists only after an E-step; the
+                # initial model has its NLL (train_nll) and no loss (it is not comparable with -Q)
+                yield ProgressEvent(step=gstep, total=total, phase="em", loss=None, train_ll=ll,
                                     test_ll=tll, metrics=dict(base, train_nll=-ll / ntok, **met),
                                     params=self._snapshot(), elapsed=clock.elapsed)
                 run_reason, cancelled = "max_steps", False
                 for it in range(1, em_iter + 1):
                     th_t = tf.constant(theta, tfm.DT)
-                    th_new, state, kd, status, good, mloss = tfm.adam_mstep(
+                    th_new, state, kd, status, good, mloss = graph.adam_mstep(
                         th_t, state, steps, lr, self.param_limit, st.start, st.trans, st.emit,
-                        ntok, n, m, l, self.jit)
+                        ntok, self.jit)
                     if status != tfm.STATUS_OK or not np.isfinite(mloss):
                         self._adopt(theta, layout, stationary=False)
                         raise TrainingDiverged(self._diverged_msg(status, gstep + 1, "EM M-step"))

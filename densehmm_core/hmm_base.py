@@ -53,13 +53,14 @@ class BaseHMM:
     fitted_attrs: Tuple[str, ...] = ("stop_reason_",)
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, seed: Optional[int] = None,
-                 engine: str = "numpy") -> None:
+                 engine: str = "auto", device: str = "auto") -> None:
         if int(n_states) < 1:
             raise ValueError("n_states must be >= 1")
         self.n_states = int(n_states)
         self.n_symbols = None if n_symbols is None else int(n_symbols)
         self.seed = seed
         self.engine = engine
+        self.device = device
         self.startprob_: Optional[np.ndarray] = None
         self.transmat_: Optional[np.ndarray] = None
         self.emissionprob_: Optional[np.ndarray] = None
@@ -69,9 +70,9 @@ class BaseHMM:
 
     # ------------------------------------------------------------------ data
     def _engine(self):
-        from .engine import get_engine
-        name = self.engine if self.engine in ("numpy",) else "numpy"
-        return get_engine(name)
+        """The inference engine of ``engine`` on ``device`` (:func:`densehmm_core.engine.engine_for`)."""
+        from .engine import engine_for
+        return engine_for(self.engine, self.device)
 
     def _resolve_n_symbols(self, data: Any, lengths=None) -> None:
         if self.n_symbols is None:

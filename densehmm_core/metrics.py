@@ -3,7 +3,8 @@
 The co-occurrence matrices themselves (empirical and analytic Omega) are maths, in
 :mod:`densehmm_core.maths` (``empirical_cooc``, ``analytic_cooc``).
 
-* :func:`cooc_mad` — mean absolute difference of two m x m matrices (the paper's MAD).
+* :func:`cooc_mad` — mean absolute difference of two m x m matrices (the paper's MAD);
+  :func:`cooc_mad_large` — the same MAD of data and model without any m x m array.
 * :func:`normalized_nll` — total negative log-likelihood / number of tokens.
 * :func:`paper_nll` — the paper's variant: total NLL / (n_sequences x longest length).
 * :func:`tagging_scores` — hidden states against gold tags: many-to-one (M-1) and
@@ -17,7 +18,8 @@ import numpy as np
 
 from .sequences import as_sequences, n_tokens
 
-__all__ = ["cooc_mad", "normalized_nll", "paper_nll", "total_loglik", "tagging_scores"]
+__all__ = ["cooc_mad", "normalized_nll", "paper_nll", "total_loglik", "tagging_scores", "cooc_mad_large",
+           "align_states"]
 
 
 def cooc_mad(a, b) -> float:
@@ -27,6 +29,30 @@ def cooc_mad(a, b) -> float:
     if a.shape != b.shape:
         raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
     return float(np.mean(np.abs(a - b)))
+
+
+def cooc_mad_large(seqs: Any, n_symbols: int, startprob: Optional[np.ndarray], transmat,
+                   emissionprob, lengths=None) -> float:
+    """The same value as ``cooc_mad(empirical_cooc(seqs, m), analytic_cooc(startprob, A, B))``
+    without any m x m array: for vocabularies of words.
+
+    Only the observed adjacent pairs are non-zero in the empirical matrix and the model's
+    matrix is non-negative, so the MAD over all ``m^2`` entries follows from the observed pairs
+    (:func:`densehmm_core.cooc_sparse.sparse_mad`).  Cost O(nnz n + m n^2) time, O(nnz + m n)
+    memory.  ``startprob=None`` uses the stationary distribution.
+
+    Raises ``ValueError`` when there is no adjacent pair.
+    """
+    from .cooc_sparse import pair_counts, sparse_mad
+    m = int(n_symbols)
+    seqs = as_sequences(seqs, lengths, n_symbols=m)
+    pi = None if startprob is None else np.asarray(startprob, dtype=np.float64)
+    try:
+        pc = pair_counts(seqs, m)
+    except ValueError:
+        raise ValueError("no adjacent symbol pairs: every sequence has length 1") from None
+    return float(sparse_mad(pi, np.asarray(transmat, dtype=np.float64), np.asarray(emissionprob, dtype=np.float64),
+                            pc))
 
 
 def total_loglik(model_or_loglik: Any, seqs) -> float:
@@ -69,6 +95,29 @@ def _flat_labels(x, what: str) -> np.ndarray:
     return a.astype(np.int64, copy=False)
 
 
+def _entropy(counts: np.ndarray) -> float:
+    c = counts[counts > 0].astype(np.float64)
+    p = c / c.sum()
+    return float(-(p * np.log(p)).sum())
+
+
+def _v_measure(C: np.ndarray) -> float:
+    """V-measure (beta = 1) of a (clusters x classes) contingency table, as scikit-learn defines it:
+    homogeneity = I(C; K) / H(C) (1 when H(C) = 0), completeness = I(C; K) / H(K) (1 when
+    H(K) = 0), V = 2 h c / (h + c) (0 when h + c = 0)."""
+    C = np.asarray(C, dtype=np.float64)
+    n = C.sum()
+    pk, pc = C.sum(axis=1), C.sum(axis=0)
+    h_c, h_k = _entropy(pc), _entropy(pk)
+    i, j = np.nonzero(C)
+    c = C[i, j]
+    mi = float(np.sum(c / n * (np.log(c) + np.log(n) - np.log(pk[i]) - np.log(pc[j]))))
+    mi = max(mi, 0.0)
+    h = mi / h_c if h_c else 1.0
+    comp = mi / h_k if h_k else 1.0
+    return 0.0 if h + comp == 0 else 2.0 * h * comp / (h + comp)
+
+
 def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
                    n_tags: Optional[int] = None) -> dict:
     """Score hidden-state sequences against gold tags (unsupervised part-of-speech induction).
@@ -91,7 +140,10 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
         ``one_to_one``: accuracy under the best one-to-one state-to-tag assignment
         (Hungarian algorithm, :func:`scipy.optimize.linear_sum_assignment`; with more
         states than tags the extra states count as wrong);
-        ``v_measure``: :func:`sklearn.metrics.v_measure_score` (gold, predicted);
+        ``v_measure``: the V-measure of Rosenberg & Hirschberg (2007), the harmonic mean of
+        homogeneity and completeness, computed from the contingency table; equal to
+        :func:`sklearn.metrics.v_measure_score` (gold, predicted) (tested against it; not
+        called, because importing ``sklearn.metrics`` costs seconds);
         ``mapping``: int array (n_states,), the M-1 tag of each state (ties: the lowest
         tag index; -1 for a state that labels no token);
         ``one_to_one_mapping``: int array (n_states,), the 1-1 tag of each state (-1: none);
@@ -104,7 +156,6 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
         Lengths differ, or no token has a gold tag.
     """
     from scipy.optimize import linear_sum_assignment
-    from sklearn.metrics import v_measure_score
 
     p = _flat_labels(pred_states, "pred_states")
     g = _flat_labels(gold_tags, "gold_tags")
@@ -129,5 +180,40 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
     one = np.full(n, -1, dtype=np.int64)
     one[rows] = cols
     o2o = float(C[rows, cols].sum()) / total
-    return {"m1": m1, "one_to_one": o2o, "v_measure": float(v_measure_score(g, p)), "mapping": mapping,
+    return {"m1": m1, "one_to_one": o2o, "v_measure": _v_measure(C), "mapping": mapping,
             "one_to_one_mapping": one, "contingency": C, "n_tokens": total}
+
+
+def align_states(emission_ref, emission_other) -> np.ndarray:
+    """Match the states of one HMM to those of another by their emission distributions.
+
+    An HMM's states are identified only up to a permutation; before two models' matrices are
+    compared entry by entry, the states of ``other`` are put in the order of ``ref``.  The
+    permutation minimises the summed total-variation distance
+    ``0.5 * sum_k |B_ref[i, k] - B_other[perm[i], k]|`` over the states (Hungarian algorithm,
+    :func:`scipy.optimize.linear_sum_assignment`).
+
+    Parameters
+    ----------
+    emission_ref, emission_other : array_like (n, m)
+        Emission matrices of the two models (same n and m).
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        ``perm`` such that state ``perm[i]`` of ``other`` is matched to state ``i`` of ``ref``:
+        ``startprob_other[perm]``, ``transmat_other[np.ix_(perm, perm)]`` and
+        ``emission_other[perm]`` are ``other`` in ``ref``'s state order.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    a = np.asarray(emission_ref, dtype=np.float64)
+    b = np.asarray(emission_other, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(f"emission matrices must have the same shape (n, m); got {a.shape} and {b.shape}")
+    cost = 0.5 * np.abs(a[:, None, :] - b[None, :, :]).sum(axis=2) if a.shape[1] <= 4096 else \
+        np.stack([0.5 * np.abs(a[i][None, :] - b).sum(axis=1) for i in range(a.shape[0])])
+    rows, cols = linear_sum_assignment(cost)
+    perm = np.empty(a.shape[0], dtype=np.int64)
+    perm[rows] = cols
+    return perm

@@ -12,7 +12,11 @@ from .sequences import n_tokens
 
 __all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
 
-ENGINES = ("numpy", "hmmlearn")
+ENGINES = ("auto", "numpy", "cupy", "hmmlearn")
+#: The co-occurrence MAD (``mean |Omega_data - B^T diag(pi) A B|``, pi stationary) is reported in
+#: every Baum-Welch event, like the DenseHMM's, up to this many symbols; above it the O(m^2)
+#: matrices are not formed and events carry ``metrics["mad_skipped"]`` instead.
+MAD_MAX_SYMBOLS = 2000
 
 
 def n_parameters_standard(n: int, m: int) -> int:
@@ -63,11 +67,16 @@ class StandardHMM(BaseHMM):
         Seed of the initialisation: ``startprob`` and every row of ``transmat`` and
         ``emissionprob`` are drawn from a flat Dirichlet(1) (uniform on the simplex)
         with ``numpy.random.default_rng(seed)``, in that order.  Same seed, same model.
-    engine : {"numpy", "hmmlearn"}
-        ``"numpy"``: our batched scaled forward-backward (:mod:`densehmm_core.engine`).
+    engine : {"auto", "numpy", "cupy", "hmmlearn"}
+        ``"numpy"``: our batched scaled forward-backward (:mod:`densehmm_core.engine`);
+        ``"cupy"``: the same on a GPU (``device``); ``"auto"``: CuPy when ``device`` is a
+        GPU (or ``"auto"``) and CuPy works there, numpy otherwise.
         ``"hmmlearn"``: every Baum-Welch iteration is delegated to
         ``hmmlearn.hmm.CategoricalHMM(implementation="scaling", init_params="")``
         started from our current parameters (scoring/decoding still use numpy).
+    device : str
+        Where the E-step runs with ``engine="auto"`` or ``"cupy"``: ``"auto"``, ``"cpu"``
+        (never touches a GPU), ``"gpu"`` or ``"/GPU:1"`` (:func:`densehmm_core.device.parse_device`).
     snapshot_every : int
         A parameter snapshot is attached to every ``snapshot_every``-th event (and
         always to the last one).
@@ -88,11 +97,11 @@ class StandardHMM(BaseHMM):
     kind = "standard"
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
-                 tol: float = 1e-4, seed: Optional[int] = None, engine: str = "numpy",
-                 snapshot_every: int = 1) -> None:
+                 tol: float = 1e-4, seed: Optional[int] = None, engine: str = "auto",
+                 snapshot_every: int = 1, device: str = "auto") -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
-        super().__init__(n_states, n_symbols, seed, engine)
+        super().__init__(n_states, n_symbols, seed, engine, device)
         if int(n_iter) < 0:
             raise ValueError("n_iter must be >= 0")
         self.n_iter = int(n_iter)
@@ -141,8 +150,7 @@ class StandardHMM(BaseHMM):
         sw = Stopwatch()
         tokens = n_tokens(seqs)
         n = self.n_states
-        from .engine import get_engine
-        eng = get_engine("numpy")
+        eng = self._engine()
         data = eng.prepare(seqs, n)
         edata = None if eval_seqs is None else eng.prepare(eval_seqs, n)
         e_tokens = None if eval_seqs is None else n_tokens(eval_seqs)
@@ -150,6 +158,13 @@ class StandardHMM(BaseHMM):
         if hmm is not None:
             X = np.concatenate(seqs)[:, None]
             lengths = np.array([len(s) for s in seqs])
+
+        from .maths import analytic_cooc, empirical_cooc
+        from .metrics import cooc_mad
+        m = self.emissionprob_.shape[1]
+        omega_emp = None
+        if m <= MAD_MAX_SYMBOLS and any(len(s) > 1 for s in seqs):
+            omega_emp = empirical_cooc(seqs, m)
 
         prev_ll = None
         for it in range(self.n_iter + 1):
@@ -191,6 +206,10 @@ class StandardHMM(BaseHMM):
                 metrics["test_nll"] = -test_ll / e_tokens
             if prev_ll is not None:
                 metrics["delta_ll"] = ll - prev_ll
+            if omega_emp is not None:
+                metrics["mad"] = cooc_mad(omega_emp, analytic_cooc(None, self.transmat_, self.emissionprob_))
+            elif m > MAD_MAX_SYMBOLS:
+                metrics["mad_skipped"] = f"m = {m} > {MAD_MAX_SYMBOLS} symbols: the m x m co-occurrence is not formed"
             converged = prev_ll is not None and (ll - prev_ll) < self.tol
             done = converged or last
             yield ProgressEvent(
@@ -210,6 +229,12 @@ class StandardHMM(BaseHMM):
                     "keeps its last finite parameters")
             self.startprob_, self.transmat_, self.emissionprob_ = start, A, B
             prev_ll = ll
+
+    def _engine(self):
+        if self.engine == "hmmlearn":      # hmmlearn fits; our numpy engine scores and decodes
+            from .engine import get_engine
+            return get_engine("numpy")
+        return super()._engine()
 
     def _hmmlearn_model(self):
         import logging

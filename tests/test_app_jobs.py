@@ -180,8 +180,14 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
     tokens = sum(len(s) for s in window.current_dataset.test)
     assert res[0]["normalized_nll"] == pytest.approx(-a.model.score(window.current_dataset.test) / tokens,
                                                      rel=1e-12)
-    # compare the two loaded models
+    # compare the two loaded models: both scored on the current data set's test split (the same
+    # NLL per token as Score on data), with the Jobs panel's elapsed time
     window.compare_jobs(loaded[0], loaded[1])
+    from app.views.common import fmt_compact
+    rows = window.compare_view.table_rows()
+    nll_row = [k for k in rows if k.startswith("NLL / token on")]
+    assert len(nll_row) == 1 and rows[nll_row[0]][0] == fmt_compact(res[0]["normalized_nll"])
+    assert rows["time (s)"][:2] == [fmt_compact(loaded[0].elapsed), fmt_compact(loaded[1].elapsed)]
 
 
 def test_closing_with_running_jobs_exits_cleanly(window, qtbot, dialogs):

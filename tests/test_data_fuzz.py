@@ -27,7 +27,7 @@ READERS = {
 }
 # Option sets drawn per input, so that the options' code paths are fuzzed too.
 _TOKEN_OPTIONS = [{}, {"observe": "words"}, {"observe": "words", "max_vocab": 3, "lowercase": True},
-                  {"max_vocab": 2}]
+                  {"max_vocab": 2}, {"observe": "words", "lowercase": True, "min_count": 2, "rare": "shape"}]
 OPTIONS = {
     "fasta": [{}, {"mol": "all"}, {"mol": "na", "uppercase": False}, {"alphabet": "protein"},
               {"alphabet": "dna", "nucleotide": "dna"}, {"strip_stop": False, "keep_names": False},
@@ -116,6 +116,13 @@ def check(fmt, fixture, payload, wrap, detect, option_index):
     for s in c.sequences:
         assert s.dtype == np.int32 and s.ndim == 1 and s.size >= 1
         assert 0 <= s.min() and s.max() < m
+    if c.format == "fasta":
+        assert c.tags is None and c.tag_vocabulary is None
+    else:  # gold tags, aligned token for token
+        k = c.n_tags
+        assert k == len(set(c.tag_vocabulary)) >= 1 and len(c.tags) == c.n_sequences
+        for s, t in zip(c.sequences, c.tags):
+            assert t.dtype == np.int32 and t.shape == s.shape and 0 <= t.min() and t.max() < k
     return "ok"
 
 

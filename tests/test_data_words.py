@@ -38,6 +38,9 @@ def test_words_mode_has_aligned_gold_tags():
     assert c.tag_vocabulary == sorted({u for s in GOLD for _, u, _ in s})
     assert _rows(c) == [([w for w, _, _ in s], [u for _, u, _ in s]) for s in GOLD]
     assert all(t.dtype == np.int32 for t in c.tags) and c.has_tags and c.n_tags == 10
+    st = c.statistics()
+    assert st["tag_counts"]["NOUN"] == 5 and st["tag_counts"]["PUNCT"] == 5 and st["n_untagged_tokens"] == 0
+    assert sum(st["tag_counts"].values()) == c.n_tokens == 26
     assert c.names == ["s1", "s2", "s3", "s4", "s5"]
     x = load(WORDS, observe="words", tagset="xpos")
     assert [[x.tag_vocabulary[i] for i in t] for t in x.tags] == [[p for _, _, p in s] for s in GOLD]
@@ -172,6 +175,7 @@ def test_extra_files_make_one_training_corpus():
     assert "vinken" not in gold.vocabulary
     assert c.n_sequences == 7 and c.names[5:] == ["words_extra.txt:line 2", "words_extra.txt:line 4"]
     assert all((t == NO_TAG).all() for t in c.tags[5:]) and all((t >= 0).all() for t in c.tags[:5])
+    assert c.statistics()["n_untagged_tokens"] == 7
     assert c.tag_vocabulary == gold.tag_vocabulary      # extra files add no tags (theirs are not gold)
     lab = c.labelled()
     assert lab.n_sequences == 5 and [list(t) for t in lab.tags] == [list(t) for t in gold.tags]
@@ -240,3 +244,18 @@ def test_ewt_with_conll2000_as_extra_text(shared_data):
     assert c.n_tokens == 25_147 + 47_377 and c.n_tags == 17
     assert c.labelled().n_tokens == 25_147 and c.provenance["extra"][0]["format"] == "conll"
     assert set(SHAPE_CLASSES) >= set(c.provenance["reader"]["shape_classes"])
+
+
+def test_encode_with_lowercase_and_shapes_keeps_tags():
+    model_vocab = [".", "dog", "runs", "the", "<unk-num>", "<unk-caps>", "<unk-cap>", "<unk-ed>", "<unk>"]
+    data = load(WORDS, observe="words")          # as written: The, NASA, Vinken, ...
+    enc = data.encode_with(model_vocab, unknown="<unk>", lowercase=True, shapes=True)
+    assert enc.decode(enc.sequences[0]) == ["the", "dog", "runs", "<unk>", "."]       # quickly: no <unk-ly>
+    assert enc.decode(enc.sequences[2])[:3] == ["<unk-caps>", "<unk-ed>", "<unk-num>"]
+    assert enc.decode(enc.sequences[3])[0] == "<unk-cap>"                               # Vinken
+    assert all(np.array_equal(a, b) for a, b in zip(enc.tags, data.tags))
+    step = enc.provenance["preprocessing"][-1]
+    assert step["lowercased_tokens"] == 2 and step["shape_class_tokens"] == 5          # The x2; 5 shaped
+    # without lower-casing "The" is unknown; capitalised, so it takes <unk-cap> first
+    plain = data.encode_with(model_vocab, unknown="<unk>", shapes=True)
+    assert plain.decode(plain.sequences[0])[0] == "<unk-cap>"

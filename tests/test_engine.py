@@ -460,3 +460,22 @@ def test_parse_device_rejects(spec):
     from densehmm_core.device import parse_device
     with pytest.raises(DeviceError, match="unknown device"):
         parse_device(spec)
+
+
+# ------------------------------------------------------------------ models
+def test_models_choose_their_engine_from_engine_and_device(monkeypatch, fresh_cupy_status):
+    from densehmm_core.dense import DenseHMM
+    from densehmm_core.standard import StandardHMM
+    seqs = [np.array([0, 1, 1, 0]), np.array([1, 0])]
+    for model in (StandardHMM(2, seed=0, device="cpu"), DenseHMM(2, 2, device="cpu")):
+        assert model.engine == "auto" and model._engine() is get_engine("numpy")
+    with pytest.raises(DeviceError, match="engine 'cupy' runs on a GPU"):
+        StandardHMM(2, n_iter=1, seed=0, engine="cupy", device="cpu").fit(seqs)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    with pytest.raises(GpuUnavailableError, match="pip install cupy-cuda12x"):
+        StandardHMM(2, n_iter=1, seed=0, engine="cupy", device="gpu").fit(seqs)
+    # auto on a GPU device without CuPy: numpy, and the same fit as engine="numpy"
+    a = StandardHMM(2, n_iter=3, tol=-np.inf, seed=0, device="/GPU:0").fit(seqs)
+    b = StandardHMM(2, n_iter=3, tol=-np.inf, seed=0, engine="numpy").fit(seqs)
+    np.testing.assert_array_equal(a.transmat_, b.transmat_)
+    assert StandardHMM(2, engine="hmmlearn", device="gpu")._engine() is get_engine("numpy")

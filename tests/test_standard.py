@@ -197,8 +197,8 @@ def test_get_config_json_and_n_symbols_inferred(demo):
     model = StandardHMM(2, n_iter=2, seed=3).fit(train)
     assert model.n_symbols == 1 + max(int(s.max()) for s in train)
     cfg = json.loads(json.dumps(model.get_config()))
-    assert cfg["n_states"] == 2 and cfg["engine"] == "numpy" and "kind" not in cfg
-    assert StandardHMM.kind == "standard"
+    assert cfg["n_states"] == 2 and cfg["engine"] == "auto" and "kind" not in cfg
+    assert cfg["device"] == "auto" and StandardHMM.kind == "standard"
     clone = StandardHMM(**cfg)
     assert clone.get_config() == model.get_config()
 
@@ -237,3 +237,26 @@ def test_fit_accepts_x_lengths_layout(demo):
     a = StandardHMM(3, n_iter=3, seed=0).fit(X, lengths)
     b = StandardHMM(3, n_iter=3, seed=0).fit(train)
     np.testing.assert_array_equal(lls(a), lls(b))
+
+
+def test_events_report_the_analytic_cooccurrence_mad():
+    """Each Baum-Welch event carries the MAD between the data's adjacent-pair frequencies and
+    B^T diag(pi) A B (pi stationary for A) of the parameters of that iteration, counted by hand."""
+    rng = np.random.default_rng(5)
+    seqs = [rng.integers(0, 4, size=int(rng.integers(2, 30))) for _ in range(12)]
+    model = StandardHMM(3, n_symbols=4, n_iter=4, seed=1)
+    events = list(model.iter_fit(seqs))
+    counts = np.zeros((4, 4))
+    for s in seqs:
+        for a, b in zip(s[:-1], s[1:]):
+            counts[a, b] += 1
+    omega = counts / counts.sum()
+    snaps = [e.params for e in events]
+    assert all(p is not None for p in snaps)  # snapshot_every = 1: the parameters of each step
+    for ev, p in zip(events, snaps):
+        A, B = p["transmat"], p["emissionprob"]
+        w, v = np.linalg.eig(A.T)
+        pi = np.real(v[:, np.argmin(np.abs(w - 1))])
+        pi = pi / pi.sum()
+        expect = np.mean(np.abs(omega - B.T @ np.diag(pi) @ A @ B))
+        assert ev.metrics["mad"] == pytest.approx(expect, rel=1e-9, abs=1e-15)

@@ -166,3 +166,26 @@ def test_demo_dataset():
     np.testing.assert_array_equal(again.params.transmat, params.transmat)
     assert not np.array_equal(demo_dataset(seed=1).train[0], train[0])
     assert not np.array_equal(train[0], test[0])
+
+
+def test_align_states_recovers_a_permutation_and_is_optimal_by_brute_force():
+    import itertools
+    from densehmm_core.metrics import align_states
+    rng = np.random.default_rng(7)
+    n, m = 5, 7
+    B = rng.dirichlet(np.full(m, 0.4), size=n)
+    perm_true = rng.permutation(n)
+    other = B[perm_true] + rng.normal(scale=1e-3, size=(n, m))
+    perm = align_states(B, other)
+    assert np.allclose(other[perm], B, atol=1e-2)
+    # optimal: no permutation has a smaller total-variation cost (brute force over all 120)
+    noisy = rng.dirichlet(np.ones(m), size=n)
+    perm = align_states(B, noisy)
+
+    def cost(p):
+        return sum(0.5 * np.abs(B[i] - noisy[p[i]]).sum() for i in range(n))
+    best = min(cost(p) for p in itertools.permutations(range(n)))
+    assert cost(perm) == pytest.approx(best, abs=1e-12)
+    assert sorted(perm) == list(range(n))
+    with pytest.raises(ValueError, match="same shape"):
+        align_states(B, B[:, :3])

@@ -83,3 +83,32 @@ def test_bad_input():
         tagging_scores(np.array([0.5, 1.0]), np.array([0, 1]))
     with pytest.raises(ValueError, match="outside"):
         tagging_scores(np.array([0, 3]), np.array([0, 1]), n_states=2)
+
+
+# --------------------------------------------------------------- MAD without m x m arrays
+@pytest.mark.parametrize("seed,n,m,stationary", [(0, 3, 7, True), (1, 5, 40, False), (2, 4, 200, True)])
+def test_cooc_mad_large_equals_the_dense_mad(seed, n, m, stationary):
+    from densehmm_core.metrics import analytic_cooc, cooc_mad, cooc_mad_large, empirical_cooc
+    rng = np.random.default_rng(seed)
+    A = rng.dirichlet(np.ones(n), size=n)
+    B = rng.dirichlet(np.full(m, 0.3), size=n)
+    pi = None if stationary else rng.dirichlet(np.ones(n))
+    seqs = [rng.integers(0, m, size=int(k)) for k in rng.integers(1, 30, size=25)]
+    dense = cooc_mad(empirical_cooc(seqs, m), analytic_cooc(pi, A, B))
+    assert cooc_mad_large(seqs, m, pi, A, B) == pytest.approx(dense, rel=1e-10, abs=1e-15)
+    with pytest.raises(ValueError, match="no adjacent"):
+        cooc_mad_large([np.array([1]), np.array([2])], m, pi, A, B)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_v_measure_equals_scikit_learn(seed):
+    from sklearn.metrics import v_measure_score
+    rng = np.random.default_rng(seed)
+    n_tok = int(rng.integers(1, 400))
+    pred = rng.integers(0, int(rng.integers(1, 9)), size=n_tok)
+    gold = rng.integers(0, int(rng.integers(1, 7)), size=n_tok)
+    if seed == 5:   # a perfectly homogeneous but incomplete clustering
+        pred = np.arange(n_tok) % 11
+        gold = pred // 4
+    r = tagging_scores(pred, gold)
+    assert r["v_measure"] == pytest.approx(v_measure_score(gold, pred), rel=1e-12, abs=1e-15)

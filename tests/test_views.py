@@ -19,7 +19,7 @@ from densehmm_core.hmm_base import BaseHMM  # noqa: E402
 
 from app.views import (CompareView, Dashboard, DecodeView, EmbeddingScatter, MatrixHeatmap,  # noqa: E402
                        OverviewView, ParameterHeatmaps, TrainingCurves)
-from app.views.common import state_colors  # noqa: E402
+from app.views.common import fmt_compact, state_colors  # noqa: E402
 from app.views.projection import pca_2d  # noqa: E402
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
@@ -320,21 +320,55 @@ def test_compare_differences_and_metrics(qtbot):
     pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
     a, b = plain_model(pa), plain_model(pb)
     w = shown(qtbot, CompareView(), (1100, 600))
-    w.set_models("job 1", a, "job 2", b, {"test NLL": 1.25, "note": "x"}, {"test NLL": 1.0})
-    np.testing.assert_allclose(w.difference("transmat"), pb["transmat"] - pa["transmat"])
-    np.testing.assert_allclose(w.maps["emissionprob"].image_data(), pb["emissionprob"] - pa["emissionprob"])
+    w.set_models("job 1", a, "job 2", b, {"test_nll": 1.25, "loss": 7.0, "note": "x", "elapsed": 3.5},
+                 {"test_nll": 1.0, "loss": 0.1, "elapsed": 2.0}, same_data=True)
+    perm = w.permutation()
+    np.testing.assert_allclose(w.difference("transmat"), pb["transmat"][np.ix_(perm, perm)] - pa["transmat"])
+    np.testing.assert_allclose(w.maps["emissionprob"].image_data(), pb["emissionprob"][perm] - pa["emissionprob"])
     lo, hi = w.maps["transmat"].levels()
-    assert lo == -hi and hi == pytest.approx(np.abs(pb["transmat"] - pa["transmat"]).max())
+    assert lo == -hi and hi == pytest.approx(np.abs(pb["transmat"][np.ix_(perm, perm)] - pa["transmat"]).max())
     rows = w.table_rows()
-    assert rows["test NLL"] == ["1.25", "1", "-0.25"]
-    assert rows["note"] == ["x", "—", "—"]
+    assert rows["test NLL / token"] == ["1.25", "1", "-0.25"]
+    assert rows["time (s)"] == ["3.5", "2", "-1.5"]
+    assert "loss" not in rows and "note" not in rows  # losses of trainers are not comparable
     assert rows["states n"][:2] == ["3", "3"]
     assert w.maps_box.isVisibleTo(w)
+    # trained on other data: their own NLL is not listed, and the view says why
+    w.set_models("job 1", a, "job 2", b, {"test_nll": 1.25}, {"test_nll": 1.0}, same_data=False)
+    assert "test NLL / token" not in w.table_rows() and "not comparable" in w.note.text()
 
     c = plain_model(random_params(5, 4, seed=3))
     w.set_models("job 1", a, "job 3", c, {}, {})
     assert "different numbers of states" in w.note.text() and "n = 3" in w.note.text()
     assert not w.maps_box.isVisibleTo(w) and w.difference("transmat") is None
+
+
+def test_compare_aligns_states_before_subtracting(qtbot):
+    """Model B is model A with its states relabelled: after alignment every difference is 0."""
+    pa = random_params(4, 6, seed=4)
+    perm = np.array([2, 0, 3, 1])
+    inv = np.argsort(perm)
+    pb = {"startprob": pa["startprob"][inv], "transmat": pa["transmat"][np.ix_(inv, inv)],
+          "emissionprob": pa["emissionprob"][inv]}
+    w = shown(qtbot, CompareView(), (1000, 600))
+    w.set_models("A", plain_model(pa), "B", plain_model(pb))
+    for key in ("startprob", "transmat", "emissionprob"):
+        np.testing.assert_allclose(w.difference(key), 0.0, atol=1e-12)
+    np.testing.assert_array_equal(w.permutation(), perm)
+    assert "Hungarian" in w.note.text()
+
+
+def test_compare_scores_both_models_on_the_same_data(qtbot):
+    from densehmm_core.metrics import normalized_nll
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 4, size=25) for _ in range(6)]
+    a = StandardHMM(2, n_symbols=4, n_iter=2, seed=0).fit(seqs)
+    b = StandardHMM(3, n_symbols=4, n_iter=2, seed=1).fit(seqs)
+    w = shown(qtbot, CompareView(), (1000, 600))
+    w.set_models("A", a, "B", b, data=seqs, data_name="test split")
+    row = w.table_rows()["NLL / token on test split"]
+    assert row[0] == fmt_compact(normalized_nll(a, seqs)) and row[1] == fmt_compact(normalized_nll(b, seqs))
 
 
 # ------------------------------------------------------------------ dashboard
@@ -575,25 +609,26 @@ def test_compare_table_is_not_elided(qtbot):
     from app.views.common import fmt_compact
     pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
     w = shown(qtbot, CompareView(), (900, 500))
-    ma = {"loss": 0.0116691234, "test_ll": -355625.37, "mad": 0.000132808, "elapsed": 29.481}
-    mb = {"loss": 2.88523, "test_ll": -351708.2, "mad": 0.0004140, "elapsed": 15.2325}
-    w.set_models("job 1", plain_model(pa), "job 2", plain_model(pb), ma, mb)
+    ma = {"test_nll": 355625.37, "mad": 0.000132808, "elapsed": 29.481, "train_nll": 0.0116691234}
+    mb = {"test_nll": 351708.2, "mad": 0.0004140, "elapsed": 15.2325, "train_nll": 2.88523}
+    w.set_models("job 1", plain_model(pa), "job 2", plain_model(pb), ma, mb, same_data=True)
     qtbot.wait(10)
     rows = w.table_rows()
-    assert rows["loss"][0] == "0.011669" and rows["mad"][0] == "1.3281e-4" and rows["test_ll"][0] == "-355625"
-    assert rows["test_ll"][2] == fmt_compact(-351708.2 - -355625.37) == "3917.2"
+    assert rows["train NLL / token"][0] == "0.011669" and rows["co-occurrence MAD"][0] == "1.3281e-4"
+    assert rows["test NLL / token"][0] == "355625"
+    assert rows["test NLL / token"][2] == fmt_compact(351708.2 - 355625.37) == "-3917.2"
     fm = w.table.fontMetrics()
     for i in range(w.table.rowCount()):
         for j in range(3):
             item = w.table.item(i, j)
             assert fm.horizontalAdvance(item.text()) <= w.table.columnWidth(j), item.text()
-    assert w.table.item(list(rows).index("loss"), 0).toolTip() == repr(0.0116691234)
+    assert w.table.item(list(rows).index("train NLL / token"), 0).toolTip() == repr(0.0116691234)
     assert w.table.horizontalScrollBar().maximum() == 0 and w.table.verticalScrollBar().maximum() == 0
     # filled while hidden (the app's Compare tab), then shown: still whole
     w2 = CompareView()
     qtbot.addWidget(w2)
     w2.set_models("job 1", plain_model(pa), "job 3", plain_model(random_params(4, 4, seed=3)),
-                  dict(ma, extra_metric=1.5e-7), mb)
+                  dict(ma, mad=1.5e-7), mb, same_data=True)
     w2.resize(900, 500)
     w2.show()
     qtbot.waitExposed(w2)
@@ -785,3 +820,49 @@ def test_dashboard_header_never_clips(qtbot):
     assert not w.is_elided()
     w.resize(180, w.height())
     assert w.is_elided()
+
+
+def test_curves_name_the_loss_and_explain_sparse_plots(qtbot):
+    """A co-occurrence stream: no "train" legend entry beside nothing and a note on the single test
+    NLL; an EM stream: the loss is named −Q per token (with a tooltip); Baum-Welch: MAD drawn."""
+    c = TrainingCurves(orientation="horizontal")
+    qtbot.addWidget(c)
+    cooc = [ProgressEvent(step=s, total=100, phase="cooc", loss=1.0 / (s + 1), metrics={"mad": 0.1 / (s + 1)})
+            for s in range(0, 100, 10)]
+    cooc.append(ProgressEvent(step=100, total=100, phase="cooc", loss=0.01, test_ll=-180.0,
+                              metrics={"mad": 0.001, "test_nll": 1.8}, done=True))
+    for ev in cooc:
+        c.add_event(ev)
+    assert c.loss_title() == "Co-occurrence loss"
+    assert c.legend_names("nll") == ["test"]
+    assert "computed once, at the end" in c.note("nll")
+    assert c.note("mad") == "" and c.note("loss") == ""
+    assert list(c.curve_data("test_nll")[1]) == [1.8]
+
+    c.clear()
+    assert c.legend_names("nll") == [] and c.loss_title() == "Training loss"
+    c.add_event(ProgressEvent(step=0, total=3, phase="em", loss=None, train_ll=-200.0,
+                              metrics={"train_nll": 2.0, "mad_skipped": "m = 9000 > 2000 symbols"}))
+    for s, q in ((1, 2.9), (2, 2.8)):
+        c.add_event(ProgressEvent(step=s, total=3, phase="em", loss=q, train_ll=-190.0 + s,
+                                  metrics={"train_nll": 1.9 - 0.01 * s}))
+    assert c.loss_title() == "EM objective −Q per token"
+    assert "−Q" in c.plots["loss"].toolTip() and "NLL" in c.plots["loss"].toolTip()
+    assert list(c.curve_data("loss")[0]) == [1.0, 2.0]  # no −Q for the initial model
+    assert c.legend_names("nll") == ["train"]
+    assert "m = 9000 > 2000 symbols" in c.note("mad")
+
+
+def test_standard_hmm_stream_fills_the_mad_plot(qtbot):
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(2)
+    seqs = [rng.integers(0, 5, size=30) for _ in range(8)]
+    model = StandardHMM(3, n_symbols=5, n_iter=4, seed=0)
+    c = TrainingCurves()
+    qtbot.addWidget(c)
+    for ev in model.iter_fit(seqs):
+        c.add_event(ev)
+    x, y = c.curve_data("mad")
+    assert len(y) == len(model.history_) and np.all(y > 0)
+    assert c.note("mad") == ""
+    assert c.loss_title() == "Training NLL per token (Baum-Welch)"

@@ -1,9 +1,16 @@
-"""Compare two finished models: their metrics in a table and the difference of their matrices.
+"""Compare two finished models: comparable numbers in a table and the difference of their matrices.
 
-The difference ``model_b - model_a`` of pi, A and B is drawn with a diverging colour
-map symmetric around 0.  States are compared by index: an HMM's states are only
-identified up to a permutation, which the view states.  Models with different numbers
-of states or symbols cannot be subtracted entry-wise; the view says so instead.
+States are aligned first: an HMM's states are identified only up to a permutation, so B's
+states are matched to A's by their emission distributions (Hungarian assignment,
+:func:`densehmm_core.metrics.align_states`) before ``model_b - model_a`` of pi, A and B is
+drawn with a diverging colour map symmetric around 0.  Models with different numbers of
+states or symbols cannot be subtracted entry-wise; the view says so instead.
+
+Only comparable quantities are listed: the NLL per token of both models on the same data
+(computed here through the core when the caller passes the data), the training and test
+NLL per token and the co-occurrence MAD only when both jobs trained on the same data,
+iterations and the elapsed time (the caller passes the Jobs panel's).  Training losses of
+different trainers (−Q, co-occurrence loss, NLL) are never compared.
 """
 from __future__ import annotations
 
@@ -36,6 +43,13 @@ def _model_facts(model) -> Dict[str, object]:
     return facts
 
 
+#: metric key -> row name; only these (comparable) numbers are listed, in this order
+COMPARABLE = {"train_nll": "train NLL / token", "test_nll": "test NLL / token", "mad": "co-occurrence MAD",
+              "step": "iterations", "elapsed": "time (s)"}
+#: rows that need both jobs to have trained on the same data
+SAME_DATA_ONLY = ("train_nll", "test_nll", "mad")
+
+
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
@@ -47,6 +61,8 @@ class CompareView(QtWidgets.QWidget):
         super().__init__(parent)
         self._vocab: Optional[List[str]] = None
         self._diffs: Dict[str, Optional[np.ndarray]] = {}
+        self._perm: Optional[np.ndarray] = None
+        self._table_notes: List[str] = []
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.header = QtWidgets.QLabel("Compare: select two finished jobs or models.")
@@ -103,8 +119,23 @@ class CompareView(QtWidgets.QWidget):
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
 
     def set_models(self, name_a: str, model_a, name_b: str, model_b,
-                   metrics_a: Optional[dict] = None, metrics_b: Optional[dict] = None) -> None:
-        """Compare ``model_a`` and ``model_b``; the matrices shown are ``B - A``."""
+                   metrics_a: Optional[dict] = None, metrics_b: Optional[dict] = None,
+                   data=None, data_name: str = "", same_data: Optional[bool] = None) -> None:
+        """Compare ``model_a`` and ``model_b``; the matrices shown are ``B - A`` after aligning B's states.
+
+        Parameters
+        ----------
+        metrics_a, metrics_b : dict, optional
+            Numbers of each job; only :data:`COMPARABLE` keys are shown (``elapsed``: pass the
+            Jobs panel's time, ``step``: iterations).
+        data : Corpus or list of int arrays, optional
+            Both models are scored on it (NLL per token, :func:`densehmm_core.metrics.normalized_nll`).
+        data_name : str
+            Names ``data`` in the table.
+        same_data : bool, optional
+            Whether both jobs trained on the same data; their own train / test NLL and MAD are
+            listed only then (``None``: unknown, not listed).
+        """
         metrics_a, metrics_b = dict(metrics_a or {}), dict(metrics_b or {})
         self.header.setText(f"Compare  A = {name_a}   with   B = {name_b}")
         self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
@@ -114,8 +145,25 @@ class CompareView(QtWidgets.QWidget):
         rows: List[tuple] = []
         for k in list(dict.fromkeys(list(fa) + list(fb))):
             rows.append((k, fa.get(k), fb.get(k)))
-        for k in list(dict.fromkeys(list(metrics_a) + list(metrics_b))):
-            rows.append((k, metrics_a.get(k), metrics_b.get(k)))
+        notes = []
+        if data is not None:
+            from densehmm_core.metrics import normalized_nll
+            label = f"NLL / token on {data_name}" if data_name else "NLL / token on the same data"
+            try:
+                rows.append((label, normalized_nll(model_a, data), normalized_nll(model_b, data)))
+            except Exception as exc:  # e.g. symbols the model does not know: say so, keep the rest
+                notes.append(f"Could not score both models on {data_name or 'the data'}: {exc}")
+        for key, label in COMPARABLE.items():
+            a, b = metrics_a.get(key), metrics_b.get(key)
+            if a is None and b is None:
+                continue
+            if key in SAME_DATA_ONLY and not same_data:
+                continue
+            rows.append((label, a, b))
+        if not same_data and any(k in metrics_a or k in metrics_b for k in SAME_DATA_ONLY):
+            notes.append("The jobs did not train on the same data (or it is not known): their own train / "
+                         "test NLL and MAD are not comparable and are not listed.")
+        self._table_notes = notes
         self.table.setRowCount(len(rows))
         self.table.setVerticalHeaderLabels([r[0] for r in rows])
         for i, (_, a, b) in enumerate(rows):
@@ -133,6 +181,10 @@ class CompareView(QtWidgets.QWidget):
                 self.table.setItem(i, j, item)
         self._fit_table()
         self._show_differences(model_a, model_b)
+
+    def permutation(self) -> Optional[np.ndarray]:
+        """State ``perm[i]`` of model B is shown as state ``i`` (matched to A's state ``i``)."""
+        return None if self._perm is None else self._perm.copy()
 
     def _fit_table(self) -> None:
         """Size the table to its contents: every value whole, no scroll bars (also while hidden)."""
@@ -169,13 +221,19 @@ class CompareView(QtWidgets.QWidget):
         self.header.setText("Compare: select two finished jobs or models.")
         self.note.setText("")
         self._diffs = {}
+        self._perm = None
+        self._table_notes = []
         for h in self.maps.values():
             h.clear()
         self.maps_box.setVisible(False)
 
     # ------------------------------------------------------------- internals
+    def _note(self, text: str) -> None:
+        self.note.setText("\n".join(self._table_notes + [text]))
+
     def _show_differences(self, model_a, model_b) -> None:
         self._diffs = {}
+        self._perm = None
         mats = {}
         for key, attr in (("startprob", "startprob_"), ("transmat", "transmat_"), ("emissionprob", "emissionprob_")):
             a, b = getattr(model_a, attr, None), getattr(model_b, attr, None)
@@ -183,29 +241,39 @@ class CompareView(QtWidgets.QWidget):
         A_a, A_b = mats["transmat"]
         B_a, B_b = mats["emissionprob"]
         if A_a is None or A_b is None or B_a is None or B_b is None:
-            self.note.setText("One of the models has no parameters: nothing to subtract.")
+            self._note("One of the models has no parameters: nothing to subtract.")
             self.maps_box.setVisible(False)
             return
         if A_a.shape != A_b.shape:
-            self.note.setText(f"The models have different numbers of states (n = {A_a.shape[0]} and "
+            self._note(f"The models have different numbers of states (n = {A_a.shape[0]} and "
                               f"n = {A_b.shape[0]}): their matrices cannot be subtracted entry-wise. "
                               "Compare them through the metrics, or open each in the main views.")
             self.maps_box.setVisible(False)
             return
         if B_a.shape != B_b.shape:
-            self.note.setText(f"The models have different numbers of symbols (m = {B_a.shape[1]} and "
+            self._note(f"The models have different numbers of symbols (m = {B_a.shape[1]} and "
                               f"m = {B_b.shape[1]}): their emission matrices cannot be subtracted.")
             self.maps_box.setVisible(False)
             return
         n, m = B_a.shape
+        from densehmm_core.metrics import align_states
+        perm = align_states(B_a, B_b)
+        self._perm = perm
+        aligned = {"startprob": None if mats["startprob"][1] is None else mats["startprob"][1][perm],
+                   "transmat": A_b[np.ix_(perm, perm)], "emissionprob": B_b[perm]}
         for key, (a, b) in mats.items():
-            self._diffs[key] = b - a
-        self.maps["startprob"].set_matrix(self._diffs["startprob"], None, state_labels(n))
+            if a is None or aligned[key] is None:
+                continue
+            self._diffs[key] = aligned[key] - a
+        if "startprob" in self._diffs:
+            self.maps["startprob"].set_matrix(self._diffs["startprob"], None, state_labels(n))
         self.maps["transmat"].set_matrix(self._diffs["transmat"], state_labels(n), state_labels(n))
         self.maps["emissionprob"].set_matrix(self._diffs["emissionprob"], state_labels(n),
                                              symbol_labels(m, self._vocab))
         big = max(float(np.max(np.abs(d))) for d in self._diffs.values())
-        self.note.setText(f"Differences B − A (blue: smaller in B, red: larger in B; largest |Δ| = {big:.3g}). "
-                          "States are compared by index; HMM states are only identified up to a "
-                          "permutation, so a large ΔA may be a relabelling.")
+        moved = [f"{int(perm[i])}→{i}" for i in range(n) if perm[i] != i]
+        how = ("B's states were matched to A's by their emission distributions (Hungarian assignment, "
+               "total-variation cost)" + (f"; B's state j is shown as state i: {', '.join(moved)}" if moved
+                                          else "; the matching keeps B's order"))
+        self._note(f"Differences B − A (blue: smaller in B, red: larger in B; largest |Δ| = {big:.3g}). {how}.")
         self.maps_box.setVisible(True)

@@ -44,6 +44,22 @@ SERIES = {
 #: Series with at most this many points also get markers (a single test evaluation shows).
 SPARSE_POINTS = 30
 
+#: phase of the stream -> (loss plot title, axis label, tooltip): the loss is named for what it is
+LOSS_KINDS = {
+    "em": ("EM objective −Q per token", "−Q / token",
+           "DenseHMM-EM minimises −Q in each M-step: minus the expected complete-data log-likelihood "
+           "under the posteriors of the last E-step, per token.  −Q = NLL + (posterior cross-entropy) "
+           "≥ NLL, and each E-step changes the posteriors, so −Q need not fall when the NLL falls: "
+           "judge the fit by the NLL plot.  The initial model has no −Q (no E-step yet)."),
+    "cooc": ("Co-occurrence loss", "loss",
+             "The direct fit's objective: the squared difference between the data's co-occurrence "
+             "matrix Ω (adjacent symbol pairs) and the model's B^T diag(π) A B.  It does not compute "
+             "the likelihood while it trains."),
+    "baum-welch": ("Training NLL per token (Baum-Welch)", "NLL / token",
+                   "Baum-Welch maximises the likelihood itself: its loss is the training NLL per token."),
+}
+DEFAULT_LOSS = ("Training loss", "loss", "The objective the trainer minimises (see the model's documentation).")
+
 
 def _count(v) -> Optional[float]:
     """A positive token count or ``None``."""
@@ -75,6 +91,8 @@ class TrainingCurves(QtWidgets.QWidget):
         self._tokens_set = {"train": None, "test": None}  # from set_token_counts
         self._tokens = dict(self._tokens_set)              # plus what the stream told
         self._total: Optional[float] = None                # steps of the stream, for the x range
+        self._phase: Optional[str] = None                  # "em", "cooc", "baum-welch" (names the loss)
+        self._mad_note: Optional[str] = None               # why a stream has no MAD (from its events)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.graphics = make_graphics_widget(self)
@@ -98,6 +116,12 @@ class TrainingCurves(QtWidgets.QWidget):
             # fewer tick labels than pyqtgraph's default: short plots (log axes above all) stay readable
             p.getAxis("left").setStyle(textFillLimits=[(0, 0.45), (2, 0.3), (4, 0.2)])
             p.addLegend(offset=(-6, 6), labelTextColor=fg)
+            # a note inside the plot when it has nothing (or one point) to show, saying why
+            note = pg.TextItem("", color=fg, anchor=(0.5, 0.5))
+            note.setParentItem(p.vb)
+            note.setZValue(20)
+            p.vb.sigResized.connect(lambda _vb=None, k=key: self._place_note(k))
+            p._note = note
             self.plots[key] = p
         # one x range for all three: the loss plot leads (a single test point must not zoom it)
         self._orientation = orientation
@@ -117,6 +141,8 @@ class TrainingCurves(QtWidgets.QWidget):
             pen = pg.mkPen(color, width=2, style=pg.QtCore.Qt.PenStyle.DashLine if dashed else
                            pg.QtCore.Qt.PenStyle.SolidLine)
             self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=name)
+            self.curves[key]._in_legend = True
+        self._set_loss_axis()
         self.setMinimumSize(260, 300 if orientation == "vertical" else 160)
 
     # ------------------------------------------------------------------ API
@@ -126,10 +152,15 @@ class TrainingCurves(QtWidgets.QWidget):
         self._nll_kind = "nll"
         self._tokens = dict(self._tokens_set)
         self._total = None
+        self._phase = None
+        self._mad_note = None
         for c in self.curves.values():
             c.setData([], [])
         self._shown = None
+        self._set_loss_axis()
         self._set_nll_axis()
+        self._sync_legend()
+        self._update_notes()
         self._fit_ranges()
 
     def set_token_counts(self, train: Optional[int] = None, test: Optional[int] = None) -> None:
@@ -152,6 +183,7 @@ class TrainingCurves(QtWidgets.QWidget):
         """
         if getattr(ev, "total", None):
             self._total = float(ev.total)
+        self._note_phase(getattr(ev, "phase", None), ev.metrics or {})
         self._append(ev.step, ev.loss, ev.train_ll, ev.test_ll, ev.metrics or {})
         self._dirty = not redraw
         if redraw:
@@ -170,6 +202,7 @@ class TrainingCurves(QtWidgets.QWidget):
         self._nll_kind = "nll"
         for rec in history or []:
             metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else rec
+            self._note_phase(rec.get("phase"), metrics)
             self._append(rec.get("step"), rec.get("loss"), rec.get("train_ll"), rec.get("test_ll"), metrics)
         self._dirty = False
         self._redraw()
@@ -183,6 +216,23 @@ class TrainingCurves(QtWidgets.QWidget):
         c = self.curves[key]
         x, y = c.xData, c.yData
         return (np.array([]) if x is None else np.asarray(x)), (np.array([]) if y is None else np.asarray(y))
+
+    def set_phase(self, phase: Optional[str]) -> None:
+        """Name the loss for the trainer: ``"em"``, ``"cooc"`` or ``"baum-welch"`` (events say it too)."""
+        self._note_phase(phase, {})
+        self._update_notes()
+
+    def loss_title(self) -> str:
+        """The loss plot's title (e.g. "EM objective −Q per token")."""
+        return LOSS_KINDS.get(self._phase, DEFAULT_LOSS)[0]
+
+    def note(self, plot: str) -> str:
+        """The explanation written inside plot ``"loss"``, ``"nll"`` or ``"mad"`` ("" when none)."""
+        return self.plots[plot]._note.toPlainText()
+
+    def legend_names(self, plot: str) -> List[str]:
+        """Entries of a plot's legend (only series that have points are listed)."""
+        return [label.text for _item, label in self.plots[plot].legend.items]
 
     def nll_kind(self) -> str:
         """``"nll"`` when the middle plot shows normalised NLL, ``"ll"`` for -total log-likelihood."""
@@ -232,6 +282,68 @@ class TrainingCurves(QtWidgets.QWidget):
         for k, v in point.items():
             self._values[k].append(v)
 
+    def _note_phase(self, phase, metrics) -> None:
+        if phase and phase in LOSS_KINDS and phase != self._phase:
+            self._phase = phase
+            self._set_loss_axis()
+        skipped = (metrics or {}).get("mad_skipped")
+        if skipped:
+            self._mad_note = f"No co-occurrence MAD: {skipped}"
+
+    def _set_loss_axis(self) -> None:
+        title, label, tip = LOSS_KINDS.get(self._phase, DEFAULT_LOSS)
+        p = self.plots["loss"]
+        style_plot(p, self, title)
+        label_axis_text(p, "left", label, self)
+        p.setToolTip(tip)
+        p.titleLabel.setToolTip(tip)
+
+    def _place_note(self, key: str) -> None:
+        """Centre the note in its plot, wrapped to the plot's width."""
+        p = self.plots[key]
+        r = p.vb.rect()
+        p._note.setTextWidth(max(60.0, r.width() - 16.0))
+        p._note.setPos(r.center())
+
+    def _update_notes(self) -> None:
+        """Say inside a plot why it is empty or shows a single point (never a bare axis)."""
+        counts = {k: int(np.isfinite(np.asarray(v, dtype=float)).sum()) for k, v in self._values.items()}
+        notes = {"loss": "", "nll": "", "mad": ""}
+        if not self._steps:
+            notes = {k: "" for k in notes}
+        else:
+            if counts["loss"] == 0:
+                notes["loss"] = "No loss in this stream yet."
+            nll = counts["train_nll"] + counts["test_nll"]
+            if self._phase == "cooc" and nll <= 1:
+                notes["nll"] = ("Co-occurrence fit: no likelihood while it trains; the test NLL per "
+                                "token is computed once, at the end.")
+            elif nll == 0:
+                notes["nll"] = "No likelihood in this stream yet."
+            if counts["mad"] == 0:
+                notes["mad"] = self._mad_note or "No co-occurrence MAD in this stream."
+        for key, text in notes.items():
+            note = self.plots[key]._note
+            if note.toPlainText() != text:
+                note.setText(text)
+                self._place_note(key)
+            # one explanatory point: the note sits in the upper part, clear of the point's marker
+            note.setAnchor((0.5, 1.0) if text and key == "nll" and counts["train_nll"] + counts["test_nll"] else
+                           (0.5, 0.5))
+
+    def _sync_legend(self) -> None:
+        """List a series in its plot's legend only while it has points (no "train" beside nothing)."""
+        for key, curve in self.curves.items():
+            has = curve.yData is not None and len(curve.yData) > 0
+            if has == curve._in_legend:
+                continue
+            legend = self.plots[SERIES[key][0]].legend
+            if has:
+                legend.addItem(curve, SERIES[key][1])
+            else:
+                legend.removeItem(curve)
+            curve._in_legend = has
+
     def _set_nll_axis(self) -> None:
         p = self.plots["nll"]
         if self._nll_kind == "ll":
@@ -274,6 +386,8 @@ class TrainingCurves(QtWidgets.QWidget):
             self.plots["loss"].setLogMode(False, log_loss)
             for p in self.plots.values():
                 p._fitted_y = None  # log mode changed: the view range is in other units
+        self._sync_legend()
+        self._update_notes()
         self._fit_ranges()
 
     def _fit_ranges(self) -> None:

@@ -305,7 +305,8 @@ class Dashboard(QtWidgets.QWidget):
                            "Done: trained model" if ev.done else f"During training (step {ev.step})")
         parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
         if ev.loss is not None:
-            parts.append(f"loss {fmt_value(ev.loss)}")
+            name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
+            parts.append(f"{name} {fmt_value(ev.loss)}")
         for k in ("train_nll", "test_nll", "mad"):
             v = (ev.metrics or {}).get(k)
             if v is not None:

@@ -202,7 +202,9 @@ class MatrixHeatmap(QtWidgets.QWidget):
             else [str(i) for i in range(rows)]
         self._col_labels = [str(s) for s in col_labels] if col_labels is not None and len(col_labels) == cols \
             else [str(i) for i in range(cols)]
-        self._left.set_labels(self._row_labels if rows > 1 else [""])
+        # a single row (pi) is named by its symbol: the axis then has a width, and the first
+        # column's label is not drawn on the plot's border
+        self._left.set_labels(self._row_labels if rows > 1 else [self._symbol])
         self._bottom.set_labels(self._col_labels)
 
     def _apply_levels(self) -> None:

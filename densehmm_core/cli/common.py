@@ -58,21 +58,31 @@ def _load_model(path: str, name: Optional[str]):
     return load_model(path, name)
 
 
+#: Above this many symbols the MAD is computed by metrics.cooc_mad_large (no m x m arrays).
+MAD_DENSE_MAX_SYMBOLS = 1000
+
+
 def _metric_values(met, model, seqs) -> dict:
     import numpy as np
     from ..maths import analytic_cooc, empirical_cooc
     m = model.n_symbols
     out = {}
-    out["loglik"] = float(model.score(seqs))
-    out["nll"] = float(met.normalized_nll(model, seqs))
-    out["paper_nll"] = float(met.paper_nll(model, seqs))
-    try:
-        omega_data = empirical_cooc(seqs, m)
-    except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
-        omega_data = None
-    if omega_data is not None:
-        omega_model = analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
-        out["mad"] = float(met.cooc_mad(omega_data, omega_model))
+    out["loglik"] = float(model.score(seqs))   # scored once; both NLLs divide it
+    out["nll"] = float(met.normalized_nll(out["loglik"], seqs))
+    out["paper_nll"] = float(met.paper_nll(out["loglik"], seqs))
+    if m > MAD_DENSE_MAX_SYMBOLS:  # words: the same MAD without m x m arrays
+        try:
+            out["mad"] = met.cooc_mad_large(seqs, m, None, model.transmat_, model.emissionprob_)
+        except ValueError:
+            pass
+    else:
+        try:
+            omega_data = empirical_cooc(seqs, m)
+        except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
+            omega_data = None
+        if omega_data is not None:
+            omega_model = analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
+            out["mad"] = float(met.cooc_mad(omega_data, omega_model))
     out["n_sequences"] = len(seqs)
     out["n_tokens"] = int(sum(len(s) for s in seqs))
     return {k: v for k, v in out.items() if not (isinstance(v, float) and np.isnan(v))}

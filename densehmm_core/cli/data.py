@@ -24,23 +24,49 @@ def _demo(seed: int):
     return wrap(train, "train"), wrap(test, "test"), true
 
 
-def _load_corpus(path: str, args, *, preprocess: bool):
-    """Read a data file through densehmm_core.data.load with the command's options.
-
-    Preprocessing options given on the command line override those of ``--preset``.
-    """
+def _check_file(path: str) -> None:
     if not os.path.exists(path):
         raise UserError(f"{path}: no such file")
     if os.path.isdir(path):
         raise UserError(f"{path}: is a folder, not a data file")
+
+
+def _load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = None):
+    """Read a data file through densehmm_core.data.load with the command's options.
+
+    Preprocessing options given on the command line override those of ``--preset``.
+    ``read_as`` (evaluate, decode): the reader options of the model's training data; its
+    ``observe``, ``tagset``, ``drop_traces`` and ``collapse_tags`` are used where they apply to
+    DATA's format and the command line does not set them.  Words are read as written
+    (``--lowercase`` and the rare-word classes act when encoding for the model).
+    """
+    _check_file(path)
     from .. import data as data_mod
+    defaults = {k: v for k, v in (read_as or {}).items()
+                if k in ("observe", "tagset", "drop_traces", "collapse_tags")}
     options = {}
-    if getattr(args, "observe", None):
-        options["observe"] = args.observe
+    observe = getattr(args, "observe", None)
+    if observe:
+        options["observe"] = observe
     if getattr(args, "column", None) is not None:
         options["column"] = args.column
     if getattr(args, "tagset", None):
         options["tagset"] = args.tagset
+    if getattr(args, "keep_traces", False):
+        options["drop_traces"] = False
+    extra = getattr(args, "extra", None) or None
+    if preprocess:  # train: the vocabulary is built here
+        if getattr(args, "lowercase", None):
+            options["lowercase"] = True
+        for opt in ("min_count", "max_vocab", "rare"):
+            if getattr(args, opt, None) is not None:
+                options[opt] = getattr(args, opt)
+        for e in extra or []:
+            _check_file(e)
+    if getattr(args, "lowercase", None) and (observe or defaults.get("observe")) != "words":
+        raise UserError("--lowercase needs --observe words")
+    if extra:
+        options["extra"] = list(extra)
     preset = getattr(args, "preset", None)
     if preset is not None and preset not in data_mod.PRESETS:
         raise UserError(f"unknown preset {preset!r} (choose one of: {', '.join(sorted(data_mod.PRESETS))})")
@@ -54,7 +80,7 @@ def _load_corpus(path: str, args, *, preprocess: bool):
         if getattr(args, "merge_below", None) is not None:
             options["merge_below"] = float(args.merge_below)
     try:
-        return data_mod.load(path, format=args.format or "auto", preset=preset, **options)
+        return data_mod.load(path, format=args.format or "auto", preset=preset, defaults=defaults, **options)
     except (TypeError, ValueError) as e:
         if isinstance(e, _user_error_types()):
             raise
@@ -75,22 +101,37 @@ def _split(corpus, fraction: Optional[float], seed: int):
 
 
 def _residual_symbol(vocabulary, provenance=None) -> Optional[str]:
-    """The residual symbol (the merged rare symbols) of a model's vocabulary, if it has one."""
+    """The residual symbol (the merged rare symbols, or the unknown word) of a model's vocabulary,
+    if it has one."""
     from ..data.corpus import DEFAULT_RESIDUAL
     names = []
     for step in (provenance or {}).get("preprocessing", []) or []:
         if isinstance(step, dict) and step.get("step") == "merge_below" and step.get("residual_symbol"):
             names.append(str(step["residual_symbol"]))
     names.append(DEFAULT_RESIDUAL)
+    options = (provenance or {}).get("options")
+    if isinstance(options, dict) and options.get("unknown_symbol"):
+        names.append(str(options["unknown_symbol"]))
+    from ..data.tokens import DEFAULT_UNKNOWN
+    names.append(DEFAULT_UNKNOWN)
     for c in names:
         if c in vocabulary:
             return c
     return None
 
 
-def _encode_for_model(corpus, model, source: str):
+def _training_read_options(model) -> dict:
+    """The reader options of the model's training data (from its file), or {}."""
+    prov = getattr(model, "provenance_", None) or {}
+    options = prov.get("options") if isinstance(prov, dict) else None
+    return dict(options) if isinstance(options, dict) else {}
+
+
+def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False):
     """The corpus encoded with the model's vocabulary (:meth:`Corpus.encode_with`); symbols the
-    model does not know go to its residual symbol when it has one, else they are an error."""
+    model does not know go to its residual symbol when it has one, else they are an error.
+    Words: looked up lower-cased with ``lowercase``; unknown words go to their word-shape class
+    when the model's vocabulary has it."""
     vocabulary = model.vocabulary
     if vocabulary is None:  # a model without symbol names: the indices must fit
         top = max(int(s.max()) for s in corpus.sequences)
@@ -98,8 +139,10 @@ def _encode_for_model(corpus, model, source: str):
             raise UserError(f"{source}: the data use {top + 1} symbols but the model knows only {model.n_symbols}")
         return corpus
     unknown = _residual_symbol(vocabulary, getattr(model, "provenance_", None))
+    from ..data import SHAPE_CLASSES
+    shapes = any(c in vocabulary for c in SHAPE_CLASSES[:-1])
     try:
-        return corpus.encode_with(vocabulary, unknown=unknown)
+        return corpus.encode_with(vocabulary, unknown=unknown, lowercase=lowercase, shapes=shapes)
     except ValueError as e:
         raise UserError(f"{source}: the model cannot read these data: {e}") from None
 
@@ -120,14 +163,17 @@ def _load_train_data(args):
 
 
 def _load_eval_data(args, model):
-    """(sequences, corpus) for evaluate/decode, encoded with the model's vocabulary."""
+    """(sequences, corpus, data) for evaluate/decode: ``corpus`` is encoded with the model's
+    vocabulary, ``data`` is the same sequences as read (words as written, for display)."""
     part = getattr(args, "part", "all")
+    read_as: dict = {}
     if _is_demo(args.data):
         train, test, _ = _demo(args.seed)
         corpus = {"train": train, "test": test}.get(part) or _concat(train, test)
         source = "demo"
     else:
-        corpus = _load_corpus(args.data, args, preprocess=False)
+        read_as = _training_read_options(model)
+        corpus = _load_corpus(args.data, args, preprocess=False, read_as=read_as)
         split = getattr(args, "split", None)
         if part != "all":
             if not split:
@@ -135,8 +181,10 @@ def _load_eval_data(args, model):
             train, test = _split(corpus, split, args.seed)
             corpus = train if part == "train" else test
         source = args.data
-    corpus = _encode_for_model(corpus, model, source)
-    return corpus.sequences, corpus
+    data_corpus = corpus
+    lowercase = bool(getattr(args, "lowercase", None) or read_as.get("lowercase"))
+    corpus = _encode_for_model(corpus, model, source, lowercase=lowercase)
+    return corpus.sequences, corpus, data_corpus
 
 
 def _concat(a, b):

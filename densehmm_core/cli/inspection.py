@@ -12,10 +12,17 @@ from .data import _load_eval_data
 def cmd_evaluate(args) -> int:
     from .. import metrics as met
     model = _load_model(args.model_file, args.name)
-    seqs, corpus = _load_eval_data(args, model)
+    seqs, corpus, _ = _load_eval_data(args, model)
     values = _metric_values(met, model, seqs)
     result = {"model_file": args.model_file, "model": getattr(model, "model_name_", args.name),
               "data": args.data, "part": args.part, **values}
+    tagging = None
+    if corpus.has_tags:
+        paths, _ = model.decode(seqs)
+        tagging = _tagging(met, model, paths, corpus)
+        result["tagging"] = {k: tagging[k] for k in ("m1", "one_to_one", "v_measure", "n_tokens", "n_tags")}
+        result["tagging"]["mapping"] = {str(i): (corpus.tag_vocabulary[t] if t >= 0 else None)
+                                        for i, t in enumerate(tagging["mapping"].tolist())}
     if args.json:
         _out(json.dumps(_jsonable(result), indent=2))  # inf (an impossible sequence) -> null
     elif not args.quiet:
@@ -28,7 +35,19 @@ def cmd_evaluate(args) -> int:
             _out(f"normalised NLL (paper)  {values['paper_nll']:.6f}")
         if "mad" in values:
             _out(f"co-occurrence MAD       {values['mad']:.6g}")
+        if tagging is not None:
+            _out(f"tagging against the gold tags ({tagging['n_tags']} tags, {tagging['n_tokens']} tokens):")
+            _out(f"  many-to-one (M-1)     {tagging['m1']:.4f}")
+            _out(f"  one-to-one (1-1)      {tagging['one_to_one']:.4f}")
+            _out(f"  V-measure             {tagging['v_measure']:.4f}")
     return EXIT_OK
+
+
+def _tagging(met, model, paths, corpus) -> dict:
+    """Tagging scores of Viterbi paths against the corpus's gold tags (tokens without one left out)."""
+    scores = met.tagging_scores(paths, corpus.tags, n_states=model.n_states, n_tags=corpus.n_tags)
+    scores["n_tags"] = corpus.n_tags
+    return scores
 
 
 def cmd_info(args) -> int:
@@ -100,6 +119,9 @@ def _print_model_info(info: dict, args) -> None:
     if vocab is not None:
         shown = " ".join(vocab[:40]) + (" ..." if len(vocab) > 40 else "")
         _out(f"  vocabulary   ({len(vocab)}) {shown}")
+    tags = info.get("tag_vocabulary")
+    if tags is not None:
+        _out(f"  gold tags    ({len(tags)}) " + " ".join(tags[:60]) + (" ..." if len(tags) > 60 else ""))
     _out("  arrays       " + _kv({k: "x".join(map(str, v.shape)) or "scalar" for k, v in info["arrays"].items()}))
     if hist:
         cols = [c for c in ("step", "phase", "loss", "train_ll", "test_ll", "mad") if any(c in r for r in hist)]
@@ -148,22 +170,36 @@ def cmd_sample(args) -> int:
 
 # ---------------------------------------------------------------- decode
 def cmd_decode(args) -> int:
+    from .. import metrics as met
     model = _load_model(args.model_file, args.name)
-    seqs, corpus = _load_eval_data(args, model)
+    seqs, corpus, data = _load_eval_data(args, model)
     paths, logprobs = model.decode(seqs)
     vocab = model.vocabulary or [str(i) for i in range(model.n_symbols)]
     ids = getattr(corpus, "names", None)
     if ids is not None and len(ids) != len(seqs):
         ids = None
+    words = (data.provenance.get("options") or {}).get("observe") == "words"
+    tagged = corpus.has_tags
     header = ["index"] + (["id"] if ids is not None else []) + ["length", "log_prob", "states"]
     if args.symbols:
         header.append("symbols")
+    if words:
+        header.append("words")
+    if tagged:
+        header += ["gold_tags", "mapped_tags"]
+        tags = corpus.tag_vocabulary
+        mapping = _tagging(met, model, paths, corpus)["mapping"]
     _out("\t".join(header))
     for i, (s, p, lp) in enumerate(zip(seqs, paths, logprobs)):
         row = [str(i)] + ([str(ids[i])] if ids is not None else []) + [str(len(s)), repr(float(lp)),
                                                                         " ".join(str(int(k)) for k in p)]
         if args.symbols:
             row.append(" ".join(vocab[int(k)] for k in s))
+        if words:
+            row.append(" ".join(data.decode(data.sequences[i])))
+        if tagged:
+            row.append(" ".join(tags[int(t)] if t >= 0 else "_" for t in corpus.tags[i]))
+            row.append(" ".join(tags[int(mapping[int(k)])] if mapping[int(k)] >= 0 else "_" for k in p))
         _out("\t".join(row))
     return EXIT_OK
 

@@ -62,6 +62,8 @@ def _data_options(p, *, preprocess=True, split=True):
     g.add_argument("--column", type=int, metavar="COL",
                    help="CoNLL: index of the column holding the observed symbols (default 1)")
     g.add_argument("--tagset", choices=["upos", "xpos"], help="CoNLL-U: the tag column (default upos)")
+    g.add_argument("--keep-traces", action="store_true",
+                   help="Penn Treebank: keep the -NONE- trace leaves (dropped by default)")
     g.add_argument("--subset", type=int, metavar="N", help="use the first N sequences")
     if preprocess:
         g.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
@@ -73,6 +75,23 @@ def _data_options(p, *, preprocess=True, split=True):
         g.add_argument("--split", type=float, default=None, metavar="F",
                        help="fraction held out as test data (default 0.5 for train; 0 = no test set)")
     g.add_argument("--seed", type=int, default=0, help="seed of the split, initialisation and demo data (default 0)")
+    _word_options(p, vocabulary=preprocess)
+
+
+def _word_options(p, *, vocabulary: bool) -> None:
+    """Words mode of tagged corpora (docs/DATA.md, 'Words mode')."""
+    g = p.add_argument_group("words (tagged corpora with --observe words)")
+    g.add_argument("--lowercase", action="store_true", help="lower-case the words")
+    if vocabulary:
+        g.add_argument("--min-count", type=int, metavar="K", help="words seen fewer than K times are rare")
+        g.add_argument("--max-vocab", type=int, metavar="M",
+                       help="at most M symbols: the most frequent words plus the rare-word symbols")
+        g.add_argument("--rare", choices=["unk", "shape"],
+                       help="rare words become one <unk> symbol (default) or their word-shape class "
+                            "(<unk-cap>, <unk-num>, <unk-ing>, ...)")
+        g.add_argument("--extra", action="append", metavar="FILE", default=None,
+                       help="more unlabelled text for the same training corpus (repeatable); one "
+                            "vocabulary over all files; the gold tags are those of DATA only")
 
 
 def _model_and_data_args(p, verb: str) -> None:
@@ -114,6 +133,8 @@ examples:
   densehmm train seqs.fasta --preset paper_protein --model standard --fair --states 10 --dim 4 --out p.h5
   densehmm train tags.txt --model dense --method cooc --states 20 --dim 8 --steps 20000 --out tags.h5
   densehmm train seqs.fasta --preset paper_protein --out protein.h5 --name em10 --resume
+  densehmm train wsj.mrg --observe words --lowercase --min-count 2 --rare shape --extra brown_all.txt \
+           --model standard --states 45 --split 0 --out words.h5
 
 Ctrl-C stops after the current chunk of work and saves what was trained so far (with --out).
 DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data set.""")
@@ -129,8 +150,11 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     g.add_argument("--fair", action="store_true",
                    help="standard HMM with the number of states that gives about the parameter count of "
                         "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
-    g.add_argument("--device", default=None, help="TensorFlow device for dense models: auto, cpu, gpu "
-                                                      "or a device string such as /GPU:1 (default auto)")
+    g.add_argument("--device", default=None, help="where training runs: auto, cpu, gpu or a device string "
+                                                      "such as /GPU:1 (default auto). The E-step runs there "
+                                                      "with CuPy when CuPy works on that GPU, else numpy on "
+                                                      "the CPU; dense models' TensorFlow steps run there too; "
+                                                      "cpu never touches a GPU")
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=int, metavar="K", help="dense cooc: maximum Adam steps")
     g.add_argument("--iter", type=int, metavar="K",
@@ -170,9 +194,13 @@ examples:
   densehmm evaluate protein.h5 seqs.fasta --name em10
   densehmm evaluate protein.h5 seqs.fasta --name em10 --split 0.5 --part test --json
   densehmm evaluate demo.h5 demo
+  densehmm evaluate words.h5 en_ewt-ud-test.conllu
 
 Symbols are mapped to the model's vocabulary by their strings; symbols the model does not know
-go to its residual (merged) symbol when it has one, else they are an error.""")
+go to its residual (merged) symbol when it has one, else they are an error. Words the model does
+not know go to their word-shape class or <unk> when the model has them. DATA is read the way the
+model's training data were (--observe, --tagset, --lowercase) unless given. When DATA has gold
+tags, the tagging scores are printed too: many-to-one (M-1) and one-to-one accuracy, V-measure.""")
     _model_and_data_args(p, "evaluate")
     p.add_argument("--json", action="store_true", help="print JSON")
     _common(p)
@@ -219,11 +247,15 @@ examples:
     # ---- decode
     p = sub.add_parser("decode", formatter_class=_formatter, help="Viterbi state paths of sequences (TSV)",
                        description="Most likely hidden state path of every sequence of DATA (Viterbi), as TSV: "
-                                   "index, length, log-probability of the path, states (space-separated).",
+                                   "index, id (when the data name their sequences), length, log-probability "
+                                   "of the path, states (space-separated); with --symbols the observed "
+                                   "symbols; for words the words as written; with gold tags the gold tags and "
+                                   "each state's mapped tag (many-to-one mapping on DATA).",
                        epilog="""\
 examples:
   densehmm decode protein.h5 seqs.fasta > states.tsv
-  densehmm decode tags.h5 tags.txt --name em20 --symbols | head""")
+  densehmm decode tags.h5 tags.txt --name em20 --symbols | head
+  densehmm decode words.h5 en_ewt-ud-test.conllu | cut -f 2,6-8 | head""")
     _model_and_data_args(p, "decode")
     p.add_argument("--symbols", action="store_true", help="add a column with the observed symbols")
     _common(p)

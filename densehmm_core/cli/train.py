@@ -45,7 +45,7 @@ def _model_config(args, n_symbols: int):
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed}
+        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": args.device or "auto"}
         if args.iter is not None:
             cfg["n_iter"] = args.iter
         if args.tol is not None:
@@ -81,7 +81,9 @@ def _model_config(args, n_symbols: int):
 
 
 def _final_metrics(model, train, test) -> dict:
-    """Normalised NLL (both variants) and co-occurrence MAD through densehmm_core.metrics."""
+    """Normalised NLL (both variants), co-occurrence MAD and, with gold tags, the tagging scores
+    (M-1, 1-1, V-measure of the Viterbi states on the sentences with gold tags) through
+    densehmm_core.metrics."""
     from .. import metrics as met
     out = {}
     for label, data in (("train", train), ("test", test)):
@@ -89,6 +91,12 @@ def _final_metrics(model, train, test) -> dict:
             continue
         for key, value in _metric_values(met, model, data.sequences).items():
             out[f"{label}_{key}"] = value
+        if getattr(data, "has_tags", False):  # gold tags (words or tags of a tagged corpus)
+            gold = data.labelled()
+            paths, _ = model.decode(gold.sequences)
+            scores = met.tagging_scores(paths, gold.tags, n_states=model.n_states, n_tags=gold.n_tags)
+            for key in ("m1", "one_to_one", "v_measure"):
+                out[f"{label}_{key}"] = scores[key]
     return out
 
 
@@ -223,7 +231,7 @@ def cmd_train(args) -> int:
                                 overwrite=bool(args.overwrite or resume_from or args.checkpoint_every))
     if not args.quiet:
         parts = [f"stopped: {stopped}"]
-        for k in ("train_nll", "test_nll", "test_mad"):
+        for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
             if k in metrics:
                 parts.append(f"{k} {metrics[k]:.6g}")
         _out("; ".join(parts))
@@ -273,6 +281,8 @@ def _apply_overrides(model, args) -> None:
         raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
     done = _iterations_done(model)
     changes = {}
+    if args.device:
+        changes["device"] = args.device
     if kind == "standard":
         for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
             if getattr(args, opt) is not None:
@@ -281,8 +291,6 @@ def _apply_overrides(model, args) -> None:
         if args.tol is not None:
             changes["tol"] = args.tol
     else:
-        if args.device:
-            changes["device"] = args.device
         for opt in ("lr", "tol"):
             if getattr(args, opt) is not None:
                 changes[opt] = getattr(args, opt)

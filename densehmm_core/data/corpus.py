@@ -256,7 +256,8 @@ class Corpus:
         return counts, edges
 
     def statistics(self) -> Dict[str, Any]:
-        """JSON-able summary: counts, length statistics and histogram, symbol counts and frequencies."""
+        """JSON-able summary: counts, length statistics and histogram, symbol counts and frequencies,
+        and for tagged corpora the gold-tag counts (``tag_counts``, ``n_untagged_tokens``; None otherwise)."""
         L = self.lengths
         counts, edges = self.length_histogram()
         sc = self.symbol_counts
@@ -272,6 +273,10 @@ class Corpus:
             "length_histogram": {"counts": [int(c) for c in counts], "edges": [float(e) for e in edges]},
             "symbol_counts": {v: int(c) for v, c in zip(self.vocabulary, sc)},
             "symbol_frequencies": {v: int(c) / total for v, c in zip(self.vocabulary, sc)},
+            # gold tags (tagged corpora): tokens per tag, and tokens without a gold tag (extra files)
+            "tag_counts": None if self.tags is None else dict(zip(self.tag_vocabulary, self.tag_counts().tolist())),
+            "n_untagged_tokens": None if self.tags is None else int(sum(int(np.count_nonzero(t < 0))
+                                                                        for t in self.tags)),
         }
 
     # ------------------------------------------------------- encode / decode
@@ -285,7 +290,8 @@ class Corpus:
         idx = self.symbol_index
         return np.array([idx[s] for s in symbols], dtype=np.int32)
 
-    def encode_with(self, vocabulary: Sequence[str], *, unknown: Optional[str] = None) -> "Corpus":
+    def encode_with(self, vocabulary: Sequence[str], *, unknown: Optional[str] = None, lowercase: bool = False,
+                    shapes: bool = False) -> "Corpus":
         """This corpus re-encoded to another vocabulary (e.g. a model's), symbols matched by their strings.
 
         Parameters
@@ -295,6 +301,13 @@ class Corpus:
         unknown : str, optional
             A symbol of ``vocabulary`` that takes every symbol the vocabulary lacks (a model's
             residual symbol such as ``"<other>"``).  Without it, such symbols are an error.
+        lowercase : bool, default False
+            Words: a symbol the vocabulary lacks is looked up lower-cased (a model trained on
+            lower-cased words, data read as written).
+        shapes : bool, default False
+            Words: a symbol still not found goes to its word-shape class
+            (:func:`~densehmm_core.data.word_shape`, judged on the symbol as written) when the
+            vocabulary has that class, before falling back to ``unknown``.
 
         Returns
         -------
@@ -318,9 +331,28 @@ class Corpus:
         if unknown is not None and unknown not in index:
             raise ValueError(f"the unknown symbol {unknown!r} is not in the vocabulary to encode with")
         counts = self.symbol_counts
-        missing = [i for i, v in enumerate(self.vocabulary) if v not in index and counts[i] > 0]
+        found: Dict[int, int] = {}   # corpus symbol -> target index found by lower-casing or shape
+        n_lower = n_shape = 0
+        if lowercase or shapes:
+            from .wordshape import word_shape
+            for i, v in enumerate(self.vocabulary):
+                if v in index or counts[i] == 0:
+                    continue
+                if lowercase and v.lower() in index:
+                    found[i] = index[v.lower()]
+                    n_lower += int(counts[i])
+                elif shapes:
+                    sh = word_shape(v, unknown or "<unk>")
+                    if sh != unknown and sh in index:
+                        found[i] = index[sh]
+                        n_shape += int(counts[i])
+        missing = [i for i, v in enumerate(self.vocabulary) if v not in index and i not in found and counts[i] > 0]
         step: Dict[str, Any] = {"step": "encode_with", "n_symbols_before": self.n_symbols,
                                 "n_symbols_after": len(target)}
+        if lowercase:
+            step["lowercased_tokens"] = n_lower
+        if shapes:
+            step["shape_class_tokens"] = n_shape
         if missing:
             names = [self.vocabulary[i] for i in missing]
             n_tokens = int(counts[missing].sum())
@@ -330,7 +362,7 @@ class Corpus:
                                  f"({n_tokens} of {self.n_tokens} tokens)")
             step.update(unknown_symbol=unknown, to_unknown=names, unknown_tokens=n_tokens)
         fill = -1 if unknown is None else index[unknown]  # -1 only for symbols no sequence uses
-        lut = np.array([index.get(v, fill) for v in self.vocabulary], dtype=np.int32)
+        lut = np.array([index.get(v, found.get(i, fill)) for i, v in enumerate(self.vocabulary)], dtype=np.int32)
         return self._derive([lut[s] for s in self.sequences], vocabulary=target, names=self.names, step=step,
                             tags=self.tags)
 

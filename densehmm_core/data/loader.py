@@ -55,7 +55,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 def load(path, format: str = "auto", *, preset: Optional[str] = None,
          progress: Optional[Callable[[int, int], Any]] = None,
-         extra: Optional[Union[PathLike, Sequence[PathLike]]] = None, **options) -> Corpus:
+         extra: Optional[Union[PathLike, Sequence[PathLike]]] = None,
+         defaults: Optional[Dict[str, Any]] = None, **options) -> Corpus:
     """Read a data file into a :class:`Corpus`.
 
     Parameters
@@ -76,7 +77,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         CoNLL-U file) is a ``ValueError``.
     progress : callable, optional
         ``progress(bytes_read, total_bytes)``, called every few MB and at the end
-        (bytes of the file on disk, i.e. compressed bytes for ``.gz``).
+        (bytes of the file on disk, i.e. compressed bytes for ``.gz``), for ``path``
+        (not for ``extra`` files).
     extra : path or list of paths, optional
         Tagged corpora only: more files of unlabelled text for the same training corpus
         (e.g. Brown or CoNLL-2000 beside a gold CoNLL-U file).  Each is read in its own
@@ -85,6 +87,11 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         ``rare`` act on the union).  Their sentences come after those of ``path`` and
         their tags are :data:`NO_TAG` (-1): whatever tags an extra file has are not gold.
         :meth:`Corpus.labelled` gives back the sentences of ``path`` alone (for scoring).
+    defaults : dict, optional
+        Reader options that replace the format's defaults **where they apply to the
+        detected format** (others are ignored), below the preset and ``options``: e.g.
+        ``{"observe": "words", "tagset": "xpos"}`` taken from a model's training
+        provenance, to read new data the way its training data were read.
     **options
         Reader options (see ``READER_DEFAULTS`` and docs/DATA.md):
 
@@ -146,12 +153,12 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
 
     with open_source(path, progress) as src:
         fmt = fixed_format or detect_format(src.name, src.sample, src.path)
-        defaults = READER_DEFAULTS[fmt]
-        bad = [k for k in reader_opts if k not in defaults]
+        fmt_defaults = READER_DEFAULTS[fmt]
+        bad = [k for k in reader_opts if k not in fmt_defaults]
         if bad:
             raise ValueError(f"option{'s' if len(bad) > 1 else ''} {', '.join(map(repr, bad))} "
                              f"do{'es' if len(bad) == 1 else ''} not apply to format {fmt!r}")
-        foreign = [k for k in preset_reader if k not in defaults]
+        foreign = [k for k in preset_reader if k not in fmt_defaults]
         if foreign:
             raise ValueError(f"preset {preset_name!r} is meant for {get_preset(preset_name)['format']} files, not "
                              f"{fmt}: its option{'s' if len(foreign) > 1 else ''} "
@@ -159,7 +166,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
                              f"do{'es' if len(foreign) == 1 else ''} not apply")
         if extras and fmt == "fasta":
             raise ValueError("extra= (more files for one training corpus) is for tagged corpora, not FASTA")
-        opts = dict(defaults)
+        opts = dict(fmt_defaults)
+        opts.update({k: v for k, v in (defaults or {}).items() if k in fmt_defaults})
         opts.update(preset_reader)
         opts.update(reader_opts)
         if fmt == "fasta":

@@ -1,0 +1,254 @@
+"""TensorFlow graph code for vocabulary-scale DenseHMMs: symbol features and the sparse
+co-occurrence loss (imported lazily by :mod:`densehmm_core.dense`).
+
+Parameters are one flat float64 vector, packed as in :mod:`densehmm_core.dense_tf`
+followed by the feature embeddings: ``U, Z, W, V_own (m*l), z_start, feature_V (F*l)``.
+The effective symbol embeddings are ``V = V_own + S feature_V`` (``S`` the 0/1 symbol x
+feature incidence of :class:`densehmm_core.features.SymbolFeatures`, applied as a gather and
+a segment sum, never as a dense m x F matrix).
+
+The co-occurrence loss is the sparse form (see :mod:`densehmm_core.cooc_sparse`)::
+
+    scale (||Omega_gt||^2 - 2 sum_nnz Omega_gt[i,j] Omega[i,j] + tr(M G M^T G)),
+    M = diag(pi) A,  G = B B^T,  Omega[i,j] = sum_a B[a,i] (M B)[a,j]
+
+costing ``O(nnz n + n^2 m)`` per step; no ``m x m`` tensor exists.  :class:`WordGraph`
+exposes the same operations as :mod:`densehmm_core.dense_tf` (Adam chunks for the cooc fit
+and the EM M-step, evaluation, value-and-gradient for L-BFGS) for one model shape and one
+data set.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+from .dense_tf import DT, AdamState, Layout, _adam_loop, stationary, tf
+
+__all__ = ["FeatureLayout", "WordGraph", "DenseGraph"]
+
+
+class FeatureLayout(Layout):
+    """:class:`~densehmm_core.dense_tf.Layout` plus ``feature_V`` (F x l) at the end.
+
+    ``pack`` takes the effective ``V`` (and ``feature_V``, zeros when absent) and stores
+    ``V_own = V - S feature_V``; ``unpack`` returns the effective ``V`` and ``feature_V``.
+    """
+
+    def __init__(self, n: int, m: int, l: int, features=None) -> None:
+        super().__init__(n, m, l)
+        self.features = features
+        self.n_feat = 0 if features is None else int(features.n_features)
+        self.size += self.n_feat * self.l
+
+    def pack(self, emb: Dict[str, np.ndarray]) -> np.ndarray:
+        base = dict(emb)
+        if self.n_feat:
+            fv = np.asarray(emb.get("feature_V", np.zeros((self.n_feat, self.l))), dtype=np.float64)
+            if fv.shape != (self.n_feat, self.l):
+                raise ValueError(f"feature_V must have shape {(self.n_feat, self.l)}, got {fv.shape}")
+            base["V"] = self.features.own(emb["V"], fv)
+            return np.concatenate([super().pack(base), fv.ravel()])
+        return super().pack(base)
+
+    def unpack(self, theta: np.ndarray) -> Dict[str, np.ndarray]:
+        theta = np.asarray(theta, dtype=np.float64)
+        out = super().unpack(theta[:theta.size - self.n_feat * self.l])
+        if self.n_feat:
+            fv = theta[theta.size - self.n_feat * self.l:].reshape(self.n_feat, self.l).copy()
+            out["V"] = self.features.apply(out["V"], fv)
+            out["feature_V"] = fv
+        return out
+
+
+# ----------------------------------------------------------------- graph functions
+def _parts(theta, n, m, l, nf, frows, fcols):
+    nl = n * l
+    U, Z, W, V, zs, F = tf.split(theta, [nl, nl, nl, m * l, l, nf * l])
+    V = tf.reshape(V, (m, l))
+    if nf:
+        V = V + tf.math.unsorted_segment_sum(tf.gather(tf.reshape(F, (nf, l)), fcols), frows, m)
+    return tf.reshape(U, (n, l)), tf.reshape(Z, (n, l)), tf.reshape(W, (n, l)), V, zs
+
+
+def _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols):
+    U, Z, W, V, zs = _parts(theta, n, m, l, nf, frows, fcols)
+    logA = tf.nn.log_softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
+    logB = tf.nn.log_softmax(tf.matmul(W, V, transpose_b=True), axis=1)
+    logpi = tf.nn.log_softmax(tf.linalg.matvec(U, zs))
+    q = tf.reduce_sum(c_start * logpi) + tf.reduce_sum(c_trans * logA) + tf.reduce_sum(c_emit * logB)
+    return -q / norm
+
+
+def _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, stationary_grad):
+    """``(squared error, sum_nnz |Omega - Omega_gt| + sum Omega off the pairs)``."""
+    U, Z, W, V, _ = _parts(theta, n, m, l, nf, frows, fcols)
+    A = tf.nn.softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
+    B = tf.nn.softmax(tf.matmul(W, V, transpose_b=True), axis=1)
+    pi = stationary(A)
+    if not stationary_grad:
+        pi = tf.stop_gradient(pi)
+    M = pi[:, None] * A
+    Bt = tf.transpose(B)                                   # (m, n)
+    Ct = tf.matmul(Bt, M, transpose_b=True)                # (M B)^T, (m, n)
+    om = tf.reduce_sum(tf.gather(Bt, prow) * tf.gather(Ct, pcol), axis=1)   # Omega at the pairs
+    G = tf.matmul(B, B, transpose_b=True)                  # (n, n)
+    fro = tf.reduce_sum(tf.matmul(M, G) * tf.matmul(G, M))  # tr(M G M^T G)
+    err = gt_sq - 2.0 * tf.reduce_sum(pval * om) + fro
+    abs_sum = tf.reduce_sum(tf.abs(om - pval)) + tf.reduce_sum(pi) - tf.reduce_sum(om)
+    return err, abs_sum
+
+
+def _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols, stationary_grad):
+    return scale * _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, stationary_grad)[0]
+
+
+def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, prow, pcol, pval, gt_sq, scale,
+                  n, m, l, nf, frows, fcols, stationary_grad):
+    def loss_fn(th):
+        return _cooc_loss(th, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols, stationary_grad)
+    th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit)
+    err, abs_sum = _cooc_terms(th, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, True)
+    return th, mm, vv, tt, k, status, good, scale * err, abs_sum / float(m) ** 2
+
+
+def _adam_mstep_py(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l, nf,
+                   frows, fcols):
+    def loss_fn(th):
+        return _mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols)
+    th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
+                                                 tf.constant(0), tf.constant(1.0, DT), limit)
+    return th, mm, vv, tt, k, status, good, loss_fn(th)
+
+
+_adam_cooc = tf.function(_adam_cooc_py)
+_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
+_adam_mstep = tf.function(_adam_mstep_py)
+_adam_mstep_xla = tf.function(_adam_mstep_py, jit_compile=True)
+
+
+@tf.function
+def _cooc_value_and_grad(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols):
+    with tf.GradientTape() as tape:
+        tape.watch(theta)
+        loss = _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols, True)
+    return loss, tape.gradient(loss, theta)
+
+
+@tf.function
+def _cooc_eval(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols):
+    err, abs_sum = _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, True)
+    return scale * err, abs_sum / float(m) ** 2
+
+
+@tf.function
+def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols):
+    with tf.GradientTape() as tape:
+        tape.watch(theta)
+        loss = _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols)
+    return loss, tape.gradient(loss, theta)
+
+
+class WordGraph:
+    """The training operations of one DenseHMM shape with optional symbol features and a
+    sparse co-occurrence target (the same calls as :mod:`densehmm_core.dense_tf`, with the
+    model shape, features and target bound once).
+
+    Parameters
+    ----------
+    layout : FeatureLayout
+    pairs : PairCounts, optional
+        The co-occurrence target (needed by the cooc operations only).
+    """
+
+    def __init__(self, layout: FeatureLayout, pairs=None) -> None:
+        self.layout = layout
+        self.n, self.m, self.l = layout.n, layout.m, layout.l
+        self.nf = getattr(layout, "n_feat", 0)
+        f = getattr(layout, "features", None)
+        self._frows = tf.constant(np.zeros(0, np.int64) if f is None else f.rows, tf.int64)
+        self._fcols = tf.constant(np.zeros(0, np.int64) if f is None else f.cols, tf.int64)
+        self.pairs = pairs
+        if pairs is not None:
+            if pairs.m != self.m:
+                raise ValueError(f"co-occurrence target has m={pairs.m}, the model m={self.m}")
+            self._prow = tf.constant(pairs.rows, tf.int64)
+            self._pcol = tf.constant(pairs.cols, tf.int64)
+            self._pval = tf.constant(pairs.vals, DT)
+            self._gt_sq = tf.constant(pairs.sq_norm, DT)
+
+    def _shape(self):
+        return int(self.n), int(self.m), int(self.l), int(self.nf), self._frows, self._fcols
+
+    def _target(self):
+        if self.pairs is None:
+            raise RuntimeError("this graph has no co-occurrence target")
+        return self._prow, self._pcol, self._pval, self._gt_sq
+
+    def adam_mstep(self, theta, state: AdamState, n_steps: int, lr: float, limit: float,
+                   c_start, c_trans, c_emit, norm: float, jit: bool = False):
+        """As :func:`densehmm_core.dense_tf.adam_mstep`."""
+        fn = _adam_mstep_xla if jit else _adam_mstep
+        out = fn(tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
+                 tf.constant(float(lr), DT), tf.constant(float(limit), DT),
+                 tf.constant(c_start, DT), tf.constant(c_trans, DT), tf.constant(c_emit, DT),
+                 tf.constant(float(norm), DT), *self._shape())
+        th, mm, vv, tt, k, status, good, loss = out
+        return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss)
+
+    def adam_cooc(self, theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0: int, k_total: int,
+                  limit: float, scale: float, stationary_grad: bool, jit: bool = False):
+        """As :func:`densehmm_core.dense_tf.adam_cooc` on the sparse loss."""
+        fn = _adam_cooc_xla if jit else _adam_cooc
+        n, m, l, nf, fr, fc = self._shape()
+        out = fn(tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
+                 tf.constant(float(lr0), DT), tf.constant(float(lr1), DT), tf.constant(int(k0)),
+                 tf.constant(float(k_total), DT), tf.constant(float(limit), DT), *self._target(),
+                 tf.constant(float(scale), DT), n, m, l, nf, fr, fc, bool(stationary_grad))
+        th, mm, vv, tt, k, status, good, loss, mad = out
+        return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss), float(mad)
+
+    def cooc_eval(self, theta, scale: float):
+        """``(loss, mad)`` -- ``mad`` the exact mean |Omega - Omega_gt| over all m^2 entries."""
+        loss, mad = _cooc_eval(tf.convert_to_tensor(theta, DT), *self._target(), tf.constant(float(scale), DT),
+                               *self._shape())
+        return float(loss), float(mad)
+
+    def cooc_value_and_grad(self, theta, scale: float):
+        """Loss and exact gradient (through the stationary distribution), numpy."""
+        loss, g = _cooc_value_and_grad(tf.convert_to_tensor(theta, DT), *self._target(),
+                                       tf.constant(float(scale), DT), *self._shape())
+        return float(loss), g.numpy()
+
+    def mstep_value_and_grad(self, theta, c_start, c_trans, c_emit, norm: float):
+        """M-step loss and gradient, numpy (tests)."""
+        loss, g = _mstep_value_and_grad(tf.convert_to_tensor(theta, DT), tf.constant(c_start, DT),
+                                        tf.constant(c_trans, DT), tf.constant(c_emit, DT),
+                                        tf.constant(float(norm), DT), *self._shape())
+        return float(loss), g.numpy()
+
+
+class DenseGraph:
+    """The same operations as :class:`WordGraph` on today's dense graph
+    (:mod:`densehmm_core.dense_tf`: no features, a dense ``m x m`` target)."""
+
+    def __init__(self, layout: Layout, omega=None) -> None:
+        from . import dense_tf
+        self._tfm = dense_tf
+        self.layout = layout
+        self.n, self.m, self.l = layout.n, layout.m, layout.l
+        self._om = None if omega is None else tf.constant(omega, DT)
+
+    def adam_mstep(self, theta, state, n_steps, lr, limit, c_start, c_trans, c_emit, norm, jit=False):
+        return self._tfm.adam_mstep(tf.convert_to_tensor(theta, DT), state, n_steps, lr, limit, c_start, c_trans,
+                                    c_emit, norm, self.n, self.m, self.l, jit)
+
+    def adam_cooc(self, theta, state, n_steps, lr0, lr1, k0, k_total, limit, scale, stationary_grad, jit=False):
+        return self._tfm.adam_cooc(theta, state, n_steps, lr0, lr1, k0, k_total, limit, self._om, scale,
+                                   self.n, self.m, self.l, stationary_grad, jit)
+
+    def cooc_eval(self, theta, scale):
+        return self._tfm.cooc_eval(theta, self._om, scale, self.n, self.m, self.l)[:2]
+
+    def cooc_value_and_grad(self, theta, scale):
+        return self._tfm.cooc_value_and_grad(theta, self._om, scale, self.n, self.m, self.l)

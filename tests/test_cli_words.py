@@ -1,0 +1,128 @@
+"""The command line on words (issue 14): word options of train, tagging scores in evaluate, word / gold /
+mapped-tag columns in decode, errors (issue 16: a preset for another format exits 2).
+
+Runs ``densehmm_core.cli.main`` in-process (fast); the subprocess behaviour is covered by test_cli.py.
+"""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+from densehmm_core.cli import main
+from densehmm_core.data import load
+from densehmm_core.metrics import tagging_scores
+from densehmm_core.modelfile import load_model, read_model_info
+
+FIX = pathlib.Path(__file__).parent / "fixtures" / "data"
+WORDS = FIX / "words.conllu"
+EXTRA = FIX / "words_extra.txt"
+WORD_OPTS = ["--observe", "words", "--lowercase", "--min-count", "2", "--rare", "shape"]
+
+
+def _run(capsys, argv):
+    rc = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+@pytest.fixture
+def model_file(tmp_path, capsys):
+    path = tmp_path / "w.h5"
+    rc, out, err = _run(capsys, ["train", WORDS, *WORD_OPTS, "--extra", EXTRA, "--model", "standard",
+                                 "--states", "4", "--iter", "5", "--split", "0", "--seed", "3", "--out", path, "-q"])
+    assert rc == 0, err
+    return path
+
+
+def test_train_builds_one_vocabulary_over_both_files_and_stores_tags(model_file):
+    model = load_model(model_file)
+    # union counts (hand-counted in test_data_words): the 5, . 5, dog 4, runs 3, vinken 2
+    assert model.vocabulary[:5] == [".", "dog", "runs", "the", "vinken"]
+    assert "<unk-caps>" in model.vocabulary and "<unk-ed>" in model.vocabulary
+    assert model.tag_vocabulary == ["ADJ", "ADP", "ADV", "AUX", "DET", "NOUN", "NUM", "PROPN", "PUNCT", "VERB"]
+    info = read_model_info(model_file)
+    assert [e["file"] for e in info["provenance"]["extra"]] == ["words_extra.txt"]
+    # the final metrics score the sentences with gold tags (those of words.conllu only)
+    corpus = load(WORDS, observe="words", lowercase=True, min_count=2, rare="shape", extra=[EXTRA])
+    gold = corpus.labelled()
+    paths, _ = model.decode(gold.sequences)
+    expect = tagging_scores(paths, gold.tags, n_states=4, n_tags=10)
+    assert model.metrics_["train_m1"] == pytest.approx(expect["m1"])
+    assert model.metrics_["train_v_measure"] == pytest.approx(expect["v_measure"])
+
+
+def test_evaluate_prints_tagging_scores_read_like_the_training_data(model_file, capsys):
+    # no --observe / --lowercase: taken from the model's training provenance
+    rc, out, err = _run(capsys, ["evaluate", model_file, WORDS, "--json"])
+    assert rc == 0, err
+    res = json.loads(out)
+    model = load_model(model_file)
+    # oracle: the data as written, each word lower-cased or sent to its shape class by hand
+    data = load(WORDS, observe="words")
+    from densehmm_core.data import word_shape
+    idx = {w: i for i, w in enumerate(model.vocabulary)}
+    seqs = [np.array([idx.get(w.lower(), idx.get(word_shape(w))) for w in data.decode(s)]) for s in data.sequences]
+    paths, _ = model.decode(seqs)
+    expect = tagging_scores(paths, data.tags, n_states=4, n_tags=data.n_tags)
+    t = res["tagging"]
+    assert t["m1"] == pytest.approx(expect["m1"]) and t["one_to_one"] == pytest.approx(expect["one_to_one"])
+    assert t["v_measure"] == pytest.approx(expect["v_measure"]) and t["n_tokens"] == 26 and t["n_tags"] == 10
+    assert t["mapping"] == {str(i): (data.tag_vocabulary[k] if k >= 0 else None)
+                            for i, k in enumerate(expect["mapping"].tolist())}
+    assert res["nll"] == pytest.approx(-model.score(seqs) / 26)
+    rc, text, _ = _run(capsys, ["evaluate", model_file, WORDS])
+    assert "many-to-one (M-1)" in text and f"{expect['m1']:.4f}" in text and "V-measure" in text
+
+
+def test_evaluate_on_untagged_data_prints_no_tagging(tmp_path, capsys):
+    fasta = FIX / "pdb_seqres_like.fasta"
+    path = tmp_path / "p.h5"
+    assert _run(capsys, ["train", fasta, "--model", "standard", "--states", "2", "--iter", "2", "--split", "0",
+                         "--out", path, "-q"])[0] == 0
+    rc, out, _ = _run(capsys, ["evaluate", path, fasta, "--json"])
+    assert rc == 0 and "tagging" not in json.loads(out)
+
+
+def test_decode_columns_words_gold_and_mapped_tags(model_file, capsys):
+    rc, out, err = _run(capsys, ["decode", model_file, WORDS, "--symbols"])
+    assert rc == 0, err
+    lines = out.splitlines()
+    header = lines[0].split("\t")
+    assert header == ["index", "id", "length", "log_prob", "states", "symbols", "words", "gold_tags", "mapped_tags"]
+    rows = [dict(zip(header, ln.split("\t"))) for ln in lines[1:]]
+    data = load(WORDS, observe="words")
+    assert [r["id"] for r in rows] == data.names
+    assert [r["words"].split(" ") for r in rows] == [data.decode(s) for s in data.sequences]
+    assert [r["gold_tags"].split(" ") for r in rows] == [[data.tag_vocabulary[t] for t in ts] for ts in data.tags]
+    # mapped tag = the M-1 tag of each token's state on these data
+    states = [np.array(r["states"].split(" "), dtype=int) for r in rows]
+    mapping = tagging_scores(states, data.tags, n_states=4)["mapping"]
+    for r, s in zip(rows, states):
+        assert r["mapped_tags"].split(" ") == [data.tag_vocabulary[mapping[k]] for k in s]
+    assert rows[2]["symbols"].split(" ")[:3] == ["<unk-caps>", "<unk-ed>", "<unk-num>"]   # NASA launched 3
+
+
+def test_decode_without_gold_tags_or_words_keeps_the_old_columns(tmp_path, capsys):
+    fasta = FIX / "pdb_seqres_like.fasta"
+    path = tmp_path / "p.h5"
+    assert _run(capsys, ["train", fasta, "--model", "standard", "--states", "2", "--iter", "2", "--split", "0",
+                         "--out", path, "-q"])[0] == 0
+    rc, out, _ = _run(capsys, ["decode", path, fasta])
+    assert out.splitlines()[0].split("\t") == ["index", "id", "length", "log_prob", "states"]
+
+
+@pytest.mark.parametrize("argv,phrase", [
+    (["train", WORDS, "--lowercase", "--model", "standard", "--states", "2"], "--lowercase needs --observe words"),
+    (["train", WORDS, "--preset", "paper_protein", "--model", "standard", "--states", "2"],
+     "preset 'paper_protein' is meant for fasta files, not conllu"),
+    (["train", WORDS, "--observe", "words", "--extra", FIX / "missing.txt", "--model", "standard", "--states", "2"],
+     "missing.txt: no such file"),
+    (["train", WORDS, "--observe", "words", "--rare", "shape", "--max-vocab", "3", "--model", "standard",
+      "--states", "2"], "too small"),
+    (["train", WORDS, "--rare", "shape", "--model", "standard", "--states", "2"], "needs observe='words'"),
+])
+def test_word_option_errors_exit_2_with_one_line(tmp_path, capsys, argv, phrase):
+    rc, out, err = _run(capsys, [*argv, "--out", tmp_path / "x.h5"])
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and phrase in lines[0], err
