@@ -1,7 +1,9 @@
 #!/bin/sh
 # DenseHMM Studio developer entry point (the "Makefile or equivalent").
 #   sh dev.sh app   [FILES...]  set up .venv (if needed) and launch the app
-#   sh dev.sh test  [PYTEST ARGS] set up .venv (if needed) and run the whole test suite
+#   sh dev.sh test  [PYTEST ARGS] set up .venv (if needed), run the lint checks, then the whole test suite
+#   sh dev.sh lint              set up .venv (if needed) and run only the lint checks: ruff, import-linter
+#                               (layer and Qt-free contracts), mypy; configured in pyproject.toml
 #   sh dev.sh setup             only set up .venv
 # Idempotent: the install step is skipped while pyproject.toml is unchanged.
 set -eu
@@ -47,11 +49,21 @@ setup() {
     touch "$STAMP"
 }
 
+lint() {
+    echo "dev.sh lint: ruff" >&2
+    "$PY" -m ruff check .
+    echo "dev.sh lint: import-linter" >&2
+    "$VENV/bin/lint-imports" --no-cache
+    echo "dev.sh lint: mypy" >&2
+    "$PY" -m mypy
+}
+
 cmd="${1:-app}"
 [ $# -gt 0 ] && shift
 case "$cmd" in
     setup) setup ;;
     app)   setup; exec "$PY" main.py "$@" ;;
-    test)  setup; exec "$PY" -m pytest -q "$@" ;;
-    *) echo "usage: sh dev.sh app|test|setup" >&2; exit 2 ;;
+    lint)  setup; lint ;;
+    test)  setup; lint; exec "$PY" -m pytest -q "$@" ;;
+    *) echo "usage: sh dev.sh app|test|lint|setup" >&2; exit 2 ;;
 esac

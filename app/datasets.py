@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["DataSet", "ModelSet", "demo_dataset", "load_path", "is_model_file", "MODEL_SUFFIXES",
            "DATA_FILTERS", "data_filters", "dataset_summary",
-           "preprocess_corpus", "split_corpus", "save_models", "score_model"]
+           "preprocess_corpus", "split_corpus", "save_models", "score_model", "encode_for", "unknown_note"]
 
 MODEL_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
@@ -170,7 +170,7 @@ def load_models(path: str) -> ModelSet:
 
 
 def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None):
-    """Read one file (runs on a worker thread): a DataSet for data, a ModelSet for .h5 files.
+    """Read one file (runs on a background thread): a DataSet for data, a ModelSet for .h5 files.
 
     ``progress(bytes_read, total_bytes)`` is passed to ``densehmm_core.data.load`` for data
     files (model files report nothing: their size says little about the reading time).
@@ -253,9 +253,33 @@ def save_models(path: str, items) -> List[str]:
     return names
 
 
+def encode_for(model, data):
+    """``data`` read with the model's alphabet: symbols matched by name through the core
+    (:func:`densehmm_core.data.encode_for_model`, as the command line does).
+
+    Raises ValueError naming the symbols the model does not know (and their token count)
+    when it has no residual symbol to read them as.
+    """
+    from densehmm_core.data import encode_for_model
+    return encode_for_model(data, getattr(model, "vocabulary", None), model.n_symbols,
+                            provenance=getattr(model, "provenance_", None))
+
+
+def unknown_note(data) -> str:
+    """What re-encoding did with symbols the model lacks (from the core's provenance), or ""."""
+    for step in reversed((getattr(data, "provenance", None) or {}).get("preprocessing", []) or []):
+        if isinstance(step, dict) and step.get("step") == "encode_with" and step.get("to_unknown"):
+            names = ", ".join(repr(v) for v in step["to_unknown"][:8])
+            return (f"{step.get('unknown_tokens', 0)} token(s) of {len(step['to_unknown'])} symbol(s) the model "
+                    f"does not know ({names}) read as {step.get('unknown_symbol')!r}")
+    return ""
+
+
 def score_model(model, data) -> dict:
-    """Normalised NLL (per token and the paper's variant) of a model on data, via the core."""
+    """Normalised NLL (per token and the paper's variant) of a model on data, via the core; the
+    data are first read with the model's alphabet (:func:`encode_for`)."""
     from densehmm_core.metrics import normalized_nll, paper_nll
+    data = encode_for(model, data)
     ll = float(model.score(data))
     return {"log_likelihood": ll, "normalized_nll": float(normalized_nll(ll, data)),
             "paper_nll": float(paper_nll(ll, data))}

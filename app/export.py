@@ -81,17 +81,15 @@ def _safe(text: str) -> str:
 def file_stem(model: Any = None, **fields) -> str:
     """A file-name stem naming a model: kind, n, l and seed, e.g. ``dense-em_n10_l3_seed0``.
 
-    ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_params()`` or ``get_config()``) or ``None``;
+    ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_config()``) or ``None``;
     keyword ``fields`` (kind, n, l, seed) override what the model says.
     """
     params = {}
-    for getter in ("get_params", "get_config"):
-        if model is not None and callable(getattr(model, getter, None)):
-            try:
-                params = dict(getattr(model, getter)())
-                break
-            except Exception:
-                params = {}
+    if model is not None:
+        try:
+            params = dict(model.get_config())
+        except NotImplementedError:  # a bare BaseHMM holding matrices has no hyper-parameters
+            params = {}
     kind = fields.get("kind")
     if kind is None and model is not None:
         if hasattr(model, "fit_method") or "fit_method" in params:
@@ -438,13 +436,10 @@ def add_export_context_menu(widget: QtWidgets.QWidget, get_default_dir: Optional
 
     # pyqtgraph views: our actions replace the scene's "Export..." entry in every plot menu.
     # The innermost call wins: a view already given a menu by its own widget keeps it.
-    try:
-        import pyqtgraph as pg
-        views = widget.findChildren(pg.GraphicsView)
-        if isinstance(widget, pg.GraphicsView):
-            views.append(widget)
-    except Exception:  # pragma: no cover - pyqtgraph is a hard dependency of the app
-        views = []
+    import pyqtgraph as pg
+    views = widget.findChildren(pg.GraphicsView)
+    if isinstance(widget, pg.GraphicsView):
+        views.append(widget)
     for view in views:
         owner = getattr(view, "_export_owner", None)
         if owner is not None and owner is not widget:

@@ -1,31 +1,30 @@
-"""The job runner: trains models on a :class:`QThreadPool`, one :class:`QRunnable` per job.
+"""Training jobs: a :class:`JobManager` runs each :class:`Job` on a :class:`QThreadPool`.
 
-Each pool thread drives one job's progress stream and hands the events to the GUI
-thread through a queued ``Signal(object)``.  With ``executor="process"`` (the default)
-the fit itself runs in a worker process of :mod:`densehmm_core.worker` and the pool
-thread only relays its events (it waits on a pipe, without the GIL): training then never
-competes with the GUI thread for Python's GIL, and the worker runs at a lower CPU
-priority.  ``executor="thread"`` runs ``model.iter_fit(...)`` on the pool thread itself
-(also used for model types a worker cannot train).  The worker coalesces:
-it keeps only the newest event and emits at most one pending notification per job,
-so a fast trainer can never flood the event loop.  On the GUI side the manager
-throttles what it forwards to the views to at most ``max_rate`` dispatches per second
-per job, always with the newest event (carrying the newest parameter snapshot).
+Words used in the app: a **runner** is the pool thread's task (:class:`_JobRunner`, a
+``QRunnable``) that drives one job's progress stream; a **worker** is always a training
+process of :mod:`densehmm_core.worker`.  With ``executor="process"`` (the default) the fit
+runs in a worker and the runner only relays its events (it waits on a pipe, without the
+GIL): training never competes with the GUI thread for Python's GIL, and the worker runs
+at a lower CPU priority.  ``executor="thread"`` runs ``model.iter_fit(...)`` on the pool
+thread itself (also used for model types a worker cannot train).
 
-No maths here: the worker only drives the core's generator.
+The runner posts every event to the manager's :class:`app.live.LiveFeed`, which owns
+what the GUI sees and when (newest event, newest parameters, throttle, drawing cost).
+
+No maths here: the runner only drives the core's generator.
 """
 from __future__ import annotations
 
-import dataclasses
 import enum
 import itertools
 import os
-import threading
 import time
 import traceback
 from typing import Any, Dict, List, Optional
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from .live import LiveFeed
 
 __all__ = ["JobState", "Job", "JobManager"]
 
@@ -95,19 +94,12 @@ class Job:
         self.total: Optional[int] = None
         self.started_at: Optional[float] = None
         self.finished_at: Optional[float] = None
-        self.last_event = None    # newest event dispatched to the views (params filled in)
+        # progress, kept up to date by the manager's LiveFeed
+        self.last_event = None    # newest event taken on the GUI thread (params filled in)
         self.last_params: Optional[dict] = None
         self.initial_params: Optional[dict] = None
-        self.n_events = 0
-        self.n_dispatched = 0
-        # worker -> GUI hand-over (guarded by _lock)
-        self._lock = threading.Lock()
-        self._pending = None
-        self._pending_params = None
-        self._notified = False
-        # GUI-side throttle
-        self._last_dispatch = 0.0
-        self._flush_scheduled = False
+        self.n_events = 0         # events posted by the runner
+        self.n_dispatched = 0     # updates forwarded to the views
 
     # ------------------------------------------------------------ display
     @property
@@ -140,19 +132,21 @@ class Job:
         return f"<Job {self.id} {self.name!r} {self.state.value}>"
 
 
-class _WorkerSignals(QObject):
+class _RunnerSignals(QObject):
     started = Signal(object)            # job
-    ready = Signal(object)              # job: a new event is pending
     finished = Signal(object, object, str, str)  # job, JobState, reason, error text
 
 
-class _Worker(QRunnable):
-    def __init__(self, job: Job, signals: _WorkerSignals, executor: str = "process") -> None:
+class _JobRunner(QRunnable):
+    """Drives one job's progress stream on a pool thread and posts each event to ``live``."""
+
+    def __init__(self, job: Job, signals: _RunnerSignals, live: LiveFeed, executor: str = "process") -> None:
         super().__init__()
         self.job = job
         self.signals = signals
+        self.live = live
         self.executor = executor
-        # Python owns the runnable (kept in JobManager._workers for the job's lifetime), so a
+        # Python owns the runnable (kept in JobManager._runners for the job's lifetime), so a
         # queued job can still be taken off the pool and no wrapper ever outlives its C++ object.
         self.setAutoDelete(False)
 
@@ -180,25 +174,12 @@ class _Worker(QRunnable):
         job.started_at = time.perf_counter()
         sig.started.emit(job)
         state, reason, error = JobState.FINISHED, "", ""
-        try:
-            from densehmm_core.events import TrainingDiverged
-        except Exception:  # pragma: no cover
-            TrainingDiverged = FloatingPointError
+        from densehmm_core.events import TrainingDiverged
         try:
             last = None
             for ev in self.stream(job):
                 last = ev
-                with job._lock:
-                    job.n_events += 1
-                    job._pending = ev
-                    if ev.params:
-                        job._pending_params = ev.params
-                        if job.initial_params is None:
-                            job.initial_params = ev.params
-                    notify = not job._notified
-                    job._notified = True
-                if notify:
-                    sig.ready.emit(job)
+                self.live.post(job, ev)
             reason = (last.reason if last is not None else "") or "done"
             if reason == "cancelled" or (job.token.cancelled and reason != "converged"):
                 state = JobState.CANCELLED
@@ -213,15 +194,15 @@ class _Worker(QRunnable):
 
 
 class JobManager(QObject):
-    """Owns the thread pool and the jobs; forwards throttled progress to the views.
+    """Owns the thread pool and the jobs; progress reaches the GUI through :attr:`live`.
 
     Signals
     -------
     job_added(job), job_changed(job)
         A job was added / its state or progress changed (for the Jobs panel).
     job_event(job, event)
-        Throttled progress event (at most ``max_rate`` per second per job, always the newest;
-        its ``params`` hold the newest snapshot seen).
+        Throttled progress event (:class:`app.live.LiveFeed`: at most ``max_rate`` per second
+        per job, always the newest; its ``params`` hold the newest snapshot seen).
     job_finished(job)
         The job reached a final state.
     """
@@ -248,18 +229,16 @@ class JobManager(QObject):
         self.pool = QThreadPool(self)
         self.pool.setMaxThreadCount(max(1, int(pool_size)))
         self._sync_workers()
-        self.min_interval = 1.0 / float(max_rate)
-        #: per-job extra spacing set by the window from the measured cost of a redraw
-        #: (adaptive: redraws never take more than about a quarter of the GUI thread's time)
-        self.redraw_cost: Dict[int, float] = {}
-        self.max_busy_share = 0.25
+        #: the owner of live updates (newest event, throttle, drawing of the selected job)
+        self.live = LiveFeed(self, max_rate=max_rate)
+        self.live.event.connect(self.job_event)
+        self.live.changed.connect(self.job_changed)
         self.jobs: List[Job] = []
         self.gpus: List[str] = []
-        self._signals = _WorkerSignals()
+        self._signals = _RunnerSignals()
         self._signals.started.connect(self._on_started)
-        self._signals.ready.connect(self._on_ready)
         self._signals.finished.connect(self._on_finished)
-        self._workers: Dict[int, _Worker] = {}
+        self._runners: Dict[int, _JobRunner] = {}
 
     # --------------------------------------------------------- settings
     @property
@@ -296,10 +275,10 @@ class JobManager(QObject):
     # ------------------------------------------------------------- jobs
     def submit(self, job: Job) -> Job:
         self.jobs.append(job)
-        worker = _Worker(job, self._signals, self.executor)
-        self._workers[job.id] = worker
+        runner = _JobRunner(job, self._signals, self.live, self.executor)
+        self._runners[job.id] = runner
         self.job_added.emit(job)
-        self.pool.start(worker)
+        self.pool.start(runner)
         return job
 
     def active_jobs(self) -> List[Job]:
@@ -316,8 +295,8 @@ class JobManager(QObject):
         if job.state.is_final:
             return
         job.token.cancel()
-        worker = self._workers.get(job.id)
-        if job.state == JobState.QUEUED and worker is not None and self.pool.tryTake(worker):
+        runner = self._runners.get(job.id)
+        if job.state == JobState.QUEUED and runner is not None and self.pool.tryTake(runner):
             self._on_finished(job, JobState.CANCELLED, "cancelled before start", "")
 
     def cancel_all(self) -> None:
@@ -328,11 +307,12 @@ class JobManager(QObject):
         if not job.state.is_final:
             raise RuntimeError("cancel the job before removing it")
         self.jobs.remove(job)
+        self.live.forget(job)
         if self.pool.activeThreadCount() == 0:
-            self._workers.pop(job.id, None)
+            self._runners.pop(job.id, None)
 
     def wait(self, timeout_s: float) -> bool:
-        """Wait for the workers (processing queued signals meanwhile); True when all are done."""
+        """Wait for the runners (processing queued signals meanwhile); True when all are done."""
         from PySide6.QtCore import QCoreApplication
         deadline = time.perf_counter() + timeout_s
         while time.perf_counter() < deadline:
@@ -342,65 +322,20 @@ class JobManager(QObject):
             QCoreApplication.processEvents()
         return self.pool.activeThreadCount() == 0
 
-    # --------------------------------------------------- worker signals
+    # --------------------------------------------------- runner signals
     def _on_started(self, job: Job) -> None:
         if job.state == JobState.QUEUED:
             job.state = JobState.RUNNING
         self.job_changed.emit(job)
 
-    def _take_pending(self, job: Job):
-        with job._lock:
-            ev, params = job._pending, job._pending_params
-            job._pending = None
-            job._notified = False
-        if params is not None:
-            job.last_params = params
-        if ev is not None:
-            job.step, job.total = ev.step, ev.total
-            if not ev.params and job.last_params is not None:
-                ev = dataclasses.replace(ev, params=job.last_params)
-            job.last_event = ev
-        return ev
-
-    def _on_ready(self, job: Job) -> None:
-        ev = self._take_pending(job)
-        if ev is None:
-            return
-        self._maybe_dispatch(job)
-
-    def _maybe_dispatch(self, job: Job) -> None:
-        now = time.perf_counter()
-        interval = max(self.min_interval, min(2.0, self.redraw_cost.get(job.id, 0.0) / self.max_busy_share))
-        wait = job._last_dispatch + interval - now
-        if wait <= 0:
-            self._dispatch(job)
-        elif not job._flush_scheduled:
-            job._flush_scheduled = True
-            QTimer.singleShot(int(wait * 1000) + 1, self, lambda j=job: self._flush(j))
-
-    def _flush(self, job: Job) -> None:
-        job._flush_scheduled = False
-        self._take_pending(job)
-        self._dispatch(job)
-
-    def _dispatch(self, job: Job) -> None:
-        job._last_dispatch = time.perf_counter()
-        if job.last_event is not None:
-            job.n_dispatched += 1
-            self.job_event.emit(job, job.last_event)
-        self.job_changed.emit(job)
-
     def _on_finished(self, job: Job, state: JobState, reason: str, error: str) -> None:
         if job.state.is_final:
             return
-        self._take_pending(job)
+        self.live.take(job)
         job.finished_at = time.perf_counter() if job.started_at is not None else None
         job.state, job.reason, job.error = state, reason, error
         if state == JobState.DIVERGED:
             # The model keeps its last finite parameters: show those.
-            try:
-                job.last_params = job.model.params
-            except Exception:
-                pass
-        self._dispatch(job)
+            job.last_params = job.model.arrays()["params"]
+        self.live.forward(job)
         self.job_finished.emit(job)

@@ -89,6 +89,15 @@ class Settings:
     def pool_size(self, n: int) -> None:
         self.q.setValue("jobs/pool_size", int(n))
 
+    @property
+    def select_new_jobs(self) -> bool:
+        """Whether a newly started job (the first of a sweep) is selected and shown at once."""
+        return str(self.q.value("jobs/select_new", "true")).lower() in ("true", "1")
+
+    @select_new_jobs.setter
+    def select_new_jobs(self, on: bool) -> None:
+        self.q.setValue("jobs/select_new", "true" if on else "false")
+
     # theme --------------------------------------------------------------
     @property
     def theme(self) -> str:

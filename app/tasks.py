@@ -40,7 +40,7 @@ class _Task(QRunnable):
         self.setAutoDelete(False)
 
     def report(self, done, total) -> None:
-        """Progress from the worker: forwarded at most every ``min_interval`` s, and always when complete."""
+        """Progress from the background thread: forwarded at most every ``min_interval`` s, and always when complete."""
         now = time.monotonic()
         complete = total is not None and total > 0 and done >= total
         if complete or now - self._last_report >= self.min_interval:
@@ -57,7 +57,7 @@ class _Task(QRunnable):
 
 
 class _Receiver(QObject):
-    """Lives on the GUI thread, so the worker's signals reach it through queued connections."""
+    """Lives on the GUI thread, so the background thread's signals reach it through queued connections."""
 
     def __init__(self, task: "_Task", on_done, on_error, on_progress=None) -> None:
         super().__init__()
@@ -84,9 +84,9 @@ def run_background(fn: Callable[..., Any], on_done: Callable[[Any], None],
                    on_error: Optional[Callable[[BaseException, str], None]] = None,
                    on_progress: Optional[Callable[[Any, Any], None]] = None,
                    progress_interval: float = 0.1) -> None:
-    """Call ``fn()`` on a worker thread; ``on_done(result)`` / ``on_error(exc, tb)`` run on the GUI thread.
+    """Call ``fn()`` on a background thread; ``on_done(result)`` / ``on_error(exc, tb)`` run on the GUI thread.
 
-    With ``on_progress``, ``fn`` is called as ``fn(report)``: the worker calls
+    With ``on_progress``, ``fn`` is called as ``fn(report)``: ``fn`` calls
     ``report(done, total)`` as often as it likes; ``on_progress(done, total)`` runs on the
     GUI thread at most every ``progress_interval`` seconds (the final ``done >= total``
     report always gets through), and never after ``on_done``/``on_error``.

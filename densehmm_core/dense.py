@@ -721,10 +721,10 @@ class DenseHMM(BaseHMM):
         n, m, l = self.n_states, self.n_symbols, self.dim
         graph = self._graph(layout)
         eng = self._engine()
-        data = eng.prepare(seqs, n_states=n) if hasattr(eng, "prepare") else seqs
+        data = eng.prepare(seqs, n_states=n)
         edata = None
         if eval_seqs is not None:
-            edata = eng.prepare(eval_seqs, n_states=n) if hasattr(eng, "prepare") else eval_seqs
+            edata = eng.prepare(eval_seqs, n_states=n)
         ntok = float(n_tokens(seqs))
         etok = float(n_tokens(eval_seqs)) if eval_seqs is not None else 1.0
         # the training data's co-occurrence, sparse: the MAD below is exact at O(nnz n + n^2 m)

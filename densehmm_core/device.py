@@ -26,7 +26,7 @@ import os
 from typing import List, Optional, Tuple
 
 __all__ = ["DeviceError", "GpuUnavailableError", "import_tf", "list_devices", "resolve_device",
-           "gpu_available", "parse_device"]
+           "gpu_available", "parse_device", "cupy_gpus"]
 
 _TF = None
 
@@ -82,30 +82,79 @@ def import_tf():
     return _TF
 
 
-def list_devices() -> List[dict]:
-    """The devices TensorFlow sees, for a device chooser.
+def cupy_gpus() -> List[str]:
+    """Names of the NVIDIA GPUs CuPy sees, in CUDA's order (``[]`` without CuPy or a driver).
 
-    Returns
-    -------
-    list of dict
-        One dict per logical device, ``{"name": "/device:CPU:0", "type": "CPU",
-        "spec": "/CPU:0"}``; CPUs first, then GPUs in TensorFlow's order.
-        ``spec`` is what :func:`resolve_device` (and ``DenseHMM(device=...)``) accepts.
+    Asks the CUDA runtime only (no computation on the GPU); whether the CuPy engine
+    really runs there is :func:`densehmm_core.engine.backend.cupy_status`.
     """
+    try:
+        import cupy
+        rt = cupy.cuda.runtime
+        names = []
+        for i in range(rt.getDeviceCount()):
+            name = rt.getDeviceProperties(i)["name"]
+            names.append(name.decode() if isinstance(name, bytes) else str(name))
+        return names
+    except Exception:  # noqa: BLE001 - not installed, broken, no driver, no GPU: no CuPy GPUs
+        return []
+
+
+def _tf_devices() -> List[dict]:
     tf = import_tf()
     out = []
     for dev in tf.config.list_logical_devices():
         if dev.device_type not in ("CPU", "GPU"):
             continue
         index = dev.name.rsplit(":", 1)[-1]
-        out.append({"name": dev.name, "type": dev.device_type, "spec": f"/{dev.device_type}:{index}"})
+        out.append({"name": dev.name, "type": dev.device_type, "spec": f"/{dev.device_type}:{index}",
+                    "tensorflow": True, "cupy": False})
+    return out
+
+
+def list_devices() -> List[dict]:
+    """The devices TensorFlow or CuPy sees, for a device chooser.
+
+    Returns
+    -------
+    list of dict
+        One dict per device, ``{"name": "/device:CPU:0", "type": "CPU", "spec": "/CPU:0",
+        "tensorflow": True, "cupy": False}``; CPUs first, then GPUs.  ``tensorflow`` /
+        ``cupy`` say which of the two can use it: a GPU that only CuPy sees (TensorFlow
+        installed as ``tensorflow-cpu``) runs the E-step there while the TensorFlow steps
+        run on the CPU (:func:`resolve_device`).  ``spec`` is what :func:`resolve_device`
+        (and the models' ``device=``) accepts.
+    """
+    out = _tf_devices()
+    by_spec = {d["spec"]: d for d in out}
+    for i, _name in enumerate(cupy_gpus()):
+        spec = f"/GPU:{i}"
+        if spec in by_spec:
+            by_spec[spec]["cupy"] = True
+        else:
+            out.append({"name": f"/device:GPU:{i}", "type": "GPU", "spec": spec, "tensorflow": False,
+                        "cupy": True})
     out.sort(key=lambda d: (d["type"] != "CPU", d["name"]))
     return out
 
 
 def gpu_available() -> bool:
-    """True when TensorFlow sees at least one GPU."""
+    """True when TensorFlow or CuPy sees at least one GPU."""
     return any(d["type"] == "GPU" for d in list_devices())
+
+
+_WARNED: set = set()
+
+
+def _tf_on_cpu(spec, gpu: str) -> str:
+    """The TensorFlow device for a GPU that only CuPy sees: the CPU, said once per GPU."""
+    if gpu not in _WARNED:
+        _WARNED.add(gpu)
+        import logging
+        logging.getLogger(__name__).warning(
+            "device %r: TensorFlow sees no GPU (tensorflow-cpu?), so its steps run on the CPU; "
+            "the E-step runs on %s with CuPy", spec, gpu)
+    return "/CPU:0"
 
 
 def _normalise(spec: str) -> str:
@@ -129,25 +178,39 @@ def resolve_device(spec: Optional[str] = "auto") -> str:
     spec : str or None
         ``"auto"`` (also ``None``), ``"cpu"``, ``"gpu"`` or a TensorFlow device string.
 
+    A GPU that TensorFlow does not see but CuPy does (TensorFlow installed as
+    ``tensorflow-cpu``) gives ``"/CPU:0"`` with one logged warning: the E-step still runs
+    on that GPU (:func:`densehmm_core.engine.engine_for`).  ``"cpu"`` never asks CuPy.
+
     Raises
     ------
     DeviceError
-        The spec names a device TensorFlow does not see (e.g. ``"gpu"`` on a CPU-only machine).
+        The spec names a device neither TensorFlow nor CuPy sees (e.g. ``"gpu"`` on a CPU-only machine).
     """
-    devices = list_devices()
-    specs = [d["spec"] for d in devices]
+    tf_specs = [d["spec"] for d in _tf_devices()]
+
+    def cupy_only() -> List[str]:     # asked only when a GPU TensorFlow lacks is named ("cpu" never asks)
+        return [f"/GPU:{i}" for i in range(len(cupy_gpus())) if f"/GPU:{i}" not in tf_specs]
+
     key = "auto" if spec is None else str(spec).strip()
     low = key.lower()
     if low == "auto":
-        gpus = [d["spec"] for d in devices if d["type"] == "GPU"]
+        gpus = [s for s in tf_specs if s.startswith("/GPU")]
         return gpus[0] if gpus else "/CPU:0"
     if low in ("cpu", "gpu"):
-        found = [d["spec"] for d in devices if d["type"] == low.upper()]
-        if not found:
-            raise DeviceError(f"device {spec!r} requested but TensorFlow sees no {low.upper()} "
-                              f"(available: {', '.join(specs) or 'none'})")
-        return found[0]
+        found = [s for s in tf_specs if s.startswith(f"/{low.upper()}")]
+        if found:
+            return found[0]
+        extra = cupy_only() if low == "gpu" else []
+        if extra:
+            return _tf_on_cpu(spec, extra[0])
+        raise DeviceError(f"device {spec!r} requested but TensorFlow sees no {low.upper()} "
+                          f"(available: {', '.join(tf_specs) or 'none'})")
     norm = _normalise(key)
-    if norm not in specs:
-        raise DeviceError(f"unknown device {spec!r}; TensorFlow sees: {', '.join(specs) or 'none'}")
-    return norm
+    if norm in tf_specs:
+        return norm
+    extra = cupy_only() if norm.startswith("/GPU:") else []
+    if norm in extra:
+        return _tf_on_cpu(spec, norm)
+    raise DeviceError(f"unknown device {spec!r}; TensorFlow sees: {', '.join(tf_specs) or 'none'}"
+                      + (f"; CuPy sees: {', '.join(extra)}" if extra else ""))

@@ -6,7 +6,8 @@ labels, so ``read.csv("transmat.csv", row.names = 1)`` gives the matrix.
 Files: ``startprob.csv`` (state, prob), ``transmat.csv`` (rows: from-state,
 columns: to-state), ``emissionprob.csv`` (rows: states, columns: the symbols of
 the vocabulary), and for dense models ``U.csv``, ``Z.csv``, ``W.csv`` (rows:
-states), ``V.csv`` (rows: symbols), ``z_start.csv`` (dimension, value); plus
+states), ``V.csv`` (rows: symbols), ``z_start.csv`` (dimension, value), with symbol features ``feature_V.csv``
+(rows: features; ``V.csv`` then holds each symbol's own + feature vectors); plus
 ``vocabulary.csv`` (index, symbol).  Numbers are written with 17 significant
 digits (``repr``), so reading them back gives the same float64 values.
 """
@@ -33,10 +34,17 @@ def _arrays_of(source: Any, name: Optional[str]):
         from .modelfile import read_model_info
         info = read_model_info(source, name)
         arrays = {k.split("/")[-1]: v for k, v in info["arrays"].items()}
+        if info.get("features") is not None:
+            arrays["feature_vocabulary"] = np.array(info["features"]["vocabulary"], dtype=object)
         return arrays, info["vocabulary"], info["attrs"]["kind"]
     arrays = source.arrays()["params"]
     if not arrays:
         raise ValueError("the model has no parameters yet: fit it before exporting")
+    arrays = source.arrays()["params"]
+    if not arrays:
+        raise ValueError("the model has no parameters yet: fit it before exporting")
+    if "feature_V" in arrays:  # symbol features: the feature names of feature_V's rows
+        arrays["feature_vocabulary"] = np.array(source.features_.vocabulary, dtype=object)
     return arrays, source.vocabulary, source.kind
 
 
@@ -77,6 +85,10 @@ def model_tables(source: Any, name: Optional[str] = None) -> Dict[str, str]:
                                       [[s] + [_num(v) for v in row] for s, row in zip(states, arrays[key])])
         out["V.csv"] = table(["symbol"] + dims, [[s] + [_num(v) for v in row] for s, row in zip(symbols, arrays["V"])])
         out["z_start.csv"] = table(["dim", "value"], [[d, _num(v)] for d, v in zip(dims, arrays["z_start"])])
+        if "feature_V" in arrays:  # symbol features: one row per feature (V.csv holds own + features)
+            fnames = [str(s) for s in arrays.get("feature_vocabulary", range(len(arrays["feature_V"])))]
+            out["feature_V.csv"] = table(["feature"] + dims,
+                                         [[f] + [_num(v) for v in row] for f, row in zip(fnames, arrays["feature_V"])])
     return out
 
 

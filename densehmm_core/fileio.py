@@ -31,7 +31,7 @@ import stat
 import tempfile
 import threading
 import time
-from typing import Callable, Iterator, Optional, Union
+from typing import Any, Callable, Iterator, Optional, Union
 
 __all__ = ["FileWriteError", "FileLockTimeout", "DEFAULT_LOCK_TIMEOUT", "file_lock", "check_writable",
            "atomic_path", "atomic_open", "write_bytes", "write_text", "default_file_mode", "is_disk_full"]
@@ -375,6 +375,7 @@ def atomic_open(path: PathLike, mode: str = "wb", *, encoding: str = "utf-8", ne
     if mode not in ("w", "wb", "wt"):
         raise ValueError(f"atomic_open writes whole files: mode must be 'w' or 'wb', not {mode!r}")
     with atomic_path(path, lock=lock, timeout=timeout) as tmp:
+        fh: Any
         if "b" in mode:
             fh = open(tmp, "wb")
         else:

@@ -34,13 +34,13 @@ def as_sequences(data: Any, lengths: Optional[Sequence[int]] = None,
             if X.shape[1] != 1:
                 raise ValueError(f"X must have shape (N,) or (N, 1), got {X.shape}")
             X = X[:, 0]
-        lengths = np.asarray(lengths, dtype=np.int64)
-        if lengths.ndim != 1 or np.any(lengths < 1):
+        lens = np.asarray(lengths, dtype=np.int64)
+        if lens.ndim != 1 or np.any(lens < 1):
             raise ValueError("lengths must be a 1-D sequence of positive integers")
-        if int(lengths.sum()) != X.shape[0]:
-            raise ValueError(f"sum(lengths) = {int(lengths.sum())} does not match len(X) = {X.shape[0]}")
-        bounds = np.concatenate([[0], np.cumsum(lengths)])
-        seqs = [X[bounds[i]:bounds[i + 1]] for i in range(len(lengths))]
+        if int(lens.sum()) != X.shape[0]:
+            raise ValueError(f"sum(lengths) = {int(lens.sum())} does not match len(X) = {X.shape[0]}")
+        bounds = np.concatenate([[0], np.cumsum(lens)])
+        seqs = [X[bounds[i]:bounds[i + 1]] for i in range(len(lens))]
     elif isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype != object:
         seqs = [data]
     else:

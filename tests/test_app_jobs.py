@@ -71,7 +71,8 @@ def test_standard_job_runs_and_heatmaps_equal_model(window, qtbot):
     assert m.history_[-1]["train_ll"] > m.history_[0]["train_ll"]
     bar = window.jobs_panel.bars[job.id]
     assert bar.value() == bar.maximum()
-    assert window.jobs_panel.items[job.id].text(2) == "finished"
+    from app.panels.jobs_panel import C_STATE
+    assert window.jobs_panel.items[job.id].text(C_STATE) == "finished"
     # throttled: at most ~10 dispatches per second (+ the final one)
     assert job.n_dispatched <= 10 * job.elapsed + 2
     assert job.n_events == 16
@@ -124,8 +125,9 @@ def test_diverging_job_turns_red_and_keeps_finite_model(window, qtbot):
     wait_final(qtbot, job, timeout=120000)
     assert job.state == JobState.DIVERGED, (job.state, job.reason)
     assert job.reason
+    from app.panels.jobs_panel import C_STATE
     item = window.jobs_panel.items[job.id]
-    assert item.background(0).color().red() > 150 and item.text(2) == "diverged"
+    assert item.background(0).color().red() > 150 and item.text(C_STATE) == "diverged"
     for a in (job.model.transmat_, job.model.emissionprob_, job.model.startprob_):
         assert np.all(np.isfinite(a))
 
@@ -137,7 +139,9 @@ def test_sweep_creates_the_paper_grid(window, qtbot):
     assert grid == [(3, 1), (3, 2), (3, 3), (5, 2), (5, 3), (5, 5), (10, 2), (10, 3), (10, 5), (10, 10)]
     assert len(jobs) == 20 and len({j.spec["seed"] for j in jobs}) == 2
     assert all(j.sweep == jobs[0].sweep for j in jobs)
-    assert window.jobs_panel.tree.topLevelItemCount() == 20
+    tree = window.jobs_panel.tree
+    assert tree.topLevelItemCount() == 1 and tree.topLevelItem(0).childCount() == 20   # grouped
+    assert window.jobs_panel.current_job() is jobs[0]   # a new sweep is shown at once
     window.jobs.cancel_all()
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
     # fair standard HMM: n_fair states from the core
@@ -146,6 +150,20 @@ def test_sweep_creates_the_paper_grid(window, qtbot):
     assert sorted(j.model.n_states for j in fair) == sorted(n_fair(n, 5, l) for n, l in grid)
     window.jobs.cancel_all()
     qtbot.waitUntil(lambda: all(j.state.is_final for j in fair), timeout=60000)
+
+
+def test_finished_sweep_jobs_fill_the_sweep_view(window, qtbot):
+    from app.jobs import JobState
+    jobs = window.start_sweep(spec("standard", steps=3), 1)
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=120000)
+    done = [j for j in jobs if j.state == JobState.FINISHED]
+    view = window.dashboard.sweep
+    assert len(done) == len(jobs) and len(view.rows()) == len(done)
+    ns, med, _q25, _q75 = view.series("nll")["standard"]
+    want = {j.spec["n"]: j.history[-1]["test_nll"] for j in done}
+    assert list(ns) == sorted(want) and med.tolist() == [want[n] for n in sorted(want)]
+    assert view.series("mad")["standard"][1].tolist() == [
+        {j.spec["n"]: j.history[-1]["mad"] for j in done}[n] for n in sorted(want)]
 
 
 def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_path):
@@ -346,7 +364,7 @@ sys.exit(m.main(["main.py"]))
     conf = tmp_path / "cfg" / "DenseHMM" / "DenseHMM Studio.conf"
     assert "marker.fasta" in conf.read_text()           # settings flushed before os._exit
     log = tmp_path / "state" / "DenseHMM" / "DenseHMM Studio" / "densehmm-studio.log"
-    assert "worker thread(s) still busy" in log.read_text()
+    assert "thread(s) still busy" in log.read_text()
     assert (executor == "process") == any(ln.startswith("WORKER") for ln in out.splitlines())
     for line in out.splitlines():
         if line.startswith("WORKER"):       # the training worker process is gone too

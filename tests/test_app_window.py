@@ -247,7 +247,7 @@ def _check_no_display_message(r):
 
 
 def test_no_display_gives_clear_message_and_exit_code():
-    from app.main import display_problem
+    from app.display import display_problem
     assert display_problem({}, "linux") is not None
     assert display_problem({"DISPLAY": ":0"}, "linux", connect=False) is None
     assert display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
@@ -261,7 +261,7 @@ def test_no_display_gives_clear_message_and_exit_code():
 def test_unreachable_display_gives_clear_message_not_a_qt_abort():
     """A stale DISPLAY (X session ended, ssh without -X): exit 2 with one line on stderr, not Qt's abort (134)."""
     n = _free_display_number()
-    from app.main import _socket_problem, display_problem, x_display_problem
+    from app.display import _socket_problem, display_problem, x_display_problem
     assert x_display_problem(f":{n}") is not None          # libxcb (or the socket fallback)
     assert "X11-unix" in _socket_problem(f":{n}")           # the fallback alone
     assert _socket_problem("no-colon") is not None
@@ -296,7 +296,7 @@ def xvfb():
 
 
 def test_reachable_x_display_passes_the_check(xvfb):
-    from app.main import _socket_problem, display_problem, release_display_check, x_display_problem
+    from app.display import _socket_problem, display_problem, release_display_check, x_display_problem
     for _ in range(10):  # back to back: each check's disconnect makes the server reset
         assert x_display_problem(xvfb) is None
         assert display_problem({"DISPLAY": xvfb}, "linux") is None
@@ -315,7 +315,7 @@ def test_app_starts_on_a_real_x_display(xvfb, tmp_path):
 
 def test_wayland_socket_is_checked(tmp_path):
     import socket
-    from app.main import display_problem
+    from app.display import display_problem
     env = {"WAYLAND_DISPLAY": "wayland-test", "XDG_RUNTIME_DIR": str(tmp_path)}
     problem = display_problem(env, "linux")
     assert problem is not None and "wayland-test" in problem

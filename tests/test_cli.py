@@ -238,7 +238,8 @@ def test_evaluate_maps_data_to_the_model_vocabulary(tmp_path):
     """Symbols are matched by string (Corpus.encode_with); unknown ones are an error naming them,
     or go to the model's residual symbol when it has one."""
     from densehmm_core import metrics
-    train = ["ACGTACGGTCAAGT" * 3, "TTGACCAGTACGAT" * 3, "GATTACAGATTACA" * 3, "CCGGTTAACCGGTA" * 3 + "RY"]  # R, Y: rare
+    # R and Y are rare
+    train = ["ACGTACGGTCAAGT" * 3, "TTGACCAGTACGAT" * 3, "GATTACAGATTACA" * 3, "CCGGTTAACCGGTA" * 3 + "RY"]
     (tmp_path / "train.fasta").write_text("".join(f">s{i}\n{s}\n" for i, s in enumerate(train)))
     (tmp_path / "new.fasta").write_text(">a\nTTGNCA\n>b\nGACNNT\n")
     ok(["train", "train.fasta", "--format", "fasta", "--model", "standard", "--states", "2", "--iter", "3",

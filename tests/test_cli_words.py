@@ -126,3 +126,22 @@ def test_word_option_errors_exit_2_with_one_line(tmp_path, capsys, argv, phrase)
     rc, out, err = _run(capsys, [*argv, "--out", tmp_path / "x.h5"])
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert rc == 2 and len(lines) == 1 and phrase in lines[0], err
+
+
+def test_decode_another_format_with_an_unk_model(tmp_path, capsys):
+    """A model trained on CoNLL-U words (rare words -> <unk>) decodes a word/TAG file: the training
+    options that apply (observe, lowercase) are used, tagset (CoNLL-U only) is not; unknown words
+    go to <unk>."""
+    path = tmp_path / "u.h5"
+    rc, _, err = _run(capsys, ["train", WORDS, "--observe", "words", "--lowercase", "--min-count", "2",
+                               "--tagset", "xpos", "--model", "standard", "--states", "3", "--iter", "3",
+                               "--split", "0", "--out", path, "-q"])
+    assert rc == 0, err
+    assert load_model(path).vocabulary == [".", "dog", "runs", "the", "<unk>"]
+    rc, out, err = _run(capsys, ["decode", path, EXTRA, "--symbols"])
+    assert rc == 0, err
+    rows = [ln.split("\t") for ln in out.splitlines()]
+    assert rows[0] == ["index", "id", "length", "log_prob", "states", "symbols", "words", "gold_tags",
+                       "mapped_tags"]
+    assert rows[1][5] == "the dog <unk> ." and rows[1][6] == "The dog ran ."
+    assert rows[2][5] == "<unk> runs ." and rows[2][7] == "np-tl vbz ."   # the file's own tags (as read)

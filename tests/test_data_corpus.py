@@ -201,7 +201,8 @@ def test_load_applies_preprocessing_like_preprocess(tmp_path):
     lines = []
     for i in range(50):
         L = int(rng.integers(1, 60))
-        lines.append(f">s{i}\n" + "".join(rng.choice(list("ACDEFGHIKW"), size=L, p=[.3, .2, .1, .1, .1, .1, .05, .03, .01, .01])))
+        probs = [.3, .2, .1, .1, .1, .1, .05, .03, .01, .01]
+        lines.append(f">s{i}\n" + "".join(rng.choice(list("ACDEFGHIKW"), size=L, p=probs)))
     p = tmp_path / "p.fasta"
     p.write_text("\n".join(lines) + "\n")
     base = load(p)

@@ -242,7 +242,7 @@ def test_device_selection_on_this_machine():
     assert devs[0]["type"] == "CPU" and devs[0]["spec"] == "/CPU:0"
     assert resolve_device("cpu") == "/CPU:0"
     assert resolve_device("/device:CPU:0") == "/CPU:0"
-    has_gpu = any(d["type"] == "GPU" for d in devs)
+    has_gpu = any(d["type"] == "GPU" and d["tensorflow"] for d in devs)   # GPUs TensorFlow itself sees
     assert resolve_device("auto") == ("/GPU:0" if has_gpu else "/CPU:0")
     if not has_gpu:
         with pytest.raises(DeviceError, match="GPU"):

@@ -447,7 +447,8 @@ def test_dashboard_with_real_core_models(qtbot):
     path, _, _ = hmmlearn_oracle(model_params_of(std), seqs[0])
     np.testing.assert_array_equal(dash.decode.current_path(), path)
     dash.compare.set_models("dense", dense, "standard", std, {}, {})
-    np.testing.assert_allclose(dash.compare.difference("emissionprob"), std.emissionprob_ - dense.emissionprob_)
+    perm = dash.compare.permutation()  # the standard HMM's states in the DenseHMM's order
+    np.testing.assert_allclose(dash.compare.difference("emissionprob"), std.emissionprob_[perm] - dense.emissionprob_)
 
 
 def model_params_of(model):
@@ -866,3 +867,39 @@ def test_standard_hmm_stream_fills_the_mad_plot(qtbot):
     assert len(y) == len(model.history_) and np.all(y > 0)
     assert c.note("mad") == ""
     assert c.loss_title() == "Training NLL per token (Baum-Welch)"
+
+
+# ---------------------------------------------------------------- sweep summary
+def test_sweep_view_medians_and_quartiles_fill_as_jobs_finish(qtbot):
+    from app.views import SweepView
+    from app.views.sweep import row_from_spec
+    w = shown(qtbot, SweepView(), (900, 450))
+    assert w.stack.currentWidget() is w.placeholder
+    rng = np.random.default_rng(0)
+    table = {}
+    job = 0
+    for n in (3, 5, 10):
+        for l in (2, 3):
+            vals = rng.uniform(2.0, 3.0, size=5)
+            table[(n, l)] = vals
+            for seed, v in enumerate(vals):
+                job += 1
+                w.add_row(row_from_spec({"kind": "dense_cooc", "n": n, "l": l, "seed": seed},
+                                        {"test_nll": v, "mad": v / 1000}, job))
+    assert w.stack.currentWidget() is w.graphics
+    s = w.series("nll")
+    assert set(s) == {"dense-cooc, l = 2", "dense-cooc, l = 3"}
+    ns, med, q25, q75 = s["dense-cooc, l = 3"]
+    assert list(ns) == [3, 5, 10]
+    for i, n in enumerate((3, 5, 10)):
+        v = np.sort(table[(n, 3)])
+        assert med[i] == pytest.approx(v[2])  # median of 5
+        assert q25[i] == pytest.approx(v[1]) and q75[i] == pytest.approx(v[3])  # linear quantiles of 5 values
+    assert w.series("mad")["dense-cooc, l = 2"][1][0] == pytest.approx(np.median(table[(3, 2)]) / 1000)
+    assert w.nll_source() == "test_nll"
+    # a standard HMM (no l) is its own series; a replaced row (same job) is not counted twice
+    w.add_row(row_from_spec({"kind": "standard", "n": 5, "l": 3, "seed": 0}, {"test_nll": 2.5}, 999))
+    w.add_row(row_from_spec({"kind": "standard", "n": 5, "l": 3, "seed": 0}, {"test_nll": 2.25}, 999))
+    assert w.series("nll")["standard"][1].tolist() == [2.25]
+    assert "standard" not in w.series("mad")  # no MAD given: no empty series
+    assert len(w.rows()) == 31

@@ -128,11 +128,8 @@ class DataPanel(QWidget):
         name = self.preset.currentText()
         if name == "(none)":
             return
-        try:
-            from densehmm_core.data.presets import get_preset
-            p = get_preset(name)
-        except Exception:
-            return
+        from densehmm_core.data import get_preset
+        p = get_preset(name)
         pre = p.get("preprocess", {})
         self.subset.setValue(int(pre.get("subset") or 0))
         self.subset_random.setChecked(pre.get("subset_seed") is not None)

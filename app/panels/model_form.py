@@ -206,7 +206,7 @@ class ModelForm(QWidget):
             return
         try:
             nf = fair_states(self.n.value(), self._m, self.l.value())
-        except Exception as exc:  # core not available yet
+        except ValueError as exc:  # sizes n_fair cannot be computed for
             self.n_fair.setText(f"— ({type(exc).__name__})")
             return
         self.n_fair.setText(f"{nf}   (m = {self._m})")

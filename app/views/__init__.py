@@ -11,6 +11,7 @@ from .decode import DecodeView
 from .embeddings import EmbeddingScatter
 from .heatmap import MatrixHeatmap, ParameterHeatmaps
 from .overview import OverviewView
+from .sweep import SweepView
 
 __all__ = ["Dashboard", "MatrixHeatmap", "ParameterHeatmaps", "EmbeddingScatter", "TrainingCurves",
-           "DecodeView", "OverviewView", "CompareView"]
+           "DecodeView", "OverviewView", "CompareView", "SweepView"]

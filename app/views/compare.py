@@ -38,7 +38,7 @@ def _model_facts(model) -> Dict[str, object]:
             facts["dimension l"] = int(np.shape(U)[1])
     try:
         facts["parameters"] = int(model.n_parameters)
-    except Exception:
+    except RuntimeError:  # n_symbols unknown: nothing to count yet
         pass
     return facts
 

@@ -19,15 +19,18 @@ curve items with ``setData``; axes and labels are rebuilt only when shapes chang
 ranges only when the data leave them.  While the live page is hidden (another tab is
 current, or the dashboard is not shown) events are only recorded; the newest snapshot
 and the curves are drawn when the page shows, before an export, or on :meth:`image_data`.
+When to draw is not decided here: the parts of an update go through a
+:class:`app.live.DrawQueue`; which job's events arrive, and how often, is
+:class:`app.live.LiveFeed`'s business.
 """
 from __future__ import annotations
 
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from ..live import DrawQueue
 from .common import HeaderLabel, fmt_value
 from .compare import CompareView
 from .curves import TrainingCurves
@@ -35,6 +38,11 @@ from .decode import DecodeView
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
+from .sweep import SweepView
+from .tagging import SCORES as TAG_SCORES, StateTagView, TaggingCurves, state_tag_labels
+
+#: tokens decoded to score a model against gold tags when it is shown (the first sequences)
+TAG_EVAL_MAX_TOKENS = 50000
 
 __all__ = ["Dashboard"]
 
@@ -67,12 +75,9 @@ class Dashboard(QtWidgets.QWidget):
         self._model = None
         self._has_initial = False
         self._last_step: Optional[int] = None
-        self._pending_params: Optional[dict] = None  # newest snapshot not drawn (live page hidden)
-        self._stages: Dict[str, tuple] = {}  # queued parts of a live update (see _stage)
-        self._stage_timer = QtCore.QTimer(self)
-        self._stage_timer.setSingleShot(True)
-        self._stage_timer.timeout.connect(self._run_stage)
-        self._stage_cost = 0.0
+        # queued parts of a live update: one per event-loop turn, held while the live page is hidden
+        self._stages = DrawQueue(self, gap_ms=STAGE_GAP_MS, visible=self.live_visible,
+                                 on_drawn=self.sigLiveDrawn.emit)
 
         self.heatmaps = ParameterHeatmaps(fixed_range=False)
         self.transmat = self.heatmaps.transmat
@@ -83,6 +88,16 @@ class Dashboard(QtWidgets.QWidget):
         self.decode = DecodeView()
         self.overview = OverviewView()
         self.compare = CompareView()
+        self.sweep = SweepView()
+        # tagged corpora: states x gold tags and the tagging scores over training
+        self.state_tags = StateTagView()
+        self.tag_curves = TaggingCurves()
+        self.tags_page = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        self.tags_page.addWidget(self.state_tags)
+        self.tags_page.addWidget(self.tag_curves)
+        self.tags_page.setStretchFactor(0, 3)
+        self.tags_page.setStretchFactor(1, 2)
+        self._tag_names: Optional[List[str]] = None
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -112,13 +127,18 @@ class Dashboard(QtWidgets.QWidget):
         self.tabs.addTab(self.decode, "Decode")
         self.tabs.addTab(self.overview, "Overview")
         self.tabs.addTab(self.compare, "Compare")
+        self.tabs.addTab(self.sweep, "Sweep")
+        self.tabs.addTab(self.tags_page, "Tags")
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)  # shown for tagged corpora
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
 
         names = {"transmat": self.transmat, "emission": self.emission, "startprob": self.startprob,
                  "embeddings": self.embeddings, "curves": self.curves, "decode": self.decode,
-                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps}
+                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps,
+                 "sweep": self.sweep, "state_tags": self.state_tags, "tagging": self.tag_curves,
+                 "top_words": self.heatmaps.top_words}
         for name, w in names.items():
             w.setObjectName(name)
         # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
@@ -142,9 +162,9 @@ class Dashboard(QtWidgets.QWidget):
                                     on_exported=exported)
         add_export_context_menu(self.heatmaps, default_dir, name=lambda: self.file_name("matrices"), extra=extra,
                                 on_exported=exported)
-        for name in ("decode", "overview", "compare"):
+        for name in ("decode", "overview", "compare", "sweep", "state_tags", "tagging"):
             add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v),
-                                    extra=[csv] if name != "compare" else (), on_exported=exported)
+                                    extra=[csv] if name in ("decode", "overview") else (), on_exported=exported)
         add_export_context_menu(self.live, default_dir, name=lambda: self.file_name("dashboard"), extra=[csv],
                                 on_exported=exported)
         # while the live page is hidden (another tab, or the dashboard not shown) its views only
@@ -165,13 +185,8 @@ class Dashboard(QtWidgets.QWidget):
         return self.live.isVisible()
 
     def _stage(self, name: str, fn, *args) -> None:
-        """Queue one view's part of a live update (a newer one replaces a queued one of the same
-        name).  The parts run one per event-loop turn, ``STAGE_GAP_MS`` apart, so each is painted
-        on its own and the GUI thread never spends one long stretch redrawing the whole page."""
-        self._stages.pop(name, None)
-        self._stages[name] = (fn, args)
-        if not self._stage_timer.isActive():
-            self._stage_timer.start(0)
+        """Queue one view's part of a live update (see :class:`app.live.DrawQueue`)."""
+        self._stages.put(name, fn, *args)
 
     def _stage_params(self, params: dict) -> None:
         h = self.heatmaps
@@ -183,44 +198,18 @@ class Dashboard(QtWidgets.QWidget):
         elif self.embeddings.mode() != "none":
             self._stage("embeddings", self.embeddings.clear)
 
-    def _run_stage(self) -> None:
-        if not self._stages:
-            return
-        name = next(iter(self._stages))
-        fn, args = self._stages.pop(name)
-        t0 = time.perf_counter()
-        fn(*args)
-        self._stage_cost += time.perf_counter() - t0
-        if self._stages:
-            self._stage_timer.start(STAGE_GAP_MS)
-        else:
-            cost, self._stage_cost = self._stage_cost, 0.0
-            self.sigLiveDrawn.emit(cost)
-
-    def _run_stage_now(self, name: str) -> None:
-        item = self._stages.pop(name, None)
-        if item is not None:
-            item[0](*item[1])
-
     @property
     def live_update_pending(self) -> bool:
         """Whether parts of a live update are still queued (they run from the event loop)."""
-        return bool(self._stages)
+        return self._stages.pending
 
     def run_stages(self) -> None:
         """Run every queued part of the live update now (before reading or exporting the views)."""
-        self._stage_timer.stop()
-        while self._stages:
-            name = next(iter(self._stages))
-            fn, args = self._stages.pop(name)
-            fn(*args)
+        self._stages.run_all()
 
     def flush(self) -> None:
         """Draw what the hidden live page recorded: the newest snapshot and the curves."""
         self.run_stages()
-        params, self._pending_params = self._pending_params, None
-        if params is not None:
-            self._show_params(params)
         self._safe("curves", self.curves.redraw)
 
     def _flush_if_visible(self) -> None:
@@ -233,7 +222,8 @@ class Dashboard(QtWidgets.QWidget):
         return {"dashboard": self, "live": self.live, "matrices": self.heatmaps, "transmat": self.transmat,
                 "emission": self.emission, "startprob": self.startprob, "embeddings": self.embeddings,
                 "curves": self.curves, "decode": self.decode, "overview": self.overview,
-                "compare": self.compare}
+                "compare": self.compare, "sweep": self.sweep, "state_tags": self.state_tags,
+                "tagging": self.tag_curves, "top_words": self.heatmaps.top_words}
 
     def set_file_stem(self, stem: Optional[str]) -> None:
         """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see
@@ -287,22 +277,19 @@ class Dashboard(QtWidgets.QWidget):
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        visible = self.live_visible()
-        self._run_stage_now("history")  # a queued history first: the event's point goes after it
+        self._stages.run("history")  # a queued history first: the event's point goes after it
         self._safe("curves", self.curves.add_event, ev, False)
-        if visible:
-            self._stage("curves", self._safe, "curves", self.curves.redraw)
+        self._stage("curves", self._safe, "curves", self.curves.redraw)
         if ev.params:
-            if visible:
-                self._pending_params = None
-                self._stage_params(ev.params)
-            else:
-                self._pending_params = ev.params
+            self._stage_params(ev.params)  # held (newest only) while the live page is hidden
             if not self._has_initial and ev.step == 0:
                 self._safe("overview", self.set_initial_params, ev.params)
             elif ev.step != 0:
                 self._safe("overview", self.overview.set_final, ev.params,
                            "Done: trained model" if ev.done else f"During training (step {ev.step})")
+        tag_scores = {k: (ev.metrics or {}).get(k) for k in TAG_SCORES}
+        if any(v is not None for v in tag_scores.values()) and ev.step is not None:
+            self._safe("tagging", self.tag_curves.add_point, ev.step, tag_scores)
         parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
         if ev.loss is not None:
             name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
@@ -322,7 +309,7 @@ class Dashboard(QtWidgets.QWidget):
         """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics);
         ``staged=True`` draws it from the event loop, as one part of a live update."""
         if staged:
-            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            self._stages.discard("curves")  # the history replaces whatever was drawn live
             self._stage("history", self._safe, "curves", self.curves.set_history, history)
         else:
             self.curves.set_history(history)
@@ -361,7 +348,6 @@ class Dashboard(QtWidgets.QWidget):
 
         params = model.arrays()["params"]
         if params:
-            self._pending_params = None
             if staged:
                 self._stage_params(params)
             else:
@@ -369,12 +355,60 @@ class Dashboard(QtWidgets.QWidget):
             part("overview", "overview", self.overview.set_final, params, "After training")
         hist = getattr(model, "history_", None)
         if hist:
-            self._stages.pop("curves", None)  # the history replaces whatever was drawn live
+            self._stages.discard("curves")  # the history replaces whatever was drawn live
             part("history", "curves", self.curves.set_history, hist)
         part("decode", "decode", self.decode.set_model, model, corpus)
+        part("tags", "tags", self._show_tagging, model, corpus)
+        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
 
     def model(self):
         return self._model
+
+    def add_tagging_point(self, step: float, scores: dict) -> None:
+        """One evaluation against gold tags (a :func:`~densehmm_core.metrics.tagging_scores` dict) at
+        ``step``: a point of the M-1 / 1-1 / V-measure curves (events carrying ``metrics["m1"]`` etc.
+        add theirs automatically)."""
+        self.tag_curves.add_point(step, scores)
+        self.tag_curves.set_note("")
+
+    def _show_tagging(self, model, corpus) -> None:
+        """With gold tags: decode (the first sequences) and score through the core; fill the Tags tab,
+        the decode view's predicted tags and the top-words rows."""
+        idx = self.tabs.indexOf(self.tags_page)
+        tags = getattr(corpus, "tags", None)
+        names = getattr(corpus, "tag_vocabulary", None)
+        if model is None or tags is None or names is None or not hasattr(model, "predict"):
+            self.tabs.setTabVisible(idx, False)
+            return
+        from densehmm_core.metrics import tagging_scores
+        seqs = list(getattr(corpus, "sequences", []))
+        take, total = 0, 0
+        while take < len(seqs) and total < TAG_EVAL_MAX_TOKENS:
+            total += len(seqs[take])
+            take += 1
+        pred = model.predict(seqs[:take])
+        scores = tagging_scores(pred, list(tags[:take]), n_states=model.n_states, n_tags=len(names))
+        self._tag_names = [str(t) for t in names]
+        self.state_tags.set_scores(scores, self._tag_names)
+        self.decode.set_state_tags(scores["mapping"])
+        self.heatmaps.set_state_names(state_tag_labels(scores["mapping"], self._tag_names, model.n_states))
+        hist = getattr(model, "history_", None) or []
+        if not self.tag_curves.series("m1")[0].size:
+            step = hist[-1].get("step", 0) if hist else 0
+            self.tag_curves.add_point(step, scores)
+            self.tag_curves.set_note("The training stream has no per-step tagging scores: the point is the "
+                                     f"trained model's (first {scores['n_tokens']:,} tokens).")
+        self.tabs.setTabVisible(idx, True)
+
+    def _show_frequencies(self, model, corpus) -> None:
+        """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled."""
+        seqs = getattr(corpus, "sequences", None)
+        m = getattr(model, "n_symbols", None)
+        if not seqs or not m:
+            self.embeddings.set_symbol_frequencies(None)
+            return
+        counts = np.bincount(np.concatenate([np.asarray(s).reshape(-1) for s in seqs]), minlength=int(m))[:int(m)]
+        self.embeddings.set_symbol_frequencies(counts)
 
     def image_data(self, name: str) -> Optional[np.ndarray]:
         """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``
@@ -382,21 +416,18 @@ class Dashboard(QtWidgets.QWidget):
         self.flush()
         return self.heatmaps.image_data(name)
 
-    def _drop_stages(self) -> None:
-        self._stage_timer.stop()
-        self._stages.clear()
-        self._stage_cost = 0.0
-
     def clear(self) -> None:
         """Forget the current job / model (the vocabulary stays)."""
-        self._drop_stages()
+        self._stages.clear()
         self._model = None
         self._has_initial = False
         self._last_step = None
-        self._pending_params = None
         self.title.setText("No job selected")
-        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare):
+        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare,
+                  self.state_tags, self.tag_curves):
             v.clear()
+        self.embeddings.set_symbol_frequencies(None)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
 
     # ------------------------------------------------------------- internals
     def _safe(self, name: str, fn, *args) -> None:

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from .common import (LabelAxis, Placeholder, as_single, label_axis_text, make_graphics_widget,
                      sequential_cmap, state_colors, style_plot, symbol_labels, theme_colors)
@@ -20,6 +20,8 @@ __all__ = ["DecodeView"]
 
 #: Initially visible window (positions) for long sequences; pan / zoom to see the rest.
 INITIAL_WINDOW = 250
+#: Positions listed in the words / gold / predicted tag table (a sentence fits; longer: the start).
+TAG_TABLE_MAX = 400
 #: Sequences sampled from the model when no data set is given.
 N_SAMPLED = 10
 SAMPLED_LENGTH = 120
@@ -47,7 +49,15 @@ def _names_of(data: Any, count: int) -> Optional[List[str]]:
 
 
 class DecodeView(QtWidgets.QWidget):
-    """Pick a sequence; see its Viterbi path (coloured track) and posteriors (heat strip)."""
+    """Pick a data set and a sequence (by number or id); see its Viterbi path (coloured track)
+    and posteriors (heat strip).
+
+    ``dataset_chosen(index)`` asks the window for another data set (:meth:`set_datasets`
+    lists them); the window then calls :meth:`set_model` with that data, read with the
+    model's alphabet.
+    """
+
+    dataset_chosen = QtCore.Signal(int)
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
@@ -59,10 +69,22 @@ class DecodeView(QtWidgets.QWidget):
         self._path: Optional[np.ndarray] = None
         self._post: Optional[np.ndarray] = None
         self._logprob: Optional[float] = None
+        self._gold: Optional[List[np.ndarray]] = None   # gold tags per sequence (tagged corpora)
+        self._tag_names: Optional[List[str]] = None
+        self._state_tags: Optional[np.ndarray] = None  # mapped tag of each state (M-1)
 
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         row = QtWidgets.QHBoxLayout()
+        self.data_label = QtWidgets.QLabel("Data:")
+        row.addWidget(self.data_label)
+        self.data_box = QtWidgets.QComboBox()
+        self.data_box.setToolTip("The data set whose sequences are decoded (read with the model's alphabet)")
+        self.data_box.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.data_box.activated.connect(self.dataset_chosen)
+        row.addWidget(self.data_box)
+        for w in (self.data_label, self.data_box):
+            w.setVisible(False)
         row.addWidget(QtWidgets.QLabel("Sequence:"))
         self.spin = QtWidgets.QSpinBox()
         self.spin.setMinimum(0)
@@ -72,6 +94,19 @@ class DecodeView(QtWidgets.QWidget):
         row.addWidget(self.spin)
         self.seq_label = QtWidgets.QLabel("")
         row.addWidget(self.seq_label, 1)
+        self.find_edit = QtWidgets.QLineEdit()
+        self.find_edit.setPlaceholderText("Find sequence by id…")
+        self.find_edit.setClearButtonEnabled(True)
+        self.find_edit.setToolTip("Type a sequence's id (or part of it) and press Enter")
+        self.find_edit.setMaximumWidth(260)
+        self._completer_model = QtCore.QStringListModel(self)
+        completer = QtWidgets.QCompleter(self._completer_model, self)
+        completer.setCaseSensitivity(QtCore.Qt.CaseSensitivity.CaseInsensitive)
+        completer.setFilterMode(QtCore.Qt.MatchFlag.MatchContains)
+        completer.activated.connect(self.find_sequence)
+        self.find_edit.setCompleter(completer)
+        self.find_edit.returnPressed.connect(lambda: self.find_sequence(self.find_edit.text()))
+        row.addWidget(self.find_edit)
         lay.addLayout(row)
         self.legend_label = QtWidgets.QLabel("")
         self.legend_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
@@ -123,12 +158,47 @@ class DecodeView(QtWidgets.QWidget):
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.graphics)
         lay.addWidget(self.stack, 1)
+        # tagged corpora: the words with their gold tag and the mapped tag of their Viterbi state
+        self.tag_table = QtWidgets.QTableWidget(3, 0)
+        self.tag_table.setVerticalHeaderLabels(["word", "gold tag", "predicted"])
+        self.tag_table.horizontalHeader().setVisible(False)
+        self.tag_table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.tag_table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.tag_table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+        self.tag_table.setVisible(False)
+        lay.addWidget(self.tag_table)
         self.status = QtWidgets.QLabel("")
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
         self.setMinimumSize(300, 260)
 
     # ------------------------------------------------------------------ API
+    def set_datasets(self, names: Sequence[str], current: int) -> None:
+        """The data sets offered in the "Data" box (shown when there are any); ``current`` is selected."""
+        self.data_box.blockSignals(True)
+        self.data_box.clear()
+        self.data_box.addItems([str(n) for n in names])
+        if 0 <= current < len(names):
+            self.data_box.setCurrentIndex(current)
+        self.data_box.blockSignals(False)
+        for w in (self.data_label, self.data_box):
+            w.setVisible(bool(names))
+
+    def find_sequence(self, text: str) -> Optional[int]:
+        """Show the sequence whose id is ``text`` (else the first whose id contains it, any case);
+        returns its index, or None (said in the status line) when no id matches."""
+        text = str(text).strip()
+        if not text or not self._seqs:
+            return None
+        names = self._names or [str(i) for i in range(len(self._seqs))]
+        low = text.lower()
+        hits = [i for i, n in enumerate(names) if n == text] or [i for i, n in enumerate(names) if low in n.lower()]
+        if not hits:
+            self._show_error(f"No sequence id contains {text!r}.")
+            return None
+        self.select_sequence(hits[0])
+        return hits[0]
+
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
         if self._path is not None:
@@ -148,13 +218,22 @@ class DecodeView(QtWidgets.QWidget):
             self._vocab = [str(s) for s in vocab]
         self._seqs = _sequences_of(data)
         self._names = _names_of(data, len(self._seqs)) if self._seqs else None
+        self._completer_model.setStringList(self._names or [])
+        self.find_edit.setEnabled(bool(self._names))
+        tags = getattr(data, "tags", None)
+        tag_names = getattr(data, "tag_vocabulary", None)
+        if tags is not None and tag_names is not None and len(tags) == len(self._seqs):
+            self._gold = [np.asarray(t).reshape(-1) for t in tags]
+            self._tag_names = [str(t) for t in tag_names]
+        else:
+            self._gold, self._tag_names = None, None
         self._source = "data set"
         if not self._seqs:
             try:
                 obs, _ = model.sample(N_SAMPLED, SAMPLED_LENGTH, seed=0)
                 self._seqs = [np.asarray(s).reshape(-1) for s in obs]
                 self._source = f"sampled from the model (seed 0, length {SAMPLED_LENGTH})"
-            except Exception as exc:  # the view must never take the app down
+            except Exception as exc:  # noqa: BLE001 - the view must never take the app down
                 self._seqs = []
                 self._show_error(f"No data set and sampling failed: {exc}")
                 return
@@ -175,15 +254,11 @@ class DecodeView(QtWidgets.QWidget):
             self.spin.blockSignals(False)
         seq = self._seqs[index]
         try:
-            if hasattr(self._model, "decode"):
-                paths, logprobs = self._model.decode([seq])
-                path = as_single(paths)
-                self._logprob = float(np.asarray(logprobs).reshape(-1)[0])
-            else:
-                path = as_single(self._model.predict([seq]))
-                self._logprob = None
+            paths, logprobs = self._model.decode([seq])
+            path = as_single(paths)
+            self._logprob = float(np.asarray(logprobs).reshape(-1)[0])
             post = as_single(self._model.predict_proba([seq]))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - shown in the view; the view must never take the app down
             self._show_error(f"Decoding sequence {index} failed: {exc}")
             return
         path = np.asarray(path).reshape(-1).astype(np.int64)
@@ -195,6 +270,62 @@ class DecodeView(QtWidgets.QWidget):
         self._current = index
         self._path, self._post = path, post
         self._draw(seq)
+
+    def set_state_tags(self, mapping: Optional[Sequence[int]]) -> None:
+        """The tag of each state (e.g. the M-1 ``mapping`` of
+        :func:`densehmm_core.metrics.tagging_scores`): the predicted tag of a word is that of
+        its Viterbi state."""
+        self._state_tags = None if mapping is None else np.asarray(mapping, dtype=np.int64).reshape(-1)
+        if self._path is not None and self.current_sequence() is not None:
+            self._fill_tag_table(self.current_sequence())
+
+    def tag_rows(self) -> Optional[List[List[str]]]:
+        """The word / gold / predicted rows of the tag table (``None`` when hidden)."""
+        if not self.tag_table.isVisibleTo(self):
+            return None
+        t = self.tag_table
+        return [[t.item(r, c).text() for c in range(t.columnCount())] for r in range(3)]
+
+    def _fill_tag_table(self, seq: np.ndarray) -> None:
+        i = self.current_index()
+        if self._gold is None or self._tag_names is None or i >= len(self._gold):
+            self.tag_table.setVisible(False)
+            return
+        gold = self._gold[i]
+        T = min(len(seq), TAG_TABLE_MAX)
+        m = getattr(self._model, "n_symbols", None) or (int(seq.max()) + 1)
+        words = symbol_labels(int(m), self._vocab)
+        t = self.tag_table
+        t.setColumnCount(T)
+        wrong_bg = QtGui.QColor(231, 76, 60, 70)
+        right = wrong = 0
+        for j in range(T):
+            g = int(gold[j]) if j < len(gold) else -1
+            st = int(self._path[j])
+            pred = -1 if self._state_tags is None or st >= len(self._state_tags) else int(self._state_tags[st])
+            gname = self._tag_names[g] if 0 <= g < len(self._tag_names) else "—"
+            pname = (self._tag_names[pred] if 0 <= pred < len(self._tag_names) else "—") + f" ({st})"
+            w = words[int(seq[j])] if 0 <= int(seq[j]) < len(words) else str(int(seq[j]))
+            cells = [w, gname, pname]
+            for r, text in enumerate(cells):
+                item = QtWidgets.QTableWidgetItem(text)
+                item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+                if r == 2 and g >= 0 and pred >= 0 and pred != g:
+                    item.setBackground(wrong_bg)
+                    item.setToolTip(f"predicted {pname} (state {st}), gold {gname}")
+                t.setItem(r, j, item)
+            if g >= 0 and pred >= 0:
+                right += int(pred == g)
+                wrong += int(pred != g)
+        t.resizeColumnsToContents()
+        t.resizeRowsToContents()
+        h = t.horizontalScrollBar().sizeHint().height()
+        t.setFixedHeight(sum(t.rowHeight(r) for r in range(3)) + 2 * t.frameWidth() + h + 2)
+        t.setVisible(True)
+        if right + wrong:
+            more = "" if T == len(seq) else f" (first {T} of {len(seq)} words)"
+            t.setToolTip(f"predicted = the mapped tag of the word's Viterbi state (state in brackets); "
+                         f"{right} of {right + wrong} words right{more}; wrong ones are shaded")
 
     def current_index(self) -> int:
         return int(self.spin.value())
@@ -232,6 +363,8 @@ class DecodeView(QtWidgets.QWidget):
         self.seq_label.setText("")
         self.legend_label.setText("")
         self.status.setText("")
+        self._gold = self._tag_names = self._state_tags = None
+        self.tag_table.setVisible(False)
         self.stack.setCurrentWidget(self.placeholder)
 
     # ------------------------------------------------------------- internals
@@ -274,4 +407,5 @@ class DecodeView(QtWidgets.QWidget):
         lp = "" if self._logprob is None else f"log P(sequence, Viterbi path) = {self._logprob:.6g};  "
         more = "" if T <= INITIAL_WINDOW else f"  Showing positions 0–{INITIAL_WINDOW - 1} of {T}: drag or zoom."
         self.status.setText(f"{lp}states used on the path: {', '.join(str(int(u)) for u in used)}.{more}")
+        self._fill_tag_table(seq)
         self.stack.setCurrentWidget(self.graphics)

@@ -54,10 +54,10 @@ def untrained_stream(model, seed: int = 0):
     """Without training: the initial embeddings, then a second draw, as two events (no TF)."""
     from densehmm_core.events import ProgressEvent
     model.init_embeddings(seed=seed)
-    p0 = {**model.params, **model.embeddings_}
+    p0 = model.arrays()["params"]
     yield ProgressEvent(step=0, total=1, phase="demo", loss=1.0, params=p0, metrics={"mad": 0.05})
     model.init_embeddings(seed=seed + 7)
-    p1 = {**model.params, **model.embeddings_}
+    p1 = model.arrays()["params"]
     yield ProgressEvent(step=1, total=1, phase="demo", loss=0.5, params=p1, metrics={"mad": 0.02},
                         done=True, reason="demo")
 

@@ -35,6 +35,9 @@ EMBEDDING_SETS = {
 }
 #: Label at most this many points of one set.
 MAX_LABELS = 150
+#: With symbol frequencies known, only this many most frequent symbols are drawn in full and
+#: labelled; the others are faint small points (their names in the hover tooltip).
+TOP_LABELLED = 50
 
 
 class EmbeddingScatter(QtWidgets.QWidget):
@@ -50,6 +53,9 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._explained = np.zeros(2)
         self._labels: Dict[str, List[pg.TextItem]] = {k: [] for k in EMBEDDING_SETS}
         self._crowded: set = set()  # ids of labels hidden because they would overlap another
+        self._freq: Optional[np.ndarray] = None  # symbol counts: label the most frequent only
+        self._top_n = TOP_LABELLED
+        self._label_idx: Dict[str, List[int]] = {k: [] for k in EMBEDDING_SETS}
         self._title = title
 
         lay = QtWidgets.QVBoxLayout(self)
@@ -131,7 +137,25 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._title = title
         style_plot(self.plot, self, self._title)
 
-    def set_embeddings(self, params: Optional[dict]) -> None:
+    def set_symbol_frequencies(self, counts: Optional[Sequence[float]], top: int = TOP_LABELLED) -> None:
+        """Symbol counts of the data (``None``: unknown).  With more than ``top`` symbols, only the
+        ``top`` most frequent are drawn in full and labelled; the rest are faint points."""
+        self._freq = None if counts is None else np.asarray(counts, dtype=np.float64).reshape(-1)
+        self._top_n = int(top)
+        if self._emb:
+            self.set_embeddings(dict(self._emb), force_labels=True)
+
+    def _top_symbols(self, m: int) -> Optional[np.ndarray]:
+        """Indices of the most frequent symbols (most frequent first), or ``None`` when all are shown."""
+        if self._freq is None or self._freq.size != m or m <= self._top_n:
+            return None
+        return np.argsort(-self._freq, kind="stable")[:self._top_n]
+
+    def labelled_symbols(self) -> List[int]:
+        """Indices of the symbols (V) that have a label item."""
+        return list(self._label_idx.get("V", []))
+
+    def set_embeddings(self, params: Optional[dict], force_labels: bool = False) -> None:
         """Show the embeddings in ``params`` (U, Z, W: n x l; V: m x l; z_start: l).
 
         Missing or ``None`` embeddings (a standard HMM) show a placeholder.
@@ -155,9 +179,22 @@ class EmbeddingScatter(QtWidgets.QWidget):
             xy = self._coords.get(key)
             if xy is None:
                 sc.setData([], [])
+            elif key == "V" and self._top_symbols(xy.shape[0]) is not None:
+                top = set(self._top_symbols(xy.shape[0]).tolist())
+                desc, marker, color, _ = EMBEDDING_SETS[key]
+                faint = pg.mkBrush(QtGui.QColor(color).red(), QtGui.QColor(color).green(),
+                                   QtGui.QColor(color).blue(), 55)
+                full = pg.mkBrush(color)
+                in_top = np.array([i in top for i in range(xy.shape[0])])
+                # the faint points first, the frequent ones drawn over them
+                order = np.concatenate([np.flatnonzero(~in_top), np.flatnonzero(in_top)])
+                sc.setData(x=xy[order, 0], y=xy[order, 1], data=order,
+                           size=np.where(in_top[order], 9, 4),
+                           brush=[full if in_top[i] else faint for i in order],
+                           pen=[sc.opts["pen"] if in_top[i] else pg.mkPen(None) for i in order])
             else:
                 sc.setData(x=xy[:, 0], y=xy[:, 1], data=np.arange(xy.shape[0]))
-        if counts_changed:
+        if counts_changed or force_labels:
             self._rebuild_labels()
         self._place_labels()
         self._updating = True  # one declutter pass below, not one per range signal
@@ -248,15 +285,23 @@ class EmbeddingScatter(QtWidgets.QWidget):
             for t in items:
                 self.plot.removeItem(t)
             self._labels[key] = []
+            self._label_idx[key] = []
             a = self._emb.get(key)
-            if a is None or a.shape[0] > MAX_LABELS:
+            if a is None:
+                continue
+            idx = list(range(a.shape[0]))
+            if key == "V" and self._top_symbols(a.shape[0]) is not None:
+                idx = [int(i) for i in self._top_symbols(a.shape[0])]
+            if len(idx) > MAX_LABELS:
                 continue
             if EMBEDDING_SETS[key][3] and not self.state_labels_box.isChecked():
                 continue  # state points: names in the hover tooltip unless asked for
             color = EMBEDDING_SETS[key][2]
             f = QtGui.QFont()
             f.setPointSizeF(max(6.5, f.pointSizeF() - 1.5))
-            for s in self._label_strings(key, a.shape[0]):
+            names = self._label_strings(key, a.shape[0])
+            for i in idx:
+                s = names[i]
                 # anchored left of centre: the name sits beside its marker, not on it
                 t = pg.TextItem(s, color=color if key != "V" else fg, anchor=(-0.35, 0.55))
                 if key == "V":
@@ -264,14 +309,15 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 t.setFont(f)
                 self.plot.addItem(t)
                 self._labels[key].append(t)
+                self._label_idx[key].append(i)
 
     def _place_labels(self) -> None:
         for key, items in self._labels.items():
             xy = self._coords.get(key)
             if xy is None:
                 continue
-            for t, (x, y) in zip(items, xy):
-                t.setPos(float(x), float(y))
+            for t, i in zip(items, self._label_idx[key]):
+                t.setPos(float(xy[i, 0]), float(xy[i, 1]))
 
     def _state_labels_toggled(self) -> None:
         if self._emb:
@@ -320,7 +366,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         try:
             px = self.plot.vb.viewPixelSize()
             pw, ph = float(px[0]), float(px[1])
-        except Exception:  # not laid out yet
+        except Exception:  # noqa: BLE001 - not laid out yet (pyqtgraph raises various errors then)
             pass
         taken: List[tuple] = []
         crowded = set()
@@ -328,7 +374,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
             on = self.boxes[key].isChecked()
             self.scatters[key].setVisible(on)
             xy = self._coords.get(key)
-            for i, t in enumerate(self._labels[key]):
+            for t, i in zip(self._labels[key], self._label_idx[key]):
                 show = on and show_labels
                 if show and pw > 0 and ph > 0 and xy is not None and i < len(xy):
                     # the text's box in pixels (anchor as in _rebuild_labels), without the document margin

@@ -25,6 +25,8 @@ __all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
 ANNOTATE_MAX_CELLS = 64
 #: ...when each cell is at least this wide and high on screen (pixels).
 MIN_CELL_PX = (34, 16)
+#: With more symbols than this, B is shown as each state's top words (a table), not a heatmap.
+HEATMAP_MAX_SYMBOLS = 200
 
 
 class MatrixHeatmap(QtWidgets.QWidget):
@@ -337,6 +339,14 @@ class ParameterHeatmaps(QtWidgets.QWidget):
                                       fixed_range=fixed_range)
         self.emission = MatrixHeatmap("Emission matrix B", "state", "symbol", symbol="B",
                                       fixed_range=fixed_range)
+        # vocabulary-sized B (words): each state's top words instead of an unreadable n x m heatmap
+        from .tagging import TopWordsTable
+        self.top_words = TopWordsTable()
+        self.top_words.setObjectName("top_words")
+        self.emission_stack = QtWidgets.QStackedWidget()
+        self.emission_stack.addWidget(self.emission)
+        self.emission_stack.addWidget(self.top_words)
+        self._row_names: Optional[List[str]] = None
         self.startprob.setMinimumHeight(120)
         self.startprob.setMaximumHeight(130)
         self.fixed_box = QtWidgets.QCheckBox("Fixed colour range 0..1")
@@ -352,7 +362,7 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         grid.addLayout(top, 0, 0, 1, 2)
         grid.addWidget(self.startprob, 1, 0)
         grid.addWidget(self.transmat, 2, 0)
-        grid.addWidget(self.emission, 1, 1, 2, 1)
+        grid.addWidget(self.emission_stack, 1, 1, 2, 1)
         grid.setColumnStretch(0, 2)
         grid.setColumnStretch(1, 3)
         grid.setRowStretch(2, 1)
@@ -386,7 +396,13 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             self.transmat.set_matrix(A, labels if relabel else None, labels if relabel else None)
         if pi is not None:
             self.startprob.set_matrix(pi, None, state_labels(np.shape(pi)[0]) if relabel else None)
-        if B is not None:
+        if B is not None and np.shape(B)[1] > HEATMAP_MAX_SYMBOLS:
+            n, m = np.shape(B)
+            self.top_words.set_emissions(B, self._vocab, self._row_names)
+            self.emission_stack.setCurrentWidget(self.top_words)
+            self.info.setText(f"n = {n} states, m = {m} symbols")
+        elif B is not None:
+            self.emission_stack.setCurrentWidget(self.emission)
             n, m = np.shape(B)
             cur = self.emission.col_labels()
             want = symbol_labels(m, self._vocab)
@@ -396,12 +412,26 @@ class ParameterHeatmaps(QtWidgets.QWidget):
                 self.emission.set_matrix(B)
             self.info.setText(f"n = {n} states, m = {m} symbols")
 
+    def set_state_names(self, names: Optional[Sequence[str]]) -> None:
+        """Row names of the top-words table (e.g. ``"3 → NOUN"``); ``None``: "state i"."""
+        self._row_names = None if names is None else [str(s) for s in names]
+        B = (self._params or {}).get("emissionprob")
+        if B is not None and np.shape(B)[1] > HEATMAP_MAX_SYMBOLS:
+            self.top_words.set_emissions(B, self._vocab, self._row_names)
+
+    def showing_top_words(self) -> bool:
+        """Whether B is shown as a table of top words (m > :data:`HEATMAP_MAX_SYMBOLS`)."""
+        return self.emission_stack.currentWidget() is self.top_words
+
     def image_data(self, name: str) -> Optional[np.ndarray]:
         """Displayed matrix: ``"startprob"`` (1 x n), ``"transmat"`` or ``"emissionprob"``."""
         return self.heatmaps()[name].image_data()
 
     def clear(self) -> None:
         self._params = None
+        self._row_names = None
+        self.top_words.clear()
+        self.emission_stack.setCurrentWidget(self.emission)
         for h in self.heatmaps().values():
             h.clear()
         self.info.setText("")

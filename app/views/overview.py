@@ -11,6 +11,7 @@ from typing import Optional, Sequence
 import numpy as np
 from PySide6 import QtWidgets
 
+from ..live import DrawQueue
 from .common import Placeholder, state_labels, symbol_labels
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import MatrixHeatmap
@@ -37,10 +38,11 @@ class OverviewView(QtWidgets.QWidget):
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
         self._vocab: Optional[list] = None
-        # while hidden (another tab), updates are only stored: the live stream must stay cheap
-        self._pending: dict = {}
         self.before = _Row("Before training")
         self.after = _Row("After training")
+        # while hidden (another tab), updates are only stored (newest per row): the live stream
+        # must stay cheap; they are drawn when the view shows (app.live.DrawQueue)
+        self._draw = DrawQueue(self, auto=False)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.stack = QtWidgets.QStackedWidget()
@@ -67,7 +69,7 @@ class OverviewView(QtWidgets.QWidget):
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
         for row in (self.before, self.after):
             row.embeddings.set_vocabulary(self._vocab)
-            if row.params is not None and row not in self._pending:
+            if row.params is not None and not self._draw.has(id(row)):
                 self._queue(row, row.params, row.label.text())
 
     def set_initial(self, params: Optional[dict], title: str = "Before training") -> None:
@@ -80,26 +82,27 @@ class OverviewView(QtWidgets.QWidget):
 
     def flush(self) -> None:
         """Draw what was set while the view was hidden (done automatically when it is shown)."""
-        pending, self._pending = self._pending, {}
-        for row, (params, title) in pending.items():
-            try:
-                self._show(row, params, title)
-            except Exception as exc:  # shown in the row's title; never raised from showEvent
-                row.label.setText(f"{title}: cannot show these parameters ({type(exc).__name__}: {exc})")
+        self._draw.run_all()
+
+    def _show_safe(self, row: _Row, params: Optional[dict], title: str) -> None:
+        try:
+            self._show(row, params, title)
+        except Exception as exc:  # shown in the row's title; never raised from showEvent
+            row.label.setText(f"{title}: cannot show these parameters ({type(exc).__name__}: {exc})")
 
     def prepare_export(self) -> None:
         """Called by :func:`app.export.export_widget`: draw pending updates before rendering."""
         self.flush()
 
     def has_content(self) -> bool:
-        return bool(self._pending) or self.before.params is not None or self.after.params is not None
+        return self._draw.pending or self.before.params is not None or self.after.params is not None
 
     def showEvent(self, ev) -> None:  # noqa: N802 (Qt API)
         self.flush()
         super().showEvent(ev)
 
     def clear(self) -> None:
-        self._pending = {}
+        self._draw.clear()
         for row in (self.before, self.after):
             row.params = None
             row.embeddings.clear()
@@ -112,7 +115,7 @@ class OverviewView(QtWidgets.QWidget):
     def _queue(self, row: _Row, params: Optional[dict], title: str) -> None:
         if not params:
             return
-        self._pending[row] = (params, title)
+        self._draw.put(id(row), self._show_safe, row, params, title)
         if self.isVisible():
             self.flush()
 

@@ -74,7 +74,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             traceback.print_exc()
         _err(f"{PROG}: internal error: {type(e).__name__}: {e} (run again with --debug for a traceback)")
         return EXIT_FAIL
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

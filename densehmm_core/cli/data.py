@@ -100,26 +100,6 @@ def _split(corpus, fraction: Optional[float], seed: int):
         raise UserError(f"cannot split the data: {e}") from None
 
 
-def _residual_symbol(vocabulary, provenance=None) -> Optional[str]:
-    """The residual symbol (the merged rare symbols, or the unknown word) of a model's vocabulary,
-    if it has one."""
-    from ..data.corpus import DEFAULT_RESIDUAL
-    names = []
-    for step in (provenance or {}).get("preprocessing", []) or []:
-        if isinstance(step, dict) and step.get("step") == "merge_below" and step.get("residual_symbol"):
-            names.append(str(step["residual_symbol"]))
-    names.append(DEFAULT_RESIDUAL)
-    options = (provenance or {}).get("options")
-    if isinstance(options, dict) and options.get("unknown_symbol"):
-        names.append(str(options["unknown_symbol"]))
-    from ..data.tokens import DEFAULT_UNKNOWN
-    names.append(DEFAULT_UNKNOWN)
-    for c in names:
-        if c in vocabulary:
-            return c
-    return None
-
-
 def _training_read_options(model) -> dict:
     """The reader options of the model's training data (from its file), or {}."""
     prov = getattr(model, "provenance_", None) or {}
@@ -128,22 +108,15 @@ def _training_read_options(model) -> dict:
 
 
 def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False):
-    """The corpus encoded with the model's vocabulary (:meth:`Corpus.encode_with`); symbols the
-    model does not know go to its residual symbol when it has one, else they are an error.
-    Words: looked up lower-cased with ``lowercase``; unknown words go to their word-shape class
-    when the model's vocabulary has it."""
-    vocabulary = model.vocabulary
-    if vocabulary is None:  # a model without symbol names: the indices must fit
-        top = max(int(s.max()) for s in corpus.sequences)
-        if top >= model.n_symbols:
-            raise UserError(f"{source}: the data use {top + 1} symbols but the model knows only {model.n_symbols}")
-        return corpus
-    unknown = _residual_symbol(vocabulary, getattr(model, "provenance_", None))
-    from ..data import SHAPE_CLASSES
-    shapes = any(c in vocabulary for c in SHAPE_CLASSES[:-1])
+    """The corpus encoded with the model's vocabulary (:func:`densehmm_core.data.encode_for_model`,
+    also used by the app); data the model cannot read are a one-line error."""
+    from ..data import encode_for_model
     try:
-        return corpus.encode_with(vocabulary, unknown=unknown, lowercase=lowercase, shapes=shapes)
+        return encode_for_model(corpus, model.vocabulary, model.n_symbols,
+                                provenance=getattr(model, "provenance_", None), lowercase=lowercase)
     except ValueError as e:
+        if model.vocabulary is None:
+            raise UserError(f"{source}: {e}") from None
         raise UserError(f"{source}: the model cannot read these data: {e}") from None
 
 

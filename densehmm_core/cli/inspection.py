@@ -69,7 +69,8 @@ def cmd_info(args) -> int:
         return EXIT_OK
     f = infos[0]["file"]
     _out(f"{args.model_file}: {f.get('format')} schema {f.get('schema_version')}, "
-         f"{len(list_models(args.model_file))} model(s), written by {f.get('writer', '?')} at {f.get('modified_utc', '?')}")
+         f"{len(list_models(args.model_file))} model(s), written by {f.get('writer', '?')} "
+         f"at {f.get('modified_utc', '?')}")
     for info in infos:
         _print_model_info(info, args)
     return EXIT_OK

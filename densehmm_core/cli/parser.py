@@ -58,7 +58,8 @@ def _data_options(p, *, preprocess=True, split=True):
     g.add_argument("--preset", metavar="NAME",
                    help="paper preprocessing preset: paper_protein, paper_medpost, "
                         "reference_code_protein, reference_code_penn")
-    g.add_argument("--observe", choices=["tags", "words"], help="tagged corpora: observe the tags (default) or the words")
+    g.add_argument("--observe", choices=["tags", "words"],
+                   help="tagged corpora: observe the tags (default) or the words")
     g.add_argument("--column", type=int, metavar="COL",
                    help="CoNLL: index of the column holding the observed symbols (default 1)")
     g.add_argument("--tagset", choices=["upos", "xpos"], help="CoNLL-U: the tag column (default upos)")

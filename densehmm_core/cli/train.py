@@ -213,7 +213,7 @@ def cmd_train(args) -> int:
         stopped = "cancelled"
     try:
         model._check_params()
-    except Exception:
+    except (RuntimeError, ValueError):  # no parameters yet, or not stochastic
         _err(f"densehmm: error: training ended ({stopped}) before the model had parameters; nothing saved")
         return EXIT_FAIL if error else EXIT_INTERRUPTED
 

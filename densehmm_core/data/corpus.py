@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -408,7 +408,7 @@ class Corpus:
         c.tag_vocabulary = self.tag_vocabulary
         return c
 
-    def select(self, indices: Sequence[int], step: Optional[Dict[str, Any]] = None) -> "Corpus":
+    def select(self, indices: Union[Sequence[int], np.ndarray], step: Optional[Dict[str, Any]] = None) -> "Corpus":
         """A Corpus with the sequences at ``indices`` (same vocabulary)."""
         idx = [int(i) for i in np.asarray(indices, dtype=np.int64).ravel()]
         if not idx:
@@ -484,13 +484,13 @@ class Corpus:
         c = self
         if dedupe:
             seen = set()
-            keep = []
+            first: List[int] = []
             for i, s in enumerate(c.sequences):
                 h = hashlib.blake2b(s.tobytes(), digest_size=16).digest()
                 if h not in seen:
                     seen.add(h)
-                    keep.append(i)
-            c = c.select(keep, step={"step": "dedupe", "removed": c.n_sequences - len(keep)})
+                    first.append(i)
+            c = c.select(first, step={"step": "dedupe", "removed": c.n_sequences - len(first)})
         if subset is not None:
             n = int(subset)
             if n < 1:

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from .errors import DataFormatError
 
 __all__ = ["FORMATS", "ALIASES", "describe_formats", "file_dialog_filters", "detect_format", "normalize_format"]
 
 #: name -> label, extensions (without ``.gz``; gzip is always accepted), description.
-FORMATS: Dict[str, Dict[str, object]] = {
+FORMATS: Dict[str, Dict[str, Any]] = {
     "fasta": {"label": "FASTA sequences",
               "extensions": [".fasta", ".fa", ".faa", ".fna", ".ffn", ".frn", ".fas", ".fsa", ".mpfa", ".seq"],
               "description": "Protein or nucleotide sequences; '>' header lines (RCSB pdb_seqres, UniProt, "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Optional, Union
 
 __all__ = ["DataFormatError"]
 
@@ -32,7 +32,7 @@ class DataFormatError(ValueError):
     line : int or None
     """
 
-    def __init__(self, reason: str, path: Optional[os.PathLike] = None, line: Optional[int] = None):
+    def __init__(self, reason: str, path: Union[str, os.PathLike, None] = None, line: Optional[int] = None):
         self.reason = str(reason)
         self.path = None if path is None else os.fspath(path)
         self.file = None if self.path is None else os.path.basename(self.path)

@@ -253,10 +253,10 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
             lut = bytearray([vocabulary.index(wildcard)]) * 256
     for i, c in enumerate(vocabulary):
         lut[ord(c)] = i
-    lut = bytes(lut)
+    encode_table = bytes(lut)
     encoded = np.empty(len(buf), dtype=np.int32)
     for i in range(0, len(buf), _BLOCK):
-        encoded[i:i + _BLOCK] = np.frombuffer(bytes(mv[i:i + _BLOCK]).translate(lut), dtype=np.uint8)
+        encoded[i:i + _BLOCK] = np.frombuffer(bytes(mv[i:i + _BLOCK]).translate(encode_table), dtype=np.uint8)
     mv.release()
     buf.clear()
     del buf
@@ -264,11 +264,12 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
     np.cumsum(np.frombuffer(lengths, dtype=np.int64), out=bounds[1:])
     b = bounds.tolist()
     sequences = [encoded[b[i]:b[i + 1]] for i in range(len(lengths))]
+    names_out: Optional[List[str]] = None
     if names is not None:
-        names = b"\n".join(names).decode("utf-8", "replace").split("\n") if names else []
+        names_out = b"\n".join(names).decode("utf-8", "replace").split("\n") if names else []
     info = {"n_records": n_records, "n_empty": n_empty, "n_mol_skipped": n_mol_skipped,
             "n_stop_symbols_stripped": n_stops, "lines": lineno}
-    return {"sequences": sequences, "vocabulary": vocabulary, "names": names, "warnings": warnings, "info": info}
+    return {"sequences": sequences, "vocabulary": vocabulary, "names": names_out, "warnings": warnings, "info": info}
 
 
 def _locate_invalid(path, table: bytes, mol: str, keep_all: bool) -> None:

@@ -270,6 +270,7 @@ def _read_extra(spec, main_opts: Dict[str, Any], encoder: TokenEncoder):
         opts = dict(READER_DEFAULTS[fmt])
         opts.update({k: v for k, v in main_opts.items() if k in opts})
         part = _read_tokens(src, fmt, opts, encoder, gold=False, name_prefix=f"{src.name}:")
-        prov = {"file": src.name, "path": src.path if src.is_stdin else os.path.abspath(src.path), "size": src.size, "sha256": src.sha256(),
+        prov = {"file": src.name, "path": src.path if src.is_stdin else os.path.abspath(src.path), "size": src.size,
+                "sha256": src.sha256(),
                 "compressed": src.compressed, "format": fmt, "options": _jsonable(opts), "reader": part["info"]}
     return prov, part["warnings"]

@@ -9,7 +9,7 @@ import os
 import stat
 import sys
 import zlib
-from typing import Callable, Iterator, Optional, Tuple
+from typing import Any, Callable, Iterator, Optional, Tuple
 
 from .errors import DataFormatError
 
@@ -179,7 +179,7 @@ class Source:
             fh, self.size = _open_regular(self.path)
         self._raw = _HashingRaw(fh, self.size, progress)
         self._buffered = io.BufferedReader(self._raw, buffer_size=_CHUNK)
-        self.stream = self._buffered
+        self.stream: io.BufferedReader[Any] = self._buffered
         try:
             try:
                 head = self._buffered.peek(2)[:2]
@@ -302,11 +302,11 @@ class Source:
     def close(self) -> None:
         try:
             self.stream.close()
-        except Exception:  # pragma: no cover - closing a half-read gzip stream
+        except Exception:  # noqa: BLE001 - closing a half-read gzip stream may raise anything  # pragma: no cover
             pass
         try:
             self._buffered.close()
-        except Exception:  # pragma: no cover
+        except Exception:  # noqa: BLE001 - as above  # pragma: no cover
             pass
 
     def __enter__(self):

@@ -172,10 +172,10 @@ class TokenEncoder:
         keys = self._keys(forms)
         key_index: Dict[str, int] = {}
         form_key = np.empty(nf, dtype=np.int64)
-        for i, k in enumerate(keys):
-            j = key_index.get(k)
+        for i, key in enumerate(keys):
+            j = key_index.get(key)
             if j is None:
-                j = key_index[k] = len(key_index)
+                j = key_index[key] = len(key_index)
             form_key[i] = j
         key_names = list(key_index)
         nk = len(key_names)
@@ -230,8 +230,9 @@ class TokenEncoder:
             tag_seqs = [tlut[t] if t is not None else np.full(s.shape[0], NO_TAG, dtype=np.int32)
                         for s, t in zip(self._seqs, self._tag_seqs)]
         warnings: List[str] = []
-        info = {"n_types": nk, "n_unknown_types": int(n_unknown_types), "n_unknown_tokens": n_unknown_tokens,
-                "n_tags": None if tag_vocabulary is None else len(tag_vocabulary)}
+        info: Dict[str, Any] = {"n_types": nk, "n_unknown_types": int(n_unknown_types),
+                                "n_unknown_tokens": n_unknown_tokens,
+                                "n_tags": None if tag_vocabulary is None else len(tag_vocabulary)}
         if shape and n_unknown_types:
             info["shape_classes"] = extra
         if n_unknown_types:

@@ -9,6 +9,7 @@ works there, numpy otherwise).
 """
 from __future__ import annotations
 
+import logging
 from typing import List, Optional
 
 from .base import Engine, SufficientStats
@@ -19,6 +20,8 @@ __all__ = ["Engine", "SufficientStats", "get_engine", "available_engines", "engi
 ENGINE_NAMES = ("auto", "numpy", "cupy")
 
 _CACHE: dict = {}
+_WARNED: set = set()
+_LOG = logging.getLogger(__name__)
 
 
 def available_engines() -> List[str]:
@@ -99,7 +102,13 @@ def engine_for(engine="auto", device: Optional[str] = "auto") -> Engine:
             return get_engine("numpy")
         from .backend import cupy_status
         gpu = 0 if index is None else index
-        return get_engine("cupy", device=gpu) if cupy_status(gpu)[0] else get_engine("numpy")
+        ok, reason = cupy_status(gpu)
+        if ok:
+            return get_engine("cupy", device=gpu)
+        if kind == "gpu" and gpu not in _WARNED:     # a GPU was named: say once why the CPU is used
+            _WARNED.add(gpu)
+            _LOG.warning("device %r: the E-step runs on the CPU (numpy): %s", device, reason)
+        return get_engine("numpy")
     if key == "cupy" and kind == "cpu":
         raise DeviceError("engine 'cupy' runs on a GPU, but the device is 'cpu' "
                           "(use device='gpu' or engine='numpy')")

@@ -411,9 +411,13 @@ class ArrayEngine(Engine):
             emit[:, :counts.shape[0]] += counts.T
 
     def _by_token(self, gamma):
-        """(T, n, B) -> contiguous (T * B, n): row ``t * B + j`` = state vector of token (t, j)."""
+        """(T, n, B) -> (T * B, n) with row ``t * B + j`` = state vector of token (t, j).
+
+        Returned Fortran-ordered (a transposed C-contiguous (n, T * B) copy): the layout a
+        sparse-times-dense product (cuSPARSE SpMM) takes without another copy.
+        """
         T, n, nb = gamma.shape
-        return self.xp.ascontiguousarray(gamma.transpose(0, 2, 1)).reshape(T * nb, n)
+        return self.xp.ascontiguousarray(gamma.transpose(1, 0, 2)).reshape(n, T * nb).T
 
     # ----------------------------------------------------------- posteriors
     def posteriors(self, startprob, transmat, emissionprob, seqs) -> List[np.ndarray]:

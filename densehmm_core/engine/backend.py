@@ -29,8 +29,8 @@ from ..device import GpuUnavailableError
 __all__ = ["ArrayBackend", "numpy_backend", "cupy_backend", "GpuUnavailableError",
            "cupy_status", "CUPY_INSTALL_HINT"]
 
-CUPY_INSTALL_HINT = ("pip install cupy-cuda12x (CUDA 12 driver) or cupy-cuda13x (CUDA 13 driver): "
-                     "match the CUDA version that nvidia-smi shows; or pip install 'densehmm-studio[gpu]'")
+CUPY_INSTALL_HINT = ("pip install cupy-cuda12x (CUDA 12 driver) or cupy-cuda13x (CUDA 13 driver), matching "
+                     "the CUDA version nvidia-smi shows (extras: densehmm-studio[gpu] or [gpu-cuda13])")
 
 
 class ArrayBackend:
@@ -47,14 +47,16 @@ class ArrayBackend:
     free_bytes : callable or None
         Returns the memory (bytes) a new chunk may draw on; None = no memory-based
         chunking (the engine's ``chunk_elements`` applies).
-    device : object or None
-        A context manager entered around every engine call (``cupy.cuda.Device(i)``).
+    device : callable or None
+        Returns a fresh context manager entered around every engine call
+        (``lambda: cupy.cuda.Device(i)``; a new one each time, so nested and concurrent
+        calls from several threads never share one).
     to_host : callable or None
         Device array -> numpy array (default: ``numpy.asarray``).
     """
 
     def __init__(self, xp, sparse, name: str, free_bytes: Optional[Callable[[], int]] = None,
-                 device=None, to_host: Optional[Callable] = None) -> None:
+                 device: Optional[Callable] = None, to_host: Optional[Callable] = None) -> None:
         self.xp = xp
         self.sparse = sparse
         self.name = name
@@ -70,7 +72,7 @@ class ArrayBackend:
     # --------------------------------------------------------------- placement
     def context(self):
         """Context manager that makes this backend's device current."""
-        return self._device if self._device is not None else contextlib.nullcontext()
+        return self._device() if self._device is not None else contextlib.nullcontext()
 
     def to_device(self, a, dtype=None):
         """Host (or device) array -> array of this backend."""
@@ -128,7 +130,7 @@ def cupy_status(device: int = 0):
         return _CUPY_STATUS[device]
     try:
         import cupy
-    except Exception as e:   # ImportError, or a broken install raising anything else
+    except Exception as e:  # noqa: BLE001 - ImportError, or a broken install raising anything else
         res = (False, f"CuPy is not installed ({type(e).__name__}: {e}); {CUPY_INSTALL_HINT}")
         _CUPY_STATUS[device] = res
         return res
@@ -142,11 +144,12 @@ def cupy_status(device: int = 0):
                 x = cupy.arange(4, dtype=cupy.float64)
                 ok = float((x @ x).get()) == 14.0
             res = (True, "") if ok else (False, f"CuPy {cupy.__version__} computed a wrong result on GPU {device}")
-    except Exception as e:   # cupy raises CUDARuntimeError, CUDADriverError, CompileException...
+    except Exception as e:  # noqa: BLE001 - cupy raises CUDARuntimeError, CUDADriverError, CompileException...
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         res = (False, f"CuPy {cupy.__version__} is installed but cannot use an NVIDIA GPU "
-                      f"({type(e).__name__}: {msg}); it needs an NVIDIA GPU, its driver, and the CuPy "
-                      f"wheel matching the driver's CUDA version ({CUPY_INSTALL_HINT})")
+                      f"({type(e).__name__}: {msg}); it needs an NVIDIA GPU with its driver and the CuPy "
+                      f"wheel for the driver's CUDA version: cupy-cuda12x or cupy-cuda13x "
+                      f"(nvidia-smi shows the CUDA version)")
     _CUPY_STATUS[device] = res
     return res
 
@@ -164,13 +167,13 @@ def cupy_backend(device: int = 0) -> ArrayBackend:
         raise GpuUnavailableError(f"the cupy engine is unavailable: {reason}")
     import cupy
     import cupyx.scipy.sparse
-    dev = cupy.cuda.Device(int(device))
+    index = int(device)
 
     def free_bytes() -> int:
-        with dev:
+        with cupy.cuda.Device(index):
             free, _total = cupy.cuda.runtime.memGetInfo()
             # blocks CuPy's pool holds but no array uses are free for the next chunk too
             return int(free) + int(cupy.get_default_memory_pool().free_bytes())
 
-    return ArrayBackend(cupy, cupyx.scipy.sparse, f"cupy:{int(device)}", free_bytes=free_bytes,
-                        device=dev, to_host=cupy.asnumpy)
+    return ArrayBackend(cupy, cupyx.scipy.sparse, f"cupy:{index}", free_bytes=free_bytes,
+                        device=lambda: cupy.cuda.Device(index), to_host=cupy.asnumpy)

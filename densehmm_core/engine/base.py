@@ -54,8 +54,8 @@ class Engine(ABC):
 
     name = "abstract"
 
-    def prepare(self, seqs: List[np.ndarray]) -> Any:
-        """Pre-batch ``seqs`` for repeated calls (default: the list itself)."""
+    def prepare(self, seqs: List[np.ndarray], n_states: int = 16) -> Any:
+        """Pre-batch ``seqs`` for repeated calls with a model of ``n_states`` states (default: the list itself)."""
         return seqs
 
     @abstractmethod

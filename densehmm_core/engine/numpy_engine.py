@@ -42,7 +42,7 @@ def _hmmc():
             for name in ("forward_scaling", "backward_scaling", "compute_scaling_xi_sum", "viterbi"):
                 getattr(mod, name)
             _HMMC = mod
-        except Exception:  # pragma: no cover - hmmlearn missing or changed
+        except Exception:  # noqa: BLE001 - hmmlearn's private _hmmc changed: numpy fallback  # pragma: no cover
             _HMMC = None
     return _HMMC
 
@@ -55,7 +55,7 @@ def _single_threaded_blas():
             from threadpoolctl import ThreadpoolController
             _CONTROLLER = ThreadpoolController()
         return _CONTROLLER.limit(limits=1, user_api="blas")
-    except Exception:  # pragma: no cover - threadpoolctl missing or broken
+    except Exception:  # noqa: BLE001 - threadpoolctl cannot inspect this BLAS: run unlimited  # pragma: no cover
         import contextlib
         return contextlib.nullcontext()
 

@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any, Dict, Optional
 
 __all__ = ["add_reproduce_parser", "add_sweep_parser", "parse_grid", "DEFAULT_DATA"]
 
@@ -107,7 +108,7 @@ def _handler(args) -> int:
     if name == "factorization":
         from .factorization import FactorizationSettings
         from .factorization import run_factorization
-        kw = {"seed": args.seed}
+        kw: Dict[str, Any] = {"seed": args.seed}
         if grid:
             kw["grid"] = grid
         if args.repeats is not None:
@@ -124,9 +125,10 @@ def _handler(args) -> int:
 
     from .comparison import ComparisonSettings
     from .comparison import run_comparison
-    data = None
+    data: Optional[str] = None
     if name != "synthetic":
-        data = args.data or (DEFAULT_DATA.get(name) and str(DEFAULT_DATA[name]))
+        default = DEFAULT_DATA.get(name)
+        data = args.data or (str(default) if default else None)
         if not data:
             print(f"error: reproduce {name} needs --data PATH (the MedPost file tag_mb.ioc is not "
                   "shipped with DenseHMM Studio)")
@@ -145,12 +147,12 @@ def _handler(args) -> int:
     if name != "synthetic" and args.max_sequences is not None:
         kw["max_sequences"] = args.max_sequences
     try:
-        settings = (ComparisonSettings.quick(name, data=data, **kw) if args.quick
+        csettings = (ComparisonSettings.quick(name, data=data, **kw) if args.quick
                     else ComparisonSettings.full(name, data=data, **kw))
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
-    return _run_guarded(run_comparison, settings, out, jobs=jobs, executor=args.executor,
+    return _run_guarded(run_comparison, csettings, out, jobs=jobs, executor=args.executor,
                         run=not args.report_only, scheduler=args.scheduler,
                         save_models=getattr(args, "save_models", False))
 

@@ -77,17 +77,18 @@ def connect(jobs: int, scheduler: Optional[str] = None, env: Optional[Dict[str, 
     return client, cluster
 
 
-def run_on_dask(todo: Sequence, finish: Callable, *, jobs: int, scheduler: Optional[str] = None,
+def run_on_dask(todo: Sequence, finish: Callable, *, call: Callable, jobs: int, scheduler: Optional[str] = None,
                 shared=None, out: Callable[[str], None] = print,
                 env: Optional[Dict[str, str]] = None, retries: int = 2) -> None:
     """Run ``todo`` (runner ``Task`` objects) on a Dask cluster, calling
     ``finish(task, rows, seconds, error_or_None)`` in this process as each one ends.
+    ``call(func, kwargs, shared)`` runs one task on a worker (the runner's ``call_task``,
+    passed in so that this module does not import the runner back).
 
     Ctrl-C cancels the futures still pending (``KeyboardInterrupt`` is re-raised
     after the cluster is closed); the rows of finished tasks are already saved.
     """
     distributed = _import_distributed()
-    from .runner import call_task
     client, cluster = connect(jobs, scheduler, env)
     futures: Dict = {}
     try:
@@ -99,7 +100,7 @@ def run_on_dask(todo: Sequence, finish: Callable, *, jobs: int, scheduler: Optio
             shared_future = client.scatter([shared], broadcast=True, hash=False)[0]
         run_id = uuid.uuid4().hex[:8]
         for i, t in enumerate(todo):
-            fut = client.submit(call_task, t.func, t.kwargs, shared_future,
+            fut = client.submit(call, t.func, t.kwargs, shared_future,
                                 key=f"densehmm-{run_id}-{i}", retries=retries, pure=False)
             futures[fut] = t
         for fut in distributed.as_completed(list(futures), loop=client.loop):

@@ -33,7 +33,7 @@ import hashlib
 import json
 import time
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
@@ -94,7 +94,7 @@ class FactorizationSettings:
 
     @classmethod
     def quick(cls, **kw) -> "FactorizationSettings":
-        base = dict(grid=QUICK_GRID, n_matrices=3, n_restarts=3, min_steps=200, max_steps=1000,
+        base: Dict[str, Any] = dict(grid=QUICK_GRID, n_matrices=3, n_restarts=3, min_steps=200, max_steps=1000,
                     window=100)
         base.update(kw)
         return cls(**base)

@@ -41,7 +41,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolE
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 __all__ = ["Task", "ResultStore", "RunReport", "run_tasks", "call_task", "format_seconds",
            "EXECUTORS", "progress_bar"]
@@ -94,12 +94,9 @@ def _cell(v) -> str:
         if math.isnan(v):
             return "nan"
         return repr(v)
-    try:
-        import numpy as np
-        if isinstance(v, np.generic):
-            return _cell(v.item())
-    except ImportError:  # pragma: no cover
-        pass
+    import numpy as np  # here: importing the runner stays numpy-free
+    if isinstance(v, np.generic):
+        return _cell(v.item())
     return str(v)
 
 
@@ -332,7 +329,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     if executor == "dask":
         from .dask_executor import run_on_dask
         try:
-            run_on_dask(todo, finish, jobs=jobs, scheduler=scheduler, shared=shared, out=out,
+            run_on_dask(todo, finish, call=call_task, jobs=jobs, scheduler=scheduler, shared=shared, out=out,
                         env=_worker_env(jobs))
         except KeyboardInterrupt:
             report.interrupted = True
@@ -363,7 +360,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     with _EnvPatch(env):
         pool = new_pool()
         try:
-            pending = {}
+            pending: Dict[Any, Any] = {}
             queue = list(todo)
             # keep at most 2 * jobs tasks submitted so that Ctrl-C stops quickly
             while queue or pending:

@@ -152,6 +152,17 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
                        "embeddings/V": (m, l), "embeddings/z_start": (l,)})
     for key, shape in shapes.items():
         arrays[key] = _read_dataset(mg, path, where, key, shape)
+    if kind == "dense" and "feature_vocabulary" in mg:  # symbol features (issue 14)
+        fvocab = _read_strings(mg, path, where, "feature_vocabulary")
+        arrays["embeddings/feature_V"] = _read_dataset(mg, path, where, "embeddings/feature_V", (len(fvocab), l))
+        ds = mg.get("feature_index")
+        if ds is None or not isinstance(ds, h5py.Dataset) or len(ds.shape) != 2 or ds.shape[1] != 2 \
+                or ds.dtype.kind not in "iu":
+            raise ModelFileError(path, f"{where}: dataset 'feature_index' must be an integer (k, 2) array")
+        fidx = np.asarray(ds[()], dtype=np.int64)
+        if fidx.size and (fidx.min() < 0 or fidx[:, 0].max() >= m or fidx[:, 1].max() >= len(fvocab)):
+            raise ModelFileError(path, f"{where}: dataset 'feature_index' points outside the symbols or features")
+        info["features"] = {"vocabulary": fvocab, "index": fidx}
     for key in MATRICES:
         _check_stochastic(arrays[key], path, where, key)
     if kind == "dense":
@@ -287,6 +298,11 @@ def _build_model(spath: str, info: dict):
         raise ModelFileError(spath, f"{where}: the stored configuration is not accepted by "
                                    f"{model_class(a['kind']).__name__} ({e})") from None
     arrays = info["arrays"]
+    if info.get("features") is not None and cfg.get("symbol_features"):  # symbol features (issue 14)
+        from ..features import SymbolFeatures
+        fi = info["features"]
+        model.features_ = SymbolFeatures(str(cfg["symbol_features"]), fi["vocabulary"], fi["index"][:, 0].copy(),
+                                         fi["index"][:, 1].copy(), int(a["n_symbols"]))
     state: Dict[str, Any] = {"params": {k.split("/")[-1]: v for k, v in arrays.items()},
                              "history": info["history"]}
     fitted = {attr.rstrip("_") for attr in model.fitted_attrs}

@@ -23,6 +23,8 @@ def _file_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.nda
     if missing:
         raise ValueError(f"the model has no {', '.join(missing)} yet: fit it (or set its parameters) "
                          "before saving")
+    if model.kind == "dense" and src.get("feature_V") is not None and model.features_ is not None:
+        names = names + ("feature_V",)  # symbol features (issue 14)
     return {(k if k in MATRICES else "embeddings/" + k): np.asarray(src[k]) for k in names}
 
 
@@ -123,6 +125,15 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         if len(vocab) != m:
             raise ValueError(f"the vocabulary has {len(vocab)} symbols but the model has {m}")
         mg.create_dataset("vocabulary", data=np.array(vocab, dtype=object), dtype=h5py.string_dtype("utf-8"))
+
+    # Symbol features (issue 14): the feature names, which symbol has which feature, and
+    # embeddings/feature_V; V is stored as the effective embedding (own + features).
+    feats = model.features_ if model.kind == "dense" else None
+    if feats is not None and "embeddings/feature_V" in arrays:
+        mg.create_dataset("feature_vocabulary", data=np.array(list(feats.vocabulary), dtype=object),
+                          dtype=h5py.string_dtype("utf-8"))
+        mg.create_dataset("feature_index", data=np.stack([feats.rows, feats.cols], axis=1).astype(np.int64))
+        mg["feature_index"].attrs["description"] = "rows (symbol, feature): the symbol has the feature"
 
     # The gold tag set of the training corpus (tagged corpora; issue 14): decode and
     # evaluate name the tags a state is mapped to.

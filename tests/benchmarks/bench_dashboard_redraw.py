@@ -116,12 +116,15 @@ def main() -> int:
         cur.append(run_in(REPO))
     def med(rs, k):
         return statistics.median(r[k] for r in rs)
-    print(f"this tree:  update+paint median {med(cur, 'median_ms'):.1f} ms (max {max(r['max_ms'] for r in cur):.1f} ms),"
+    print(f"this tree:  update+paint median {med(cur, 'median_ms'):.1f} ms "
+          f"(max {max(r['max_ms'] for r in cur):.1f} ms),"
           f" update_from_event alone {med(cur, 'update_only_median_ms'):.1f} ms; {args.rounds} rounds")
     if base:
-        print(f"baseline:   update+paint median {med(base, 'median_ms'):.1f} ms (max {max(r['max_ms'] for r in base):.1f} ms),"
+        print(f"baseline:   update+paint median {med(base, 'median_ms'):.1f} ms "
+              f"(max {max(r['max_ms'] for r in base):.1f} ms),"
               f" update_from_event alone {med(base, 'update_only_median_ms'):.1f} ms")
-        print(f"ratio baseline / this tree (median update+paint): {med(base, 'median_ms') / med(cur, 'median_ms'):.2f}x")
+        print("ratio baseline / this tree (median update+paint): "
+              f"{med(base, 'median_ms') / med(cur, 'median_ms'):.2f}x")
     print(f"load average: {os.getloadavg()}")
     return 0
 

@@ -29,7 +29,6 @@ import json
 import logging
 import os
 import pathlib
-import resource
 import subprocess
 import sys
 import time

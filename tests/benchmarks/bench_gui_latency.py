@@ -96,8 +96,8 @@ def wait_until(app, cond, timeout):
 
 def run_jobs(app, win, seconds, throttle=True):
     from app.modelspec import ModelSpec, paper_defaults
-    win.jobs.min_interval = 0.1 if throttle else 0.0
-    win.jobs.max_busy_share = 0.25 if throttle else 1e9   # adaptive spacing only when throttled
+    win.jobs.live.min_interval = 0.1 if throttle else 0.0
+    win.jobs.live.max_busy_share = 0.25 if throttle else 1e9   # adaptive spacing only when throttled
     specs = [ModelSpec(kind="dense_cooc", n=5, l=3, **dict(paper_defaults("dense_cooc", "paper"), steps=10 ** 7)),
              ModelSpec(kind="dense_em", n=5, l=3, **dict(paper_defaults("dense_em", "paper"), steps=10 ** 6))]
     jobs = [win.start_training(s) for s in specs]
@@ -167,7 +167,7 @@ def main() -> int:
 
     # closing with two running jobs
     from app.modelspec import ModelSpec, paper_defaults
-    win.jobs.min_interval = 0.1
+    win.jobs.live.min_interval = 0.1
     jobs = [win.start_training(ModelSpec(kind="dense_cooc", n=5, l=3,
                                          **dict(paper_defaults("dense_cooc", "paper"), steps=10 ** 7)))
             for _ in range(2)]

@@ -1,0 +1,1 @@
+"""The main window by concern (mixed into :class:`app.mainwindow.MainWindow`)."""

@@ -1,0 +1,192 @@
+"""Data sets of the main window: the demo, opening files (with progress), selection, preprocessing."""
+from __future__ import annotations
+
+import functools
+import os
+from typing import List, Optional
+
+from PySide6.QtWidgets import QFileDialog
+
+from .. import tasks
+from ..datasets import DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, is_model_file, load_path
+
+__all__ = ["DataSetsMixin"]
+
+
+class DataSetsMixin:
+    """What the user opened: data sets (``self.datasets``, ``self.current_dataset``) and model files."""
+
+    def load_demo(self, seed: int = 0) -> Optional[DataSet]:
+        """Add (or select) the built-in demo data set."""
+        for i, ds in enumerate(self.datasets):
+            if ds.is_demo:
+                self.select_dataset(i)
+                return ds
+        try:
+            ds = demo_dataset(seed)
+        except Exception as exc:  # the core is missing or broken: say so, stay usable
+            self._error_dialog("Demo data set", f"The demo data set could not be generated: {exc}")
+            return None
+        self.add_dataset(ds)
+        return ds
+
+    def add_dataset(self, ds: DataSet) -> None:
+        self.datasets.append(ds)
+        self._sync_dataset_list(len(self.datasets) - 1)
+        for w in ds.warnings:
+            self.log_panel.log(f"{ds.name}: {w}", "warning")
+        self.log_panel.log(f"Data set added: {ds.name}")
+        if self.current_job is not None and self._dashboard is not None:
+            self._offer_decode_datasets(self.current_job)
+        self.dataset_added.emit(ds)
+
+    def _sync_dataset_list(self, current: int) -> None:
+        self.data_panel.set_datasets([d.name for d in self.datasets], current)
+        self.select_dataset(current)
+
+    def select_dataset(self, index: int) -> None:
+        if not (0 <= index < len(self.datasets)):
+            return
+        ds = self.datasets[index]
+        self.current_dataset = ds
+        if self.data_panel.selector.currentIndex() != index:
+            self.data_panel.selector.blockSignals(True)
+            self.data_panel.selector.setCurrentIndex(index)
+            self.data_panel.selector.blockSignals(False)
+        self.data_panel.set_dataset(ds)
+        self.model_form.set_n_symbols(ds.n_symbols)
+        self.data_dock.raise_()
+
+    def _dataset_selected(self, index: int) -> None:
+        self.select_dataset(index)
+
+    def open_dialog(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open data or model files", self.settings.last_folder,
+                                                data_filters())
+        if paths:
+            self.open_files(paths)
+
+    def open_files(self, paths: List[str]) -> None:
+        """Open data files and .h5 model files, each read on a background thread.
+
+        The status bar's progress bar shows the bytes read of the data files being loaded
+        (the reader's throttled ``progress(bytes_read, total)`` reports); while any pending
+        file has no known size yet (model files, a load not started) it is a busy indicator.
+        """
+        for path in paths:
+            path = os.path.abspath(path)
+            self._pending_loads += 1
+            self._load_serial += 1
+            key = self._load_serial
+            self._load_progress[key] = (0, None)
+            self._update_busy()
+            self.statusBar().showMessage(f"Loading {os.path.basename(path)}…")
+            self.log_panel.log(f"Loading {path}")
+            options = self.data_panel.options()
+            on_progress = None
+            fn = functools.partial(load_path, path, split=options["split"], seed=options["seed"])
+            if not is_model_file(path):
+                on_progress = functools.partial(self._load_step, key, path)
+                fn = functools.partial(_load_with_progress, fn)
+            tasks.run_background(fn, functools.partial(self._loaded_key, key, path),
+                                 functools.partial(self._load_error_key, key, path), on_progress=on_progress)
+
+    @property
+    def loading(self) -> bool:
+        return self._pending_loads > 0
+
+    def _load_step(self, key: int, path: str, done, total) -> None:
+        if key in self._load_progress:
+            self._load_progress[key] = (int(done), int(total) if total else None)
+            self._update_busy()
+            self.load_progress.emit(path, int(done), int(total) if total else None)
+
+    def load_fraction(self) -> Optional[float]:
+        """Share of the pending loads' bytes read (0..1), or None when a pending total is unknown."""
+        if not self._load_progress:
+            return None
+        parts = list(self._load_progress.values())
+        if any(not total for _, total in parts):
+            return None
+        return min(1.0, sum(d for d, _ in parts) / float(sum(t for _, t in parts)))
+
+    def _update_busy(self) -> None:
+        self.busy.setVisible(self._pending_loads > 0)
+        fraction = self.load_fraction()
+        if fraction is None:
+            self.busy.setRange(0, 0)          # busy indicator: size unknown
+            self.busy.setFormat("")
+        else:
+            self.busy.setRange(0, 1000)
+            self.busy.setValue(int(round(1000 * fraction)))
+            self.busy.setFormat(f"{100 * fraction:.0f} %")
+        self.busy.setTextVisible(fraction is not None)
+
+    def _loaded_key(self, key: int, path: str, result) -> None:
+        self._load_progress.pop(key, None)
+        self._loaded(path, result)
+
+    def _load_error_key(self, key: int, path: str, exc, tb: str) -> None:
+        self._load_progress.pop(key, None)
+        self._load_error(path, exc, tb)
+
+    def _loaded(self, path: str, result) -> None:
+        self._pending_loads -= 1
+        self._update_busy()
+        self.settings.last_folder = os.path.dirname(path)
+        self.settings.add_recent_file(path)
+        self._refresh_recent()
+        if isinstance(result, ModelSet):
+            self._add_model_set(result)
+        else:
+            self.add_dataset(result)
+        self.statusBar().showMessage(f"Opened {os.path.basename(path)}", 5000)
+
+    def _load_error(self, path: str, exc, tb: str) -> None:
+        self._pending_loads -= 1
+        self._update_busy()
+        message = str(exc) or type(exc).__name__
+        if os.path.basename(path) not in message:
+            message = f"{path}: {message}"
+        self.log_panel.log(f"Could not open {path}: {message}", "error")
+        self.statusBar().showMessage(f"Could not open {os.path.basename(path)}", 5000)
+        self.load_failed.emit(path, message)
+        self._error_dialog("Cannot open file", message)
+
+    def preprocess_current(self, options: dict) -> None:
+        """Re-run the core's preprocessing and split on the current data set (off the GUI thread)."""
+        ds = self.current_dataset
+        if ds is None or ds.corpus is None:
+            return
+        from ..datasets import preprocess_corpus
+
+        def work():
+            processed = preprocess_corpus(ds, options)
+            return dataset_from_corpus(ds.path, ds.corpus, options["split"], options["seed"], processed=processed)
+
+        def done(new_ds: DataSet) -> None:
+            new_ds.name = ds.name
+            new_ds.options = dict(options)
+            idx = self.datasets.index(ds) if ds in self.datasets else -1
+            if idx < 0:
+                return
+            self.datasets[idx] = new_ds
+            self._sync_dataset_list(idx)
+            s = self.data_panel.summary
+            self.log_panel.log(f"{ds.name}: preprocessing applied ({_describe_options(options)}): "
+                               f"{s['n_sequences']:,} sequences, {s['n_tokens']:,} tokens, "
+                               f"{s['n_symbols']} symbols")
+
+        def failed(exc, tb):
+            self._error_dialog("Preprocessing failed", str(exc))
+
+        tasks.run_background(work, done, failed)
+
+
+def _load_with_progress(load, report):
+    """Run ``load(progress=report)`` (``app.tasks`` passes the throttled ``report``)."""
+    return load(progress=report)
+
+
+def _describe_options(o: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in o.items() if v not in (None, False, 0, 0.0) or k == "split")

@@ -1,0 +1,193 @@
+"""Results of the main window: model files as jobs, scoring, comparing, exporting models and figures."""
+from __future__ import annotations
+
+import functools
+import os
+import re
+from typing import List, Optional
+
+from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
+
+from .. import tasks
+from ..datasets import DataSet, ModelSet, encode_for
+from ..jobs import Job, JobState
+
+__all__ = ["ResultsMixin", "job_metrics"]
+
+
+class ResultsMixin:
+    """Finished jobs and loaded models: score, compare, export."""
+
+    def _add_model_set(self, ms: ModelSet) -> None:
+        """Each model of an .h5 file becomes a (finished) job, shown in the same views."""
+        first = None
+        for name, model in ms.models:
+            job = Job(f"{ms.name}: {name}", model, None, None, dataset=ms, device="file", sweep=ms.path)
+            job.state = JobState.FINISHED
+            job.reason = f"loaded from {ms.name}"
+            job.last_params = model.arrays()["params"]
+            hist = job.history
+            if hist:
+                job.step = int(hist[-1].get("step") or 0)
+            self.jobs.jobs.append(job)
+            self.jobs_panel.add_job(job)
+            first = first or job
+        self.log_panel.log(f"{ms.name}: {len(ms.models)} model(s) loaded: "
+                           + ", ".join(n for n, _ in ms.models))
+        self.models_loaded.emit(ms)
+        if first is not None:
+            self.jobs_panel.select(first)
+            self.show_job(first)
+
+    def export_models(self, jobs: List[Job], path: str, on_done=None) -> None:
+        """Write the jobs' models to one HDF5 file (core writer; whole file replaced atomically)."""
+        from ..datasets import save_models
+        items = []
+        for job in jobs:
+            corpus = job.dataset.processed if isinstance(job.dataset, DataSet) else None
+            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job)))
+
+        def done(names):
+            self.log_panel.log(f"Saved {len(names)} model(s) to {path}: {', '.join(names)}")
+            self.statusBar().showMessage(f"Saved {path}", 5000)
+            if on_done is not None:
+                on_done(names)
+
+        def failed(exc, tb):
+            self._error_dialog("Export failed", str(exc))
+
+        tasks.run_background(functools.partial(save_models, path, items), done, failed)
+
+    def export_models_dialog(self, jobs: List[Job]) -> None:
+        jobs = [j for j in jobs if j.state.has_model]
+        if not jobs:
+            QMessageBox.information(self, "Export model", "Select a finished (or cancelled) job first.")
+            return
+        start = os.path.join(self.settings.last_folder, _safe_name(jobs[0].name) + ".h5")
+        path, _ = QFileDialog.getSaveFileName(self, "Export model(s) to HDF5", start, "HDF5 model files (*.h5)")
+        if path:
+            if not path.lower().endswith(".h5"):
+                path += ".h5"
+            self.export_models(jobs, path)
+
+    def export_sweep_dialog(self) -> None:
+        job = self.current_job
+        if job is None or not job.sweep:
+            QMessageBox.information(self, "Export sweep", "Select a job of a sweep first.")
+            return
+        jobs = [j for j in self.jobs.sweep_jobs(job.sweep) if j.state.has_model]
+        unfinished = len(self.jobs.sweep_jobs(job.sweep)) - len(jobs)
+        if unfinished:
+            self.log_panel.log(f"{job.sweep}: {unfinished} job(s) without a model are not exported", "warning")
+        self.export_models_dialog(jobs)
+
+    def score_job(self, job: Job, ds: Optional[DataSet] = None, on_done=None) -> None:
+        """Score a model on a data set's test part (or all of it): normalised NLL, off the GUI thread."""
+        ds = ds or self.current_dataset
+        if ds is None or not job.state.has_model:
+            QMessageBox.information(self, "Score", "Select a model and load a data set first.")
+            return
+        data = ds.test if ds.test is not None else ds.train
+        from ..datasets import encode_for, score_model, unknown_note
+        try:  # symbols matched by name: any data set whose symbols the model knows
+            data = encode_for(job.model, data)
+        except ValueError as exc:
+            self._error_dialog("Cannot score", f"'{ds.name}': the model cannot read these data: {exc}")
+            return
+        note = unknown_note(data)
+        if note:
+            self.log_panel.log(f"Job {job.id} on {ds.name}: {note}", "warning")
+
+        def done(res):
+            job.score_text = f"NLL/token on {ds.name}: {res['normalized_nll']:.5g}"
+            job.scores = dict(res)
+            self.jobs_panel.update_job(job)
+            self.log_panel.log(f"Job {job.id} '{job.name}' on {ds.name}: " +
+                               ", ".join(f"{k} = {v:.6g}" for k, v in res.items()))
+            if on_done is not None:
+                on_done(res)
+
+        tasks.run_background(functools.partial(score_model, job.model, data), done,
+                             lambda exc, tb: self._error_dialog("Scoring failed", str(exc)))
+
+    def compare_jobs(self, a: Optional[Job], b: Optional[Job]) -> None:
+        if a is None or b is None:
+            QMessageBox.information(self, "Compare", "Select two jobs with models (Ctrl+click) to compare them.")
+            return
+        try:
+            ma, mb = job_metrics(a), job_metrics(b)
+            ma["elapsed"], mb["elapsed"] = a.elapsed, b.elapsed  # the Jobs panel's time
+            same = isinstance(a.dataset, DataSet) and a.dataset is b.dataset
+            ds = a.dataset if isinstance(a.dataset, DataSet) else self.current_dataset
+            data, data_name = None, ""
+            if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
+                data = ds.test if ds.test is not None else ds.train
+                data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
+                va, vb = getattr(a.model, "vocabulary", None), getattr(b.model, "vocabulary", None)
+                try:  # read with the models' alphabet (by symbol name); only when they share it
+                    data = encode_for(a.model, data) if va == vb else None
+                except ValueError:
+                    data = None
+            self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
+                                         data=data, data_name=data_name, same_data=same)
+        except Exception as exc:
+            self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
+            return
+        tabs = getattr(self.dashboard, "tabs", None)
+        if tabs is not None:
+            tabs.setCurrentWidget(self.compare_view)
+        self.stack.setCurrentWidget(self.dashboard)
+
+    def export_figure(self, widget: QWidget, path: str, scale: float = 1.0) -> None:
+        from ..export import export_widget
+        export_widget(widget, path, scale=scale)
+        self.dashboard.remember_export(path)
+        self.log_panel.log(f"Figure saved: {path}")
+
+    def export_figure_dialog(self) -> None:
+        d = self.dashboard
+        views = {"Whole dashboard (current tab)": d.export_target()}
+        views.update({k: v for k, v in d.views().items() if k != "dashboard"})
+        names = list(views)
+        name, ok = QInputDialog.getItem(self, "Export figure", "Which view?", names, 0, False)
+        if not ok:
+            return
+        # the job's stem and the view, e.g. dense-em_n10_l3_seed0_transitions.png
+        fname = d.file_name("dashboard" if name.startswith("Whole") else name, "png")
+        start = os.path.join(d.export_dir() or self.settings.last_folder, fname)
+        path, flt = QFileDialog.getSaveFileName(self, "Export figure", start,
+                                                "PNG image (*.png);;SVG vector graphics (*.svg);;PDF (*.pdf)")
+        if not path:
+            return
+        if not os.path.splitext(path)[1]:
+            path += {"SVG": ".svg", "PDF": ".pdf"}.get(flt[:3], ".png")
+        scale = 1.0
+        if path.lower().endswith(".png"):
+            choice, ok = QInputDialog.getItem(self, "PNG resolution", "Scale", ["1×", "2×", "3×", "4×"], 1, False)
+            if not ok:
+                return
+            scale = float(choice[0])
+        try:
+            self.export_figure(views[name], path, scale)
+        except Exception as exc:
+            self._error_dialog("Export failed", f"{type(exc).__name__}: {exc}")
+
+
+def job_metrics(job: Job) -> dict:
+    """Numbers describing a job's result (last history record, sizes, scores)."""
+    out = {}
+    hist = job.history
+    if hist:
+        for k, v in hist[-1].items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None:
+                out[k] = float(v)
+    model = job.model
+    for k, v in (getattr(model, "metrics_", None) or {}).items():
+        if isinstance(v, (int, float)):
+            out.setdefault(k, float(v))
+    out.update(getattr(job, "scores", {}) or {})
+    return out
+
+
+def _safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_") or "model"

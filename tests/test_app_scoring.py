@@ -1,0 +1,128 @@
+"""Scoring and decoding any compatible file: symbols matched by name (issue 16), in the core and the app."""
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import QSettings  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+
+from densehmm_core.data import Corpus, encode_for_model  # noqa: E402
+from densehmm_core.metrics import normalized_nll  # noqa: E402
+
+
+def _by_name(corpus, vocabulary):
+    """The oracle: re-encode symbol by symbol through a dict of names (no core code)."""
+    index = {v: i for i, v in enumerate(vocabulary)}
+    return [np.array([index[corpus.vocabulary[s]] for s in seq]) for seq in corpus.sequences]
+
+
+def test_core_encodes_a_subset_alphabet_by_name_and_names_unknown_symbols():
+    model_vocab = ["A", "C", "G", "T", "X"]
+    data = Corpus([np.array([0, 1, 1, 0]), np.array([1, 0])], ["T", "A"], names=["r1", "r2"])  # T=0, A=1
+    enc = encode_for_model(data, model_vocab, 5)
+    assert enc.vocabulary == model_vocab and enc.names == ["r1", "r2"]
+    for a, b in zip(enc.sequences, _by_name(data, model_vocab)):
+        np.testing.assert_array_equal(a, b)
+    # a symbol the model does not know: named, with its token count
+    bad = Corpus([np.array([0, 1, 2, 2])], ["A", "C", "N"])
+    with pytest.raises(ValueError, match=r"1 symbol\(s\) not in the vocabulary: 'N' \(2 of 4 tokens\)"):
+        encode_for_model(bad, model_vocab, 5)
+    # ... unless the model has a residual symbol: then it is read as that one
+    enc = encode_for_model(bad, ["A", "C", "<other>"], 3)
+    np.testing.assert_array_equal(enc.sequences[0], [0, 1, 2, 2])
+    # data without names: the indices must fit
+    with pytest.raises(ValueError, match="the data use 6 symbols but the model knows only 5"):
+        encode_for_model([np.array([0, 5])], None, 5)
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, monkeypatch):
+    from app.mainwindow import MainWindow
+    from app.settings import Settings
+    errors = []
+    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: errors.append(a[2]) or QMessageBox.Ok)
+    w = MainWindow(Settings(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)))
+    w.errors = errors
+    qtbot.addWidget(w)
+    yield w
+    w.jobs.cancel_all()
+    w.jobs.wait(10)
+
+
+def _fasta(path, records):
+    with open(path, "w") as f:
+        for name, seq in records:
+            f.write(f">{name}\n{seq}\n")
+    return str(path)
+
+
+def _open(qtbot, window, paths):
+    n = len(window.datasets)
+    window.open_files(paths)
+    qtbot.waitUntil(lambda: len(window.datasets) == n + len(paths) and not window.loading, timeout=30000)
+    by_path = {d.path: d for d in window.datasets[n:]}      # loads finish in any order
+    return [by_path[os.path.abspath(p)] for p in paths]
+
+
+def _finished_job(window, model, ds):
+    from app.jobs import Job, JobState
+    job = Job("trained", model, ds.train, ds.test, dataset=ds)
+    job.state, job.reason = JobState.FINISHED, "converged"
+    window.jobs.jobs.append(job)
+    window.jobs_panel.add_job(job)
+    return job
+
+
+def test_a_model_scores_and_decodes_a_file_with_fewer_symbols(window, qtbot, tmp_path):
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(0)
+    letters = "ACDEFGHIKLMNPQRSTVWY"
+    with_x = [(f"p{i}", "".join(rng.choice(list(letters + "X"), 40))) for i in range(12)]
+    without_x = [(f"q{i}", "".join(rng.choice(list(letters[5:]), 30))) for i in range(8)]
+    a, b = _open(qtbot, window, [_fasta(tmp_path / "a.fasta", with_x), _fasta(tmp_path / "b.fasta", without_x)])
+    assert a.n_symbols == 21 and b.n_symbols == 15        # the counts differ: matched by name
+    model = StandardHMM(3, n_iter=3, seed=0).fit(a.train)
+    model.vocabulary = list(a.vocabulary)
+    job = _finished_job(window, model, a)
+    window.select_dataset(window.datasets.index(b))
+    res = []
+    window.score_job(job, on_done=res.append)
+    qtbot.waitUntil(lambda: bool(res), timeout=30000)
+    assert not window.errors
+    expected = _by_name(b.test, model.vocabulary)
+    ll = model.score(expected)
+    assert res[0]["log_likelihood"] == pytest.approx(ll, rel=1e-12)
+    assert res[0]["normalized_nll"] == pytest.approx(normalized_nll(ll, expected), rel=1e-12)
+    assert "NLL/token on b.fasta" in job.score_text
+    # Decode: pick the other data set, find a sequence by its id
+    window.jobs_panel.select(job)
+    dec = window.dashboard.decode
+    assert dec.data_box.isVisibleTo(dec) and dec.data_box.count() == 2
+    ib = window.datasets.index(b)
+    dec.data_box.setCurrentIndex(ib)
+    dec.data_box.activated.emit(ib)
+    assert dec.sequence_count() == len(without_x)
+    idx = dec.find_sequence("q5")
+    assert idx is not None and dec._names[idx] == "q5" and dec.current_index() == idx
+    want = _by_name(b.processed, model.vocabulary)[idx]
+    np.testing.assert_array_equal(dec.current_sequence(), want)
+    path, _ = model.decode([want])
+    np.testing.assert_array_equal(dec.current_path(), np.asarray(path).reshape(-1))
+    assert dec.find_sequence("no-such-id") is None and "No sequence id" in dec.status.text()
+
+
+def test_symbols_the_model_does_not_know_are_named(window, qtbot, tmp_path):
+    from densehmm_core.standard import StandardHMM
+    small = [(f"s{i}", "ACDEACDE" * 3) for i in range(6)]
+    other = [(f"t{i}", "ACDW" * 4) for i in range(6)]
+    a, b = _open(qtbot, window, [_fasta(tmp_path / "small.fasta", small), _fasta(tmp_path / "other.fasta", other)])
+    model = StandardHMM(2, n_iter=2, seed=0).fit(a.train)
+    model.vocabulary = list(a.vocabulary)
+    job = _finished_job(window, model, a)
+    window.score_job(job, ds=b)
+    assert len(window.errors) == 1
+    msg = window.errors[0]
+    assert "other.fasta" in msg and "'W'" in msg and "tokens" in msg
+    assert "has 4" not in msg and "symbols but" not in msg     # no longer a count mismatch

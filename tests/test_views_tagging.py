@@ -1,0 +1,134 @@
+"""Views for corpora with gold tags (issue 14): state x tag table, tagging curves, top words,
+frequent-word embedding labels, decode with gold and predicted tags, the Dashboard's Tags tab."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytest.importorskip("pyqtgraph")
+
+from densehmm_core.hmm_base import BaseHMM  # noqa: E402
+from densehmm_core.metrics import tagging_scores  # noqa: E402
+
+from app.views import Dashboard, DecodeView, EmbeddingScatter, ParameterHeatmaps  # noqa: E402
+from app.views.tagging import StateTagView, TaggingCurves, TopWordsTable  # noqa: E402
+
+
+def shown(qtbot, w, size=(900, 600)):
+    qtbot.addWidget(w)
+    w.resize(*size)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def model_of(pi, A, B):
+    n, m = np.shape(B)
+    model = BaseHMM(n, m, seed=0)
+    model.startprob_, model.transmat_, model.emissionprob_ = (np.asarray(x, float) for x in (pi, A, B))
+    return model
+
+
+def test_state_tag_view_matches_a_hand_made_table(qtbot):
+    # states of 6 tokens and their gold tags (A, B, C), counted by hand:
+    #            A  B  C
+    # state 0:   1  1  0     -> A (tie: the lower tag index)
+    # state 1:   0  2  1     -> B
+    # state 2:   0  0  1     -> C
+    pred = [np.array([0, 0, 1]), np.array([1, 1, 2])]
+    gold = [np.array([0, 1, 1]), np.array([1, 2, 2])]
+    scores = tagging_scores(pred, gold, n_states=3, n_tags=3)
+    w = shown(qtbot, StateTagView())
+    w.set_scores(scores, ["A", "B", "C"])
+    np.testing.assert_array_equal(w.counts(), [[1, 1, 0], [0, 2, 1], [0, 0, 1]])
+    np.testing.assert_allclose(w.heatmap.image_data(), [[0.5, 0.5, 0], [0, 2 / 3, 1 / 3], [0, 0, 1]])
+    assert w.row_labels() == ["0 → A", "1 → B", "2 → C"]
+    assert w.col_labels() == ["A", "B", "C"]
+    assert "M-1 0.667" in w.heatmap._title  # (1 + 2 + 1) / 6
+    assert w.heatmap.hover_text(1, 2) == "state 1 → B, gold tag C\n1 of the state's 3 tokens (P = 0.3333)"
+
+
+def test_tagging_curves_and_top_words(qtbot):
+    c = shown(qtbot, TaggingCurves(), (500, 300))
+    c.add_point(0, {"m1": 0.3, "one_to_one": 0.2, "v_measure": 0.1})
+    c.add_point(5, {"m1": 0.5, "one_to_one": 0.4, "v_measure": 0.3})
+    assert c.series("m1")[1].tolist() == [0.3, 0.5] and c.series("v_measure")[0].tolist() == [0, 5]
+    B = np.array([[0.1, 0.5, 0.2, 0.2], [0.4, 0.1, 0.1, 0.4]])
+    t = shown(qtbot, TopWordsTable(top=3), (500, 300))
+    t.set_emissions(B, ["the", "dog", "runs", "fast"], ["0 → DET", "1 → NOUN"])
+    assert t.words() == [["dog", "runs", "fast"], ["the", "fast", "dog"]]  # ties keep the lower index
+    assert t.table.verticalHeaderItem(1).text() == "1 → NOUN"
+    assert t.table.item(0, 0).text() == "dog  0.500"
+
+
+def test_large_vocabulary_shows_top_words_instead_of_a_heatmap(qtbot):
+    rng = np.random.default_rng(0)
+    n, m = 4, 500
+    B = rng.dirichlet(np.ones(m), n)
+    w = shown(qtbot, ParameterHeatmaps())
+    vocab = [f"w{i}" for i in range(m)]
+    w.set_vocabulary(vocab)
+    w.set_params({"startprob": np.ones(n) / n, "transmat": np.ones((n, n)) / n, "emissionprob": B})
+    assert w.showing_top_words()
+    assert w.top_words.words()[2][0] == vocab[int(np.argmax(B[2]))]
+    w.set_params({"emissionprob": B[:, :20] / B[:, :20].sum(1, keepdims=True)})
+    assert not w.showing_top_words()  # a small alphabet keeps its heatmap
+
+
+def test_embedding_scatter_labels_only_the_most_frequent_words(qtbot):
+    rng = np.random.default_rng(1)
+    m, l = 120, 4
+    w = shown(qtbot, EmbeddingScatter(), (700, 500))
+    w.set_vocabulary([f"w{i}" for i in range(m)])
+    counts = rng.integers(1, 1000, size=m)
+    w.set_symbol_frequencies(counts, top=15)
+    w.set_embeddings({"V": rng.normal(size=(m, l)), "U": rng.normal(size=(3, l))})
+    top = list(np.argsort(-counts, kind="stable")[:15])
+    assert w.labelled_symbols() == top
+    assert sorted(w.label_texts("V")) == sorted(f"w{i}" for i in top)
+    pts = w.scatters["V"].points()
+    assert len(pts) == m  # the others are still drawn, as faint small points
+    sizes = {int(p.data()): p.size() for p in pts}
+    assert all(sizes[i] > sizes[j] for i in top for j in set(range(m)) - set(top))
+
+
+def test_decode_view_shows_words_gold_and_predicted_tags(qtbot):
+    pi = [1.0, 0.0]
+    A = [[0.1, 0.9], [0.9, 0.1]]
+    B = [[0.8, 0.1, 0.1], [0.1, 0.45, 0.45]]
+    model = model_of(pi, A, B)
+    data = SimpleNamespace(sequences=[np.array([0, 1, 0, 2])], vocabulary=["the", "dog", "cat"],
+                           tags=[np.array([0, 1, 0, 0])], tag_vocabulary=["DET", "NOUN"])
+    w = shown(qtbot, DecodeView(), (900, 600))
+    w.set_model(model, data)
+    w.set_state_tags([0, 1])  # state 0 -> DET, state 1 -> NOUN
+    path = w.current_path()
+    rows = w.tag_rows()
+    assert rows[0] == ["the", "dog", "the", "cat"]
+    assert rows[1] == ["DET", "NOUN", "DET", "DET"]
+    assert rows[2] == [f"{['DET', 'NOUN'][s]} ({s})" for s in path]
+    assert list(path) == [0, 1, 0, 1]  # the Viterbi path of this model (alternating)
+    bad = w.tag_table.item(2, 3)
+    assert bad.background().color().alpha() > 0  # NOUN predicted, DET gold: shaded
+
+
+def test_dashboard_shows_the_tags_tab_for_a_tagged_corpus(qtbot):
+    rng = np.random.default_rng(3)
+    n, m, k = 3, 6, 4
+    model = model_of(rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n), rng.dirichlet(np.ones(m), n))
+    seqs = [rng.integers(0, m, size=12) for _ in range(5)]
+    tags = [rng.integers(0, k, size=12) for _ in range(5)]
+    corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags,
+                             tag_vocabulary=["DET", "NOUN", "VERB", "ADJ"])
+    d = shown(qtbot, Dashboard(), (1200, 800))
+    assert not d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
+    d.set_model(model, corpus)
+    assert d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
+    want = tagging_scores(model.predict(seqs), tags, n_states=n, n_tags=k)
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
+    assert d.tag_curves.series("m1")[1].tolist() == [want["m1"]]
+    d.clear()
+    assert not d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
