@@ -100,12 +100,6 @@ class BaseHMM:
         self.transmat_ = check_stochastic("transmat_", self.transmat_, (n, n))
         self.emissionprob_ = check_stochastic("emissionprob_", self.emissionprob_, (n, m))
 
-    @property
-    def params(self) -> dict:
-        """Copies of the three matrices (``startprob``, ``transmat``, ``emissionprob``)."""
-        return {"startprob": np.array(self.startprob_), "transmat": np.array(self.transmat_),
-                "emissionprob": np.array(self.emissionprob_)}
-
     # --------------------------------------------------------------- scoring
     def score_per_sequence(self, data: Any, lengths=None) -> np.ndarray:
         """Log-likelihood of each sequence (``-inf`` for impossible sequences)."""

@@ -170,7 +170,7 @@ class StandardHMM(BaseHMM):
         for it in range(self.n_iter + 1):
             if cancel is not None and cancel.cancelled:
                 yield ProgressEvent(step=it, total=self.n_iter, phase="baum-welch",
-                                    params=snapshot(self.params), done=True, reason="cancelled",
+                                    params=snapshot(self._param_arrays()), done=True, reason="cancelled",
                                     elapsed=sw.elapsed)
                 return
             last = it == self.n_iter
@@ -215,7 +215,7 @@ class StandardHMM(BaseHMM):
             yield ProgressEvent(
                 step=it, total=self.n_iter, phase="baum-welch", loss=-ll / tokens, train_ll=ll,
                 test_ll=test_ll, metrics=metrics,
-                params=snapshot(self.params) if (done or it % self.snapshot_every == 0) else None,
+                params=snapshot(self._param_arrays()) if (done or it % self.snapshot_every == 0) else None,
                 done=done, reason=("converged" if converged else "max_steps") if done else "",
                 elapsed=sw.elapsed)
             if done:

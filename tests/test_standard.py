@@ -135,11 +135,11 @@ def test_divergence_keeps_last_finite_parameters():
     model.startprob_ = np.array([1.0, 0.0])
     model.transmat_ = np.eye(2)
     model.emissionprob_ = np.array([[1.0, 0.0], [0.0, 1.0]])
-    before = model.params
+    before = model.arrays()["params"]
     with pytest.raises(TrainingDiverged):
         model.fit([np.array([0, 0, 1])], init=False)
     for k, v in before.items():
-        np.testing.assert_array_equal(model.params[k], v)
+        np.testing.assert_array_equal(model.arrays()["params"][k], v)
 
 
 def test_hmmlearn_engine_cancel_and_events(demo):
