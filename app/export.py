@@ -177,7 +177,9 @@ def _prepare(widget: QtWidgets.QWidget) -> QtCore.QSize:
 
 
 def _render(widget: QtWidgets.QWidget, painter: QtGui.QPainter) -> None:
-    widget.render(painter, QtCore.QPoint(0, 0), QtGui.QRegion(),
+    # QWidget.render explicitly: a QGraphicsView (a pyqtgraph PlotWidget) hides it behind its own
+    # render(painter, target, source) of the scene
+    QtWidgets.QWidget.render(widget, painter, QtCore.QPoint(0, 0), QtGui.QRegion(),
                   QtWidgets.QWidget.RenderFlag.DrawWindowBackground | QtWidgets.QWidget.RenderFlag.DrawChildren)
 
 

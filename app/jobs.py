@@ -20,7 +20,7 @@ import itertools
 import os
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
@@ -70,6 +70,9 @@ class Job:
     fit_kwargs : dict
         Extra keyword arguments of ``iter_fit``.
     """
+
+    #: trained elsewhere (a Dask worker: :class:`app.remote_jobs.RemoteJob`), adopted by the manager
+    remote = False
 
     def __init__(self, name: str, model: Any, train: Any, test: Any = None, *, dataset: Any = None,
                  device: str = "cpu", sweep: Optional[str] = None, spec: Optional[dict] = None,
@@ -127,6 +130,12 @@ class Job:
     @property
     def history(self) -> List[dict]:
         return list(getattr(self.model, "history_", []) or [])
+
+    @property
+    def has_model(self) -> bool:
+        """A fitted model is here to show, export, compare and score (a remote job's only
+        once its saved model has been read: :class:`app.remote_jobs.RemoteJob`)."""
+        return self.state.has_model
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"<Job {self.id} {self.name!r} {self.state.value}>"
@@ -239,6 +248,7 @@ class JobManager(QObject):
         self._signals.started.connect(self._on_started)
         self._signals.finished.connect(self._on_finished)
         self._runners: Dict[int, _JobRunner] = {}
+        self._external: Dict[int, Callable[[], None]] = {}   # adopted job id -> its cancel
 
     # --------------------------------------------------------- settings
     @property
@@ -281,6 +291,23 @@ class JobManager(QObject):
         self.pool.start(runner)
         return job
 
+    def adopt(self, job: Job, cancel: Callable[[], None]) -> Job:
+        """Follow a job that runs elsewhere (a Dask sweep: :mod:`app.remote_jobs`): it is listed
+        with the others, :meth:`cancel` calls ``cancel()``, and its runner reports through
+        :meth:`mark_running` and :meth:`mark_finished`."""
+        self.jobs.append(job)
+        self._external[job.id] = cancel
+        self.job_added.emit(job)
+        return job
+
+    def mark_running(self, job: Job) -> None:
+        """An adopted job started."""
+        self._on_started(job)
+
+    def mark_finished(self, job: Job, state: "JobState", reason: str, error: str = "") -> None:
+        """An adopted job ended (ignored when it already had)."""
+        self._on_finished(job, state, reason, error)
+
     def active_jobs(self) -> List[Job]:
         return [j for j in self.jobs if not j.state.is_final]
 
@@ -295,6 +322,9 @@ class JobManager(QObject):
         if job.state.is_final:
             return
         job.token.cancel()
+        if job.id in self._external:
+            self._external[job.id]()
+            return
         runner = self._runners.get(job.id)
         if job.state == JobState.QUEUED and runner is not None and self.pool.tryTake(runner):
             self._on_finished(job, JobState.CANCELLED, "cancelled before start", "")

@@ -78,11 +78,13 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.current_dataset: Optional[DataSet] = None
         self.current_job: Optional[Job] = None
         self.tf_status = "not loaded"
+        self.tf_version: Optional[str] = None   # reported by the worker process that loaded TensorFlow
         self.devices: List[str] = []
         self._pending_loads = 0
         self._load_serial = 0
         self._load_progress = {}            # load serial -> (bytes read, total or None)
         self._sweeps = 0
+        self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
         self.jobs = JobManager(self, pool_size=self.settings.pool_size)
         self.jobs.job_added.connect(self._job_added)
@@ -107,6 +109,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.model_form = ModelForm()
         self.model_form.train_requested.connect(self.start_training)
         self.model_form.sweep_requested.connect(self.start_sweep)
+        self.model_form.sweep_target_requested.connect(self.sweep_target_dialog)
         self.jobs_panel = JobsPanel()
         self.jobs_panel.set_pool_size(self.jobs.pool_size)
         self.jobs_panel.pool_size_changed.connect(self.set_pool_size)
@@ -183,6 +186,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         d = self.settings.form_defaults()
         if d:
             self.model_form.set_spec(ModelSpec.from_dict(d))
+        from .remote_jobs import describe_target
+        self.model_form.set_sweep_target(describe_target(self.settings.sweep_target))
         self.set_theme(self.settings.theme, save=False)
 
     def available_geometry(self) -> QRect:
@@ -267,6 +272,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.jobs.set_devices(specs)
         self.model_form.set_devices(specs)
         self.tf_status = "ready"
+        self.tf_version = str(version)
         kinds = ", ".join(specs) or "CPU"
         self.tf_label.setText(f"TensorFlow {version} · {kinds}")
         self.statusBar().showMessage(f"TensorFlow {version} ready in {secs:.1f} s (devices: {kinds}).", 6000)
@@ -305,6 +311,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.jobs.live.current = None   # nothing is drawn any more
         self.hide()
         self.jobs.cancel_all()
+        if self._remote_sweeps is not None:
+            self._remote_sweeps.close_all()   # disconnect from Dask; a local cluster shuts down
         self.jobs.wait(CLOSE_WAIT_S)
         self.save_settings()
         self.remove_drop_filter()

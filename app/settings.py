@@ -98,6 +98,27 @@ class Settings:
     def select_new_jobs(self, on: bool) -> None:
         self.q.setValue("jobs/select_new", "true" if on else "false")
 
+    # sweeps on Dask (app.remote_jobs) -----------------------------------
+    @property
+    def sweep_target(self) -> str:
+        """Where Run sweep trains: ``""`` this app's worker pool (default), ``"local"`` a local
+        Dask cluster, or a Dask scheduler's address (``tcp://host:8786``)."""
+        return str(self.q.value("sweeps/target", "") or "").strip()
+
+    @sweep_target.setter
+    def sweep_target(self, target: str) -> None:
+        self.q.setValue("sweeps/target", (target or "").strip())
+
+    @property
+    def sweep_shared_dir(self) -> str:
+        """A folder every Dask worker can write (shared storage): remote runs save their models
+        there and the app reads them; ``""``: none (remote runs then show their metrics only)."""
+        return str(self.q.value("sweeps/shared_dir", "") or "").strip()
+
+    @sweep_shared_dir.setter
+    def sweep_shared_dir(self, folder: str) -> None:
+        self.q.setValue("sweeps/shared_dir", (folder or "").strip())
+
     # theme --------------------------------------------------------------
     @property
     def theme(self) -> str:

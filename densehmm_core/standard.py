@@ -200,7 +200,7 @@ class StandardHMM(BaseHMM):
                     f"Baum-Welch iteration {it}: training log-likelihood is {ll}; the model keeps "
                     "its last finite parameters")
             test_ll = None
-            metrics = {"train_nll": -ll / tokens}
+            metrics: dict = {"train_nll": -ll / tokens}
             if edata is not None:
                 test_ll = float(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, edata).sum())
                 metrics["test_nll"] = -test_ll / e_tokens

@@ -214,14 +214,14 @@ def test_closing_with_running_jobs_exits_cleanly(window, qtbot, dialogs):
             window.start_training(spec("dense_cooc", steps=1000000, preset="paper"))]
     qtbot.waitUntil(lambda: all(j.state == JobState.RUNNING and j.step > 0 for j in jobs), timeout=120000)
     # "No" keeps the window and the jobs
-    from PySide6.QtWidgets import QMessageBox as MB
-    orig = MB.question
-    MB.question = staticmethod(lambda *a, **k: MB.No)
+    from PySide6.QtWidgets import QMessageBox
+    orig = QMessageBox.question
+    QMessageBox.question = staticmethod(lambda *a, **k: QMessageBox.No)
     try:
         window.close()
         assert window.isVisible() and all(j.state == JobState.RUNNING for j in jobs)
     finally:
-        MB.question = orig
+        QMessageBox.question = orig
     t0 = time.perf_counter()
     window.close()
     took = time.perf_counter() - t0
@@ -444,3 +444,26 @@ def test_without_worker_processes_jobs_train_in_the_app_and_say_so(window, qtbot
     np.testing.assert_array_equal(job.model.transmat_, _in_process_fit(job).transmat_)
     assert any(level == "warning" and "no worker process could be started" in text
                and "process creation not permitted" in text for level, text in window.log_panel.lines)
+
+
+def test_tagged_corpus_job_fills_the_tags_tab(window, qtbot):
+    """A job on a CoNLL-U file: the Tags tab shows its states against the gold tags, scored by the core."""
+    import pathlib
+    from app.jobs import JobState
+    from densehmm_core.metrics import tagging_scores
+    path = pathlib.Path(__file__).parent / "fixtures" / "data" / "words.conllu"
+    n_before = len(window.datasets)
+    window.open_files([str(path)])
+    qtbot.waitUntil(lambda: len(window.datasets) == n_before + 1 and window.current_dataset is window.datasets[-1],
+                    timeout=30000)
+    job = window.start_training(spec("standard", n=3, steps=5))
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+    assert job.state == JobState.FINISHED
+    window.show_job(job)
+    d = window.dashboard
+    qtbot.waitUntil(lambda: d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page)), timeout=10000)
+    data = window._decode_data(job)
+    want = tagging_scores(job.model.predict(data.sequences), data.tags, n_states=3,
+                          n_tags=len(data.tag_vocabulary))
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
+    assert d.state_tags.col_labels() == [str(t) for t in data.tag_vocabulary]

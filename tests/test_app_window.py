@@ -1,7 +1,6 @@
 """Desktop app: start-up, opening files (drop, dialog, argv), bad files, settings (pytest-qt, offscreen)."""
 import os
 import re
-import warnings
 import subprocess
 import sys
 
@@ -10,7 +9,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-from PySide6.QtCore import QMimeData, QPoint, QPointF, QSettings, Qt, QUrl  # noqa: E402
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl  # noqa: E402
 from PySide6.QtGui import QDragEnterEvent, QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
@@ -93,12 +92,12 @@ def test_start_view_and_demo(window, qtbot):
     assert len(window.datasets) == 1
     ds = window.current_dataset
     assert ds.is_demo
-    # the paper's synthetic setup: 10 train + 10 test sequences of length 200, m = 5
-    assert len(ds.train) == 10 and len(ds.test) == 10
+    # the paper's synthetic setup (m = 5) with 50 train + 50 test sequences of length 200
+    assert len(ds.train) == 50 and len(ds.test) == 50
     assert all(len(s) == 200 for s in ds.train + ds.test)
     assert ds.n_symbols == 5
     s = window.data_panel.summary
-    assert s["n_tokens"] == 4000 and s["n_sequences"] == 20
+    assert s["n_tokens"] == 20000 and s["n_sequences"] == 100
     # the frequency chart shows the counts of the symbols
     counts = np.bincount(np.concatenate(ds.train + ds.test), minlength=5)
     heights = window.data_panel.freq_bars.opts["height"]

@@ -16,7 +16,8 @@ EXTRA = FIX / "words_extra.txt"
 
 # The fixture, as written (word, UPOS, XPOS) per sentence.
 GOLD = [
-    [("The", "DET", "DT"), ("dog", "NOUN", "NN"), ("runs", "VERB", "VBZ"), ("quickly", "ADV", "RB"), (".", "PUNCT", ".")],
+    [("The", "DET", "DT"), ("dog", "NOUN", "NN"), ("runs", "VERB", "VBZ"), ("quickly", "ADV", "RB"),
+     (".", "PUNCT", ".")],
     [("the", "DET", "DT"), ("dog", "NOUN", "NN"), ("barked", "VERB", "VBD"), (".", "PUNCT", ".")],
     [("NASA", "PROPN", "NNP"), ("launched", "VERB", "VBD"), ("3", "NUM", "CD"), ("well-known", "ADJ", "JJ"),
      ("rockets", "NOUN", "NNS"), (".", "PUNCT", ".")],

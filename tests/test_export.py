@@ -290,3 +290,17 @@ def test_csv_export_from_the_dashboard_writes_the_cores_tables(dashboard, tmp_pa
     with zipfile.ZipFile(target) as z:
         got = {n: z.read(n).decode() for n in z.namelist()}
     assert got == model_tables(model)
+
+
+def test_a_plot_widget_itself_exports(qtbot, tmp_path):
+    """A pyqtgraph PlotWidget is a QGraphicsView, whose render() hides QWidget.render."""
+    import pyqtgraph as pg
+    w = pg.PlotWidget()
+    qtbot.addWidget(w)
+    w.plot([0, 1, 2], [1, 0, 1])
+    w.resize(300, 200)
+    w.show()
+    qtbot.waitExposed(w)
+    export_widget(w, tmp_path / "p.png")
+    img = QtGui.QImage(str(tmp_path / "p.png"))
+    assert (img.width(), img.height()) == (300, 200)

@@ -61,7 +61,7 @@ def test_tagging_curves_and_top_words(qtbot):
     t.set_emissions(B, ["the", "dog", "runs", "fast"], ["0 → DET", "1 → NOUN"])
     assert t.words() == [["dog", "runs", "fast"], ["the", "fast", "dog"]]  # ties keep the lower index
     assert t.table.verticalHeaderItem(1).text() == "1 → NOUN"
-    assert t.table.item(0, 0).text() == "dog  0.500"
+    assert t.table.item(0, 0).text() == "dog" and "0.5" in t.table.item(0, 0).toolTip()
 
 
 def test_large_vocabulary_shows_top_words_instead_of_a_heatmap(qtbot):
@@ -131,4 +131,33 @@ def test_dashboard_shows_the_tags_tab_for_a_tagged_corpus(qtbot):
     np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
     assert d.tag_curves.series("m1")[1].tolist() == [want["m1"]]
     d.clear()
+    assert not d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
+
+
+def test_live_snapshots_are_scored_against_gold_tags_in_the_background(qtbot):
+    """While a job trains on tagged data, its snapshots are decoded and scored off the GUI thread:
+    the curves get the core's scores of exactly those parameters."""
+    from densehmm_core.events import ProgressEvent
+    rng = np.random.default_rng(4)
+    n, m, k = 3, 5, 3
+    seqs = [rng.integers(0, m, size=10) for _ in range(6)]
+    tags = [rng.integers(0, k, size=10) for _ in range(6)]
+    corpus = SimpleNamespace(sequences=seqs, tags=tags, tag_vocabulary=["A", "B", "C"], vocabulary=list("vwxyz"))
+    d = shown(qtbot, Dashboard(), (1100, 700))
+    d.set_tagged_data(corpus)
+    snaps = [{"startprob": rng.dirichlet(np.ones(n)), "transmat": rng.dirichlet(np.ones(n), n),
+              "emissionprob": rng.dirichlet(np.ones(m), n)} for _ in range(2)]
+    d.update_from_event(ProgressEvent(step=0, total=2, params=snaps[0]))
+    qtbot.waitUntil(lambda: not d.live_tagging_busy(), timeout=10000)
+    d.update_from_event(ProgressEvent(step=2, total=2, params=snaps[1], done=True))  # final: not throttled
+    qtbot.waitUntil(lambda: d.tag_curves.series("m1")[0].size == 2 and not d.live_tagging_busy(), timeout=10000)
+    steps, m1 = d.tag_curves.series("m1")
+    assert steps.tolist() == [0.0, 2.0]
+    for snap, got in zip(snaps, m1):
+        want = tagging_scores(model_of(snap["startprob"], snap["transmat"], snap["emissionprob"]).predict(seqs),
+                              tags, n_states=n, n_tags=k)
+        assert got == pytest.approx(want["m1"])
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
+    assert d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
+    d.clear()  # a result arriving after the job changed is dropped
     assert not d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))

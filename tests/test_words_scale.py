@@ -195,3 +195,12 @@ def test_cooc_then_em_starts_em_from_the_cooc_solution():
     # the cooc phase used the cooc preset, not the EM step count
     assert events[first_em - 1].step > 5
     assert model.get_config()["fit_method"] == "cooc_em" and model.start_mode_ == "embedding"
+
+
+def test_cooc_em_phases_take_their_own_settings():
+    model = DenseHMM(3, 2, fit_method="cooc_em", steps=7, lr=0.2, finish_steps=11, restarts=2)
+    em, cooc = model.hyper(), model.hyper("cooc")
+    assert (em["steps"], em["lr"], em["restarts"]) == (7, 0.2, 2)
+    # the cooc phase: cooc-only settings and restarts from the arguments, the rest from the preset
+    assert (cooc["finish_steps"], cooc["restarts"]) == (11, 2)
+    assert (cooc["steps"], cooc["lr"]) == (1000, 0.05)

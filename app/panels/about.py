@@ -4,6 +4,7 @@ from __future__ import annotations
 import platform
 import sys
 from importlib import metadata
+from typing import Optional
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
@@ -19,8 +20,13 @@ def _dist_version(*names: str) -> str:
     return "not installed"
 
 
-def versions() -> dict:
-    """Versions without importing anything heavy (TensorFlow's is read from its metadata)."""
+def versions(tf_loaded: Optional[str] = None) -> dict:
+    """Versions without importing anything heavy.
+
+    ``tf_loaded``: TensorFlow's version as reported by the training worker process that
+    loaded it (the app's own process never imports it); without it, the version is read
+    from the package metadata and marked "not loaded yet".
+    """
     import PySide6
     from PySide6 import QtCore
     import densehmm_core
@@ -31,8 +37,9 @@ def versions() -> dict:
         "densehmm_core": densehmm_core.__version__,
         "Python": platform.python_version(),
         "numpy": _dist_version("numpy"),
-        "TensorFlow": (tf.__version__ + " (loaded)") if tf is not None and hasattr(tf, "__version__")
-        else _dist_version("tensorflow-cpu", "tensorflow") + " (not loaded yet)",
+        "TensorFlow": (f"{tf_loaded} (loaded in a training worker process)" if tf_loaded
+                       else (tf.__version__ + " (loaded)") if tf is not None and hasattr(tf, "__version__")
+                       else _dist_version("tensorflow-cpu", "tensorflow") + " (not loaded yet)"),
         "hmmlearn": _dist_version("hmmlearn"),
         "h5py": _dist_version("h5py"),
         "PySide6": PySide6.__version__,
@@ -42,8 +49,8 @@ def versions() -> dict:
     }
 
 
-def about_text() -> str:
-    rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;{v}</td></tr>" for k, v in versions().items())
+def about_text(tf_loaded: Optional[str] = None) -> str:
+    rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;{v}</td></tr>" for k, v in versions(tf_loaded).items())
     return ("<h3>DenseHMM Studio</h3>"
             "<p>Learn hidden Markov models through dense representations "
             "(Sicking et al., <i>DenseHMM: Learning Hidden Markov Models by Learning Dense "
@@ -51,5 +58,5 @@ def about_text() -> str:
             f"<table>{rows}</table>")
 
 
-def show_about(parent: QWidget) -> None:
-    QMessageBox.about(parent, "About DenseHMM Studio", about_text())
+def show_about(parent: QWidget, tf_loaded: Optional[str] = None) -> None:
+    QMessageBox.about(parent, "About DenseHMM Studio", about_text(tf_loaded))

@@ -387,7 +387,7 @@ class JobsPanel(QWidget):
             self.current_changed.emit(job)
 
     def _compare(self) -> None:
-        jobs = [j for j in self.selected_jobs() if j.state.has_model]
+        jobs = [j for j in self.selected_jobs() if j.has_model]
         if len(jobs) >= 2:
             self.compare_requested.emit(jobs[0], jobs[1])
         else:

@@ -48,6 +48,7 @@ class ModelForm(QWidget):
 
     train_requested = Signal(object)          # ModelSpec
     sweep_requested = Signal(object, int)     # ModelSpec, repeats
+    sweep_target_requested = Signal()         # "Change…" where sweeps run
     changed = Signal()
 
     def __init__(self, parent=None) -> None:
@@ -110,7 +111,9 @@ class ModelForm(QWidget):
         row.addWidget(self.train_button)
         lay.addLayout(row)
         sweep = QGroupBox("Sweep: the paper's grid")
-        sl = QHBoxLayout(sweep)
+        sweep_rows = QVBoxLayout(sweep)
+        sl = QHBoxLayout()
+        sweep_rows.addLayout(sl)
         grid = ", ".join(f"n={n}: l∈{{{', '.join(map(str, ls))}}}" for n, ls in PAPER_GRID.items())
         info = QLabel(grid); info.setWordWrap(True)
         sl.addWidget(info, 1)
@@ -120,6 +123,16 @@ class ModelForm(QWidget):
         self.sweep_button = QPushButton("Run sweep")
         self.sweep_button.clicked.connect(lambda: self.sweep_requested.emit(self.spec(), self.repeats.value()))
         sl.addWidget(self.sweep_button)
+        target_row = QHBoxLayout()   # where the sweep runs: this app or a Dask cluster (app.remote_jobs)
+        self.sweep_target_label = QLabel()
+        self.sweep_target_label.setWordWrap(True)
+        self.sweep_target_button = QPushButton("Change…")
+        self.sweep_target_button.setToolTip("Run sweeps with this app's workers or on a Dask cluster")
+        self.sweep_target_button.clicked.connect(self.sweep_target_requested)
+        target_row.addWidget(self.sweep_target_label, 1)
+        target_row.addWidget(self.sweep_target_button)
+        sweep_rows.addLayout(target_row)
+        self.set_sweep_target("this app's worker pool")
         lay.addWidget(sweep)
         lay.addStretch(1)
         self.set_devices([])
@@ -162,6 +175,10 @@ class ModelForm(QWidget):
         d = paper_defaults(self.kind.currentData(), self.preset.currentData())
         self.lr.setValue(d["lr"]); self.steps.setValue(d["steps"]); self.tol.setValue(d["tol"])
         self.mstep.setValue(d["mstep_steps"])
+
+    def set_sweep_target(self, text: str) -> None:
+        """Say where Run sweep trains (see :func:`app.remote_jobs.describe_target`)."""
+        self.sweep_target_label.setText(f"Runs on: {text}")
 
     def set_devices(self, devices: List[str]) -> None:
         """Fill the device list (after TensorFlow listed them)."""

@@ -151,7 +151,7 @@ class CompareView(QtWidgets.QWidget):
             label = f"NLL / token on {data_name}" if data_name else "NLL / token on the same data"
             try:
                 rows.append((label, normalized_nll(model_a, data), normalized_nll(model_b, data)))
-            except Exception as exc:  # e.g. symbols the model does not know: say so, keep the rest
+            except Exception as exc:  # noqa: BLE001 - e.g. symbols the model does not know: say so, keep the rest
                 notes.append(f"Could not score both models on {data_name or 'the data'}: {exc}")
         for key, label in COMPARABLE.items():
             a, b = metrics_a.get(key), metrics_b.get(key)

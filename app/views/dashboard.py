@@ -25,6 +25,7 @@ When to draw is not decided here: the parts of an update go through a
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -43,6 +44,19 @@ from .tagging import SCORES as TAG_SCORES, StateTagView, TaggingCurves, state_ta
 
 #: tokens decoded to score a model against gold tags when it is shown (the first sequences)
 TAG_EVAL_MAX_TOKENS = 50000
+#: while training on tagged data: snapshots are scored against the gold tags off the GUI thread,
+#: one at a time, at least this many seconds apart, on the first sequences up to this many tokens
+TAG_LIVE_INTERVAL_S = 2.0
+TAG_LIVE_MAX_TOKENS = 5000
+
+
+def _first_tokens(seqs, tags, limit: int):
+    """The first sequences (and their tags) holding at most ``limit`` tokens (at least one sequence)."""
+    take, total = 0, 0
+    while take < len(seqs) and (take == 0 or total + len(seqs[take]) <= limit):
+        total += len(seqs[take])
+        take += 1
+    return list(seqs[:take]), list(tags[:take])
 
 __all__ = ["Dashboard"]
 
@@ -98,6 +112,11 @@ class Dashboard(QtWidgets.QWidget):
         self.tags_page.setStretchFactor(0, 3)
         self.tags_page.setStretchFactor(1, 2)
         self._tag_names: Optional[List[str]] = None
+        self._tag_live: Optional[tuple] = None  # (sequences, gold tags, tag names) scored live
+        self._tag_busy = False
+        self._tag_pending: Optional[tuple] = None
+        self._tag_last = float("-inf")
+        self._tag_gen = 0
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -290,6 +309,8 @@ class Dashboard(QtWidgets.QWidget):
         tag_scores = {k: (ev.metrics or {}).get(k) for k in TAG_SCORES}
         if any(v is not None for v in tag_scores.values()) and ev.step is not None:
             self._safe("tagging", self.tag_curves.add_point, ev.step, tag_scores)
+        elif ev.params and self._tag_live is not None and ev.step is not None:
+            self._score_live(ev.step, ev.params, final=bool(ev.done))
         parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
         if ev.loss is not None:
             name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
@@ -364,6 +385,67 @@ class Dashboard(QtWidgets.QWidget):
     def model(self):
         return self._model
 
+    def set_tagged_data(self, corpus) -> None:
+        """Data with gold tags (``tags``, ``tag_vocabulary``) on which the snapshots of a live job are
+        scored (M-1, 1-1, V-measure curves and the state x tag view, updated during training);
+        ``None`` or data without tags: off.  Kept until set again (call it when the job changes)."""
+        self._tag_gen += 1
+        self._tag_busy, self._tag_pending, self._tag_last = False, None, float("-inf")
+        tags = getattr(corpus, "tags", None)
+        names = getattr(corpus, "tag_vocabulary", None)
+        seqs = getattr(corpus, "sequences", None)
+        if tags is None or names is None or not seqs:
+            self._tag_live = None
+            return
+        s, t = _first_tokens(list(seqs), list(tags), TAG_LIVE_MAX_TOKENS)
+        self._tag_live = (s, t, [str(x) for x in names])
+
+    def _score_live(self, step, params: dict, final: bool = False) -> None:
+        """Score one snapshot against the gold tags in the background (the core decodes and scores)."""
+        if any(params.get(k) is None for k in ("startprob", "transmat", "emissionprob")):
+            return
+        now = time.monotonic()
+        if self._tag_busy or (not final and now - self._tag_last < TAG_LIVE_INTERVAL_S):
+            self._tag_pending = (step, params)  # the newest waits for the running one
+            return
+        self._tag_busy, self._tag_last, self._tag_pending = True, now, None
+        seqs, gold, names = self._tag_live
+        gen = self._tag_gen
+        pi, A, B = (np.array(params[k], dtype=np.float64) for k in ("startprob", "transmat", "emissionprob"))
+
+        def work():
+            from densehmm_core.hmm_base import BaseHMM
+            from densehmm_core.metrics import tagging_scores
+            model = BaseHMM(A.shape[0], B.shape[1])
+            model.startprob_, model.transmat_, model.emissionprob_ = pi, A, B
+            return tagging_scores(model.predict(seqs), gold, n_states=A.shape[0], n_tags=len(names))
+
+        def done(scores) -> None:
+            self._tag_busy = False
+            if gen != self._tag_gen:
+                return  # another job or data since
+            self._safe("tagging", self._show_live_tagging, step, scores, names)
+            if self._tag_pending is not None:
+                pending, self._tag_pending = self._tag_pending, None
+                self._score_live(*pending, final=True)
+
+        def failed(exc, _tb) -> None:
+            self._tag_busy = False
+            self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
+
+        from ..tasks import run_background
+        run_background(work, done, failed)
+
+    def _show_live_tagging(self, step, scores: dict, names: List[str]) -> None:
+        self.tag_curves.add_point(step, scores)
+        self.tag_curves.set_note("")
+        self.state_tags.set_scores(scores, names)
+        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), True)
+
+    def live_tagging_busy(self) -> bool:
+        """Whether a snapshot is being scored against the gold tags (or waits to be)."""
+        return self._tag_busy or self._tag_pending is not None
+
     def add_tagging_point(self, step: float, scores: dict) -> None:
         """One evaluation against gold tags (a :func:`~densehmm_core.metrics.tagging_scores` dict) at
         ``step``: a point of the M-1 / 1-1 / V-measure curves (events carrying ``metrics["m1"]`` etc.
@@ -393,9 +475,10 @@ class Dashboard(QtWidgets.QWidget):
         self.decode.set_state_tags(scores["mapping"])
         self.heatmaps.set_state_names(state_tag_labels(scores["mapping"], self._tag_names, model.n_states))
         hist = getattr(model, "history_", None) or []
-        if not self.tag_curves.series("m1")[0].size:
-            step = hist[-1].get("step", 0) if hist else 0
-            self.tag_curves.add_point(step, scores)
+        had_curve = self.tag_curves.series("m1")[0].size > 0
+        step = hist[-1].get("step", 0) if hist else 0
+        self.tag_curves.add_point(step, scores)  # the trained model's point (replaces a live one at that step)
+        if not had_curve:
             self.tag_curves.set_note("The training stream has no per-step tagging scores: the point is the "
                                      f"trained model's (first {scores['n_tokens']:,} tokens).")
         self.tabs.setTabVisible(idx, True)
@@ -428,13 +511,15 @@ class Dashboard(QtWidgets.QWidget):
             v.clear()
         self.embeddings.set_symbol_frequencies(None)
         self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
+        self._tag_gen += 1  # a snapshot still being scored belongs to the old job
+        self._tag_busy, self._tag_pending = False, None
 
     # ------------------------------------------------------------- internals
     def _safe(self, name: str, fn, *args) -> None:
         """Run one view's update; a failure is reported (sigError, title) and never propagates."""
         try:
             fn(*args)
-        except Exception as exc:  # a bad snapshot must not stop the live stream
+        except Exception as exc:  # noqa: BLE001 - a bad snapshot must not stop the live stream
             msg = f"{name} view: {type(exc).__name__}: {exc}"
             self.sigError.emit(msg)
             self.title.set_error_tip(msg)

@@ -366,6 +366,7 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         grid.setColumnStretch(0, 2)
         grid.setColumnStretch(1, 3)
         grid.setRowStretch(2, 1)
+        self._grid = grid
 
     def heatmaps(self) -> Dict[str, MatrixHeatmap]:
         return {"startprob": self.startprob, "transmat": self.transmat, "emissionprob": self.emission}
@@ -400,9 +401,13 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             n, m = np.shape(B)
             self.top_words.set_emissions(B, self._vocab, self._row_names)
             self.emission_stack.setCurrentWidget(self.top_words)
+            self._grid.setColumnStretch(0, 1)  # the table of words needs the width more than pi and A
+            self._grid.setColumnStretch(1, 3)
             self.info.setText(f"n = {n} states, m = {m} symbols")
         elif B is not None:
             self.emission_stack.setCurrentWidget(self.emission)
+            self._grid.setColumnStretch(0, 2)
+            self._grid.setColumnStretch(1, 3)
             n, m = np.shape(B)
             cur = self.emission.col_labels()
             want = symbol_labels(m, self._vocab)

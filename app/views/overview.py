@@ -87,7 +87,7 @@ class OverviewView(QtWidgets.QWidget):
     def _show_safe(self, row: _Row, params: Optional[dict], title: str) -> None:
         try:
             self._show(row, params, title)
-        except Exception as exc:  # shown in the row's title; never raised from showEvent
+        except Exception as exc:  # noqa: BLE001 - shown in the row's title; never raised from showEvent
             row.label.setText(f"{title}: cannot show these parameters ({type(exc).__name__}: {exc})")
 
     def prepare_export(self) -> None:

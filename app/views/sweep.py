@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
 from .common import (Placeholder, ThinLogAxis, label_axis_text, make_graphics_widget, state_colors, style_plot,
                      theme_colors)
@@ -142,7 +142,8 @@ class SweepView(QtWidgets.QWidget):
 
     def series(self, plot: str) -> Dict[str, tuple]:
         """Legend name -> ``(n values, medians, q25, q75)`` drawn in ``"nll"`` or ``"mad"``."""
-        return {name: tuple(np.array(v) for v in data) for name, data in getattr(self, "_drawn", {}).get(plot, {}).items()}
+        drawn = getattr(self, "_drawn", {}).get(plot, {})
+        return {name: tuple(np.array(v) for v in data) for name, data in drawn.items()}
 
     def nll_source(self) -> str:
         """``"test_nll"`` or ``"train_nll"``: which NLL the left plot shows."""
@@ -212,8 +213,9 @@ class SweepView(QtWidgets.QWidget):
                 name = self._series_name(*key)
                 self._drawn[plot_key][name] = (ns, med, q25, q75)
                 ty = (lambda v: np.log10(v)) if log else (lambda v: v)
+                beam = min(0.3 * width, 0.15) if width > 0 else 0.1
                 bars = pg.ErrorBarItem(x=x, y=ty(med), top=ty(q75) - ty(med), bottom=ty(med) - ty(q25),
-                                       beam=min(0.3 * width, 0.15) if width > 0 else 0.1, pen=pg.mkPen(color, width=1.5))
+                                       beam=beam, pen=pg.mkPen(color, width=1.5))
                 line = pg.PlotDataItem(x, med, pen=pg.mkPen(color, width=2), symbol=marker, symbolSize=8,
                                        symbolBrush=pg.mkBrush(color), symbolPen=pg.mkPen(color), name=name)
                 p.addItem(bars)

@@ -122,7 +122,7 @@ class TaggingCurves(QtWidgets.QWidget):
         lay.addWidget(self.graphics)
         _, fg = theme_colors(self)
         self.plot = self.graphics.addPlot()
-        style_plot(self.plot, self, "Tagging accuracy against gold tags")
+        style_plot(self.plot, self, "M-1, 1-1, V-measure")
         label_axis_text(self.plot, "left", "score", self)
         label_axis_text(self.plot, "bottom", "step / iteration", self)
         self.plot.addLegend(offset=(-6, -6), labelTextColor=fg)
@@ -186,8 +186,8 @@ class TaggingCurves(QtWidgets.QWidget):
             ok = np.isfinite(y)
             c.setData(x[ok], y[ok])
         if x.size:
-            hi = float(x.max())
-            self.plot.setXRange(min(0.0, float(x.min())), hi if hi > 0 else 1.0, padding=0.03)
+            lo, hi = min(0.0, float(x.min())), max(float(x.max()), 1.0)
+            self.plot.setXRange(lo, hi + 0.08 * (hi - lo), padding=0.02)  # the last point off the border
 
 
 class TopWordsTable(QtWidgets.QWidget):
@@ -233,12 +233,13 @@ class TopWordsTable(QtWidgets.QWidget):
             words = []
             for j in range(top):
                 k = int(order[i, j])
-                item = QtWidgets.QTableWidgetItem(f"{names[k]}  {B[i, k]:.3f}")
+                item = QtWidgets.QTableWidgetItem(names[k])  # the words; probabilities in tooltips
                 item.setToolTip(f"state {i}: P({names[k]}) = {B[i, k]:.6g}")
                 self.table.setItem(i, j, item)
                 words.append(names[k])
             self._words.append(words)
-        self.title.setText(f"Top {top} of {m} symbols per state (emission probability)")
+        self.title.setText(f"Top {top} of {m} symbols per state, most probable first (hover a word for its "
+                           "emission probability)")
 
     def words(self) -> List[List[str]]:
         """The words listed, one list per state."""

@@ -8,7 +8,8 @@ from typing import List, Optional
 from PySide6.QtWidgets import QFileDialog
 
 from .. import tasks
-from ..datasets import DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, is_model_file, load_path
+from ..modelspec import ModelSpec
+from ..datasets import DEMO_FORM, DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, is_model_file, load_path
 
 __all__ = ["DataSetsMixin"]
 
@@ -28,6 +29,10 @@ class DataSetsMixin:
             self._error_dialog("Demo data set", f"The demo data set could not be generated: {exc}")
             return None
         self.add_dataset(ds)
+        # the demo's model settings: about 15-30 s of visible learning (DEMO_FORM)
+        self.model_form.set_spec(ModelSpec.from_dict({**self.model_form.spec().to_dict(), **DEMO_FORM}))
+        self.log_panel.log("Model form set for the demo: Dense-cooc n=5 l=3, "
+                           f"{DEMO_FORM['steps']:,} steps at learning rate {DEMO_FORM['lr']:g}")
         return ds
 
     def add_dataset(self, ds: DataSet) -> None:

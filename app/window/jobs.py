@@ -19,13 +19,19 @@ class JobsMixin:
             self.load_demo()
         return self.current_dataset
 
-    def make_job(self, spec: ModelSpec, ds: DataSet, sweep: Optional[str] = None) -> Job:
-        device = self.jobs.place(spec.device) if spec.is_dense else "cpu"
+    def make_job(self, spec: ModelSpec, ds: DataSet, sweep: Optional[str] = None, job_class=Job) -> Job:
+        """A job of ``job_class`` (a :class:`~app.remote_jobs.RemoteJob` runs on Dask: its device
+        is the worker's, chosen there)."""
+        if job_class.remote:
+            device = spec.device if spec.is_dense else "cpu"
+        else:
+            device = self.jobs.place(spec.device) if spec.is_dense else "cpu"
         model, n_states, fit_kwargs = build_model(spec, ds.n_symbols, device=device)
         if getattr(model, "vocabulary", None) is None and ds.vocabulary is not None:
             model.vocabulary = list(ds.vocabulary)
-        return Job(spec.label(n_states), model, ds.train, ds.test, dataset=ds, device=device, sweep=sweep,
-                   spec=spec.to_dict(), fit_kwargs=fit_kwargs)
+        return job_class(spec.label(n_states), model, ds.train, ds.test, dataset=ds,
+                         device="dask" if job_class.remote else device, sweep=sweep,
+                         spec=spec.to_dict(), fit_kwargs=fit_kwargs)
 
     def start_training(self, spec: ModelSpec) -> Optional[Job]:
         ds = self._training_dataset()
@@ -33,7 +39,7 @@ class JobsMixin:
             return None
         try:
             job = self.make_job(spec, ds)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot start the job", f"{type(exc).__name__}: {exc}")
             return None
         self.settings.set_form_defaults(spec.to_dict())
@@ -48,21 +54,55 @@ class JobsMixin:
             return []
         self._sweeps += 1
         sweep = f"sweep {self._sweeps}"
+        target = self.settings.sweep_target  # "": this app's pool; "local" or an address: Dask
+        job_class = Job
+        if target:
+            from ..remote_jobs import RemoteJob
+            job_class = RemoteJob
         jobs = []
         try:
             for s in sweep_grid(spec, repeats):
-                job = self.make_job(s, ds, sweep=sweep)
+                job = self.make_job(s, ds, sweep=sweep, job_class=job_class)
                 job.name = f"[{sweep}] {job.name}"
                 jobs.append(job)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot start the sweep", f"{type(exc).__name__}: {exc}")
             return []
-        for job in jobs:
-            self.jobs.submit(job)
+        if target:
+            self.remote_sweeps.start(jobs, target, workers=self.jobs.pool_size,
+                                     shared_dir=self.settings.sweep_shared_dir,
+                                     on_failed=lambda reason: self._error_dialog("Cannot start the sweep", reason))
+        else:
+            for job in jobs:
+                self.jobs.submit(job)
         if jobs and self.settings.select_new_jobs:
             self.jobs_panel.select(jobs[0])
-        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.kind}, {repeats} repeats) on {ds.name}")
+        from ..remote_jobs import describe_target
+        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.kind}, {repeats} repeats) on {ds.name}, "
+                           f"run by {describe_target(target)}")
         return jobs
+
+    def sweep_target_dialog(self) -> None:
+        """Choose where Run sweep trains (this app, a local Dask cluster, a scheduler) and the
+        shared folder of remote runs' models; saved in the settings."""
+        from ..panels.sweep_target import SweepTargetDialog
+        dlg = SweepTargetDialog(self.settings.sweep_target, self.settings.sweep_shared_dir, self)
+        if dlg.exec():
+            self.set_sweep_target(*dlg.values())
+
+    def set_sweep_target(self, target: str, shared_dir: str = "") -> None:
+        self.settings.sweep_target = target
+        self.settings.sweep_shared_dir = shared_dir
+        from ..remote_jobs import describe_target
+        self.model_form.set_sweep_target(describe_target(self.settings.sweep_target))
+
+    @property
+    def remote_sweeps(self):
+        """The Dask sweeps (:class:`app.remote_jobs.RemoteSweeps`), created by the first one."""
+        if self._remote_sweeps is None:
+            from ..remote_jobs import RemoteSweeps
+            self._remote_sweeps = RemoteSweeps(self.jobs, self.log_panel.log, self)
+        return self._remote_sweeps
 
     def cancel_job(self, job: Job) -> None:
         self.jobs.cancel(job)
@@ -95,9 +135,11 @@ class JobsMixin:
             d = self.dashboard
             if d.model() is not None:
                 self.show_job(job)
-            elif job.state.has_model:
+            elif job.has_model:
                 # shown live until now: draw the final model in parts (no full rebuild, no stall)
                 d.set_model(job.model, self._decode_data(job), staged=True)
+            elif job.state.has_model:  # a remote run whose model stayed on the cluster: its curves
+                self.show_job(job)
 
     def show_job(self, job: Optional[Job]) -> None:
         """Show a job (running, finished or loaded from a file) in the dashboard; its live
@@ -108,7 +150,10 @@ class JobsMixin:
         d.clear()
         if job is None:
             return
-        d.set_title(f"Job {job.id}: {job.name}")
+        title = f"Job {job.id}: {job.name}"
+        if job.state.has_model and not job.has_model:
+            title += "  (remote run: its model stayed on the cluster; metrics in the Jobs panel)"
+        d.set_title(title)
         # default export names: dense-em_n10_l3_seed0_transitions.png
         d.set_file_stem(file_stem(job.model) if job.model is not None else None)
         vocab = getattr(job.model, "vocabulary", None)
@@ -121,9 +166,11 @@ class JobsMixin:
         if isinstance(ds, DataSet):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
         d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
+        if hasattr(d, "set_tagged_data"):  # gold tags: live snapshots scored (M-1, 1-1, V-measure)
+            d.set_tagged_data(None if job.state.is_final else self._decode_data(job))
         if job.last_event is not None:
             d.update_from_event(job.last_event)
-        if job.state.has_model:
+        if job.has_model:
             d.set_model(job.model, self._decode_data(job), staged=True)
         self._offer_decode_datasets(job)
         if self.stack.currentWidget() is self.start_view:

@@ -60,7 +60,9 @@ class MenusMixin:
                                       lambda: [self.score_job(j) for j in self.jobs_panel.selected_jobs()],
                                       "Ctrl+R")
         self.act_compare = self._action("Com&pare two jobs", self.jobs_panel._compare, "Ctrl+M")
-        t.addActions([self.act_train, self.act_sweep, self.act_cancel, self.act_cancel_all])
+        self.act_sweep_target = self._action("Sweep &target…", self.sweep_target_dialog, None,
+                                             "Run sweeps with this app's workers or on a Dask cluster")
+        t.addActions([self.act_train, self.act_sweep, self.act_sweep_target, self.act_cancel, self.act_cancel_all])
         t.addSeparator()
         t.addActions([self.act_score, self.act_compare])
 
@@ -81,4 +83,4 @@ class MenusMixin:
             self.theme_actions[key] = a
 
         h = mb.addMenu("&Help")
-        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self), QKeySequence.HelpContents))
+        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version), QKeySequence.HelpContents))

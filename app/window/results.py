@@ -59,7 +59,7 @@ class ResultsMixin:
         tasks.run_background(functools.partial(save_models, path, items), done, failed)
 
     def export_models_dialog(self, jobs: List[Job]) -> None:
-        jobs = [j for j in jobs if j.state.has_model]
+        jobs = [j for j in jobs if j.has_model]
         if not jobs:
             QMessageBox.information(self, "Export model", "Select a finished (or cancelled) job first.")
             return
@@ -75,7 +75,7 @@ class ResultsMixin:
         if job is None or not job.sweep:
             QMessageBox.information(self, "Export sweep", "Select a job of a sweep first.")
             return
-        jobs = [j for j in self.jobs.sweep_jobs(job.sweep) if j.state.has_model]
+        jobs = [j for j in self.jobs.sweep_jobs(job.sweep) if j.has_model]
         unfinished = len(self.jobs.sweep_jobs(job.sweep)) - len(jobs)
         if unfinished:
             self.log_panel.log(f"{job.sweep}: {unfinished} job(s) without a model are not exported", "warning")
@@ -84,7 +84,7 @@ class ResultsMixin:
     def score_job(self, job: Job, ds: Optional[DataSet] = None, on_done=None) -> None:
         """Score a model on a data set's test part (or all of it): normalised NLL, off the GUI thread."""
         ds = ds or self.current_dataset
-        if ds is None or not job.state.has_model:
+        if ds is None or not job.has_model:
             QMessageBox.information(self, "Score", "Select a model and load a data set first.")
             return
         data = ds.test if ds.test is not None else ds.train

@@ -1,6 +1,7 @@
 """``densehmm reproduce ...``: the paper's experiments from the command line.
 
-Sub-commands: ``factorization``, ``synthetic``, ``protein``, ``medpost``, ``penn``; and
+Sub-commands: ``factorization``, ``synthetic``, ``protein``, ``medpost``, ``penn``,
+``pos-induction`` (:mod:`densehmm_core.experiments.pos_induction`); and
 ``densehmm sweep DATA --grid ...``: the paper's kind of sweep on any data file.
 Importing this module is cheap (no numpy-heavy work, no TensorFlow).
 """
@@ -76,7 +77,71 @@ def add_reproduce_parser(subparsers) -> argparse.ArgumentParser:
             sp.add_argument("--models", default=None,
                             help="comma-separated subset of dense-em,dense-direct,standard,standard-fair")
         sp.set_defaults(func=_handler)
+    _add_pos_induction(sub)
     return p
+
+
+def _add_pos_induction(sub) -> None:
+    """``reproduce pos-induction`` (issue 14): unsupervised POS induction scored against gold tags."""
+    text = ("unsupervised part-of-speech induction on words, scored against gold tags "
+            "(M-1, 1-1, V-measure): Baum-Welch vs DenseHMM variants")
+    sp = sub.add_parser("pos-induction", help=text, description=text + ".  See docs/RESULTS.md.")
+    sp.add_argument("--data", metavar="FILE", default=None,
+                    help="tagged corpus (default: the shared Penn Treebank sample when present)")
+    sp.add_argument("--extra", metavar="FILE", action="append", default=[],
+                    help="extra unlabelled text joining the training corpus (repeatable; not scored)")
+    sp.add_argument("--out", metavar="DIR", default=None,
+                    help="output folder (default: ./reproduce-results/pos-induction)")
+    sp.add_argument("--quick", action="store_true",
+                    help="smoke-test mode: 300 sentences, l=16, 1 seed, 5 iterations")
+    sp.add_argument("--models", default=None,
+                    help="comma-separated subset of baum-welch,dense-em,dense-em-feat,dense-direct,cooc-em")
+    sp.add_argument("--dims", default=None, metavar="L,...", help="embedding lengths (default 16,32,64)")
+    sp.add_argument("--seeds", type=int, default=None, help="seeds per (model, l) (default 5)")
+    sp.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    sp.add_argument("--iterations", type=int, default=None,
+                    help="Baum-Welch / EM iterations (default 100)")
+    sp.add_argument("--max-sequences", type=int, default=None, metavar="K",
+                    help="use only the first K sentences")
+    sp.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel runs (default 1)")
+    sp.add_argument("--report-only", action="store_true",
+                    help="run nothing: rebuild the summary and table from the finished runs")
+    sp.set_defaults(func=_pos_handler)
+
+
+def _pos_handler(args) -> int:
+    from .pos_induction import MODELS, PosSettings, run_pos_induction
+    data = args.data or (str(DEFAULT_DATA["penn"]) if DEFAULT_DATA["penn"].is_file() else None)
+    if not data:
+        print("error: reproduce pos-induction needs --data FILE (a tagged corpus)")
+        return 2
+    for f in [data] + list(args.extra):
+        if not Path(f).is_file():
+            print(f"error: data file not found: {f}")
+            return 2
+    kw: Dict[str, Any] = {"seed": args.seed, "extra": tuple(args.extra)}
+    try:
+        if args.models:
+            kw["models"] = tuple(m.strip() for m in args.models.split(",") if m.strip())
+            bad = [m for m in kw["models"] if m not in MODELS]
+            if bad:
+                raise ValueError(f"unknown model(s) {', '.join(bad)}; choose from {', '.join(MODELS)}")
+        if args.dims:
+            kw["dims"] = tuple(int(x) for x in args.dims.split(",") if x.strip())
+            if not kw["dims"] or min(kw["dims"]) < 1:
+                raise ValueError("--dims must be positive integers, e.g. 16,32")
+        for name, key in (("seeds", "seeds"), ("iterations", "n_iter"), ("max_sequences", "max_sequences")):
+            v = getattr(args, name)
+            if v is not None:
+                if v < 1:
+                    raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
+                kw[key] = v
+    except ValueError as exc:
+        print(f"error: {exc}")
+        return 2
+    s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
+    out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
+    return run_pos_induction(s, out, jobs=max(1, args.jobs), run=not args.report_only)
 
 
 def _default_jobs() -> int:

@@ -203,8 +203,8 @@ class RemoteSweep:
         self.retries = int(retries)
         self.sweep_id = uuid.uuid4().hex[:10]
         self.topic = f"densehmm-sweep-{self.sweep_id}"
-        self.client = None
-        self.cluster = None
+        self.client: Any = None  # a distributed.Client once started
+        self.cluster: Any = None
         self._futures: Dict[str, Any] = {}
         self._ended: Dict[str, str] = {}
         self._lock = threading.Lock()

@@ -1,0 +1,213 @@
+"""``densehmm reproduce pos-induction``: unsupervised part-of-speech induction on words.
+
+Every model is trained on the words of a tagged corpus (the shared Penn Treebank sample by
+default: 3,914 sentences, 94,084 words without traces, 45 tags), its hidden states are
+decoded by Viterbi, and the state sequences are scored against the gold tags by
+:func:`densehmm_core.metrics.tagging_scores` (many-to-one M-1, one-to-one 1-1, V-measure).
+Also recorded: training NLL per token and the fit's CPU and wall time.
+
+Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
+
+``baum-welch``      standard HMM, Baum-Welch (``n_iter`` iterations, no early stop)
+``dense-em``        DenseHMM-EM, lower-cased words, embedding length l
+``dense-em-feat``   DenseHMM-EM with ``symbol_features="orthographic"`` on the words *as
+                    written* (not lower-cased: the lower-cased form is one of the features)
+``dense-direct``    DenseHMM co-occurrence fit (sparse loss), lower-cased words
+``cooc-em``         co-occurrence fit, then DenseHMM-EM from it (``fit_method="cooc_em"``)
+
+Every (model, l, seed) run is one row of ``pos_induction_runs.csv``; a rerun of the same
+command skips finished runs (resumable), ``--report-only`` rebuilds the summary
+(``pos_induction_summary.csv``, mean and standard deviation over seeds) and the table
+(``pos_induction_table.md``).  Extra unlabelled text (``--extra``) joins the training
+corpus; only the sentences with gold tags are scored.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "format_table", "run_pos_induction"]
+
+MODELS = ("baum-welch", "dense-em", "dense-em-feat", "dense-direct", "cooc-em")
+KEY = ("model", "dim", "seed")
+COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
+                 "nll_per_token", "fit_cpu_s", "fit_wall_s", "stop_reason")
+
+
+@dataclass
+class PosSettings:
+    """What ``reproduce pos-induction`` runs (``to_dict`` goes to ``pos_induction_settings.json``)."""
+
+    data: str
+    extra: Tuple[str, ...] = ()
+    models: Tuple[str, ...] = MODELS
+    dims: Tuple[int, ...] = (16, 32, 64)
+    seeds: int = 5
+    seed: int = 0
+    n_states: Optional[int] = None       # default: the number of gold tags
+    n_iter: int = 100                    # Baum-Welch iterations = DenseHMM EM iterations
+    steps: int = 25                      # Adam steps per M-step
+    lr: float = 0.01
+    max_sequences: Optional[int] = None
+    quick: bool = False
+    direct_dims: Tuple[int, ...] = field(default=())  # l of the cooc-based models (default: dims)
+
+    @classmethod
+    def quick_settings(cls, data: str, **kw) -> "PosSettings":
+        base: Dict[str, Any] = dict(dims=(16,), seeds=1, n_iter=5, steps=10, max_sequences=300, quick=True)
+        base.update(kw)
+        return cls(data=data, **base)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["extra"] = list(self.extra)
+        return d
+
+    def model_dims(self, model: str) -> Tuple[int, ...]:
+        if model == "baum-welch":
+            return (0,)
+        if model in ("dense-direct", "cooc-em") and self.direct_dims:
+            return tuple(self.direct_dims)
+        return tuple(self.dims)
+
+
+def _load(s: PosSettings, lowercase: bool):
+    from ..data import load
+    corpus = load(s.data, observe="words", lowercase=lowercase, extra=list(s.extra) or None)
+    if s.max_sequences is not None:
+        corpus = corpus.select(list(range(min(s.max_sequences, corpus.n_sequences))))
+    if corpus.tags is None:
+        raise ValueError(f"{s.data}: the corpus has no gold tags to score against")
+    return corpus
+
+
+def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tuple[str, Dict[str, Any]]:
+    """``(kind, config)`` of one run's estimator (n states, embedding length ``dim``), for
+    :func:`densehmm_core.model_from_config`."""
+    if model == "baum-welch":
+        return "standard", dict(n_states=n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9)
+    base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed)
+    em: Dict[str, Any] = dict(n_iter=s.n_iter, mstep_steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9)
+    if model == "dense-em":
+        return "dense", dict(base, fit_method="em", **em)
+    if model == "dense-em-feat":
+        return "dense", dict(base, fit_method="em", symbol_features="orthographic", **em)
+    if model == "dense-direct":
+        kw: Dict[str, Any] = dict(cooc_steps=100, finish_steps=50) if s.quick else {}
+        return "dense", dict(base, fit_method="cooc", sparse_cooc=True, snapshot_every=10 ** 9, **kw)
+    if model == "cooc-em":
+        kw2: Dict[str, Any] = dict(finish_steps=20) if s.quick else {}
+        return "dense", dict(base, fit_method="cooc_em", sparse_cooc=True, **em, **kw2)
+    raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
+
+
+def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> List[dict]:
+    """Train one model and score it: one result row."""
+    from ..metrics import tagging_scores
+    s = PosSettings(**{**settings, "extra": tuple(settings.get("extra", ())),
+                       "models": tuple(settings["models"]), "dims": tuple(settings["dims"]),
+                       "direct_dims": tuple(settings.get("direct_dims", ()))})
+    corpus = _load(s, lowercase=(model != "dense-em-feat"))
+    n = s.n_states or corpus.n_tags
+    from ..registry import model_from_config
+    est = model_from_config(*model_config(s, model, dim, n, seed))
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    est.fit(corpus)
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    gold = corpus.labelled()
+    scores = tagging_scores(est.predict(gold.sequences), gold.tags, n_states=n, n_tags=corpus.n_tags)
+    nll = -est.score(corpus.sequences) / corpus.n_tokens
+    return [{"model": model, "dim": dim, "seed": seed, "n_states": n, "n_symbols": corpus.n_symbols,
+             "n_tokens": corpus.n_tokens, "n_iter": s.n_iter, "m1": scores["m1"],
+             "one_to_one": scores["one_to_one"], "v_measure": scores["v_measure"], "nll_per_token": nll,
+             "fit_cpu_s": cpu, "fit_wall_s": wall, "stop_reason": getattr(est, "stop_reason_", "")}]
+
+
+def make_tasks(s: PosSettings):
+    from .runner import Task
+    cost = {"baum-welch": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5, "dense-direct": 1.5, "cooc-em": 3.0}
+    tasks = []
+    for model in s.models:
+        for dim in s.model_dims(model):
+            for r in range(s.seeds):
+                seed = s.seed + r
+                tasks.append(Task(key={"model": model, "dim": dim, "seed": seed},
+                                  func="densehmm_core.experiments.pos_induction:run_one",
+                                  kwargs={"model": model, "dim": dim, "seed": seed, "settings": s.to_dict()},
+                                  label=f"{model} l={dim} seed={seed}", cost=cost[model] * max(dim, 16) / 16))
+    return tasks
+
+
+def describe(rows: Sequence[dict]) -> str:
+    r = rows[0]
+    return f"M-1 {float(r['m1']):.3f}  1-1 {float(r['one_to_one']):.3f}  VM {float(r['v_measure']):.3f}"
+
+
+def summarize(rows: Sequence[dict]) -> List[dict]:
+    """Mean and standard deviation over seeds per (model, l)."""
+    groups: Dict[Tuple[str, int], List[dict]] = {}
+    for r in rows:
+        groups.setdefault((str(r["model"]), int(r["dim"])), []).append(r)
+    out = []
+    order = {m: i for i, m in enumerate(MODELS)}
+    for (model, dim), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])):
+        row = {"model": model, "dim": dim, "runs": len(rs)}
+        for col in ("m1", "one_to_one", "v_measure", "nll_per_token", "fit_cpu_s", "fit_wall_s"):
+            v = np.array([float(r[col]) for r in rs])
+            row[col + "_mean"] = float(v.mean())
+            row[col + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        out.append(row)
+    return out
+
+
+def format_table(summary: Sequence[dict]) -> str:
+    """A Markdown table: mean +- std over seeds."""
+    head = ("| model | l | runs | M-1 | 1-1 | V-measure | NLL / token | fit CPU s |\n"
+            "|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in summary:
+        def ms(c, d=3):
+            return f"{r[c + '_mean']:.{d}f} ± {r[c + '_std']:.{d}f}"
+        lines.append(f"| {r['model']} | {r['dim'] or '-'} | {r['runs']} | {ms('m1')} | {ms('one_to_one')} | "
+                     f"{ms('v_measure')} | {ms('nll_per_token', 2)} | {r['fit_cpu_s_mean']:.1f} |")
+    return "\n".join(lines)
+
+
+def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "thread", run: bool = True,
+                      quiet: bool = False) -> int:
+    """Run (or resume) the experiment into ``out``; returns an exit code (2: bad data)."""
+    from .factorization import _atomic_text
+    from .runner import ResultStore, run_tasks
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
+    try:
+        corpus = _load(s, lowercase=True)
+    except Exception as exc:  # noqa: BLE001 - one clean line
+        say(f"error: cannot read {s.data}: {exc}")
+        return 2
+    say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
+        f"lower-cased word types, {corpus.n_tags} gold tags, from {s.data}")
+    _atomic_text(out / "pos_induction_settings.json", json.dumps(s.to_dict(), indent=2) + "\n")
+    store = ResultStore(out / "pos_induction_runs.csv", COLUMNS)
+    code = 0
+    if run:
+        report = run_tasks(make_tasks(s), store, KEY, jobs=jobs, executor=executor, import_tf=True,
+                           describe=describe, out=say, error_log=out / "pos_induction_errors.log",
+                           failed_store=ResultStore(out / "pos_induction_failed.csv", KEY + ("status", "error")))
+        code = 0 if report.ok else 1
+    summary = summarize(store.rows)
+    path = out / "pos_induction_summary.csv"
+    if path.exists():
+        path.unlink()
+    if summary:
+        ResultStore(path, list(summary[0].keys())).add(summary)
+    table = format_table(summary)
+    _atomic_text(out / "pos_induction_table.md", table + "\n")
+    say(table)
+    return code

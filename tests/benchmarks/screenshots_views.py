@@ -1,0 +1,197 @@
+#!/usr/bin/env python
+"""Screenshots of the readable views (issues 14 and 16) for docs/APP.md — run on demand.
+
+    xvfb-run -a -s "-screen 0 1920x1200x24" .venv/bin/python tests/benchmarks/screenshots_views.py
+    QT_QPA_PLATFORM=offscreen .venv/bin/python tests/benchmarks/screenshots_views.py   # no X server
+
+Trains small real models on the shared data (../shared/data: the UD English EWT dev file and
+the protein FASTA; skipped with a message when absent) and on the core's synthetic demo
+data, then saves, under ``docs/screenshots/`` (``--out``):
+
+* ``heatmap_17_tags.png``: pi, A and B of a standard HMM on the 17 UPOS tags (every tag named);
+* ``heatmap_21_residues.png``: the same for proteins (21 residue letters, X included);
+* ``data_panel_17_tags.png``: the data panel's symbol-frequency axis with the 17 tags;
+* ``dashboard_header.png``: a DenseHMM-EM job's live page at 1000 px wide (the header wraps,
+  the loss is named −Q per token);
+* ``sweep.png``: the sweep summary of a small co-occurrence sweep (median and quartiles of 3 seeds);
+* ``tags_state_x_tag.png``, ``words_top_words.png``, ``words_embeddings.png``,
+  ``decode_words_tags.png``: a word-level model on the tagged corpus (Tags tab, top words
+  instead of an n x m heatmap, the 50 most frequent words labelled, decode with gold and
+  predicted tags).
+
+Every figure is written with :func:`app.export.export_widget` (what File > Export writes).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, REPO)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+if not os.environ.get("DISPLAY"):
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
+CONLLU = os.path.join(SHARED, "pos", "en_ewt-ud-dev.conllu")
+FASTA = os.path.join(SHARED, "proteins", "pdb_seqres_2022_09_28__subsampled_1000.fasta")
+
+
+def settle(app, seconds=0.3):
+    t0 = time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        app.processEvents()
+        time.sleep(0.02)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "screenshots"))
+    ap.add_argument("--only", nargs="*", help="names of figures to make (default: all)")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    want = set(args.only or [])
+
+    import numpy as np
+    from PySide6 import QtWidgets
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(["densehmm-studio"])
+    from app.export import export_widget
+    from app.views import Dashboard, ParameterHeatmaps, SweepView
+    from app.views.sweep import row_from_spec
+    from densehmm_core.data import load
+    from densehmm_core.standard import StandardHMM
+
+    def save(widget, name, scale=1.0):
+        settle(app)
+        path = export_widget(widget, os.path.join(args.out, name), scale=scale)
+        print("saved", path, flush=True)
+
+    def wanted(name):
+        return not want or name in want
+
+    have_shared = os.path.exists(CONLLU) and os.path.exists(FASTA)
+    if not have_shared:
+        print("../shared/data missing: only the synthetic figures are made")
+
+    if have_shared and (wanted("heatmap_17_tags.png") or wanted("data_panel_17_tags.png")
+                        or wanted("dashboard_header.png")):
+        tags = load(CONLLU, observe="tags")
+        model = StandardHMM(10, n_symbols=len(tags.vocabulary), n_iter=25, seed=0).fit(tags.sequences)
+        h = ParameterHeatmaps()
+        h.set_vocabulary(tags.vocabulary)
+        h.set_params({"startprob": model.startprob_, "transmat": model.transmat_,
+                      "emissionprob": model.emissionprob_})
+        h.resize(1100, 560)
+        h.show()
+        if wanted("heatmap_17_tags.png"):
+            save(h, "heatmap_17_tags.png")
+        if wanted("data_panel_17_tags.png"):
+            from app.datasets import dataset_from_corpus
+            from app.panels.data_panel import DataPanel
+            panel = DataPanel()
+            panel.set_dataset(dataset_from_corpus(CONLLU, tags))
+            panel.resize(340, 760)
+            panel.show()
+            save(panel.freq_plot, "data_panel_17_tags.png")
+        if wanted("dashboard_header.png"):
+            from densehmm_core.dense import DenseHMM
+            dense = DenseHMM(10, 3, n_symbols=len(tags.vocabulary), fit_method="em", seed=0, em_iter=15)
+            dash = Dashboard()
+            dash.set_vocabulary(tags.vocabulary)
+            dash.set_title("Job 7: Dense-EM n=10 l=3 seed=0 on en_ewt-ud-dev.conllu (UPOS tags, 17 symbols)")
+            dash.resize(1000, 760)
+            dash.show()
+            half = len(tags.sequences) // 2
+            for ev in dense.iter_fit(tags.sequences[:half], eval_data=tags.sequences[half:]):
+                dash.update_from_event(ev)
+                app.processEvents()
+            dash.set_model(dense, tags)
+            save(dash.live, "dashboard_header.png")
+
+    if have_shared and wanted("heatmap_21_residues.png"):
+        prot = load(FASTA, subset=200, subset_seed=0, max_len=512)
+        model = StandardHMM(10, n_symbols=len(prot.vocabulary), n_iter=10, seed=0).fit(prot.sequences)
+        h = ParameterHeatmaps()
+        h.set_vocabulary(prot.vocabulary)
+        h.set_params({"startprob": model.startprob_, "transmat": model.transmat_,
+                      "emissionprob": model.emissionprob_})
+        h.resize(1000, 520)
+        h.show()
+        print("residues:", "".join(prot.vocabulary))
+        save(h, "heatmap_21_residues.png")
+
+    if wanted("sweep.png"):
+        from densehmm_core.dense import DenseHMM
+        from densehmm_core.standard import n_fair
+        from densehmm_core.synthetic import demo_dataset
+        demo = demo_dataset(seed=0)
+        train, test = demo.train, demo.test
+        m = int(np.shape(demo.params.emissionprob)[1])
+        view = SweepView()
+        view.resize(1000, 480)
+        view.show()
+        job = 0
+        for n, ls in ((3, (2, 3)), (5, (2, 3)), (10, (2, 3))):
+            for l in ls:
+                for seed in range(3):
+                    job += 1
+                    d = DenseHMM(n, l, n_symbols=m, fit_method="cooc", seed=seed, steps=300)
+                    d.fit(train, eval_data=test)
+                    h = d.history_[-1]
+                    view.add_row(row_from_spec({"kind": "dense_cooc", "n": n, "l": l, "seed": seed},
+                                               {"test_nll": h.get("test_nll"), "mad": h.get("mad")}, job))
+                    job += 1
+                    s = StandardHMM(n_fair(n, m, l), n_symbols=m, n_iter=30, seed=seed).fit(train, eval_data=test)
+                    h = s.history_[-1]
+                    view.add_row(row_from_spec({"kind": "standard_fair", "n": n, "l": l, "seed": seed},
+                                               {"test_nll": h.get("test_nll"), "mad": h.get("mad")}, job))
+                    app.processEvents()
+        save(view, "sweep.png")
+
+    words_figs = ("tags_state_x_tag.png", "words_top_words.png", "words_embeddings.png", "decode_words_tags.png")
+    if have_shared and any(wanted(f) for f in words_figs):
+        from densehmm_core.dense import DenseHMM
+        words = load(CONLLU, observe="words", lowercase=True, max_vocab=1500, rare="shape")
+        m = len(words.vocabulary)
+        print(f"words: {m} symbols, {sum(len(s) for s in words.sequences)} tokens", flush=True)
+        t0 = time.perf_counter()
+        dense = DenseHMM(17, 8, n_symbols=m, fit_method="em", seed=0, em_iter=25)
+        dash = Dashboard()
+        dash.set_vocabulary(words.vocabulary)
+        dash.set_title(f"Job 9: Dense-EM n=17 l=8 seed=0 on en_ewt-ud-dev.conllu (words, m = {m})")
+        dash.resize(1300, 820)
+        dash.show()
+        for ev in dense.iter_fit(words.sequences):
+            dash.update_from_event(ev)
+            app.processEvents()
+        print(f"word model trained in {time.perf_counter() - t0:.0f} s", flush=True)
+        dash.set_model(dense, words)
+        dash.h_split.setSizes([760, 540])
+        settle(app, 0.5)
+        if wanted("tags_state_x_tag.png"):
+            dash.tabs.setCurrentWidget(dash.tags_page)
+            save(dash.tags_page, "tags_state_x_tag.png")
+        dash.tabs.setCurrentWidget(dash.live)
+        if wanted("words_top_words.png"):
+            dash.resize(1500, 820)
+            dash.h_split.setSizes([1240, 260])  # room for the ten words of each state
+            save(dash.heatmaps, "words_top_words.png")
+            dash.resize(1300, 820)
+            dash.h_split.setSizes([760, 540])
+        if wanted("words_embeddings.png"):
+            save(dash.embeddings, "words_embeddings.png")
+        if wanted("decode_words_tags.png"):
+            dash.tabs.setCurrentWidget(dash.decode)
+            pick = next(i for i, s in enumerate(words.sequences) if 14 <= len(s) <= 22)
+            dash.decode.select_sequence(pick)
+            save(dash.decode, "decode_words_tags.png")
+    del np
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    # every figure is written; PySide6 can crash tearing down the many widgets at interpreter exit
+    os._exit(code)

@@ -1,0 +1,52 @@
+"""The first minutes (issue 16): the demo, About's TensorFlow version, a window that fits its screen."""
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import QRect, QSettings  # noqa: E402
+
+
+def _window(qtbot, tmp_path, name="s.ini"):
+    from app.mainwindow import MainWindow
+    from app.settings import Settings
+    w = MainWindow(Settings(QSettings(str(tmp_path / name), QSettings.IniFormat)))
+    qtbot.addWidget(w)
+    return w
+
+
+def test_demo_has_more_data_and_sets_a_longer_fit(qtbot, tmp_path):
+    from densehmm_core.synthetic import demo_dataset
+    from app.datasets import DEMO_FORM, DEMO_SIZE
+    w = _window(qtbot, tmp_path)
+    ds = w.load_demo()
+    assert len(ds.train) == DEMO_SIZE["n_train"] == 50 and len(ds.test) == 50
+    assert {len(s) for s in ds.train} == {DEMO_SIZE["length"]}
+    core_train, _, _ = demo_dataset(0, **DEMO_SIZE)           # the core's generator, same seed
+    assert all((a == b).all() for a, b in zip(ds.train, core_train))
+    spec = w.model_form.spec()
+    assert (spec.kind, spec.n, spec.l, spec.steps, spec.lr) == ("dense_cooc", 5, 3, DEMO_FORM["steps"], DEMO_FORM["lr"])
+
+
+def test_about_shows_the_version_the_worker_reported(qtbot, tmp_path):
+    from app.panels.about import about_text
+    w = _window(qtbot, tmp_path)
+    assert "not loaded yet" in about_text(w.tf_version)
+    w._tf_ready(("2.99.1", [{"name": "/device:CPU:0", "spec": "cpu"}], 0.5))   # the worker's report
+    text = about_text(w.tf_version)
+    assert "2.99.1 (loaded in a training worker process)" in text and "not loaded yet" not in text
+
+
+def test_window_fits_the_screen_and_ignores_a_saved_geometry_that_does_not(qtbot, tmp_path):
+    w = _window(qtbot, tmp_path)
+    avail = w.available_geometry()
+    assert avail.contains(w.geometry()), (avail, w.geometry())
+    # saved on a larger screen: 3000 x 2000 at (100, 100)
+    w.setGeometry(QRect(100, 100, 3000, 2000))
+    w.save_settings()
+    w2 = _window(qtbot, tmp_path)
+    assert avail.contains(w2.geometry()) and w2.width() <= avail.width()
+    # a geometry that fits is restored as saved
+    w2.setGeometry(QRect(avail.x() + 10, avail.y() + 20, avail.width() // 2, avail.height() // 2))
+    g = w2.geometry()
+    w2.save_settings()
+    w3 = _window(qtbot, tmp_path)
+    assert w3.geometry().size() == g.size()
