@@ -198,9 +198,10 @@ def test_cooc_then_em_starts_em_from_the_cooc_solution():
 
 
 def test_cooc_em_phases_take_their_own_settings():
-    model = DenseHMM(3, 2, fit_method="cooc_em", steps=7, lr=0.2, finish_steps=11, restarts=2)
+    model = DenseHMM(3, 2, fit_method="cooc_em", mstep_steps=7, lr=0.2, finish_steps=11, restarts=2)
     em, cooc = model.hyper(), model.hyper("cooc")
-    assert (em["steps"], em["lr"], em["restarts"]) == (7, 0.2, 2)
+    assert (em["mstep_steps"], em["lr"], em["restarts"]) == (7, 0.2, 2)
     # the cooc phase: cooc-only settings and restarts from the arguments, the rest from the preset
     assert (cooc["finish_steps"], cooc["restarts"]) == (11, 2)
-    assert (cooc["steps"], cooc["lr"]) == (1000, 0.05)
+    assert (cooc["cooc_steps"], cooc["lr"]) == (1000, 0.05)
+    assert DenseHMM(3, 2, fit_method="cooc_em", cooc_steps=33).hyper("cooc")["cooc_steps"] == 33
