@@ -90,7 +90,8 @@ def test_get_config_is_json_and_rebuilds_the_estimator():
     assert cfg["lr"] == 0.02 and cfg["mstep_steps"] == PRESETS["default"]["em"]["mstep_steps"]
     assert cfg["n_iter"] == PRESETS["default"]["em"]["n_iter"] and cfg["cooc_steps"] is None
     paper = DenseHMM(4, 3, preset="paper").get_config()
-    assert (paper["lr"], paper["cooc_steps"], paper["finish"], paper["stationary_grad"]) == (0.001, 10000, "none", False)
+    assert (paper["lr"], paper["cooc_steps"], paper["finish"], paper["stationary_grad"]) == \
+        (0.001, 10000, "none", False)
 
 
 def test_tensorflow_is_not_imported_by_import_or_scoring():

@@ -207,7 +207,8 @@ def test_stationary_gradient_matches_finite_differences():
         for j in range(n):
             e = np.zeros_like(S)
             e[i, j] = 1e-6
-            fd[i, j] = (w @ stationary_distribution(softmax(S + e, 1)) - w @ stationary_distribution(softmax(S - e, 1))) / 2e-6
+            fd[i, j] = (w @ stationary_distribution(softmax(S + e, 1))
+                        - w @ stationary_distribution(softmax(S - e, 1))) / 2e-6
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
 
 

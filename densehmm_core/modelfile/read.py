@@ -9,7 +9,7 @@ import numpy as np
 
 from ..maths import check_stochastic, softmax
 from ..registry import migrate_config, model_class, model_from_config
-from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, EMBEDDINGS, KINDS, MATRICES,
+from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, KINDS, MATRICES,
                      ModelFileError, _as_str, _attr_value, _h5py, _open_existing, _read_attrs, _resolve_name)
 
 

@@ -10,8 +10,8 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
-from ..hmm_base import MATRIX_NAMES as MATRICES
-from ..maths import EMBEDDING_NAMES as EMBEDDINGS
+from ..hmm_base import MATRIX_NAMES
+from ..maths import EMBEDDING_NAMES
 from ..registry import MODEL_KINDS
 
 FORMAT_NAME = "densehmm-model"
@@ -21,6 +21,8 @@ FORMAT_NAME = "densehmm-model"
 SCHEMA_VERSION = 2
 
 KINDS = tuple(MODEL_KINDS)
+MATRICES = MATRIX_NAMES
+EMBEDDINGS = EMBEDDING_NAMES
 
 # history mask values (the "missing" attribute of a history column)
 _PRESENT, _NONE, _ABSENT = 0, 1, 2
