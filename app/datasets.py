@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["DataSet", "ModelSet", "demo_dataset", "DEMO_SIZE", "DEMO_FORM", "load_path", "is_model_file", "MODEL_SUFFIXES",
            "DATA_FILTERS", "data_filters", "dataset_summary",
-           "preprocess_corpus", "split_corpus", "save_models", "score_model", "encode_for", "unknown_note"]
+           "preprocess_corpus", "split_corpus", "save_models", "score_model", "encode_for", "unknown_note", "reopen_dataset"]
 
 MODEL_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
@@ -247,19 +247,37 @@ def preprocess_corpus(ds: "DataSet", options: dict):
 
 
 def save_models(path: str, items) -> List[str]:
-    """Write ``(name, model, corpus, metrics)`` items into ONE new HDF5 file via the core writer.
+    """Write ``(name, model, corpus, metrics[, extra])`` items into ONE new HDF5 file via the core
+    writer (``extra``: more keyword arguments of ``modelfile.save_model``, e.g. ``trained_utc``,
+    ``test_corpus``, ``notes``).
 
-    The models are written to a temporary file in the same folder, which then replaces
-    ``path`` in one rename: an existing file is never half-overwritten.
+    The models are written to a temporary file in the same folder (``densehmm_core.fileio``:
+    locked, then renamed over ``path``): an existing file is never half-overwritten.
     """
     from densehmm_core import fileio, modelfile
     names = []
     with fileio.atomic_path(path, suffix=".h5") as tmp:
         os.unlink(tmp)  # the core writer creates it: a model file, not an empty one
-        for name, model, corpus, metrics in items:
+        for name, model, corpus, metrics, *extra in items:
             metrics = {k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
-            names.append(modelfile.save_model(tmp, model, name=name, corpus=corpus, metrics=metrics))
+            kw = dict(extra[0]) if extra else {}
+            names.append(modelfile.save_model(tmp, model, name=name, corpus=corpus, metrics=metrics, **kw))
     return names
+
+
+def reopen_dataset(path: Optional[str], options: dict) -> DataSet:
+    """A data set opened again from its file with the options it had (split, seed and the data
+    panel's preprocessing); the demo (``path`` None) is generated again.  Runs on a background
+    thread (sessions)."""
+    if path is None:
+        return demo_dataset(int(options.get("seed", 0)))
+    split, seed = float(options.get("split", 0.5)), int(options.get("seed", 0))
+    ds = load_path(path, split=split, seed=seed)
+    if any(options.get(k) for k in PREPROCESS_KEYS) or options.get("preset"):
+        processed = preprocess_corpus(ds, options)
+        ds = dataset_from_corpus(path, ds.corpus, split, seed, processed=processed)
+    ds.options = dict(options)
+    return ds
 
 
 def encode_for(model, data):

@@ -903,3 +903,14 @@ def test_sweep_view_medians_and_quartiles_fill_as_jobs_finish(qtbot):
     assert w.series("nll")["standard"][1].tolist() == [2.25]
     assert "standard" not in w.series("mad")  # no MAD given: no empty series
     assert len(w.rows()) == 31
+
+
+def test_log_axis_draws_each_tick_value_once(qtbot):
+    from app.views.common import ThinLogAxis
+    import pyqtgraph as pg
+    ax = ThinLogAxis("left")
+    for lo, hi in ((-5.0, -1.0), (-4.3, -1.7)):  # pyqtgraph puts the decades on two levels here
+        std = pg.AxisItem.tickValues(ax, lo, hi, 400)  # the linear ticks pyqtgraph passes in
+        levels = ax.logTickValues(lo, hi, 400, std)
+        values = [round(v, 9) for _s, vals in levels for v in vals]
+        assert len(values) == len(set(values)) and len(values) > 0

@@ -74,3 +74,21 @@ def test_features_off_is_todays_model(corpus, tmp_path):
     b = load_model(tmp_path / "plain.h5")
     assert b.features_ is None and "feature_V" not in b.embeddings_
     assert "feature_V.csv" not in model_tables(a)
+
+
+def test_cli_train_with_symbol_features_and_cooc_em(tmp_path, capsys):
+    from densehmm_core.cli import main
+    path = tmp_path / "f.h5"
+    rc = main(["train", str(WORDS), "--observe", "words", "--model", "dense", "--method", "cooc_em",
+               "--symbol-features", "orthographic", "--states", "3", "--dim", "2", "--iter", "2",
+               "--mstep-steps", "3", "--finish-steps", "5", "--split", "0", "--seed", "0", "--out", str(path), "-q"])
+    assert rc == 0, capsys.readouterr().err
+    model = load_model(path)
+    assert model.fit_method == "cooc_em" and model.symbol_features == "orthographic"
+    assert "lower=the" in model.features_.vocabulary
+    assert [h["phase"] for h in model.history_][-1] == "em" and "cooc" in [h["phase"] for h in model.history_]
+    capsys.readouterr()
+    rc = main(["train", str(WORDS), "--observe", "words", "--model", "dense", "--symbol-features", "nope",
+               "--states", "3", "--dim", "2", "--out", str(tmp_path / "x.h5")])
+    assert rc == 2
+    assert "unknown 'nope'" in capsys.readouterr().err

@@ -400,6 +400,13 @@ class ThinLogAxis(pg.AxisItem):
                 if len(values) > room:
                     values = [v for v, m in zip(values, mant) if m == 1.0] or values[:1]
             out.append((spacing, values))
+        # a value on two levels (a decade is also a "1" of the 1-2-5 level) is drawn once, else its
+        # label is painted twice, slightly offset, and reads bold and blurred
+        seen: set = set()
+        for i, (spacing, values) in enumerate(out):
+            keep = [v for v in values if round(v, 9) not in seen]
+            seen.update(round(v, 9) for v in values)
+            out[i] = (spacing, keep)
         if not any(v for _, v in out):
             # less than a decade and no 1-2-5 value in view: one tick in the middle, not a bare axis
             mid = 0.5 * (minVal + maxVal)

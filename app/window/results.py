@@ -45,7 +45,8 @@ class ResultsMixin:
         items = []
         for job in jobs:
             corpus = job.dataset.processed if isinstance(job.dataset, DataSet) else None
-            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job)))
+            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job),
+                          {"trained_utc": job.finished_utc}))
 
         def done(names):
             self.log_panel.log(f"Saved {len(names)} model(s) to {path}: {', '.join(names)}")
@@ -142,6 +143,7 @@ class ResultsMixin:
         from ..export import export_widget
         export_widget(widget, path, scale=scale)
         self.dashboard.remember_export(path)
+        self.settings.export_folder = os.path.dirname(os.path.abspath(path))
         self.log_panel.log(f"Figure saved: {path}")
 
     def export_figure_dialog(self) -> None:

@@ -143,9 +143,13 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     p.add_argument("--demo", action="store_true", help="use the built-in synthetic data set (same as DATA=demo)")
     g = p.add_argument_group("model")
     g.add_argument("--model", choices=["dense", "standard"], default=None, help="model type (default dense)")
-    g.add_argument("--method", choices=["cooc", "em"], default=None,
-                   help="dense fit: direct co-occurrence fit (default) or EM with a gradient M-step; "
+    g.add_argument("--method", choices=["cooc", "em", "cooc_em"], default=None,
+                   help="dense fit: direct co-occurrence fit (default), EM with a gradient M-step, or "
+                        "cooc_em (co-occurrence fit, then EM from it); "
                         "standard HMMs always use Baum-Welch (em)")
+    g.add_argument("--symbol-features", metavar="NAME", default=None,
+                   help="dense: symbol features, e.g. orthographic (word form, suffixes, capitals, digits, "
+                        "hyphens: for words read without --lowercase); see docs/DENSEHMM.md")
     g.add_argument("--states", "-n", type=int, metavar="N", help="number of hidden states n")
     g.add_argument("--dim", "-l", type=int, metavar="L", help="representation length l (dense; --fair)")
     g.add_argument("--fair", action="store_true",
@@ -157,10 +161,12 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
                                                       "the CPU; dense models' TensorFlow steps run there too; "
                                                       "cpu never touches a GPU")
     g = p.add_argument_group("training")
-    g.add_argument("--steps", type=int, metavar="K", help="dense cooc: maximum Adam steps")
+    g.add_argument("--steps", type=int, metavar="K", help="dense cooc (and cooc_em's cooc phase): maximum Adam steps of the co-occurrence fit "
+                        "(option cooc_steps)")
     g.add_argument("--iter", type=int, metavar="K",
-                   help="maximum EM iterations (dense em) or Baum-Welch iterations (standard)")
-    g.add_argument("--mstep-steps", type=int, metavar="K", help="dense em: Adam steps per M-step")
+                   help="maximum EM iterations (dense em, cooc_em) or Baum-Welch iterations (standard) "
+                        "(option n_iter)")
+    g.add_argument("--mstep-steps", type=int, metavar="K", help="dense em, cooc_em: Adam steps per M-step (option mstep_steps)")
     g.add_argument("--lr", type=float, metavar="RATE", help="dense: Adam learning rate")
     g.add_argument("--tol", type=float, metavar="TOL",
                    help="convergence tolerance (standard: gain of the log-likelihood; dense: relative change)")

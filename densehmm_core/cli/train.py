@@ -32,13 +32,15 @@ def _model_config(args, n_symbols: int):
     if args.finish_steps is not None and args.finish_steps < 0:
         raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
     if kind == "standard":
-        if args.method == "cooc":
-            raise UserError("--method cooc needs --model dense (standard HMMs are trained by Baum-Welch)")
+        if args.method in ("cooc", "cooc_em"):
+            raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
         for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         if args.paper_settings:
             raise UserError("--paper-settings applies to dense models only")
+        if getattr(args, "symbol_features", None):
+            raise UserError("--symbol-features applies to dense models only")
         from ..standard import n_fair
         n = args.states
         if args.fair:
@@ -60,6 +62,12 @@ def _model_config(args, n_symbols: int):
            "seed": args.seed, "device": args.device or "auto"}
     if args.paper_settings:
         cfg["preset"] = "paper"
+    if getattr(args, "symbol_features", None):
+        from ..features import FEATURE_FUNCTIONS
+        if args.symbol_features not in FEATURE_FUNCTIONS:
+            raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
+                            f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
+        cfg["symbol_features"] = args.symbol_features
     for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
         if getattr(args, opt) is not None:
             cfg[key] = getattr(args, opt)
@@ -70,11 +78,12 @@ def _model_config(args, n_symbols: int):
             if getattr(args, opt) is not None:
                 cfg[key] = getattr(args, opt)
     else:
-        if args.steps is not None:
-            raise UserError("--steps applies to --method cooc; use --iter (and --mstep-steps) for em")
-        if args.finish is not None or args.finish_steps is not None:
-            raise UserError("--finish/--finish-steps apply to --method cooc")
-        for opt, key in (("iter", "n_iter"), ("mstep_steps", "mstep_steps")):
+        if method == "em" and args.steps is not None:
+            raise UserError("--steps applies to --method cooc (and cooc_em); use --iter (and --mstep-steps) for em")
+        if method == "em" and (args.finish is not None or args.finish_steps is not None):
+            raise UserError("--finish/--finish-steps apply to --method cooc (and cooc_em)")
+        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"),
+                         ("iter", "n_iter"), ("mstep_steps", "mstep_steps")):
             if getattr(args, opt) is not None:
                 cfg[key] = getattr(args, opt)
     return "dense", cfg

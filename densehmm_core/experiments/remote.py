@@ -15,7 +15,7 @@ never on the caller's):
 * ``on_result(RunResult)``: a run ended (``finished``, ``diverged``, ``failed`` or
   ``cancelled``).  The same results are queued for :meth:`RemoteSweep.poll`.
 * ``on_progress(run_id, info)``: a run started on a worker (``info["state"] ==
-  "running"``, ``info["worker"]``), then about once a second its progress
+  "running"``, ``info["worker"]``: its address, ``info["name"]``: its name), then about once a second its progress
   (``step``, ``total``, ``loss``).  These are Dask worker events
   (``Worker.log_event`` / ``Client.subscribe_topic``): small dicts of numbers.
 
@@ -105,7 +105,7 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
     ``shared["test"]``) and return ``{"row": metrics, "history": model.history_}``.
 
     Row keys: ``status`` (``ok``, ``diverged: ...`` or ``cancelled``), ``stop`` (the
-    trainer's stop reason), ``iterations``, ``train_nll`` and ``test_nll`` (negative
+    trainer's stop reason), ``iterations``, ``total`` (the most it could have done), ``train_nll`` and ``test_nll`` (negative
     log-likelihood per token, :func:`densehmm_core.metrics.normalized_nll`), ``mad`` (the
     trainer's last co-occurrence MAD, ``None`` when it reports none), ``n_states``,
     ``n_symbols``, ``parameters``, ``fit_seconds``, ``model_path`` (``None`` unless
@@ -123,15 +123,18 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
     if topic is not None:
         import distributed
         worker = distributed.get_worker()
-        worker.log_event(topic, {"run": run_id, "state": "running", "worker": worker.address})
+        worker.log_event(topic, {"run": run_id, "state": "running", "worker": worker.address,
+                                 "name": str(worker.name)})
     cancel = _EventCancel(cancel_event) if cancel_event else None
     train, test = shared["train"], shared.get("test")
     model = _build(kind, config)
     status = "ok"
     t0 = time.perf_counter()
     next_report = t0 + PROGRESS_INTERVAL_S
+    total = None
     try:
         for ev in model.iter_fit(train, eval_data=test, cancel=cancel):
+            total = ev.total
             if worker is not None and time.perf_counter() >= next_report:
                 next_report = time.perf_counter() + PROGRESS_INTERVAL_S
                 worker.log_event(topic, {"run": run_id, "state": "progress", "step": int(ev.step),
@@ -151,6 +154,7 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
             break
     row = {
         "status": status, "stop": stop, "iterations": int(history[-1]["step"]) if history else 0,
+        "total": None if total is None else int(total),
         "train_nll": float(normalized_nll(model, train)),
         "test_nll": None if not test else float(normalized_nll(model, test)),
         "mad": mad, "n_states": int(model.n_states), "n_symbols": int(model.n_symbols),
@@ -208,6 +212,7 @@ class RemoteSweep:
         self._futures: Dict[str, Any] = {}
         self._ended: Dict[str, str] = {}
         self._lock = threading.Lock()
+        self._close_lock = threading.Lock()
         self._results: "queue.Queue[RunResult]" = queue.Queue()
 
     # ---------------------------------------------------------------- set-up
@@ -321,14 +326,18 @@ class RemoteSweep:
             self.cancel(run_id)
 
     def close(self) -> None:
-        """Cancel what is left and disconnect (a local cluster is shut down)."""
-        if self.client is not None:
-            if not self.done:
-                self.cancel_all()
-            try:
-                self.client.unsubscribe_topic(self.topic)
-            finally:
-                self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-        self.client = self.cluster = None
+        """Cancel what is left and disconnect (a local cluster is shut down).
+
+        Thread-safe and idempotent: a second caller waits for the first one's close.
+        """
+        with self._close_lock:
+            if self.client is not None:
+                if not self.done:
+                    self.cancel_all()
+                try:
+                    self.client.unsubscribe_topic(self.topic)
+                finally:
+                    self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+            self.client = self.cluster = None

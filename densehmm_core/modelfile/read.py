@@ -189,6 +189,7 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
     info["provenance"] = _read_group_attrs(mg, "provenance", path, where)
     info["provenance_test"] = _read_group_attrs(mg, "provenance_test", path, where)
     info["software"] = _read_group_attrs(mg, "software", path, where) or {}
+    info["notes"] = _read_group_attrs(mg, "notes", path, where) or {}
     if "history" in mg:
         if not isinstance(mg["history"], h5py.Group):
             raise ModelFileError(path, f"{where}: 'history' is not a group")
@@ -215,7 +216,7 @@ def read_model_info(path, name: Optional[str] = None, *, arrays: bool = True) ->
     Returns a dict with ``name``, ``attrs`` (kind, n_states, n_symbols, dim, fit_method, seed,
     device_used, created_utc, ...), ``arrays`` (``startprob``, ``transmat``, ``emissionprob``,
     ``embeddings/U`` ...; only shapes when ``arrays=False``), ``vocabulary``, ``config``,
-    ``history``, ``metrics``, ``provenance``, ``provenance_test``, ``software`` and ``file``
+    ``history``, ``metrics``, ``provenance``, ``provenance_test``, ``software``, ``notes`` and ``file``
     (the root attributes).  No model object is built (so TensorFlow is never imported).
     """
     def run():

@@ -75,7 +75,8 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
 
 
 def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpus, metrics,
-                 extra_attrs: Mapping[str, Any]) -> None:
+                 extra_attrs: Mapping[str, Any], trained_utc: Optional[str] = None,
+                 notes: Optional[Mapping[str, Any]] = None) -> None:
     h5py = _h5py()
     kind = model.kind
     n = int(arrays["transmat"].shape[0])
@@ -88,6 +89,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         "n_states": n,
         "n_symbols": m,
         "created_utc": _utc_now(),
+        "trained_utc": str(trained_utc) if trained_utc else _utc_now(),
         "stop_reason": str(state.get("stop_reason") or ""),
     }
     if kind == "dense":
@@ -152,6 +154,8 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
 
     metg = mg.create_group("metrics", track_order=True)
     _write_attrs(metg, dict(metrics or {}))
+    if notes:
+        _write_attrs(mg.create_group("notes", track_order=True), dict(notes))
 
     for gname, corp in (("provenance", corpus), ("provenance_test", test_corpus)):
         if corp is None:
@@ -240,7 +244,8 @@ def _atomic_rewrite(path, write_fn) -> None:
 
 def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, test_corpus: Any = None,
                metrics: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
-               params: Optional[Mapping[str, Any]] = None) -> str:
+               params: Optional[Mapping[str, Any]] = None, trained_utc: Optional[str] = None,
+               notes: Optional[Mapping[str, Any]] = None) -> str:
     """Save a fitted model into an HDF5 file (atomically; other models in the file are kept).
 
     Parameters
@@ -266,6 +271,13 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         Arrays to store instead of the model's current ones (keys ``startprob``,
         ``transmat``, ``emissionprob`` and for dense models ``U, Z, W, V, z_start``),
         e.g. the ``params`` snapshot of a :class:`ProgressEvent` for checkpoints.
+    trained_utc : str, optional
+        When training finished (ISO 8601, UTC), stored as ``trained_utc``; default: now
+        (the time of writing, right for a model saved as its fit ends).
+    notes : dict, optional
+        Anything else to keep with the model (JSON-able values), stored in the group
+        ``notes`` and read back as ``read_model_info(...)["notes"]`` (e.g. the app's
+        session: job name, settings, data-set reference).
 
     Returns
     -------
@@ -304,14 +316,14 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
             if old_name == new_name:
                 mg = models.create_group(new_name, track_order=True)
                 _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                             extra_attrs={"name": new_name})
+                             extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
                 wrote = True
             else:
                 old.copy(old["models"][old_name], models, name=old_name)
         if not wrote:
             mg = models.create_group(new_name, track_order=True)
             _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                         extra_attrs={"name": new_name})
+                         extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
 
     _atomic_rewrite(spath, write_fn)
     return chosen["name"]
