@@ -373,9 +373,6 @@ class JobManager(QObject):
         job.state, job.reason, job.error = state, reason, error
         if state == JobState.DIVERGED:
             # The model keeps its last finite parameters: show those.
-            try:
-                job.last_params = job.model.params
-            except Exception:
-                pass
+            job.last_params = job.model.arrays()["params"]
         self.live.forward(job)
         self.job_finished.emit(job)

@@ -25,13 +25,7 @@ class ResultsMixin:
             job = Job(f"{ms.name}: {name}", model, None, None, dataset=ms, device="file", sweep=ms.path)
             job.state = JobState.FINISHED
             job.reason = f"loaded from {ms.name}"
-            try:
-                job.last_params = model.params
-                emb = getattr(model, "embeddings_", None)
-                if emb:
-                    job.last_params.update({k: v for k, v in emb.items()})
-            except Exception:
-                pass
+            job.last_params = model.arrays()["params"]
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
