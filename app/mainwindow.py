@@ -11,6 +11,7 @@ Concerns, one module each (mixed into :class:`MainWindow`):
 * ``app.window.data``: data sets and opening files;
 * ``app.window.jobs``: starting, following and showing jobs;
 * ``app.window.results``: model files, scoring, comparing, exporting models and figures;
+* ``app.window.sessions``: File > Save session / Open session;
 * ``app.window.dragdrop``: drag and drop.
 
 Live updates of the selected job are :class:`app.live.LiveFeed`'s (``self.jobs.live``).
@@ -45,6 +46,7 @@ from .window.dragdrop import DropMixin, local_paths
 from .window.jobs import JobsMixin
 from .window.menus import MenusMixin
 from .window.results import ResultsMixin
+from .window.sessions import SessionsMixin
 
 ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see _pyside_fix)
 
@@ -55,7 +57,7 @@ __all__ = ["MainWindow", "local_paths"]
 CLOSE_WAIT_S = 1.4
 
 
-class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, QMainWindow):
+class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, DropMixin, QMainWindow):
     """DenseHMM Studio's main window.
 
     Parameters
@@ -84,6 +86,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self._pending_loads = 0
         self._load_serial = 0
         self._load_progress = {}            # load serial -> (bytes read, total or None)
+        self._load_batch = 0
+        self._batches = {}                  # open_files call -> {"pending": n, "failed": [(path, message)]}
         self._sweeps = 0
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False

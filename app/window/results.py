@@ -25,13 +25,7 @@ class ResultsMixin:
             job = Job(f"{ms.name}: {name}", model, None, None, dataset=ms, device="file", sweep=ms.path)
             job.state = JobState.FINISHED
             job.reason = f"loaded from {ms.name}"
-            try:
-                job.last_params = model.params
-                emb = getattr(model, "embeddings_", None)
-                if emb:
-                    job.last_params.update({k: v for k, v in emb.items()})
-            except Exception:
-                pass
+            job.last_params = model.arrays()["params"]
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
@@ -51,7 +45,8 @@ class ResultsMixin:
         items = []
         for job in jobs:
             corpus = job.dataset.processed if isinstance(job.dataset, DataSet) else None
-            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job)))
+            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job),
+                          {"trained_utc": job.finished_utc}))
 
         def done(names):
             self.log_panel.log(f"Saved {len(names)} model(s) to {path}: {', '.join(names)}")

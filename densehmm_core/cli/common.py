@@ -58,16 +58,13 @@ def _load_model(path: str, name: Optional[str]):
     return load_model(path, name)
 
 
-def _kind(model) -> str:
-    return "dense" if hasattr(model, "embeddings_") else "standard"
-
-
 #: Above this many symbols the MAD is computed by metrics.cooc_mad_large (no m x m arrays).
 MAD_DENSE_MAX_SYMBOLS = 1000
 
 
 def _metric_values(met, model, seqs) -> dict:
     import numpy as np
+    from ..maths import analytic_cooc, empirical_cooc
     m = model.n_symbols
     out = {}
     out["loglik"] = float(model.score(seqs))   # scored once; both NLLs divide it
@@ -80,11 +77,11 @@ def _metric_values(met, model, seqs) -> dict:
             pass
     else:
         try:
-            omega_data = met.empirical_cooc(seqs, m)
+            omega_data = empirical_cooc(seqs, m)
         except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
             omega_data = None
         if omega_data is not None:
-            omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
+            omega_model = analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
             out["mad"] = float(met.cooc_mad(omega_data, omega_model))
     out["n_sequences"] = len(seqs)
     out["n_tokens"] = int(sum(len(s) for s in seqs))

@@ -105,7 +105,7 @@ def _print_model_info(info: dict, args) -> None:
     _out(f"  fit method   {a.get('fit_method') or '-'}    seed {a.get('seed', '-')}    "
          f"device {a.get('device_used') or '-'}    parameters {a.get('n_parameters', '-')}")
     hist = info["history"]
-    _out(f"  trained      {a.get('created_utc', '?')}    stop reason {a.get('stop_reason') or '-'}    "
+    _out(f"  trained      {a.get('trained_utc') or a.get('created_utc', '?')}    stop reason {a.get('stop_reason') or '-'}    "
          f"{len(hist)} history records")
     if info["config"]:
         _out(f"  config       {_kv(info['config'])}")

@@ -5,7 +5,7 @@ import math
 import os
 import time
 
-from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _kind, _load_model, _metric_values, _out,
+from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _load_model, _metric_values, _out,
                      _user_error_types)
 from .data import _load_train_data
 from .progress import ProgressPrinter, _progress_mode, _SigintCancel
@@ -19,7 +19,10 @@ def _check_positive(args, names) -> None:
             raise UserError(f"--{opt.replace('_', '-')} must be > 0, got {v}")
 
 
-def _build_model(args, n_symbols: int):
+def _model_config(args, n_symbols: int):
+    """``(kind, config)`` of the model the command line asks for: every flag maps to one option
+    of the estimator's configuration (``--iter`` -> ``n_iter``, ``--steps`` -> ``cooc_steps``,
+    ``--mstep-steps`` -> ``mstep_steps``, ...); :func:`densehmm_core.model_from_config` builds it."""
     kind = args.model or "dense"
     if args.states is None:
         raise UserError("--states N is required")
@@ -38,59 +41,52 @@ def _build_model(args, n_symbols: int):
             raise UserError("--paper-settings applies to dense models only")
         if getattr(args, "symbol_features", None):
             raise UserError("--symbol-features applies to dense models only")
-        from ..standard import StandardHMM, n_fair
+        from ..standard import n_fair
         n = args.states
         if args.fair:
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        kw = {"seed": args.seed, "device": args.device or "auto"}
+        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": args.device or "auto"}
         if args.iter is not None:
-            kw["n_iter"] = args.iter
+            cfg["n_iter"] = args.iter
         if args.tol is not None:
-            kw["tol"] = args.tol
-        return StandardHMM(n, n_symbols, **kw)
+            cfg["tol"] = args.tol
+        return "standard", cfg
     if args.fair:
         raise UserError("--fair needs --model standard")
     if args.dim is None:
         raise UserError("--dim L is required for dense models")
     method = args.method or "cooc"
-    from ..dense import DenseHMM
-    kw = {"fit_method": method, "seed": args.seed, "device": args.device or "auto"}
+    cfg = {"n_states": args.states, "dim": args.dim, "n_symbols": n_symbols, "fit_method": method,
+           "seed": args.seed, "device": args.device or "auto"}
     if args.paper_settings:
-        kw["preset"] = "paper"
+        cfg["preset"] = "paper"
     if getattr(args, "symbol_features", None):
         from ..features import FEATURE_FUNCTIONS
         if args.symbol_features not in FEATURE_FUNCTIONS:
             raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
                             f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
-        kw["symbol_features"] = args.symbol_features
+        cfg["symbol_features"] = args.symbol_features
     for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
         if getattr(args, opt) is not None:
-            kw[key] = getattr(args, opt)
+            cfg[key] = getattr(args, opt)
     if method == "cooc":
         if args.iter is not None or args.mstep_steps is not None:
             raise UserError("--iter/--mstep-steps apply to --method em; use --steps for cooc")
-        if args.steps is not None:
-            kw["steps"] = args.steps
-        if args.finish is not None:
-            kw["finish"] = args.finish
-        if args.finish_steps is not None:
-            kw["finish_steps"] = args.finish_steps
+        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps")):
+            if getattr(args, opt) is not None:
+                cfg[key] = getattr(args, opt)
     else:
-        if args.steps is not None:
-            raise UserError("--steps applies to --method cooc; use --iter (and --mstep-steps) for em")
+        if method == "em" and args.steps is not None:
+            raise UserError("--steps applies to --method cooc (and cooc_em); use --iter (and --mstep-steps) for em")
         if method == "em" and (args.finish is not None or args.finish_steps is not None):
             raise UserError("--finish/--finish-steps apply to --method cooc (and cooc_em)")
-        if args.finish is not None:
-            kw["finish"] = args.finish
-        if args.finish_steps is not None:
-            kw["finish_steps"] = args.finish_steps
-        if args.iter is not None:
-            kw["em_iter"] = args.iter
-        if args.mstep_steps is not None:
-            kw["steps"] = args.mstep_steps
-    return DenseHMM(args.states, args.dim, n_symbols, **kw)
+        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"),
+                         ("iter", "n_iter"), ("mstep_steps", "mstep_steps")):
+            if getattr(args, opt) is not None:
+                cfg[key] = getattr(args, opt)
+    return "dense", cfg
 
 
 def _final_metrics(model, train, test) -> dict:
@@ -153,8 +149,8 @@ def cmd_train(args) -> int:
         if not resume_from:
             raise UserError("--resume needs a checkpoint file (--resume FILE.h5 or --out FILE.h5)")
         model = _load_model(resume_from, args.name)
-        if args.model and args.model != _kind(model):
-            raise UserError(f"--model {args.model} does not match the {_kind(model)} model in {resume_from}")
+        if args.model and args.model != model.kind:
+            raise UserError(f"--model {args.model} does not match the {model.kind} model in {resume_from}")
         if model.vocabulary is not None and vocab is not None and list(model.vocabulary) != list(vocab):
             raise UserError(f"the data's vocabulary differs from that of the model in {resume_from}: "
                             f"give the same DATA and data options as for the first run")
@@ -167,7 +163,8 @@ def cmd_train(args) -> int:
             raise UserError(f"{out} already holds a model named {name!r}: use --overwrite or another --name")
     else:
         try:
-            model = _build_model(args, n_symbols)
+            from ..registry import model_from_config
+            model = model_from_config(*_model_config(args, n_symbols))
         except (TypeError, ValueError) as e:
             if isinstance(e, _user_error_types()):  # e.g. DeviceError: already a clear message
                 raise
@@ -183,9 +180,9 @@ def cmd_train(args) -> int:
     stopped = "done"
     error = None
     saved_name = name
-    kind = _kind(model)
+    kind = model.kind
     if not args.quiet:
-        what = f"{kind} HMM, n={model.n_states}" + (f", l={getattr(model, 'dim', '')}" if kind == "dense" else "")
+        what = f"{kind} HMM, n={model.n_states}" + (f", l={model.dim}" if kind == "dense" else "")
         ntok = sum(len(s) for s in train.sequences)
         _err(f"training {what} on {len(train.sequences)} sequences ({ntok} tokens)"
              + (f", testing on {len(test.sequences)}" if test is not None else "")
@@ -265,63 +262,62 @@ def _ckpt_params(model, last_params):
     keys = {"startprob", "transmat", "emissionprob"}
     if not keys <= set(last_params):
         return None
-    if _kind(model) == "dense" and not {"U", "Z", "W", "V", "z_start"} <= set(last_params):
+    from ..maths import EMBEDDING_NAMES
+    if model.kind == "dense" and not set(EMBEDDING_NAMES) <= set(last_params):
         return None
     return last_params
 
 
 def _apply_overrides(model, args) -> None:
-    """--resume: apply the training options given on the command line to the loaded model.
+    """--resume: apply the training options given on the command line to the loaded model
+    (through ``set_params``, so every flag maps to one configuration option).
 
     Without ``--iter``, an EM / Baum-Welch run continues for the iterations it had left
     (the configured maximum minus the iterations in the saved history).
     """
-    kind = _kind(model)
+    kind = model.kind
     for opt in ("fair", "paper_settings"):
         if getattr(args, opt, False):
             raise UserError(f"--{opt.replace('_', '-')} cannot be changed on --resume")
     if args.states is not None and args.states != model.n_states and not args.fair:
         raise UserError(f"--states {args.states} does not match the model in the checkpoint "
                         f"({model.n_states} states)")
-    if kind == "dense" and args.dim is not None and args.dim != model.dim:
-        raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={model.dim})")
-    method = getattr(model, "fit_method", "em")
+    cfg = model.get_config()
+    if kind == "dense" and args.dim is not None and args.dim != cfg["dim"]:
+        raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={cfg['dim']})")
+    method = cfg.get("fit_method", "baum-welch")
     if args.method and kind == "dense" and args.method != method:
         raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
     done = _iterations_done(model)
+    changes = {}
     if args.device:
-        model.device = args.device
+        changes["device"] = args.device
     if kind == "standard":
-        if args.iter is not None:
-            model.n_iter = args.iter
-        else:
-            model.n_iter = max(0, model.n_iter - done)
-        if args.tol is not None:
-            model.tol = args.tol
         for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
-        return
-    for opt in ("lr", "tol"):
-        if getattr(args, opt) is not None:
-            setattr(model, opt, getattr(args, opt))
-    if method == "em":
-        if args.iter is not None:
-            model.em_iter = args.iter
-        else:
-            model.em_iter = max(1, int(model.hyper()["em_iter"]) - done)
-        if args.mstep_steps is not None:
-            model.steps = args.mstep_steps
+        changes["n_iter"] = args.iter if args.iter is not None else max(0, cfg["n_iter"] - done)
+        if args.tol is not None:
+            changes["tol"] = args.tol
     else:
-        if args.steps is not None:
-            model.steps = args.steps
-        if args.finish is not None:
-            model.finish = args.finish
-        if args.finish_steps is not None:
-            model.finish_steps = args.finish_steps
+        for opt in ("lr", "tol"):
+            if getattr(args, opt) is not None:
+                changes[opt] = getattr(args, opt)
+        if method == "em":
+            changes["n_iter"] = args.iter if args.iter is not None else max(1, int(cfg["n_iter"]) - done)
+            flags = (("mstep_steps", "mstep_steps"),)
+        else:
+            flags = (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"))
+        for opt, key in flags:
+            if getattr(args, opt) is not None:
+                changes[key] = getattr(args, opt)
+    try:
+        model.set_params(**changes)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"invalid model options: {e}") from None
 
 
 def _iterations_done(model) -> int:
     """EM / Baum-Welch iterations recorded in the history (records with step > 0, over all resumes)."""
-    return sum(1 for r in (getattr(model, "history_", None) or [])
+    return sum(1 for r in model.history_
                if isinstance(r.get("step"), int) and r["step"] > 0 and r.get("phase") in ("baum-welch", "em"))

@@ -1,15 +1,15 @@
 """Reading model files: validation, :func:`read_model_info`, :func:`load_model`, :func:`list_models`."""
 from __future__ import annotations
 
-import inspect
 import json
 import os
-import warnings
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, EMBEDDINGS, KINDS, MATRICES,
+from ..maths import check_stochastic, softmax
+from ..registry import migrate_config, model_class, model_from_config
+from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, KINDS, MATRICES,
                      ModelFileError, _as_str, _attr_value, _h5py, _open_existing, _read_attrs, _resolve_name)
 
 
@@ -54,19 +54,10 @@ def _read_dataset(mg, path, where, key, shape, *, floating=True):
 
 
 def _check_stochastic(arr, path, where, key):
-    if np.any(arr < 0):
-        raise ModelFileError(path, f"{where}: {key} holds negative probabilities")
-    sums = arr.sum(axis=-1)
-    bad = np.flatnonzero(np.abs(np.atleast_1d(sums) - 1.0) > _STOCHASTIC_ATOL)
-    if bad.size:
-        what = "does not sum to 1" if arr.ndim == 1 else f"row {int(bad[0])} sums to {float(np.atleast_1d(sums)[bad[0]]):.6g}, not 1"
-        raise ModelFileError(path, f"{where}: {key} is not stochastic ({what})")
-
-
-def _softmax_rows(x):
-    x = x - x.max(axis=-1, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(axis=-1, keepdims=True)
+    try:
+        check_stochastic(key, arr, atol=_STOCHASTIC_ATOL)
+    except ValueError as e:
+        raise ModelFileError(path, f"{where}: {e}") from None
 
 
 def _positive_int(attrs, key, path, where):
@@ -176,9 +167,9 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
         _check_stochastic(arrays[key], path, where, key)
     if kind == "dense":
         U, Z, W, V = (arrays["embeddings/" + k] for k in "UZWV")
-        if np.max(np.abs(_softmax_rows(Z @ U.T) - arrays["transmat"])) > _EMBEDDING_ATOL:
+        if np.max(np.abs(softmax(Z @ U.T, axis=1) - arrays["transmat"])) > _EMBEDDING_ATOL:
             raise ModelFileError(path, f"{where}: transmat does not match softmax(Z U^T) of the stored embeddings")
-        if np.max(np.abs(_softmax_rows(W @ V.T) - arrays["emissionprob"])) > _EMBEDDING_ATOL:
+        if np.max(np.abs(softmax(W @ V.T, axis=1) - arrays["emissionprob"])) > _EMBEDDING_ATOL:
             raise ModelFileError(path, f"{where}: emissionprob does not match softmax(W V^T) of the stored embeddings")
     vocab = None
     if "vocabulary" in mg:
@@ -193,11 +184,12 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
             raise ModelFileError(path, f"{where}: dataset 'vocabulary' holds duplicate symbols")
     info["vocabulary"] = vocab
     info["tag_vocabulary"] = _read_strings(mg, path, where, "tag_vocabulary") if "tag_vocabulary" in mg else None
-    info["config"] = _read_group_attrs(mg, "config", path, where) or {}
+    info["config"] = migrate_config(kind, _read_group_attrs(mg, "config", path, where) or {})
     info["metrics"] = _read_group_attrs(mg, "metrics", path, where) or {}
     info["provenance"] = _read_group_attrs(mg, "provenance", path, where)
     info["provenance_test"] = _read_group_attrs(mg, "provenance_test", path, where)
     info["software"] = _read_group_attrs(mg, "software", path, where) or {}
+    info["notes"] = _read_group_attrs(mg, "notes", path, where) or {}
     if "history" in mg:
         if not isinstance(mg["history"], h5py.Group):
             raise ModelFileError(path, f"{where}: 'history' is not a group")
@@ -224,7 +216,7 @@ def read_model_info(path, name: Optional[str] = None, *, arrays: bool = True) ->
     Returns a dict with ``name``, ``attrs`` (kind, n_states, n_symbols, dim, fit_method, seed,
     device_used, created_utc, ...), ``arrays`` (``startprob``, ``transmat``, ``emissionprob``,
     ``embeddings/U`` ...; only shapes when ``arrays=False``), ``vocabulary``, ``config``,
-    ``history``, ``metrics``, ``provenance``, ``provenance_test``, ``software`` and ``file``
+    ``history``, ``metrics``, ``provenance``, ``provenance_test``, ``software``, ``notes`` and ``file``
     (the root attributes).  No model object is built (so TensorFlow is never imported).
     """
     def run():
@@ -253,30 +245,6 @@ def model_summaries(path) -> List[dict]:
         finally:
             f.close()
     return _guard(path, run)
-
-
-_POSITIONAL = ("n_states", "n_symbols", "dim", "n_components", "kind")
-
-
-def _construct(cls, args: tuple, config: dict, path, where: str = "model"):
-    """Call ``cls(*args, **config)`` with only the keywords its constructor accepts."""
-    config = {k: v for k, v in config.items() if k not in _POSITIONAL}
-    try:
-        sig = inspect.signature(cls)
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-            unknown = [k for k in config if k not in sig.parameters]
-            if unknown:
-                warnings.warn(f"{path}: {where}: ignoring configuration keys {unknown} that {cls.__name__} "
-                              f"does not accept",
-                              RuntimeWarning, stacklevel=3)
-            config = {k: v for k, v in config.items() if k in sig.parameters}
-    except (TypeError, ValueError):
-        pass
-    try:
-        return cls(*args, **config)
-    except (TypeError, ValueError) as e:
-        raise ModelFileError(path, f"{where}: the stored configuration is not accepted by {cls.__name__} "
-                                   f"({e})") from None
 
 
 def load_model(path, name: Optional[str] = None):
@@ -311,49 +279,40 @@ def load_model(path, name: Optional[str] = None):
         raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
 
 
+#: Model-group attributes that hold the fitted attributes of ``model.arrays()`` (same names).
+_FITTED_KEYS = ("stop_reason", "start_mode", "seed_used", "device_used", "restart_losses")
+
+
 def _build_model(spath: str, info: dict):
+    """The model of a read group: the registry builds it from the (migrated) configuration,
+    ``set_arrays`` restores the fitted state bit for bit."""
     a = info["attrs"]
+    where = f"model {info['name']!r}"
     cfg = dict(info["config"])
-    n, m = int(a["n_states"]), int(a["n_symbols"])
-    if "seed" in a and "seed" not in cfg:
-        cfg["seed"] = a["seed"]
+    # the group's validated attributes are authoritative for the shapes
+    cfg["n_states"], cfg["n_symbols"] = int(a["n_states"]), int(a["n_symbols"])
     if a["kind"] == "dense":
-        from ..dense import DenseHMM
-        if a.get("fit_method") and "fit_method" not in cfg:
-            cfg["fit_method"] = a["fit_method"]
-        model = _construct(DenseHMM, (n, int(a["dim"]), m), cfg, spath, f"model {info['name']!r}")
-        if isinstance(a.get("start_mode"), str):
-            model.start_mode_ = a["start_mode"]
-        emb = {k: info["arrays"]["embeddings/" + k] for k in EMBEDDINGS}
-        if info.get("features") is not None and cfg.get("symbol_features"):
-            from ..features import SymbolFeatures
-            fi = info["features"]
-            model.features_ = SymbolFeatures(str(cfg["symbol_features"]), fi["vocabulary"], fi["index"][:, 0].copy(),
-                                             fi["index"][:, 1].copy(), m)
-            emb["feature_V"] = info["arrays"]["embeddings/feature_V"]
-        setter = getattr(model, "set_embeddings", None)
-        if callable(setter):
-            setter(emb)
-        else:
-            model.embeddings_ = emb
-    else:
-        from ..standard import StandardHMM
-        model = _construct(StandardHMM, (n, m), cfg, spath, f"model {info['name']!r}")
-    model.n_symbols = m
-    model.startprob_ = info["arrays"]["startprob"]
-    model.transmat_ = info["arrays"]["transmat"]
-    model.emissionprob_ = info["arrays"]["emissionprob"]
+        cfg["dim"] = int(a["dim"])
+    try:
+        model = model_from_config(a["kind"], cfg)
+    except (TypeError, ValueError) as e:
+        raise ModelFileError(spath, f"{where}: the stored configuration is not accepted by "
+                                   f"{model_class(a['kind']).__name__} ({e})") from None
+    arrays = info["arrays"]
+    if info.get("features") is not None and cfg.get("symbol_features"):  # symbol features (issue 14)
+        from ..features import SymbolFeatures
+        fi = info["features"]
+        model.features_ = SymbolFeatures(str(cfg["symbol_features"]), fi["vocabulary"], fi["index"][:, 0].copy(),
+                                         fi["index"][:, 1].copy(), int(a["n_symbols"]))
+    state: Dict[str, Any] = {"params": {k.split("/")[-1]: v for k, v in arrays.items()},
+                             "history": info["history"]}
+    fitted = {attr.rstrip("_") for attr in model.fitted_attrs}
+    for key in _FITTED_KEYS:
+        if key in fitted and key in a and a[key] != "":
+            state[key] = a[key]
+    model.set_arrays(state)
     model.vocabulary = info["vocabulary"]
     model.tag_vocabulary = info.get("tag_vocabulary")
-    model.history_ = info["history"]
-    model.stop_reason_ = a.get("stop_reason", "")
-    if a.get("device_used"):
-        try:
-            model.device_used_ = a["device_used"]
-        except AttributeError:  # a read-only property
-            pass
-    if "seed_used" in a and hasattr(model, "seed_used_"):
-        model.seed_used_ = a["seed_used"]
     model.metrics_ = info["metrics"]
     model.provenance_ = info["provenance"]
     model.provenance_test_ = info["provenance_test"]

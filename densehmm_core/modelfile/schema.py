@@ -10,12 +10,19 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
-FORMAT_NAME = "densehmm-model"
-SCHEMA_VERSION = 1
+from ..hmm_base import MATRIX_NAMES
+from ..maths import EMBEDDING_NAMES
+from ..registry import MODEL_KINDS
 
-MATRICES = ("startprob", "transmat", "emissionprob")
-EMBEDDINGS = ("U", "Z", "W", "V", "z_start")
-KINDS = ("standard", "dense")
+FORMAT_NAME = "densehmm-model"
+#: 2: the model contract of issue 12 (config = constructor arguments, ``n_iter``,
+#: ``cooc_steps``, ``mstep_steps``); version-1 configurations are migrated on read
+#: (:func:`densehmm_core.registry.migrate_config`).
+SCHEMA_VERSION = 2
+
+KINDS = tuple(MODEL_KINDS)
+MATRICES = MATRIX_NAMES
+EMBEDDINGS = EMBEDDING_NAMES
 
 # history mask values (the "missing" attribute of a history column)
 _PRESENT, _NONE, _ABSENT = 0, 1, 2

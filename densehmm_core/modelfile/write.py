@@ -13,33 +13,19 @@ from .schema import (_ABSENT, _NONE, EMBEDDINGS, FORMAT_NAME, MATRICES, SCHEMA_V
                      _h5py, _json_default, _open_existing, _utc_now, _write_attrs, software_versions)
 
 
-def _kind_of(model) -> str:
-    if hasattr(model, "embeddings_") or type(model).__name__ == "DenseHMM":
-        return "dense"
-    return "standard"
-
-
 # --------------------------------------------------------------- saving
-def _model_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
-    params = dict(params or {})
-    out = {}
-    for key in MATRICES:
-        v = params.get(key)
-        if v is None:
-            v = getattr(model, key + "_", None)
-        if v is None:
-            raise ValueError(f"the model has no {key} yet: fit it (or set its parameters) before saving")
-        out[key] = np.asarray(v)
-    if _kind_of(model) == "dense":
-        emb = dict(getattr(model, "embeddings_", None) or {})
-        for key in EMBEDDINGS:
-            v = params.get(key, emb.get(key))
-            if v is None:
-                raise ValueError(f"the dense model has no embedding {key} yet")
-            out["embeddings/" + key] = np.asarray(v)
-        if emb.get("feature_V") is not None and getattr(model, "features_", None) is not None:
-            out["embeddings/feature_V"] = np.asarray(emb["feature_V"])  # symbol features (issue 14)
-    return out
+def _file_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
+    """The datasets of a model group (path in the group -> array): ``model.arrays()["params"]``,
+    or the given ``params`` (a checkpoint's event snapshot, same keys) instead."""
+    src = dict(params) if params is not None else model.arrays()["params"]
+    names = MATRICES + (EMBEDDINGS if model.kind == "dense" else ())
+    missing = [k for k in names if src.get(k) is None]
+    if missing:
+        raise ValueError(f"the model has no {', '.join(missing)} yet: fit it (or set its parameters) "
+                         "before saving")
+    if model.kind == "dense" and src.get("feature_V") is not None and model.features_ is not None:
+        names = names + ("feature_V",)  # symbol features (issue 14)
+    return {(k if k in MATRICES else "embeddings/" + k): np.asarray(src[k]) for k in names}
 
 
 def _write_history(group, history: List[Mapping[str, Any]]) -> None:
@@ -89,38 +75,34 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
 
 
 def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpus, metrics,
-                 extra_attrs: Mapping[str, Any]) -> None:
+                 extra_attrs: Mapping[str, Any], trained_utc: Optional[str] = None,
+                 notes: Optional[Mapping[str, Any]] = None) -> None:
     h5py = _h5py()
-    kind = _kind_of(model)
+    kind = model.kind
     n = int(arrays["transmat"].shape[0])
     m = int(arrays["emissionprob"].shape[1])
+    cfg = model.get_config()
+    state = model.arrays()
     attrs = {
         "kind": kind,
         "class": type(model).__name__,
         "n_states": n,
         "n_symbols": m,
         "created_utc": _utc_now(),
-        "stop_reason": str(getattr(model, "stop_reason_", "") or ""),
+        "trained_utc": str(trained_utc) if trained_utc else _utc_now(),
+        "stop_reason": str(state.get("stop_reason") or ""),
     }
     if kind == "dense":
         attrs["dim"] = int(arrays["embeddings/V"].shape[1])
-    fit_method = getattr(model, "fit_method", None)
-    attrs["fit_method"] = str(fit_method) if fit_method is not None else ("baum-welch" if kind == "standard" else "")
-    seed = getattr(model, "seed", None)
-    if seed is not None:
-        attrs["seed"] = seed
-    seed_used = getattr(model, "seed_used_", None)
-    if seed_used is not None:
-        attrs["seed_used"] = seed_used
-    start_mode = getattr(model, "start_mode_", None)
-    if isinstance(start_mode, str):
-        attrs["start_mode"] = start_mode
-    device = getattr(model, "device_used_", None)
-    attrs["device_used"] = "" if device is None else str(device)
-    try:
+    attrs["fit_method"] = str(cfg.get("fit_method", "baum-welch"))
+    if cfg.get("seed") is not None:
+        attrs["seed"] = cfg["seed"]
+    for key in ("seed_used", "start_mode", "restart_losses"):
+        if state.get(key) is not None:
+            attrs[key] = state[key]
+    attrs["device_used"] = str(state.get("device_used") or "")
+    if model.n_symbols is not None:
         attrs["n_parameters"] = int(model.n_parameters)
-    except Exception:  # an estimator that cannot count its parameters yet
-        pass
     attrs.update(extra_attrs)
     _write_attrs(mg, attrs)
 
@@ -137,7 +119,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         eg.attrs["description"] = ("A = softmax(Z U^T) row-wise, B = softmax(W V^T) row-wise, "
                                    "pi = softmax(U z_start) (cooc fits store the stationary pi in startprob)")
 
-    vocab = getattr(model, "vocabulary", None)
+    vocab = model.vocabulary
     if vocab is None and corpus is not None:
         vocab = getattr(corpus, "vocabulary", None)
     if vocab is not None:
@@ -148,7 +130,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
 
     # Symbol features (issue 14): the feature names, which symbol has which feature, and
     # embeddings/feature_V; V is stored as the effective embedding (own + features).
-    feats = getattr(model, "features_", None)
+    feats = model.features_ if model.kind == "dense" else None
     if feats is not None and "embeddings/feature_V" in arrays:
         mg.create_dataset("feature_vocabulary", data=np.array(list(feats.vocabulary), dtype=object),
                           dtype=h5py.string_dtype("utf-8"))
@@ -164,18 +146,16 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         mg.create_dataset("tag_vocabulary", data=np.array([str(t) for t in tags], dtype=object),
                           dtype=h5py.string_dtype("utf-8"))
 
-    cfg = {}
-    get_config = getattr(model, "get_config", None)
-    if callable(get_config):
-        cfg = get_config()
     cg = mg.create_group("config", track_order=True)
-    _write_attrs(cg, dict(cfg))
+    _write_attrs(cg, cfg)
 
     hg = mg.create_group("history", track_order=True)
-    _write_history(hg, list(getattr(model, "history_", None) or []))
+    _write_history(hg, state["history"])
 
     metg = mg.create_group("metrics", track_order=True)
     _write_attrs(metg, dict(metrics or {}))
+    if notes:
+        _write_attrs(mg.create_group("notes", track_order=True), dict(notes))
 
     for gname, corp in (("provenance", corpus), ("provenance_test", test_corpus)):
         if corp is None:
@@ -264,7 +244,8 @@ def _atomic_rewrite(path, write_fn) -> None:
 
 def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, test_corpus: Any = None,
                metrics: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
-               params: Optional[Mapping[str, Any]] = None) -> str:
+               params: Optional[Mapping[str, Any]] = None, trained_utc: Optional[str] = None,
+               notes: Optional[Mapping[str, Any]] = None) -> str:
     """Save a fitted model into an HDF5 file (atomically; other models in the file are kept).
 
     Parameters
@@ -290,6 +271,13 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         Arrays to store instead of the model's current ones (keys ``startprob``,
         ``transmat``, ``emissionprob`` and for dense models ``U, Z, W, V, z_start``),
         e.g. the ``params`` snapshot of a :class:`ProgressEvent` for checkpoints.
+    trained_utc : str, optional
+        When training finished (ISO 8601, UTC), stored as ``trained_utc``; default: now
+        (the time of writing, right for a model saved as its fit ends).
+    notes : dict, optional
+        Anything else to keep with the model (JSON-able values), stored in the group
+        ``notes`` and read back as ``read_model_info(...)["notes"]`` (e.g. the app's
+        session: job name, settings, data-set reference).
 
     Returns
     -------
@@ -305,8 +293,8 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         The model has no parameters, or an invalid name.
     """
     spath = os.fspath(path)
-    arrays = _model_arrays(model, params)
-    kind = _kind_of(model)
+    arrays = _file_arrays(model, params)
+    kind = model.kind
     if name is not None:
         _check_name(name)
     chosen: Dict[str, str] = {}
@@ -328,14 +316,14 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
             if old_name == new_name:
                 mg = models.create_group(new_name, track_order=True)
                 _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                             extra_attrs={"name": new_name})
+                             extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
                 wrote = True
             else:
                 old.copy(old["models"][old_name], models, name=old_name)
         if not wrote:
             mg = models.create_group(new_name, track_order=True)
             _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                         extra_attrs={"name": new_name})
+                         extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
 
     _atomic_rewrite(spath, write_fn)
     return chosen["name"]
