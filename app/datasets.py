@@ -13,7 +13,8 @@ import numpy as np
 
 __all__ = ["DataSet", "ModelSet", "demo_dataset", "DEMO_SIZE", "DEMO_FORM", "load_path", "is_model_file", "MODEL_SUFFIXES",
            "DATA_FILTERS", "data_filters", "dataset_summary",
-           "preprocess_corpus", "split_corpus", "save_models", "score_model", "encode_for", "unknown_note", "reopen_dataset"]
+           "preprocess_corpus", "split_corpus", "save_models", "score_model", "encode_for", "unknown_note", "reopen_dataset",
+           "format_of_filter"]
 
 MODEL_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
@@ -178,19 +179,31 @@ def load_models(path: str) -> ModelSet:
     return ModelSet(path=os.path.abspath(path), models=models, info=info)
 
 
-def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None):
+def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, format: str = "auto"):
     """Read one file (runs on a background thread): a DataSet for data, a ModelSet for .h5 files.
 
     ``progress(bytes_read, total_bytes)`` is passed to ``densehmm_core.data.load`` for data
-    files (model files report nothing: their size says little about the reading time).
+    files (model files report nothing: their size says little about the reading time);
+    ``format`` names the data format ("auto": detected; see :func:`format_of_filter`).
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if is_model_file(path):
         return load_models(path)
     from densehmm_core import data
-    corpus = data.load(path, progress=progress) if progress is not None else data.load(path)
+    corpus = data.load(path, format=format or "auto", progress=progress)
     return dataset_from_corpus(path, corpus, split, seed)
+
+
+def format_of_filter(chosen: str) -> Optional[str]:
+    """The data format named by an Open dialog's file-type filter ("CoNLL-U (...)" -> "conllu");
+    None for "All supported files", "All files" and model files (the format is then detected)."""
+    from densehmm_core.data import FORMATS
+    label = str(chosen or "").rsplit(" (", 1)[0].strip()   # "<label> (<patterns>)"
+    for key, spec in FORMATS.items():
+        if spec.get("label") == label:
+            return key
+    return None
 
 
 def dataset_summary(ds: DataSet) -> dict:

@@ -86,6 +86,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self._pending_loads = 0
         self._load_serial = 0
         self._load_progress = {}            # load serial -> (bytes read, total or None)
+        self._load_batch = 0
+        self._batches = {}                  # open_files call -> {"pending": n, "failed": [(path, message)]}
         self._sweeps = 0
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False

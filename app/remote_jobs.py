@@ -128,7 +128,8 @@ class RemoteSweeps(QObject):
         else:
             save_dir, temp = None, False
         first = jobs[0]
-        runs = [RemoteRun(j.run_id, j.model.kind, j.model.get_config(), label=j.name) for j in jobs]
+        runs = [RemoteRun(j.run_id, j.model.kind, j.model.get_config(), label=j.name, fit_kwargs=j.fit_kwargs)
+                for j in jobs]
         holder: Dict[str, _Sweep] = {}
         core = RemoteSweep(runs, first.train, first.test, scheduler=target, workers=workers, save_dir=save_dir,
                            on_result=lambda r: self._result.emit(holder["s"], r),

@@ -54,6 +54,7 @@ class RemoteRun:
     kind: str
     config: dict
     label: str = ""
+    fit_kwargs: dict = field(default_factory=dict)   # extra keyword arguments of ``iter_fit``
 
 
 @dataclass
@@ -95,16 +96,19 @@ class _EventCancel(CancelToken):
 
 
 def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_dir: Optional[str] = None,
-              topic: Optional[str] = None, cancel_event: Optional[str] = None) -> dict:
+              topic: Optional[str] = None, cancel_event: Optional[str] = None,
+              fit_kwargs: Optional[dict] = None) -> dict:
     """Build the model of ``(kind, config)``, fit it on ``shared["train"]`` (evaluation data
     ``shared["test"]``) and return ``{"row": metrics, "history": model.history_}``.
 
     Row keys: ``status`` (``ok``, ``diverged: ...`` or ``cancelled``), ``stop`` (the
-    trainer's stop reason), ``iterations``, ``total`` (the most it could have done), ``train_nll`` and ``test_nll`` (negative
-    log-likelihood per token, :func:`densehmm_core.metrics.normalized_nll`), ``mad`` (the
-    trainer's last co-occurrence MAD, ``None`` when it reports none), ``n_states``,
-    ``n_symbols``, ``parameters``, ``fit_seconds``, ``model_path`` (``None`` unless
-    ``save_dir``) and ``worker`` (its address, ``""`` outside Dask).
+    trainer's stop reason), ``iterations``, ``total`` (the most it could have done),
+    ``train_nll`` and ``test_nll`` (negative log-likelihood per token,
+    :func:`densehmm_core.metrics.normalized_nll`), ``mad`` (the trainer's last
+    co-occurrence MAD, ``None`` when it reports none), ``n_states``, ``n_symbols``,
+    ``parameters``, ``fit_seconds``, ``model_path`` (``None`` unless ``save_dir``) and
+    ``worker`` (its address, ``""`` outside Dask).  ``fit_kwargs``: extra arguments of
+    ``iter_fit``.
 
     ``topic``: the Dask worker-event topic that receives ``running`` and progress events;
     ``cancel_event``: the name of the Dask event that asks this run to stop.  Both are
@@ -129,7 +133,7 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
     next_report = t0 + PROGRESS_INTERVAL_S
     total = None
     try:
-        for ev in model.iter_fit(train, eval_data=test, cancel=cancel):
+        for ev in model.iter_fit(train, eval_data=test, cancel=cancel, **dict(fit_kwargs or {})):
             total = ev.total
             if worker is not None and time.perf_counter() >= next_report:
                 next_report = time.perf_counter() + PROGRESS_INTERVAL_S
@@ -234,7 +238,8 @@ class RemoteSweep:
                 key = f"densehmm-{self.sweep_id}-{run_id}"
                 fut = self.client.submit(
                     train_run, run.kind, dict(run.config), shared, run_id=run_id, save_dir=self.save_dir,
-                    topic=self.topic, cancel_event=f"{key}-cancel", key=key, retries=self.retries, pure=False)
+                    topic=self.topic, cancel_event=f"{key}-cancel", fit_kwargs=dict(run.fit_kwargs),
+                    key=key, retries=self.retries, pure=False)
                 with self._lock:
                     self._futures[run_id] = fut
                 fut.add_done_callback(lambda f, rid=run_id: self._on_done(rid, f))
