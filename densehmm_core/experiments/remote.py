@@ -95,11 +95,6 @@ class _EventCancel(CancelToken):
         return self._event.is_set()
 
 
-def _build(kind: str, config: dict):
-    from ..worker import _build as build  # the one place that maps (kind, config) to a model
-    return build(kind, config)
-
-
 def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_dir: Optional[str] = None,
               topic: Optional[str] = None, cancel_event: Optional[str] = None,
               fit_kwargs: Optional[dict] = None) -> dict:
@@ -131,7 +126,8 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
                                  "name": str(worker.name)})
     cancel = _EventCancel(cancel_event) if cancel_event else None
     train, test = shared["train"], shared.get("test")
-    model = _build(kind, config)
+    from ..registry import model_from_config
+    model = model_from_config(kind, config)
     status = "ok"
     t0 = time.perf_counter()
     next_report = t0 + PROGRESS_INTERVAL_S

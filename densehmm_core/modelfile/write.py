@@ -37,7 +37,7 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
     group.attrs["n_records"] = np.int64(len(history))
     for col in columns:
         mask = np.zeros(len(history), dtype=np.int8)
-        vals = []
+        vals: List[Any] = []
         for i, rec in enumerate(history):
             if col not in rec:
                 mask[i] = _ABSENT
