@@ -16,7 +16,10 @@ current option names (schema-v1 files: ``em_iter`` -> ``n_iter``; DenseHMM's
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, Mapping, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple, Type
+
+if TYPE_CHECKING:
+    from .hmm_base import BaseHMM
 
 __all__ = ["MODEL_KINDS", "model_class", "model_from_config", "migrate_config"]
 
@@ -27,7 +30,7 @@ MODEL_KINDS: Dict[str, Tuple[str, str]] = {
 }
 
 
-def model_class(kind: str) -> type:
+def model_class(kind: str) -> "Type[BaseHMM]":
     """The estimator class of a model kind (``"standard"``, ``"dense"``)."""
     try:
         module, name = MODEL_KINDS[kind]
@@ -36,7 +39,7 @@ def model_class(kind: str) -> type:
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)
 
 
-def model_from_config(kind: str, config: Mapping[str, Any]):
+def model_from_config(kind: str, config: Mapping[str, Any]) -> Any:
     """Build an unfitted model of ``kind`` from its configuration (``model.get_config()``).
 
     Raises

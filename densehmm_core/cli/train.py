@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from typing import Tuple
 
 from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _load_model, _metric_values, _out,
                      _user_error_types)
@@ -305,7 +306,7 @@ def _apply_overrides(model, args) -> None:
                 changes[opt] = getattr(args, opt)
         if method == "em":
             changes["n_iter"] = args.iter if args.iter is not None else max(1, int(cfg["n_iter"]) - done)
-            flags = (("mstep_steps", "mstep_steps"),)
+            flags: Tuple[Tuple[str, str], ...] = (("mstep_steps", "mstep_steps"),)
         else:
             flags = (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"))
         for opt, key in flags:

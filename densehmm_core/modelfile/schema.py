@@ -100,22 +100,41 @@ def _write_attrs(group, values: Mapping[str, Any]) -> None:
 
 
 def _read_attrs(group, path, where: str) -> Dict[str, Any]:
+    """A group's attributes as plain values; anything unreadable or of an unsupported type
+    (opaque, references, compound, non-UTF-8 bytes) is a ModelFileError naming the attribute."""
     out: Dict[str, Any] = {}
     try:
-        json_keys = set(json.loads(_as_str(group.attrs.get("json_keys", "[]"))))
+        raw_keys = group.attrs.get("json_keys", "[]")
+        json_keys = set(json.loads(_as_str(raw_keys)))
     except (ValueError, TypeError) as e:
         raise ModelFileError(path, f"{where}: the json_keys attribute is not valid JSON ({e})") from None
-    for key, value in group.attrs.items():
+    try:
+        names = list(group.attrs.keys())
+    except (OSError, RuntimeError, ValueError, TypeError) as e:
+        raise ModelFileError(path, f"{where}: the attributes cannot be listed ({e})") from None
+    for key in names:
         if key == "json_keys":
             continue
-        if key in json_keys:
-            try:
+        try:
+            value = group.attrs[key]
+        except (OSError, RuntimeError, ValueError, TypeError, KeyError) as e:
+            raise ModelFileError(path, f"{where}: attribute {key!r} cannot be read ({e})") from None
+        try:
+            if key in json_keys:
                 out[key] = json.loads(_as_str(value))
-            except (ValueError, TypeError) as e:
-                raise ModelFileError(path, f"{where}: attribute {key!r} is not valid JSON ({e})") from None
-        else:
-            out[key] = _attr_value(value)
+            else:
+                out[key] = _attr_value(value)
+        except UnicodeDecodeError:
+            raise ModelFileError(path, f"{where}: attribute {key!r} is not valid UTF-8 text") from None
+        except _UnsupportedValue as e:
+            raise ModelFileError(path, f"{where}: attribute {key!r} has an unsupported type ({e})") from None
+        except (ValueError, TypeError, RecursionError) as e:
+            raise ModelFileError(path, f"{where}: attribute {key!r} is not valid JSON ({e})") from None
     return out
+
+
+class _UnsupportedValue(TypeError):
+    """An attribute value that is not a number, a string or an array of them."""
 
 
 def _as_str(value: Any) -> str:
@@ -129,13 +148,27 @@ def _as_str(value: Any) -> str:
 def _attr_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8")
+    if isinstance(value, str):
+        return value
     if isinstance(value, np.bool_):
         return bool(value)
+    if isinstance(value, np.void):
+        raise _UnsupportedValue("opaque or compound data")
     if isinstance(value, np.generic):
-        return value.item()
+        if value.dtype.kind not in "biufcSU":
+            raise _UnsupportedValue(str(value.dtype))
+        if value.dtype.kind == "c":
+            raise _UnsupportedValue("complex number")
+        return value.item() if value.dtype.kind not in "SU" else _attr_value(value.item())
     if isinstance(value, np.ndarray):
-        return [_attr_value(v) for v in value.tolist()] if value.dtype.kind in "OSU" else value.tolist()
-    return value
+        if value.dtype.kind in "OSU":
+            return [_attr_value(v) for v in value.tolist()]
+        if value.dtype.kind not in "biuf":
+            raise _UnsupportedValue(f"array of {value.dtype}")
+        return value.tolist()
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    raise _UnsupportedValue(type(value).__name__)
 
 
 def software_versions() -> Dict[str, str]:
@@ -172,13 +205,43 @@ def _check_name(name: str) -> str:
 
 # ------------------------------------------------------------- opening
 def _open_existing(path, mode="r"):
-    """Open a file that must be one of ours; raise ModelFileError otherwise."""
+    """Open a file that must be one of ours; raise ModelFileError otherwise.
+
+    Only a regular file is opened (a FIFO or device would block or never end); the
+    root must say ``format="densehmm-model"`` with an integral ``schema_version`` this
+    code reads, and ``/models`` must be a group reached by a hard link.
+    """
+    import errno
+    import stat
+
     h5py = _h5py()
     spath = os.fspath(path)
-    if not os.path.exists(spath):
-        raise ModelFileError(spath, "no such file")
-    if os.path.isdir(spath):
+    try:
+        st = os.stat(spath)
+    except FileNotFoundError:
+        if os.path.islink(spath):
+            raise ModelFileError(spath, "no such file (a symbolic link to a missing file)") from None
+        raise ModelFileError(spath, "no such file") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ModelFileError(spath, "cannot be opened: a symbolic link loop") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ModelFileError(spath, "permission denied: the file (or a folder on its path) is not readable") \
+                from None
+        raise ModelFileError(spath, f"cannot be opened ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
         raise ModelFileError(spath, "is a folder, not a model file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelFileError(spath, "is not a regular file (a FIFO, device or socket)")
+    try:
+        with open(spath, "rb"):
+            pass
+        from . import safety
+        safety.probe(spath, st)  # damaged files can hang or crash HDF5: read them in a child first
+    except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ModelFileError(spath, "permission denied: the file is not readable") from None
+        raise ModelFileError(spath, f"cannot be opened ({e.strerror or e})") from None
     try:
         is_h5 = h5py.is_hdf5(spath)
     except OSError as e:
@@ -187,30 +250,52 @@ def _open_existing(path, mode="r"):
         raise ModelFileError(spath, "is not an HDF5 file (a densehmm model file is HDF5)")
     try:
         f = h5py.File(spath, mode)
-    except OSError as e:
-        raise ModelFileError(spath, f"is a damaged or unreadable HDF5 file ({e})") from None
+    except (OSError, RuntimeError, ValueError) as e:
+        raise ModelFileError(spath, f"is a damaged or unreadable HDF5 file ({_one_line(e)})") from None
     try:
-        fmt = f.attrs.get("format")
-        if fmt is None or _as_str(fmt) != FORMAT_NAME:
-            raise ModelFileError(spath, f"is an HDF5 file but not a densehmm model file "
-                                        f"(root attribute format={_as_str(fmt) if fmt is not None else 'missing'}, "
-                                        f"expected {FORMAT_NAME!r})")
-        version = f.attrs.get("schema_version")
         try:
-            version = int(version)
-        except (TypeError, ValueError):
-            raise ModelFileError(spath, f"has an invalid schema_version attribute ({version!r})") from None
+            fmt = f.attrs.get("format")
+            fmt_text = None if fmt is None else _as_str(fmt)
+        except (OSError, RuntimeError, TypeError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+            raise ModelFileError(spath, f"is an HDF5 file but its format attribute cannot be read "
+                                        f"({_one_line(e)})") from None
+        if fmt_text != FORMAT_NAME:
+            shown = "missing" if fmt_text is None else repr(fmt_text[:40])
+            raise ModelFileError(spath, f"is an HDF5 file but not a densehmm model file "
+                                        f"(root attribute format={shown}, expected {FORMAT_NAME!r})")
+        try:
+            version = f.attrs.get("schema_version")
+        except (OSError, RuntimeError, TypeError, ValueError) as e:
+            raise ModelFileError(spath, f"has an unreadable schema_version attribute ({_one_line(e)})") from None
+        try:
+            if isinstance(version, (bool, np.bool_, str, bytes)):
+                raise TypeError
+            fv = float(version)
+            if not fv.is_integer():
+                raise ValueError
+            version = int(fv)
+        except (TypeError, ValueError, OverflowError):
+            raise ModelFileError(spath, f"has an invalid schema_version attribute ({str(version)[:40]}); "
+                                        f"expected an integer") from None
         if version > SCHEMA_VERSION:
             raise ModelFileError(spath, f"was written with schema version {version}, newer than this densehmm "
                                         f"reads (up to {SCHEMA_VERSION}); upgrade densehmm to read it")
         if version < 1:
             raise ModelFileError(spath, f"has an invalid schema_version {version}")
-        if "models" not in f or not isinstance(f["models"], h5py.Group):
+        from . import safety
+        if "models" not in f:
+            raise ModelFileError(spath, "has no /models group")
+        if not isinstance(safety.child(f, "models", spath, "the file"), h5py.Group):
             raise ModelFileError(spath, "has no /models group")
     except Exception:
         f.close()
         raise
     return f
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception's text on one line (HDF5's messages hold newlines)."""
+    return " ".join(str(e).split())
 
 
 def _resolve_name(f, path, name: Optional[str]) -> str:

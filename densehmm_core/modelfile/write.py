@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
@@ -39,7 +37,7 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
     group.attrs["n_records"] = np.int64(len(history))
     for col in columns:
         mask = np.zeros(len(history), dtype=np.int8)
-        vals = []
+        vals: List[Any] = []
         for i, rec in enumerate(history):
             if col not in rec:
                 mask[i] = _ABSENT
@@ -175,71 +173,62 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
     _write_attrs(sg, software_versions())
 
 
-def _fsync_dir(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _atomic_rewrite(path, write_fn) -> None:
-    """Write a new version of ``path``: temp file in the same folder, fsync, os.replace."""
+    """Write a new version of ``path`` through :mod:`densehmm_core.fileio`.
+
+    Under the file's lock (so concurrent writers serialise and none loses another's
+    model), the current file is re-read, the whole new file is built **in memory** by
+    ``write_fn(old, models_group)`` (HDF5 never writes to disk, so a full disk cannot
+    leave it in a broken state), and the bytes are written to a temporary file that
+    atomically replaces ``path``.  Every failure is a one-line :class:`ModelFileError`
+    and leaves the previous file unchanged.
+    """
+    import io
+
+    from .. import fileio
     h5py = _h5py()
     spath = os.path.abspath(os.fspath(path))
     folder = os.path.dirname(spath)
     if not os.path.isdir(folder):
         raise ModelFileError(spath, f"the folder {folder} does not exist")
-    old = None
-    if os.path.exists(spath):
-        old = _open_existing(spath)  # refuses foreign/newer files: never replace what we cannot read
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(spath) + ".", suffix=".tmp")
-    except OSError as e:
-        if old is not None:
-            old.close()
-        raise ModelFileError(spath, f"cannot write in {folder} ({e.strerror or e})") from None
-    os.close(fd)
-    try:
-        try:
-            with h5py.File(tmp, "w", track_order=True) as f:
-                f.attrs["format"] = FORMAT_NAME
-                f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
-                f.attrs["writer"] = "densehmm " + software_versions()["densehmm"]
-                f.attrs["modified_utc"] = _utc_now()
-                f.attrs["description"] = ("Hidden Markov models written by DenseHMM Studio; "
-                                          "one group per model under /models (see docs/FILE_FORMAT.md)")
-                models = f.create_group("models", track_order=True)
-                write_fn(old, models)
-                f.flush()
-        finally:
-            if old is not None:
-                old.close()
-                old = None
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        if os.path.exists(spath):
-            mode = stat.S_IMODE(os.stat(spath).st_mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, spath)
-        _fsync_dir(folder)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError) and not isinstance(e, ModelFileError):
-            raise ModelFileError(spath, f"could not be written ({e}); the previous file is unchanged") from e
+        with fileio.file_lock(spath):
+            fileio.check_writable(spath, what="model file")  # read-only, a folder, a FIFO: refused now
+            old = _open_existing(spath) if os.path.lexists(spath) else None
+            buf = io.BytesIO()
+            try:
+                with h5py.File(buf, "w", track_order=True) as f:
+                    f.attrs["format"] = FORMAT_NAME
+                    f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+                    f.attrs["writer"] = "densehmm " + software_versions()["densehmm"]
+                    f.attrs["modified_utc"] = _utc_now()
+                    f.attrs["description"] = ("Hidden Markov models written by DenseHMM Studio; "
+                                              "one group per model under /models (see docs/FILE_FORMAT.md)")
+                    models = f.create_group("models", track_order=True)
+                    write_fn(old, models)
+            finally:
+                if old is not None:
+                    old.close()
+            fileio.write_bytes(spath, buf.getbuffer())
+            from . import safety
+            safety.trust(spath)  # our own bytes (old models were probed before they were copied)
+    except ModelFileError:
         raise
+    except fileio.FileWriteError as e:
+        if e.disk_full:
+            raise ModelFileError(spath, "could not be written: the disk is full; the previous file is "
+                                        "unchanged") from None
+        raise ModelFileError(spath, f"{e.reason}; the previous file is unchanged") from None
+    except (OSError, RuntimeError) as e:
+        what = "the disk is full" if fileio.is_disk_full(e) else " ".join(str(e).split())
+        raise ModelFileError(spath, f"could not be written ({what}); the previous file is unchanged") from e
+
+
+def copy_checked(old, models, name: str, path) -> None:
+    """Copy model ``name`` of the old file into the new one, after checking it (links, storage)."""
+    from . import safety
+    src, _ = safety.model_group(old, path, name)
+    old.copy(src, models, name=name)
 
 
 def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, test_corpus: Any = None,
@@ -319,7 +308,7 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
                              extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
                 wrote = True
             else:
-                old.copy(old["models"][old_name], models, name=old_name)
+                copy_checked(old, models, old_name, spath)
         if not wrote:
             mg = models.create_group(new_name, track_order=True)
             _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
@@ -339,7 +328,7 @@ def delete_model(path, name: str) -> None:
             raise ModelFileError(spath, f"has no model named {name!r} (it holds: {', '.join(names)})")
         for n in names:
             if n != name:
-                old.copy(old["models"][n], models, name=n)
+                copy_checked(old, models, n, spath)
 
     if not os.path.exists(spath):
         raise ModelFileError(spath, "no such file")
