@@ -5,9 +5,9 @@
 task (:func:`train_run`) builds the model from its ``(kind, config)`` -- the model's
 ``get_config()`` -- with :func:`densehmm_core.model_from_config`, fits it on the
 scattered training split with the test split as evaluation data, and returns a metrics
-row and the model's ``history_`` (plain numbers).  No model crosses the network: with ``save_dir`` (a folder every worker
-can write, i.e. shared storage) the worker also saves the fitted model to
-``save_dir/<run id>.h5`` and the row names that file.
+row and the model's ``history_`` (plain numbers).  No model crosses the network: with
+``save_dir`` (a folder every worker can write, i.e. shared storage) the worker also saves
+the fitted model to ``save_dir/<run id>.h5`` and the row names that file.
 
 How a front end follows the runs (all Qt-free; the callbacks run on Dask's threads,
 never on the caller's):
