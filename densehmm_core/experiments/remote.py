@@ -3,11 +3,11 @@
 :class:`RemoteSweep` sends the training and test sequences to the cluster once
 (``scatter(..., broadcast=True)``) and submits one task per :class:`RemoteRun`.  A
 task (:func:`train_run`) builds the model from its ``(kind, config)`` -- the model's
-``get_config()`` --, fits it on the scattered training split with the test split as
-evaluation data, and returns a metrics row and the model's ``history_`` (plain
-numbers).  No model crosses the network: with ``save_dir`` (a folder every worker
-can write, i.e. shared storage) the worker also saves the fitted model to
-``save_dir/<run id>.h5`` and the row names that file.
+``get_config()`` -- with :func:`densehmm_core.model_from_config`, fits it on the
+scattered training split with the test split as evaluation data, and returns a metrics
+row and the model's ``history_`` (plain numbers).  No model crosses the network: with
+``save_dir`` (a folder every worker can write, i.e. shared storage) the worker also saves
+the fitted model to ``save_dir/<run id>.h5`` and the row names that file.
 
 How a front end follows the runs (all Qt-free; the callbacks run on Dask's threads,
 never on the caller's):
@@ -118,6 +118,7 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
 
     from ..events import TrainingDiverged
     from ..metrics import normalized_nll
+    from ..registry import model_from_config
     worker = None
     if topic is not None:
         import distributed
@@ -126,7 +127,6 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
                                  "name": str(worker.name)})
     cancel = _EventCancel(cancel_event) if cancel_event else None
     train, test = shared["train"], shared.get("test")
-    from ..registry import model_from_config
     model = model_from_config(kind, config)
     status = "ok"
     t0 = time.perf_counter()
