@@ -10,8 +10,114 @@ import numpy as np
 from . import safety
 from ..maths import check_stochastic, softmax
 from ..registry import migrate_config, model_class, model_from_config
-from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, KINDS, MATRICES,
-                     ModelFileError, _as_str, _h5py, _open_existing, _read_attrs, _resolve_name)
+from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, FORMAT_NAME, KINDS, MATRICES,
+                     SCHEMA_VERSION, ModelFileError, _as_str, _h5py, _read_attrs)
+
+
+# ------------------------------------------------------------- opening
+def _open_existing(path, mode="r"):
+    """Open a file that must be one of ours; raise ModelFileError otherwise.
+
+    Only a regular file is opened (a FIFO or device would block or never end); the
+    root must say ``format="densehmm-model"`` with an integral ``schema_version`` this
+    code reads, and ``/models`` must be a group reached by a hard link.
+    """
+    import errno
+    import stat
+
+    h5py = _h5py()
+    spath = os.fspath(path)
+    try:
+        st = os.stat(spath)
+    except FileNotFoundError:
+        if os.path.islink(spath):
+            raise ModelFileError(spath, "no such file (a symbolic link to a missing file)") from None
+        raise ModelFileError(spath, "no such file") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ModelFileError(spath, "cannot be opened: a symbolic link loop") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ModelFileError(spath, "permission denied: the file (or a folder on its path) is not readable") \
+                from None
+        raise ModelFileError(spath, f"cannot be opened ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelFileError(spath, "is a folder, not a model file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelFileError(spath, "is not a regular file (a FIFO, device or socket)")
+    try:
+        with open(spath, "rb"):
+            pass
+        safety.probe(spath, st, probe_read)  # damaged files can hang or crash HDF5: read them in a child first
+    except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ModelFileError(spath, "permission denied: the file is not readable") from None
+        raise ModelFileError(spath, f"cannot be opened ({e.strerror or e})") from None
+    try:
+        is_h5 = h5py.is_hdf5(spath)
+    except OSError as e:
+        raise ModelFileError(spath, f"cannot be read ({e})") from None
+    if not is_h5:
+        raise ModelFileError(spath, "is not an HDF5 file (a densehmm model file is HDF5)")
+    try:
+        f = h5py.File(spath, mode)
+    except (OSError, RuntimeError, ValueError) as e:
+        raise ModelFileError(spath, f"is a damaged or unreadable HDF5 file ({_one_line(e)})") from None
+    try:
+        try:
+            fmt = f.attrs.get("format")
+            fmt_text = None if fmt is None else _as_str(fmt)
+        except (OSError, RuntimeError, TypeError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+            raise ModelFileError(spath, f"is an HDF5 file but its format attribute cannot be read "
+                                        f"({_one_line(e)})") from None
+        if fmt_text != FORMAT_NAME:
+            shown = "missing" if fmt_text is None else repr(fmt_text[:40])
+            raise ModelFileError(spath, f"is an HDF5 file but not a densehmm model file "
+                                        f"(root attribute format={shown}, expected {FORMAT_NAME!r})")
+        try:
+            version = f.attrs.get("schema_version")
+        except (OSError, RuntimeError, TypeError, ValueError) as e:
+            raise ModelFileError(spath, f"has an unreadable schema_version attribute ({_one_line(e)})") from None
+        try:
+            if isinstance(version, (bool, np.bool_, str, bytes)):
+                raise TypeError
+            fv = float(version)
+            if not fv.is_integer():
+                raise ValueError
+            version = int(fv)
+        except (TypeError, ValueError, OverflowError):
+            raise ModelFileError(spath, f"has an invalid schema_version attribute ({str(version)[:40]}); "
+                                        f"expected an integer") from None
+        if version > SCHEMA_VERSION:
+            raise ModelFileError(spath, f"was written with schema version {version}, newer than this densehmm "
+                                        f"reads (up to {SCHEMA_VERSION}); upgrade densehmm to read it")
+        if version < 1:
+            raise ModelFileError(spath, f"has an invalid schema_version {version}")
+        if "models" not in f:
+            raise ModelFileError(spath, "has no /models group")
+        if not isinstance(safety.child(f, "models", spath, "the file"), h5py.Group):
+            raise ModelFileError(spath, "has no /models group")
+    except Exception:
+        f.close()
+        raise
+    return f
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception's text on one line (HDF5's messages hold newlines)."""
+    return " ".join(str(e).split())
+
+
+def _resolve_name(f, path, name: Optional[str]) -> str:
+    names = list(f["models"].keys())
+    if not names:
+        raise ModelFileError(path, "holds no models")
+    if name is None:
+        if len(names) > 1:
+            raise ModelFileError(path, f"holds {len(names)} models ({', '.join(names)}); choose one by name")
+        return names[0]
+    if name not in names:
+        raise ModelFileError(path, f"has no model named {name!r} (it holds: {', '.join(names)})")
+    return name
 
 
 def list_models(path) -> List[str]:

@@ -32,7 +32,7 @@ import select
 import signal
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from .schema import ModelFileError, _h5py
 
@@ -211,7 +211,7 @@ _in_probe = False
 def _file_key(st: os.stat_result, path=None) -> tuple:
     """Identifies one version of a file: its stat, and for files up to 64 MB a hash of the
     content too (a file rewritten in place within one timestamp tick keeps its stat)."""
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if path is not None and st.st_size <= 64 << 20:
         import hashlib
         try:
@@ -242,10 +242,11 @@ def probe_enabled() -> bool:
     return hasattr(os, "fork") and not _in_probe and os.environ.get("DENSEHMM_NO_PROBE", "") in ("", "0")
 
 
-def probe(path, st: Optional[os.stat_result] = None) -> None:
-    """Read ``path`` completely in a forked process first; raise ModelFileError if that fails,
-    hangs (killed after :data:`PROBE_TIMEOUT` s) or crashes.  No-op where fork is missing,
-    inside a probe, or with ``DENSEHMM_NO_PROBE=1``."""
+def probe(path, st: Optional[os.stat_result], read: Callable[[str], None]) -> None:
+    """Read ``path`` completely with ``read`` (the reader's ``probe_read``, passed in so that
+    this module does not import the reader) in a forked process first; raise ModelFileError
+    if that fails, hangs (killed after :data:`PROBE_TIMEOUT` s) or crashes.  No-op where fork
+    is missing, inside a probe, or with ``DENSEHMM_NO_PROBE=1``."""
     if not probe_enabled():
         return
     spath = os.fspath(path)
@@ -259,7 +260,7 @@ def probe(path, st: Optional[os.stat_result] = None) -> None:
             base = float(os.environ.get("DENSEHMM_PROBE_TIMEOUT", PROBE_TIMEOUT))
         except ValueError:
             base = PROBE_TIMEOUT
-        problem = _run_probe(spath, base + st.st_size / 50e6)
+        problem = _run_probe(spath, base + st.st_size / 50e6, read)
         _remember(key, problem)
     if problem:
         raise ModelFileError(spath, problem)
@@ -280,7 +281,7 @@ def _limit_memory(extra: int) -> None:  # pragma: no cover - runs in the probe p
         pass
 
 
-def _run_probe(spath: str, timeout: float) -> Optional[str]:
+def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optional[str]:
     h5py = _h5py()
     r, w = os.pipe()
     # Hold h5py's global lock across fork: no other thread of this process is then inside
@@ -295,9 +296,8 @@ def _run_probe(spath: str, timeout: float) -> Optional[str]:
             _in_probe = True
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             _limit_memory(PROBE_MEMORY + 40 * os.stat(spath).st_size)
-            from .read import probe_read
             try:
-                probe_read(spath)
+                read(spath)
                 code, text = 0, ""
             except ModelFileError as e:
                 code, text = 1, e.problem
@@ -342,9 +342,9 @@ def _run_probe(spath: str, timeout: float) -> Optional[str]:
             name = str(sig)
         return f"is damaged: reading it crashed the HDF5 library ({name})"
     text = b"".join(chunks).decode("utf-8", "replace")
-    code, _, message = text.partition("\n")
-    if code == "0":
+    answer, _, message = text.partition("\n")
+    if answer == "0":
         return None
-    if code == "1" and message:
+    if answer == "1" and message:
         return message
     return "is damaged: the reading process ended without an answer"

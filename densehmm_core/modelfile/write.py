@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Mapping, Optional
 import numpy as np
 
 from .schema import (_ABSENT, _NONE, EMBEDDINGS, FORMAT_NAME, MATRICES, SCHEMA_VERSION, ModelFileError, _check_name,
-                     _h5py, _json_default, _open_existing, _utc_now, _write_attrs, software_versions)
+                     _h5py, _json_default, _utc_now, _write_attrs, software_versions)
+from .read import _open_existing
 
 
 # --------------------------------------------------------------- saving
