@@ -15,6 +15,7 @@ No maths here: the runner only drives the core's generator.
 """
 from __future__ import annotations
 
+import datetime as _dt
 import enum
 import itertools
 import os
@@ -27,6 +28,10 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 from .live import LiveFeed
 
 __all__ = ["JobState", "Job", "JobManager"]
+
+
+def _utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 class JobState(str, enum.Enum):
@@ -97,6 +102,7 @@ class Job:
         self.total: Optional[int] = None
         self.started_at: Optional[float] = None
         self.finished_at: Optional[float] = None
+        self.finished_utc: Optional[str] = None   # when training ended (ISO 8601): the .h5 "trained"
         # progress, kept up to date by the manager's LiveFeed
         self.last_event = None    # newest event taken on the GUI thread (params filled in)
         self.last_params: Optional[dict] = None
@@ -167,7 +173,7 @@ class _JobRunner(QRunnable):
                 pool = shared_pool()
                 try:
                     worker = pool.acquire()
-                except Exception as exc:  # no worker process here: train in the app instead
+                except Exception as exc:  # noqa: BLE001 - no worker process here (any reason): train in the app
                     job.notes.append(f"no worker process could be started ({type(exc).__name__}: {exc}); "
                                      f"the job trained in the app's process")
                 else:
@@ -194,7 +200,7 @@ class _JobRunner(QRunnable):
                 state = JobState.CANCELLED
         except TrainingDiverged as exc:
             state, reason = JobState.DIVERGED, str(exc) or "training diverged"
-        except Exception as exc:  # the app must survive any trainer failure
+        except Exception as exc:  # noqa: BLE001 - the app must survive any trainer failure (shown in the job)
             state, reason, error = JobState.FAILED, f"{type(exc).__name__}: {exc}", traceback.format_exc()
             remote = getattr(exc, "remote_traceback", "")
             if remote:  # a failure inside the worker process: show its traceback
@@ -363,12 +369,10 @@ class JobManager(QObject):
             return
         self.live.take(job)
         job.finished_at = time.perf_counter() if job.started_at is not None else None
+        job.finished_utc = _utc_now()
         job.state, job.reason, job.error = state, reason, error
         if state == JobState.DIVERGED:
             # The model keeps its last finite parameters: show those.
-            try:
-                job.last_params = job.model.params
-            except Exception:
-                pass
+            job.last_params = job.model.arrays()["params"]
         self.live.forward(job)
         self.job_finished.emit(job)

@@ -11,6 +11,7 @@ Concerns, one module each (mixed into :class:`MainWindow`):
 * ``app.window.data``: data sets and opening files;
 * ``app.window.jobs``: starting, following and showing jobs;
 * ``app.window.results``: model files, scoring, comparing, exporting models and figures;
+* ``app.window.sessions``: File > Save session / Open session;
 * ``app.window.dragdrop``: drag and drop.
 
 Live updates of the selected job are :class:`app.live.LiveFeed`'s (``self.jobs.live``).
@@ -18,6 +19,7 @@ Live updates of the selected job are :class:`app.live.LiveFeed`'s (``self.jobs.l
 from __future__ import annotations
 
 import functools
+import os
 import time
 from typing import List, Optional
 
@@ -44,6 +46,7 @@ from .window.dragdrop import DropMixin, local_paths
 from .window.jobs import JobsMixin
 from .window.menus import MenusMixin
 from .window.results import ResultsMixin
+from .window.sessions import SessionsMixin
 
 ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see _pyside_fix)
 
@@ -54,7 +57,7 @@ __all__ = ["MainWindow", "local_paths"]
 CLOSE_WAIT_S = 1.4
 
 
-class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, QMainWindow):
+class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, DropMixin, QMainWindow):
     """DenseHMM Studio's main window.
 
     Parameters
@@ -83,6 +86,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self._pending_loads = 0
         self._load_serial = 0
         self._load_progress = {}            # load serial -> (bytes read, total or None)
+        self._load_batch = 0
+        self._batches = {}                  # open_files call -> {"pending": n, "failed": [(path, message)]}
         self._sweeps = 0
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
@@ -149,8 +154,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         """The views of ``app/views`` (created on first use); the selected job's live updates
         reach it through ``self.jobs.live``."""
         if self._dashboard is None:
-            self._dashboard = Dashboard(get_default_dir=lambda: self.settings.last_folder,
-                                        on_exported=lambda path: self.log_panel.log(f"Saved: {path}"))
+            self._dashboard = Dashboard(get_default_dir=lambda: self.settings.export_folder,
+                                        on_exported=self._exported)
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
             self._dashboard.decode.dataset_chosen.connect(self.decode_on)
@@ -293,6 +298,11 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, DropMixin, 
         self.tf_label.setText("TensorFlow: unavailable")
         self.log_panel.log(f"TensorFlow could not be loaded: {exc}. Standard HMMs still work.", "error")
         self.background_ready.emit()
+
+    def _exported(self, path) -> None:
+        """A figure or CSV was written: log it and remember its folder (kept across restarts)."""
+        self.settings.export_folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+        self.log_panel.log(f"Saved: {path}")
 
     def _error_dialog(self, title: str, message: str) -> None:
         QMessageBox.critical(self, title, message)

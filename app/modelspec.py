@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["MODEL_TYPES", "ModelSpec", "build_model", "paper_defaults", "sweep_grid", "PAPER_GRID",
-           "fair_states"]
+__all__ = ["MODEL_TYPES", "CONFIG_KEYS", "ModelSpec", "build_model", "model_config", "paper_defaults",
+           "sweep_grid", "PAPER_GRID", "fair_states"]
 
 #: key -> label shown in the form
 MODEL_TYPES = {
@@ -20,26 +19,35 @@ MODEL_TYPES = {
 PAPER_GRID = {3: (1, 2, 3), 5: (2, 3, 5), 10: (2, 3, 5, 10)}
 
 
+#: Which configuration option each form field sets, per model type (the one place the form's
+#: values meet the estimators' option names; ``n`` and ``l`` are ``n_states`` and ``dim``).
+#: ``steps`` is the form's "training length" field: Adam steps of the co-occurrence fit,
+#: EM iterations, or Baum-Welch iterations.
+CONFIG_KEYS = {
+    "dense_cooc": {"lr": "lr", "steps": "cooc_steps", "tol": "tol", "restarts": "restarts",
+                   "preset": "preset", "seed": "seed", "device": "device"},
+    "dense_em": {"lr": "lr", "steps": "n_iter", "mstep_steps": "mstep_steps", "tol": "tol",
+                 "restarts": "restarts", "preset": "preset", "seed": "seed", "device": "device"},
+    "standard": {"steps": "n_iter", "tol": "tol", "seed": "seed"},
+    "standard_fair": {"steps": "n_iter", "tol": "tol", "seed": "seed"},
+}
+
+
 def paper_defaults(kind: str, preset: str = "paper") -> dict:
     """Training settings of a model type: the core's named preset ("paper" or the tuned "default").
 
-    Dense models read :data:`densehmm_core.dense.PRESETS`; standard HMMs use the core's
-    Baum-Welch defaults (the paper does not state its iteration count).
+    Dense models read :data:`densehmm_core.dense.PRESETS` (through :data:`CONFIG_KEYS`);
+    standard HMMs use the core's Baum-Welch defaults (the paper does not state its
+    iteration count).
     """
     out = {"lr": 0.01, "steps": 100, "tol": 1e-4, "mstep_steps": 25}
     if kind.startswith("dense"):
+        from densehmm_core.dense import PRESETS
         method = "cooc" if kind == "dense_cooc" else "em"
-        try:
-            from densehmm_core.dense import PRESETS
-            p = PRESETS.get(preset, PRESETS.get("paper", {})).get(method, {})
-        except Exception:  # core not importable: the paper's numbers
-            p = {"cooc": {"lr": 0.001, "steps": 10000, "tol": 0.0},
-                 "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 0.0}}[method]
-        if method == "cooc":
-            out.update(lr=float(p.get("lr", 0.001)), steps=int(p.get("steps", 10000)), tol=float(p.get("tol", 0.0)))
-        else:
-            out.update(lr=float(p.get("lr", 0.01)), steps=int(p.get("em_iter", 40)), tol=float(p.get("tol", 0.0)),
-                       mstep_steps=int(p.get("steps", 25)))
+        p = PRESETS[preset][method]
+        for field, key in CONFIG_KEYS[kind].items():
+            if field in out and key in p:
+                out[field] = p[key]
     return out
 
 
@@ -90,67 +98,33 @@ def fair_states(n: int, m: int, l: int) -> int:
     return int(n_fair(int(n), int(m), int(l)))
 
 
-def _accepts(fn) -> Tuple[set, bool]:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # pragma: no cover
-        return set(), True
-    names = set(sig.parameters)
-    var_kw = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
-    return names, var_kw
-
-
-def _pick(names: set, var_kw: bool, candidates: List[str], value: Any, out: Dict[str, Any]) -> None:
-    for c in candidates:
-        if c in names:
-            out[c] = value
-            return
+def model_config(spec: ModelSpec, n_symbols: int, device: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
+    """The form's values as ``(kind, config)`` for :func:`densehmm_core.model_from_config`
+    (each field maps to one option through :data:`CONFIG_KEYS`)."""
+    values = dataclasses.asdict(spec)
+    values["device"] = (spec.device if device is None else device) or "auto"
+    if spec.is_dense:
+        kind = "dense"
+        cfg: Dict[str, Any] = {"n_states": int(spec.n), "dim": int(spec.l), "n_symbols": int(n_symbols),
+                               "fit_method": "cooc" if spec.kind == "dense_cooc" else "em"}
+    else:
+        kind = "standard"
+        n_states = int(spec.n) if spec.kind == "standard" else fair_states(spec.n, n_symbols, spec.l)
+        cfg = {"n_states": n_states, "n_symbols": int(n_symbols)}
+    for field, key in CONFIG_KEYS[spec.kind].items():
+        cfg[key] = values[field]
+    return kind, cfg
 
 
 def build_model(spec: ModelSpec, n_symbols: int, device: Optional[str] = None):
-    """Create the core estimator for a form.
+    """Create the core estimator for a form through the core's registry.
 
-    Returns ``(model, n_states, fit_kwargs)``; the core's constructor signatures are
-    inspected so that only the options they accept are passed.
+    Returns ``(model, n_states, fit_kwargs)`` (``fit_kwargs`` is empty: every option is in
+    the model's configuration).
     """
-    import densehmm_core as core
-    device = spec.device if device is None else device
-    out: Dict[str, Any] = {}
-    if spec.is_dense:
-        cls = core.DenseHMM
-        names, var_kw = _accepts(cls.__init__)
-        n_states = int(spec.n)
-        kwargs: Dict[str, Any] = {"n_states": n_states, "dim": int(spec.l), "n_symbols": int(n_symbols),
-                                  "fit_method": "cooc" if spec.kind == "dense_cooc" else "em",
-                                  "seed": int(spec.seed)}
-        _pick(names, var_kw, ["preset"], spec.preset, kwargs)
-        _pick(names, var_kw, ["lr", "learning_rate"], float(spec.lr), kwargs)
-        if spec.kind == "dense_cooc":
-            _pick(names, var_kw, ["steps", "n_steps", "max_steps"], int(spec.steps), kwargs)
-        else:
-            _pick(names, var_kw, ["em_iter", "n_iter", "max_iter"], int(spec.steps), kwargs)
-            _pick(names, var_kw, ["steps", "mstep_steps", "m_steps"], int(spec.mstep_steps), kwargs)
-        _pick(names, var_kw, ["tol", "tolerance"], float(spec.tol), kwargs)
-        _pick(names, var_kw, ["device"], device or "auto", kwargs)
-        _pick(names, var_kw, ["restarts", "n_restarts"], int(spec.restarts), kwargs)
-    else:
-        cls = core.StandardHMM
-        names, var_kw = _accepts(cls.__init__)
-        n_states = int(spec.n) if spec.kind == "standard" else fair_states(spec.n, n_symbols, spec.l)
-        kwargs = {"n_states": n_states, "n_symbols": int(n_symbols), "seed": int(spec.seed)}
-        _pick(names, var_kw, ["device"], device or "auto", kwargs)
-        _pick(names, var_kw, ["n_iter", "max_iter", "n_steps"], int(spec.steps), kwargs)
-        _pick(names, var_kw, ["tol", "tolerance"], float(spec.tol), kwargs)
-        if int(spec.restarts) > 1:
-            _pick(names, var_kw, ["n_restarts", "restarts"], int(spec.restarts), kwargs)
-    model = cls(**kwargs)
-    if int(spec.restarts) > 1 and not any(k in kwargs for k in ("n_restarts", "restarts")):
-        fnames, fvar = _accepts(model.iter_fit)
-        for c in ("n_restarts", "restarts"):
-            if c in fnames:
-                out[c] = int(spec.restarts)
-                break
-    return model, n_states, out
+    from densehmm_core import model_from_config
+    kind, cfg = model_config(spec, n_symbols, device)
+    return model_from_config(kind, cfg), cfg["n_states"], {}
 
 
 def sweep_grid(spec: ModelSpec, repeats: int) -> List[ModelSpec]:

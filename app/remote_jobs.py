@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from typing import Callable, Dict, List, Optional
 
@@ -127,7 +128,8 @@ class RemoteSweeps(QObject):
         else:
             save_dir, temp = None, False
         first = jobs[0]
-        runs = [RemoteRun(j.run_id, j.model.kind, j.model.get_config(), label=j.name) for j in jobs]
+        runs = [RemoteRun(j.run_id, j.model.kind, j.model.get_config(), label=j.name, fit_kwargs=j.fit_kwargs)
+                for j in jobs]
         holder: Dict[str, _Sweep] = {}
         core = RemoteSweep(runs, first.train, first.test, scheduler=target, workers=workers, save_dir=save_dir,
                            on_result=lambda r: self._result.emit(holder["s"], r),
@@ -162,7 +164,9 @@ class RemoteSweeps(QObject):
             return
         if info.get("state") == "running":
             job.worker = str(info.get("worker", ""))
-            job.device = "dask " + job.worker.split("://")[-1] if job.worker else "dask"
+            name = str(info.get("name", ""))   # a local cluster's workers are called 0, 1, ...
+            short = name if name and len(name) <= 12 else job.worker.split("://")[-1]
+            job.device = f"dask {short}" if short else "dask"
             if job.started_at is None:
                 job.started_at = time.perf_counter()
             self.manager.mark_running(job)
@@ -182,6 +186,8 @@ class RemoteSweeps(QObject):
         job.remote_history = list(result.history)
         if job.remote_history:
             job.step = int(job.remote_history[-1].get("step") or 0)
+        if job.row.get("total"):
+            job.total = int(job.row["total"])
         state = _STATES[result.state]
         reason = result.error or job.row.get("stop") or result.state
         if state == JobState.DIVERGED:
@@ -231,7 +237,8 @@ class RemoteSweeps(QObject):
             return
         if all(j.state.is_final for j in sweep.jobs.values()):
             sweep.closed = True
-            tasks.run_background(lambda: self._close(sweep), lambda _: None)
+            # nothing to report back: a plain thread (a local cluster takes a second or two)
+            threading.Thread(target=self._close, args=(sweep,), name="densehmm-dask-close", daemon=True).start()
 
     def _close(self, sweep: _Sweep) -> None:
         """Disconnect (a local cluster is shut down); runs off the GUI thread or at quit."""
@@ -243,8 +250,7 @@ class RemoteSweeps(QObject):
     def close_all(self) -> None:
         """At quit: cancel what is left of every sweep and disconnect."""
         for sweep in self.sweeps:
-            if sweep.core.client is not None:
-                self._close(sweep)
+            self._close(sweep)   # waits for a close already under way on a background thread
         self.sweeps.clear()
 
 

@@ -46,6 +46,15 @@ class Settings:
     def last_folder(self, folder: str) -> None:
         self.q.setValue("files/last_folder", folder)
 
+    @property
+    def export_folder(self) -> str:
+        """Where figures and CSV files were last exported (the last data folder until then)."""
+        return str(self.q.value("files/export_folder", self.last_folder))
+
+    @export_folder.setter
+    def export_folder(self, folder: str) -> None:
+        self.q.setValue("files/export_folder", folder)
+
     def recent_files(self) -> List[str]:
         raw = self.q.value("files/recent", "[]")
         try:

@@ -9,13 +9,9 @@ import numpy as np
 
 # one BLAS thread for the small LM solves (shared with the inference engine)
 from .engine.numpy_engine import _single_threaded_blas as _single_thread_blas
+from .maths import softmax
 
 __all__ = ["unpack", "forward", "residual_jacobian", "levenberg_marquardt"]
-
-
-def _softmax(x: np.ndarray) -> np.ndarray:
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
 
 
 def unpack(theta: np.ndarray, n: int, m: int, l: int):
@@ -30,8 +26,8 @@ def unpack(theta: np.ndarray, n: int, m: int, l: int):
 def forward(theta: np.ndarray, n: int, m: int, l: int):
     """``(Omega, pi, A, B, G)`` with ``G = (I - A + 1 1^T)^{-1}`` (``pi^T = 1^T G``)."""
     U, Z, W, V = unpack(theta, n, m, l)
-    A = _softmax(Z @ U.T)
-    B = _softmax(W @ V.T)
+    A = softmax(Z @ U.T, axis=1)
+    B = softmax(W @ V.T, axis=1)
     G = np.linalg.inv(np.eye(n) - A + 1.0)
     pi = G.sum(axis=0)
     P = pi[:, None] * A

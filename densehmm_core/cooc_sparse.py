@@ -25,8 +25,9 @@ from typing import Iterable, Optional
 
 import numpy as np
 
-__all__ = ["PairCounts", "pair_counts", "omega_at", "omega_sq_norm", "sparse_mad", "sparse_sq_error",
-           "stationary"]
+from .maths import stationary_distribution
+
+__all__ = ["PairCounts", "pair_counts", "omega_at", "omega_sq_norm", "sparse_mad", "sparse_sq_error"]
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class PairCounts:
 def pair_counts(seqs: Iterable[np.ndarray], m: int) -> PairCounts:
     """Normalised counts of adjacent pairs ``(o_t, o_{t+1})`` inside each sequence, sparse.
 
-    Same numbers as :func:`densehmm_core.dense.empirical_omega` at its nonzeros; memory
+    Same numbers as :func:`densehmm_core.maths.empirical_cooc` at its nonzeros; memory
     ``O(number of pairs)``.
     """
     m = int(m)
@@ -83,15 +84,6 @@ def pair_counts(seqs: Iterable[np.ndarray], m: int) -> PairCounts:
     uniq, cnt = np.unique(np.concatenate(codes), return_counts=True)
     vals = cnt.astype(np.float64)
     return PairCounts(uniq // m, uniq % m, vals / vals.sum(), m)
-
-
-def stationary(A: np.ndarray) -> np.ndarray:
-    """Stationary distribution of a row-stochastic matrix (one n x n solve)."""
-    A = np.asarray(A, dtype=np.float64)
-    n = A.shape[0]
-    pi = np.linalg.solve(np.eye(n) - A.T + 1.0, np.ones(n))
-    pi = np.clip(pi, 0.0, None)
-    return pi / pi.sum()
 
 
 def omega_at(pi: np.ndarray, A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray,
@@ -125,7 +117,7 @@ def sparse_mad(pi: Optional[np.ndarray], A: np.ndarray, B: np.ndarray, pc: PairC
     ``pi`` defaults to the stationary distribution of ``A`` (as in the co-occurrence model).
     """
     if pi is None:
-        pi = stationary(A)
+        pi = stationary_distribution(A)
     om = omega_at(pi, A, B, pc.rows, pc.cols)
     total = float(np.sum(pi))  # sum of all entries of Omega (1 up to rounding)
     s = float(np.sum(np.abs(om - pc.vals))) + total - float(np.sum(om))

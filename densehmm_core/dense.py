@@ -15,12 +15,13 @@ Two training schemes (``fit_method``):
     where ``pi`` is the stationary distribution of ``A`` (a linear solve inside
     the TensorFlow graph, differentiated through) and ``Omega_gt`` the
     normalised counts of adjacent symbol pairs (or a matrix given to
-    :meth:`DenseHMM.fit_cooc`).  After the fit ``startprob_`` is the stationary
-    ``pi``.  The cost after counting does not depend on the data size.
+    :meth:`DenseHMM.fit_cooc`), with at most ``cooc_steps`` Adam steps and
+    ``finish_steps`` steps of a second-order finish.  After the fit
+    ``startprob_`` is the stationary ``pi``.  The cost after counting does not depend on the data size.
 ``"em"``
     Baum-Welch with a gradient M-step: E-step counts from the inference engine,
-    then ``steps`` Adam steps on ``-Q / n_tokens``; Adam's state persists across
-    EM iterations.
+    then ``mstep_steps`` Adam steps on ``-Q / n_tokens``, for at most ``n_iter``
+    EM iterations; Adam's state persists across EM iterations.
 
 See docs/DENSEHMM.md for the defaults, the presets (``"default"``, ``"paper"``)
 and how the tests pin the M-step loss down.
@@ -34,59 +35,46 @@ import numpy as np
 
 from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
 from .hmm_base import BaseHMM
+from .maths import EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, stationary_distribution
 from .sequences import n_tokens
 
-__all__ = ["DenseHMM", "PRESETS", "softmax", "stationary_np", "empirical_omega", "init_embeddings"]
+__all__ = ["DenseHMM", "PRESETS", "init_embeddings"]
 
 #: Hyper-parameter presets per fit method.  ``None`` constructor arguments take these values.
 PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     # Measured defaults (docs/DENSEHMM.md): normalised loss, larger Adam step with a cosine
     # decay, then an L-BFGS finish; early stopping on relative loss improvement per chunk.
     "default": {
-        "cooc": {"lr": 0.05, "lr_final": 0.001, "steps": 1000, "tol": 1e-7, "finish": "auto", "finish_steps": 500,
-                 "loss": "normalized", "restarts": 1, "stationary_grad": True},
-        "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 1e-6, "restarts": 1},
+        "cooc": {"lr": 0.05, "lr_final": 0.001, "cooc_steps": 1000, "tol": 1e-7, "finish": "auto",
+                 "finish_steps": 500, "loss": "normalized", "restarts": 1, "stationary_grad": True},
+        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 1e-6, "restarts": 1},
     },
     # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
     # loss with pi treated as a constant; EM with 25 Adam steps at lr 0.01 per M-step.
     "paper": {
-        "cooc": {"lr": 0.001, "lr_final": 0.001, "steps": 10000, "tol": 0.0, "finish": "none", "finish_steps": 0,
-                 "loss": "frobenius", "restarts": 1, "stationary_grad": False},
-        "em": {"lr": 0.01, "steps": 25, "em_iter": 40, "tol": 0.0, "restarts": 1},
+        "cooc": {"lr": 0.001, "lr_final": 0.001, "cooc_steps": 10000, "tol": 0.0, "finish": "none",
+                 "finish_steps": 0, "loss": "frobenius", "restarts": 1, "stationary_grad": False},
+        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 0.0, "restarts": 1},
     },
 }
 
 FIT_METHODS = ("cooc", "em", "cooc_em")
 #: Above this many symbols the co-occurrence fit uses the sparse loss (``sparse_cooc=None``).
 SPARSE_COOC_MIN_SYMBOLS = 1000
-EMBEDDING_NAMES = ("U", "Z", "W", "V", "z_start")
+#: The options a preset resolves (a ``None`` constructor argument takes the preset's value).
+PRESET_KEYS = ("lr", "lr_final", "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps",
+               "loss", "restarts", "stationary_grad")
+#: Options of the co-occurrence fit only (a ``cooc_em`` fit's cooc phase takes these, and
+#: ``restarts``, from the arguments; its other settings from the preset).
+COOC_ONLY_KEYS = ("lr_final", "cooc_steps", "finish", "finish_steps", "loss", "stationary_grad")
 
 
 # ---------------------------------------------------------------- numpy helpers
-def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax (float64)."""
-    x = np.asarray(x, dtype=np.float64)
-    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
-    return e / np.sum(e, axis=axis, keepdims=True)
-
-
-def stationary_np(A: np.ndarray) -> np.ndarray:
-    """Stationary distribution of a row-stochastic matrix: solves ``(I - A^T + 1 1^T) pi = 1``."""
-    A = np.asarray(A, dtype=np.float64)
-    n = A.shape[0]
-    return np.linalg.solve(np.eye(n) - A.T + 1.0, np.ones(n))
-
-
-def empirical_omega(seqs, m: int) -> np.ndarray:
-    """Normalised counts of adjacent symbol pairs ``(o_t, o_{t+1})`` within the sequences."""
-    counts = np.zeros(m * m, dtype=np.float64)
-    for s in seqs:
-        if len(s) > 1:
-            counts += np.bincount(s[:-1] * m + s[1:], minlength=m * m)
-    total = counts.sum()
-    if total <= 0:
-        raise ValueError("co-occurrence fit needs at least one sequence of length >= 2")
-    return (counts / total).reshape(m, m)
+def _empirical_omega(seqs, m: int) -> np.ndarray:
+    try:
+        return empirical_cooc(seqs, m)
+    except ValueError:
+        raise ValueError("co-occurrence fit needs at least one sequence of length >= 2") from None
 
 
 def init_embeddings(n: int, m: int, l: int, rng: np.random.Generator, scale: float = 1.0) -> dict:
@@ -183,10 +171,12 @@ class DenseHMM(BaseHMM):
         Adam learning rate (cooc: start of the cosine schedule; em: M-step learning rate).
     lr_final : float, optional
         Cooc only: learning rate at the end of the cosine schedule.
-    steps : int, optional
-        Cooc: maximum Adam steps.  EM: Adam steps per M-step.
-    em_iter : int, optional
-        EM only: maximum EM iterations.
+    cooc_steps : int, optional
+        Cooc only: maximum Adam steps of the co-occurrence fit.
+    mstep_steps : int, optional
+        EM only: Adam steps per M-step.
+    n_iter : int, optional
+        EM only: maximum EM iterations (as ``StandardHMM``'s ``n_iter``).
     tol : float, optional
         Cooc: stop the Adam phase when a chunk improves the loss by less than ``tol``
         (relative).  EM: stop when the relative change of the training log-likelihood is
@@ -257,11 +247,13 @@ class DenseHMM(BaseHMM):
     """
 
     kind = "dense"
+    fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
                  fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",
                  lr: Optional[float] = None, lr_final: Optional[float] = None,
-                 steps: Optional[int] = None, em_iter: Optional[int] = None,
+                 cooc_steps: Optional[int] = None, mstep_steps: Optional[int] = None,
+                 n_iter: Optional[int] = None,
                  tol: Optional[float] = None, finish: Optional[str] = None,
                  finish_steps: Optional[int] = None,
                  loss: Optional[str] = None, restarts: Optional[int] = None,
@@ -281,7 +273,8 @@ class DenseHMM(BaseHMM):
         self.dim = int(dim)
         self.fit_method = fit_method
         self.preset = preset
-        self.lr, self.lr_final, self.steps, self.em_iter = lr, lr_final, steps, em_iter
+        self.lr, self.lr_final = lr, lr_final
+        self.cooc_steps, self.mstep_steps, self.n_iter = cooc_steps, mstep_steps, n_iter
         self.tol, self.finish, self.finish_steps = tol, finish, finish_steps
         self.loss, self.restarts = loss, restarts
         if finish is not None and finish not in ("auto", "lm", "lbfgs", "none"):
@@ -312,18 +305,15 @@ class DenseHMM(BaseHMM):
     def hyper(self, method: Optional[str] = None) -> dict:
         """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
         method = method or self.fit_method
-        # cooc_em: explicit arguments shared by both schemes (lr, steps, tol) set the EM phase;
-        # its cooc phase takes the cooc-only ones (lr_final, finish, finish_steps, loss,
-        # stationary_grad) and restarts, the rest from the preset
+        # cooc_em: the shared arguments (lr, tol) set the EM phase; its cooc phase takes the
+        # cooc-only arguments and restarts, the rest from the preset
         cooc_phase = self.fit_method == "cooc_em" and method == "cooc"
         if method == "cooc_em":
             method = "em"
         base = dict(PRESETS[self.preset][method])
-        em_keys = PRESETS[self.preset]["em"]
-        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "finish", "finish_steps", "loss", "restarts",
-                    "stationary_grad"):
+        for key in PRESET_KEYS:
             val = getattr(self, key)
-            if val is not None and key in base and (not cooc_phase or key == "restarts" or key not in em_keys):
+            if val is not None and key in base and (not cooc_phase or key in COOC_ONLY_KEYS + ("restarts",)):
                 base[key] = val
         if method == "cooc":
             base["snapshot_every"] = self.snapshot_every or 1000
@@ -332,16 +322,13 @@ class DenseHMM(BaseHMM):
         return base
 
     def get_config(self) -> dict:
-        """Hyper-parameters as a JSON-able dict; ``DenseHMM(**cfg)`` rebuilds the estimator."""
+        """The constructor's keyword arguments, with the options left at ``None`` resolved from the
+        preset for ``fit_method`` (so a model file records the settings used); ``DenseHMM(**cfg)``
+        rebuilds an equal, unfitted estimator.  Options of another fit method stay as given."""
+        cfg = super().get_config()
         h = self.hyper()
-        cfg = {"n_states": self.n_states, "dim": self.dim, "n_symbols": self.n_symbols,
-               "fit_method": self.fit_method, "seed": self.seed, "preset": self.preset,
-               "device": self.device, "chunk": self.chunk, "init_scale": self.init_scale,
-               "param_limit": self.param_limit, "jit": self.jit, "engine": self.engine,
-               "symbol_features": self.symbol_features, "sparse_cooc": self.sparse_cooc}
-        for key in ("lr", "lr_final", "steps", "em_iter", "tol", "finish", "finish_steps", "loss", "restarts",
-                    "stationary_grad", "snapshot_every"):
-            val = h.get(key, getattr(self, key))
+        for key in PRESET_KEYS + ("snapshot_every",):
+            val = h.get(key, cfg[key])
             cfg[key] = val.item() if isinstance(val, np.generic) else val
         return cfg
 
@@ -371,7 +358,7 @@ class DenseHMM(BaseHMM):
         ``start_mode`` ``"embedding"`` (``pi = softmax(U z_start)``) or ``"stationary"``
         (``pi`` = stationary distribution of ``A``); default: keep the current mode.
         """
-        missing = [k for k in EMBEDDING_NAMES if k not in emb]
+        missing = [k for k in EMBEDDING_NAMES if emb.get(k) is None]
         if missing:
             raise ValueError(f"embeddings lack {missing}")
         n, l = self.n_states, self.dim
@@ -399,13 +386,24 @@ class DenseHMM(BaseHMM):
         self._update_matrices()
         return self
 
+    def _param_arrays(self) -> Dict[str, np.ndarray]:
+        out = super()._param_arrays()
+        if out and self._embeddings is not None:
+            out.update(self._embeddings)
+        return out
+
+    def _set_param_arrays(self, params: Dict[str, Any]) -> None:
+        emb = {k: params.pop(k) for k in EMBEDDING_NAMES + ("feature_V",) if k in params}
+        if emb:
+            self.set_embeddings(emb)
+        super()._set_param_arrays(params)
+
     def _update_matrices(self) -> None:
         e = self._embeddings
         self.transmat_ = softmax(e["Z"] @ e["U"].T, axis=1)
         self.emissionprob_ = softmax(e["W"] @ e["V"].T, axis=1)
         if self.start_mode_ == "stationary":
-            pi = np.clip(stationary_np(self.transmat_), 0.0, None)
-            self.startprob_ = pi / pi.sum()
+            self.startprob_ = stationary_distribution(self.transmat_)
         else:
             self.startprob_ = softmax(e["U"] @ e["z_start"])
 
@@ -429,9 +427,7 @@ class DenseHMM(BaseHMM):
             (self._embeddings, self.startprob_, self.transmat_, self.emissionprob_,
              self.start_mode_) = saved
             return out
-        d = dict(self.params)
-        d.update(self._embeddings)
-        return snapshot(d)
+        return snapshot(self._param_arrays())
 
     # ------------------------------------------------------------- fitting
     def _rng(self, restart: int) -> np.random.Generator:
@@ -525,16 +521,8 @@ class DenseHMM(BaseHMM):
         self.n_symbols = size
         self.history_ = [] if init else list(self.history_)
         for ev in self._iter_cooc(om, init=init, eval_seqs=None, cancel=cancel, restarts=restarts):
-            self._record(ev)
+            self.record_event(ev)
             yield ev
-
-    def _record(self, ev: ProgressEvent) -> None:
-        rec = {"step": ev.step, "loss": ev.loss, "train_ll": ev.train_ll, "test_ll": ev.test_ll,
-               "elapsed": ev.elapsed, "phase": ev.phase}
-        rec.update({k: v for k, v in ev.metrics.items() if np.isscalar(v)})
-        self.history_.append(rec)
-        if ev.done:
-            self.stop_reason_ = ev.reason
 
     def _iter_fit(self, seqs, *, init, eval_seqs, cancel, restarts: Optional[int] = None,
                   **kw) -> Iterator[ProgressEvent]:
@@ -546,7 +534,7 @@ class DenseHMM(BaseHMM):
                 from .cooc_sparse import pair_counts
                 omega = pair_counts(seqs, self.n_symbols)
             else:
-                omega = empirical_omega(seqs, self.n_symbols)
+                omega = _empirical_omega(seqs, self.n_symbols)
         if self.fit_method == "cooc":
             yield from self._iter_cooc(omega, init=init, eval_seqs=eval_seqs, cancel=cancel,
                                        restarts=restarts)
@@ -602,9 +590,9 @@ class DenseHMM(BaseHMM):
         n, m, l = self.n_states, self.n_symbols, self.dim
         graph = self._graph(layout, omega)
         scale = 1.0 / sq_norm if h["loss"] == "normalized" else 1.0
-        steps, finish_steps, finish = int(h["steps"]), int(h["finish_steps"]), h["finish"]
+        steps, finish_steps, finish = int(h["cooc_steps"]), int(h["finish_steps"]), h["finish"]
         if steps < 0 or finish_steps < 0:
-            raise ValueError("steps and finish_steps must be >= 0")
+            raise ValueError("cooc_steps and finish_steps must be >= 0")
         fin_chunk = max(1, self.chunk // 10)
         tol, snap_every = float(h["tol"]), int(h["snapshot_every"])
         total = nr * (steps + finish_steps)
@@ -726,8 +714,7 @@ class DenseHMM(BaseHMM):
     def model_omega(self) -> np.ndarray:
         """``B^T diag(pi_stat) A B`` of the current matrices (``pi_stat`` stationary for ``A``)."""
         self._check_params()
-        pi = stationary_np(self.transmat_)
-        return self.emissionprob_.T @ ((pi[:, None] * self.transmat_) @ self.emissionprob_)
+        return analytic_cooc(None, self.transmat_, self.emissionprob_)
 
     # ........................................................... EM scheme
     def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
@@ -745,9 +732,9 @@ class DenseHMM(BaseHMM):
         etok = float(n_tokens(eval_seqs)) if eval_seqs is not None else 1.0
         # the training data's co-occurrence, sparse: the MAD below is exact at O(nnz n + n^2 m)
         omega_emp = pair_counts(seqs, m) if any(len(s) > 1 for s in seqs) else None
-        em_iter, steps, lr, tol = int(h["em_iter"]), int(h["steps"]), float(h["lr"]), float(h["tol"])
+        em_iter, steps, lr, tol = int(h["n_iter"]), int(h["mstep_steps"]), float(h["lr"]), float(h["tol"])
         if em_iter < 1 or steps < 1:
-            raise ValueError("em_iter and steps must be >= 1")
+            raise ValueError("n_iter and mstep_steps must be >= 1")
         snap_every = int(h["snapshot_every"])
         total = nr * em_iter
         clock = Stopwatch()

@@ -26,6 +26,7 @@ from typing import Dict, NamedTuple, Tuple
 import numpy as np
 
 from .device import import_tf
+from .maths import EMBEDDING_NAMES
 
 tf = import_tf()
 DT = tf.float64
@@ -41,7 +42,7 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
 class Layout:
     """Packing of the embeddings into one flat vector."""
 
-    NAMES = ("U", "Z", "W", "V", "z_start")
+    NAMES = EMBEDDING_NAMES
 
     def __init__(self, n: int, m: int, l: int) -> None:
         self.n, self.m, self.l = int(n), int(m), int(l)

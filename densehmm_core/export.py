@@ -37,18 +37,15 @@ def _arrays_of(source: Any, name: Optional[str]):
         if info.get("features") is not None:
             arrays["feature_vocabulary"] = np.array(info["features"]["vocabulary"], dtype=object)
         return arrays, info["vocabulary"], info["attrs"]["kind"]
-    model = source
-    arrays = {"startprob": model.startprob_, "transmat": model.transmat_, "emissionprob": model.emissionprob_}
-    if any(v is None for v in arrays.values()):
+    arrays = source.arrays()["params"]
+    if not arrays:
         raise ValueError("the model has no parameters yet: fit it before exporting")
-    emb = getattr(model, "embeddings_", None)
-    kind = "dense" if emb is not None or hasattr(model, "embeddings_") else "standard"
-    if emb:
-        arrays.update(emb)
-    feats = getattr(model, "features_", None)
-    if feats is not None and "feature_V" in arrays:
-        arrays["feature_vocabulary"] = np.array(feats.vocabulary, dtype=object)
-    return {k: np.asarray(v) for k, v in arrays.items()}, getattr(model, "vocabulary", None), kind
+    arrays = source.arrays()["params"]
+    if not arrays:
+        raise ValueError("the model has no parameters yet: fit it before exporting")
+    if "feature_V" in arrays:  # symbol features: the feature names of feature_V's rows
+        arrays["feature_vocabulary"] = np.array(source.features_.vocabulary, dtype=object)
+    return arrays, source.vocabulary, source.kind
 
 
 def model_tables(source: Any, name: Optional[str] = None) -> Dict[str, str]:

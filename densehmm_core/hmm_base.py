@@ -2,33 +2,34 @@
 
 Subclasses implement :meth:`_iter_fit` (a generator of :class:`ProgressEvent`)
 and :attr:`n_parameters`; everything else — scoring, decoding, sampling, the
-``fit`` loop with callback and cancel token, AIC/BIC — lives here once.
+``fit`` loop with callback and cancel token, AIC/BIC, the configuration and the
+fitted state — lives here once.
+
+The model contract (docs/ARCHITECTURE.md):
+
+* ``get_config()`` returns exactly the constructor's keyword arguments, so
+  ``type(m)(**m.get_config())`` rebuilds an equal, unfitted model (scikit-learn's
+  ``get_params`` rule); ``kind`` is a class attribute, not part of the config, and
+  :func:`densehmm_core.model_from_config` maps ``(kind, config)`` back to a model.
+* ``arrays()`` / ``set_arrays()`` carry the fitted state (matrices, embeddings,
+  history and the fitted attributes) between the model, its HDF5 file, the worker
+  process and the app.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Sequence
+import inspect
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from .events import CancelToken, ProgressCallback, ProgressEvent
+from .maths import check_stochastic
 from .sequences import as_sequences, infer_n_symbols, n_tokens
 
-__all__ = ["BaseHMM", "check_stochastic", "history_record"]
+__all__ = ["BaseHMM", "history_record", "MATRIX_NAMES"]
 
-
-def check_stochastic(name: str, a: np.ndarray, shape: tuple, atol: float = 1e-8) -> np.ndarray:
-    """Validate a probability vector/matrix: shape, finite, non-negative, rows sum to 1."""
-    a = np.asarray(a, dtype=np.float64)
-    if a.shape != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError(f"{name} holds non-finite values")
-    if np.any(a < 0):
-        raise ValueError(f"{name} holds negative values")
-    sums = a.sum(axis=-1)
-    if not np.allclose(sums, 1.0, rtol=0, atol=atol):
-        raise ValueError(f"{name} rows must sum to 1 (got sums {np.round(sums, 6)})")
-    return a
+#: The matrices of every HMM, under the keys of ``ProgressEvent.params`` and of ``arrays()``.
+MATRIX_NAMES: Tuple[str, ...] = ("startprob", "transmat", "emissionprob")
 
 
 def history_record(ev: ProgressEvent) -> dict:
@@ -46,7 +47,10 @@ class BaseHMM:
     (n, n; row = from-state), ``emissionprob_`` (n, m).
     """
 
-    kind = "base"
+    #: The model kind of :func:`densehmm_core.model_from_config` ("standard", "dense").
+    kind: str = ""
+    #: Fitted attributes carried by :meth:`arrays` besides the arrays (stored without the ``_``).
+    fitted_attrs: Tuple[str, ...] = ("stop_reason_",)
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, seed: Optional[int] = None,
                  engine: str = "auto", device: str = "auto") -> None:
@@ -95,12 +99,6 @@ class BaseHMM:
         self.startprob_ = check_stochastic("startprob_", self.startprob_, (n,))
         self.transmat_ = check_stochastic("transmat_", self.transmat_, (n, n))
         self.emissionprob_ = check_stochastic("emissionprob_", self.emissionprob_, (n, m))
-
-    @property
-    def params(self) -> dict:
-        """Copies of the three matrices (``startprob``, ``transmat``, ``emissionprob``)."""
-        return {"startprob": np.array(self.startprob_), "transmat": np.array(self.transmat_),
-                "emissionprob": np.array(self.emissionprob_)}
 
     # --------------------------------------------------------------- scoring
     def score_per_sequence(self, data: Any, lengths=None) -> np.ndarray:
@@ -151,10 +149,113 @@ class BaseHMM:
         seqs = self._seqs(data, lengths)
         return -2.0 * self.score(seqs) + self.n_parameters * np.log(n_tokens(seqs))
 
-    # --------------------------------------------------------------- fitting
+    # ------------------------------------------------------- configuration
+    @classmethod
+    def config_keys(cls) -> Tuple[str, ...]:
+        """The constructor's keyword arguments: the keys of :meth:`get_config`."""
+        return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
+
     def get_config(self) -> dict:
-        """Hyper-parameters as a JSON-able dict (used by the HDF5 writer and the GUI)."""
-        raise NotImplementedError
+        """The constructor's keyword arguments (JSON-able): ``type(self)(**cfg)`` rebuilds an
+        equal, unfitted model.  Used by the HDF5 writer, the worker process and the app."""
+        cfg = {}
+        for key in self.config_keys():
+            val = getattr(self, key)
+            cfg[key] = val.item() if isinstance(val, np.generic) else val
+        return cfg
+
+    def set_params(self, **params) -> "BaseHMM":
+        """Change options of the configuration (e.g. more iterations before resuming a fit).
+
+        An unknown option is a ``TypeError``; values are checked by the constructor.
+        """
+        cfg = self.get_config()
+        unknown = sorted(set(params) - set(cfg))
+        if unknown:
+            raise TypeError(f"unknown {type(self).__name__} option{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(repr(k) for k in unknown)}; valid options: {', '.join(cfg)}")
+        checked = type(self)(**{**cfg, **params})
+        for key in params:
+            setattr(self, key, getattr(checked, key))
+        return self
+
+    # ------------------------------------------------------- fitted state
+    def arrays(self) -> Dict[str, Any]:
+        """The fitted state, as plain values (copies).
+
+        Returns a dict with ``"params"`` -- the matrices ``startprob``, ``transmat``,
+        ``emissionprob`` (and, for a DenseHMM, the embeddings ``U, Z, W, V, z_start``)
+        as float64 arrays under the keys of ``ProgressEvent.params`` (empty before
+        fitting) --, ``"history"`` (a list of dicts, :attr:`history_`) and one entry per
+        fitted attribute of :attr:`fitted_attrs` (``"stop_reason"``, for a DenseHMM also
+        ``"start_mode"``, ``"seed_used"``, ``"device_used"``, ``"restart_losses"``).
+        :meth:`set_arrays` restores it bit for bit.
+        """
+        params = self._param_arrays()
+        out: Dict[str, Any] = {"params": {k: np.array(v, dtype=np.float64) for k, v in params.items()},
+                               "history": [dict(r) for r in self.history_]}
+        for attr in self.fitted_attrs:
+            val = getattr(self, attr)
+            out[attr.rstrip("_")] = list(val) if isinstance(val, list) else val
+        return out
+
+    def _param_arrays(self) -> Dict[str, np.ndarray]:
+        if self.transmat_ is None:
+            return {}
+        return {k: getattr(self, k + "_") for k in MATRIX_NAMES}
+
+    def set_arrays(self, state: Dict[str, Any]) -> "BaseHMM":
+        """Restore a fitted state from :meth:`arrays` (keys that are absent are left as they are).
+
+        ``state["params"]`` holds the matrices (and the embeddings of a DenseHMM); the
+        matrices are stored exactly as given (validated: shapes, stochastic rows).
+        Raises ``ValueError`` for an unknown key or inconsistent arrays.
+        """
+        known = {"params", "history"} | {a.rstrip("_") for a in self.fitted_attrs}
+        unknown = sorted(set(state) - known)
+        if unknown:
+            raise ValueError(f"{type(self).__name__}.set_arrays: unknown keys {unknown}")
+        for attr in self.fitted_attrs:
+            key = attr.rstrip("_")
+            if key in state:
+                val = state[key]
+                setattr(self, attr, list(val) if isinstance(val, (list, tuple)) else val)
+        params = state.get("params")
+        if params:
+            self._set_param_arrays(dict(params))
+        if "history" in state:
+            self.history_ = [dict(r) for r in (state["history"] or [])]
+        return self
+
+    def _set_param_arrays(self, params: Dict[str, Any]) -> None:
+        unknown = sorted(set(params) - set(MATRIX_NAMES))
+        if unknown:
+            raise ValueError(f"{type(self).__name__} has no arrays {unknown}")
+        missing = [k for k in MATRIX_NAMES if params.get(k) is None]
+        if missing:
+            raise ValueError(f"the fitted state lacks {missing}")
+        pi, A, B = (np.array(params[k], dtype=np.float64) for k in MATRIX_NAMES)
+        n = self.n_states
+        if A.ndim != 2 or B.ndim != 2:
+            raise ValueError("transmat and emissionprob must be matrices")
+        m = B.shape[1]
+        if self.n_symbols is not None and m != self.n_symbols:
+            raise ValueError(f"emissionprob has {m} columns but the model has n_symbols={self.n_symbols}")
+        self.startprob_ = check_stochastic("startprob", pi, (n,), atol=1e-6)
+        self.transmat_ = check_stochastic("transmat", A, (n, n), atol=1e-6)
+        self.emissionprob_ = check_stochastic("emissionprob", B, (n, m), atol=1e-6)
+        self.n_symbols = m
+
+    # --------------------------------------------------------------- fitting
+    def record_event(self, ev: ProgressEvent) -> None:
+        """Append ``ev``'s record to :attr:`history_` (and keep the stop reason of the last event).
+
+        The one place history is recorded: :meth:`iter_fit`, the co-occurrence fit and the
+        relay of a fit that runs in a worker process all call it.
+        """
+        self.history_.append(history_record(ev))
+        if ev.done:
+            self.stop_reason_ = ev.reason
 
     def iter_fit(self, data: Any, lengths=None, *, init: bool = True, eval_data: Any = None,
                  cancel: Optional[CancelToken] = None, **kw) -> Iterator[ProgressEvent]:
@@ -164,9 +265,7 @@ class BaseHMM:
         eval_seqs = None if eval_data is None else as_sequences(eval_data, n_symbols=self.n_symbols)
         self.history_ = [] if init else list(self.history_)
         for ev in self._iter_fit(seqs, init=init, eval_seqs=eval_seqs, cancel=cancel, **kw):
-            self.history_.append(history_record(ev))
-            if ev.done:
-                self.stop_reason_ = ev.reason
+            self.record_event(ev)
             yield ev
 
     def _iter_fit(self, seqs, *, init, eval_seqs, cancel, **kw) -> Iterator[ProgressEvent]:  # pragma: no cover

@@ -1,10 +1,8 @@
-"""Evaluation metrics: co-occurrence matrices, their distance, normalised NLLs.
+"""Evaluation metrics: co-occurrence distance, normalised NLLs.
 
-* :func:`empirical_cooc` — the empirical co-occurrence matrix Omega of adjacent
-  symbol pairs ``(x_t, x_{t+1})`` (pairs never cross a sequence boundary),
-  normalised to sum 1.
-* :func:`analytic_cooc` — the model's Omega = ``B^T diag(pi) A B`` with ``pi`` the
-  stationary distribution (the expected pair distribution of a stationary HMM).
+The co-occurrence matrices themselves (empirical and analytic Omega) are maths, in
+:mod:`densehmm_core.maths` (``empirical_cooc``, ``analytic_cooc``).
+
 * :func:`cooc_mad` — mean absolute difference of two m x m matrices (the paper's MAD);
   :func:`cooc_mad_large` — the same MAD of data and model without any m x m array.
 * :func:`normalized_nll` — total negative log-likelihood / number of tokens.
@@ -20,58 +18,8 @@ import numpy as np
 
 from .sequences import as_sequences, n_tokens
 
-__all__ = ["empirical_cooc", "analytic_cooc", "cooc_mad", "normalized_nll", "paper_nll",
-           "total_loglik", "tagging_scores", "cooc_mad_large", "align_states"]
-
-
-def empirical_cooc(seqs: Any, n_symbols: int, lengths=None) -> np.ndarray:
-    """Empirical co-occurrence matrix of adjacent symbols.
-
-    ``Omega[a, b]`` = fraction of adjacent pairs ``(x_t, x_{t+1}) = (a, b)`` over all
-    pairs inside the sequences (no pair spans two sequences).
-
-    Parameters
-    ----------
-    seqs : list of int arrays, (X, lengths) or Corpus
-    n_symbols : int
-        ``m``; every symbol must lie in ``0..m-1``.
-
-    Returns
-    -------
-    ndarray, shape (m, m), sums to 1.
-
-    Raises
-    ------
-    ValueError
-        If no sequence has length >= 2 (there is no pair to count).
-    """
-    m = int(n_symbols)
-    seqs = as_sequences(seqs, lengths, n_symbols=m)
-    counts = np.zeros(m * m, dtype=np.float64)
-    for s in seqs:
-        if len(s) >= 2:
-            counts += np.bincount(s[:-1] * m + s[1:], minlength=m * m)
-    total = counts.sum()
-    if total == 0:
-        raise ValueError("no adjacent symbol pairs: every sequence has length 1")
-    return (counts / total).reshape(m, m)
-
-
-def analytic_cooc(startprob: Optional[np.ndarray], transmat, emissionprob) -> np.ndarray:
-    """Model co-occurrence matrix ``Omega = B^T diag(pi) A B`` (m x m, sums to 1).
-
-    Parameters
-    ----------
-    startprob : array_like (n,) or None
-        The state distribution ``pi`` to use; ``None`` uses the stationary
-        distribution of ``transmat`` (the paper's definition).
-    transmat : (n, n), emissionprob : (n, m)
-    """
-    from .synthetic import stationary_distribution
-    A = np.asarray(transmat, dtype=np.float64)
-    B = np.asarray(emissionprob, dtype=np.float64)
-    pi = stationary_distribution(A) if startprob is None else np.asarray(startprob, dtype=np.float64)
-    return B.T @ (pi[:, None] * A) @ B
+__all__ = ["cooc_mad", "normalized_nll", "paper_nll", "total_loglik", "tagging_scores", "cooc_mad_large",
+           "align_states"]
 
 
 def cooc_mad(a, b) -> float:

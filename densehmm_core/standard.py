@@ -116,11 +116,6 @@ class StandardHMM(BaseHMM):
             raise RuntimeError("n_symbols is unknown: fit the model or pass n_symbols")
         return n_parameters_standard(self.n_states, self.n_symbols)
 
-    def get_config(self) -> dict:
-        return {"kind": self.kind, "n_states": self.n_states, "n_symbols": self.n_symbols,
-                "n_iter": self.n_iter, "tol": self.tol, "seed": self.seed, "engine": self.engine,
-                "snapshot_every": self.snapshot_every, "device": self.device}
-
     def init_params(self, n_symbols: Optional[int] = None) -> "StandardHMM":
         """Draw the initial parameters from the seed (see the class docstring)."""
         if n_symbols is not None:
@@ -164,7 +159,8 @@ class StandardHMM(BaseHMM):
             X = np.concatenate(seqs)[:, None]
             lengths = np.array([len(s) for s in seqs])
 
-        from .metrics import analytic_cooc, cooc_mad, empirical_cooc
+        from .maths import analytic_cooc, empirical_cooc
+        from .metrics import cooc_mad
         m = self.emissionprob_.shape[1]
         omega_emp = None
         if m <= MAD_MAX_SYMBOLS and any(len(s) > 1 for s in seqs):
@@ -174,7 +170,7 @@ class StandardHMM(BaseHMM):
         for it in range(self.n_iter + 1):
             if cancel is not None and cancel.cancelled:
                 yield ProgressEvent(step=it, total=self.n_iter, phase="baum-welch",
-                                    params=snapshot(self.params), done=True, reason="cancelled",
+                                    params=snapshot(self._param_arrays()), done=True, reason="cancelled",
                                     elapsed=sw.elapsed)
                 return
             last = it == self.n_iter
@@ -219,7 +215,7 @@ class StandardHMM(BaseHMM):
             yield ProgressEvent(
                 step=it, total=self.n_iter, phase="baum-welch", loss=-ll / tokens, train_ll=ll,
                 test_ll=test_ll, metrics=metrics,
-                params=snapshot(self.params) if (done or it % self.snapshot_every == 0) else None,
+                params=snapshot(self._param_arrays()) if (done or it % self.snapshot_every == 0) else None,
                 done=done, reason=("converged" if converged else "max_steps") if done else "",
                 elapsed=sw.elapsed)
             if done:

@@ -1,4 +1,4 @@
-"""Synthetic HMMs and data: random Dirichlet HMMs, stationary distributions, the demo set.
+"""Synthetic HMMs and data: random Dirichlet HMMs and the demo set.
 
 The paper's synthetic setup (Sicking et al., 2020, section 4.1): rows of the
 transition matrix ``A`` and of the emission matrix ``B`` are drawn from a
@@ -11,8 +11,9 @@ from typing import List, NamedTuple, Optional
 
 import numpy as np
 
-__all__ = ["HMMParams", "DemoData", "random_hmm", "stationary_distribution", "dirichlet_rows",
-           "demo_dataset"]
+from .maths import dirichlet_rows, stationary_distribution
+
+__all__ = ["HMMParams", "DemoData", "random_hmm", "demo_dataset"]
 
 
 class HMMParams(NamedTuple):
@@ -32,76 +33,6 @@ class DemoData(NamedTuple):
     train: List[np.ndarray]
     test: List[np.ndarray]
     params: HMMParams
-
-
-def dirichlet_rows(rng: np.random.Generator, alpha: float, n_rows: int, n_cols: int) -> np.ndarray:
-    """``n_rows`` independent symmetric Dirichlet(alpha) rows of length ``n_cols`` (float64).
-
-    Rows are drawn as normalised Gamma(alpha) variables; a row whose draws all
-    underflow to zero (possible for tiny alpha) is drawn again.
-    """
-    if alpha <= 0:
-        raise ValueError("alpha must be > 0")
-    out = np.empty((n_rows, n_cols))
-    for i in range(n_rows):
-        for _ in range(1000):
-            g = rng.gamma(alpha, 1.0, size=n_cols)
-            s = g.sum()
-            if s > 0 and np.isfinite(s):
-                out[i] = g / s
-                break
-        else:  # pragma: no cover - practically impossible
-            raise RuntimeError("could not draw a Dirichlet row")
-    return out
-
-
-def stationary_distribution(transmat) -> np.ndarray:
-    """Stationary distribution ``pi`` of a row-stochastic matrix: ``pi A = pi``, ``sum(pi) = 1``.
-
-    Computed in float64 by solving the linear system ``pi (A - I) = 0`` with one
-    equation replaced by the normalisation ``sum(pi) = 1`` (the normalised left
-    eigenvector for eigenvalue 1), then polished with a few power steps
-    ``pi <- pi A`` so that ``max |pi A - pi|`` is at round-off level (< 1e-12 for
-    well-conditioned chains).  For a reducible chain (several stationary
-    distributions) one of them is returned (from the eigen-decomposition).
-
-    Parameters
-    ----------
-    transmat : array_like, shape (n, n)
-
-    Returns
-    -------
-    ndarray, shape (n,)
-    """
-    A = np.asarray(transmat, dtype=np.float64)
-    if A.ndim != 2 or A.shape[0] != A.shape[1]:
-        raise ValueError(f"transmat must be square, got shape {A.shape}")
-    n = A.shape[0]
-    M = A.T - np.eye(n)
-    M[-1, :] = 1.0
-    rhs = np.zeros(n)
-    rhs[-1] = 1.0
-    pi = None
-    try:
-        cand = np.linalg.solve(M, rhs)
-        if np.all(np.isfinite(cand)) and cand.min() > -1e-9:
-            pi = cand
-    except np.linalg.LinAlgError:
-        pass
-    if pi is None:
-        w, v = np.linalg.eig(A.T)
-        k = int(np.argmin(np.abs(w - 1.0)))
-        pi = np.real(v[:, k])
-        pi = pi / pi.sum()
-    pi = np.clip(pi, 0.0, None)
-    pi /= pi.sum()
-    for _ in range(3):
-        nxt = pi @ A
-        nxt /= nxt.sum()
-        if np.max(np.abs(nxt - pi)) == 0:
-            break
-        pi = nxt
-    return pi
 
 
 def random_hmm(n: int, m: int, alpha: float = 0.1, seed: Optional[int] = None) -> HMMParams:

@@ -23,7 +23,6 @@ and :class:`~densehmm_core.StandardHMM` can be trained in a worker (:func:`suppo
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import io
 import json
 import os
@@ -41,10 +40,6 @@ from .events import CancelToken, ProgressEvent, TrainingDiverged
 
 __all__ = ["WorkerPool", "TrainingWorker", "WorkerError", "supports", "shared_pool", "close_shared_pool",
            "encode_message", "decode_message"]
-
-#: fitted attributes copied from the worker's model to the caller's model
-FITTED_ATTRS = ("history_", "stop_reason_", "device_used_", "seed_used_", "restart_losses_")
-
 
 class WorkerError(RuntimeError):
     """The worker process failed (an exception in the fit, or the process died).
@@ -106,7 +101,7 @@ def decode_message(data: bytes) -> Any:
         return _decode(data)
     except ValueError:
         raise
-    except Exception as exc:  # struct.error, UnicodeDecodeError, IndexError, KeyError, ...
+    except Exception as exc:  # noqa: BLE001 - struct.error, UnicodeDecodeError, IndexError, KeyError, ...
         raise ValueError(f"malformed worker message ({type(exc).__name__}: {exc})") from None
 
 
@@ -163,63 +158,12 @@ def _read_npy(buf: io.BytesIO) -> np.ndarray:
 
 
 # ------------------------------------------------------- model <-> plain data
-def _model_classes():
-    from .dense import DenseHMM
-    from .standard import StandardHMM
-    return {"dense": DenseHMM, "standard": StandardHMM}
-
-
 def supports(model: Any) -> bool:
-    """True for the model types a worker can train (exactly DenseHMM and StandardHMM)."""
-    return type(model) in _model_classes().values() and callable(getattr(model, "get_config", None))
-
-
-def _kind(model) -> str:
-    for k, cls in _model_classes().items():
-        if type(model) is cls:
-            return k
-    raise TypeError(f"{type(model).__name__} cannot be trained in a worker process")
-
-
-def _build(kind: str, config: dict):
-    cls = _model_classes()[kind]
-    accepted = inspect.signature(cls).parameters
-    return cls(**{k: v for k, v in config.items() if k in accepted})
-
-
-def _fitted_state(model) -> dict:
-    state: Dict[str, Any] = {"n_symbols": model.n_symbols}
-    for k in ("startprob_", "transmat_", "emissionprob_"):
-        v = getattr(model, k, None)
-        state[k] = None if v is None else np.asarray(v)
-    emb = getattr(model, "embeddings_", None) if state["transmat_"] is not None else None
-    if emb is not None:
-        state["embeddings"] = emb
-        state["start_mode_"] = getattr(model, "start_mode_", None)
-    for k in FITTED_ATTRS:
-        if hasattr(model, k):
-            state[k] = getattr(model, k)
-    return state
-
-
-def _apply_state(model, state: dict) -> None:
-    """Make ``model`` hold the worker's result (matrices bit-identical to the worker's)."""
-    if state.get("n_symbols") is not None:
-        model.n_symbols = int(state["n_symbols"])
-    if state.get("embeddings") is not None:
-        model.set_embeddings(state["embeddings"], start_mode=state.get("start_mode_"))
-    for k in ("startprob_", "transmat_", "emissionprob_"):
-        if state.get(k) is not None:
-            setattr(model, k, np.array(state[k], dtype=np.float64))
-    for k in FITTED_ATTRS:
-        if k in state:
-            v = state[k]
-            if k == "history_":
-                v = [dict(r) for r in (v or [])]
-            try:
-                setattr(model, k, v)
-            except AttributeError:  # a read-only property
-                pass
+    """True for the models a worker can train: those of the registry
+    (:func:`densehmm_core.model_from_config` rebuilds them from ``kind`` and ``get_config()``)."""
+    from .hmm_base import BaseHMM
+    from .registry import MODEL_KINDS, model_class
+    return isinstance(model, BaseHMM) and model.kind in MODEL_KINDS and type(model) is model_class(model.kind)
 
 
 def _as_plain_sequences(data, n_symbols) -> Optional[dict]:
@@ -257,6 +201,7 @@ HEARTBEAT_S = 0.5
 
 def _check_control(msg: Any) -> dict:
     """A control message as the worker expects it; ValueError naming what is wrong."""
+    from .registry import MODEL_KINDS
     if not isinstance(msg, dict):
         raise ValueError(f"a control message must be an object, not {type(msg).__name__}")
     op = msg.get("op")
@@ -267,7 +212,7 @@ def _check_control(msg: Any) -> dict:
         if not isinstance(job, int) or isinstance(job, bool):
             raise ValueError(f"{op} message without a job number")
     if op == "fit":
-        if msg.get("kind") not in _model_classes():
+        if msg.get("kind") not in MODEL_KINDS:
             raise ValueError(f"fit message with an unknown model kind {msg.get('kind')!r}")
         if not isinstance(msg.get("config"), dict):
             raise ValueError("fit message without a config object")
@@ -420,8 +365,9 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
 
 def _serve_fit(msg: dict, token: CancelToken, send) -> None:  # pragma: no cover - worker process
     model = None
+    from .registry import model_from_config
     try:
-        model = _build(msg["kind"], msg["config"])
+        model = model_from_config(msg["kind"], msg["config"])
         if msg.get("vocabulary") is not None:
             model.vocabulary = list(msg["vocabulary"])
         train = _from_plain_sequences(msg["train"])
@@ -436,9 +382,9 @@ def _serve_fit(msg: dict, token: CancelToken, send) -> None:  # pragma: no cover
                 last_params = now
                 first = False
             send({"op": "event", "event": _event_to_plain(ev, with_params)})
-        send({"op": "end", "outcome": "done", "state": _fitted_state(model)})
+        send({"op": "end", "outcome": "done", "state": model.arrays()})
     except TrainingDiverged as exc:
-        send({"op": "end", "outcome": "diverged", "message": str(exc), "state": _fitted_state(model)})
+        send({"op": "end", "outcome": "diverged", "message": str(exc), "state": model.arrays()})
     except BaseException as exc:  # noqa: BLE001 - reported to the caller
         send({"op": "end", "outcome": "failed", "message": f"{type(exc).__name__}: {exc}",
               "traceback": traceback.format_exc()})
@@ -642,21 +588,21 @@ class TrainingWorker:
         worker dies or breaks the protocol, the model also holds the last parameters
         received and :class:`WorkerError` is raised.
         """
-        kind = _kind(model)
+        if not supports(model):
+            raise TypeError(f"{type(model).__name__} cannot be trained in a worker process")
         if model.n_symbols is None:
             model._resolve_n_symbols(data)
         config = model.get_config()
         self._jobs += 1
         job = self._jobs
-        msg = {"op": "fit", "job": job, "kind": kind, "config": config,
-               "vocabulary": list(model.vocabulary) if getattr(model, "vocabulary", None) is not None else None,
+        msg = {"op": "fit", "job": job, "kind": model.kind, "config": config,
+               "vocabulary": list(model.vocabulary) if model.vocabulary is not None else None,
                "train": _as_plain_sequences(data, model.n_symbols),
                "test": _as_plain_sequences(eval_data, model.n_symbols),
                "fit_kwargs": dict(fit_kwargs), "params_interval": float(params_interval)}
         self._drain_warm()
         self._send(msg)
         model.history_ = []
-        from .hmm_base import history_record
         ended = False
         last: Optional[ProgressEvent] = None
         last_params: Optional[dict] = None
@@ -670,7 +616,7 @@ class TrainingWorker:
                     self._kill()
                     ended = True
                     ev = self._killed_on_cancel(model, last, last_params)
-                    model.history_.append(history_record(ev))
+                    model.record_event(ev)
                     yield ev
                     return
                 try:
@@ -679,7 +625,7 @@ class TrainingWorker:
                     if cancel_at is not None and not self.process.is_alive():
                         ended = True
                         ev = self._killed_on_cancel(model, last, last_params)
-                        model.history_.append(history_record(ev))
+                        model.record_event(ev)
                         yield ev
                         return
                     raise
@@ -691,16 +637,14 @@ class TrainingWorker:
                     last = ev
                     if ev.params:
                         last_params = ev.params
-                    model.history_.append(history_record(ev))
-                    if ev.done:
-                        model.stop_reason_ = ev.reason
+                    model.record_event(ev)
                     yield ev
                 elif op == "end":
                     ended = True
                     outcome = reply["outcome"]
                     if outcome == "failed":
                         raise WorkerError(reply.get("message", "the fit failed"), reply.get("traceback", ""))
-                    _apply_state(model, reply["state"])
+                    model.set_arrays(reply["state"])
                     if outcome == "diverged":
                         raise TrainingDiverged(reply.get("message") or "training diverged")
                     return
@@ -780,16 +724,8 @@ def _process_state(pid: Optional[int]) -> str:
 
 def _apply_params(model, params: Optional[dict]) -> None:
     """Give ``model`` the parameters of a progress event (after its worker was lost)."""
-    if not params:
-        return
-    state: Dict[str, Any] = {"startprob_": params.get("startprob"), "transmat_": params.get("transmat"),
-                             "emissionprob_": params.get("emissionprob")}
-    emb = {k: params[k] for k in ("U", "Z", "W", "V", "z_start") if k in params}
-    if len(emb) == 5:
-        state["embeddings"] = emb
-    if state["emissionprob_"] is not None:
-        state["n_symbols"] = int(np.asarray(state["emissionprob_"]).shape[1])
-    _apply_state(model, state)
+    if params:
+        model.set_arrays({"params": params})
 
 
 class WorkerPool:

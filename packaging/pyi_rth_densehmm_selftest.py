@@ -43,7 +43,7 @@ def _densehmm_bundle_selftest():
 
         rng = np.random.default_rng(0)
         seqs = [rng.integers(0, 4, size=30) for _ in range(4)]
-        for method, budget in (("cooc", {"steps": 20}), ("em", {"em_iter": 2})):
+        for method, budget in (("cooc", {"cooc_steps": 20}), ("em", {"n_iter": 2})):
             model = DenseHMM(3, 2, n_symbols=4, fit_method=method, seed=0, **budget).fit(seqs)
             a = np.asarray(model.transmat_)
             if a.shape != (3, 3) or not np.all(np.isfinite(a)) or not np.allclose(a.sum(axis=1), 1.0):

@@ -345,6 +345,8 @@ def test_log_panel_warning_lands_in_the_log_file(window, log_file, tmp_path):
     window.log_panel.log("Could not open x.fa: line 3: bad", "error")
     text = open(log_file, encoding="utf-8").read()
     assert re.search(r"WARNING +reads\.fasta: 2 empty records skipped$", text, re.M), text
+    # every line names its process (two instances of the app may share the log file)
+    assert re.search(rf"^\S+ \S+ \[{os.getpid()}\] WARNING +reads\.fasta", text, re.M), text
     assert re.search(r"ERROR +Could not open x\.fa: line 3: bad$", text, re.M), text
 
 
@@ -500,3 +502,26 @@ def test_about_lists_versions():
     for key in ("TensorFlow", "hmmlearn", "h5py", "pyqtgraph", "Qt", "Python"):
         assert key in v and v[key]
     assert "DenseHMM Studio" in about_text()
+
+
+def test_export_folder_is_remembered_across_restarts(window, settings, qtbot, tmp_path, monkeypatch):
+    """A figure exported from a view's menu: the next export dialog, also after a restart (new
+    window, same settings), starts in that folder, with a name made of the job and the view."""
+    from PySide6.QtWidgets import QFileDialog
+    import app.export as export
+    figs = tmp_path / "figs"
+    figs.mkdir()
+    asked = []
+
+    def fake(parent, caption, start, filters):
+        asked.append(start)
+        return str(figs / "a.pdf"), export.FORMATS["pdf"]
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(fake))
+    window.dashboard.curves._export_actions[0].trigger()
+    assert (figs / "a.pdf").exists()
+    assert settings.export_folder == str(figs)
+    from app.mainwindow import MainWindow
+    w2 = MainWindow(settings)
+    qtbot.addWidget(w2)
+    w2.dashboard.transmat._export_actions[0].trigger()
+    assert os.path.dirname(asked[-1]) == str(figs) and asked[-1].endswith("transitions.png")

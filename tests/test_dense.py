@@ -87,9 +87,11 @@ def test_get_config_is_json_and_rebuilds_the_estimator():
     cfg2 = json.loads(json.dumps(cfg))
     rebuilt = DenseHMM(**cfg2)
     assert rebuilt.get_config() == cfg
-    assert cfg["lr"] == 0.02 and cfg["steps"] == PRESETS["default"]["em"]["steps"]
+    assert cfg["lr"] == 0.02 and cfg["mstep_steps"] == PRESETS["default"]["em"]["mstep_steps"]
+    assert cfg["n_iter"] == PRESETS["default"]["em"]["n_iter"] and cfg["cooc_steps"] is None
     paper = DenseHMM(4, 3, preset="paper").get_config()
-    assert (paper["lr"], paper["steps"], paper["finish"], paper["stationary_grad"]) == (0.001, 10000, "none", False)
+    assert (paper["lr"], paper["cooc_steps"], paper["finish"], paper["stationary_grad"]) == \
+        (0.001, 10000, "none", False)
 
 
 def test_tensorflow_is_not_imported_by_import_or_scoring():
@@ -104,7 +106,8 @@ def test_tensorflow_is_not_imported_by_import_or_scoring():
 
 # ------------------------------------------------------------ cooc fitting
 def test_cooc_recovers_dense_ground_truths_with_default_settings():
-    from densehmm_core.metrics import analytic_cooc, cooc_mad
+    from densehmm_core.maths import analytic_cooc
+    from densehmm_core.metrics import cooc_mad
     mads = []
     for g in range(5):
         gt = ground_truth(g)
@@ -118,9 +121,9 @@ def test_cooc_recovers_dense_ground_truths_with_default_settings():
 
 
 def test_cooc_depends_on_data_only_through_omega_and_streams_events(em_data):
-    from densehmm_core.metrics import empirical_cooc
+    from densehmm_core.maths import empirical_cooc
     _, train, _ = em_data
-    kw = dict(seed=5, steps=300, finish_steps=20, chunk=100, snapshot_every=200)
+    kw = dict(seed=5, cooc_steps=300, finish_steps=20, chunk=100, snapshot_every=200)
     events = []
     a = DenseHMM(5, 3, **kw).fit(train, eval_data=train[:5], callback=events.append)
     b = DenseHMM(5, 3, **kw).fit_cooc(empirical_cooc(train, 8))
@@ -148,7 +151,7 @@ def test_cooc_depends_on_data_only_through_omega_and_streams_events(em_data):
 
 def test_restarts_keep_the_best_run():
     omega = ground_truth(2).model_omega()
-    model = DenseHMM(5, 3, seed=1, steps=200, finish="none")
+    model = DenseHMM(5, 3, seed=1, cooc_steps=200, finish="none")
     model.fit_cooc(omega, restarts=3)
     assert len(model.restart_losses_) == 3
     assert model.history_[-1]["loss"] == min(model.restart_losses_)
@@ -157,11 +160,11 @@ def test_restarts_keep_the_best_run():
 
 def test_same_seed_same_numbers_and_other_seed_differs(em_data):
     _, train, _ = em_data
-    fits = [DenseHMM(5, 3, seed=s, steps=150, finish_steps=10).fit(train) for s in (4, 4, 5)]
+    fits = [DenseHMM(5, 3, seed=s, cooc_steps=150, finish_steps=10).fit(train) for s in (4, 4, 5)]
     for k in fits[0].embeddings_:
         np.testing.assert_array_equal(fits[0].embeddings_[k], fits[1].embeddings_[k])
     assert not np.array_equal(fits[0].embeddings_["U"], fits[2].embeddings_["U"])
-    ems = [DenseHMM(5, 3, fit_method="em", seed=4, em_iter=3).fit(train[:20]) for _ in range(2)]
+    ems = [DenseHMM(5, 3, fit_method="em", seed=4, n_iter=3).fit(train[:20]) for _ in range(2)]
     np.testing.assert_array_equal(ems[0].transmat_, ems[1].transmat_)
     assert [h["train_ll"] for h in ems[0].history_] == [h["train_ll"] for h in ems[1].history_]
 
@@ -203,7 +206,7 @@ def test_cancel_stops_within_one_chunk(em_data):
         events.append(ev)
         if ev.step >= 50:
             token.cancel()
-    model = DenseHMM(5, 3, seed=0, steps=5000, chunk=50)
+    model = DenseHMM(5, 3, seed=0, cooc_steps=5000, chunk=50)
     model.fit(train, callback=cb, cancel=token)
     assert events[-1].done and events[-1].reason == "cancelled"
     assert events[-1].step <= 100
@@ -215,7 +218,7 @@ def test_cancel_stops_within_one_chunk(em_data):
         events.append(ev)
         if ev.step >= 1:
             token.cancel()
-    DenseHMM(5, 3, fit_method="em", seed=0, em_iter=40).fit(train, callback=cb_em, cancel=token)
+    DenseHMM(5, 3, fit_method="em", seed=0, n_iter=40).fit(train, callback=cb_em, cancel=token)
     assert events[-1].reason == "cancelled" and events[-1].step == 2
 
 
@@ -247,7 +250,7 @@ def test_device_selection_on_this_machine():
             resolve_device("gpu")
     with pytest.raises(DeviceError, match="unknown device"):
         resolve_device("/TPU:7")
-    model = DenseHMM(3, 2, seed=0, steps=10, finish="none", device="cpu")
+    model = DenseHMM(3, 2, seed=0, cooc_steps=10, finish="none", device="cpu")
     model.fit_cooc(np.full((4, 4), 1 / 16))
     assert model.device_used_ == "/CPU:0"
 
@@ -255,11 +258,11 @@ def test_device_selection_on_this_machine():
 def test_xla_compiled_loops_give_the_same_fits(em_data):
     _, train, _ = em_data
     omega = ground_truth(1).model_omega()
-    kw = dict(seed=2, steps=60, chunk=30, finish="none")
+    kw = dict(seed=2, cooc_steps=60, chunk=30, finish="none")
     a = DenseHMM(5, 3, **kw).fit_cooc(omega)
     b = DenseHMM(5, 3, jit=True, **kw).fit_cooc(omega)
     np.testing.assert_allclose(a.embeddings_["V"], b.embeddings_["V"], rtol=1e-8, atol=1e-10)
-    kw = dict(fit_method="em", seed=2, em_iter=2)
+    kw = dict(fit_method="em", seed=2, n_iter=2)
     a = DenseHMM(5, 3, **kw).fit(train[:10])
     b = DenseHMM(5, 3, jit=True, **kw).fit(train[:10])
     np.testing.assert_allclose(a.transmat_, b.transmat_, rtol=1e-8, atol=1e-12)
@@ -267,7 +270,7 @@ def test_xla_compiled_loops_give_the_same_fits(em_data):
 
 def test_init_false_continues_from_current_embeddings(em_data):
     _, train, _ = em_data
-    model = DenseHMM(5, 3, seed=3, steps=100, finish="none").fit(train[:10])
+    model = DenseHMM(5, 3, seed=3, cooc_steps=100, finish="none").fit(train[:10])
     U = model.embeddings_["U"]
     model.fit_method = "em"
     events = []
@@ -283,8 +286,8 @@ def test_events_carry_test_nll_per_token(method):
     from densehmm_core import DenseHMM
     from densehmm_core.synthetic import demo_dataset
     train, test, _ = demo_dataset(seed=3)
-    model = DenseHMM(4, 2, fit_method=method, seed=0, steps=20 if method == "cooc" else 3,
-                     em_iter=2, finish="none")
+    model = DenseHMM(4, 2, fit_method=method, seed=0, cooc_steps=20, mstep_steps=3,
+                     n_iter=2, finish="none")
     events = []
     model.fit(train, eval_data=test, callback=events.append)
     last = events[-1]

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 tfm = pytest.importorskip("densehmm_core.dense_tf")
-from densehmm_core.dense import softmax, stationary_np, init_embeddings  # noqa: E402
+from densehmm_core.dense import init_embeddings  # noqa: E402
+from densehmm_core.maths import softmax, stationary_distribution  # noqa: E402
 from densehmm_core import _cooc_np  # noqa: E402
 
 tf = tfm.tf
@@ -206,7 +207,8 @@ def test_stationary_gradient_matches_finite_differences():
         for j in range(n):
             e = np.zeros_like(S)
             e[i, j] = 1e-6
-            fd[i, j] = (w @ stationary_np(softmax(S + e, 1)) - w @ stationary_np(softmax(S - e, 1))) / 2e-6
+            fd[i, j] = (w @ stationary_distribution(softmax(S + e, 1))
+                        - w @ stationary_distribution(softmax(S - e, 1))) / 2e-6
     np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-9)
 
 
@@ -223,7 +225,7 @@ def test_cooc_gradient_and_jacobian():
     # model Omega by hand (numpy oracle)
     emb = layout.unpack(theta)
     _, A, B = dense_matrices(emb)
-    pi = stationary_np(A)
+    pi = stationary_distribution(A)
     om_model = B.T @ np.diag(pi) @ A @ B
     assert loss == pytest.approx(3.0 * np.sum((om_model - omega) ** 2), rel=1e-12)
     fd = np.zeros_like(theta)

@@ -57,7 +57,7 @@ def standard(corpora):
 def dense_em(corpora):
     from densehmm_core.dense import DenseHMM
     train, test = corpora
-    return DenseHMM(4, 2, len(train.vocabulary), fit_method="em", seed=1, em_iter=2, steps=5,
+    return DenseHMM(4, 2, len(train.vocabulary), fit_method="em", seed=1, n_iter=2, mstep_steps=5,
                     device="cpu").fit(train, eval_data=test)
 
 
@@ -65,7 +65,7 @@ def dense_em(corpora):
 def dense_cooc(corpora):
     from densehmm_core.dense import DenseHMM
     train, _ = corpora
-    return DenseHMM(3, 2, len(train.vocabulary), fit_method="cooc", seed=2, steps=60, finish_steps=5,
+    return DenseHMM(3, 2, len(train.vocabulary), fit_method="cooc", seed=2, cooc_steps=60, finish_steps=5,
                     device="cpu").fit(train)
 
 
@@ -186,7 +186,7 @@ def test_file_is_readable_with_bare_h5py(tmp_path, corpora, dense_em):
     save_model(path, dense_em, "em", train, test_corpus=test)
     with h5py.File(path, "r") as f:
         assert f.attrs["format"] == "densehmm-model"
-        assert int(f.attrs["schema_version"]) == 1
+        assert int(f.attrs["schema_version"]) == modelfile.SCHEMA_VERSION == 2
         g = f["models/em"]
         assert g.attrs["kind"] == "dense" and g.attrs["fit_method"] == "em"
         assert int(g.attrs["n_states"]) == 4 and int(g.attrs["dim"]) == 2
@@ -303,11 +303,13 @@ def test_validation_errors_name_file_and_problem(good_file, case):
     assert ei.value.path == str(good_file)
 
 
-def test_unknown_config_keys_are_ignored_with_a_warning(good_file, standard):
+def test_unknown_config_keys_are_an_error_not_dropped(good_file, standard):
     _edit(good_file, lambda f: f["models/std/config"].attrs.__setitem__("from_the_future", 3))
-    with pytest.warns(RuntimeWarning, match="from_the_future"):
-        loaded = load_model(good_file, "std")
-    assert _bits_equal(loaded.transmat_, standard.transmat_)
+    with pytest.raises(ModelFileError, match="from_the_future") as ei:
+        load_model(good_file, "std")
+    assert str(good_file) in str(ei.value) and "model 'std'" in str(ei.value)
+    # the arrays can still be read without building a model
+    assert "from_the_future" in modelfile.read_model_info(good_file, "std")["config"]
 
 
 def test_not_hdf5_foreign_missing_and_folder(tmp_path):
@@ -350,7 +352,7 @@ def test_never_overwrites_a_foreign_or_newer_file(tmp_path, standard):
                 f["x"] = np.arange(4)
                 if kind == "newer":
                     f.attrs["format"] = "densehmm-model"
-                    f.attrs["schema_version"] = 2
+                    f.attrs["schema_version"] = 3
                     f.create_group("models")
         before = path.read_bytes()
         with pytest.raises(ModelFileError):

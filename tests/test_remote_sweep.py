@@ -21,7 +21,7 @@ from densehmm_core.synthetic import random_hmm  # noqa: E402
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     yield c
     c.close()
 

@@ -4,11 +4,10 @@ import pytest
 from scipy import stats as sps
 
 from densehmm_core.engine.sampling import sample_sequences
-from densehmm_core.metrics import (analytic_cooc, cooc_mad, empirical_cooc, normalized_nll,
-                                   paper_nll)
+from densehmm_core.maths import analytic_cooc, empirical_cooc, stationary_distribution
+from densehmm_core.metrics import cooc_mad, normalized_nll, paper_nll
 from densehmm_core.standard import StandardHMM
-from densehmm_core.synthetic import (HMMParams, demo_dataset, random_hmm,
-                                     stationary_distribution)
+from densehmm_core.synthetic import HMMParams, demo_dataset, random_hmm
 
 
 @pytest.mark.parametrize("n,m,alpha,seed", [(5, 5, 0.1, 0), (10, 20, 0.1, 1), (50, 7, 0.1, 2),

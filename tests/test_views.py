@@ -903,3 +903,38 @@ def test_sweep_view_medians_and_quartiles_fill_as_jobs_finish(qtbot):
     assert w.series("nll")["standard"][1].tolist() == [2.25]
     assert "standard" not in w.series("mad")  # no MAD given: no empty series
     assert len(w.rows()) == 31
+
+
+def test_log_axis_draws_each_tick_value_once(qtbot):
+    from app.views.common import ThinLogAxis
+    import pyqtgraph as pg
+    ax = ThinLogAxis("left")
+    for lo, hi in ((-5.0, -1.0), (-4.3, -1.7)):  # pyqtgraph puts the decades on two levels here
+        std = pg.AxisItem.tickValues(ax, lo, hi, 400)  # the linear ticks pyqtgraph passes in
+        levels = ax.logTickValues(lo, hi, 400, std)
+        values = [round(v, 9) for _s, vals in levels for v in vals]
+        assert len(values) == len(set(values)) and len(values) > 0
+
+
+def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
+    """The data panel's frequency chart is ~300 px wide: all 21 residues are named (a slightly smaller
+    font) instead of every second one."""
+    import pyqtgraph as pg
+    from app.views.common import LabelAxis
+    ax = LabelAxis("bottom")
+    w = pg.PlotWidget(axisItems={"bottom": ax})
+    qtbot.addWidget(w)
+    ax.set_labels(RESIDUES)
+    w.plot(np.arange(21), np.arange(21))
+    w.setXRange(-0.6, 20.6, padding=0)
+    w.resize(330, 220)
+    w.show()
+    qtbot.waitExposed(w)
+    w.grab()
+    qtbot.wait(20)
+    w.grab()
+    assert ax.layout_mode()[1] == 1
+    assert [t for _i, t, *_ in ax.drawn_labels()] == RESIDUES
+    assert not _drawn_boxes_overlap(ax.drawn_labels())
+    font = ax.style["tickFont"]
+    assert font is None or font.pointSizeF() >= LabelAxis.MIN_POINT_SIZE

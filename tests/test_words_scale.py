@@ -1,6 +1,6 @@
 """Vocabulary-scale DenseHMM maths against the dense formulas (oracle).
 
-* sparse pair counts == the dense ``empirical_omega`` at its nonzeros;
+* sparse pair counts == the dense ``empirical_cooc`` at its nonzeros;
 * the exact MAD and squared error from the observed pairs == the dense ones (numpy);
 * the sparse TensorFlow co-occurrence loss and its gradient == the dense loss / gradient
   of :mod:`densehmm_core.dense_tf` (relative 1e-10, float64), with and without the gradient
@@ -13,7 +13,8 @@ import pytest
 
 tfm = pytest.importorskip("densehmm_core.dense_tf")
 from densehmm_core import cooc_sparse as cs  # noqa: E402
-from densehmm_core.dense import empirical_omega, init_embeddings, softmax, stationary_np  # noqa: E402
+from densehmm_core.dense import init_embeddings  # noqa: E402
+from densehmm_core.maths import empirical_cooc, softmax, stationary_distribution  # noqa: E402
 from densehmm_core.features import build_features, orthographic, register_feature_function  # noqa: E402
 from densehmm_core.words_tf import FeatureLayout, WordGraph  # noqa: E402
 
@@ -36,11 +37,11 @@ def _seqs(m, seed, count=30):
     return [rng.choice(m, size=int(rng.integers(2, 12)), p=p) for _ in range(count)]
 
 
-def test_pair_counts_equal_dense_empirical_omega():
+def test_pair_counts_equal_dense_empirical_cooc():
     m = 9
     seqs = _seqs(m, 0) + [np.array([3])]  # a length-1 sequence has no pair
     pc = cs.pair_counts(seqs, m)
-    dense = empirical_omega(seqs, m)
+    dense = empirical_cooc(seqs, m)
     assert pc.nnz == np.count_nonzero(dense) < m * m
     np.testing.assert_array_equal(pc.to_dense(), dense)
     assert np.all(np.diff(pc.rows * m + pc.cols) > 0)
@@ -53,7 +54,7 @@ def test_sparse_mad_and_error_equal_dense():
     n, m = 4, 11
     _, A, B = _random_model(n, m, 3, 1)
     pc = cs.pair_counts(_seqs(m, 2), m)
-    pi = stationary_np(A)
+    pi = stationary_distribution(A)
     omega = B.T @ (pi[:, None] * A) @ B
     gt = pc.to_dense()
     assert cs.sparse_mad(None, A, B, pc) == pytest.approx(np.mean(np.abs(omega - gt)), rel=1e-12)
@@ -157,7 +158,7 @@ from densehmm_core import DenseHMM  # noqa: E402
 def test_sparse_cooc_fit_follows_the_dense_fit():
     m = 8
     seqs = _seqs(m, 6, count=60)
-    kw = dict(n_states=3, dim=2, seed=1, steps=60, chunk=30, finish="lbfgs", finish_steps=20)
+    kw = dict(n_states=3, dim=2, seed=1, cooc_steps=60, chunk=30, finish="lbfgs", finish_steps=20)
     dense = DenseHMM(sparse_cooc=False, **kw).fit(seqs)
     sparse = DenseHMM(sparse_cooc=True, **kw).fit(seqs)
     d_loss = [h["loss"] for h in dense.history_]
@@ -167,22 +168,22 @@ def test_sparse_cooc_fit_follows_the_dense_fit():
     np.testing.assert_allclose(sparse.transmat_, dense.transmat_, rtol=1e-6, atol=1e-9)
     assert sparse.history_[-1]["mad"] == pytest.approx(dense.history_[-1]["mad"], rel=1e-6)
     # the final MAD is the exact dense one
-    gt = empirical_omega(seqs, m)
+    gt = empirical_cooc(seqs, m)
     assert sparse.history_[-1]["mad"] == pytest.approx(np.mean(np.abs(sparse.model_omega() - gt)), rel=1e-10)
 
 
 def test_em_mad_is_exact_without_dense_omega():
     m = 7
     seqs = _seqs(m, 7, count=40)
-    model = DenseHMM(3, 2, fit_method="em", seed=0, em_iter=2, steps=5).fit(seqs)
-    gt = empirical_omega(seqs, m)
+    model = DenseHMM(3, 2, fit_method="em", seed=0, n_iter=2, mstep_steps=5).fit(seqs)
+    gt = empirical_cooc(seqs, m)
     assert model.history_[-1]["mad"] == pytest.approx(np.mean(np.abs(model.model_omega() - gt)), rel=1e-10)
 
 
 def test_cooc_then_em_starts_em_from_the_cooc_solution():
     m = 6
     seqs = _seqs(m, 8, count=40)
-    model = DenseHMM(3, 2, fit_method="cooc_em", seed=2, em_iter=3, steps=5, snapshot_every=1)
+    model = DenseHMM(3, 2, fit_method="cooc_em", seed=2, n_iter=3, mstep_steps=5, snapshot_every=1)
     events = list(model.iter_fit(seqs))
     phases = [e.phase for e in events]
     first_em = phases.index("em")
@@ -197,9 +198,10 @@ def test_cooc_then_em_starts_em_from_the_cooc_solution():
 
 
 def test_cooc_em_phases_take_their_own_settings():
-    model = DenseHMM(3, 2, fit_method="cooc_em", steps=7, lr=0.2, finish_steps=11, restarts=2)
+    model = DenseHMM(3, 2, fit_method="cooc_em", mstep_steps=7, lr=0.2, finish_steps=11, restarts=2)
     em, cooc = model.hyper(), model.hyper("cooc")
-    assert (em["steps"], em["lr"], em["restarts"]) == (7, 0.2, 2)
+    assert (em["mstep_steps"], em["lr"], em["restarts"]) == (7, 0.2, 2)
     # the cooc phase: cooc-only settings and restarts from the arguments, the rest from the preset
     assert (cooc["finish_steps"], cooc["restarts"]) == (11, 2)
-    assert (cooc["steps"], cooc["lr"]) == (1000, 0.05)
+    assert (cooc["cooc_steps"], cooc["lr"]) == (1000, 0.05)
+    assert DenseHMM(3, 2, fit_method="cooc_em", cooc_steps=33).hyper("cooc")["cooc_steps"] == 33

@@ -184,9 +184,9 @@ def test_dense_fits_and_divergence_in_a_worker(demo, pool):
     pytest.importorskip("tensorflow")
     from densehmm_core.dense import DenseHMM
     train, test, _ = demo
-    here = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", steps=200)
+    here = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", cooc_steps=200)
     here.fit(train, eval_data=test)
-    there = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", steps=200)
+    there = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", cooc_steps=200)
     events = list(pool.iter_fit(there, train, eval_data=test))
     for k in ("startprob_", "transmat_", "emissionprob_"):
         np.testing.assert_array_equal(getattr(there, k), getattr(here, k))
@@ -196,7 +196,7 @@ def test_dense_fits_and_divergence_in_a_worker(demo, pool):
     assert without_elapsed(there.history_) == without_elapsed(here.history_)
     assert set(events[-1].params) >= {"U", "Z", "W", "V", "z_start", "transmat"}
     # a diverging fit raises here too, and the model keeps its last finite parameters
-    bad = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", steps=300, lr=1e6)
+    bad = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", cooc_steps=300, lr=1e6)
     with pytest.raises(TrainingDiverged):
         list(pool.iter_fit(bad, train))
     for a in (bad.startprob_, bad.transmat_, bad.emissionprob_):

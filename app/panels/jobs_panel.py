@@ -307,7 +307,8 @@ class JobsPanel(QWidget):
         if item is None:
             return
         row = job_row(job)
-        row["data"] = getattr(job.dataset, "name", "") if job.dataset is not None else ""
+        row["data"] = (getattr(job.dataset, "name", "") if job.dataset is not None
+                       else getattr(job, "dataset_name", ""))   # a restored job whose data set is not open
         self.rows[job.id] = row
         texts = {c: _fmt(row.get(key)) for c, key in _KEYS.items()}
         texts[C_NAME] = job.name

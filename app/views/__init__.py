@@ -6,7 +6,7 @@ Run ``python -m app.views.demo`` to see every view on a synthetic model.
 from . import _pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug; see module)
 from .compare import CompareView
 from .curves import TrainingCurves
-from .dashboard import Dashboard, model_params
+from .dashboard import Dashboard
 from .decode import DecodeView
 from .embeddings import EmbeddingScatter
 from .heatmap import MatrixHeatmap, ParameterHeatmaps
@@ -14,4 +14,4 @@ from .overview import OverviewView
 from .sweep import SweepView
 
 __all__ = ["Dashboard", "MatrixHeatmap", "ParameterHeatmaps", "EmbeddingScatter", "TrainingCurves",
-           "DecodeView", "OverviewView", "CompareView", "SweepView", "model_params"]
+           "DecodeView", "OverviewView", "CompareView", "SweepView"]

@@ -125,7 +125,7 @@ class LabelAxis(pg.AxisItem):
     """
 
     #: pixels between neighbouring labels
-    GAP = 4.0
+    GAP = 3.0
 
     def __init__(self, orientation: str, max_label_px: float = 120.0, **kw) -> None:
         super().__init__(orientation, **kw)
@@ -183,29 +183,64 @@ class LabelAxis(pg.AxisItem):
         return self._labels[i] if 0 <= i < len(self._labels) else None
 
     # ------------------------------------------------------------- internals
-    def _fm(self) -> QtGui.QFontMetricsF:
-        return QtGui.QFontMetricsF(self.style.get("tickFont") or self.font())
+    #: smallest point size category labels shrink to so that every category is named
+    MIN_POINT_SIZE = 7.0
 
-    def _label_widths(self) -> List[float]:
-        if getattr(self, "_widths", None) is None:
-            fm = self._fm()
-            self._widths = [fm.horizontalAdvance(s) for s in self._labels]
+    def _fm(self, font: Optional[QtGui.QFont] = None) -> QtGui.QFontMetricsF:
+        return QtGui.QFontMetricsF(font or self.style.get("tickFont") or self.font())
+
+    def _base_font(self) -> QtGui.QFont:
+        if getattr(self, "_base", None) is None:
+            self._base = QtGui.QFont(self.style.get("tickFont") or self.font())
+        return self._base
+
+    def _label_widths(self, font: Optional[QtGui.QFont] = None) -> List[float]:
+        f = font or self.style.get("tickFont") or self.font()
+        key = (f.family(), f.pointSizeF(), tuple(self._labels))
+        if getattr(self, "_widths_key", None) != key:
+            fm = self._fm(f)
+            self._widths_key, self._widths = key, [fm.horizontalAdvance(s) for s in self._labels]
         return self._widths
 
     def _elide(self, text: str) -> str:
         return self._fm().elidedText(text, QtCore.Qt.TextElideMode.ElideRight, self._max_px)
 
-    def _choose(self, visible: int, size: float) -> tuple:
-        """(mode, stride) for ``visible`` categories on ``size`` pixels."""
-        per = max(size, 1.0) / max(visible, 1)
-        line = self._fm().height()
-        if self.orientation in ("left", "right"):
-            return "horizontal", max(1, int(math.ceil((line + 1.0) / per)))
-        widest = min(max(self._label_widths() or [0.0]), self._max_px)
+    def _strides(self, font: QtGui.QFont, per: float) -> tuple:
+        fm = self._fm(font)
+        widest = min(max(self._label_widths(font) or [0.0]), self._max_px)
         stride_h = max(1, int(math.ceil((widest + self.GAP) / per)))
+        stride_r = max(1, int(math.ceil((fm.height() + 1.0) / per)))
+        if widest <= 1.5 * fm.height():
+            stride_r = stride_h + 1  # one or two letters: turning them upright gains nothing
+        return stride_h, stride_r
+
+    def _choose(self, visible: int, size: float) -> tuple:
+        """(mode, stride) for ``visible`` categories on ``size`` pixels.
+
+        A bottom axis that cannot name every category at its font tries smaller sizes (down to
+        :attr:`MIN_POINT_SIZE`) first: 21 residue letters on a narrow chart are all named in a
+        slightly smaller font rather than every second one."""
+        per = max(size, 1.0) / max(visible, 1)
+        if self.orientation in ("left", "right"):
+            return "horizontal", max(1, int(math.ceil((self._fm().height() + 1.0) / per)))
+        base = self._base_font()
+        font = base
+        stride_h, stride_r = self._strides(base, per)
+        if min(stride_h, stride_r) > 1 and base.pointSizeF() > self.MIN_POINT_SIZE:
+            pt = base.pointSizeF() - 0.5
+            while pt >= self.MIN_POINT_SIZE:
+                f = QtGui.QFont(base)
+                f.setPointSizeF(pt)
+                sh, sr = self._strides(f, per)
+                if min(sh, sr) == 1:
+                    font, stride_h, stride_r = f, sh, sr
+                    break
+                pt -= 0.5
+        cur = self.style.get("tickFont")
+        if (cur is None and font is not base) or (cur is not None and cur != font):
+            self.setStyle(tickFont=font)
         if stride_h == 1:
             return "horizontal", 1
-        stride_r = max(1, int(math.ceil((line + 1.0) / per)))
         return ("rotated", stride_r) if stride_r < stride_h else ("horizontal", stride_h)
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph API)
@@ -400,6 +435,13 @@ class ThinLogAxis(pg.AxisItem):
                 if len(values) > room:
                     values = [v for v, m in zip(values, mant) if m == 1.0] or values[:1]
             out.append((spacing, values))
+        # a value on two levels (a decade is also a "1" of the 1-2-5 level) is drawn once, else its
+        # label is painted twice, slightly offset, and reads bold and blurred
+        seen: set = set()
+        for i, (spacing, values) in enumerate(out):
+            keep = [v for v in values if round(v, 9) not in seen]
+            seen.update(round(v, 9) for v in values)
+            out[i] = (spacing, keep)
         if not any(v for _, v in out):
             # less than a decade and no 1-2-5 value in view: one tick in the middle, not a bare axis
             mid = 0.5 * (minVal + maxVal)

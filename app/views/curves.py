@@ -118,6 +118,9 @@ class TrainingCurves(QtWidgets.QWidget):
             p.addLegend(offset=(-6, 6), labelTextColor=fg)
             # a note inside the plot when it has nothing (or one point) to show, saying why
             note = pg.TextItem("", color=fg, anchor=(0.5, 0.5))
+            small = note.textItem.font()
+            small.setPointSizeF(max(7.0, small.pointSizeF() - 1.5))  # fits a short plot in two lines
+            note.setFont(small)
             note.setParentItem(p.vb)
             note.setZValue(20)
             p.vb.sigResized.connect(lambda _vb=None, k=key: self._place_note(k))
@@ -316,8 +319,7 @@ class TrainingCurves(QtWidgets.QWidget):
                 notes["loss"] = "No loss in this stream yet."
             nll = counts["train_nll"] + counts["test_nll"]
             if self._phase == "cooc" and nll <= 1:
-                notes["nll"] = ("Co-occurrence fit: no likelihood while it trains; the test NLL per "
-                                "token is computed once, at the end.")
+                notes["nll"] = "Co-occurrence fit: the test NLL is computed once, at the end."
             elif nll == 0:
                 notes["nll"] = "No likelihood in this stream yet."
             if counts["mad"] == 0:

@@ -58,24 +58,10 @@ def _first_tokens(seqs, tags, limit: int):
         take += 1
     return list(seqs[:take]), list(tags[:take])
 
-__all__ = ["Dashboard", "model_params"]
+__all__ = ["Dashboard"]
 
 #: milliseconds between the parts of one live update (each part is painted in between)
 STAGE_GAP_MS = 15
-
-
-def model_params(model) -> Optional[dict]:
-    """The parameter dict of a model (matrices and, for dense models, embeddings), as in events."""
-    if model is None or getattr(model, "transmat_", None) is None:
-        return None
-    params = {"startprob": getattr(model, "startprob_", None), "transmat": getattr(model, "transmat_", None),
-              "emissionprob": getattr(model, "emissionprob_", None)}
-    emb = getattr(model, "embeddings_", None)
-    if isinstance(emb, dict):
-        for k in EMBEDDING_SETS:
-            if emb.get(k) is not None:
-                params[k] = emb[k]
-    return {k: np.asarray(v) for k, v in params.items() if v is not None}
 
 
 class Dashboard(QtWidgets.QWidget):
@@ -381,7 +367,7 @@ class Dashboard(QtWidgets.QWidget):
             else:
                 self._safe(view, fn, *args)
 
-        params = model_params(model)
+        params = model.arrays()["params"]
         if params:
             if staged:
                 self._stage_params(params)

@@ -45,22 +45,19 @@ def make_data(seed: int = 0, n: int = 5, m: int = 20, n_seq: int = 60, length: i
 
 
 def make_dense(n: int, m: int, l: int, steps: int, seed: int = 0):
-    import inspect
     from densehmm_core.dense import DenseHMM
-    wanted = {"steps": steps, "chunk": 50, "snapshot_every": 50}
-    accepted = inspect.signature(DenseHMM).parameters
-    kw = {k: v for k, v in wanted.items() if k in accepted}
-    return DenseHMM(n, l, n_symbols=m, fit_method="cooc", seed=seed, **kw)
+    return DenseHMM(n, l, n_symbols=m, fit_method="cooc", seed=seed, cooc_steps=steps, chunk=50,
+                    snapshot_every=50)
 
 
 def untrained_stream(model, seed: int = 0):
     """Without training: the initial embeddings, then a second draw, as two events (no TF)."""
     from densehmm_core.events import ProgressEvent
     model.init_embeddings(seed=seed)
-    p0 = {**model.params, **model.embeddings_}
+    p0 = model.arrays()["params"]
     yield ProgressEvent(step=0, total=1, phase="demo", loss=1.0, params=p0, metrics={"mad": 0.05})
     model.init_embeddings(seed=seed + 7)
-    p1 = {**model.params, **model.embeddings_}
+    p1 = model.arrays()["params"]
     yield ProgressEvent(step=1, total=1, phase="demo", loss=0.5, params=p1, metrics={"mad": 0.02},
                         done=True, reason="demo")
 
@@ -82,8 +79,9 @@ def final_metrics(model, corpus, test) -> dict:
         out["NLL error"] = str(exc)
     try:
         m = model.n_symbols
-        out["MAD vs data Ω"] = M.cooc_mad(M.empirical_cooc(corpus, m),
-                                          M.analytic_cooc(model.startprob_, model.transmat_, model.emissionprob_))
+        from densehmm_core.maths import analytic_cooc, empirical_cooc
+        out["MAD vs data Ω"] = M.cooc_mad(empirical_cooc(corpus, m),
+                                          analytic_cooc(model.startprob_, model.transmat_, model.emissionprob_))
     except Exception as exc:  # noqa: BLE001 - pragma: no cover
         out["MAD error"] = str(exc)
     return out

@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QFileDialog
 
 from .. import tasks
 from ..modelspec import ModelSpec
-from ..datasets import DEMO_FORM, DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, is_model_file, load_path
+from ..datasets import (DEMO_FORM, DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, format_of_filter,
+                        is_model_file, load_path)
 
 __all__ = ["DataSetsMixin"]
 
@@ -23,11 +24,7 @@ class DataSetsMixin:
             if ds.is_demo:
                 self.select_dataset(i)
                 return ds
-        try:
-            ds = demo_dataset(seed)
-        except Exception as exc:  # the core is missing or broken: say so, stay usable
-            self._error_dialog("Demo data set", f"The demo data set could not be generated: {exc}")
-            return None
+        ds = demo_dataset(seed)
         self.add_dataset(ds)
         # the demo's model settings: about 15-30 s of visible learning (DEMO_FORM)
         self.model_form.set_spec(ModelSpec.from_dict({**self.model_form.spec().to_dict(), **DEMO_FORM}))
@@ -66,18 +63,26 @@ class DataSetsMixin:
         self.select_dataset(index)
 
     def open_dialog(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open data or model files", self.settings.last_folder,
-                                                data_filters())
+        """File > Open: the file-type list also chooses the format (e.g. "CoNLL-U" reads the
+        files as CoNLL-U whatever their names); "All supported files" detects it."""
+        paths, chosen = QFileDialog.getOpenFileNames(self, "Open data or model files", self.settings.last_folder,
+                                                     data_filters())
         if paths:
-            self.open_files(paths)
+            self.open_files(paths, format=format_of_filter(chosen))
 
-    def open_files(self, paths: List[str]) -> None:
-        """Open data files and .h5 model files, each read on a background thread.
+    def open_files(self, paths: List[str], format: Optional[str] = None) -> None:
+        """Open data files and .h5 model files, each read on a background thread; ``format``
+        names the data files' format (None: detected).
 
         The status bar's progress bar shows the bytes read of the data files being loaded
         (the reader's throttled ``progress(bytes_read, total)`` reports); while any pending
         file has no known size yet (model files, a load not started) it is a busy indicator.
+        Files that cannot be opened are reported together, in one dialog, once every file of
+        this call has been tried.
         """
+        self._load_batch += 1
+        batch = self._load_batch
+        self._batches[batch] = {"pending": len(paths), "failed": []}
         for path in paths:
             path = os.path.abspath(path)
             self._pending_loads += 1
@@ -89,12 +94,13 @@ class DataSetsMixin:
             self.log_panel.log(f"Loading {path}")
             options = self.data_panel.options()
             on_progress = None
-            fn = functools.partial(load_path, path, split=options["split"], seed=options["seed"])
+            fn = functools.partial(load_path, path, split=options["split"], seed=options["seed"],
+                                   format=format or "auto")
             if not is_model_file(path):
                 on_progress = functools.partial(self._load_step, key, path)
                 fn = functools.partial(_load_with_progress, fn)
-            tasks.run_background(fn, functools.partial(self._loaded_key, key, path),
-                                 functools.partial(self._load_error_key, key, path), on_progress=on_progress)
+            tasks.run_background(fn, functools.partial(self._loaded_key, key, path, batch),
+                                 functools.partial(self._load_error_key, key, path, batch), on_progress=on_progress)
 
     @property
     def loading(self) -> bool:
@@ -127,13 +133,34 @@ class DataSetsMixin:
             self.busy.setFormat(f"{100 * fraction:.0f} %")
         self.busy.setTextVisible(fraction is not None)
 
-    def _loaded_key(self, key: int, path: str, result) -> None:
+    def _loaded_key(self, key: int, path: str, batch: int, result) -> None:
         self._load_progress.pop(key, None)
-        self._loaded(path, result)
+        try:
+            self._loaded(path, result)
+        finally:
+            self._batch_done(batch)
 
-    def _load_error_key(self, key: int, path: str, exc, tb: str) -> None:
+    def _load_error_key(self, key: int, path: str, batch: int, exc, tb: str) -> None:
         self._load_progress.pop(key, None)
-        self._load_error(path, exc, tb)
+        message = self._load_error(path, exc, tb)
+        self._batches[batch]["failed"].append((path, message))
+        self._batch_done(batch)
+
+    def _batch_done(self, batch: int) -> None:
+        """One file of an ``open_files`` call is done; after the last, ONE dialog lists the failures."""
+        b = self._batches[batch]
+        b["pending"] -= 1
+        if b["pending"] > 0:
+            return
+        del self._batches[batch]
+        failed = b["failed"]
+        if not failed:
+            return
+        if len(failed) == 1:
+            self._error_dialog("Cannot open file", failed[0][1])
+            return
+        lines = "\n".join(f"• {os.path.basename(p)}: {_reason(p, m)}" for p, m in failed)
+        self._error_dialog("Cannot open files", f"{len(failed)} files could not be opened:\n\n{lines}")
 
     def _loaded(self, path: str, result) -> None:
         self._pending_loads -= 1
@@ -147,16 +174,18 @@ class DataSetsMixin:
             self.add_dataset(result)
         self.statusBar().showMessage(f"Opened {os.path.basename(path)}", 5000)
 
-    def _load_error(self, path: str, exc, tb: str) -> None:
+    def _load_error(self, path: str, exc, tb: str) -> str:
         self._pending_loads -= 1
         self._update_busy()
         message = str(exc) or type(exc).__name__
         if os.path.basename(path) not in message:
             message = f"{path}: {message}"
+        if "name the format to read it as" in message:  # the core's unknown-format error
+            message += " (choose its type in the file-type list of File > Open)"
         self.log_panel.log(f"Could not open {path}: {message}", "error")
         self.statusBar().showMessage(f"Could not open {os.path.basename(path)}", 5000)
         self.load_failed.emit(path, message)
-        self._error_dialog("Cannot open file", message)
+        return message
 
     def preprocess_current(self, options: dict) -> None:
         """Re-run the core's preprocessing and split on the current data set (off the GUI thread)."""
@@ -186,6 +215,14 @@ class DataSetsMixin:
             self._error_dialog("Preprocessing failed", str(exc))
 
         tasks.run_background(work, done, failed)
+
+
+def _reason(path: str, message: str) -> str:
+    """A load error without the file's path in front (the dialog names the file already)."""
+    for prefix in (f"{path}: ", f"{os.path.basename(path)}: "):
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message
 
 
 def _load_with_progress(load, report):

@@ -42,6 +42,13 @@ class MenusMixin:
                                              "Save every model of the current job's sweep to one HDF5 file")
         f.addActions([self.act_export_fig, self.act_export_model, self.act_export_sweep])
         f.addSeparator()
+        self.act_save_session = self._action("Save sess&ion…", self.save_session_dialog, "Ctrl+Alt+S",
+                                             "Save every finished job (models, histories, data-set references) "
+                                             "to one .h5 file")
+        self.act_open_session = self._action("Open sessio&n…", self.open_session_dialog, "Ctrl+Alt+O",
+                                             "Restore the jobs of a saved session and reopen their data sets")
+        f.addActions([self.act_save_session, self.act_open_session])
+        f.addSeparator()
         self.act_quit = self._action("&Quit", self.close, QKeySequence.Quit)
         f.addAction(self.act_quit)
 
@@ -83,4 +90,5 @@ class MenusMixin:
             self.theme_actions[key] = a
 
         h = mb.addMenu("&Help")
-        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version), QKeySequence.HelpContents))
+        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version),
+                                 QKeySequence.HelpContents))

@@ -25,13 +25,7 @@ class ResultsMixin:
             job = Job(f"{ms.name}: {name}", model, None, None, dataset=ms, device="file", sweep=ms.path)
             job.state = JobState.FINISHED
             job.reason = f"loaded from {ms.name}"
-            try:
-                job.last_params = model.params
-                emb = getattr(model, "embeddings_", None)
-                if emb:
-                    job.last_params.update({k: v for k, v in emb.items()})
-            except Exception:
-                pass
+            job.last_params = model.arrays()["params"]
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
@@ -51,7 +45,8 @@ class ResultsMixin:
         items = []
         for job in jobs:
             corpus = job.dataset.processed if isinstance(job.dataset, DataSet) else None
-            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job)))
+            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job),
+                          {"trained_utc": job.finished_utc}))
 
         def done(names):
             self.log_panel.log(f"Saved {len(names)} model(s) to {path}: {', '.join(names)}")
@@ -136,7 +131,7 @@ class ResultsMixin:
                     data = None
             self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
                                          data=data, data_name=data_name, same_data=same)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
             return
         tabs = getattr(self.dashboard, "tabs", None)
@@ -148,6 +143,7 @@ class ResultsMixin:
         from ..export import export_widget
         export_widget(widget, path, scale=scale)
         self.dashboard.remember_export(path)
+        self.settings.export_folder = os.path.dirname(os.path.abspath(path))
         self.log_panel.log(f"Figure saved: {path}")
 
     def export_figure_dialog(self) -> None:
@@ -175,7 +171,7 @@ class ResultsMixin:
             scale = float(choice[0])
         try:
             self.export_figure(views[name], path, scale)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Export failed", f"{type(exc).__name__}: {exc}")
 
 

@@ -33,9 +33,13 @@ __all__ = ["main", "build_parser", "UserError"]
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
+    as_command = argv is None   # the real command (not a call from Python, e.g. a test)
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if as_command and not ({"-v", "--verbose", "--debug"} & set(argv)):
+        from .quiet import filter_native_notices
+        filter_native_notices()   # TensorFlow's start-up notices (oneDNN, absl) only with --verbose
     args = None
     try:
         with_reproduce = bool(argv) and argv[0] == "reproduce"

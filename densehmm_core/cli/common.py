@@ -6,7 +6,7 @@ import sys
 from typing import Optional
 
 PROG = "densehmm"
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
 class UserError(Exception):
@@ -49,17 +49,41 @@ def _user_error_types():
     """
     from ..data.errors import DataFormatError
     from ..device import DeviceError
+    from ..fileio import FileWriteError
     from ..modelfile import ModelFileError
-    return (UserError, ModelFileError, DataFormatError, DeviceError)
+    return (UserError, ModelFileError, DataFormatError, DeviceError, FileWriteError)
+
+
+def _safe(text) -> str:
+    """``text`` with control characters escaped repr-style (``\\x1b``, ``\\n``): a symbol or
+    name read from a file can neither move the cursor, clear the screen nor forge an output line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _tty_safe(text) -> str:
+    """:func:`_safe` when stdout is a terminal; the text as it is when it goes to a file or pipe."""
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return _safe(text) if tty else str(text)
+
+
+def _check_memory(nbytes: float, what: str) -> None:
+    """Refuse work that cannot fit in memory before anything is allocated (one line, exit 2)."""
+    from ..modelfile.safety import gb, memory_budget
+    budget = memory_budget()
+    if nbytes > budget:
+        raise UserError(f"too large: {what} needs about {gb(nbytes)} of memory, more than the {gb(budget)} "
+                        f"allowed (half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES to change it)")
 
 
 def _load_model(path: str, name: Optional[str]):
     from ..modelfile import load_model
     return load_model(path, name)
-
-
-def _kind(model) -> str:
-    return "dense" if hasattr(model, "embeddings_") else "standard"
 
 
 #: Above this many symbols the MAD is computed by metrics.cooc_mad_large (no m x m arrays).
@@ -68,6 +92,7 @@ MAD_DENSE_MAX_SYMBOLS = 1000
 
 def _metric_values(met, model, seqs) -> dict:
     import numpy as np
+    from ..maths import analytic_cooc, empirical_cooc
     m = model.n_symbols
     out = {}
     out["loglik"] = float(model.score(seqs))   # scored once; both NLLs divide it
@@ -80,11 +105,11 @@ def _metric_values(met, model, seqs) -> dict:
             pass
     else:
         try:
-            omega_data = met.empirical_cooc(seqs, m)
+            omega_data = empirical_cooc(seqs, m)
         except ValueError:  # every sequence has length 1: no adjacent pairs, no MAD
             omega_data = None
         if omega_data is not None:
-            omega_model = met.analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
+            omega_model = analytic_cooc(None, model.transmat_, model.emissionprob_)  # stationary pi
             out["mad"] = float(met.cooc_mad(omega_data, omega_model))
     out["n_sequences"] = len(seqs)
     out["n_tokens"] = int(sum(len(s) for s in seqs))

@@ -3,23 +3,43 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import time
+from typing import Tuple
 
-from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _kind, _load_model, _metric_values, _out,
-                     _user_error_types)
+from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_memory, _err,
+                     _load_model, _metric_values, _out, _user_error_types)
 from .data import _load_train_data
 from .progress import ProgressPrinter, _progress_mode, _SigintCancel
+
+
+_SIGTERM = getattr(signal, "SIGTERM", None)
 
 
 # ----------------------------------------------------------------- models
 def _check_positive(args, names) -> None:
     for opt in names:
         v = getattr(args, opt, None)
-        if v is not None and not v > 0:
-            raise UserError(f"--{opt.replace('_', '-')} must be > 0, got {v}")
+        if v is not None and not (v > 0 and math.isfinite(v)):  # NaN and inf fail too
+            raise UserError(f"--{opt.replace('_', '-')} must be > 0 and finite, got {v}")
 
 
-def _build_model(args, n_symbols: int):
+def _check_model_size(kind: str, cfg: dict) -> None:
+    """Refuse a model that cannot fit in memory, before anything is allocated: the matrices,
+    their expected counts and forward-backward buffers (about 8 copies of n^2 + n m floats),
+    plus the embeddings and their Adam state for dense models."""
+    n, m = int(cfg["n_states"]), int(cfg["n_symbols"])
+    floats = 8 * (n * n + n * m)
+    if kind == "dense":
+        floats += 4 * (3 * n + m + 1) * int(cfg["dim"])
+    what = f"a {kind} model with n={n}, m={m}" + (f", l={cfg['dim']}" if kind == "dense" else "")
+    _check_memory(8.0 * floats, what)
+
+
+def _model_config(args, n_symbols: int):
+    """``(kind, config)`` of the model the command line asks for: every flag maps to one option
+    of the estimator's configuration (``--iter`` -> ``n_iter``, ``--steps`` -> ``cooc_steps``,
+    ``--mstep-steps`` -> ``mstep_steps``, ...); :func:`densehmm_core.model_from_config` builds it."""
     kind = args.model or "dense"
     if args.states is None:
         raise UserError("--states N is required")
@@ -28,6 +48,9 @@ def _build_model(args, n_symbols: int):
         raise UserError("--tol must be a number")
     if args.finish_steps is not None and args.finish_steps < 0:
         raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
+    if args.states > 10 ** 7 or (args.dim is not None and args.dim > 10 ** 7):
+        _check_memory(8.0 * max(args.states, args.dim or 0) ** 2, f"--states {args.states}"
+                      + (f" --dim {args.dim}" if args.dim is not None else ""))
     if kind == "standard":
         if args.method in ("cooc", "cooc_em"):
             raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
@@ -38,59 +61,54 @@ def _build_model(args, n_symbols: int):
             raise UserError("--paper-settings applies to dense models only")
         if getattr(args, "symbol_features", None):
             raise UserError("--symbol-features applies to dense models only")
-        from ..standard import StandardHMM, n_fair
+        from ..standard import n_fair
         n = args.states
         if args.fair:
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        kw = {"seed": args.seed, "device": args.device or "auto"}
+        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": args.device or "auto"}
         if args.iter is not None:
-            kw["n_iter"] = args.iter
+            cfg["n_iter"] = args.iter
         if args.tol is not None:
-            kw["tol"] = args.tol
-        return StandardHMM(n, n_symbols, **kw)
+            cfg["tol"] = args.tol
+        _check_model_size("standard", cfg)
+        return "standard", cfg
     if args.fair:
         raise UserError("--fair needs --model standard")
     if args.dim is None:
         raise UserError("--dim L is required for dense models")
     method = args.method or "cooc"
-    from ..dense import DenseHMM
-    kw = {"fit_method": method, "seed": args.seed, "device": args.device or "auto"}
+    cfg = {"n_states": args.states, "dim": args.dim, "n_symbols": n_symbols, "fit_method": method,
+           "seed": args.seed, "device": args.device or "auto"}
     if args.paper_settings:
-        kw["preset"] = "paper"
+        cfg["preset"] = "paper"
     if getattr(args, "symbol_features", None):
         from ..features import FEATURE_FUNCTIONS
         if args.symbol_features not in FEATURE_FUNCTIONS:
             raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
                             f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
-        kw["symbol_features"] = args.symbol_features
+        cfg["symbol_features"] = args.symbol_features
     for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
         if getattr(args, opt) is not None:
-            kw[key] = getattr(args, opt)
+            cfg[key] = getattr(args, opt)
     if method == "cooc":
         if args.iter is not None or args.mstep_steps is not None:
             raise UserError("--iter/--mstep-steps apply to --method em; use --steps for cooc")
-        if args.steps is not None:
-            kw["steps"] = args.steps
-        if args.finish is not None:
-            kw["finish"] = args.finish
-        if args.finish_steps is not None:
-            kw["finish_steps"] = args.finish_steps
+        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps")):
+            if getattr(args, opt) is not None:
+                cfg[key] = getattr(args, opt)
     else:
-        if args.steps is not None:
-            raise UserError("--steps applies to --method cooc; use --iter (and --mstep-steps) for em")
+        if method == "em" and args.steps is not None:
+            raise UserError("--steps applies to --method cooc (and cooc_em); use --iter (and --mstep-steps) for em")
         if method == "em" and (args.finish is not None or args.finish_steps is not None):
             raise UserError("--finish/--finish-steps apply to --method cooc (and cooc_em)")
-        if args.finish is not None:
-            kw["finish"] = args.finish
-        if args.finish_steps is not None:
-            kw["finish_steps"] = args.finish_steps
-        if args.iter is not None:
-            kw["em_iter"] = args.iter
-        if args.mstep_steps is not None:
-            kw["steps"] = args.mstep_steps
-    return DenseHMM(args.states, args.dim, n_symbols, **kw)
+        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"),
+                         ("iter", "n_iter"), ("mstep_steps", "mstep_steps")):
+            if getattr(args, opt) is not None:
+                cfg[key] = getattr(args, opt)
+    _check_model_size("dense", cfg)
+    return "dense", cfg
 
 
 def _final_metrics(model, train, test) -> dict:
@@ -124,10 +142,12 @@ def cmd_train(args) -> int:
         if not args.checkpoint_every > 0:
             raise UserError("--checkpoint-every must be > 0 seconds")
     if out:
+        from .. import fileio
         folder = os.path.dirname(os.path.abspath(out)) or "."
         if not os.path.isdir(folder):
             raise UserError(f"{out}: the folder {folder} does not exist")
-        if os.path.exists(out):
+        fileio.check_writable(out, what="model file")  # read-only file or folder: said now, not after training
+        if os.path.lexists(out):
             names = list_models(out)  # refuses foreign/damaged files before any training
             same_file = bool(args.resume) and (args.resume is True or
                                                os.path.abspath(str(args.resume)) == os.path.abspath(out))
@@ -153,8 +173,8 @@ def cmd_train(args) -> int:
         if not resume_from:
             raise UserError("--resume needs a checkpoint file (--resume FILE.h5 or --out FILE.h5)")
         model = _load_model(resume_from, args.name)
-        if args.model and args.model != _kind(model):
-            raise UserError(f"--model {args.model} does not match the {_kind(model)} model in {resume_from}")
+        if args.model and args.model != model.kind:
+            raise UserError(f"--model {args.model} does not match the {model.kind} model in {resume_from}")
         if model.vocabulary is not None and vocab is not None and list(model.vocabulary) != list(vocab):
             raise UserError(f"the data's vocabulary differs from that of the model in {resume_from}: "
                             f"give the same DATA and data options as for the first run")
@@ -167,7 +187,8 @@ def cmd_train(args) -> int:
             raise UserError(f"{out} already holds a model named {name!r}: use --overwrite or another --name")
     else:
         try:
-            model = _build_model(args, n_symbols)
+            from ..registry import model_from_config
+            model = model_from_config(*_model_config(args, n_symbols))
         except (TypeError, ValueError) as e:
             if isinstance(e, _user_error_types()):  # e.g. DeviceError: already a clear message
                 raise
@@ -180,18 +201,19 @@ def cmd_train(args) -> int:
     printer = ProgressPrinter(_progress_mode(args))
     last_params = None
     last_ckpt = time.monotonic()
+    ckpt_failures = 0
     stopped = "done"
     error = None
     saved_name = name
-    kind = _kind(model)
+    kind = model.kind
     if not args.quiet:
-        what = f"{kind} HMM, n={model.n_states}" + (f", l={getattr(model, 'dim', '')}" if kind == "dense" else "")
+        what = f"{kind} HMM, n={model.n_states}" + (f", l={model.dim}" if kind == "dense" else "")
         ntok = sum(len(s) for s in train.sequences)
         _err(f"training {what} on {len(train.sequences)} sequences ({ntok} tokens)"
              + (f", testing on {len(test.sequences)}" if test is not None else "")
              + (" [resumed]" if resume_from else ""))
     try:
-        with _SigintCancel(token, args.quiet):
+        with _SigintCancel(token, args.quiet) as signals:
             stream = model.iter_fit(train, eval_data=test, cancel=token, init=not bool(resume_from))
             for ev in stream:
                 printer(ev)
@@ -205,8 +227,11 @@ def cmd_train(args) -> int:
                         saved_name = save_model(out, model, saved_name, train, test_corpus=test,
                                                 overwrite=True, params=_ckpt_params(model, last_params),
                                                 metrics={"checkpoint": True})
-                    except ModelFileError as e:  # e.g. a full disk: warn, keep training
-                        _err(f"densehmm: warning: checkpoint failed: {e}")
+                    except (ModelFileError, OSError) as e:  # e.g. a full disk: warn once, keep training
+                        ckpt_failures += 1
+                        if ckpt_failures == 1:
+                            _err(f"densehmm: warning: checkpoint failed: {e}; training goes on "
+                                 f"(later checkpoint failures are not reported)")
                     except ValueError:
                         pass  # no complete parameters yet: the next interval will try again
                     last_ckpt = time.monotonic()
@@ -254,7 +279,7 @@ def cmd_train(args) -> int:
              + (f"the last finite model was saved to {out}" if out else "the last finite model was kept"))
         return EXIT_FAIL
     if stopped == "cancelled":
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if signals.signal_received == _SIGTERM else EXIT_INTERRUPTED
     return EXIT_OK
 
 
@@ -265,63 +290,62 @@ def _ckpt_params(model, last_params):
     keys = {"startprob", "transmat", "emissionprob"}
     if not keys <= set(last_params):
         return None
-    if _kind(model) == "dense" and not {"U", "Z", "W", "V", "z_start"} <= set(last_params):
+    from ..maths import EMBEDDING_NAMES
+    if model.kind == "dense" and not set(EMBEDDING_NAMES) <= set(last_params):
         return None
     return last_params
 
 
 def _apply_overrides(model, args) -> None:
-    """--resume: apply the training options given on the command line to the loaded model.
+    """--resume: apply the training options given on the command line to the loaded model
+    (through ``set_params``, so every flag maps to one configuration option).
 
     Without ``--iter``, an EM / Baum-Welch run continues for the iterations it had left
     (the configured maximum minus the iterations in the saved history).
     """
-    kind = _kind(model)
+    kind = model.kind
     for opt in ("fair", "paper_settings"):
         if getattr(args, opt, False):
             raise UserError(f"--{opt.replace('_', '-')} cannot be changed on --resume")
     if args.states is not None and args.states != model.n_states and not args.fair:
         raise UserError(f"--states {args.states} does not match the model in the checkpoint "
                         f"({model.n_states} states)")
-    if kind == "dense" and args.dim is not None and args.dim != model.dim:
-        raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={model.dim})")
-    method = getattr(model, "fit_method", "em")
+    cfg = model.get_config()
+    if kind == "dense" and args.dim is not None and args.dim != cfg["dim"]:
+        raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={cfg['dim']})")
+    method = cfg.get("fit_method", "baum-welch")
     if args.method and kind == "dense" and args.method != method:
         raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
     done = _iterations_done(model)
+    changes = {}
     if args.device:
-        model.device = args.device
+        changes["device"] = args.device
     if kind == "standard":
-        if args.iter is not None:
-            model.n_iter = args.iter
-        else:
-            model.n_iter = max(0, model.n_iter - done)
-        if args.tol is not None:
-            model.tol = args.tol
         for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
             if getattr(args, opt) is not None:
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
-        return
-    for opt in ("lr", "tol"):
-        if getattr(args, opt) is not None:
-            setattr(model, opt, getattr(args, opt))
-    if method == "em":
-        if args.iter is not None:
-            model.em_iter = args.iter
-        else:
-            model.em_iter = max(1, int(model.hyper()["em_iter"]) - done)
-        if args.mstep_steps is not None:
-            model.steps = args.mstep_steps
+        changes["n_iter"] = args.iter if args.iter is not None else max(0, cfg["n_iter"] - done)
+        if args.tol is not None:
+            changes["tol"] = args.tol
     else:
-        if args.steps is not None:
-            model.steps = args.steps
-        if args.finish is not None:
-            model.finish = args.finish
-        if args.finish_steps is not None:
-            model.finish_steps = args.finish_steps
+        for opt in ("lr", "tol"):
+            if getattr(args, opt) is not None:
+                changes[opt] = getattr(args, opt)
+        if method == "em":
+            changes["n_iter"] = args.iter if args.iter is not None else max(1, int(cfg["n_iter"]) - done)
+            flags: Tuple[Tuple[str, str], ...] = (("mstep_steps", "mstep_steps"),)
+        else:
+            flags = (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"))
+        for opt, key in flags:
+            if getattr(args, opt) is not None:
+                changes[key] = getattr(args, opt)
+    try:
+        model.set_params(**changes)
+    except (TypeError, ValueError) as e:
+        raise UserError(f"invalid model options: {e}") from None
 
 
 def _iterations_done(model) -> int:
     """EM / Baum-Welch iterations recorded in the history (records with step > 0, over all resumes)."""
-    return sum(1 for r in (getattr(model, "history_", None) or [])
+    return sum(1 for r in model.history_
                if isinstance(r.get("step"), int) and r["step"] > 0 and r.get("phase") in ("baum-welch", "em"))

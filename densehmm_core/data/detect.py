@@ -133,5 +133,5 @@ def detect_format(name: str, sample: bytes, path: Optional[str] = None) -> str:
     fmt = sniff(sample)
     if fmt is None:
         raise DataFormatError("unknown format: the content looks like none of "
-                              f"{', '.join(FORMATS)}; pass format= to choose one", path or name)
+                              f"{', '.join(FORMATS)}; name the format to read it as", path or name)
     return fmt

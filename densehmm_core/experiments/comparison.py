@@ -36,7 +36,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -98,7 +98,7 @@ class ComparisonSettings:
         if dataset not in _DATASET_CODE:
             raise ValueError(f"unknown dataset {dataset!r}")
         models = MODELS + (EXTRA_MODELS if dataset == "synthetic" else ())
-        base = dict(dataset=dataset, data=None if data is None else str(data), models=models)
+        base: Dict[str, Any] = dict(dataset=dataset, data=None if data is None else str(data), models=models)
         base.update(kw)
         s = cls(**base)
         s.validate()
@@ -106,7 +106,7 @@ class ComparisonSettings:
 
     @classmethod
     def quick(cls, dataset: str, data: Optional[str] = None, **kw) -> "ComparisonSettings":
-        base = dict(grid=QUICK_GRID, repeats=1, em_iter=3, em_steps=10, cooc_steps=300, bw_iter=5)
+        base: Dict[str, Any] = dict(grid=QUICK_GRID, repeats=1, em_iter=3, em_steps=10, cooc_steps=300, bw_iter=5)
         if dataset != "synthetic":
             base["max_sequences"] = 60
         base.update(kw)
@@ -196,7 +196,7 @@ def make_data(s: ComparisonSettings, n: int, l: int, rep: int, shared: Optional[
     """``(train, test, n_symbols, omega_gt, truth)`` of one repetition (``truth``: the true
     HMM parameters for synthetic data, else None).  ``shared``: the corpus of a ``"sweep"``
     (``{"sequences": [...], "n_symbols": m}``), read once by the caller."""
-    from ..metrics import analytic_cooc, empirical_cooc
+    from ..maths import analytic_cooc, empirical_cooc
     data_seed = _seeds(s, n, l, rep, "standard")[0]
     if s.dataset == "synthetic":
         from ..engine.sampling import sample_sequences
@@ -231,17 +231,16 @@ def make_data(s: ComparisonSettings, n: int, l: int, rep: int, shared: Optional[
 
 
 # ------------------------------------------------------------------- models
-def build_model(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed: int):
-    from ..standard import StandardHMM, n_fair
+def model_config(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed: int) -> Tuple[str, dict]:
+    """``(kind, config)`` of one compared model, for :func:`densehmm_core.model_from_config`."""
     if model in ("standard", "standard-fair"):
+        from ..standard import n_fair
         k = n if model == "standard" else n_fair(n, m, l)
-        return StandardHMM(k, m, n_iter=s.bw_iter, tol=s.bw_tol, seed=seed)
-    from ..dense import DenseHMM
+        return "standard", {"n_states": k, "n_symbols": m, "n_iter": s.bw_iter, "tol": s.bw_tol, "seed": seed}
+    cfg = {"n_states": n, "dim": l, "n_symbols": m, "seed": seed, "preset": s.dense_preset, "device": "cpu"}
     if model == "dense-em":
-        return DenseHMM(n, l, m, fit_method="em", seed=seed, preset=s.dense_preset,
-                        em_iter=s.em_iter, steps=s.em_steps, device="cpu")
-    kw = {} if s.cooc_steps is None else {"steps": s.cooc_steps}
-    return DenseHMM(n, l, m, fit_method="cooc", seed=seed, preset=s.dense_preset, device="cpu", **kw)
+        return "dense", dict(cfg, fit_method="em", n_iter=s.em_iter, mstep_steps=s.em_steps)
+    return "dense", dict(cfg, fit_method="cooc", cooc_steps=s.cooc_steps)
 
 
 def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
@@ -252,12 +251,14 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     save the fitted model to ``save_dir/<dataset>_n<n>_l<l>_rep<rep>_<model>.h5``.
     """
     from ..events import TrainingDiverged
-    from ..metrics import analytic_cooc, cooc_mad, empirical_cooc
+    from ..maths import analytic_cooc, empirical_cooc
+    from ..metrics import cooc_mad
+    from ..registry import model_from_config
     t0 = time.perf_counter()
     s = ComparisonSettings.from_dict(settings)
     data_seed, model_seed, sample_seed = _seeds(s, n, l, rep, model)
     train, test, m, omega_gt, truth = make_data(s, n, l, rep, shared)
-    est = build_model(s, model, n, l, m, model_seed)
+    est = model_from_config(*model_config(s, model, n, l, m, model_seed))
     status = "ok"
     t1 = time.perf_counter()
     try:

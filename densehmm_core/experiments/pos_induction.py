@@ -91,25 +91,23 @@ def _load(s: PosSettings, lowercase: bool):
     return corpus
 
 
-def build_model(s: PosSettings, model: str, dim: int, n: int, seed: int):
-    """The estimator of one run (n states, embedding length ``dim``)."""
-    from ..dense import DenseHMM
-    from ..standard import StandardHMM
+def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tuple[str, Dict[str, Any]]:
+    """``(kind, config)`` of one run's estimator (n states, embedding length ``dim``), for
+    :func:`densehmm_core.model_from_config`."""
     if model == "baum-welch":
-        return StandardHMM(n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9)
-    em: Dict[str, Any] = dict(em_iter=s.n_iter, steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9,
-                              init_scale=s.init_scale)
+        return "standard", dict(n_states=n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9)
+    base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed, init_scale=s.init_scale)
+    em: Dict[str, Any] = dict(n_iter=s.n_iter, mstep_steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9)
     if model == "dense-em":
-        return DenseHMM(n, dim, fit_method="em", seed=seed, **em)
+        return "dense", dict(base, fit_method="em", **em)
     if model == "dense-em-feat":
-        return DenseHMM(n, dim, fit_method="em", seed=seed, symbol_features="orthographic", **em)
+        return "dense", dict(base, fit_method="em", symbol_features="orthographic", **em)
     if model == "dense-direct":
-        kw: Dict[str, Any] = dict(steps=100, finish_steps=50) if s.quick else {}
-        return DenseHMM(n, dim, fit_method="cooc", seed=seed, sparse_cooc=True, snapshot_every=10 ** 9,
-                        init_scale=s.init_scale, **kw)
+        kw: Dict[str, Any] = dict(cooc_steps=100, finish_steps=50) if s.quick else {}
+        return "dense", dict(base, fit_method="cooc", sparse_cooc=True, snapshot_every=10 ** 9, **kw)
     if model == "cooc-em":
         kw2: Dict[str, Any] = dict(finish_steps=20) if s.quick else {}
-        return DenseHMM(n, dim, fit_method="cooc_em", seed=seed, sparse_cooc=True, **em, **kw2)
+        return "dense", dict(base, fit_method="cooc_em", sparse_cooc=True, **em, **kw2)
     raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
 
 
@@ -121,7 +119,8 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
                        "direct_dims": tuple(settings.get("direct_dims", ()))})
     corpus = _load(s, lowercase=(model != "dense-em-feat"))
     n = s.n_states or corpus.n_tags
-    est = build_model(s, model, dim, n, seed)
+    from ..registry import model_from_config
+    est = model_from_config(*model_config(s, model, dim, n, seed))
     cpu0, wall0 = time.process_time(), time.perf_counter()
     est.fit(corpus)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0

@@ -3,11 +3,11 @@
 :class:`RemoteSweep` sends the training and test sequences to the cluster once
 (``scatter(..., broadcast=True)``) and submits one task per :class:`RemoteRun`.  A
 task (:func:`train_run`) builds the model from its ``(kind, config)`` -- the model's
-``get_config()`` --, fits it on the scattered training split with the test split as
-evaluation data, and returns a metrics row and the model's ``history_`` (plain
-numbers).  No model crosses the network: with ``save_dir`` (a folder every worker
-can write, i.e. shared storage) the worker also saves the fitted model to
-``save_dir/<run id>.h5`` and the row names that file.
+``get_config()`` -- with :func:`densehmm_core.model_from_config`, fits it on the
+scattered training split with the test split as evaluation data, and returns a metrics
+row and the model's ``history_`` (plain numbers).  No model crosses the network: with
+``save_dir`` (a folder every worker can write, i.e. shared storage) the worker also saves
+the fitted model to ``save_dir/<run id>.h5`` and the row names that file.
 
 How a front end follows the runs (all Qt-free; the callbacks run on Dask's threads,
 never on the caller's):
@@ -15,7 +15,7 @@ never on the caller's):
 * ``on_result(RunResult)``: a run ended (``finished``, ``diverged``, ``failed`` or
   ``cancelled``).  The same results are queued for :meth:`RemoteSweep.poll`.
 * ``on_progress(run_id, info)``: a run started on a worker (``info["state"] ==
-  "running"``, ``info["worker"]``), then about once a second its progress
+  "running"``, ``info["worker"]``: its address, ``info["name"]``: its name), then about once a second its progress
   (``step``, ``total``, ``loss``).  These are Dask worker events
   (``Worker.log_event`` / ``Client.subscribe_topic``): small dicts of numbers.
 
@@ -54,6 +54,7 @@ class RemoteRun:
     kind: str
     config: dict
     label: str = ""
+    fit_kwargs: dict = field(default_factory=dict)   # extra keyword arguments of ``iter_fit``
 
 
 @dataclass
@@ -94,22 +95,20 @@ class _EventCancel(CancelToken):
         return self._event.is_set()
 
 
-def _build(kind: str, config: dict):
-    from ..worker import _build as build  # the one place that maps (kind, config) to a model
-    return build(kind, config)
-
-
 def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_dir: Optional[str] = None,
-              topic: Optional[str] = None, cancel_event: Optional[str] = None) -> dict:
+              topic: Optional[str] = None, cancel_event: Optional[str] = None,
+              fit_kwargs: Optional[dict] = None) -> dict:
     """Build the model of ``(kind, config)``, fit it on ``shared["train"]`` (evaluation data
     ``shared["test"]``) and return ``{"row": metrics, "history": model.history_}``.
 
     Row keys: ``status`` (``ok``, ``diverged: ...`` or ``cancelled``), ``stop`` (the
-    trainer's stop reason), ``iterations``, ``train_nll`` and ``test_nll`` (negative
-    log-likelihood per token, :func:`densehmm_core.metrics.normalized_nll`), ``mad`` (the
-    trainer's last co-occurrence MAD, ``None`` when it reports none), ``n_states``,
-    ``n_symbols``, ``parameters``, ``fit_seconds``, ``model_path`` (``None`` unless
-    ``save_dir``) and ``worker`` (its address, ``""`` outside Dask).
+    trainer's stop reason), ``iterations``, ``total`` (the most it could have done),
+    ``train_nll`` and ``test_nll`` (negative log-likelihood per token,
+    :func:`densehmm_core.metrics.normalized_nll`), ``mad`` (the trainer's last
+    co-occurrence MAD, ``None`` when it reports none), ``n_states``, ``n_symbols``,
+    ``parameters``, ``fit_seconds``, ``model_path`` (``None`` unless ``save_dir``) and
+    ``worker`` (its address, ``""`` outside Dask).  ``fit_kwargs``: extra arguments of
+    ``iter_fit``.
 
     ``topic``: the Dask worker-event topic that receives ``running`` and progress events;
     ``cancel_event``: the name of the Dask event that asks this run to stop.  Both are
@@ -119,19 +118,23 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
 
     from ..events import TrainingDiverged
     from ..metrics import normalized_nll
+    from ..registry import model_from_config
     worker = None
     if topic is not None:
         import distributed
         worker = distributed.get_worker()
-        worker.log_event(topic, {"run": run_id, "state": "running", "worker": worker.address})
+        worker.log_event(topic, {"run": run_id, "state": "running", "worker": worker.address,
+                                 "name": str(worker.name)})
     cancel = _EventCancel(cancel_event) if cancel_event else None
     train, test = shared["train"], shared.get("test")
-    model = _build(kind, config)
+    model = model_from_config(kind, config)
     status = "ok"
     t0 = time.perf_counter()
     next_report = t0 + PROGRESS_INTERVAL_S
+    total = None
     try:
-        for ev in model.iter_fit(train, eval_data=test, cancel=cancel):
+        for ev in model.iter_fit(train, eval_data=test, cancel=cancel, **dict(fit_kwargs or {})):
+            total = ev.total
             if worker is not None and time.perf_counter() >= next_report:
                 next_report = time.perf_counter() + PROGRESS_INTERVAL_S
                 worker.log_event(topic, {"run": run_id, "state": "progress", "step": int(ev.step),
@@ -151,6 +154,7 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
             break
     row = {
         "status": status, "stop": stop, "iterations": int(history[-1]["step"]) if history else 0,
+        "total": None if total is None else int(total),
         "train_nll": float(normalized_nll(model, train)),
         "test_nll": None if not test else float(normalized_nll(model, test)),
         "mad": mad, "n_states": int(model.n_states), "n_symbols": int(model.n_symbols),
@@ -208,6 +212,7 @@ class RemoteSweep:
         self._futures: Dict[str, Any] = {}
         self._ended: Dict[str, str] = {}
         self._lock = threading.Lock()
+        self._close_lock = threading.Lock()
         self._results: "queue.Queue[RunResult]" = queue.Queue()
 
     # ---------------------------------------------------------------- set-up
@@ -233,7 +238,8 @@ class RemoteSweep:
                 key = f"densehmm-{self.sweep_id}-{run_id}"
                 fut = self.client.submit(
                     train_run, run.kind, dict(run.config), shared, run_id=run_id, save_dir=self.save_dir,
-                    topic=self.topic, cancel_event=f"{key}-cancel", key=key, retries=self.retries, pure=False)
+                    topic=self.topic, cancel_event=f"{key}-cancel", fit_kwargs=dict(run.fit_kwargs),
+                    key=key, retries=self.retries, pure=False)
                 with self._lock:
                     self._futures[run_id] = fut
                 fut.add_done_callback(lambda f, rid=run_id: self._on_done(rid, f))
@@ -321,14 +327,18 @@ class RemoteSweep:
             self.cancel(run_id)
 
     def close(self) -> None:
-        """Cancel what is left and disconnect (a local cluster is shut down)."""
-        if self.client is not None:
-            if not self.done:
-                self.cancel_all()
-            try:
-                self.client.unsubscribe_topic(self.topic)
-            finally:
-                self.client.close()
-        if self.cluster is not None:
-            self.cluster.close()
-        self.client = self.cluster = None
+        """Cancel what is left and disconnect (a local cluster is shut down).
+
+        Thread-safe and idempotent: a second caller waits for the first one's close.
+        """
+        with self._close_lock:
+            if self.client is not None:
+                if not self.done:
+                    self.cancel_all()
+                try:
+                    self.client.unsubscribe_topic(self.topic)
+                finally:
+                    self.client.close()
+            if self.cluster is not None:
+                self.cluster.close()
+            self.client = self.cluster = None

@@ -28,8 +28,9 @@ Writes are atomic: the whole new file is written to a temporary file in the
 same folder, flushed and fsynced, then renamed over the old one with
 :func:`os.replace`.  Models already in the file are copied over unchanged.
 
-Modules: :mod:`.schema` (format constants, :class:`ModelFileError`, attribute encoding,
-opening and checking a file), :mod:`.write` (saving) and :mod:`.read` (validation, loading).
+Modules: :mod:`.schema` (format constants, :class:`ModelFileError`, attribute encoding),
+:mod:`.safety` (what a reader refuses before reading), :mod:`.read` (opening and checking a
+file, validation, loading) and :mod:`.write` (saving).
 """
 from __future__ import annotations
 

@@ -1,16 +1,123 @@
 """Reading model files: validation, :func:`read_model_info`, :func:`load_model`, :func:`list_models`."""
 from __future__ import annotations
 
-import inspect
 import json
 import os
-import warnings
 from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, EMBEDDINGS, KINDS, MATRICES,
-                     ModelFileError, _as_str, _attr_value, _h5py, _open_existing, _read_attrs, _resolve_name)
+from . import safety
+from ..maths import check_stochastic, softmax
+from ..registry import migrate_config, model_class, model_from_config
+from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, FORMAT_NAME, KINDS, MATRICES,
+                     SCHEMA_VERSION, ModelFileError, _as_str, _h5py, _read_attrs)
+
+
+# ------------------------------------------------------------- opening
+def _open_existing(path, mode="r"):
+    """Open a file that must be one of ours; raise ModelFileError otherwise.
+
+    Only a regular file is opened (a FIFO or device would block or never end); the
+    root must say ``format="densehmm-model"`` with an integral ``schema_version`` this
+    code reads, and ``/models`` must be a group reached by a hard link.
+    """
+    import errno
+    import stat
+
+    h5py = _h5py()
+    spath = os.fspath(path)
+    try:
+        st = os.stat(spath)
+    except FileNotFoundError:
+        if os.path.islink(spath):
+            raise ModelFileError(spath, "no such file (a symbolic link to a missing file)") from None
+        raise ModelFileError(spath, "no such file") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ModelFileError(spath, "cannot be opened: a symbolic link loop") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ModelFileError(spath, "permission denied: the file (or a folder on its path) is not readable") \
+                from None
+        raise ModelFileError(spath, f"cannot be opened ({e.strerror or e})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelFileError(spath, "is a folder, not a model file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelFileError(spath, "is not a regular file (a FIFO, device or socket)")
+    try:
+        with open(spath, "rb"):
+            pass
+        safety.probe(spath, st, probe_read)  # damaged files can hang or crash HDF5: read them in a child first
+    except OSError as e:
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise ModelFileError(spath, "permission denied: the file is not readable") from None
+        raise ModelFileError(spath, f"cannot be opened ({e.strerror or e})") from None
+    try:
+        is_h5 = h5py.is_hdf5(spath)
+    except OSError as e:
+        raise ModelFileError(spath, f"cannot be read ({e})") from None
+    if not is_h5:
+        raise ModelFileError(spath, "is not an HDF5 file (a densehmm model file is HDF5)")
+    try:
+        f = h5py.File(spath, mode)
+    except (OSError, RuntimeError, ValueError) as e:
+        raise ModelFileError(spath, f"is a damaged or unreadable HDF5 file ({_one_line(e)})") from None
+    try:
+        try:
+            fmt = f.attrs.get("format")
+            fmt_text = None if fmt is None else _as_str(fmt)
+        except (OSError, RuntimeError, TypeError, ValueError) as e:  # UnicodeDecodeError is a ValueError
+            raise ModelFileError(spath, f"is an HDF5 file but its format attribute cannot be read "
+                                        f"({_one_line(e)})") from None
+        if fmt_text != FORMAT_NAME:
+            shown = "missing" if fmt_text is None else repr(fmt_text[:40])
+            raise ModelFileError(spath, f"is an HDF5 file but not a densehmm model file "
+                                        f"(root attribute format={shown}, expected {FORMAT_NAME!r})")
+        try:
+            version = f.attrs.get("schema_version")
+        except (OSError, RuntimeError, TypeError, ValueError) as e:
+            raise ModelFileError(spath, f"has an unreadable schema_version attribute ({_one_line(e)})") from None
+        try:
+            if isinstance(version, (bool, np.bool_, str, bytes)):
+                raise TypeError
+            fv = float(version)
+            if not fv.is_integer():
+                raise ValueError
+            version = int(fv)
+        except (TypeError, ValueError, OverflowError):
+            raise ModelFileError(spath, f"has an invalid schema_version attribute ({str(version)[:40]}); "
+                                        f"expected an integer") from None
+        if version > SCHEMA_VERSION:
+            raise ModelFileError(spath, f"was written with schema version {version}, newer than this densehmm "
+                                        f"reads (up to {SCHEMA_VERSION}); upgrade densehmm to read it")
+        if version < 1:
+            raise ModelFileError(spath, f"has an invalid schema_version {version}")
+        if "models" not in f:
+            raise ModelFileError(spath, "has no /models group")
+        if not isinstance(safety.child(f, "models", spath, "the file"), h5py.Group):
+            raise ModelFileError(spath, "has no /models group")
+    except Exception:
+        f.close()
+        raise
+    return f
+
+
+def _one_line(e: BaseException) -> str:
+    """An exception's text on one line (HDF5's messages hold newlines)."""
+    return " ".join(str(e).split())
+
+
+def _resolve_name(f, path, name: Optional[str]) -> str:
+    names = list(f["models"].keys())
+    if not names:
+        raise ModelFileError(path, "holds no models")
+    if name is None:
+        if len(names) > 1:
+            raise ModelFileError(path, f"holds {len(names)} models ({', '.join(names)}); choose one by name")
+        return names[0]
+    if name not in names:
+        raise ModelFileError(path, f"has no model named {name!r} (it holds: {', '.join(names)})")
+    return name
 
 
 def list_models(path) -> List[str]:
@@ -21,28 +128,35 @@ def list_models(path) -> List[str]:
     ModelFileError
         The file is missing, not HDF5, not a densehmm model file, or too new.
     """
-    f = _open_existing(path)
-    try:
-        return list(f["models"].keys())
-    finally:
-        f.close()
+    def run():
+        f = _open_existing(path)
+        try:
+            return list(f["models"].keys())
+        finally:
+            f.close()
+    return _guard(path, run)
 
 
 # -------------------------------------------------------------- loading
-def _read_dataset(mg, path, where, key, shape, *, floating=True):
+def _dataset(objs, path, where, key, shape, *, floating=True):
+    """The dataset ``key`` of a (checked) model group, its shape and type checked (nothing read)."""
     h5py = _h5py()
-    if key not in mg:
+    ds = objs.get(key)
+    if ds is None:
         raise ModelFileError(path, f"{where}: dataset {key!r} is missing")
-    ds = mg[key]
     if not isinstance(ds, h5py.Dataset):
         raise ModelFileError(path, f"{where}: {key!r} is not a dataset")
     if ds.shape != tuple(shape):
         raise ModelFileError(path, f"{where}: dataset {key!r} has shape {ds.shape}, expected {tuple(shape)}")
     if floating and ds.dtype.kind != "f":
         raise ModelFileError(path, f"{where}: dataset {key!r} has type {ds.dtype}, expected floating point")
+    return ds
+
+
+def _read_dataset(ds, path, where, key, *, floating=True):
     try:
         arr = ds[()]
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RuntimeError) as e:
         raise ModelFileError(path, f"{where}: dataset {key!r} cannot be read ({e})") from None
     arr = np.asarray(arr)
     if floating:
@@ -54,19 +168,21 @@ def _read_dataset(mg, path, where, key, shape, *, floating=True):
 
 
 def _check_stochastic(arr, path, where, key):
-    if np.any(arr < 0):
-        raise ModelFileError(path, f"{where}: {key} holds negative probabilities")
-    sums = arr.sum(axis=-1)
-    bad = np.flatnonzero(np.abs(np.atleast_1d(sums) - 1.0) > _STOCHASTIC_ATOL)
-    if bad.size:
-        what = "does not sum to 1" if arr.ndim == 1 else f"row {int(bad[0])} sums to {float(np.atleast_1d(sums)[bad[0]]):.6g}, not 1"
-        raise ModelFileError(path, f"{where}: {key} is not stochastic ({what})")
+    try:
+        check_stochastic(key, arr, atol=_STOCHASTIC_ATOL)
+    except ValueError as e:
+        raise ModelFileError(path, f"{where}: {e}") from None
 
 
-def _softmax_rows(x):
-    x = x - x.max(axis=-1, keepdims=True)
-    e = np.exp(x)
-    return e / e.sum(axis=-1, keepdims=True)
+def _check_softmax(path, where, key, rows, other, stored) -> None:
+    """``stored`` must equal softmax(rows other^T) to 1e-6 (NaN from overflowing embeddings fails too)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        implied = softmax(rows @ other.T, axis=1)
+        diff = np.max(np.abs(implied - stored)) if stored.size else 0.0
+    if not (diff <= _EMBEDDING_ATOL):  # written so that NaN fails it
+        why = "the embeddings overflow" if not np.isfinite(diff) else f"largest difference {float(diff):.3g}"
+        name = {"transmat": "softmax(Z U^T)", "emissionprob": "softmax(W V^T)"}[key]
+        raise ModelFileError(path, f"{where}: {key} does not match {name} of the stored embeddings ({why})")
 
 
 def _positive_int(attrs, key, path, where):
@@ -76,59 +192,88 @@ def _positive_int(attrs, key, path, where):
     return int(v)
 
 
-def _read_history(hg, path, where) -> List[dict]:
+def _history_columns(hg, path, where, objs=None):
+    """(columns, n_records, datasets) of a history group, all checked against each other."""
     h5py = _h5py()
+    objs = objs or {}
     try:
         columns = json.loads(_as_str(hg.attrs.get("columns", "[]")))
     except (ValueError, TypeError):
         raise ModelFileError(path, f"{where}: history/columns is not valid JSON") from None
-    n = hg.attrs.get("n_records")
-    n = int(n) if n is not None else None
-    cols = {}
+    if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+        raise ModelFileError(path, f"{where}: history/columns is not a list of names")
+    n = safety.history_rows(hg.attrs.get("n_records"), path, where)
+    dss = {}
     for col in columns:
-        if col not in hg or not isinstance(hg[col], h5py.Dataset):
+        ds = objs.get("history/" + col)
+        if ds is None:
+            if col not in hg:
+                raise ModelFileError(path, f"{where}: history column {col!r} is missing")
+            ds = safety.child(hg, col, path, f"{where}/history")
+        if not isinstance(ds, h5py.Dataset):
             raise ModelFileError(path, f"{where}: history column {col!r} is missing")
-        ds = hg[col]
         if ds.ndim != 1:
             raise ModelFileError(path, f"{where}: history column {col!r} is not one-dimensional")
         if n is None:
-            n = ds.shape[0]
+            n = safety.history_rows(ds.shape[0], path, where)
         if ds.shape[0] != n:
             raise ModelFileError(path, f"{where}: history column {col!r} has {ds.shape[0]} entries, expected {n}")
-        mask = np.asarray(ds.attrs.get("missing", np.zeros(n, dtype=np.int8)))
-        if mask.shape != (n,):
+        if ds.dtype.kind not in "fiub" and h5py.check_string_dtype(ds.dtype) is None:
+            raise ModelFileError(path, f"{where}: history column {col!r} has an unsupported type {ds.dtype}")
+        dss[col] = ds
+    return columns, n or 0, dss
+
+
+def _read_history(hg, path, where, rows: Optional[int] = None, objs=None):
+    """``(records, n_records)``; with ``rows=k`` only the first k and the last k records are read."""
+    h5py = _h5py()
+    columns, n, dss = _history_columns(hg, path, where, objs)
+    if rows is None or n <= 2 * rows:
+        index = np.arange(n)
+    else:
+        index = np.concatenate([np.arange(rows), np.arange(n - rows, n)])
+    safety.check_budget(path, where, len(index) * max(1, len(columns)) * safety.HISTORY_VALUE_BYTES,
+                        f"its {n} history records")
+    cols = {}
+    for col, ds in dss.items():
+        mask = ds.attrs.get("missing", None)
+        mask = np.zeros(n, dtype=np.int8) if mask is None else np.asarray(mask)
+        if mask.shape != (n,) or mask.dtype.kind not in "iu":
             raise ModelFileError(path, f"{where}: history column {col!r} has a mis-shaped 'missing' mask")
+        mask = mask[index]
+        part = ds[()] if len(index) == n else np.concatenate([ds[:rows], ds[n - rows:]])
         if ds.dtype.kind == "O" or h5py.check_string_dtype(ds.dtype) is not None:
-            vals = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in ds[()].tolist()]
+            vals = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in part.tolist()]
             if _as_str(ds.attrs.get("encoding", "")) == "json":
                 vals = [json.loads(v) if mask[i] == _PRESENT else None for i, v in enumerate(vals)]
         else:
-            vals = ds[()].tolist()
+            vals = part.tolist()
         cols[col] = (vals, mask)
     out = []
-    for i in range(n or 0):
+    for i in range(len(index)):
         rec = {}
         for col, (vals, mask) in cols.items():
             if mask[i] == _ABSENT:
                 continue
             rec[col] = None if mask[i] == _NONE else vals[i]
         out.append(rec)
-    return out
+    return out, n
 
 
-def _read_group_attrs(mg, key, path, where) -> Optional[dict]:
+def _read_group_attrs(objs, key, path, where) -> Optional[dict]:
     h5py = _h5py()
-    if key not in mg:
+    g = objs.get(key)
+    if g is None:
         return None
-    if not isinstance(mg[key], h5py.Group):
+    if not isinstance(g, h5py.Group):
         raise ModelFileError(path, f"{where}: {key!r} is not a group")
-    return _read_attrs(mg[key], path, f"{where}/{key}")
+    return _read_attrs(g, path, f"{where}/{key}")
 
 
-def _read_strings(mg, path, where: str, key: str) -> list:
+def _read_strings(objs, path, where: str, key: str) -> list:
     """A 1-D dataset of distinct UTF-8 strings (e.g. the tag vocabulary)."""
     h5py = _h5py()
-    ds = mg[key]
+    ds = objs[key]
     if not isinstance(ds, h5py.Dataset) or len(ds.shape) != 1:
         raise ModelFileError(path, f"{where}: dataset {key!r} has shape {getattr(ds, 'shape', None)}, expected (k,)")
     if h5py.check_string_dtype(ds.dtype) is None:
@@ -139,13 +284,19 @@ def _read_strings(mg, path, where: str, key: str) -> list:
     return out
 
 
-def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
-    """Read and validate one model group into a plain dict."""
+def _read_model_group(f, path, name, *, with_arrays=True, history=True) -> dict:
+    """Read and validate one model group into a plain dict.
+
+    Every object of the group is checked first (links, storage, declared sizes; see
+    :mod:`.safety`), then every dataset's shape against what the model's attributes
+    allow, then the memory all of it needs, and only then is anything read.  With
+    ``with_arrays=False`` the arrays are not read at all (only their shapes are
+    returned); ``history`` is True (all records), False (none) or ``k`` (the first and
+    last ``k``); ``history_length`` always holds the number of records.
+    """
     h5py = _h5py()
     where = f"model {name!r}"
-    mg = f["models"][name]
-    if not isinstance(mg, h5py.Group):
-        raise ModelFileError(path, f"{where} is not a group")
+    mg, objs = safety.model_group(f, path, name)
     attrs = _read_attrs(mg, path, where)
     kind = attrs.get("kind")
     if kind not in KINDS:
@@ -153,18 +304,51 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
     n = _positive_int(attrs, "n_states", path, where)
     m = _positive_int(attrs, "n_symbols", path, where)
     info: Dict[str, Any] = {"name": name, "attrs": attrs}
-    arrays: Dict[str, np.ndarray] = {}
     shapes = {"startprob": (n,), "transmat": (n, n), "emissionprob": (n, m)}
     if kind == "dense":
         l = _positive_int(attrs, "dim", path, where)
         shapes.update({"embeddings/U": (n, l), "embeddings/Z": (n, l), "embeddings/W": (n, l),
                        "embeddings/V": (m, l), "embeddings/z_start": (l,)})
-    for key, shape in shapes.items():
-        arrays[key] = _read_dataset(mg, path, where, key, shape)
-    if kind == "dense" and "feature_vocabulary" in mg:  # symbol features (issue 14)
-        fvocab = _read_strings(mg, path, where, "feature_vocabulary")
-        arrays["embeddings/feature_V"] = _read_dataset(mg, path, where, "embeddings/feature_V", (len(fvocab), l))
-        ds = mg.get("feature_index")
+    dsets = {key: _dataset(objs, path, where, key, shape) for key, shape in shapes.items()}
+    vocab_ds = objs.get("vocabulary")
+    if vocab_ds is not None:
+        if not isinstance(vocab_ds, h5py.Dataset) or vocab_ds.shape != (m,):
+            raise ModelFileError(path, f"{where}: dataset 'vocabulary' has shape "
+                                       f"{getattr(vocab_ds, 'shape', None)}, expected ({m},)")
+        if h5py.check_string_dtype(vocab_ds.dtype) is None:
+            raise ModelFileError(path, f"{where}: dataset 'vocabulary' does not hold strings")
+    hist_group = objs.get("history")
+    if hist_group is not None:
+        if not isinstance(hist_group, h5py.Group):
+            raise ModelFileError(path, f"{where}: 'history' is not a group")
+    # What reading needs (float64 arrays, the softmax checks' temporaries, Python strings).
+    need = 0
+    if with_arrays:
+        need += sum(8 * int(np.prod(s)) for s in shapes.values())
+        if kind == "dense":
+            need += 3 * 8 * (n * n + n * m)
+    if vocab_ds is not None:
+        need += m * safety.HISTORY_VALUE_BYTES
+    safety.check_budget(path, where, need, f"its arrays (n={n}, m={m})")
+
+    arrays: Dict[str, Any] = {}
+    if with_arrays:
+        for key, ds in dsets.items():
+            arrays[key] = _read_dataset(ds, path, where, key)
+        for key in MATRICES:
+            _check_stochastic(arrays[key], path, where, key)
+        if kind == "dense":
+            U, Z, W, V = (arrays["embeddings/" + k] for k in "UZWV")
+            _check_softmax(path, where, "transmat", Z, U, arrays["transmat"])
+            _check_softmax(path, where, "emissionprob", W, V, arrays["emissionprob"])
+    else:
+        arrays = {key: tuple(ds.shape) for key, ds in dsets.items()}
+    if kind == "dense" and "feature_vocabulary" in objs:  # symbol features (issue 14)
+        fvocab = _read_strings(objs, path, where, "feature_vocabulary")
+        fds = _dataset(objs, path, where, "embeddings/feature_V", (len(fvocab), l))
+        arrays["embeddings/feature_V"] = _read_dataset(fds, path, where, "embeddings/feature_V") if with_arrays \
+            else tuple(fds.shape)
+        ds = objs.get("feature_index")
         if ds is None or not isinstance(ds, h5py.Dataset) or len(ds.shape) != 2 or ds.shape[1] != 2 \
                 or ds.dtype.kind not in "iu":
             raise ModelFileError(path, f"{where}: dataset 'feature_index' must be an integer (k, 2) array")
@@ -172,39 +356,27 @@ def _read_model_group(f, path, name, *, with_arrays=True) -> dict:
         if fidx.size and (fidx.min() < 0 or fidx[:, 0].max() >= m or fidx[:, 1].max() >= len(fvocab)):
             raise ModelFileError(path, f"{where}: dataset 'feature_index' points outside the symbols or features")
         info["features"] = {"vocabulary": fvocab, "index": fidx}
-    for key in MATRICES:
-        _check_stochastic(arrays[key], path, where, key)
-    if kind == "dense":
-        U, Z, W, V = (arrays["embeddings/" + k] for k in "UZWV")
-        if np.max(np.abs(_softmax_rows(Z @ U.T) - arrays["transmat"])) > _EMBEDDING_ATOL:
-            raise ModelFileError(path, f"{where}: transmat does not match softmax(Z U^T) of the stored embeddings")
-        if np.max(np.abs(_softmax_rows(W @ V.T) - arrays["emissionprob"])) > _EMBEDDING_ATOL:
-            raise ModelFileError(path, f"{where}: emissionprob does not match softmax(W V^T) of the stored embeddings")
     vocab = None
-    if "vocabulary" in mg:
-        ds = mg["vocabulary"]
-        if not isinstance(ds, h5py.Dataset) or ds.shape != (m,):
-            raise ModelFileError(path, f"{where}: dataset 'vocabulary' has shape "
-                                       f"{getattr(ds, 'shape', None)}, expected ({m},)")
-        if h5py.check_string_dtype(ds.dtype) is None:
-            raise ModelFileError(path, f"{where}: dataset 'vocabulary' does not hold strings")
-        vocab = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in ds[()].tolist()]
+    if vocab_ds is not None:
+        vocab = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in vocab_ds[()].tolist()]
         if len(set(vocab)) != len(vocab):
             raise ModelFileError(path, f"{where}: dataset 'vocabulary' holds duplicate symbols")
     info["vocabulary"] = vocab
-    info["tag_vocabulary"] = _read_strings(mg, path, where, "tag_vocabulary") if "tag_vocabulary" in mg else None
-    info["config"] = _read_group_attrs(mg, "config", path, where) or {}
-    info["metrics"] = _read_group_attrs(mg, "metrics", path, where) or {}
-    info["provenance"] = _read_group_attrs(mg, "provenance", path, where)
-    info["provenance_test"] = _read_group_attrs(mg, "provenance_test", path, where)
-    info["software"] = _read_group_attrs(mg, "software", path, where) or {}
-    if "history" in mg:
-        if not isinstance(mg["history"], h5py.Group):
-            raise ModelFileError(path, f"{where}: 'history' is not a group")
-        info["history"] = _read_history(mg["history"], path, where)
+    info["tag_vocabulary"] = _read_strings(objs, path, where, "tag_vocabulary") if "tag_vocabulary" in objs else None
+    info["config"] = migrate_config(kind, _read_group_attrs(objs, "config", path, where) or {})
+    info["metrics"] = _read_group_attrs(objs, "metrics", path, where) or {}
+    info["provenance"] = _read_group_attrs(objs, "provenance", path, where)
+    info["provenance_test"] = _read_group_attrs(objs, "provenance_test", path, where)
+    info["software"] = _read_group_attrs(objs, "software", path, where) or {}
+    info["notes"] = _read_group_attrs(objs, "notes", path, where) or {}
+    if hist_group is None:
+        info["history"], info["history_length"] = [], 0
+    elif history is False:
+        info["history"], info["history_length"] = [], _history_columns(hist_group, path, where, objs)[1]
     else:
-        info["history"] = []
-    info["arrays"] = arrays if with_arrays else {k: v.shape for k, v in arrays.items()}
+        rows = None if history is True else int(history)
+        info["history"], info["history_length"] = _read_history(hist_group, path, where, rows, objs)
+    info["arrays"] = arrays
     return info
 
 
@@ -214,29 +386,48 @@ def _guard(path, fn):
         return fn()
     except ModelFileError:
         raise
-    except (OSError, KeyError, RuntimeError, TypeError, ValueError, IndexError, AttributeError) as e:
-        raise ModelFileError(os.fspath(path), f"is damaged or unreadable ({type(e).__name__}: {e})") from None
+    except MemoryError:
+        raise ModelFileError(os.fspath(path), "too large: reading it ran out of memory") from None
+    except (OSError, KeyError, RuntimeError, TypeError, ValueError, IndexError, AttributeError, OverflowError,
+            RecursionError) as e:
+        text = " ".join(str(e).split())
+        raise ModelFileError(os.fspath(path), f"is damaged or unreadable ({type(e).__name__}: {text})") from None
 
 
-def read_model_info(path, name: Optional[str] = None, *, arrays: bool = True) -> dict:
+def read_model_info(path, name: Optional[str] = None, *, arrays: bool = True, history: Any = True) -> dict:
     """Everything stored for one model, validated, as plain Python values and numpy arrays.
 
     Returns a dict with ``name``, ``attrs`` (kind, n_states, n_symbols, dim, fit_method, seed,
     device_used, created_utc, ...), ``arrays`` (``startprob``, ``transmat``, ``emissionprob``,
-    ``embeddings/U`` ...; only shapes when ``arrays=False``), ``vocabulary``, ``config``,
-    ``history``, ``metrics``, ``provenance``, ``provenance_test``, ``software`` and ``file``
-    (the root attributes).  No model object is built (so TensorFlow is never imported).
+    ``embeddings/U`` ...; only their shapes, unread and unchecked, when ``arrays=False``),
+    ``vocabulary``, ``config``, ``history`` (all records; none with ``history=False``; the
+    first and last ``k`` with ``history=k``), ``history_length``, ``metrics``, ``provenance``,
+    ``provenance_test``, ``software``, ``notes`` and ``file`` (the root attributes).  No model
+    object is built (so TensorFlow is never imported).  What is refused before anything is
+    read: docs/FILE_FORMAT.md, "What a reader refuses".
     """
     def run():
         f = _open_existing(path)
         try:
             nm = _resolve_name(f, os.fspath(path), name)
-            info = _read_model_group(f, os.fspath(path), nm, with_arrays=arrays)
-            info["file"] = {k: _attr_value(v) for k, v in f.attrs.items()}
+            info = _read_model_group(f, os.fspath(path), nm, with_arrays=arrays, history=history)
+            info["file"] = _read_attrs(f, os.fspath(path), "the root group")
             return info
         finally:
             f.close()
     return _guard(path, run)
+
+
+def probe_read(path) -> None:
+    """Read everything a reader or writer may touch (the probe of :func:`safety.probe` runs this)."""
+    spath = os.fspath(path)
+    f = _open_existing(spath)
+    try:
+        _read_attrs(f, spath, "the root group")
+        for nm in list(f["models"].keys()):
+            _read_model_group(f, spath, nm)
+    finally:
+        f.close()
 
 
 def model_summaries(path) -> List[dict]:
@@ -246,37 +437,14 @@ def model_summaries(path) -> List[dict]:
         try:
             out = []
             for nm in f["models"].keys():
-                a = _read_attrs(f["models"][nm], os.fspath(path), f"model {nm!r}")
+                mg = safety.model_group(f, os.fspath(path), nm, check=False)
+                a = _read_attrs(mg, os.fspath(path), f"model {nm!r}")
                 out.append({"name": nm, **{k: a.get(k) for k in
                                            ("kind", "n_states", "n_symbols", "dim", "fit_method", "created_utc")}})
             return out
         finally:
             f.close()
     return _guard(path, run)
-
-
-_POSITIONAL = ("n_states", "n_symbols", "dim", "n_components", "kind")
-
-
-def _construct(cls, args: tuple, config: dict, path, where: str = "model"):
-    """Call ``cls(*args, **config)`` with only the keywords its constructor accepts."""
-    config = {k: v for k, v in config.items() if k not in _POSITIONAL}
-    try:
-        sig = inspect.signature(cls)
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values()):
-            unknown = [k for k in config if k not in sig.parameters]
-            if unknown:
-                warnings.warn(f"{path}: {where}: ignoring configuration keys {unknown} that {cls.__name__} "
-                              f"does not accept",
-                              RuntimeWarning, stacklevel=3)
-            config = {k: v for k, v in config.items() if k in sig.parameters}
-    except (TypeError, ValueError):
-        pass
-    try:
-        return cls(*args, **config)
-    except (TypeError, ValueError) as e:
-        raise ModelFileError(path, f"{where}: the stored configuration is not accepted by {cls.__name__} "
-                                   f"({e})") from None
 
 
 def load_model(path, name: Optional[str] = None):
@@ -311,49 +479,40 @@ def load_model(path, name: Optional[str] = None):
         raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
 
 
+#: Model-group attributes that hold the fitted attributes of ``model.arrays()`` (same names).
+_FITTED_KEYS = ("stop_reason", "start_mode", "seed_used", "device_used", "restart_losses")
+
+
 def _build_model(spath: str, info: dict):
+    """The model of a read group: the registry builds it from the (migrated) configuration,
+    ``set_arrays`` restores the fitted state bit for bit."""
     a = info["attrs"]
+    where = f"model {info['name']!r}"
     cfg = dict(info["config"])
-    n, m = int(a["n_states"]), int(a["n_symbols"])
-    if "seed" in a and "seed" not in cfg:
-        cfg["seed"] = a["seed"]
+    # the group's validated attributes are authoritative for the shapes
+    cfg["n_states"], cfg["n_symbols"] = int(a["n_states"]), int(a["n_symbols"])
     if a["kind"] == "dense":
-        from ..dense import DenseHMM
-        if a.get("fit_method") and "fit_method" not in cfg:
-            cfg["fit_method"] = a["fit_method"]
-        model = _construct(DenseHMM, (n, int(a["dim"]), m), cfg, spath, f"model {info['name']!r}")
-        if isinstance(a.get("start_mode"), str):
-            model.start_mode_ = a["start_mode"]
-        emb = {k: info["arrays"]["embeddings/" + k] for k in EMBEDDINGS}
-        if info.get("features") is not None and cfg.get("symbol_features"):
-            from ..features import SymbolFeatures
-            fi = info["features"]
-            model.features_ = SymbolFeatures(str(cfg["symbol_features"]), fi["vocabulary"], fi["index"][:, 0].copy(),
-                                             fi["index"][:, 1].copy(), m)
-            emb["feature_V"] = info["arrays"]["embeddings/feature_V"]
-        setter = getattr(model, "set_embeddings", None)
-        if callable(setter):
-            setter(emb)
-        else:
-            model.embeddings_ = emb
-    else:
-        from ..standard import StandardHMM
-        model = _construct(StandardHMM, (n, m), cfg, spath, f"model {info['name']!r}")
-    model.n_symbols = m
-    model.startprob_ = info["arrays"]["startprob"]
-    model.transmat_ = info["arrays"]["transmat"]
-    model.emissionprob_ = info["arrays"]["emissionprob"]
+        cfg["dim"] = int(a["dim"])
+    try:
+        model = model_from_config(a["kind"], cfg)
+    except (TypeError, ValueError) as e:
+        raise ModelFileError(spath, f"{where}: the stored configuration is not accepted by "
+                                   f"{model_class(a['kind']).__name__} ({e})") from None
+    arrays = info["arrays"]
+    if info.get("features") is not None and cfg.get("symbol_features"):  # symbol features (issue 14)
+        from ..features import SymbolFeatures
+        fi = info["features"]
+        model.features_ = SymbolFeatures(str(cfg["symbol_features"]), fi["vocabulary"], fi["index"][:, 0].copy(),
+                                         fi["index"][:, 1].copy(), int(a["n_symbols"]))
+    state: Dict[str, Any] = {"params": {k.split("/")[-1]: v for k, v in arrays.items()},
+                             "history": info["history"]}
+    fitted = {attr.rstrip("_") for attr in model.fitted_attrs}
+    for key in _FITTED_KEYS:
+        if key in fitted and key in a and a[key] != "":
+            state[key] = a[key]
+    model.set_arrays(state)
     model.vocabulary = info["vocabulary"]
     model.tag_vocabulary = info.get("tag_vocabulary")
-    model.history_ = info["history"]
-    model.stop_reason_ = a.get("stop_reason", "")
-    if a.get("device_used"):
-        try:
-            model.device_used_ = a["device_used"]
-        except AttributeError:  # a read-only property
-            pass
-    if "seed_used" in a and hasattr(model, "seed_used_"):
-        model.seed_used_ = a["seed_used"]
     model.metrics_ = info["metrics"]
     model.provenance_ = info["provenance"]
     model.provenance_test_ = info["provenance_test"]

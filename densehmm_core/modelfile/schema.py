@@ -10,12 +10,19 @@ from typing import Any, Dict, Mapping, Optional
 
 import numpy as np
 
-FORMAT_NAME = "densehmm-model"
-SCHEMA_VERSION = 1
+from ..hmm_base import MATRIX_NAMES
+from ..maths import EMBEDDING_NAMES
+from ..registry import MODEL_KINDS
 
-MATRICES = ("startprob", "transmat", "emissionprob")
-EMBEDDINGS = ("U", "Z", "W", "V", "z_start")
-KINDS = ("standard", "dense")
+FORMAT_NAME = "densehmm-model"
+#: 2: the model contract of issue 12 (config = constructor arguments, ``n_iter``,
+#: ``cooc_steps``, ``mstep_steps``); version-1 configurations are migrated on read
+#: (:func:`densehmm_core.registry.migrate_config`).
+SCHEMA_VERSION = 2
+
+KINDS = tuple(MODEL_KINDS)
+MATRICES = MATRIX_NAMES
+EMBEDDINGS = EMBEDDING_NAMES
 
 # history mask values (the "missing" attribute of a history column)
 _PRESENT, _NONE, _ABSENT = 0, 1, 2
@@ -93,22 +100,41 @@ def _write_attrs(group, values: Mapping[str, Any]) -> None:
 
 
 def _read_attrs(group, path, where: str) -> Dict[str, Any]:
+    """A group's attributes as plain values; anything unreadable or of an unsupported type
+    (opaque, references, compound, non-UTF-8 bytes) is a ModelFileError naming the attribute."""
     out: Dict[str, Any] = {}
     try:
-        json_keys = set(json.loads(_as_str(group.attrs.get("json_keys", "[]"))))
+        raw_keys = group.attrs.get("json_keys", "[]")
+        json_keys = set(json.loads(_as_str(raw_keys)))
     except (ValueError, TypeError) as e:
         raise ModelFileError(path, f"{where}: the json_keys attribute is not valid JSON ({e})") from None
-    for key, value in group.attrs.items():
+    try:
+        names = list(group.attrs.keys())
+    except (OSError, RuntimeError, ValueError, TypeError) as e:
+        raise ModelFileError(path, f"{where}: the attributes cannot be listed ({e})") from None
+    for key in names:
         if key == "json_keys":
             continue
-        if key in json_keys:
-            try:
+        try:
+            value = group.attrs[key]
+        except (OSError, RuntimeError, ValueError, TypeError, KeyError) as e:
+            raise ModelFileError(path, f"{where}: attribute {key!r} cannot be read ({e})") from None
+        try:
+            if key in json_keys:
                 out[key] = json.loads(_as_str(value))
-            except (ValueError, TypeError) as e:
-                raise ModelFileError(path, f"{where}: attribute {key!r} is not valid JSON ({e})") from None
-        else:
-            out[key] = _attr_value(value)
+            else:
+                out[key] = _attr_value(value)
+        except UnicodeDecodeError:
+            raise ModelFileError(path, f"{where}: attribute {key!r} is not valid UTF-8 text") from None
+        except _UnsupportedValue as e:
+            raise ModelFileError(path, f"{where}: attribute {key!r} has an unsupported type ({e})") from None
+        except (ValueError, TypeError, RecursionError) as e:
+            raise ModelFileError(path, f"{where}: attribute {key!r} is not valid JSON ({e})") from None
     return out
+
+
+class _UnsupportedValue(TypeError):
+    """An attribute value that is not a number, a string or an array of them."""
 
 
 def _as_str(value: Any) -> str:
@@ -122,13 +148,27 @@ def _as_str(value: Any) -> str:
 def _attr_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8")
+    if isinstance(value, str):
+        return value
     if isinstance(value, np.bool_):
         return bool(value)
+    if isinstance(value, np.void):
+        raise _UnsupportedValue("opaque or compound data")
     if isinstance(value, np.generic):
-        return value.item()
+        if value.dtype.kind not in "biufcSU":
+            raise _UnsupportedValue(str(value.dtype))
+        if value.dtype.kind == "c":
+            raise _UnsupportedValue("complex number")
+        return value.item() if value.dtype.kind not in "SU" else _attr_value(value.item())
     if isinstance(value, np.ndarray):
-        return [_attr_value(v) for v in value.tolist()] if value.dtype.kind in "OSU" else value.tolist()
-    return value
+        if value.dtype.kind in "OSU":
+            return [_attr_value(v) for v in value.tolist()]
+        if value.dtype.kind not in "biuf":
+            raise _UnsupportedValue(f"array of {value.dtype}")
+        return value.tolist()
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    raise _UnsupportedValue(type(value).__name__)
 
 
 def software_versions() -> Dict[str, str]:
@@ -164,56 +204,3 @@ def _check_name(name: str) -> str:
 
 
 # ------------------------------------------------------------- opening
-def _open_existing(path, mode="r"):
-    """Open a file that must be one of ours; raise ModelFileError otherwise."""
-    h5py = _h5py()
-    spath = os.fspath(path)
-    if not os.path.exists(spath):
-        raise ModelFileError(spath, "no such file")
-    if os.path.isdir(spath):
-        raise ModelFileError(spath, "is a folder, not a model file")
-    try:
-        is_h5 = h5py.is_hdf5(spath)
-    except OSError as e:
-        raise ModelFileError(spath, f"cannot be read ({e})") from None
-    if not is_h5:
-        raise ModelFileError(spath, "is not an HDF5 file (a densehmm model file is HDF5)")
-    try:
-        f = h5py.File(spath, mode)
-    except OSError as e:
-        raise ModelFileError(spath, f"is a damaged or unreadable HDF5 file ({e})") from None
-    try:
-        fmt = f.attrs.get("format")
-        if fmt is None or _as_str(fmt) != FORMAT_NAME:
-            raise ModelFileError(spath, f"is an HDF5 file but not a densehmm model file "
-                                        f"(root attribute format={_as_str(fmt) if fmt is not None else 'missing'}, "
-                                        f"expected {FORMAT_NAME!r})")
-        version = f.attrs.get("schema_version")
-        try:
-            version = int(version)
-        except (TypeError, ValueError):
-            raise ModelFileError(spath, f"has an invalid schema_version attribute ({version!r})") from None
-        if version > SCHEMA_VERSION:
-            raise ModelFileError(spath, f"was written with schema version {version}, newer than this densehmm "
-                                        f"reads (up to {SCHEMA_VERSION}); upgrade densehmm to read it")
-        if version < 1:
-            raise ModelFileError(spath, f"has an invalid schema_version {version}")
-        if "models" not in f or not isinstance(f["models"], h5py.Group):
-            raise ModelFileError(spath, "has no /models group")
-    except Exception:
-        f.close()
-        raise
-    return f
-
-
-def _resolve_name(f, path, name: Optional[str]) -> str:
-    names = list(f["models"].keys())
-    if not names:
-        raise ModelFileError(path, "holds no models")
-    if name is None:
-        if len(names) > 1:
-            raise ModelFileError(path, f"holds {len(names)} models ({', '.join(names)}); choose one by name")
-        return names[0]
-    if name not in names:
-        raise ModelFileError(path, f"has no model named {name!r} (it holds: {', '.join(names)})")
-    return name

@@ -3,43 +3,28 @@ from __future__ import annotations
 
 import json
 import os
-import stat
-import tempfile
 from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from .schema import (_ABSENT, _NONE, EMBEDDINGS, FORMAT_NAME, MATRICES, SCHEMA_VERSION, ModelFileError, _check_name,
-                     _h5py, _json_default, _open_existing, _utc_now, _write_attrs, software_versions)
-
-
-def _kind_of(model) -> str:
-    if hasattr(model, "embeddings_") or type(model).__name__ == "DenseHMM":
-        return "dense"
-    return "standard"
+                     _h5py, _json_default, _utc_now, _write_attrs, software_versions)
+from .read import _open_existing
 
 
 # --------------------------------------------------------------- saving
-def _model_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
-    params = dict(params or {})
-    out = {}
-    for key in MATRICES:
-        v = params.get(key)
-        if v is None:
-            v = getattr(model, key + "_", None)
-        if v is None:
-            raise ValueError(f"the model has no {key} yet: fit it (or set its parameters) before saving")
-        out[key] = np.asarray(v)
-    if _kind_of(model) == "dense":
-        emb = dict(getattr(model, "embeddings_", None) or {})
-        for key in EMBEDDINGS:
-            v = params.get(key, emb.get(key))
-            if v is None:
-                raise ValueError(f"the dense model has no embedding {key} yet")
-            out["embeddings/" + key] = np.asarray(v)
-        if emb.get("feature_V") is not None and getattr(model, "features_", None) is not None:
-            out["embeddings/feature_V"] = np.asarray(emb["feature_V"])  # symbol features (issue 14)
-    return out
+def _file_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.ndarray]:
+    """The datasets of a model group (path in the group -> array): ``model.arrays()["params"]``,
+    or the given ``params`` (a checkpoint's event snapshot, same keys) instead."""
+    src = dict(params) if params is not None else model.arrays()["params"]
+    names = MATRICES + (EMBEDDINGS if model.kind == "dense" else ())
+    missing = [k for k in names if src.get(k) is None]
+    if missing:
+        raise ValueError(f"the model has no {', '.join(missing)} yet: fit it (or set its parameters) "
+                         "before saving")
+    if model.kind == "dense" and src.get("feature_V") is not None and model.features_ is not None:
+        names = names + ("feature_V",)  # symbol features (issue 14)
+    return {(k if k in MATRICES else "embeddings/" + k): np.asarray(src[k]) for k in names}
 
 
 def _write_history(group, history: List[Mapping[str, Any]]) -> None:
@@ -53,7 +38,7 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
     group.attrs["n_records"] = np.int64(len(history))
     for col in columns:
         mask = np.zeros(len(history), dtype=np.int8)
-        vals = []
+        vals: List[Any] = []
         for i, rec in enumerate(history):
             if col not in rec:
                 mask[i] = _ABSENT
@@ -89,38 +74,34 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
 
 
 def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpus, metrics,
-                 extra_attrs: Mapping[str, Any]) -> None:
+                 extra_attrs: Mapping[str, Any], trained_utc: Optional[str] = None,
+                 notes: Optional[Mapping[str, Any]] = None) -> None:
     h5py = _h5py()
-    kind = _kind_of(model)
+    kind = model.kind
     n = int(arrays["transmat"].shape[0])
     m = int(arrays["emissionprob"].shape[1])
+    cfg = model.get_config()
+    state = model.arrays()
     attrs = {
         "kind": kind,
         "class": type(model).__name__,
         "n_states": n,
         "n_symbols": m,
         "created_utc": _utc_now(),
-        "stop_reason": str(getattr(model, "stop_reason_", "") or ""),
+        "trained_utc": str(trained_utc) if trained_utc else _utc_now(),
+        "stop_reason": str(state.get("stop_reason") or ""),
     }
     if kind == "dense":
         attrs["dim"] = int(arrays["embeddings/V"].shape[1])
-    fit_method = getattr(model, "fit_method", None)
-    attrs["fit_method"] = str(fit_method) if fit_method is not None else ("baum-welch" if kind == "standard" else "")
-    seed = getattr(model, "seed", None)
-    if seed is not None:
-        attrs["seed"] = seed
-    seed_used = getattr(model, "seed_used_", None)
-    if seed_used is not None:
-        attrs["seed_used"] = seed_used
-    start_mode = getattr(model, "start_mode_", None)
-    if isinstance(start_mode, str):
-        attrs["start_mode"] = start_mode
-    device = getattr(model, "device_used_", None)
-    attrs["device_used"] = "" if device is None else str(device)
-    try:
+    attrs["fit_method"] = str(cfg.get("fit_method", "baum-welch"))
+    if cfg.get("seed") is not None:
+        attrs["seed"] = cfg["seed"]
+    for key in ("seed_used", "start_mode", "restart_losses"):
+        if state.get(key) is not None:
+            attrs[key] = state[key]
+    attrs["device_used"] = str(state.get("device_used") or "")
+    if model.n_symbols is not None:
         attrs["n_parameters"] = int(model.n_parameters)
-    except Exception:  # an estimator that cannot count its parameters yet
-        pass
     attrs.update(extra_attrs)
     _write_attrs(mg, attrs)
 
@@ -137,7 +118,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         eg.attrs["description"] = ("A = softmax(Z U^T) row-wise, B = softmax(W V^T) row-wise, "
                                    "pi = softmax(U z_start) (cooc fits store the stationary pi in startprob)")
 
-    vocab = getattr(model, "vocabulary", None)
+    vocab = model.vocabulary
     if vocab is None and corpus is not None:
         vocab = getattr(corpus, "vocabulary", None)
     if vocab is not None:
@@ -148,7 +129,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
 
     # Symbol features (issue 14): the feature names, which symbol has which feature, and
     # embeddings/feature_V; V is stored as the effective embedding (own + features).
-    feats = getattr(model, "features_", None)
+    feats = model.features_ if model.kind == "dense" else None
     if feats is not None and "embeddings/feature_V" in arrays:
         mg.create_dataset("feature_vocabulary", data=np.array(list(feats.vocabulary), dtype=object),
                           dtype=h5py.string_dtype("utf-8"))
@@ -164,18 +145,16 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         mg.create_dataset("tag_vocabulary", data=np.array([str(t) for t in tags], dtype=object),
                           dtype=h5py.string_dtype("utf-8"))
 
-    cfg = {}
-    get_config = getattr(model, "get_config", None)
-    if callable(get_config):
-        cfg = get_config()
     cg = mg.create_group("config", track_order=True)
-    _write_attrs(cg, dict(cfg))
+    _write_attrs(cg, cfg)
 
     hg = mg.create_group("history", track_order=True)
-    _write_history(hg, list(getattr(model, "history_", None) or []))
+    _write_history(hg, state["history"])
 
     metg = mg.create_group("metrics", track_order=True)
     _write_attrs(metg, dict(metrics or {}))
+    if notes:
+        _write_attrs(mg.create_group("notes", track_order=True), dict(notes))
 
     for gname, corp in (("provenance", corpus), ("provenance_test", test_corpus)):
         if corp is None:
@@ -195,76 +174,68 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
     _write_attrs(sg, software_versions())
 
 
-def _fsync_dir(folder: str) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _atomic_rewrite(path, write_fn) -> None:
-    """Write a new version of ``path``: temp file in the same folder, fsync, os.replace."""
+    """Write a new version of ``path`` through :mod:`densehmm_core.fileio`.
+
+    Under the file's lock (so concurrent writers serialise and none loses another's
+    model), the current file is re-read, the whole new file is built **in memory** by
+    ``write_fn(old, models_group)`` (HDF5 never writes to disk, so a full disk cannot
+    leave it in a broken state), and the bytes are written to a temporary file that
+    atomically replaces ``path``.  Every failure is a one-line :class:`ModelFileError`
+    and leaves the previous file unchanged.
+    """
+    import io
+
+    from .. import fileio
     h5py = _h5py()
     spath = os.path.abspath(os.fspath(path))
     folder = os.path.dirname(spath)
     if not os.path.isdir(folder):
         raise ModelFileError(spath, f"the folder {folder} does not exist")
-    old = None
-    if os.path.exists(spath):
-        old = _open_existing(spath)  # refuses foreign/newer files: never replace what we cannot read
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(spath) + ".", suffix=".tmp")
-    except OSError as e:
-        if old is not None:
-            old.close()
-        raise ModelFileError(spath, f"cannot write in {folder} ({e.strerror or e})") from None
-    os.close(fd)
-    try:
-        try:
-            with h5py.File(tmp, "w", track_order=True) as f:
-                f.attrs["format"] = FORMAT_NAME
-                f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
-                f.attrs["writer"] = "densehmm " + software_versions()["densehmm"]
-                f.attrs["modified_utc"] = _utc_now()
-                f.attrs["description"] = ("Hidden Markov models written by DenseHMM Studio; "
-                                          "one group per model under /models (see docs/FILE_FORMAT.md)")
-                models = f.create_group("models", track_order=True)
-                write_fn(old, models)
-                f.flush()
-        finally:
-            if old is not None:
-                old.close()
-                old = None
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        if os.path.exists(spath):
-            mode = stat.S_IMODE(os.stat(spath).st_mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
-        os.replace(tmp, spath)
-        _fsync_dir(folder)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError) and not isinstance(e, ModelFileError):
-            raise ModelFileError(spath, f"could not be written ({e}); the previous file is unchanged") from e
+        with fileio.file_lock(spath):
+            fileio.check_writable(spath, what="model file")  # read-only, a folder, a FIFO: refused now
+            old = _open_existing(spath) if os.path.lexists(spath) else None
+            buf = io.BytesIO()
+            try:
+                with h5py.File(buf, "w", track_order=True) as f:
+                    f.attrs["format"] = FORMAT_NAME
+                    f.attrs["schema_version"] = np.int64(SCHEMA_VERSION)
+                    f.attrs["writer"] = "densehmm " + software_versions()["densehmm"]
+                    f.attrs["modified_utc"] = _utc_now()
+                    f.attrs["description"] = ("Hidden Markov models written by DenseHMM Studio; "
+                                              "one group per model under /models (see docs/FILE_FORMAT.md)")
+                    models = f.create_group("models", track_order=True)
+                    write_fn(old, models)
+            finally:
+                if old is not None:
+                    old.close()
+            fileio.write_bytes(spath, buf.getbuffer())
+            from . import safety
+            safety.trust(spath)  # our own bytes (old models were probed before they were copied)
+    except ModelFileError:
         raise
+    except fileio.FileWriteError as e:
+        if e.disk_full:
+            raise ModelFileError(spath, "could not be written: the disk is full; the previous file is "
+                                        "unchanged") from None
+        raise ModelFileError(spath, f"{e.reason}; the previous file is unchanged") from None
+    except (OSError, RuntimeError) as e:
+        what = "the disk is full" if fileio.is_disk_full(e) else " ".join(str(e).split())
+        raise ModelFileError(spath, f"could not be written ({what}); the previous file is unchanged") from e
+
+
+def copy_checked(old, models, name: str, path) -> None:
+    """Copy model ``name`` of the old file into the new one, after checking it (links, storage)."""
+    from . import safety
+    src, _ = safety.model_group(old, path, name)
+    old.copy(src, models, name=name)
 
 
 def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, test_corpus: Any = None,
                metrics: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
-               params: Optional[Mapping[str, Any]] = None) -> str:
+               params: Optional[Mapping[str, Any]] = None, trained_utc: Optional[str] = None,
+               notes: Optional[Mapping[str, Any]] = None) -> str:
     """Save a fitted model into an HDF5 file (atomically; other models in the file are kept).
 
     Parameters
@@ -290,6 +261,13 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         Arrays to store instead of the model's current ones (keys ``startprob``,
         ``transmat``, ``emissionprob`` and for dense models ``U, Z, W, V, z_start``),
         e.g. the ``params`` snapshot of a :class:`ProgressEvent` for checkpoints.
+    trained_utc : str, optional
+        When training finished (ISO 8601, UTC), stored as ``trained_utc``; default: now
+        (the time of writing, right for a model saved as its fit ends).
+    notes : dict, optional
+        Anything else to keep with the model (JSON-able values), stored in the group
+        ``notes`` and read back as ``read_model_info(...)["notes"]`` (e.g. the app's
+        session: job name, settings, data-set reference).
 
     Returns
     -------
@@ -305,8 +283,8 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         The model has no parameters, or an invalid name.
     """
     spath = os.fspath(path)
-    arrays = _model_arrays(model, params)
-    kind = _kind_of(model)
+    arrays = _file_arrays(model, params)
+    kind = model.kind
     if name is not None:
         _check_name(name)
     chosen: Dict[str, str] = {}
@@ -328,14 +306,14 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
             if old_name == new_name:
                 mg = models.create_group(new_name, track_order=True)
                 _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                             extra_attrs={"name": new_name})
+                             extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
                 wrote = True
             else:
-                old.copy(old["models"][old_name], models, name=old_name)
+                copy_checked(old, models, old_name, spath)
         if not wrote:
             mg = models.create_group(new_name, track_order=True)
             _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                         extra_attrs={"name": new_name})
+                         extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
 
     _atomic_rewrite(spath, write_fn)
     return chosen["name"]
@@ -351,7 +329,7 @@ def delete_model(path, name: str) -> None:
             raise ModelFileError(spath, f"has no model named {name!r} (it holds: {', '.join(names)})")
         for n in names:
             if n != name:
-                old.copy(old["models"][n], models, name=n)
+                copy_checked(old, models, n, spath)
 
     if not os.path.exists(spath):
         raise ModelFileError(spath, "no such file")

@@ -45,7 +45,7 @@ def bench_cooc(n, m, l, repeats, steps=10000, full=True):
     res = {"n": n, "m": m, "l": l}
 
     def paper(k):
-        return DenseHMM(n, l, seed=1, preset="paper", steps=k).fit_cooc(omega)
+        return DenseHMM(n, l, seed=1, preset="paper", cooc_steps=k).fit_cooc(omega)
     first, _ = timed(lambda: paper(10))
     res["first_call_trace_s"] = first
     k = steps if full else 200
@@ -59,7 +59,7 @@ def bench_cooc(n, m, l, repeats, steps=10000, full=True):
     res["paper_10k_s"] = res["paper_per_step_ms"] * 10.0
     res["paper_mad"] = model.history_[-1]["mad"]
     if full:
-        first, _ = timed(lambda: DenseHMM(n, l, seed=1, preset="paper", steps=10, jit=True).fit_cooc(omega))
+        first, _ = timed(lambda: DenseHMM(n, l, seed=1, preset="paper", cooc_steps=10, jit=True).fit_cooc(omega))
         res["paper_jit_first_call_compile_s"] = first
         tj = [timed(lambda: DenseHMM(n, l, seed=1, preset="paper", jit=True).fit_cooc(omega))[0]
               for _ in range(repeats)]
@@ -69,7 +69,7 @@ def bench_cooc(n, m, l, repeats, steps=10000, full=True):
         res["default_mad"] = model.history_[-1]["mad"]
         res["default_steps"] = model.history_[-1]["step"]
     else:
-        t, model = timed(lambda: DenseHMM(n, l, seed=1, steps=200, finish_steps=50).fit_cooc(omega))
+        t, model = timed(lambda: DenseHMM(n, l, seed=1, cooc_steps=200, finish_steps=50).fit_cooc(omega))
         res["default_short_s (200 Adam + 50 L-BFGS)"] = t
         res["default_short_mad"] = model.history_[-1]["mad"]
     return res
@@ -89,10 +89,10 @@ def bench_em(n, m, l, tokens, repeats, seq_len=500, jit=False):
     for _ in range(repeats):
         t, _ = timed(lambda: eng.statistics(init.startprob_, init.transmat_, init.emissionprob_, data))
         estep.append(t)
-    model = DenseHMM(n, l, fit_method="em", seed=5, em_iter=1, tol=0.0, jit=jit)
+    model = DenseHMM(n, l, fit_method="em", seed=5, n_iter=1, tol=0.0, jit=jit)
     model.fit(seqs[:4])  # trace the M-step graph for this shape
     iters = max(5, repeats)
-    model = DenseHMM(n, l, fit_method="em", seed=5, em_iter=iters, tol=0.0, jit=jit)
+    model = DenseHMM(n, l, fit_method="em", seed=5, n_iter=iters, tol=0.0, jit=jit)
     stat_times = []
     original = eng.statistics
 

@@ -1,0 +1,193 @@
+"""The numpy maths shared by the estimators, the model files, the metrics and the experiments.
+
+One home for each formula (issue 12):
+
+* :func:`softmax` -- numerically stable softmax along an axis.
+* :func:`stationary_distribution` -- ``pi`` with ``pi A = pi``, ``sum(pi) = 1``.
+* :func:`empirical_cooc` -- counted co-occurrence of adjacent symbols, normalised.
+* :func:`analytic_cooc` -- a model's co-occurrence ``Omega = B^T diag(pi) A B``.
+* :func:`check_stochastic` -- validate a probability vector / row-stochastic matrix.
+* :data:`EMBEDDING_NAMES` -- the names of a DenseHMM's embeddings, in storage order.
+* :func:`dirichlet_rows` -- rows drawn from a symmetric Dirichlet.
+* :func:`split_indices` -- a seeded train/test split of ``n`` items.
+
+Nothing here imports TensorFlow; the only module of the package it uses is ``sequences``.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Tuple
+
+import numpy as np
+
+__all__ = ["EMBEDDING_NAMES", "softmax", "stationary_distribution", "empirical_cooc",
+           "analytic_cooc", "check_stochastic", "dirichlet_rows", "split_indices"]
+
+#: The embeddings of a DenseHMM: ``U, Z, W`` (n x l), ``V`` (m x l), ``z_start`` (l).
+EMBEDDING_NAMES: Tuple[str, ...] = ("U", "Z", "W", "V", "z_start")
+
+
+def softmax(x, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax (float64): ``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
+    x = np.asarray(x, dtype=np.float64)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def stationary_distribution(transmat) -> np.ndarray:
+    """Stationary distribution ``pi`` of a row-stochastic matrix: ``pi A = pi``, ``sum(pi) = 1``.
+
+    Computed in float64 by solving the linear system ``pi (A - I) = 0`` with one
+    equation replaced by the normalisation ``sum(pi) = 1`` (the normalised left
+    eigenvector for eigenvalue 1), then polished with a few power steps
+    ``pi <- pi A`` so that ``max |pi A - pi|`` is at round-off level (< 1e-12 for
+    well-conditioned chains).  For a reducible chain (several stationary
+    distributions) one of them is returned (from the eigen-decomposition).
+
+    Parameters
+    ----------
+    transmat : array_like, shape (n, n)
+
+    Returns
+    -------
+    ndarray, shape (n,)
+    """
+    A = np.asarray(transmat, dtype=np.float64)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"transmat must be square, got shape {A.shape}")
+    n = A.shape[0]
+    M = A.T - np.eye(n)
+    M[-1, :] = 1.0
+    rhs = np.zeros(n)
+    rhs[-1] = 1.0
+    pi = None
+    try:
+        cand = np.linalg.solve(M, rhs)
+        if np.all(np.isfinite(cand)) and cand.min() > -1e-9:
+            pi = cand
+    except np.linalg.LinAlgError:
+        pass
+    if pi is None:
+        w, v = np.linalg.eig(A.T)
+        k = int(np.argmin(np.abs(w - 1.0)))
+        pi = np.real(v[:, k])
+        pi = pi / pi.sum()
+    pi = np.clip(pi, 0.0, None)
+    pi /= pi.sum()
+    for _ in range(3):
+        nxt = pi @ A
+        nxt /= nxt.sum()
+        if np.max(np.abs(nxt - pi)) == 0:
+            break
+        pi = nxt
+    return pi
+
+
+def empirical_cooc(seqs: Any, n_symbols: int, lengths=None) -> np.ndarray:
+    """Empirical co-occurrence matrix of adjacent symbols.
+
+    ``Omega[a, b]`` = fraction of adjacent pairs ``(x_t, x_{t+1}) = (a, b)`` over all
+    pairs inside the sequences (no pair spans two sequences).
+
+    Parameters
+    ----------
+    seqs : list of int arrays, (X, lengths) or Corpus
+    n_symbols : int
+        ``m``; every symbol must lie in ``0..m-1``.
+
+    Returns
+    -------
+    ndarray, shape (m, m), sums to 1.
+
+    Raises
+    ------
+    ValueError
+        If no sequence has length >= 2 (there is no pair to count), or a symbol is out of range.
+    """
+    from .sequences import as_sequences
+    m = int(n_symbols)
+    seqs = as_sequences(seqs, lengths, n_symbols=m)
+    counts = np.zeros(m * m, dtype=np.float64)
+    for s in seqs:
+        if len(s) >= 2:
+            counts += np.bincount(s[:-1] * m + s[1:], minlength=m * m)
+    total = counts.sum()
+    if total == 0:
+        raise ValueError("no adjacent symbol pairs: every sequence has length 1")
+    return (counts / total).reshape(m, m)
+
+
+def analytic_cooc(startprob: Optional[np.ndarray], transmat, emissionprob) -> np.ndarray:
+    """Model co-occurrence matrix ``Omega = B^T diag(pi) A B`` (m x m, sums to 1).
+
+    Parameters
+    ----------
+    startprob : array_like (n,) or None
+        The state distribution ``pi`` to use; ``None`` uses the stationary
+        distribution of ``transmat`` (the paper's definition).
+    transmat : (n, n), emissionprob : (n, m)
+    """
+    A = np.asarray(transmat, dtype=np.float64)
+    B = np.asarray(emissionprob, dtype=np.float64)
+    pi = stationary_distribution(A) if startprob is None else np.asarray(startprob, dtype=np.float64)
+    return B.T @ (pi[:, None] * A) @ B
+
+
+def check_stochastic(name: str, a, shape: Optional[tuple] = None, atol: float = 1e-8) -> np.ndarray:
+    """Validate a probability vector / row-stochastic matrix and return it as float64.
+
+    Checks the shape (when given), finiteness, non-negativity and that every row sums
+    to 1 within ``atol``; raises ``ValueError`` naming ``name`` and the first bad row.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    if shape is not None and a.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} holds non-finite values")
+    if np.any(a < 0):
+        raise ValueError(f"{name} holds negative values")
+    sums = np.atleast_1d(a.sum(axis=-1))
+    bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
+    if bad.size:
+        what = (f"sums to {float(sums[0]):.6g}" if a.ndim == 1
+                else f"row {int(bad[0])} sums to {float(sums[bad[0]]):.6g}")
+        raise ValueError(f"{name} is not stochastic ({what}, not 1)")
+    return a
+
+
+def dirichlet_rows(rng: np.random.Generator, alpha: float, n_rows: int, n_cols: int) -> np.ndarray:
+    """``n_rows`` independent symmetric Dirichlet(alpha) rows of length ``n_cols`` (float64).
+
+    Rows are drawn as normalised Gamma(alpha) variables; a row whose draws all
+    underflow to zero (possible for tiny alpha) is drawn again.
+    """
+    if alpha <= 0:
+        raise ValueError("alpha must be > 0")
+    out = np.empty((n_rows, n_cols))
+    for i in range(n_rows):
+        for _ in range(1000):
+            g = rng.gamma(alpha, 1.0, size=n_cols)
+            s = g.sum()
+            if s > 0 and np.isfinite(s):
+                out[i] = g / s
+                break
+        else:  # pragma: no cover - practically impossible
+            raise RuntimeError("could not draw a Dirichlet row")
+    return out
+
+
+def split_indices(n: int, test_fraction: float, seed: Optional[int] = 0,
+                  shuffle: bool = True) -> Tuple[np.ndarray, np.ndarray]:
+    """Seeded train/test split of ``n`` items: ``(train_indices, test_indices)``.
+
+    ``order`` is ``numpy.random.default_rng(seed).permutation(n)`` (or ``arange(n)``
+    without shuffling); the test part is its last ``round(n * test_fraction)`` items,
+    at least one and at most ``n - 1``.
+    """
+    if not (0.0 < float(test_fraction) < 1.0):
+        raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
+    if n < 2:
+        raise ValueError("a split needs at least two sequences")
+    order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+    n_test = int(round(n * float(test_fraction)))
+    n_test = min(max(n_test, 1), n - 1)
+    return order[: n - n_test], order[n - n_test:]

@@ -1,0 +1,350 @@
+"""What a model-file reader refuses before it reads a byte of data (docs/FILE_FORMAT.md, "Refused").
+
+A model file comes from anywhere (a colleague, a download), so nothing in it may make
+the reader touch data outside the file, hang, or allocate more than the file can
+justify.  Before a model group is read (or copied into a rewritten file) every object
+below it is checked:
+
+* **links**: only hard links.  An external link (``h5py.ExternalLink``) would read
+  another file, or hang on a FIFO; a soft link can alias or loop.
+* **storage**: no external raw storage (``create_dataset(..., external=...)`` reads an
+  arbitrary file), no virtual datasets (data mapped from other files), only the
+  filters HDF5 and h5py ship (gzip, shuffle, fletcher32, lzf; no plugin is loaded).
+* **sizes**: a dataset may not declare more than :data:`MAX_EXPANSION` times the bytes
+  it stores (deflate cannot exceed ~1,032:1; more means unallocated chunks that
+  would be conjured from the fill value), and the arrays one read needs together
+  must fit the memory budget (half the machine's memory, or
+  ``$DENSEHMM_MAX_MODEL_BYTES``): "too large: needs N GB".
+* **nesting**: groups at most :data:`MAX_DEPTH` deep below a model (the schema has 1).
+
+And because the HDF5 library itself can hang or crash on damaged metadata (a fuzz of
+mutated model files found both), a file is first read completely in a **forked probe
+process** (:func:`probe`): only a file the probe read without a problem is opened in
+this process; a probe that hangs is killed after a timeout and one that crashes is
+reported, both as :class:`ModelFileError`.  Results are remembered per file version
+(device, inode, size, modification time), so a file is probed once.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import select
+import signal
+import threading
+import time
+from typing import Callable, Optional
+
+from .schema import ModelFileError, _h5py
+
+#: HDF5 filter ids a model file may use (HDF5's built-ins and h5py's lzf; no plugins).
+ALLOWED_FILTERS = {1: "gzip", 2: "shuffle", 3: "fletcher32", 32000: "lzf"}
+#: Largest ratio of a dataset's declared bytes to its stored bytes (plus :data:`SLACK`).
+MAX_EXPANSION = 1100
+#: Bytes any dataset may declare regardless of what it stores (small arrays, fill values).
+SLACK = 1 << 16
+#: Deepest group nesting below a model group (the schema uses one level: embeddings/, config/...).
+MAX_DEPTH = 2
+#: Most history rows a model may declare (one row per training step).
+MAX_HISTORY_ROWS = 10_000_000
+#: Bytes of Python objects per history value (a float in a dict of a list), for the budget.
+HISTORY_VALUE_BYTES = 64
+
+
+def memory_budget() -> int:
+    """Bytes one read may allocate: ``$DENSEHMM_MAX_MODEL_BYTES`` or half the physical memory."""
+    env = os.environ.get("DENSEHMM_MAX_MODEL_BYTES")
+    if env:
+        try:
+            return max(1, int(float(env)))
+        except ValueError:
+            pass
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return 8 << 30
+
+
+def gb(nbytes: float) -> str:
+    return f"{nbytes / 1e9:.3g} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.3g} MB"
+
+
+def check_budget(path, where: str, nbytes: int, what: str = "its arrays") -> None:
+    budget = memory_budget()
+    if nbytes > budget:
+        raise ModelFileError(path, f"{where}: too large: {what} need {gb(nbytes)} of memory, more than the "
+                                   f"{gb(budget)} allowed (half this machine's memory; set "
+                                   f"DENSEHMM_MAX_MODEL_BYTES to change it)")
+
+
+def child(group, key: str, path, where: str, shown: Optional[str] = None):
+    """``group[key]`` after checking that the link is a hard link (never followed otherwise)."""
+    h5py = _h5py()
+    name = key if shown is None else shown
+    try:
+        link = group.get(key, getlink=True)
+    except (KeyError, OSError, RuntimeError, ValueError) as e:
+        raise ModelFileError(path, f"{where}: {name!r} cannot be read ({e})") from None
+    if link is None:
+        raise ModelFileError(path, f"{where}: {name!r} is missing")
+    if isinstance(link, h5py.ExternalLink):
+        raise ModelFileError(path, f"{where}: {name!r} is an external link (to {link.filename!r}); "
+                                   f"model files must not refer to data outside the file")
+    if isinstance(link, h5py.SoftLink):
+        raise ModelFileError(path, f"{where}: {name!r} is a soft link (to {link.path!r}); "
+                                   f"model files hold plain groups and datasets only")
+    if not isinstance(link, h5py.HardLink):
+        raise ModelFileError(path, f"{where}: {name!r} is a link of an unknown kind")
+    try:
+        return group[key]
+    except (KeyError, OSError, RuntimeError, ValueError) as e:
+        raise ModelFileError(path, f"{where}: {name!r} cannot be opened ({e})") from None
+
+
+def declared_bytes(ds) -> int:
+    n = 1
+    for d in ds.shape or ():
+        n *= int(d)
+    return n * int(ds.dtype.itemsize)
+
+
+def check_dataset(ds, path, where: str) -> None:
+    """Refuse virtual datasets, external raw storage, unknown filters and size bombs."""
+    h5py = _h5py()
+    try:
+        dcpl = ds.id.get_create_plist()
+        layout = dcpl.get_layout()
+        n_external = dcpl.get_external_count()
+        filters = [dcpl.get_filter(i)[0] for i in range(dcpl.get_nfilters())] \
+            if layout == h5py.h5d.CHUNKED else []
+    except (OSError, RuntimeError, ValueError) as e:
+        raise ModelFileError(path, f"{where}: its storage cannot be examined ({e})") from None
+    if layout == h5py.h5d.VIRTUAL:
+        raise ModelFileError(path, f"{where} is a virtual dataset (data mapped from other files): refused")
+    if n_external:
+        raise ModelFileError(path, f"{where} keeps its data in external files (external raw storage): refused")
+    for code in filters:
+        if code not in ALLOWED_FILTERS:
+            raise ModelFileError(path, f"{where} uses HDF5 filter {code}, not one of "
+                                       f"{', '.join(ALLOWED_FILTERS.values())}: refused")
+    if ds.dtype.hasobject and h5py.check_string_dtype(ds.dtype) is None:
+        raise ModelFileError(path, f"{where} has an unsupported data type ({ds.dtype})")
+    declared = declared_bytes(ds)
+    if declared > SLACK:
+        try:
+            stored = int(ds.id.get_storage_size())
+        except (OSError, RuntimeError, ValueError):
+            stored = 0
+        if declared > MAX_EXPANSION * stored + SLACK:
+            raise ModelFileError(path, f"{where} declares {gb(declared)} (shape {ds.shape}) but stores only "
+                                       f"{stored} bytes: refused (unallocated or implausibly compressed data)")
+
+
+def check_tree(group, path, where: str, depth: int = 0, prefix: str = "", found: Optional[dict] = None) -> dict:
+    """Check every object below ``group`` (links, storage, nesting) without reading data.
+
+    Returns ``{relative path: object}`` of everything below (so readers reuse the
+    checked objects instead of following links again).
+    """
+    h5py = _h5py()
+    found = {} if found is None else found
+    if depth > MAX_DEPTH:
+        raise ModelFileError(path, f"{where}: groups nested deeper than the schema allows")
+    try:
+        keys = list(group.keys())
+    except (OSError, RuntimeError, ValueError, KeyError) as e:
+        raise ModelFileError(path, f"{where}: cannot be listed ({e})") from None
+    for key in keys:
+        rel = prefix + key
+        obj = child(group, key, path, where, rel)
+        found[rel] = obj
+        if isinstance(obj, h5py.Group):
+            check_tree(obj, path, where, depth + 1, rel + "/", found)
+        elif isinstance(obj, h5py.Dataset):
+            check_dataset(obj, path, f"{where}: dataset {rel!r}")
+        else:
+            raise ModelFileError(path, f"{where}: {rel!r} is an unexpected object ({type(obj).__name__}); "
+                                       f"model files hold groups and datasets only")
+    return found
+
+
+def model_group(f, path, name: str, *, check: bool = True):
+    """The group of model ``name``; with ``check``: ``(group, objects)``, its subtree checked
+    (see the module docstring) and ``objects`` mapping relative paths to the checked objects."""
+    h5py = _h5py()
+    where = f"model {name!r}"
+    models = child(f, "models", path, "the file")
+    mg = child(models, name, path, "/models")
+    if not isinstance(mg, h5py.Group):
+        raise ModelFileError(path, f"{where} is not a group")
+    if check:
+        return mg, check_tree(mg, path, where)
+    return mg
+
+
+def history_rows(value, path, where: str) -> Optional[int]:
+    """The ``n_records`` attribute of a history group, validated (None when absent)."""
+    if value is None:
+        return None
+    try:
+        import numpy as np
+        if isinstance(value, (bool, np.bool_)) or not float(value).is_integer():
+            raise ValueError
+        n = int(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ModelFileError(path, f"{where}: history attribute n_records must be an integer, got {value!r}") \
+            from None
+    if not 0 <= n <= MAX_HISTORY_ROWS:
+        raise ModelFileError(path, f"{where}: history declares {n} records (at most {MAX_HISTORY_ROWS} allowed)")
+    return n
+
+
+# ------------------------------------------------------------------------- the probe
+#: Seconds a probe may take (plus one per 50 MB of file), then the file counts as hanging HDF5.
+PROBE_TIMEOUT = 30.0
+#: Bytes of address space a probe may add to what it inherits (plus 40 per byte of the file).
+PROBE_MEMORY = 1 << 30
+_probe_results: "collections.OrderedDict" = collections.OrderedDict()
+_probe_lock = threading.Lock()
+_in_probe = False
+
+
+def _file_key(st: os.stat_result, path=None) -> tuple:
+    """Identifies one version of a file: its stat, and for files up to 64 MB a hash of the
+    content too (a file rewritten in place within one timestamp tick keeps its stat)."""
+    key: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if path is not None and st.st_size <= 64 << 20:
+        import hashlib
+        try:
+            with open(path, "rb") as fh:
+                key += (hashlib.blake2b(fh.read(), digest_size=16).digest(),)
+        except OSError:
+            pass
+    return key
+
+
+def _remember(key: tuple, problem: Optional[str]) -> None:
+    with _probe_lock:
+        _probe_results[key] = problem
+        _probe_results.move_to_end(key)
+        while len(_probe_results) > 512:
+            _probe_results.popitem(last=False)
+
+
+def trust(path) -> None:
+    """Record that ``path`` (as it is now) was just written by this package's writer."""
+    try:
+        _remember(_file_key(os.stat(path), path), None)
+    except OSError:
+        pass
+
+
+def probe_enabled() -> bool:
+    return hasattr(os, "fork") and not _in_probe and os.environ.get("DENSEHMM_NO_PROBE", "") in ("", "0")
+
+
+def probe(path, st: Optional[os.stat_result], read: Callable[[str], None]) -> None:
+    """Read ``path`` completely with ``read`` (the reader's ``probe_read``, passed in so that
+    this module does not import the reader) in a forked process first; raise ModelFileError
+    if that fails, hangs (killed after :data:`PROBE_TIMEOUT` s) or crashes.  No-op where fork
+    is missing, inside a probe, or with ``DENSEHMM_NO_PROBE=1``."""
+    if not probe_enabled():
+        return
+    spath = os.fspath(path)
+    st = st or os.stat(spath)
+    key = _file_key(st, spath)
+    with _probe_lock:
+        known = key in _probe_results
+        problem = _probe_results.get(key)
+    if not known:
+        try:
+            base = float(os.environ.get("DENSEHMM_PROBE_TIMEOUT", PROBE_TIMEOUT))
+        except ValueError:
+            base = PROBE_TIMEOUT
+        problem = _run_probe(spath, base + st.st_size / 50e6, read)
+        _remember(key, problem)
+    if problem:
+        raise ModelFileError(spath, problem)
+
+
+def _limit_memory(extra: int) -> None:  # pragma: no cover - runs in the probe process
+    """Cap this process's address space at its current size plus ``extra`` bytes."""
+    try:
+        import resource
+        with open("/proc/self/status", encoding="ascii") as fh:
+            vm = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:"))
+        limit = vm + int(extra)
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (OSError, ValueError, StopIteration, ImportError):
+        pass
+
+
+def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optional[str]:
+    h5py = _h5py()
+    r, w = os.pipe()
+    # Hold h5py's global lock across fork: no other thread of this process is then inside
+    # HDF5, so the child never inherits a lock held by a thread that does not exist there.
+    with h5py._objects.phil:
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child process
+        code, text = 3, "the probe did not finish"
+        try:
+            os.close(r)
+            global _in_probe
+            _in_probe = True
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            _limit_memory(PROBE_MEMORY + 40 * os.stat(spath).st_size)
+            try:
+                read(spath)
+                code, text = 0, ""
+            except ModelFileError as e:
+                code, text = 1, e.problem
+            except MemoryError:
+                code, text = 1, "too large: reading it ran out of memory"
+            except BaseException as e:  # noqa: BLE001 - reported to the parent
+                code, text = 1, f"is damaged or unreadable ({type(e).__name__}: {' '.join(str(e).split())})"
+            os.write(w, (f"{code}\n{text}").encode("utf-8", "replace")[:60000])
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            ready, _, _ = select.select([r], [], [], min(left, 1.0))
+            if ready:
+                data = os.read(r, 65536)
+                if not data:
+                    break
+                chunks.append(data)
+    finally:
+        os.close(r)
+        if timed_out:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return f"is damaged: reading it made the HDF5 library hang (stopped after {timeout:.0f} s)"
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return f"is damaged: reading it crashed the HDF5 library ({name})"
+    text = b"".join(chunks).decode("utf-8", "replace")
+    answer, _, message = text.partition("\n")
+    if answer == "0":
+        return None
+    if answer == "1" and message:
+        return message
+    return "is damaged: the reading process ended without an answer"
