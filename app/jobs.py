@@ -173,7 +173,7 @@ class _JobRunner(QRunnable):
                 pool = shared_pool()
                 try:
                     worker = pool.acquire()
-                except Exception as exc:  # no worker process here: train in the app instead
+                except Exception as exc:  # noqa: BLE001 - no worker process here (any reason): train in the app
                     job.notes.append(f"no worker process could be started ({type(exc).__name__}: {exc}); "
                                      f"the job trained in the app's process")
                 else:
@@ -200,7 +200,7 @@ class _JobRunner(QRunnable):
                 state = JobState.CANCELLED
         except TrainingDiverged as exc:
             state, reason = JobState.DIVERGED, str(exc) or "training diverged"
-        except Exception as exc:  # the app must survive any trainer failure
+        except Exception as exc:  # noqa: BLE001 - the app must survive any trainer failure (shown in the job)
             state, reason, error = JobState.FAILED, f"{type(exc).__name__}: {exc}", traceback.format_exc()
             remote = getattr(exc, "remote_traceback", "")
             if remote:  # a failure inside the worker process: show its traceback

@@ -101,7 +101,7 @@ def decode_message(data: bytes) -> Any:
         return _decode(data)
     except ValueError:
         raise
-    except Exception as exc:  # struct.error, UnicodeDecodeError, IndexError, KeyError, ...
+    except Exception as exc:  # noqa: BLE001 - struct.error, UnicodeDecodeError, IndexError, KeyError, ...
         raise ValueError(f"malformed worker message ({type(exc).__name__}: {exc})") from None
 
 

@@ -141,3 +141,17 @@ def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot):
     assert all(j.state == JobState.CANCELLED for j in jobs)
     qtbot.waitUntil(lambda: sweep.closed and sweep.core.client is None, timeout=60000)
     assert not window.errors
+
+
+def test_cancel_while_connecting_submits_nothing(window, qtbot, cluster):
+    from app.jobs import JobState
+    from app.modelspec import ModelSpec
+    window.set_sweep_target(cluster.scheduler_address)
+    jobs = window.start_sweep(ModelSpec(kind="standard", steps=10 ** 7, tol=-np.inf), 1)
+    window.jobs.cancel_all()          # before the background connection is made
+    assert all(j.state == JobState.CANCELLED and j.reason == "cancelled before start" for j in jobs)
+    sweep = window.remote_sweeps.sweeps[-1]
+    qtbot.waitUntil(lambda: sweep.closed and sweep.started and sweep.core.client is None, timeout=60000)
+    prefix = f"densehmm-{sweep.core.sweep_id}"
+    qtbot.waitUntil(lambda: not any(str(k).startswith(prefix) for k in cluster.scheduler.tasks), timeout=20000)
+    assert not window.errors

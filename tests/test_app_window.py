@@ -345,6 +345,8 @@ def test_log_panel_warning_lands_in_the_log_file(window, log_file, tmp_path):
     window.log_panel.log("Could not open x.fa: line 3: bad", "error")
     text = open(log_file, encoding="utf-8").read()
     assert re.search(r"WARNING +reads\.fasta: 2 empty records skipped$", text, re.M), text
+    # every line names its process (two instances of the app may share the log file)
+    assert re.search(rf"^\S+ \S+ \[{os.getpid()}\] WARNING +reads\.fasta", text, re.M), text
     assert re.search(r"ERROR +Could not open x\.fa: line 3: bad$", text, re.M), text
 
 

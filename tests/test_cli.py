@@ -197,7 +197,8 @@ def test_user_errors_exit_2_with_one_line(tmp_path, demo_model_file):
 @pytest.mark.parametrize("argv, phrase", [
     (["train", "demo", "--states", "0", "--dim", "2"], "--states must be > 0"),
     (["train", "demo", "--states", "3"], "--dim L is required"),
-    (["train", "demo", "--model", "standard", "--method", "cooc", "--states", "3"], "--method cooc needs --model dense"),
+    (["train", "demo", "--model", "standard", "--method", "cooc", "--states", "3"],
+     "--method cooc needs --model dense"),
     (["train", "demo", "--model", "standard", "--states", "3", "--lr", "0.1"], "--lr applies to dense models only"),
     (["train", "demo", "--states", "3", "--dim", "2", "--method", "em", "--steps", "5"], "use --iter"),
     (["train", "demo", "--states", "x"], "invalid int value"),

@@ -114,7 +114,8 @@ def test_external_raw_storage_is_refused_and_never_read(tmp_path, std_file):
         f.create_dataset(k, shape=(3, 3), dtype="<f8", external=[(str(secret), 0, 72)])
     replace(std_file, "models/std/transmat", external)
     for read in READERS:
-        with pytest.raises(ModelFileError, match=r"model 'std': dataset 'transmat' keeps its data in external files") as ei:
+        with pytest.raises(ModelFileError,
+                           match=r"model 'std': dataset 'transmat' keeps its data in external files") as ei:
             read(std_file)
         assert "0.125" not in str(ei.value) and "TOPSECRET" not in str(ei.value)
 

@@ -95,7 +95,8 @@ def install_log_file(folder: Optional[str] = None) -> Optional[str]:
                                             delay=False)
     except OSError:
         return None
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s"))
+    # the process id on every line: two instances of the app may write to the same log file
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(process)d] %(levelname)-7s %(message)s"))
     logger.addHandler(handler)
     logger.info("DenseHMM Studio started (pid %d)", os.getpid())
     return path

@@ -9,7 +9,8 @@ from PySide6.QtWidgets import QFileDialog
 
 from .. import tasks
 from ..modelspec import ModelSpec
-from ..datasets import DEMO_FORM, DataSet, ModelSet, format_of_filter, data_filters, dataset_from_corpus, demo_dataset, is_model_file, load_path
+from ..datasets import (DEMO_FORM, DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, format_of_filter,
+                        is_model_file, load_path)
 
 __all__ = ["DataSetsMixin"]
 
@@ -23,11 +24,7 @@ class DataSetsMixin:
             if ds.is_demo:
                 self.select_dataset(i)
                 return ds
-        try:
-            ds = demo_dataset(seed)
-        except Exception as exc:  # the core is missing or broken: say so, stay usable
-            self._error_dialog("Demo data set", f"The demo data set could not be generated: {exc}")
-            return None
+        ds = demo_dataset(seed)
         self.add_dataset(ds)
         # the demo's model settings: about 15-30 s of visible learning (DEMO_FORM)
         self.model_form.set_spec(ModelSpec.from_dict({**self.model_form.spec().to_dict(), **DEMO_FORM}))

@@ -90,4 +90,5 @@ class MenusMixin:
             self.theme_actions[key] = a
 
         h = mb.addMenu("&Help")
-        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version), QKeySequence.HelpContents))
+        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version),
+                                 QKeySequence.HelpContents))

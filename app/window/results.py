@@ -131,7 +131,7 @@ class ResultsMixin:
                     data = None
             self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
                                          data=data, data_name=data_name, same_data=same)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
             return
         tabs = getattr(self.dashboard, "tabs", None)
@@ -171,7 +171,7 @@ class ResultsMixin:
             scale = float(choice[0])
         try:
             self.export_figure(views[name], path, scale)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Export failed", f"{type(exc).__name__}: {exc}")
 
 

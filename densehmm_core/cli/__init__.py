@@ -8,7 +8,8 @@ stream, computes metrics through :mod:`densehmm_core.metrics` and reads/writes
 model files through :mod:`densehmm_core.modelfile`.
 
 Exit status: 0 success, 1 failure (training diverged, internal error),
-2 user error (bad option, missing or malformed file), 130 interrupted (Ctrl-C).
+2 user error (bad option, missing or malformed file), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM; ``train`` saves what was reached, as on Ctrl-C).
 
 Importing this module is fast: numpy, h5py and TensorFlow are imported only by
 Importing this package is fast: numpy, h5py and TensorFlow are imported only by
@@ -33,9 +34,13 @@ __all__ = ["main", "build_parser", "UserError"]
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
+    as_command = argv is None   # the real command (not a call from Python, e.g. a test)
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if as_command and not ({"-v", "--verbose", "--debug"} & set(argv)):
+        from .quiet import filter_native_notices
+        filter_native_notices()   # TensorFlow's start-up notices (oneDNN, absl) only with --verbose
     args = None
     try:
         with_reproduce = bool(argv) and argv[0] == "reproduce"

@@ -6,7 +6,7 @@ import sys
 from typing import Optional
 
 PROG = "densehmm"
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
 
 
 class UserError(Exception):
@@ -49,8 +49,36 @@ def _user_error_types():
     """
     from ..data.errors import DataFormatError
     from ..device import DeviceError
+    from ..fileio import FileWriteError
     from ..modelfile import ModelFileError
-    return (UserError, ModelFileError, DataFormatError, DeviceError)
+    return (UserError, ModelFileError, DataFormatError, DeviceError, FileWriteError)
+
+
+def _safe(text) -> str:
+    """``text`` with control characters escaped repr-style (``\\x1b``, ``\\n``): a symbol or
+    name read from a file can neither move the cursor, clear the screen nor forge an output line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _tty_safe(text) -> str:
+    """:func:`_safe` when stdout is a terminal; the text as it is when it goes to a file or pipe."""
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    return _safe(text) if tty else str(text)
+
+
+def _check_memory(nbytes: float, what: str) -> None:
+    """Refuse work that cannot fit in memory before anything is allocated (one line, exit 2)."""
+    from ..modelfile.safety import gb, memory_budget
+    budget = memory_budget()
+    if nbytes > budget:
+        raise UserError(f"too large: {what} needs about {gb(nbytes)} of memory, more than the {gb(budget)} "
+                        f"allowed (half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES to change it)")
 
 
 def _load_model(path: str, name: Optional[str]):

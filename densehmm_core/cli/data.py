@@ -25,9 +25,24 @@ def _demo(seed: int):
 
 
 def _check_file(path: str) -> None:
-    if not os.path.exists(path):
-        raise UserError(f"{path}: no such file")
-    if os.path.isdir(path):
+    """A one-line error for a DATA path that cannot be read ('-' is standard input)."""
+    import errno
+    if path == "-":
+        return
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise UserError(f"{path}: no such file (a symbolic link to a missing file)") from None
+        raise UserError(f"{path}: no such file") from None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise UserError(f"{path}: cannot be opened: a symbolic link loop") from None
+        if e.errno in (errno.EACCES, errno.EPERM):
+            raise UserError(f"{path}: permission denied: a folder on its path is not readable") from None
+        raise UserError(f"{path}: cannot be opened ({e.strerror or e})") from None
+    import stat
+    if stat.S_ISDIR(st.st_mode):
         raise UserError(f"{path}: is a folder, not a data file")
 
 
@@ -87,11 +102,15 @@ def _load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] =
         raise UserError(f"{path}: {e}") from None
 
 
+def _check_split(fraction: Optional[float]) -> None:
+    if fraction is not None and not 0.0 <= fraction < 1.0:  # NaN fails this too
+        raise UserError(f"--split must lie in [0, 1), got {fraction}")
+
+
 def _split(corpus, fraction: Optional[float], seed: int):
+    _check_split(fraction)
     if not fraction:
         return corpus, None
-    if not 0.0 < fraction < 1.0:
-        raise UserError(f"--split must lie in [0, 1), got {fraction}")
     if len(corpus.sequences) < 2:
         raise UserError("the data hold a single sequence: it cannot be split (use --split 0)")
     try:
@@ -126,6 +145,16 @@ def _load_train_data(args):
     if spec is None:
         raise UserError("give a DATA file (or 'demo')")
     if _is_demo(spec):
+        _check_split(args.split)
+        if args.split not in (None, 0):
+            raise UserError("--split applies to data files; the demo data come with their own test part "
+                            "(--split 0 drops it)")
+        preset = getattr(args, "preset", None)
+        if preset is not None:
+            from .. import data as data_mod
+            if preset not in data_mod.PRESETS:
+                raise UserError(f"unknown preset {preset!r} (choose one of: {', '.join(sorted(data_mod.PRESETS))})")
+            raise UserError("--preset applies to data files, not to the demo data")
         train, test, _ = _demo(args.seed)
         if args.split == 0:
             test = None

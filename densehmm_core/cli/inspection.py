@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from .common import EXIT_OK, UserError, _jsonable, _load_model, _metric_values, _out
+from .common import (EXIT_OK, UserError, _check_memory, _jsonable, _load_model, _metric_values, _out, _safe,
+                     _tty_safe)
 from .data import _load_eval_data
 
 
@@ -52,28 +53,43 @@ def _tagging(met, model, paths, corpus) -> dict:
 
 def cmd_info(args) -> int:
     from ..modelfile import list_models, read_model_info
-    names = [args.name] if args.name else list_models(args.model_file)
-    infos = [read_model_info(args.model_file, nm, arrays=True) for nm in names]
+    all_names = list_models(args.model_file)
+    names = [args.name] if args.name else all_names
+    # Read what is printed: arrays only with --arrays, the first and last history rows
+    # unless --history or --json (so a file of 2,000 models is listed in proportion).
+    history = True if (args.history or args.json) else 3
+    infos = [read_model_info(args.model_file, nm, arrays=bool(args.arrays), history=history) for nm in names]
     if args.json:
         out = {"file": args.model_file, "format": infos[0]["file"] if infos else {}, "models": []}
         for info in infos:
             d = {k: v for k, v in info.items() if k not in ("arrays", "file")}
-            d["shapes"] = {k: list(v.shape) for k, v in info["arrays"].items()}
+            d["shapes"] = {k: list(_shape(v)) for k, v in info["arrays"].items()}
             if args.arrays:
                 d["arrays"] = info["arrays"]
             out["models"].append(d)
-        _out(json.dumps(_jsonable(out), indent=2, ensure_ascii=False))
+        _out(_json_safe(json.dumps(_jsonable(out), indent=2, ensure_ascii=False)))
         return EXIT_OK
     if not infos:
-        _out(f"{args.model_file}: no models")
+        _out(f"{_safe(args.model_file)}: no models")
         return EXIT_OK
     f = infos[0]["file"]
-    _out(f"{args.model_file}: {f.get('format')} schema {f.get('schema_version')}, "
-         f"{len(list_models(args.model_file))} model(s), written by {f.get('writer', '?')} "
-         f"at {f.get('modified_utc', '?')}")
+    _out(_safe(f"{args.model_file}: {f.get('format')} schema {f.get('schema_version')}, "
+               f"{len(all_names)} model(s), written by {f.get('writer', '?')} at {f.get('modified_utc', '?')}"))
     for info in infos:
         _print_model_info(info, args)
     return EXIT_OK
+
+
+def _shape(v) -> tuple:
+    return tuple(v.shape) if hasattr(v, "shape") else tuple(v)
+
+
+def _json_safe(text: str) -> str:
+    """JSON text with every non-printable character as a \\u escape (JSON escapes only the C0
+    controls; DEL, the C1 controls such as CSI and bidi overrides would reach the terminal)."""
+    if text.isprintable():
+        return text
+    return "".join(c if (c.isprintable() or c in "\n ") else json.dumps(c)[1:-1] for c in text)
 
 
 def _kv(d: dict) -> str:
@@ -91,22 +107,23 @@ def _short(v) -> str:
     if isinstance(v, (list, dict)):
         s = json.dumps(v)
         return s if len(s) <= 60 else s[:57] + "..."
-    return str(v)
+    return _safe(v)
 
 
 def _print_model_info(info: dict, args) -> None:
     import numpy as np
     a = info["attrs"]
     _out("")
-    head = f"model {info['name']!r}: {a['kind']} HMM, n={a['n_states']} states, m={a['n_symbols']} symbols"
+    head = (f"model {_safe(repr(info['name']))}: {a['kind']} HMM, n={a['n_states']} states, "
+            f"m={a['n_symbols']} symbols")
     if a["kind"] == "dense":
         head += f", l={a.get('dim')}"
     _out(head)
-    _out(f"  fit method   {a.get('fit_method') or '-'}    seed {a.get('seed', '-')}    "
-         f"device {a.get('device_used') or '-'}    parameters {a.get('n_parameters', '-')}")
+    _out(_safe(f"  fit method   {a.get('fit_method') or '-'}    seed {a.get('seed', '-')}    "
+               f"device {a.get('device_used') or '-'}    parameters {a.get('n_parameters', '-')}"))
     hist = info["history"]
-    _out(f"  trained      {a.get('trained_utc') or a.get('created_utc', '?')}    stop reason {a.get('stop_reason') or '-'}    "
-         f"{len(hist)} history records")
+    _out(_safe(f"  trained      {a.get('trained_utc') or a.get('created_utc', '?')}    "
+               f"stop reason {a.get('stop_reason') or '-'}    {info.get('history_length', len(hist))} history records"))
     if info["config"]:
         _out(f"  config       {_kv(info['config'])}")
     if info["metrics"]:
@@ -118,16 +135,18 @@ def _print_model_info(info: dict, args) -> None:
         _out(f"  software     {_kv(info['software'])}")
     vocab = info["vocabulary"]
     if vocab is not None:
-        shown = " ".join(vocab[:40]) + (" ..." if len(vocab) > 40 else "")
+        shown = " ".join(_safe(v) for v in vocab[:40]) + (" ..." if len(vocab) > 40 else "")
         _out(f"  vocabulary   ({len(vocab)}) {shown}")
     tags = info.get("tag_vocabulary")
     if tags is not None:
-        _out(f"  gold tags    ({len(tags)}) " + " ".join(tags[:60]) + (" ..." if len(tags) > 60 else ""))
-    _out("  arrays       " + _kv({k: "x".join(map(str, v.shape)) or "scalar" for k, v in info["arrays"].items()}))
+        _out(f"  gold tags    ({len(tags)}) " + " ".join(_safe(t) for t in tags[:60])
+             + (" ..." if len(tags) > 60 else ""))
+    _out("  arrays       " + _kv({k: "x".join(map(str, _shape(v))) or "scalar" for k, v in info["arrays"].items()}))
     if hist:
         cols = [c for c in ("step", "phase", "loss", "train_ll", "test_ll", "mad") if any(c in r for r in hist)]
-        rows = hist if args.history else (hist[:3] + ([None] if len(hist) > 6 else []) + hist[-3:]
-                                          if len(hist) > 6 else hist)
+        total = info.get("history_length", len(hist))
+        rows = hist if args.history else (hist[:3] + ([None] if total > 6 else []) + hist[-3:]
+                                          if len(hist) > 6 or total > 6 else hist)
         _out("  history      " + "  ".join(f"{c:>12}" for c in cols))
         for r in rows:
             if r is None:
@@ -149,13 +168,16 @@ def cmd_sample(args) -> int:
         raise UserError(f"-n must be >= 1, got {args.n_sequences}")
     if args.length < 1:
         raise UserError(f"--length must be >= 1, got {args.length}")
+    _check_memory(24.0 * args.n_sequences * args.length,
+                  f"sampling {args.n_sequences} sequences of length {args.length}")
     model = _load_model(args.model_file, args.name)
     obs, states = model.sample(args.n_sequences, args.length, seed=args.seed)
-    vocab = model.vocabulary or [str(i) for i in range(model.n_symbols)]
+    vocab = [_tty_safe(v) for v in model.vocabulary] if model.vocabulary else \
+        [str(i) for i in range(model.n_symbols)]
     sep = args.sep
     if sep is None:
         sep = "" if all(len(s) == 1 for s in vocab) else " "
-    name = getattr(model, "model_name_", None) or "model"
+    name = _tty_safe(getattr(model, "model_name_", None) or "model")
     for i, (o, s) in enumerate(zip(obs, states)):
         text = sep.join(vocab[int(k)] for k in o)
         if args.fasta:
@@ -175,7 +197,8 @@ def cmd_decode(args) -> int:
     model = _load_model(args.model_file, args.name)
     seqs, corpus, data = _load_eval_data(args, model)
     paths, logprobs = model.decode(seqs)
-    vocab = model.vocabulary or [str(i) for i in range(model.n_symbols)]
+    vocab = [_tty_safe(v) for v in model.vocabulary] if model.vocabulary else \
+        [str(i) for i in range(model.n_symbols)]
     ids = getattr(corpus, "names", None)
     if ids is not None and len(ids) != len(seqs):
         ids = None
@@ -188,7 +211,7 @@ def cmd_decode(args) -> int:
         header.append("words")
     if tagged:
         header += ["gold_tags", "mapped_tags"]
-        tags = corpus.tag_vocabulary
+        tags = [_tty_safe(t) for t in corpus.tag_vocabulary]
         mapping = _tagging(met, model, paths, corpus)["mapping"]
     _out("\t".join(header))
     for i, (s, p, lp) in enumerate(zip(seqs, paths, logprobs)):
@@ -197,7 +220,7 @@ def cmd_decode(args) -> int:
         if args.symbols:
             row.append(" ".join(vocab[int(k)] for k in s))
         if words:
-            row.append(" ".join(data.decode(data.sequences[i])))
+            row.append(" ".join(_tty_safe(w) for w in data.decode(data.sequences[i])))
         if tagged:
             row.append(" ".join(tags[int(t)] if t >= 0 else "_" for t in corpus.tags[i]))
             row.append(" ".join(tags[int(mapping[int(k)])] if mapping[int(k)] >= 0 else "_" for k in p))

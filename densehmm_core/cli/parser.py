@@ -22,6 +22,17 @@ class _HelpFormatter(argparse.HelpFormatter):
         return super()._fill_text(text, width, indent)
 
 
+def _seed(text: str) -> int:
+    """A seed: a non-negative integer (numpy refuses negative seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: give a non-negative integer") from None
+    if value < 0 or value >= 2 ** 63:
+        raise argparse.ArgumentTypeError(f"invalid seed {text}: give an integer in [0, 2**63)")
+    return value
+
+
 def _formatter(prog):
     return _HelpFormatter(prog, max_help_position=32)
 
@@ -75,7 +86,7 @@ def _data_options(p, *, preprocess=True, split=True):
     if split:
         g.add_argument("--split", type=float, default=None, metavar="F",
                        help="fraction held out as test data (default 0.5 for train; 0 = no test set)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the split, initialisation and demo data (default 0)")
+    g.add_argument("--seed", type=_seed, default=0, help="seed of the split, initialisation and demo data (default 0)")
     _word_options(p, vocabulary=preprocess)
 
 
@@ -243,7 +254,7 @@ examples:
     _name_option(p)
     p.add_argument("-n", "--n-sequences", type=int, default=10, metavar="N", help="number of sequences (default 10)")
     p.add_argument("--length", type=int, default=50, metavar="T", help="length of each sequence (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, help="random seed (default 0)")
     p.add_argument("--sep", default=None, help="separator between symbols (default: none when every symbol is "
                                                "one character, else a space)")
     p.add_argument("--states", action="store_true", help="also print the hidden states (a second line)")

@@ -97,28 +97,40 @@ def _progress_mode(args) -> str:
 
 
 class _SigintCancel:
-    """First Ctrl-C: cancel the token (training stops after its chunk); second: KeyboardInterrupt."""
+    """First Ctrl-C (SIGINT) or SIGTERM: cancel the token (training stops after its chunk and
+    what was reached is saved); a second one: KeyboardInterrupt (abort without saving).
+    ``signal_received`` tells which signal stopped the run (for the exit status)."""
 
     def __init__(self, token, quiet: bool) -> None:
         self.token = token
         self.quiet = quiet
-        self._old = None
+        self._old: dict = {}
+        self.signal_received = None
 
     def __enter__(self):
-        try:
-            self._old = signal.signal(signal.SIGINT, self._handler)
-        except ValueError:  # not in the main thread
-            self._old = None
+        for sig in (signal.SIGINT, getattr(signal, "SIGTERM", None)):
+            if sig is None:
+                continue
+            try:
+                self._old[sig] = signal.signal(sig, self._handler)
+            except (ValueError, OSError):  # not in the main thread
+                pass
         return self
 
     def _handler(self, signum, frame):
         if self.token.cancelled:
             raise KeyboardInterrupt
+        self.signal_received = signum
         self.token.cancel()
         if not self.quiet:
-            _err("\ninterrupt: stopping after the current chunk (Ctrl-C again to abort without saving)")
+            what = "interrupt" if signum == signal.SIGINT else "terminate signal"
+            _err(f"\n{what}: stopping after the current chunk and saving what was reached "
+                 f"(Ctrl-C again to abort without saving)")
 
     def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
+        for sig, old in self._old.items():
+            try:
+                signal.signal(sig, old)
+            except (ValueError, OSError):
+                pass
         return False

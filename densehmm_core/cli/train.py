@@ -3,21 +3,37 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import time
 from typing import Tuple
 
-from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, UserError, _err, _load_model, _metric_values, _out,
-                     _user_error_types)
+from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_memory, _err,
+                     _load_model, _metric_values, _out, _user_error_types)
 from .data import _load_train_data
 from .progress import ProgressPrinter, _progress_mode, _SigintCancel
+
+
+_SIGTERM = getattr(signal, "SIGTERM", None)
 
 
 # ----------------------------------------------------------------- models
 def _check_positive(args, names) -> None:
     for opt in names:
         v = getattr(args, opt, None)
-        if v is not None and not v > 0:
-            raise UserError(f"--{opt.replace('_', '-')} must be > 0, got {v}")
+        if v is not None and not (v > 0 and math.isfinite(v)):  # NaN and inf fail too
+            raise UserError(f"--{opt.replace('_', '-')} must be > 0 and finite, got {v}")
+
+
+def _check_model_size(kind: str, cfg: dict) -> None:
+    """Refuse a model that cannot fit in memory, before anything is allocated: the matrices,
+    their expected counts and forward-backward buffers (about 8 copies of n^2 + n m floats),
+    plus the embeddings and their Adam state for dense models."""
+    n, m = int(cfg["n_states"]), int(cfg["n_symbols"])
+    floats = 8 * (n * n + n * m)
+    if kind == "dense":
+        floats += 4 * (3 * n + m + 1) * int(cfg["dim"])
+    what = f"a {kind} model with n={n}, m={m}" + (f", l={cfg['dim']}" if kind == "dense" else "")
+    _check_memory(8.0 * floats, what)
 
 
 def _model_config(args, n_symbols: int):
@@ -32,6 +48,9 @@ def _model_config(args, n_symbols: int):
         raise UserError("--tol must be a number")
     if args.finish_steps is not None and args.finish_steps < 0:
         raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
+    if args.states > 10 ** 7 or (args.dim is not None and args.dim > 10 ** 7):
+        _check_memory(8.0 * max(args.states, args.dim or 0) ** 2, f"--states {args.states}"
+                      + (f" --dim {args.dim}" if args.dim is not None else ""))
     if kind == "standard":
         if args.method in ("cooc", "cooc_em"):
             raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
@@ -53,6 +72,7 @@ def _model_config(args, n_symbols: int):
             cfg["n_iter"] = args.iter
         if args.tol is not None:
             cfg["tol"] = args.tol
+        _check_model_size("standard", cfg)
         return "standard", cfg
     if args.fair:
         raise UserError("--fair needs --model standard")
@@ -87,6 +107,7 @@ def _model_config(args, n_symbols: int):
                          ("iter", "n_iter"), ("mstep_steps", "mstep_steps")):
             if getattr(args, opt) is not None:
                 cfg[key] = getattr(args, opt)
+    _check_model_size("dense", cfg)
     return "dense", cfg
 
 
@@ -121,10 +142,12 @@ def cmd_train(args) -> int:
         if not args.checkpoint_every > 0:
             raise UserError("--checkpoint-every must be > 0 seconds")
     if out:
+        from .. import fileio
         folder = os.path.dirname(os.path.abspath(out)) or "."
         if not os.path.isdir(folder):
             raise UserError(f"{out}: the folder {folder} does not exist")
-        if os.path.exists(out):
+        fileio.check_writable(out, what="model file")  # read-only file or folder: said now, not after training
+        if os.path.lexists(out):
             names = list_models(out)  # refuses foreign/damaged files before any training
             same_file = bool(args.resume) and (args.resume is True or
                                                os.path.abspath(str(args.resume)) == os.path.abspath(out))
@@ -178,6 +201,7 @@ def cmd_train(args) -> int:
     printer = ProgressPrinter(_progress_mode(args))
     last_params = None
     last_ckpt = time.monotonic()
+    ckpt_failures = 0
     stopped = "done"
     error = None
     saved_name = name
@@ -189,7 +213,7 @@ def cmd_train(args) -> int:
              + (f", testing on {len(test.sequences)}" if test is not None else "")
              + (" [resumed]" if resume_from else ""))
     try:
-        with _SigintCancel(token, args.quiet):
+        with _SigintCancel(token, args.quiet) as signals:
             stream = model.iter_fit(train, eval_data=test, cancel=token, init=not bool(resume_from))
             for ev in stream:
                 printer(ev)
@@ -203,8 +227,11 @@ def cmd_train(args) -> int:
                         saved_name = save_model(out, model, saved_name, train, test_corpus=test,
                                                 overwrite=True, params=_ckpt_params(model, last_params),
                                                 metrics={"checkpoint": True})
-                    except ModelFileError as e:  # e.g. a full disk: warn, keep training
-                        _err(f"densehmm: warning: checkpoint failed: {e}")
+                    except (ModelFileError, OSError) as e:  # e.g. a full disk: warn once, keep training
+                        ckpt_failures += 1
+                        if ckpt_failures == 1:
+                            _err(f"densehmm: warning: checkpoint failed: {e}; training goes on "
+                                 f"(later checkpoint failures are not reported)")
                     except ValueError:
                         pass  # no complete parameters yet: the next interval will try again
                     last_ckpt = time.monotonic()
@@ -252,7 +279,7 @@ def cmd_train(args) -> int:
              + (f"the last finite model was saved to {out}" if out else "the last finite model was kept"))
         return EXIT_FAIL
     if stopped == "cancelled":
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if signals.signal_received == _SIGTERM else EXIT_INTERRUPTED
     return EXIT_OK
 
 

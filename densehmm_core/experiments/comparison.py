@@ -39,7 +39,7 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -104,7 +104,7 @@ class ComparisonSettings:
         if dataset not in _DATASET_CODE:
             raise ValueError(f"unknown dataset {dataset!r}")
         models = MODELS + (EXTRA_MODELS if dataset == "synthetic" else ())
-        base = dict(dataset=dataset, data=None if data is None else str(data), models=models)
+        base: Dict[str, Any] = dict(dataset=dataset, data=None if data is None else str(data), models=models)
         base.update(kw)
         s = cls(**base)
         s.validate()
@@ -112,7 +112,7 @@ class ComparisonSettings:
 
     @classmethod
     def quick(cls, dataset: str, data: Optional[str] = None, **kw) -> "ComparisonSettings":
-        base = dict(grid=QUICK_GRID, repeats=1, em_iter=3, em_steps=10, cooc_steps=300, bw_iter=5)
+        base: Dict[str, Any] = dict(grid=QUICK_GRID, repeats=1, em_iter=3, em_steps=10, cooc_steps=300, bw_iter=5)
         if dataset != "synthetic":
             base["max_sequences"] = 60
         base.update(kw)

@@ -67,7 +67,7 @@ def connect(jobs: int, scheduler: Optional[str] = None, env: Optional[Dict[str, 
             reason = " ".join(str(exc).split()) or type(exc).__name__
             raise SchedulerError(f"cannot connect to the Dask scheduler at {scheduler}: {reason}") from None
     cluster = distributed.LocalCluster(n_workers=max(1, int(jobs)), threads_per_worker=1,
-                                       processes=True, dashboard_address=None,
+                                       processes=True, dashboard_address=":0",  # any free port, never a clash
                                        silence_logs=logging.ERROR, env=dict(env or {}))
     try:
         client = distributed.Client(cluster, set_as_default=False)

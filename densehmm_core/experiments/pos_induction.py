@@ -15,6 +15,10 @@ Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
 ``dense-direct``    DenseHMM co-occurrence fit (sparse loss), lower-cased words
 ``cooc-em``         co-occurrence fit, then DenseHMM-EM from it (``fit_method="cooc_em"``)
 
+DenseHMM embeddings start with standard deviation ``init_scale`` = 0.2 (the library default is
+1.0): with l = 32 a standard-normal start gives logits of standard deviation ~5.7, i.e. nearly
+one-hot random emission rows, and EM then stays far from Baum-Welch (measured in docs/RESULTS.md).
+
 Every (model, l, seed) run is one row of ``pos_induction_runs.csv``; a rerun of the same
 command skips finished runs (resumable), ``--report-only`` rebuilds the summary
 (``pos_induction_summary.csv``, mean and standard deviation over seeds) and the table
@@ -53,6 +57,7 @@ class PosSettings:
     n_iter: int = 100                    # Baum-Welch iterations = DenseHMM EM iterations
     steps: int = 25                      # Adam steps per M-step
     lr: float = 0.01
+    init_scale: float = 0.2              # std of the initial embeddings (DenseHMM default 1.0; see docs/RESULTS.md)
     max_sequences: Optional[int] = None
     quick: bool = False
     direct_dims: Tuple[int, ...] = field(default=())  # l of the cooc-based models (default: dims)
@@ -91,7 +96,7 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
     :func:`densehmm_core.model_from_config`."""
     if model == "baum-welch":
         return "standard", dict(n_states=n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9)
-    base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed)
+    base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed, init_scale=s.init_scale)
     em: Dict[str, Any] = dict(n_iter=s.n_iter, mstep_steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9)
     if model == "dense-em":
         return "dense", dict(base, fit_method="em", **em)

@@ -211,7 +211,7 @@ _in_probe = False
 def _file_key(st: os.stat_result, path=None) -> tuple:
     """Identifies one version of a file: its stat, and for files up to 64 MB a hash of the
     content too (a file rewritten in place within one timestamp tick keeps its stat)."""
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     if path is not None and st.st_size <= 64 << 20:
         import hashlib
         try:
@@ -342,9 +342,9 @@ def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optio
             name = str(sig)
         return f"is damaged: reading it crashed the HDF5 library ({name})"
     text = b"".join(chunks).decode("utf-8", "replace")
-    code, _, message = text.partition("\n")
-    if code == "0":
+    answer, _, message = text.partition("\n")
+    if answer == "0":
         return None
-    if code == "1" and message:
+    if answer == "1" and message:
         return message
     return "is damaged: the reading process ended without an answer"

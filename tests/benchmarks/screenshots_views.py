@@ -96,7 +96,7 @@ def main() -> int:
             save(panel.freq_plot, "data_panel_17_tags.png")
         if wanted("dashboard_header.png"):
             from densehmm_core.dense import DenseHMM
-            dense = DenseHMM(10, 3, n_symbols=len(tags.vocabulary), fit_method="em", seed=0, em_iter=15)
+            dense = DenseHMM(10, 3, n_symbols=len(tags.vocabulary), fit_method="em", seed=0, n_iter=15)
             dash = Dashboard()
             dash.set_vocabulary(tags.vocabulary)
             dash.set_title("Job 7: Dense-EM n=10 l=3 seed=0 on en_ewt-ud-dev.conllu (UPOS tags, 17 symbols)")
@@ -136,7 +136,7 @@ def main() -> int:
             for l in ls:
                 for seed in range(3):
                     job += 1
-                    d = DenseHMM(n, l, n_symbols=m, fit_method="cooc", seed=seed, steps=300)
+                    d = DenseHMM(n, l, n_symbols=m, fit_method="cooc", seed=seed, cooc_steps=300)
                     d.fit(train, eval_data=test)
                     h = d.history_[-1]
                     view.add_row(row_from_spec({"kind": "dense_cooc", "n": n, "l": l, "seed": seed},
@@ -156,7 +156,7 @@ def main() -> int:
         m = len(words.vocabulary)
         print(f"words: {m} symbols, {sum(len(s) for s in words.sequences)} tokens", flush=True)
         t0 = time.perf_counter()
-        dense = DenseHMM(17, 8, n_symbols=m, fit_method="em", seed=0, em_iter=25)
+        dense = DenseHMM(17, 8, n_symbols=m, fit_method="em", seed=0, n_iter=25)
         dash = Dashboard()
         dash.set_vocabulary(words.vocabulary)
         dash.set_title(f"Job 9: Dense-EM n=17 l=8 seed=0 on en_ewt-ud-dev.conllu (words, m = {m})")

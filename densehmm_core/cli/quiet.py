@@ -1,0 +1,84 @@
+"""Keep TensorFlow's start-up notices off the command line's stderr (unless ``--verbose``).
+
+TensorFlow's native libraries write a few notices straight to file descriptor 2 when they
+load, whatever ``TF_CPP_MIN_LOG_LEVEL`` says (absl's "All log messages before
+absl::InitializeLog() is called are written to STDERR", "oneDNN custom operations are
+on", "This TensorFlow binary is optimized to use available CPU instructions"), once per
+library.  They are not errors and oneDNN stays on; :func:`filter_native_notices` routes
+fd 2 through a pipe and drops just those lines, so that ``densehmm train ... -q`` prints
+nothing but errors.  Every other line (our own errors included) passes unchanged.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import sys
+import threading
+from typing import Callable, Optional
+
+__all__ = ["NOTICE_PATTERNS", "is_notice", "filter_native_notices"]
+
+#: Lines that are TensorFlow / absl start-up notices (matched at the start of the line).
+NOTICE_PATTERNS = (
+    re.compile(r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"),
+    re.compile(r"[IW]\d{4} [\d:. ]+\d+ [\w.]+:\d+\] (oneDNN custom operations are on"
+               r"|This TensorFlow binary is optimized to use available CPU instructions)"),
+    re.compile(r"To enable the following instructions: .*rebuild TensorFlow with the appropriate compiler flags"),
+)
+
+
+def is_notice(line: str) -> bool:
+    """Whether one stderr line is a TensorFlow start-up notice."""
+    line = line.strip()
+    return any(p.match(line) for p in NOTICE_PATTERNS)
+
+
+def filter_native_notices() -> Optional[Callable[[], None]]:
+    """Route file descriptor 2 through a filter that drops :data:`NOTICE_PATTERNS` lines.
+
+    Returns a function that restores fd 2 (also registered with :mod:`atexit`), or None when
+    fd 2 cannot be redirected (no stderr, or not a real file descriptor).
+    """
+    try:
+        sys.stderr.flush()
+        real = os.dup(2)
+        r, w = os.pipe()
+        os.dup2(w, 2)
+        os.close(w)
+    except (OSError, ValueError, AttributeError):
+        return None
+
+    def pump() -> None:
+        with os.fdopen(r, "rb", buffering=0) as pipe:
+            pending = b""
+            while True:
+                chunk = pipe.read(65536)
+                if not chunk:
+                    break
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                out = b"".join(ln + b"\n" for ln in lines if not is_notice(ln.decode("utf-8", "replace")))
+                if out:
+                    os.write(real, out)
+            if pending and not is_notice(pending.decode("utf-8", "replace")):
+                os.write(real, pending)
+
+    thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
+    thread.start()
+    done = []
+
+    def restore() -> None:
+        if done:
+            return
+        done.append(True)
+        try:
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        os.dup2(real, 2)       # closes the pipe's last write end here: the pump sees EOF
+        thread.join(timeout=2.0)
+        os.close(real)
+
+    atexit.register(restore)
+    return restore
