@@ -146,6 +146,7 @@ class RemoteSweeps(QObject):
                     core.cancel(job.run_id)
             self.log(f"{first.sweep}: {len(jobs)} runs sent to {core.where}"
                      + (f"; models are written to {save_dir}" if save_dir and not temp else ""), "info")
+            self._maybe_close(sweep)   # every run may have been cancelled meanwhile
 
         def failed(exc, _tb):
             reason = str(exc) or type(exc).__name__

@@ -448,6 +448,7 @@ class DenseHMM(BaseHMM):
         nr = int(h["restarts"] if restarts is None else restarts)
         if nr < 1:
             raise ValueError("restarts must be >= 1")
+        layout: Any
         if self.symbol_features is not None:
             from .words_tf import FeatureLayout
             layout = FeatureLayout(self.n_states, self.n_symbols, self.dim, self._build_features())
@@ -506,6 +507,7 @@ class DenseHMM(BaseHMM):
 
         ``omega`` may also be a sparse :class:`~densehmm_core.cooc_sparse.PairCounts`."""
         from .cooc_sparse import PairCounts
+        om: Any
         if isinstance(omega, PairCounts):
             om, size = omega, omega.m
         else:
@@ -526,6 +528,7 @@ class DenseHMM(BaseHMM):
                   **kw) -> Iterator[ProgressEvent]:
         if kw:
             raise TypeError(f"unexpected fit options {sorted(kw)}")
+        omega: Any = None
         if self.fit_method in ("cooc", "cooc_em"):
             if self._use_sparse_cooc():
                 from .cooc_sparse import pair_counts
@@ -718,7 +721,7 @@ class DenseHMM(BaseHMM):
         from .cooc_sparse import pair_counts, sparse_mad
         tfm, h, nr, layout = self._prepare_fit(restarts, init)
         tf = tfm.tf
-        n, m, l = self.n_states, self.n_symbols, self.dim
+        n, m = self.n_states, self.n_symbols
         graph = self._graph(layout)
         eng = self._engine()
         data = eng.prepare(seqs, n_states=n)

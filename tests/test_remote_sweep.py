@@ -129,3 +129,11 @@ def test_a_bad_scheduler_is_one_line(data, monkeypatch):
     assert "\n" not in str(info.value)
     with pytest.raises(ValueError, match="unique"):
         RemoteSweep([_run("a", 2, 1), _run("a", 3, 1)], *data)
+
+
+def test_a_sweep_closed_while_connecting_submits_nothing(cluster, data):
+    sweep = RemoteSweep([_run("a", 2, 1)], *data, scheduler=cluster.scheduler_address)
+    sweep.close()            # e.g. the app quit while the connection was being made
+    sweep.start()
+    assert sweep.client is None and sweep.poll() == [] and sweep.state("a") == "pending"
+    assert not any(str(k).startswith(f"densehmm-{sweep.sweep_id}") for k in cluster.scheduler.tasks)

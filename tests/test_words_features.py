@@ -28,14 +28,14 @@ def corpus():
 def test_features_need_symbol_strings():
     with pytest.raises(ValueError, match="unknown symbol_features"):
         DenseHMM(2, 2, symbol_features="nope")
-    model = DenseHMM(2, 2, fit_method="em", symbol_features="orthographic", em_iter=1, steps=1)
+    model = DenseHMM(2, 2, fit_method="em", symbol_features="orthographic", n_iter=1, mstep_steps=1)
     with pytest.raises(ValueError, match="needs the symbols' strings"):
         model.fit([np.array([0, 1, 2])])
 
 
 @pytest.mark.parametrize("method", ["em", "cooc"])
 def test_feature_fit_save_load_export(corpus, tmp_path, method):
-    kw = dict(em_iter=3, steps=5) if method == "em" else dict(steps=20, finish_steps=5)
+    kw = dict(n_iter=3, mstep_steps=5) if method == "em" else dict(cooc_steps=20, finish_steps=5)
     model = DenseHMM(3, 2, fit_method=method, seed=0, symbol_features="orthographic", **kw).fit(corpus)
     feats = model.features_
     assert "lower=the" in feats.vocabulary and "cap" in feats.vocabulary
@@ -61,14 +61,14 @@ def test_feature_fit_save_load_export(corpus, tmp_path, method):
         assert [r[0] for r in rows[1:]] == feats.vocabulary
         np.testing.assert_array_equal(np.array([[float(x) for x in r[1:]] for r in rows[1:]]), fv)
     # continuing the fit from the loaded model keeps the features
-    back.em_iter, back.steps = 1, 1
+    back.n_iter, back.mstep_steps = 1, 1
     if method == "em":
         back.fit(corpus, init=False)
         assert back.embeddings_["feature_V"].shape == fv.shape
 
 
 def test_features_off_is_todays_model(corpus, tmp_path):
-    a = DenseHMM(3, 2, fit_method="em", seed=1, em_iter=2, steps=3).fit(corpus)
+    a = DenseHMM(3, 2, fit_method="em", seed=1, n_iter=2, mstep_steps=3).fit(corpus)
     assert a.features_ is None and "feature_V" not in a.embeddings_
     save_model(tmp_path / "plain.h5", a, corpus=corpus)
     b = load_model(tmp_path / "plain.h5")

@@ -208,7 +208,9 @@ class LabelAxis(pg.AxisItem):
     def _strides(self, font: QtGui.QFont, per: float) -> tuple:
         fm = self._fm(font)
         widest = min(max(self._label_widths(font) or [0.0]), self._max_px)
-        stride_h = max(1, int(math.ceil((widest + self.GAP) / per)))
+        # single letters carry their own side bearings: a small gap keeps them apart
+        gap = 1.5 if widest <= 0.8 * fm.height() else self.GAP
+        stride_h = max(1, int(math.ceil((widest + gap) / per)))
         stride_r = max(1, int(math.ceil((fm.height() + 1.0) / per)))
         if widest <= 1.5 * fm.height():
             stride_r = stride_h + 1  # one or two letters: turning them upright gains nothing

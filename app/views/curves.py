@@ -302,11 +302,18 @@ class TrainingCurves(QtWidgets.QWidget):
         p.titleLabel.setToolTip(tip)
 
     def _place_note(self, key: str) -> None:
-        """Centre the note in its plot, wrapped to the plot's width."""
+        """An empty plot: the note in its centre.  A plot with a point or two: the note in the lower
+        left, clear of the legend (upper right) and of a final point (at the right end)."""
         p = self.plots[key]
         r = p.vb.rect()
-        p._note.setTextWidth(max(60.0, r.width() - 16.0))
-        p._note.setPos(r.center())
+        if getattr(p._note, "_beside", False):
+            p._note.setAnchor((0.0, 1.0))
+            p._note.setTextWidth(max(60.0, 0.62 * r.width()))
+            p._note.setPos(r.left() + 4.0, r.bottom() - 2.0)
+        else:
+            p._note.setAnchor((0.5, 0.5))
+            p._note.setTextWidth(max(60.0, r.width() - 16.0))
+            p._note.setPos(r.center())
 
     def _update_notes(self) -> None:
         """Say inside a plot why it is empty or shows a single point (never a bare axis)."""
@@ -326,12 +333,11 @@ class TrainingCurves(QtWidgets.QWidget):
                 notes["mad"] = self._mad_note or "No co-occurrence MAD in this stream."
         for key, text in notes.items():
             note = self.plots[key]._note
-            if note.toPlainText() != text:
+            beside = bool(text) and key == "nll" and counts["train_nll"] + counts["test_nll"] > 0
+            if note.toPlainText() != text or getattr(note, "_beside", None) != beside:
+                note._beside = beside
                 note.setText(text)
                 self._place_note(key)
-            # one explanatory point: the note sits in the upper part, clear of the point's marker
-            note.setAnchor((0.5, 1.0) if text and key == "nll" and counts["train_nll"] + counts["test_nll"] else
-                           (0.5, 0.5))
 
     def _sync_legend(self) -> None:
         """List a series in its plot's legend only while it has points (no "train" beside nothing)."""

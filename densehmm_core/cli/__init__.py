@@ -8,7 +8,8 @@ stream, computes metrics through :mod:`densehmm_core.metrics` and reads/writes
 model files through :mod:`densehmm_core.modelfile`.
 
 Exit status: 0 success, 1 failure (training diverged, internal error),
-2 user error (bad option, missing or malformed file), 130 interrupted (Ctrl-C).
+2 user error (bad option, missing or malformed file), 130 interrupted (Ctrl-C),
+143 terminated (SIGTERM; ``train`` saves what was reached, as on Ctrl-C).
 
 Importing this module is fast: numpy, h5py and TensorFlow are imported only by
 Importing this package is fast: numpy, h5py and TensorFlow are imported only by

@@ -122,8 +122,8 @@ def _print_model_info(info: dict, args) -> None:
     _out(_safe(f"  fit method   {a.get('fit_method') or '-'}    seed {a.get('seed', '-')}    "
                f"device {a.get('device_used') or '-'}    parameters {a.get('n_parameters', '-')}"))
     hist = info["history"]
-    _out(f"  trained      {a.get('trained_utc') or a.get('created_utc', '?')}    stop reason {a.get('stop_reason') or '-'}    "
-         f"{len(hist)} history records")
+    _out(_safe(f"  trained      {a.get('trained_utc') or a.get('created_utc', '?')}    "
+               f"stop reason {a.get('stop_reason') or '-'}    {info.get('history_length', len(hist))} history records"))
     if info["config"]:
         _out(f"  config       {_kv(info['config'])}")
     if info["metrics"]:

@@ -103,6 +103,8 @@ def _add_pos_induction(sub) -> None:
                     help="Baum-Welch / EM iterations (default 100)")
     sp.add_argument("--max-sequences", type=int, default=None, metavar="K",
                     help="use only the first K sentences")
+    sp.add_argument("--init-scale", type=float, default=None, metavar="S",
+                    help="DenseHMM: standard deviation of the initial embeddings (default 0.2)")
     sp.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel runs (default 1)")
     sp.add_argument("--report-only", action="store_true",
                     help="run nothing: rebuild the summary and table from the finished runs")
@@ -139,6 +141,11 @@ def _pos_handler(args) -> int:
     except ValueError as exc:
         print(f"error: {exc}")
         return 2
+    if args.init_scale is not None:
+        if not args.init_scale > 0:
+            print("error: --init-scale must be > 0")
+            return 2
+        kw["init_scale"] = args.init_scale
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
     out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
     return run_pos_induction(s, out, jobs=max(1, args.jobs), run=not args.report_only)

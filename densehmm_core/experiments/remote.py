@@ -213,6 +213,7 @@ class RemoteSweep:
         self._ended: Dict[str, str] = {}
         self._lock = threading.Lock()
         self._close_lock = threading.Lock()
+        self._closed = False
         self._results: "queue.Queue[RunResult]" = queue.Queue()
 
     # ---------------------------------------------------------------- set-up
@@ -230,7 +231,14 @@ class RemoteSweep:
         """
         from .dask_executor import connect
         from .runner import _worker_env
-        self.client, self.cluster = connect(self.workers, self.scheduler, env=_worker_env(self.workers))
+        client, cluster = connect(self.workers, self.scheduler, env=_worker_env(self.workers))
+        with self._close_lock:
+            if self._closed:  # closed while connecting (e.g. the app quit): submit nothing
+                client.close()
+                if cluster is not None:
+                    cluster.close()
+                return
+            self.client, self.cluster = client, cluster
         try:
             self.client.subscribe_topic(self.topic, self._on_event)
             shared = self.client.scatter([self._data], broadcast=True, hash=False)[0]
@@ -329,9 +337,11 @@ class RemoteSweep:
     def close(self) -> None:
         """Cancel what is left and disconnect (a local cluster is shut down).
 
-        Thread-safe and idempotent: a second caller waits for the first one's close.
+        Thread-safe and idempotent: a second caller waits for the first one's close; a
+        :meth:`start` still connecting then submits nothing.
         """
         with self._close_lock:
+            self._closed = True
             if self.client is not None:
                 if not self.done:
                     self.cancel_all()

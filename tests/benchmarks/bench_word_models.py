@@ -45,7 +45,7 @@ else:
     import densehmm_core.dense_tf  # import cost outside the timing
     from densehmm_core.dense import DenseHMM
     if what == "dense-em-feat":
-        model = DenseHMM(n, dim, fit_method="em", em_iter=iters, tol=0.0, seed=0,
+        model = DenseHMM(n, dim, fit_method="em", n_iter=iters, tol=0.0, seed=0,
                          symbol_features="orthographic", snapshot_every=10**9)
     else:
         model = DenseHMM(n, dim, fit_method="cooc", seed=0, sparse_cooc=True, snapshot_every=10**9)
