@@ -203,7 +203,7 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
     window.compare_jobs(loaded[0], loaded[1])
     from app.views.common import fmt_compact
     rows = window.compare_view.table_rows()
-    nll_row = [k for k in rows if k.startswith("NLL / token on")]
+    nll_row = [k for k in rows if k == "NLL / token, same data"]
     assert len(nll_row) == 1 and rows[nll_row[0]][0] == fmt_compact(res[0]["nll"])
     assert rows["time (s)"][:2] == [fmt_compact(loaded[0].elapsed), fmt_compact(loaded[1].elapsed)]
 

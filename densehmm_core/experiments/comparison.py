@@ -189,6 +189,8 @@ def _corpus(path: str, preset: str, max_sequences: Optional[int]):
 
 
 def _split(seqs: List[np.ndarray], test_fraction: float, seed: int):
+    # Not maths.split_indices: this split (test = the FIRST n_test of the permutation) is the one
+    # the recorded results in docs/results were computed with; changing it would change them.
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(seqs))
     n_test = int(round(len(seqs) * test_fraction))
