@@ -295,5 +295,5 @@ def score_model(model, data) -> dict:
     from densehmm_core.metrics import normalized_nll, paper_nll
     data = encode_for(model, data)
     ll = float(model.score(data))
-    return {"log_likelihood": ll, "normalized_nll": float(normalized_nll(ll, data)),
+    return {"loglik": ll, "nll": float(normalized_nll(ll, data)),
             "paper_nll": float(paper_nll(ll, data))}

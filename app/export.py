@@ -84,21 +84,13 @@ def file_stem(model: Any = None, **fields) -> str:
     ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_config()``) or ``None``;
     keyword ``fields`` (kind, n, l, seed) override what the model says.
     """
-    params = {}
-    if model is not None:
-        try:
-            params = dict(model.get_config())
-        except NotImplementedError:  # a bare BaseHMM holding matrices has no hyper-parameters
-            params = {}
+    params = model.get_config() if model is not None else {}  # the constructor arguments
     kind = fields.get("kind")
     if kind is None and model is not None:
-        if hasattr(model, "fit_method") or "fit_method" in params:
-            kind = f"dense-{params.get('fit_method') or getattr(model, 'fit_method', '')}".rstrip("-")
-        else:
-            kind = "standard"
-    n = fields.get("n", params.get("n_states", getattr(model, "n_states", None)))
-    l = fields.get("l", params.get("dim", params.get("l", getattr(model, "dim", None))))
-    seed = fields.get("seed", params.get("seed", getattr(model, "seed", None)))
+        kind = f"dense-{params['fit_method']}" if model.kind == "dense" else "standard"
+    n = fields.get("n", params.get("n_states"))
+    l = fields.get("l", params.get("dim"))
+    seed = fields.get("seed", params.get("seed"))
     parts = [kind or "model"]
     if n is not None:
         parts.append(f"n{n}")

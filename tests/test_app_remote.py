@@ -67,6 +67,23 @@ def test_app_start_does_not_import_dask(tmp_path):
     assert out.stdout.split()[-2:] == ["False", "False"], out.stderr[-2000:]
 
 
+def test_sweep_target_dialog_and_settings(window, qtbot):
+    from app.panels.sweep_target import SweepTargetDialog
+    d = SweepTargetDialog("", "")
+    qtbot.addWidget(d)
+    assert d.values() == ("", "") and not d.shared.isEnabled()   # the default: this app
+    d.local.setChecked(True)
+    assert d.values() == ("local", "") and d.shared.isEnabled()
+    qtbot.keyClicks(d.address, "tcp://head:8786")                  # typing an address picks it
+    d.shared.setText("/shared/models")
+    assert d.values() == ("tcp://head:8786", "/shared/models")
+    window.set_sweep_target(*d.values())
+    assert (window.settings.sweep_target, window.settings.sweep_shared_dir) == ("tcp://head:8786", "/shared/models")
+    assert window.model_form.sweep_target_label.text() == "Runs on: the Dask scheduler tcp://head:8786"
+    window.set_sweep_target("")
+    assert window.model_form.sweep_target_label.text() == "Runs on: this app's worker pool"
+
+
 def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbot, cluster, tmp_path):
     from app.jobs import JobState
     from app.modelspec import ModelSpec

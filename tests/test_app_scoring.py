@@ -93,8 +93,8 @@ def test_a_model_scores_and_decodes_a_file_with_fewer_symbols(window, qtbot, tmp
     assert not window.errors
     expected = _by_name(b.test, model.vocabulary)
     ll = model.score(expected)
-    assert res[0]["log_likelihood"] == pytest.approx(ll, rel=1e-12)
-    assert res[0]["normalized_nll"] == pytest.approx(normalized_nll(ll, expected), rel=1e-12)
+    assert res[0]["loglik"] == pytest.approx(ll, rel=1e-12)
+    assert res[0]["nll"] == pytest.approx(normalized_nll(ll, expected), rel=1e-12)
     assert "NLL/token on b.fasta" in job.score_text
     # Decode: pick the other data set, find a sequence by its id
     window.jobs_panel.select(job)

@@ -137,3 +137,20 @@ def test_seeded_fits_are_bit_identical_to_the_v1_fixtures(name, tmp_path):
     for key, value in again.arrays()["params"].items():
         assert np.array_equal(value, new_params[key]), key
     assert again.get_config() == model.get_config()
+
+
+# ------------------------------------------------------------------ shared maths (maths.py)
+def test_shared_maths_against_hand_computed_values():
+    from densehmm_core.maths import check_stochastic, softmax, split_indices
+    np.testing.assert_allclose(softmax([[0.0, np.log(3.0)], [1000.0, 1000.0]], axis=1),
+                               [[0.25, 0.75], [0.5, 0.5]], rtol=1e-15)
+    with pytest.raises(ValueError, match=r"transmat is not stochastic \(row 1 sums to 0.9, not 1\)"):
+        check_stochastic("transmat", [[0.5, 0.5], [0.4, 0.5]])
+    with pytest.raises(ValueError, match="must have shape"):
+        check_stochastic("startprob", [1.0], (2,))
+    train, test = split_indices(10, 0.3, seed=7)
+    order = np.random.default_rng(7).permutation(10)
+    assert list(train) == list(order[:7]) and list(test) == list(order[7:])
+    assert sorted(np.concatenate([train, test])) == list(range(10))
+    train, test = split_indices(3, 0.01, seed=0, shuffle=False)   # at least one test item
+    assert list(train) == [0, 1] and list(test) == [2]

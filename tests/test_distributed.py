@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 FASTA = REPO / "tests" / "fixtures" / "data" / "pdb_seqres_like.fasta"
 # the metric columns a run writes (times and host-dependent columns excluded)
 METRICS = ("status", "n_states", "n_symbols", "n_parameters", "data_seed", "model_seed", "sample_seed",
-           "mad", "mad_sampled", "mad_paper", "nll_per_token", "nll_paper", "train_nll_per_token",
+           "mad", "mad_sampled", "mad_paper", "test_nll", "test_paper_nll", "train_nll",
            "test_ll", "train_ll", "iterations", "stop_reason")
 
 

@@ -209,8 +209,8 @@ def test_reproduce_factorization_quick_parallel_and_resume(tmp_path, capsys):
 
 
 COMPARISON_COLUMNS = {"dataset", "settings_id", "n", "l", "rep", "model", "status", "n_states",
-                      "data_seed", "model_seed", "mad", "mad_sampled", "mad_paper", "nll_per_token",
-                      "nll_paper", "fit_seconds"}
+                      "data_seed", "model_seed", "mad", "mad_sampled", "mad_paper", "test_nll",
+                      "test_paper_nll", "train_nll", "fit_seconds"}
 
 
 def _check_comparison(out, name, models, n_pairs, capsys, argv):
@@ -221,7 +221,8 @@ def _check_comparison(out, name, models, n_pairs, capsys, argv):
     for r in rows:
         assert r["status"] == "ok"
         assert 0 <= float(r["mad"]) < 1 and 0 <= float(r["mad_sampled"]) < 1
-        assert float(r["nll_per_token"]) > 0 and np.isfinite(float(r["nll_paper"]))
+        assert float(r["test_nll"]) > 0 and np.isfinite(float(r["test_paper_nll"]))
+        assert not {"nll_per_token", "nll_paper", "train_nll_per_token"} & set(r)
         want = float(r["mad"]) if r["model"].startswith("dense-direct") else float(r["mad_sampled"])
         assert float(r["mad_paper"]) == want
     for suffix in ("mad", "mad_paper", "nll"):
@@ -324,3 +325,19 @@ def test_cli_import_is_cheap():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(pathlib.Path(__file__).resolve().parent.parent))
     assert res.stdout.strip() == "False False"
+
+
+def test_runs_csv_with_old_nll_columns_is_read_with_todays_names(tmp_path):
+    """Runs CSVs written before the normalised NLL had one name keep working (issue 12)."""
+    from densehmm_core.experiments.comparison import COLUMNS, OLD_COLUMNS
+    path = tmp_path / "old_runs.csv"
+    path.write_text("n,l,rep,model,nll_per_token,nll_paper,train_nll_per_token\n"
+                    "3,1,0,standard,1.25,1.5,1.125\n", encoding="utf-8")
+    store = ResultStore(path, COLUMNS, renames=OLD_COLUMNS)
+    row = store.rows[0]
+    assert (row["test_nll"], row["test_paper_nll"], row["train_nll"]) == ("1.25", "1.5", "1.125")
+    assert not set(OLD_COLUMNS) & set(row) and not set(OLD_COLUMNS) & set(store.columns)
+    store.write()
+    with open(path, newline="", encoding="utf-8") as fh:
+        header = next(csv.reader(fh))
+    assert {"test_nll", "test_paper_nll", "train_nll"} <= set(header) and "nll_per_token" not in header

@@ -16,6 +16,7 @@ class SweepTargetDialog(QDialog):
     def __init__(self, target: str = "", shared_dir: str = "", parent: Optional[QWidget] = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("Where sweeps run")
+        self.setMinimumWidth(540)
         lay = QVBoxLayout(self)
         grid = QGridLayout()
         self.here = QRadioButton("This app's worker pool (live matrices for every job)")

@@ -12,6 +12,8 @@ from .embeddings import EmbeddingScatter
 from .heatmap import MatrixHeatmap, ParameterHeatmaps
 from .overview import OverviewView
 from .sweep import SweepView
+from .tagging import StateTagView, TaggingCurves, TopWordsTable
 
 __all__ = ["Dashboard", "MatrixHeatmap", "ParameterHeatmaps", "EmbeddingScatter", "TrainingCurves",
-           "DecodeView", "OverviewView", "CompareView", "SweepView"]
+           "DecodeView", "OverviewView", "CompareView", "SweepView", "StateTagView", "TaggingCurves",
+           "TopWordsTable"]

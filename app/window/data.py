@@ -219,9 +219,10 @@ class DataSetsMixin:
 
 def _reason(path: str, message: str) -> str:
     """A load error without the file's path in front (the dialog names the file already)."""
-    for prefix in (f"{path}: ", f"{os.path.basename(path)}: "):
-        if message.startswith(prefix):
-            return message[len(prefix):]
+    for name in (path, os.path.basename(path)):
+        for sep in (": ", ", "):        # "file: reason" or "file, line 3: reason"
+            if message.startswith(name + sep):
+                return message[len(name + sep):]
     return message
 
 

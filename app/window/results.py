@@ -100,7 +100,7 @@ class ResultsMixin:
             self.log_panel.log(f"Job {job.id} on {ds.name}: {note}", "warning")
 
         def done(res):
-            job.score_text = f"NLL/token on {ds.name}: {res['normalized_nll']:.5g}"
+            job.score_text = f"NLL/token on {ds.name}: {res['nll']:.5g}"
             job.scores = dict(res)
             self.jobs_panel.update_job(job)
             self.log_panel.log(f"Job {job.id} '{job.name}' on {ds.name}: " +

@@ -172,12 +172,14 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
                                                       "the CPU; dense models' TensorFlow steps run there too; "
                                                       "cpu never touches a GPU")
     g = p.add_argument_group("training")
-    g.add_argument("--steps", type=int, metavar="K", help="dense cooc (and cooc_em's cooc phase): maximum Adam steps of the co-occurrence fit "
+    g.add_argument("--steps", type=int, metavar="K",
+                   help="dense cooc (and cooc_em's cooc phase): maximum Adam steps of the co-occurrence fit "
                         "(option cooc_steps)")
     g.add_argument("--iter", type=int, metavar="K",
                    help="maximum EM iterations (dense em, cooc_em) or Baum-Welch iterations (standard) "
                         "(option n_iter)")
-    g.add_argument("--mstep-steps", type=int, metavar="K", help="dense em, cooc_em: Adam steps per M-step (option mstep_steps)")
+    g.add_argument("--mstep-steps", type=int, metavar="K",
+                   help="dense em, cooc_em: Adam steps per M-step (option mstep_steps)")
     g.add_argument("--lr", type=float, metavar="RATE", help="dense: Adam learning rate")
     g.add_argument("--tol", type=float, metavar="TOL",
                    help="convergence tolerance (standard: gain of the log-likelihood; dense: relative change)")

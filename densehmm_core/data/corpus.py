@@ -436,20 +436,14 @@ class Corpus:
         (train, test) : tuple of Corpus
             Both share this corpus's vocabulary; their provenance records the split.
         """
-        if not (0.0 < float(test_fraction) < 1.0):
-            raise ValueError(f"test_fraction must lie in (0, 1), got {test_fraction}")
-        n = self.n_sequences
-        if n < 2:
-            raise ValueError("a split needs at least two sequences")
-        order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
-        n_test = int(round(n * float(test_fraction)))
-        n_test = min(max(n_test, 1), n - 1)
-        parts = {"train": order[: n - n_test], "test": order[n - n_test:]}
+        from ..maths import split_indices
+        train_idx, test_idx = split_indices(self.n_sequences, test_fraction, seed, shuffle)
+        parts = {"train": train_idx, "test": test_idx}
         out = []
         for part, idx in parts.items():
             info = {"part": part, "test_fraction": float(test_fraction),
                     "seed": None if seed is None else int(seed), "shuffle": bool(shuffle),
-                    "n_sequences": int(len(idx)), "of": n}
+                    "n_sequences": int(len(idx)), "of": self.n_sequences}
             c = self.select(idx)
             c.provenance["split"] = info
             out.append(c)

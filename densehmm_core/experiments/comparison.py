@@ -19,10 +19,13 @@ Metrics on the test data
 ``mad_paper``
     What the paper's code plotted: ``mad`` (analytic) for DenseHMM-direct and
     ``mad_sampled`` for the three EM-trained models.
-``nll_per_token``
-    ``-log P(test) / number of test tokens``.
-``nll_paper``
+``test_nll``
+    ``-log P(test) / number of test tokens`` (``train_nll``: the same on the training data).
+``test_paper_nll``
     ``-log P(test) / (number of test sequences x longest test length)`` (the paper).
+
+Runs CSVs written before these names (``nll_per_token``, ``nll_paper``,
+``train_nll_per_token``) are read with the columns renamed (:data:`OLD_COLUMNS`).
 
 ``dense-direct-gt`` (synthetic only) is DenseHMM-direct trained on the *true*
 analytic Omega instead of the training sequences' counts -- what the paper's
@@ -58,11 +61,14 @@ _MODEL_CODE = {"dense-em": 1, "dense-direct": 2, "standard-fair": 3, "standard":
 _COOC_MODELS = ("dense-direct", "dense-direct-gt", "dense-cooc")
 
 KEY = ("dataset", "settings_id", "n", "l", "rep", "model")
+#: Columns of runs CSVs written before the normalised NLL had one name (read with today's names).
+OLD_COLUMNS = {"nll_per_token": "test_nll", "nll_paper": "test_paper_nll", "train_nll_per_token": "train_nll"}
+
 COLUMNS = list(KEY) + [
     "status", "n_states", "n_symbols", "n_parameters", "data_seed", "model_seed", "sample_seed",
     "n_train_seqs", "n_test_seqs", "n_train_tokens", "n_test_tokens",
     "mad", "mad_sampled", "mad_paper", "mad_train_omega",
-    "nll_per_token", "nll_paper", "train_nll_per_token", "test_ll", "train_ll",
+    "test_nll", "test_paper_nll", "train_nll", "test_ll", "train_ll",
     "iterations", "stop_reason", "fit_seconds", "eval_seconds", "task_seconds", "dense_preset",
 ]
 
@@ -183,6 +189,8 @@ def _corpus(path: str, preset: str, max_sequences: Optional[int]):
 
 
 def _split(seqs: List[np.ndarray], test_fraction: float, seed: int):
+    # Not maths.split_indices: this split (test = the FIRST n_test of the permutation) is the one
+    # the recorded results in docs/results were computed with; changing it would change them.
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(seqs))
     n_test = int(round(len(seqs) * test_fraction))
@@ -289,9 +297,9 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
         "n_train_tokens": n_train_tokens, "n_test_tokens": n_test_tokens,
         "mad": mad, "mad_sampled": mad_sampled, "mad_paper": mad_paper,
         "mad_train_omega": cooc_mad(empirical_cooc(train, m), omega_gt),
-        "nll_per_token": -test_ll / n_test_tokens,
-        "nll_paper": -test_ll / (len(test) * max(len(x) for x in test)),
-        "train_nll_per_token": -train_ll / n_train_tokens,
+        "test_nll": -test_ll / n_test_tokens,
+        "test_paper_nll": -test_ll / (len(test) * max(len(x) for x in test)),
+        "train_nll": -train_ll / n_train_tokens,
         "test_ll": test_ll, "train_ll": train_ll,
         "iterations": int(hist[-1]["step"]) if hist else 0,
         "stop_reason": getattr(est, "stop_reason_", ""),
@@ -342,7 +350,7 @@ def describe_rows(rows: Sequence[dict]) -> str:
     r = rows[0]
     extra = "" if r["status"] == "ok" else f"  [{r['status'][:60]}]"
     return (f"mad {float(r['mad']):.5f}  mad_paper {float(r['mad_paper']):.5f}  "
-            f"nll/token {float(r['nll_per_token']):.4f}  fit {float(r['fit_seconds']):.1f}s{extra}")
+            f"test nll {float(r['test_nll']):.4f}  fit {float(r['fit_seconds']):.1f}s{extra}")
 
 
 # ------------------------------------------------------------------ summary
@@ -353,7 +361,7 @@ def _q(v):
     return float(np.median(v)), float(np.quantile(v, 0.25)), float(np.quantile(v, 0.75))
 
 
-SUMMARY_METRICS = ("mad", "mad_paper", "mad_sampled", "nll_per_token", "nll_paper", "fit_seconds")
+SUMMARY_METRICS = ("mad", "mad_paper", "mad_sampled", "test_nll", "test_paper_nll", "fit_seconds")
 
 
 def summarize(rows: Sequence[dict]) -> List[dict]:
@@ -402,8 +410,8 @@ def format_tables(summary: Sequence[dict], models: Sequence[str]) -> str:
         table("mad", 1e3, 3, "Co-occurrence MAD x 1000, model's analytic Omega"),
         table("mad_paper", 1e3, 3, "Co-occurrence MAD x 1000, the paper code's variant "
                                     "(sampled Omega for EM-trained models, analytic for DenseHMM-direct)"),
-        table("nll_per_token", 1.0, 4, "Test NLL per token"),
-        table("nll_paper", 1.0, 4, "Test NLL / (sequences x longest length) (the paper's normalisation)"),
+        table("test_nll", 1.0, 4, "Test NLL per token"),
+        table("test_paper_nll", 1.0, 4, "Test NLL / (sequences x longest length) (the paper's normalisation)"),
         table("fit_seconds", 1.0, 2, "Fit time per model (s)"),
     ])
 
@@ -428,7 +436,7 @@ def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
         comparison_figure(rows, "mad_paper", out / f"{name}_mad_paper.png",
                           title=f"{name}: co-occurrence MAD (paper code's variant)",
                           ylabel="MAD", logy=True),
-        comparison_figure(rows, "nll_per_token", out / f"{name}_nll.png",
+        comparison_figure(rows, "test_nll", out / f"{name}_nll.png",
                           title=f"{name}: test NLL per token", ylabel="NLL / token"),
     ]
     return {"summary": summary, "tables": tables, "figures": figs}
@@ -466,7 +474,7 @@ def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor
             return 2
         say(f"{name}: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} "
             f"(preset {DATA_PRESETS[name]}) from {settings.data}")
-    store = ResultStore(out / f"{name}_runs.csv", COLUMNS)
+    store = ResultStore(out / f"{name}_runs.csv", COLUMNS, renames=OLD_COLUMNS)
     save_dir = None
     if save_models:
         save_dir = (out / "models").resolve()

@@ -136,8 +136,8 @@ def dirichlet_matrix(n: int, alpha: float, rng: np.random.Generator) -> np.ndarr
 def transform(X: np.ndarray, method: str) -> np.ndarray:
     """Row-wise ``softmax`` or ``normabslin`` of ``X`` (last axis)."""
     if method == "softmax":
-        E = np.exp(X - X.max(axis=-1, keepdims=True))
-        return E / E.sum(axis=-1, keepdims=True)
+        from ..maths import softmax
+        return softmax(X, axis=-1)
     if method == "normabslin":
         Y = np.abs(X)
         return Y / Y.sum(axis=-1, keepdims=True)

@@ -40,7 +40,7 @@ __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "forma
 MODELS = ("baum-welch", "dense-em", "dense-em-feat", "dense-direct", "cooc-em")
 KEY = ("model", "dim", "seed")
 COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
-                 "nll_per_token", "fit_cpu_s", "fit_wall_s", "stop_reason")
+                 "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason")
 
 
 @dataclass
@@ -129,7 +129,7 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
     nll = -est.score(corpus.sequences) / corpus.n_tokens
     return [{"model": model, "dim": dim, "seed": seed, "n_states": n, "n_symbols": corpus.n_symbols,
              "n_tokens": corpus.n_tokens, "n_iter": s.n_iter, "m1": scores["m1"],
-             "one_to_one": scores["one_to_one"], "v_measure": scores["v_measure"], "nll_per_token": nll,
+             "one_to_one": scores["one_to_one"], "v_measure": scores["v_measure"], "train_nll": nll,
              "fit_cpu_s": cpu, "fit_wall_s": wall, "stop_reason": getattr(est, "stop_reason_", "")}]
 
 
@@ -162,7 +162,7 @@ def summarize(rows: Sequence[dict]) -> List[dict]:
     order = {m: i for i, m in enumerate(MODELS)}
     for (model, dim), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])):
         row = {"model": model, "dim": dim, "runs": len(rs)}
-        for col in ("m1", "one_to_one", "v_measure", "nll_per_token", "fit_cpu_s", "fit_wall_s"):
+        for col in ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit_wall_s"):
             v = np.array([float(r[col]) for r in rs])
             row[col + "_mean"] = float(v.mean())
             row[col + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
@@ -179,7 +179,7 @@ def format_table(summary: Sequence[dict]) -> str:
         def ms(c, d=3):
             return f"{r[c + '_mean']:.{d}f} ± {r[c + '_std']:.{d}f}"
         lines.append(f"| {r['model']} | {r['dim'] or '-'} | {r['runs']} | {ms('m1')} | {ms('one_to_one')} | "
-                     f"{ms('v_measure')} | {ms('nll_per_token', 2)} | {r['fit_cpu_s_mean']:.1f} |")
+                     f"{ms('v_measure')} | {ms('train_nll', 2)} | {r['fit_cpu_s_mean']:.1f} |")
     return "\n".join(lines)
 
 
@@ -199,7 +199,7 @@ def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "th
     say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
         f"lower-cased word types, {corpus.n_tags} gold tags, from {s.data}")
     _atomic_text(out / "pos_induction_settings.json", json.dumps(s.to_dict(), indent=2) + "\n")
-    store = ResultStore(out / "pos_induction_runs.csv", COLUMNS)
+    store = ResultStore(out / "pos_induction_runs.csv", COLUMNS, renames={"nll_per_token": "train_nll"})
     code = 0
     if run:
         report = run_tasks(make_tasks(s), store, KEY, jobs=jobs, executor=executor, import_tf=True,

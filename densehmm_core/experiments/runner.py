@@ -107,11 +107,14 @@ class ResultStore:
     ----------
     path : path of the CSV file (created on the first write).
     columns : the preferred column order; other columns are appended sorted.
+    renames : old column name -> today's, applied when an existing file is read (files written
+        before a column was renamed keep working; the next write uses the new names).
     """
 
-    def __init__(self, path, columns: Sequence[str] = ()) -> None:
+    def __init__(self, path, columns: Sequence[str] = (), renames: Optional[Dict[str, str]] = None) -> None:
         self.path = Path(path)
         self.columns = list(columns)
+        self.renames = dict(renames or {})
         self.rows: List[Dict[str, str]] = []
         self.dropped_lines = 0
         if self.path.exists():
@@ -126,8 +129,9 @@ class ResultStore:
             if None in row.values() or None in row:
                 self.dropped_lines += 1
                 continue
-            self.rows.append(dict(row))
+            self.rows.append({self.renames.get(k, k): v for k, v in row.items()})
         for c in header:
+            c = self.renames.get(c, c)
             if c not in self.columns:
                 self.columns.append(c)
 
