@@ -25,8 +25,8 @@ from typing import List, Optional
 
 from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QApplication, QDockWidget, QLabel, QMainWindow, QMessageBox, QProgressBar,
-                               QStackedWidget, QWidget)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QMainWindow, QMessageBox, QProgressBar,
+                               QScrollArea, QStackedWidget, QWidget)
 
 from . import tasks
 from .datasets import DataSet
@@ -55,6 +55,8 @@ __all__ = ["MainWindow", "local_paths"]
 #: seconds the window waits for cancelled jobs when it closes; a job still inside a long
 #: TensorFlow chunk after that is abandoned (``app.main`` then ends the process at once)
 CLOSE_WAIT_S = 1.4
+#: screens narrower than this (free width, pixels) get Data and Model as tabs of one column
+NARROW_SCREEN = 1600
 
 
 class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, DropMixin, QMainWindow):
@@ -126,8 +128,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs_panel.export_requested.connect(self.export_models_dialog)
         self.jobs_panel.compare_requested.connect(self.compare_jobs)
         self.jobs_panel.score_requested.connect(self.score_job)
-        self.data_dock = self._dock("Data", "dataDock", self.data_panel, Qt.LeftDockWidgetArea)
-        self.model_dock = self._dock("Model", "modelDock", self.model_form, Qt.RightDockWidgetArea)
+        self.data_dock = self._dock("Data", "dataDock", self.data_panel, Qt.LeftDockWidgetArea, scroll=True)
+        self.model_dock = self._dock("Model", "modelDock", self.model_form, Qt.RightDockWidgetArea, scroll=True)
         self.jobs_dock = self._dock("Jobs", "jobsDock", self.jobs_panel, Qt.BottomDockWidgetArea)
         self.log_dock = self._dock("Log", "logDock", self.log_panel, Qt.BottomDockWidgetArea)
         self.tabifyDockWidget(self.jobs_dock, self.log_dock)
@@ -168,12 +170,24 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
     def finish_startup(self) -> None:
         """Build the remaining views after the window is on screen."""
         self.dashboard
+        if self.settings.window_state() is None:   # first start: a Jobs panel a third of the window tall
+            self.resizeDocks([self.jobs_dock], [max(190, self.height() // 3)], Qt.Vertical)
         self._freeze_gc()
 
-    def _dock(self, title: str, name: str, widget: QWidget, area) -> QDockWidget:
+    def _dock(self, title: str, name: str, widget: QWidget, area, scroll: bool = False) -> QDockWidget:
+        """A dock holding ``widget``; ``scroll=True`` puts it in a scroll area, so that a tall or
+        wide panel never sets the window's minimum size (the window must fit small screens)."""
         dock = QDockWidget(title, self)
         dock.setObjectName(name)
-        dock.setWidget(widget)
+        if scroll:
+            area_w = QScrollArea()
+            area_w.setWidgetResizable(True)
+            area_w.setFrameShape(QFrame.NoFrame)
+            area_w.setWidget(widget)
+            area_w.setMinimumSize(180, 120)
+            dock.setWidget(area_w)
+        else:
+            dock.setWidget(widget)
         self.addDockWidget(area, dock)
         return dock
 
@@ -186,7 +200,14 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
             restored = False
         s = self.settings.window_state()
         if not restored or s is None or not self.restoreState(s):
-            self.resizeDocks([self.data_dock, self.model_dock], [290, 310], Qt.Horizontal)
+            if avail.width() < NARROW_SCREEN:
+                # a narrow screen: Data and Model share the right column as tabs, so that the
+                # dashboard keeps its width and no panel is cut off
+                self.tabifyDockWidget(self.model_dock, self.data_dock)
+                self.data_dock.raise_()
+                self.resizeDocks([self.model_dock], [420], Qt.Horizontal)
+            else:
+                self.resizeDocks([self.data_dock, self.model_dock], [290, 310], Qt.Horizontal)
             self.resizeDocks([self.jobs_dock], [max(190, int(0.3 * self.height()))], Qt.Vertical)
         d = self.settings.form_defaults()
         if d:

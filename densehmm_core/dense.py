@@ -29,7 +29,7 @@ and how the tests pin the M-step loss down.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, List, Optional, cast
 
 import numpy as np
 
@@ -97,7 +97,8 @@ def _lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e
     if not (np.isfinite(f) and np.all(np.isfinite(g))):
         yield 0, x, f, "nonfinite"
         return
-    S, Y = [], []
+    S: List[np.ndarray] = []
+    Y: List[np.ndarray] = []
     stall = 0
     for it in range(1, max_iter + 1):
         q = g.copy()
@@ -109,7 +110,7 @@ def _lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e
         if S:
             q *= S[-1].dot(Y[-1]) / Y[-1].dot(Y[-1])
         else:
-            q *= min(1.0, 1.0 / max(np.linalg.norm(g), 1e-300))
+            q *= min(1.0, 1.0 / max(float(np.linalg.norm(g)), 1e-300))
         for (s, y), a in zip(zip(S, Y), reversed(alphas)):
             b = y.dot(q) / y.dot(s)
             q += (a - b) * s
@@ -117,7 +118,7 @@ def _lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e
         gd = g.dot(d)
         if not gd < 0:
             S, Y = [], []
-            d = -g * min(1.0, 1.0 / max(np.linalg.norm(g), 1e-300))
+            d = -g * min(1.0, 1.0 / max(float(np.linalg.norm(g)), 1e-300))
             gd = g.dot(d)
         t = 1.0
         accepted = False
@@ -440,7 +441,7 @@ class DenseHMM(BaseHMM):
         from .device import resolve_device
         from . import dense_tf
         if self.seed is None:
-            self.seed_used_ = int(np.random.SeedSequence().entropy % (2 ** 63))
+            self.seed_used_ = cast(int, np.random.SeedSequence().entropy) % (2 ** 63)
         else:
             self.seed_used_ = int(self.seed)
         self.device_used_ = resolve_device(self.device)

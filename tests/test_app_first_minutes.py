@@ -50,3 +50,17 @@ def test_window_fits_the_screen_and_ignores_a_saved_geometry_that_does_not(qtbot
     w2.save_settings()
     w3 = _window(qtbot, tmp_path)
     assert w3.geometry().size() == g.size()
+
+
+def test_the_window_can_shrink_to_a_1400_x_900_screen(qtbot, tmp_path):
+    """Started on a 1400 x 900 display the Model panel was cut off: no panel may make the
+    window's minimum size larger than such a screen, not even with data loaded."""
+    w = _window(qtbot, tmp_path)
+    w.show()
+    w.finish_startup()
+    w.load_demo()
+    long_name = "a_protein_file_with_a_really_long_name_from_some_database_dump_2024.fasta"
+    w.dashboard.decode.set_datasets([long_name, "other.fasta"], 0)
+    qtbot.wait(50)
+    ms = w.minimumSizeHint()
+    assert ms.width() <= 1400 - 40 and ms.height() <= 900 - 60, (ms.width(), ms.height())

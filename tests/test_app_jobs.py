@@ -203,7 +203,7 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
     window.compare_jobs(loaded[0], loaded[1])
     from app.views.common import fmt_compact
     rows = window.compare_view.table_rows()
-    nll_row = [k for k in rows if k.startswith("NLL / token on")]
+    nll_row = [k for k in rows if k == "NLL / token, same data"]
     assert len(nll_row) == 1 and rows[nll_row[0]][0] == fmt_compact(res[0]["nll"])
     assert rows["time (s)"][:2] == [fmt_compact(loaded[0].elapsed), fmt_compact(loaded[1].elapsed)]
 
@@ -461,7 +461,8 @@ def test_tagged_corpus_job_fills_the_tags_tab(window, qtbot):
     assert job.state == JobState.FINISHED
     window.show_job(job)
     d = window.dashboard
-    qtbot.waitUntil(lambda: d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page)), timeout=10000)
+    qtbot.waitUntil(lambda: d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page)) and not d.live_tagging_busy(),
+                    timeout=10000)
     data = window._decode_data(job)
     want = tagging_scores(job.model.predict(data.sequences), data.tags, n_states=3,
                           n_tags=len(data.tag_vocabulary))

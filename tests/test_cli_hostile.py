@@ -188,6 +188,7 @@ def test_info_reads_only_what_it_prints(tmp_path, capsys, monkeypatch):
     m = small_model(vocab=["a", "b", "c"])
     m.history_ = [{"step": i, "loss": 1.0 / (i + 1)} for i in range(5000)]
     save_model(path, m, "long")
+    monkeypatch.setenv("DENSEHMM_NO_PROBE", "1")  # read in this process, to watch what is read
     calls = []
     from densehmm_core.modelfile import read
     real = read._read_history

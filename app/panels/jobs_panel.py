@@ -241,6 +241,7 @@ class JobsPanel(QWidget):
             g.setFont(C_NAME, f)
             self.groups[sweep] = g
             self.tree.addTopLevelItem(g)
+            g.setFirstColumnSpanned(True)   # the group's summary reads across the whole row
             g.setExpanded(True)
         return g
 
@@ -258,7 +259,6 @@ class JobsPanel(QWidget):
         if g.text(C_NAME) != text:
             g.setText(C_NAME, text)
             g.setToolTip(C_NAME, text)
-        g.setFirstColumnSpanned(False)
 
     def add_job(self, job: Job) -> None:
         item = _Item([""] * len(COLUMNS))
@@ -311,7 +311,9 @@ class JobsPanel(QWidget):
                        else getattr(job, "dataset_name", ""))   # a restored job whose data set is not open
         self.rows[job.id] = row
         texts = {c: _fmt(row.get(key)) for c, key in _KEYS.items()}
-        texts[C_NAME] = job.name
+        # inside a sweep's group the "[sweep N] " prefix of the name says nothing new
+        texts[C_NAME] = job.name[len(f"[{job.sweep}] "):] if job.sweep and job.name.startswith(
+            f"[{job.sweep}] ") else job.name
         texts[C_DATA] = row["data"] or "—"
         if job.state == JobState.RUNNING:
             texts[C_TIME] = format_seconds(job.elapsed) + (f" (ETA {format_seconds(job.eta)})"
@@ -366,8 +368,9 @@ class JobsPanel(QWidget):
                 if bar.format() != fmt:
                     bar.setFormat(fmt)
         btn = self.cancel_buttons.get(job.id)
-        if btn is not None:
-            btn.setEnabled(not job.state.is_final)
+        if btn is not None and job.state.is_final and btn.isVisibleTo(self.tree):
+            btn.setEnabled(False)
+            btn.hide()   # nothing to cancel any more: the column stays quiet
         if job.sweep:
             self._update_group(job.sweep)
 

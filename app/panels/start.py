@@ -40,7 +40,7 @@ class StartView(QWidget):
         lay.addSpacing(12)
         intro = QLabel(
             "Start with the built-in demo data set (the paper's synthetic setup: a random "
-            "Dirichlet(0.1) HMM with n = m = 5, 10 training and 10 test sequences of length 200), "
+            "Dirichlet(0.1) HMM with n = m = 5, 50 training and 50 test sequences of length 200), "
             "then press <b>Train</b> in the Model panel.")
         intro.setWordWrap(True)
         lay.addWidget(intro)

@@ -71,6 +71,10 @@ class CompareView(QtWidgets.QWidget):
         f.setBold(True)
         self.header.setFont(f)
         lay.addWidget(self.header)
+        # what was compared and how (full width: it may be several sentences)
+        self.note = QtWidgets.QLabel("")
+        self.note.setWordWrap(True)
+        lay.addWidget(self.note)
         split = QtWidgets.QHBoxLayout()
         self.table = QtWidgets.QTableWidget(0, 3)
         self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
@@ -87,9 +91,6 @@ class CompareView(QtWidgets.QWidget):
         left.addStretch(1)
         split.addLayout(left, 2)
         right = QtWidgets.QVBoxLayout()
-        self.note = QtWidgets.QLabel("")
-        self.note.setWordWrap(True)
-        right.addWidget(self.note)
         self.maps: Dict[str, MatrixHeatmap] = {
             "startprob": MatrixHeatmap("Δπ", "", "state", symbol="Δπ", symmetric=True, cmap=diverging_cmap(),
                                        colorbar=False),
@@ -148,9 +149,10 @@ class CompareView(QtWidgets.QWidget):
         notes = []
         if data is not None:
             from densehmm_core.metrics import normalized_nll
-            label = f"NLL / token on {data_name}" if data_name else "NLL / token on the same data"
+            label = "NLL / token, same data"
             try:
                 rows.append((label, normalized_nll(model_a, data), normalized_nll(model_b, data)))
+                notes.append(f"“{label}”: both models scored on {data_name or 'the same data'}.")
             except Exception as exc:  # noqa: BLE001 - e.g. symbols the model does not know: say so, keep the rest
                 notes.append(f"Could not score both models on {data_name or 'the data'}: {exc}")
         for key, label in COMPARABLE.items():

@@ -80,7 +80,9 @@ class DecodeView(QtWidgets.QWidget):
         row.addWidget(self.data_label)
         self.data_box = QtWidgets.QComboBox()
         self.data_box.setToolTip("The data set whose sequences are decoded (read with the model's alphabet)")
-        self.data_box.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToContents)
+        # long file names must not widen the window: elided to about 28 characters
+        self.data_box.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.data_box.setMinimumContentsLength(28)
         self.data_box.activated.connect(self.dataset_chosen)
         row.addWidget(self.data_box)
         for w in (self.data_label, self.data_box):
@@ -94,6 +96,8 @@ class DecodeView(QtWidgets.QWidget):
         row.addWidget(self.spin)
         self.seq_label = QtWidgets.QLabel("")
         row.addWidget(self.seq_label, 1)
+        # a long sequence id must not widen the view (and so the window): the label may be cut
+        self.seq_label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
         self.find_edit = QtWidgets.QLineEdit()
         self.find_edit.setPlaceholderText("Find sequence by id…")
         self.find_edit.setClearButtonEnabled(True)

@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import threading
-from typing import Callable, Optional
+from typing import Callable, List, Optional
 
 __all__ = ["NOTICE_PATTERNS", "is_notice", "filter_native_notices"]
 
@@ -66,7 +66,7 @@ def filter_native_notices() -> Optional[Callable[[], None]]:
 
     thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
     thread.start()
-    done = []
+    done: List[bool] = []
 
     def restore() -> None:
         if done:

@@ -34,11 +34,11 @@ file, validation, loading) and :mod:`.write` (saving).
 """
 from __future__ import annotations
 
-from .read import list_models, load_model, model_summaries, read_model_info
+from .read import list_models, load_model, model_summaries, read_model_info, read_model_infos
 from .schema import FORMAT_NAME, SCHEMA_VERSION, ModelFileError, software_versions
 from .write import delete_model, save_model
 
 __all__ = [
     "FORMAT_NAME", "SCHEMA_VERSION", "ModelFileError", "save_model", "load_model",
-    "list_models", "read_model_info", "model_summaries", "delete_model", "software_versions",
+    "list_models", "read_model_info", "read_model_infos", "model_summaries", "delete_model", "software_versions",
 ]
