@@ -124,6 +124,9 @@ def test_a_read_only_output_is_refused_before_training(tmp_path):
     (["info", "--json", "REF"], "attribute 'ref' has an unsupported type"),
     (["info", "LOOP"], "symbolic link loop"),
     (["train", "LOOP", "--model", "standard", "--states", "2"], "symbolic link loop"),
+    # item 6: a FIFO as data is refused, not read forever
+    (["train", "FIFO", "--model", "standard", "--states", "2"], "not a regular file"),
+    (["evaluate", "MODEL", "FIFO"], "not a regular file"),
     # item 3: a model whose transmat is an external link to a FIFO once hung all these commands
     (["info", "FIFOLINK"], "'transmat' is an external link"),
     (["sample", "FIFOLINK"], "'transmat' is an external link"),
@@ -140,8 +143,9 @@ def test_user_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, ph
     (tmp_path / "notes.txt").write_text("mine")
     broken = tmp_path / "BROKEN.h5"
     broken.write_bytes(model.read_bytes()[:3000] + b"\xff\xfe not utf-8 \x00" * 50)
-    for name, edit in (("INF", lambda f: f.attrs.__setitem__("schema_version", np.inf)),
-                       ("REF", lambda f: f["models/std/metrics"].attrs.__setitem__("ref", f["models/std/transmat"].ref))):
+    def add_ref(f):
+        f["models/std/metrics"].attrs["ref"] = f["models/std/transmat"].ref
+    for name, edit in (("INF", lambda f: f.attrs.__setitem__("schema_version", np.inf)), ("REF", add_ref)):
         p = tmp_path / f"{name}.h5"
         save_model(p, small_model(vocab=["a", "b", "c"]), "std", metrics={"x": 1.0})
         with h5py.File(p, "a") as f:
@@ -149,6 +153,7 @@ def test_user_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, ph
     fifo_link = tmp_path / "FIFOLINK.h5"
     save_model(fifo_link, small_model(vocab=[str(i) for i in range(3)]), "std")
     os.mkfifo(tmp_path / "fifo")
+    os.mkfifo(tmp_path / "FIFO")
     with h5py.File(fifo_link, "a") as f:
         del f["models/std/transmat"]
         f["models/std/transmat"] = h5py.ExternalLink(str(tmp_path / "fifo"), "/x")
