@@ -461,7 +461,8 @@ def test_tagged_corpus_job_fills_the_tags_tab(window, qtbot):
     assert job.state == JobState.FINISHED
     window.show_job(job)
     d = window.dashboard
-    qtbot.waitUntil(lambda: d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page)), timeout=10000)
+    qtbot.waitUntil(lambda: d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page)) and not d.live_tagging_busy(),
+                    timeout=10000)
     data = window._decode_data(job)
     want = tagging_scores(job.model.predict(data.sequences), data.tags, n_states=3,
                           n_tags=len(data.tag_vocabulary))

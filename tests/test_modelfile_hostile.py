@@ -195,7 +195,7 @@ def test_the_memory_budget_names_the_size_needed(std_file, monkeypatch):
 def test_info_reads_histories_lazily(std_file):
     info = read_model_info(std_file, arrays=False, history=3)
     assert info["history_length"] == 20 and [r["step"] for r in info["history"]] == [0, 1, 2, 17, 18, 19]
-    assert info["arrays"] == {"startprob": (3,), "transmat": (3, 3), "emissionprob": (3, 4)}
+    assert info["arrays"] == {"startprob": [3], "transmat": [3, 3], "emissionprob": [3, 4]}
     full = read_model_info(std_file)
     assert full["history_length"] == 20 and [r["step"] for r in full["history"]] == list(range(20))
 
@@ -258,7 +258,7 @@ def test_odd_files_are_model_file_errors_for_every_reader(tmp_path):
 FUZZ = r"""
 import os, resource, sys, time
 import numpy as np
-from densehmm_core.modelfile import ModelFileError, list_models, read_model_info
+from densehmm_core.modelfile import ModelFileError, read_model_info, read_model_infos
 files, out, cases = sys.argv[1].split(","), sys.argv[2], int(sys.argv[3])
 rng = np.random.default_rng(1234)
 originals = [open(p, "rb").read() for p in files]
@@ -287,8 +287,7 @@ for i in range(cases):
         fh.write(data)
     t0 = time.perf_counter()
     try:
-        list_models(out)
-        read_model_info(out)
+        read_model_infos(out)  # lists the models and reads every one of them
         kinds["ok"] += 1
     except ModelFileError as e:
         assert "\n" not in str(e), repr(str(e))

@@ -126,6 +126,7 @@ def test_dashboard_shows_the_tags_tab_for_a_tagged_corpus(qtbot):
     d = shown(qtbot, Dashboard(), (1200, 800))
     assert not d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
     d.set_model(model, corpus)
+    qtbot.waitUntil(lambda: not d.live_tagging_busy(), timeout=10000)  # scored off the GUI thread
     assert d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
     want = tagging_scores(model.predict(seqs), tags, n_states=n, n_tags=k)
     np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])

@@ -117,6 +117,7 @@ class Dashboard(QtWidgets.QWidget):
         self._tag_pending: Optional[tuple] = None
         self._tag_last = float("-inf")
         self._tag_gen = 0
+        self._tag_final_pending = False
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -411,14 +412,6 @@ class Dashboard(QtWidgets.QWidget):
         self._tag_busy, self._tag_last, self._tag_pending = True, now, None
         seqs, gold, names = self._tag_live
         gen = self._tag_gen
-        pi, A, B = (np.array(params[k], dtype=np.float64) for k in ("startprob", "transmat", "emissionprob"))
-
-        def work():
-            from densehmm_core.hmm_base import BaseHMM
-            from densehmm_core.metrics import tagging_scores
-            model = BaseHMM(A.shape[0], B.shape[1])
-            model.startprob_, model.transmat_, model.emissionprob_ = pi, A, B
-            return tagging_scores(model.predict(seqs), gold, n_states=A.shape[0], n_tags=len(names))
 
         def done(scores) -> None:
             self._tag_busy = False
@@ -433,18 +426,21 @@ class Dashboard(QtWidgets.QWidget):
             self._tag_busy = False
             self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
 
-        from ..tasks import run_background
-        run_background(work, done, failed)
+        self._score_tags([params[k] for k in ("startprob", "transmat", "emissionprob")], seqs, gold, len(names),
+                         done, failed)
 
     def _show_live_tagging(self, step, scores: dict, names: List[str]) -> None:
+        steps = self.tag_curves.series("m1")[0]
+        if steps.size and float(step) < steps[-1]:
+            return  # scored after a later point (e.g. the trained model's) was drawn: stale
         self.tag_curves.add_point(step, scores)
         self.tag_curves.set_note("")
         self.state_tags.set_scores(scores, names)
         self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), True)
 
     def live_tagging_busy(self) -> bool:
-        """Whether a snapshot is being scored against the gold tags (or waits to be)."""
-        return self._tag_busy or self._tag_pending is not None
+        """Whether a snapshot or the shown model is being scored against the gold tags (or waits to be)."""
+        return self._tag_busy or self._tag_pending is not None or self._tag_final_pending
 
     def add_tagging_point(self, step: float, scores: dict) -> None:
         """One evaluation against gold tags (a :func:`~densehmm_core.metrics.tagging_scores` dict) at
@@ -454,34 +450,58 @@ class Dashboard(QtWidgets.QWidget):
         self.tag_curves.set_note("")
 
     def _show_tagging(self, model, corpus) -> None:
-        """With gold tags: decode (the first sequences) and score through the core; fill the Tags tab,
-        the decode view's predicted tags and the top-words rows."""
+        """With gold tags: decode (the first sequences) and score through the core, off the GUI thread;
+        then fill the Tags tab, the decode view's predicted tags and the top-words rows."""
         idx = self.tabs.indexOf(self.tags_page)
         tags = getattr(corpus, "tags", None)
         names = getattr(corpus, "tag_vocabulary", None)
-        if model is None or tags is None or names is None or not hasattr(model, "predict"):
+        mats = [getattr(model, k, None) for k in ("startprob_", "transmat_", "emissionprob_")]
+        if model is None or tags is None or names is None or any(x is None for x in mats):
             self.tabs.setTabVisible(idx, False)
             return
-        from densehmm_core.metrics import tagging_scores
-        seqs = list(getattr(corpus, "sequences", []))
-        take, total = 0, 0
-        while take < len(seqs) and total < TAG_EVAL_MAX_TOKENS:
-            total += len(seqs[take])
-            take += 1
-        pred = model.predict(seqs[:take])
-        scores = tagging_scores(pred, list(tags[:take]), n_states=model.n_states, n_tags=len(names))
-        self._tag_names = [str(t) for t in names]
-        self.state_tags.set_scores(scores, self._tag_names)
-        self.decode.set_state_tags(scores["mapping"])
-        self.heatmaps.set_state_names(state_tag_labels(scores["mapping"], self._tag_names, model.n_states))
+        seqs, gold = _first_tokens(list(getattr(corpus, "sequences", [])), list(tags), TAG_EVAL_MAX_TOKENS)
+        names = [str(t) for t in names]
         hist = getattr(model, "history_", None) or []
-        had_curve = self.tag_curves.series("m1")[0].size > 0
         step = hist[-1].get("step", 0) if hist else 0
-        self.tag_curves.add_point(step, scores)  # the trained model's point (replaces a live one at that step)
-        if not had_curve:
-            self.tag_curves.set_note("The training stream has no per-step tagging scores: the point is the "
-                                     f"trained model's (first {scores['n_tokens']:,} tokens).")
-        self.tabs.setTabVisible(idx, True)
+        gen = self._tag_gen
+        self._tag_final_pending = True
+
+        def done(scores) -> None:
+            self._tag_final_pending = False
+            if gen != self._tag_gen:
+                return
+            self._tag_names = names
+            self.state_tags.set_scores(scores, names)
+            self.decode.set_state_tags(scores["mapping"])
+            self.heatmaps.set_state_names(state_tag_labels(scores["mapping"], names, len(scores["mapping"])))
+            had_curve = self.tag_curves.series("m1")[0].size > 0
+            self.tag_curves.add_point(step, scores)  # the trained model's point (replaces a live one there)
+            if not had_curve:
+                self.tag_curves.set_note("The training stream has no per-step tagging scores: the point is "
+                                         f"the trained model's (first {scores['n_tokens']:,} tokens).")
+            self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), True)
+
+        def failed(exc, _tb) -> None:
+            self._tag_final_pending = False
+            self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
+
+        self._score_tags(mats, seqs, gold, len(names), done, failed)
+
+    @staticmethod
+    def _score_tags(mats, seqs, gold, n_tags: int, done, failed) -> None:
+        """Decode ``seqs`` with the HMM ``(pi, A, B)`` and score against ``gold`` on a background
+        thread (the core's Viterbi and :func:`~densehmm_core.metrics.tagging_scores`)."""
+        pi, A, B = (np.array(x, dtype=np.float64) for x in mats)
+
+        def work():
+            from densehmm_core.hmm_base import BaseHMM
+            from densehmm_core.metrics import tagging_scores
+            hmm = BaseHMM(A.shape[0], B.shape[1])
+            hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = pi, A, B
+            return tagging_scores(hmm.predict(seqs), gold, n_states=A.shape[0], n_tags=n_tags)
+
+        from ..tasks import run_background
+        run_background(work, done, failed)
 
     def _show_frequencies(self, model, corpus) -> None:
         """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled."""
@@ -512,7 +532,7 @@ class Dashboard(QtWidgets.QWidget):
         self.embeddings.set_symbol_frequencies(None)
         self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
         self._tag_gen += 1  # a snapshot still being scored belongs to the old job
-        self._tag_busy, self._tag_pending = False, None
+        self._tag_busy, self._tag_pending, self._tag_final_pending = False, None, False
 
     # ------------------------------------------------------------- internals
     def _safe(self, name: str, fn, *args) -> None:

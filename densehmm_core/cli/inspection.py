@@ -52,13 +52,13 @@ def _tagging(met, model, paths, corpus) -> dict:
 
 
 def cmd_info(args) -> int:
-    from ..modelfile import list_models, read_model_info
+    from ..modelfile import list_models, read_model_infos
     all_names = list_models(args.model_file)
-    names = [args.name] if args.name else all_names
-    # Read what is printed: arrays only with --arrays, the first and last history rows
-    # unless --history or --json (so a file of 2,000 models is listed in proportion).
+    # Read what is printed, in one read: arrays only with --arrays, the first and last history
+    # rows unless --history or --json (so a file of 2,000 models is listed in proportion).
     history = True if (args.history or args.json) else 3
-    infos = [read_model_info(args.model_file, nm, arrays=bool(args.arrays), history=history) for nm in names]
+    infos = read_model_infos(args.model_file, [args.name] if args.name else None, arrays=bool(args.arrays),
+                             history=history)
     if args.json:
         out = {"file": args.model_file, "format": infos[0]["file"] if infos else {}, "models": []}
         for info in infos:

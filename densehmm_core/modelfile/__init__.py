@@ -24,9 +24,11 @@ Attributes are plain scalars or strings; a value that needs structure (a list, a
 dict, ``None``) is stored as a JSON string and its key is listed in the
 group's ``json_keys`` attribute.  Nothing is ever pickled or evaluated.
 
-Writes are atomic: the whole new file is written to a temporary file in the
-same folder, flushed and fsynced, then renamed over the old one with
-:func:`os.replace`.  Models already in the file are copied over unchanged.
+Writes are atomic and serialised: under a lock file beside the target the current file is
+re-read, the new file is built in memory and written through :mod:`densehmm_core.fileio`
+(temporary file in the same folder, fsync, :func:`os.replace`).  Reads run in a forked child
+(:mod:`.safety`: hostile files are refused before anything is read).  Models already in the
+file are copied over unchanged.
 
 Modules: :mod:`.schema` (format constants, :class:`ModelFileError`, attribute encoding),
 :mod:`.safety` (what a reader refuses before reading), :mod:`.read` (opening and checking a
@@ -34,11 +36,11 @@ file, validation, loading) and :mod:`.write` (saving).
 """
 from __future__ import annotations
 
-from .read import list_models, load_model, model_summaries, read_model_info
+from .read import list_models, load_model, model_summaries, read_model_info, read_model_infos
 from .schema import FORMAT_NAME, SCHEMA_VERSION, ModelFileError, software_versions
 from .write import delete_model, save_model
 
 __all__ = [
     "FORMAT_NAME", "SCHEMA_VERSION", "ModelFileError", "save_model", "load_model",
-    "list_models", "read_model_info", "model_summaries", "delete_model", "software_versions",
+    "list_models", "read_model_info", "read_model_infos", "model_summaries", "delete_model", "software_versions",
 ]

@@ -120,6 +120,20 @@ def _resolve_name(f, path, name: Optional[str]) -> str:
     return name
 
 
+def _isolated(fn):
+    """Run the reader in a forked child (:func:`safety.run_isolated`): this process never opens
+    the file with HDF5, which may hang or crash on damaged metadata."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(path, *args, **kwargs):
+        if not safety.probe_enabled():
+            return fn(path, *args, **kwargs)
+        return safety.run_isolated(path, lambda: fn(path, *args, **kwargs))
+    return wrapper
+
+
+@_isolated
 def list_models(path) -> List[str]:
     """Names of the models stored in a file, in the order they were added.
 
@@ -394,25 +408,44 @@ def _guard(path, fn):
         raise ModelFileError(os.fspath(path), f"is damaged or unreadable ({type(e).__name__}: {text})") from None
 
 
+@_isolated
 def read_model_info(path, name: Optional[str] = None, *, arrays: bool = True, history: Any = True) -> dict:
     """Everything stored for one model, validated, as plain Python values and numpy arrays.
 
     Returns a dict with ``name``, ``attrs`` (kind, n_states, n_symbols, dim, fit_method, seed,
     device_used, created_utc, ...), ``arrays`` (``startprob``, ``transmat``, ``emissionprob``,
-    ``embeddings/U`` ...; only their shapes, unread and unchecked, when ``arrays=False``),
+    ``embeddings/U`` ...; only their shapes (lists), unread and unchecked, when ``arrays=False``),
     ``vocabulary``, ``config``, ``history`` (all records; none with ``history=False``; the
     first and last ``k`` with ``history=k``), ``history_length``, ``metrics``, ``provenance``,
     ``provenance_test``, ``software``, ``notes`` and ``file`` (the root attributes).  No model
     object is built (so TensorFlow is never imported).  What is refused before anything is
-    read: docs/FILE_FORMAT.md, "What a reader refuses".
+    read: docs/FILE_FORMAT.md, "What a reader refuses".  The file is read in a forked child.
     """
+    return _read_infos(path, [name], arrays, history)[0]
+
+
+@_isolated
+def read_model_infos(path, names: Optional[List[str]] = None, *, arrays: bool = True,
+                     history: Any = True) -> List[dict]:
+    """:func:`read_model_info` of several models (default: all, in file order) in one read."""
+    return _read_infos(path, names, arrays, history)
+
+
+def _read_infos(path, names, arrays, history) -> List[dict]:
     def run():
+        spath = os.fspath(path)
         f = _open_existing(path)
         try:
-            nm = _resolve_name(f, os.fspath(path), name)
-            info = _read_model_group(f, os.fspath(path), nm, with_arrays=arrays, history=history)
-            info["file"] = _read_attrs(f, os.fspath(path), "the root group")
-            return info
+            chosen = list(f["models"].keys()) if names is None else [_resolve_name(f, spath, n) for n in names]
+            root = _read_attrs(f, spath, "the root group")
+            out = []
+            for nm in chosen:
+                info = _read_model_group(f, spath, nm, with_arrays=arrays, history=history)
+                info["file"] = root
+                if not arrays:
+                    info["arrays"] = {k: list(v) for k, v in info["arrays"].items()}
+                out.append(info)
+            return out
         finally:
             f.close()
     return _guard(path, run)
@@ -430,6 +463,7 @@ def probe_read(path) -> None:
         f.close()
 
 
+@_isolated
 def model_summaries(path) -> List[dict]:
     """One small dict per model (name, kind, n_states, n_symbols, dim, fit_method, created_utc)."""
     def run():

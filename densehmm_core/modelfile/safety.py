@@ -209,10 +209,11 @@ _in_probe = False
 
 
 def _file_key(st: os.stat_result, path=None) -> tuple:
-    """Identifies one version of a file: its stat, and for files up to 64 MB a hash of the
-    content too (a file rewritten in place within one timestamp tick keeps its stat)."""
+    """Identifies one version of a file: its stat, and for a file changed in the last two seconds
+    (up to 64 MB) a hash of the content too (a rewrite within one timestamp tick keeps the stat)."""
     key: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if path is not None and st.st_size <= 64 << 20:
+    fresh = time.time() - max(st.st_mtime, st.st_ctime) < 2.0  # may change again within one timestamp tick
+    if path is not None and fresh and st.st_size <= 64 << 20:
         import hashlib
         try:
             with open(path, "rb") as fh:
@@ -256,11 +257,7 @@ def probe(path, st: Optional[os.stat_result], read: Callable[[str], None]) -> No
         known = key in _probe_results
         problem = _probe_results.get(key)
     if not known:
-        try:
-            base = float(os.environ.get("DENSEHMM_PROBE_TIMEOUT", PROBE_TIMEOUT))
-        except ValueError:
-            base = PROBE_TIMEOUT
-        problem = _run_probe(spath, base + st.st_size / 50e6, read)
+        problem = _run_probe(spath, _timeout(st.st_size), read)
         _remember(key, problem)
     if problem:
         raise ModelFileError(spath, problem)
@@ -281,31 +278,42 @@ def _limit_memory(extra: int) -> None:  # pragma: no cover - runs in the probe p
         pass
 
 
-def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optional[str]:
+def _timeout(size: int) -> float:
+    try:
+        base = float(os.environ.get("DENSEHMM_PROBE_TIMEOUT", PROBE_TIMEOUT))
+    except ValueError:
+        base = PROBE_TIMEOUT
+    return base + size / 50e6
+
+
+def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
+    """Run ``work()`` in a forked, memory-capped child; ``(problem, answer bytes)``.
+
+    ``problem`` is None when the child answered; otherwise it says that reading the file
+    made HDF5 hang (the child is killed after ``timeout`` s) or crash.
+    """
     h5py = _h5py()
+    try:
+        size = os.stat(spath).st_size
+    except OSError:
+        size = 0
     r, w = os.pipe()
     # Hold h5py's global lock across fork: no other thread of this process is then inside
     # HDF5, so the child never inherits a lock held by a thread that does not exist there.
     with h5py._objects.phil:
         pid = os.fork()
     if pid == 0:  # pragma: no cover - the child process
-        code, text = 3, "the probe did not finish"
         try:
             os.close(r)
             global _in_probe
             _in_probe = True
             signal.signal(signal.SIGINT, signal.SIG_DFL)
-            _limit_memory(PROBE_MEMORY + 40 * os.stat(spath).st_size)
-            try:
-                read(spath)
-                code, text = 0, ""
-            except ModelFileError as e:
-                code, text = 1, e.problem
-            except MemoryError:
-                code, text = 1, "too large: reading it ran out of memory"
-            except BaseException as e:  # noqa: BLE001 - reported to the parent
-                code, text = 1, f"is damaged or unreadable ({type(e).__name__}: {' '.join(str(e).split())})"
-            os.write(w, (f"{code}\n{text}").encode("utf-8", "replace")[:60000])
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            _limit_memory(PROBE_MEMORY + 40 * size)
+            view = memoryview(work())
+            while view:
+                n = os.write(w, view)
+                view = view[n:]
         finally:
             os._exit(0)
     os.close(w)
@@ -320,10 +328,10 @@ def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optio
                 break
             ready, _, _ = select.select([r], [], [], min(left, 1.0))
             if ready:
-                data = os.read(r, 65536)
-                if not data:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
                     break
-                chunks.append(data)
+                chunks.append(chunk)
     finally:
         os.close(r)
         if timed_out:
@@ -333,18 +341,72 @@ def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optio
                 pass
         _, status = os.waitpid(pid, 0)
     if timed_out:
-        return f"is damaged: reading it made the HDF5 library hang (stopped after {timeout:.0f} s)"
+        return f"is damaged: reading it made the HDF5 library hang (stopped after {timeout:.0f} s)", b""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
             name = signal.Signals(sig).name
         except ValueError:
             name = str(sig)
-        return f"is damaged: reading it crashed the HDF5 library ({name})"
-    text = b"".join(chunks).decode("utf-8", "replace")
-    answer, _, message = text.partition("\n")
-    if answer == "0":
+        return f"is damaged: reading it crashed the HDF5 library ({name})", b""
+    return None, b"".join(chunks)
+
+
+def _problem_of(exc: BaseException) -> str:
+    if isinstance(exc, ModelFileError):
+        return exc.problem
+    if isinstance(exc, MemoryError):
+        return "too large: reading it ran out of memory"
+    return f"is damaged or unreadable ({type(exc).__name__}: {' '.join(str(exc).split())})"
+
+
+def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optional[str]:
+    def work() -> bytes:  # pragma: no cover - runs in the child
+        try:
+            read(spath)
+            return b"0\n"
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            return ("1\n" + _problem_of(e)).encode("utf-8", "replace")[:60000]
+    problem, answer = _fork_call(spath, timeout, work)
+    if problem:
+        return problem
+    text = answer.decode("utf-8", "replace")
+    code, _, message = text.partition("\n")
+    if code == "0":
         return None
-    if answer == "1" and message:
+    if code == "1" and message:
         return message
     return "is damaged: the reading process ended without an answer"
+
+
+def run_isolated(path, fn: Callable[[], object]):
+    """``fn()`` (a read of ``path``) run in a forked, memory-capped, time-limited child; its result
+    (plain data and numeric arrays) comes back as a worker message (JSON + .npy, never pickled).
+
+    This process never opens the file with HDF5, so a damaged file that makes the library hang
+    or crash costs only the child.  Errors come back as :class:`ModelFileError`.
+    """
+    from ..worker import decode_message, encode_message
+    spath = os.fspath(path)
+    try:
+        size = os.stat(spath).st_size
+    except OSError:
+        size = 0
+
+    def work() -> bytes:  # pragma: no cover - runs in the child
+        try:
+            return b"R" + encode_message({"result": fn()})
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            return b"E" + _problem_of(e).encode("utf-8", "replace")[:60000]
+    problem, answer = _fork_call(spath, _timeout(size), work)
+    if problem is None:
+        if answer[:1] == b"R":
+            try:
+                return decode_message(answer[1:])["result"]
+            except (ValueError, KeyError, TypeError) as e:
+                problem = f"is damaged: its contents could not be passed back ({e})"
+        elif answer[:1] == b"E":
+            problem = answer[1:].decode("utf-8", "replace")
+        else:
+            problem = "is damaged: the reading process ended without an answer"
+    raise ModelFileError(spath, problem)

@@ -189,6 +189,9 @@ def main() -> int:
         dash.set_model(dense, words)
         dash.h_split.setSizes([760, 540])
         settle(app, 0.5)
+        t0 = time.perf_counter()
+        while dash.live_tagging_busy() and time.perf_counter() - t0 < 60:  # scored off the GUI thread
+            settle(app, 0.1)
         if wanted("tags_state_x_tag.png"):
             dash.tabs.setCurrentWidget(dash.tags_page)
             save(dash.tags_page, "tags_state_x_tag.png")
