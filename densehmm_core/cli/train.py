@@ -195,7 +195,7 @@ def cmd_train(args) -> int:
                 raise
             raise UserError(f"invalid model options: {e}") from None
         name = args.name
-    if vocab is not None and getattr(model, "vocabulary", None) is None:
+    if vocab is not None and model.vocabulary is None:
         model.vocabulary = list(vocab)
 
     token = CancelToken()
