@@ -4,8 +4,8 @@ co-occurrence loss (imported lazily by :mod:`densehmm_core.dense`).
 Parameters are one flat float64 vector, packed as in :mod:`densehmm_core.dense_tf`
 followed by the feature embeddings: ``U, Z, W, V_own (m*l), z_start, feature_V (F*l)``.
 The effective symbol embeddings are ``V = V_own + S feature_V`` (``S`` the 0/1 symbol x
-feature incidence of :class:`densehmm_core.features.SymbolFeatures`, applied as a gather and
-a segment sum, never as a dense m x F matrix).
+feature incidence of :class:`densehmm_core.features.SymbolFeatures`, applied as a sparse
+matrix product, never as a dense m x F matrix).
 
 The co-occurrence loss is the sparse form (see :mod:`densehmm_core.cooc_sparse`)::
 
@@ -62,17 +62,19 @@ class FeatureLayout(Layout):
 
 
 # ----------------------------------------------------------------- graph functions
-def _parts(theta, n, m, l, nf, frows, fcols):
+def _parts(theta, n, m, l, nf, fidx, fval):
     nl = n * l
     U, Z, W, V, zs, F = tf.split(theta, [nl, nl, nl, m * l, l, nf * l])
     V = tf.reshape(V, (m, l))
     if nf:
-        V = V + tf.math.unsorted_segment_sum(tf.gather(tf.reshape(F, (nf, l)), fcols), frows, m)
+        # S feature_V with S the sparse m x F incidence (4x faster than gather + segment sum here)
+        S = tf.sparse.SparseTensor(fidx, fval, (m, nf))
+        V = V + tf.sparse.sparse_dense_matmul(S, tf.reshape(F, (nf, l)))
     return tf.reshape(U, (n, l)), tf.reshape(Z, (n, l)), tf.reshape(W, (n, l)), V, zs
 
 
-def _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols):
-    U, Z, W, V, zs = _parts(theta, n, m, l, nf, frows, fcols)
+def _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval):
+    U, Z, W, V, zs = _parts(theta, n, m, l, nf, fidx, fval)
     logA = tf.nn.log_softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
     logB = tf.nn.log_softmax(tf.matmul(W, V, transpose_b=True), axis=1)
     logpi = tf.nn.log_softmax(tf.linalg.matvec(U, zs))
@@ -80,9 +82,9 @@ def _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols
     return -q / norm
 
 
-def _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, stationary_grad):
+def _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, stationary_grad):
     """``(squared error, sum_nnz |Omega - Omega_gt| + sum Omega off the pairs)``."""
-    U, Z, W, V, _ = _parts(theta, n, m, l, nf, frows, fcols)
+    U, Z, W, V, _ = _parts(theta, n, m, l, nf, fidx, fval)
     A = tf.nn.softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
     B = tf.nn.softmax(tf.matmul(W, V, transpose_b=True), axis=1)
     pi = stationary(A)
@@ -99,23 +101,23 @@ def _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, stati
     return err, abs_sum
 
 
-def _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols, stationary_grad):
-    return scale * _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, stationary_grad)[0]
+def _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval, stationary_grad):
+    return scale * _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, stationary_grad)[0]
 
 
 def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, prow, pcol, pval, gt_sq, scale,
-                  n, m, l, nf, frows, fcols, stationary_grad):
+                  n, m, l, nf, fidx, fval, stationary_grad):
     def loss_fn(th):
-        return _cooc_loss(th, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols, stationary_grad)
+        return _cooc_loss(th, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval, stationary_grad)
     th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit)
-    err, abs_sum = _cooc_terms(th, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, True)
+    err, abs_sum = _cooc_terms(th, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, True)
     return th, mm, vv, tt, k, status, good, scale * err, abs_sum / float(m) ** 2
 
 
 def _adam_mstep_py(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l, nf,
-                   frows, fcols):
+                   fidx, fval):
     def loss_fn(th):
-        return _mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols)
+        return _mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval)
     th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
                                                  tf.constant(0), tf.constant(1.0, DT), limit)
     return th, mm, vv, tt, k, status, good, loss_fn(th)
@@ -128,24 +130,24 @@ _adam_mstep_xla = tf.function(_adam_mstep_py, jit_compile=True)
 
 
 @tf.function
-def _cooc_value_and_grad(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols):
+def _cooc_value_and_grad(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval):
     with tf.GradientTape() as tape:
         tape.watch(theta)
-        loss = _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols, True)
+        loss = _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval, True)
     return loss, tape.gradient(loss, theta)
 
 
 @tf.function
-def _cooc_eval(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, frows, fcols):
-    err, abs_sum = _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, frows, fcols, True)
+def _cooc_eval(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval):
+    err, abs_sum = _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, True)
     return scale * err, abs_sum / float(m) ** 2
 
 
 @tf.function
-def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols):
+def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval):
     with tf.GradientTape() as tape:
         tape.watch(theta)
-        loss = _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, frows, fcols)
+        loss = _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval)
     return loss, tape.gradient(loss, theta)
 
 
@@ -166,8 +168,10 @@ class WordGraph:
         self.n, self.m, self.l = layout.n, layout.m, layout.l
         self.nf = getattr(layout, "n_feat", 0)
         f = getattr(layout, "features", None)
-        self._frows = tf.constant(np.zeros(0, np.int64) if f is None else f.rows, tf.int64)
-        self._fcols = tf.constant(np.zeros(0, np.int64) if f is None else f.cols, tf.int64)
+        idx = np.zeros((0, 2), np.int64) if f is None else np.stack([f.rows, f.cols], axis=1)
+        order = np.lexsort((idx[:, 1], idx[:, 0]))  # canonical (row-major) order for the SparseTensor
+        self._fidx = tf.constant(idx[order], tf.int64)
+        self._fval = tf.constant(np.ones(len(idx)), DT)
         self.pairs = pairs
         if pairs is not None:
             if pairs.m != self.m:
@@ -178,7 +182,7 @@ class WordGraph:
             self._gt_sq = tf.constant(pairs.sq_norm, DT)
 
     def _shape(self):
-        return int(self.n), int(self.m), int(self.l), int(self.nf), self._frows, self._fcols
+        return int(self.n), int(self.m), int(self.l), int(self.nf), self._fidx, self._fval
 
     def _target(self):
         if self.pairs is None:

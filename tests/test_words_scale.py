@@ -82,7 +82,7 @@ def test_sparse_tf_loss_and_gradient_equal_dense(stationary_grad):
     with tf.GradientTape() as tape:
         tape.watch(theta)
         sparse = words_tf._cooc_loss(theta, g._prow, g._pcol, g._pval, g._gt_sq, scale, n, m, l, 0,
-                                     g._frows, g._fcols, stationary_grad)
+                                     g._fidx, g._fval, stationary_grad)
     g_sparse = tape.gradient(sparse, theta).numpy()
     assert float(sparse) == pytest.approx(float(dense), rel=1e-10)
     np.testing.assert_allclose(g_sparse, g_dense, rtol=1e-10, atol=1e-10 * np.max(np.abs(g_dense)))
