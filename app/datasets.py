@@ -76,6 +76,12 @@ class ModelSet:
     def name(self) -> str:
         return os.path.basename(self.path)
 
+    @property
+    def is_session(self) -> bool:
+        """Whether the file is a saved session of the app (File > Save session)."""
+        from .session import SESSION_KEY
+        return any(SESSION_KEY in (i.get("notes") or {}) for i in self.info)
+
 
 def _seqs(data) -> List[np.ndarray]:
     if data is None:
@@ -131,25 +137,14 @@ def dataset_from_corpus(path: str, corpus, split: float = 0.5, seed: int = 0, pr
 
 
 def load_models(path: str) -> ModelSet:
+    """Every model of an .h5 file, with what the file keeps beside it (``info``: the
+    ``read_model_info`` dicts, their ``notes`` holding a session's jobs)."""
     from densehmm_core import modelfile
-    info = list(modelfile.list_models(path))
-    names = []
-    for item in info:
-        if isinstance(item, str):
-            names.append(item)
-        elif isinstance(item, dict):
-            names.append(str(item.get("name")))
-        else:
-            names.append(str(getattr(item, "name", item)))
-    models = []
-    for name in names:
-        m = modelfile.load_model(path, name=name)
-        if isinstance(m, tuple):
-            m = m[0]
-        models.append((name, m))
-    if not models:
-        from densehmm_core.modelfile import ModelFileError
-        raise ModelFileError(f"{path}: the file holds no models")
+    names = modelfile.list_models(path)
+    if not names:
+        raise modelfile.ModelFileError(path, "holds no models")
+    models = [(name, modelfile.load_model(path, name)) for name in names]
+    info = [modelfile.read_model_info(path, name, arrays=False) for name in names]
     return ModelSet(path=os.path.abspath(path), models=models, info=info)
 
 
@@ -275,7 +270,7 @@ def encode_for(model, data):
     when it has no residual symbol to read them as.
     """
     from densehmm_core.data import encode_for_model
-    return encode_for_model(data, getattr(model, "vocabulary", None), model.n_symbols,
+    return encode_for_model(data, model.vocabulary, model.n_symbols,
                             provenance=getattr(model, "provenance_", None))
 
 

@@ -118,3 +118,9 @@ def test_a_session_whose_data_file_is_gone_still_restores_its_jobs(make_window, 
     from app.panels.jobs_panel import C_DATA
     assert w2.jobs_panel.items[restored[0].id].text(C_DATA) == "gone.fasta"
     assert not w2.errors
+    # File > Open (or a drop) of a session file restores it as a session too
+    w3 = make_window("c")
+    w3.open_files([path])
+    qtbot.waitUntil(lambda: len(w3.jobs.jobs) == 1 and not w3.loading, timeout=30000)
+    j3 = w3.jobs.jobs[0]
+    assert j3.name == job.name and j3.spec == job.spec and j3.device == job.device
