@@ -270,7 +270,7 @@ def encode_for(model, data):
     when it has no residual symbol to read them as.
     """
     from densehmm_core.data import encode_for_model
-    return encode_for_model(data, getattr(model, "vocabulary", None), model.n_symbols,
+    return encode_for_model(data, model.vocabulary, model.n_symbols,
                             provenance=getattr(model, "provenance_", None))
 
 

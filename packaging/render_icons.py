@@ -19,6 +19,9 @@ import pathlib
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script from the repository: use its densehmm_core
+    sys.path.insert(0, str(REPO))
+from densehmm_core import fileio  # noqa: E402  (dependency-free: only the standard library)
 ICON_DIR = REPO / "resources" / "icons"
 SVG = ICON_DIR / "densehmm-studio.svg"
 ICON_NAME = "densehmm-studio"
@@ -61,10 +64,9 @@ def render(svg: pathlib.Path = SVG, sizes=SIZES, root: pathlib.Path = ICON_DIR):
         painter.end()
         out = png_path(size, root)
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        if not image.save(str(tmp), "PNG"):
-            raise OSError(f"{out}: could not write PNG")
-        os.replace(tmp, out)  # atomic
+        with fileio.atomic_path(out, suffix=".png") as tmp:  # the project's one atomic writer
+            if not image.save(tmp, "PNG"):
+                raise OSError(f"{out}: could not write PNG")
         written.append(out)
     return written
 

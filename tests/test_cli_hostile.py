@@ -124,6 +124,18 @@ def test_a_read_only_output_is_refused_before_training(tmp_path):
     (["info", "--json", "REF"], "attribute 'ref' has an unsupported type"),
     (["info", "LOOP"], "symbolic link loop"),
     (["train", "LOOP", "--model", "standard", "--states", "2"], "symbolic link loop"),
+    # item 6: a FIFO as data is refused, not read forever
+    (["train", "FIFO", "--model", "standard", "--states", "2"], "not a regular file"),
+    (["evaluate", "MODEL", "FIFO"], "not a regular file"),
+    # item 3: a model whose transmat is an external link to a FIFO once hung all these commands
+    (["info", "FIFOLINK"], "'transmat' is an external link"),
+    (["sample", "FIFOLINK"], "'transmat' is an external link"),
+    (["evaluate", "FIFOLINK", "demo"], "'transmat' is an external link"),
+    (["decode", "FIFOLINK", "demo"], "'transmat' is an external link"),
+    (["export", "FIFOLINK", "csv"], "'transmat' is an external link"),
+    (["train", "demo", "--model", "standard", "--states", "2", "--out", "FIFOLINK"], "'transmat' is an external link"),
+    (["train", "demo", "--model", "standard", "--states", "2", "--resume", "FIFOLINK", "--out", "new.h5"],
+     "'transmat' is an external link"),
 ])
 def test_user_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, phrase):
     model = tmp_path / "m.h5"
@@ -131,18 +143,29 @@ def test_user_errors_are_one_line_exit_2(tmp_path, capsys, monkeypatch, argv, ph
     (tmp_path / "notes.txt").write_text("mine")
     broken = tmp_path / "BROKEN.h5"
     broken.write_bytes(model.read_bytes()[:3000] + b"\xff\xfe not utf-8 \x00" * 50)
-    for name, edit in (("INF", lambda f: f.attrs.__setitem__("schema_version", np.inf)),
-                       ("REF", lambda f: f["models/std/metrics"].attrs.__setitem__("ref", f["models/std/transmat"].ref))):
+    def add_ref(f):
+        f["models/std/metrics"].attrs["ref"] = f["models/std/transmat"].ref
+    for name, edit in (("INF", lambda f: f.attrs.__setitem__("schema_version", np.inf)), ("REF", add_ref)):
         p = tmp_path / f"{name}.h5"
         save_model(p, small_model(vocab=["a", "b", "c"]), "std", metrics={"x": 1.0})
         with h5py.File(p, "a") as f:
             edit(f)
+    fifo_link = tmp_path / "FIFOLINK.h5"
+    save_model(fifo_link, small_model(vocab=[str(i) for i in range(3)]), "std")
+    os.mkfifo(tmp_path / "fifo")
+    os.mkfifo(tmp_path / "FIFO")
+    with h5py.File(fifo_link, "a") as f:
+        del f["models/std/transmat"]
+        f["models/std/transmat"] = h5py.ExternalLink(str(tmp_path / "fifo"), "/x")
     (tmp_path / "LOOP").symlink_to(tmp_path / "LOOP2")
     (tmp_path / "LOOP2").symlink_to(tmp_path / "LOOP")
-    subst = {"MODEL": model, "BROKEN": broken, "INF": tmp_path / "INF.h5", "REF": tmp_path / "REF.h5"}
+    subst = {"MODEL": model, "BROKEN": broken, "INF": tmp_path / "INF.h5", "REF": tmp_path / "REF.h5",
+             "FIFOLINK": fifo_link}
     argv = [subst.get(a, a) for a in argv]
     rc, _, err = in_process(argv, capsys, monkeypatch, tmp_path)
     one_line_error(rc, err, phrase)
+    if argv[0] == "train":
+        assert "training" not in err  # refused before training started
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 

@@ -154,3 +154,33 @@ def test_shared_maths_against_hand_computed_values():
     assert sorted(np.concatenate([train, test])) == list(range(10))
     train, test = split_indices(3, 0.01, seed=0, shuffle=False)   # at least one test item
     assert list(train) == [0, 1] and list(test) == [2]
+
+
+# ------------------------------------------------------------------ the app's form mapping
+@pytest.mark.parametrize("kind", ["dense_cooc", "dense_em", "standard", "standard_fair"])
+def test_every_form_field_sets_its_option_explicitly(kind):
+    """app/modelspec.CONFIG_KEYS maps each form field to one constructor option; the built model
+    carries exactly the form's values there (a renamed option fails here, never silently)."""
+    from app.modelspec import CONFIG_KEYS, ModelSpec, build_model, model_config
+    spec = ModelSpec(kind=kind, n=4, l=2, lr=0.0123, steps=77, mstep_steps=9, tol=1e-5, restarts=3,
+                     seed=11, device="cpu", preset="default")
+    model_kind, cfg = model_config(spec, n_symbols=6)
+    assert set(CONFIG_KEYS[kind].values()) <= set(model_class(model_kind).config_keys())
+    model, n_states, fit_kwargs = build_model(spec, 6)
+    got = model.get_config()
+    for field, key in CONFIG_KEYS[kind].items():
+        assert got[key] == getattr(spec, field), (field, key)
+    assert got["n_symbols"] == 6 and fit_kwargs == {}
+    assert n_states == (4 if kind != "standard_fair" else got["n_states"])
+    if kind.startswith("dense"):
+        assert got["dim"] == 2 and got["fit_method"] == ("cooc" if kind == "dense_cooc" else "em")
+
+
+@pytest.mark.parametrize("preset", ["default", "paper"])
+def test_form_defaults_are_the_core_presets(preset):
+    from app.modelspec import CONFIG_KEYS, paper_defaults
+    from densehmm_core.dense import PRESETS
+    for kind, method in (("dense_cooc", "cooc"), ("dense_em", "em")):
+        d = paper_defaults(kind, preset)
+        for field in ("lr", "steps", "tol") + (("mstep_steps",) if kind == "dense_em" else ()):
+            assert d[field] == PRESETS[preset][method][CONFIG_KEYS[kind][field]], (kind, field)

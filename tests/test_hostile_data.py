@@ -66,10 +66,11 @@ def test_a_fifo_is_refused_at_once_and_never_blocks(tmp_path):
 
 
 def test_standard_input_is_read_with_a_dash():
-    code = "from densehmm_core.data import load; c = load('-'); print(c.format, len(c), c.provenance['path'])"
+    code = ("from densehmm_core.data import load; c = load('-'); "
+            "print(c.format, len(c), c.provenance['path'], c.provenance['size'])")
     r = subprocess.run([sys.executable, "-c", code], input=FASTA, capture_output=True, text=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=REPO))
-    assert r.stdout.split() == ["fasta", "2", "-"], r.stderr
+    assert r.stdout.split() == ["fasta", "2", "-", str(len(FASTA))], r.stderr
 
 
 def test_unreadable_file_and_folder_are_data_format_errors_not_permission_errors(tmp_path):

@@ -27,11 +27,11 @@ __all__ = ["CompareView"]
 
 def _model_facts(model) -> Dict[str, object]:
     facts: Dict[str, object] = {}
-    facts["model"] = getattr(model, "kind", None) or type(model).__name__
-    facts["states n"] = getattr(model, "n_states", None)
-    B = getattr(model, "emissionprob_", None)
-    facts["symbols m"] = getattr(model, "n_symbols", None) or (None if B is None else np.shape(B)[1])
-    emb = getattr(model, "embeddings_", None)
+    facts["model"] = model.kind or type(model).__name__
+    facts["states n"] = model.n_states
+    B = model.emissionprob_
+    facts["symbols m"] = model.n_symbols or (None if B is None else np.shape(B)[1])
+    emb = getattr(model, "embeddings_", None)  # dense models only
     if emb:
         U = emb.get("U") if isinstance(emb, dict) else None
         if U is not None:

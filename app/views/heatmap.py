@@ -406,8 +406,11 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             self.info.setText(f"n = {n} states, m = {m} symbols")
         elif B is not None:
             self.emission_stack.setCurrentWidget(self.emission)
-            self._grid.setColumnStretch(0, 2)
-            self._grid.setColumnStretch(1, 3)
+            # B has m columns, A n: with twice as many symbols as states B gets two thirds of the width
+            # (21 residues named one by one where 3 : 2 left them every second one)
+            wide = np.shape(B)[1] >= 2 * np.shape(B)[0]
+            self._grid.setColumnStretch(0, 1 if wide else 2)
+            self._grid.setColumnStretch(1, 2 if wide else 3)
             n, m = np.shape(B)
             cur = self.emission.col_labels()
             want = symbol_labels(m, self._vocab)

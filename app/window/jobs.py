@@ -27,7 +27,7 @@ class JobsMixin:
         else:
             device = self.jobs.place(spec.device) if spec.is_dense else "cpu"
         model, n_states, fit_kwargs = build_model(spec, ds.n_symbols, device=device)
-        if getattr(model, "vocabulary", None) is None and ds.vocabulary is not None:
+        if model.vocabulary is None and ds.vocabulary is not None:
             model.vocabulary = list(ds.vocabulary)
         return job_class(spec.label(n_states), model, ds.train, ds.test, dataset=ds,
                          device="dask" if job_class.remote else device, sweep=sweep,

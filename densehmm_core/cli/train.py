@@ -133,7 +133,7 @@ def _final_metrics(model, train, test) -> dict:
 
 def cmd_train(args) -> int:
     from ..events import CancelToken, TrainingDiverged
-    from ..modelfile import ModelFileError, list_models, save_model
+    from ..modelfile import ModelFileError, list_models, read_model_infos, save_model
 
     out = args.out
     if args.checkpoint_every is not None:
@@ -148,7 +148,8 @@ def cmd_train(args) -> int:
             raise UserError(f"{out}: the folder {folder} does not exist")
         fileio.check_writable(out, what="model file")  # read-only file or folder: said now, not after training
         if os.path.lexists(out):
-            names = list_models(out)  # refuses foreign/damaged files before any training
+            # refuses foreign, damaged or hostile files (every model checked) before any training
+            names = [i["name"] for i in read_model_infos(out, arrays=False, history=False)]
             same_file = bool(args.resume) and (args.resume is True or
                                                os.path.abspath(str(args.resume)) == os.path.abspath(out))
             if args.name and args.name in names and not (args.overwrite or same_file):
@@ -194,7 +195,7 @@ def cmd_train(args) -> int:
                 raise
             raise UserError(f"invalid model options: {e}") from None
         name = args.name
-    if vocab is not None and getattr(model, "vocabulary", None) is None:
+    if vocab is not None and model.vocabulary is None:
         model.vocabulary = list(vocab)
 
     token = CancelToken()

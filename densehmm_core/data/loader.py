@@ -176,7 +176,7 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
             encoder = TokenEncoder(**{k: opts[k] for k in _VOCAB_OPTIONS})
             result = _read_tokens(src, fmt, opts, encoder, gold=True)
         sha = src.sha256()
-        size = src.size
+        size = src.bytes_read if src.is_stdin else src.size
         compressed = src.compressed
         name = src.name
         abspath = src.path if src.is_stdin else os.path.abspath(src.path)

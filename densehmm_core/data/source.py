@@ -294,6 +294,11 @@ class Source:
                 lineno += 1
                 yield lineno, line.rstrip("\r")
 
+    @property
+    def bytes_read(self) -> int:
+        """Bytes read from the file (or standard input) so far."""
+        return self._raw.pos
+
     def sha256(self) -> str:
         """Hex sha256 of the whole file on disk (reads what the reader left unread)."""
         self._raw.drain()

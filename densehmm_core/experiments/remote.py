@@ -146,7 +146,7 @@ def train_run(kind: str, config: dict, shared: dict, *, run_id: str = "", save_d
     stop = getattr(model, "stop_reason_", "") or ""
     if stop == "cancelled":
         status = "cancelled"
-    history = [dict(r) for r in (getattr(model, "history_", None) or [])]
+    history = [dict(r) for r in model.history_]
     mad = None
     for rec in reversed(history):
         if isinstance(rec.get("mad"), (int, float)):

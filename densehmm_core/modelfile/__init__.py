@@ -24,9 +24,11 @@ Attributes are plain scalars or strings; a value that needs structure (a list, a
 dict, ``None``) is stored as a JSON string and its key is listed in the
 group's ``json_keys`` attribute.  Nothing is ever pickled or evaluated.
 
-Writes are atomic: the whole new file is written to a temporary file in the
-same folder, flushed and fsynced, then renamed over the old one with
-:func:`os.replace`.  Models already in the file are copied over unchanged.
+Writes are atomic and serialised: under a lock file beside the target the current file is
+re-read, the new file is built in memory and written through :mod:`densehmm_core.fileio`
+(temporary file in the same folder, fsync, :func:`os.replace`).  Reads run in a forked child
+(:mod:`.safety`: hostile files are refused before anything is read).  Models already in the
+file are copied over unchanged.
 
 Modules: :mod:`.schema` (format constants, :class:`ModelFileError`, attribute encoding),
 :mod:`.safety` (what a reader refuses before reading), :mod:`.read` (opening and checking a

@@ -310,10 +310,10 @@ def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             _limit_memory(PROBE_MEMORY + 40 * size)
-            data = memoryview(work())
-            while data:
-                n = os.write(w, data)
-                data = data[n:]
+            view = memoryview(work())
+            while view:
+                n = os.write(w, view)
+                view = view[n:]
         finally:
             os._exit(0)
     os.close(w)
@@ -328,10 +328,10 @@ def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
                 break
             ready, _, _ = select.select([r], [], [], min(left, 1.0))
             if ready:
-                data = os.read(r, 1 << 20)
-                if not data:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
                     break
-                chunks.append(data)
+                chunks.append(chunk)
     finally:
         os.close(r)
         if timed_out:
