@@ -205,3 +205,22 @@ def test_cooc_em_phases_take_their_own_settings():
     assert (cooc["finish_steps"], cooc["restarts"]) == (11, 2)
     assert (cooc["cooc_steps"], cooc["lr"]) == (1000, 0.05)
     assert DenseHMM(3, 2, fit_method="cooc_em", cooc_steps=33).hyper("cooc")["cooc_steps"] == 33
+
+
+def test_large_vocabulary_fits_form_no_m_by_m_numpy_array():
+    """m = 4000: an m x m float64 array is 128 MB; the numpy peak of both fits stays far below."""
+    import tracemalloc
+    m = 4000
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, m, size=20) for _ in range(50)]
+    seqs[0] = np.arange(m)  # every symbol occurs
+    tracemalloc.start()
+    try:
+        em = DenseHMM(3, 2, fit_method="em", seed=0, n_iter=1, mstep_steps=2).fit(seqs)
+        cooc = DenseHMM(3, 2, fit_method="cooc", seed=0, cooc_steps=3, finish_steps=2).fit(seqs)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < m * m * 8 / 4
+    assert np.isfinite(em.history_[-1]["mad"]) and np.isfinite(cooc.history_[-1]["mad"])
+    assert cooc._use_sparse_cooc()
