@@ -228,7 +228,7 @@ class JobManager(QObject):
     job_finished = Signal(object)
 
     def __init__(self, parent: Optional[QObject] = None, pool_size: int = 2, max_rate: float = 10.0,
-                 executor: Optional[str] = None) -> None:
+                 executor: Optional[str] = None, gpu_slots: int = 1) -> None:
         super().__init__(parent)
         if executor is None:  # the environment may choose; an unknown value is ignored, with a warning
             executor = os.environ.get("DENSEHMM_JOB_EXECUTOR", "process").strip().lower() or "process"
@@ -242,14 +242,19 @@ class JobManager(QObject):
         #: "process": fits run in worker processes (densehmm_core.worker); "thread": on the pool threads
         self.executor = executor
         self.pool = QThreadPool(self)
-        self.pool.setMaxThreadCount(max(1, int(pool_size)))
-        self._sync_workers()
+        #: device slots: at most ``cpu_slots`` CPU jobs and ``gpu_slots`` jobs per GPU run at once;
+        #: the others wait here (in submission order) until a slot of their device frees up
+        self.cpu_slots = max(1, int(pool_size))
+        self.gpu_slots = max(1, int(gpu_slots))
+        self._waiting: List[_JobRunner] = []
+        self._running_on: Dict[int, str] = {}    # job id -> slot ("cpu" or "/GPU:i") of started jobs
+        self.gpus: List[str] = []
+        self._resize_pool()
         #: the owner of live updates (newest event, throttle, drawing of the selected job)
         self.live = LiveFeed(self, max_rate=max_rate)
         self.live.event.connect(self.job_event)
         self.live.changed.connect(self.job_changed)
         self.jobs: List[Job] = []
-        self.gpus: List[str] = []
         self._signals = _RunnerSignals()
         self._signals.started.connect(self._on_started)
         self._signals.finished.connect(self._on_finished)
@@ -259,22 +264,60 @@ class JobManager(QObject):
     # --------------------------------------------------------- settings
     @property
     def pool_size(self) -> int:
-        return self.pool.maxThreadCount()
+        """CPU slots: how many jobs on the CPU run at once."""
+        return self.cpu_slots
 
     def set_pool_size(self, n: int) -> None:
-        self.pool.setMaxThreadCount(max(1, int(n)))
-        self._sync_workers()
+        self.cpu_slots = max(1, int(n))
+        self._resize_pool()
+        self._dispatch()
 
-    def _sync_workers(self) -> None:
-        """Keep as many idle worker processes as jobs may run at once (no process is started here)."""
+    def set_gpu_slots(self, n: int) -> None:
+        """How many jobs run at once on each GPU (they share its memory)."""
+        self.gpu_slots = max(1, int(n))
+        self._resize_pool()
+        self._dispatch()
+
+    def _resize_pool(self) -> None:
+        """One pool thread per slot; as many idle worker processes (none is started here)."""
+        threads = self.cpu_slots + self.gpu_slots * len(self.gpus)
+        self.pool.setMaxThreadCount(max(1, threads))
         if self.executor == "process":
             from densehmm_core.worker import shared_pool
             pool = shared_pool()
-            pool.max_idle = self.pool.maxThreadCount()
+            pool.max_idle = threads
 
     def set_devices(self, devices: List[str]) -> None:
         """The accelerator devices that ``device="auto"`` jobs are spread over."""
         self.gpus = [d for d in devices if "gpu" in d.lower()]
+        self._resize_pool()
+        self._dispatch()
+
+    @staticmethod
+    def slot_of(device: str) -> str:
+        """The slot a job's device uses: ``"/GPU:i"`` for a GPU, else ``"cpu"``."""
+        from densehmm_core.device import DeviceError, parse_device
+        try:
+            kind, index = parse_device(device)
+        except DeviceError:        # "file" (a loaded model) and other non-devices
+            return "cpu"
+        return f"/GPU:{index}" if kind == "gpu" else "cpu"
+
+    def slot_capacity(self, slot: str) -> int:
+        return self.cpu_slots if slot == "cpu" else self.gpu_slots
+
+    def _dispatch(self) -> None:
+        """Start every waiting job whose device has a free slot (in submission order)."""
+        busy: Dict[str, int] = {}
+        for slot in self._running_on.values():
+            busy[slot] = busy.get(slot, 0) + 1
+        for runner in list(self._waiting):
+            slot = self.slot_of(runner.job.device)
+            if busy.get(slot, 0) < self.slot_capacity(slot):
+                busy[slot] = busy.get(slot, 0) + 1
+                self._waiting.remove(runner)
+                self._running_on[runner.job.id] = slot
+                self.pool.start(runner)
 
     def place(self, device: str) -> str:
         """Per-device placement: "auto" goes to the GPU with the fewest active jobs, else the CPU."""
@@ -294,7 +337,8 @@ class JobManager(QObject):
         runner = _JobRunner(job, self._signals, self.live, self.executor)
         self._runners[job.id] = runner
         self.job_added.emit(job)
-        self.pool.start(runner)
+        self._waiting.append(runner)
+        self._dispatch()
         return job
 
     def adopt(self, job: Job, cancel: Callable[[], None]) -> Job:
@@ -332,7 +376,10 @@ class JobManager(QObject):
             self._external[job.id]()
             return
         runner = self._runners.get(job.id)
-        if job.state == JobState.QUEUED and runner is not None and self.pool.tryTake(runner):
+        if job.state == JobState.QUEUED and runner is not None and runner in self._waiting:
+            self._waiting.remove(runner)
+            self._on_finished(job, JobState.CANCELLED, "cancelled before start", "")
+        elif job.state == JobState.QUEUED and runner is not None and self.pool.tryTake(runner):
             self._on_finished(job, JobState.CANCELLED, "cancelled before start", "")
 
     def cancel_all(self) -> None:
@@ -352,11 +399,11 @@ class JobManager(QObject):
         from PySide6.QtCore import QCoreApplication
         deadline = time.perf_counter() + timeout_s
         while time.perf_counter() < deadline:
-            if self.pool.waitForDone(20):
-                QCoreApplication.processEvents()
+            done = self.pool.waitForDone(20)
+            QCoreApplication.processEvents()      # finished jobs free their slots: waiting ones start
+            if done and not self._waiting:
                 return True
-            QCoreApplication.processEvents()
-        return self.pool.activeThreadCount() == 0
+        return self.pool.activeThreadCount() == 0 and not self._waiting
 
     # --------------------------------------------------- runner signals
     def _on_started(self, job: Job) -> None:
@@ -367,6 +414,7 @@ class JobManager(QObject):
     def _on_finished(self, job: Job, state: JobState, reason: str, error: str) -> None:
         if job.state.is_final:
             return
+        self._running_on.pop(job.id, None)
         self.live.take(job)
         job.finished_at = time.perf_counter() if job.started_at is not None else None
         job.finished_utc = _utc_now()
@@ -376,3 +424,4 @@ class JobManager(QObject):
             job.last_params = job.model.arrays()["params"]
         self.live.forward(job)
         self.job_finished.emit(job)
+        self._dispatch()

@@ -93,7 +93,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self._sweeps = 0
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
-        self.jobs = JobManager(self, pool_size=self.settings.pool_size)
+        self.jobs = JobManager(self, pool_size=self.settings.pool_size, gpu_slots=self.settings.gpu_slots)
         self.jobs.job_added.connect(self._job_added)
         self.jobs.job_changed.connect(self._job_changed)
         self.jobs.job_finished.connect(self._job_finished)

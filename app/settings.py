@@ -99,6 +99,18 @@ class Settings:
         self.q.setValue("jobs/pool_size", int(n))
 
     @property
+    def gpu_slots(self) -> int:
+        """How many jobs run at once on each GPU (``jobs/gpu_slots``, default 1)."""
+        try:
+            return max(1, int(self.q.value("jobs/gpu_slots", 1)))
+        except (TypeError, ValueError):
+            return 1
+
+    @gpu_slots.setter
+    def gpu_slots(self, n: int) -> None:
+        self.q.setValue("jobs/gpu_slots", int(n))
+
+    @property
     def select_new_jobs(self) -> bool:
         """Whether a newly started job (the first of a sweep) is selected and shown at once."""
         return str(self.q.value("jobs/select_new", "true")).lower() in ("true", "1")

@@ -1,4 +1,6 @@
 """The first minutes (issue 16): the demo, About's TensorFlow version, a window that fits its screen."""
+import sys
+
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -26,8 +28,10 @@ def test_demo_has_more_data_and_sets_a_longer_fit(qtbot, tmp_path):
     assert (spec.kind, spec.n, spec.l, spec.steps, spec.lr) == ("dense_cooc", 5, 3, DEMO_FORM["steps"], DEMO_FORM["lr"])
 
 
-def test_about_shows_the_version_the_worker_reported(qtbot, tmp_path):
+def test_about_shows_the_version_the_worker_reported(qtbot, tmp_path, monkeypatch):
     from app.panels.about import about_text
+    # as in the app's own process: TensorFlow not imported (other tests of this run may have)
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
     w = _window(qtbot, tmp_path)
     assert "not loaded yet" in about_text(w.tf_version)
     w._tf_ready(("2.99.1", [{"name": "/device:CPU:0", "spec": "cpu"}], 0.5))   # the worker's report

@@ -26,6 +26,7 @@ def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = Non
     w.setLabel("left", ylabel)
     w.setMouseEnabled(x=True, y=False)
     w.setMinimumHeight(150)
+    w.setMaximumHeight(280)   # in the dock's scroll area a plot must not grow to the panel's full height
     w.getPlotItem().hideButtons()
     return w
 

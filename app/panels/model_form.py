@@ -94,8 +94,9 @@ class ModelForm(QWidget):
         self.seed = QSpinBox(); self.seed.setRange(0, 2**31 - 1)
         form.addRow("Seed", self.seed)
         self.device = QComboBox()
-        self.device.setToolTip("TensorFlow device of dense models; 'auto' spreads jobs over the GPUs "
-                               "TensorFlow lists, else the CPU.")
+        self.device.setToolTip("Where the job trains: the E-step runs on that GPU with CuPy when CuPy works "
+                               "there (else on the CPU), and dense models' TensorFlow steps when TensorFlow "
+                               "sees it. 'auto' spreads jobs over the GPUs; 'cpu' never touches a GPU.")
         form.addRow("Device", self.device)
         lay.addLayout(form)
         self.defaults_button = QPushButton("Reset to defaults")
@@ -181,7 +182,7 @@ class ModelForm(QWidget):
         self.sweep_target_label.setText(f"Runs on: {text}")
 
     def set_devices(self, devices: List[str]) -> None:
-        """Fill the device list (after TensorFlow listed them)."""
+        """Fill the device list (the devices TensorFlow or CuPy lists)."""
         current = self.device.currentData() or "auto"
         self.device.clear()
         self.device.addItem("auto", "auto")

@@ -25,7 +25,7 @@ class JobsMixin:
         if job_class.remote:
             device = spec.device if spec.is_dense else "cpu"
         else:
-            device = self.jobs.place(spec.device) if spec.is_dense else "cpu"
+            device = self.jobs.place(spec.device)     # every model's E-step can use a GPU (CuPy)
         model, n_states, fit_kwargs = build_model(spec, ds.n_symbols, device=device)
         if model.vocabulary is None and ds.vocabulary is not None:
             model.vocabulary = list(ds.vocabulary)

@@ -61,7 +61,7 @@ def get_engine(name: str = "numpy", device: Optional[int] = None, **options) -> 
         if "numpy" not in _CACHE:
             _CACHE["numpy"] = NumpyEngine()
         return _CACHE["numpy"]
-    if key in ("cupy", "cp", "gpu"):
+    if key in ("cupy", "cp"):
         from .cupy_engine import CupyEngine
         dev = 0 if device is None else int(device)
         if options:
