@@ -172,7 +172,7 @@ def summarize(rows: Sequence[dict]) -> List[dict]:
 
 def format_table(summary: Sequence[dict]) -> str:
     """A Markdown table: mean +- std over seeds."""
-    head = ("| model | l | runs | M-1 | 1-1 | V-measure | NLL / token | fit CPU s |\n"
+    head = ("| model | l | runs | M-1 | 1-1 | V-measure | train NLL / token | fit CPU s |\n"
             "|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in summary:
