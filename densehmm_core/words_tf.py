@@ -62,19 +62,22 @@ class FeatureLayout(Layout):
 
 
 # ----------------------------------------------------------------- graph functions
-def _parts(theta, n, m, l, nf, fidx, fval):
+def _parts(theta, n, m, l, nf, fidx, fval, xla=False):
     nl = n * l
     U, Z, W, V, zs, F = tf.split(theta, [nl, nl, nl, m * l, l, nf * l])
     V = tf.reshape(V, (m, l))
     if nf:
         # S feature_V with S the sparse m x F incidence (4x faster than gather + segment sum here)
-        S = tf.sparse.SparseTensor(fidx, fval, (m, nf))
-        V = V + tf.sparse.sparse_dense_matmul(S, tf.reshape(F, (nf, l)))
+        F = tf.reshape(F, (nf, l))
+        if xla:  # XLA has no sparse-dense matmul kernel
+            V = V + tf.math.unsorted_segment_sum(tf.gather(F, fidx[:, 1]), fidx[:, 0], m)
+        else:
+            V = V + tf.sparse.sparse_dense_matmul(tf.sparse.SparseTensor(fidx, fval, (m, nf)), F)
     return tf.reshape(U, (n, l)), tf.reshape(Z, (n, l)), tf.reshape(W, (n, l)), V, zs
 
 
-def _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval):
-    U, Z, W, V, zs = _parts(theta, n, m, l, nf, fidx, fval)
+def _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval, xla=False):
+    U, Z, W, V, zs = _parts(theta, n, m, l, nf, fidx, fval, xla)
     logA = tf.nn.log_softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
     logB = tf.nn.log_softmax(tf.matmul(W, V, transpose_b=True), axis=1)
     logpi = tf.nn.log_softmax(tf.linalg.matvec(U, zs))
@@ -82,9 +85,9 @@ def _mstep_loss(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval):
     return -q / norm
 
 
-def _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, stationary_grad):
+def _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, stationary_grad, xla=False):
     """``(squared error, sum_nnz |Omega - Omega_gt| + sum Omega off the pairs)``."""
-    U, Z, W, V, _ = _parts(theta, n, m, l, nf, fidx, fval)
+    U, Z, W, V, _ = _parts(theta, n, m, l, nf, fidx, fval, xla)
     A = tf.nn.softmax(tf.matmul(Z, U, transpose_b=True), axis=1)
     B = tf.nn.softmax(tf.matmul(W, V, transpose_b=True), axis=1)
     pi = stationary(A)
@@ -101,23 +104,23 @@ def _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, station
     return err, abs_sum
 
 
-def _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval, stationary_grad):
-    return scale * _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, stationary_grad)[0]
+def _cooc_loss(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval, stationary_grad, xla=False):
+    return scale * _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, stationary_grad, xla)[0]
 
 
 def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, prow, pcol, pval, gt_sq, scale,
-                  n, m, l, nf, fidx, fval, stationary_grad):
+                  n, m, l, nf, fidx, fval, stationary_grad, xla=False):
     def loss_fn(th):
-        return _cooc_loss(th, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval, stationary_grad)
+        return _cooc_loss(th, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval, stationary_grad, xla)
     th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit)
-    err, abs_sum = _cooc_terms(th, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, True)
+    err, abs_sum = _cooc_terms(th, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, True, xla)
     return th, mm, vv, tt, k, status, good, scale * err, abs_sum / float(m) ** 2
 
 
 def _adam_mstep_py(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l, nf,
-                   fidx, fval):
+                   fidx, fval, xla=False):
     def loss_fn(th):
-        return _mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval)
+        return _mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval, xla)
     th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
                                                  tf.constant(0), tf.constant(1.0, DT), limit)
     return th, mm, vv, tt, k, status, good, loss_fn(th)
@@ -196,7 +199,7 @@ class WordGraph:
         out = fn(tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
                  tf.constant(float(lr), DT), tf.constant(float(limit), DT),
                  tf.constant(c_start, DT), tf.constant(c_trans, DT), tf.constant(c_emit, DT),
-                 tf.constant(float(norm), DT), *self._shape())
+                 tf.constant(float(norm), DT), *self._shape(), bool(jit))
         th, mm, vv, tt, k, status, good, loss = out
         return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss)
 
@@ -208,7 +211,7 @@ class WordGraph:
         out = fn(tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
                  tf.constant(float(lr0), DT), tf.constant(float(lr1), DT), tf.constant(int(k0)),
                  tf.constant(float(k_total), DT), tf.constant(float(limit), DT), *self._target(),
-                 tf.constant(float(scale), DT), n, m, l, nf, fr, fc, bool(stationary_grad))
+                 tf.constant(float(scale), DT), n, m, l, nf, fr, fc, bool(stationary_grad), bool(jit))
         th, mm, vv, tt, k, status, good, loss, mad = out
         return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss), float(mad)
 

@@ -92,3 +92,14 @@ def test_cli_train_with_symbol_features_and_cooc_em(tmp_path, capsys):
                "--states", "3", "--dim", "2", "--out", str(tmp_path / "x.h5")])
     assert rc == 2
     assert "unknown 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method", ["em", "cooc"])
+def test_features_with_xla_equal_without(corpus, method):
+    """jit=True (XLA: no sparse matmul kernel, a gather + segment sum instead) gives the same fit."""
+    kw = dict(n_iter=2, mstep_steps=3) if method == "em" else dict(cooc_steps=10, finish_steps=0)
+    fits = [DenseHMM(3, 2, fit_method=method, seed=0, symbol_features="orthographic", jit=jit, **kw).fit(corpus)
+            for jit in (False, True)]
+    np.testing.assert_allclose(fits[1].embeddings_["feature_V"], fits[0].embeddings_["feature_V"], rtol=1e-6,
+                               atol=1e-9)
+    np.testing.assert_allclose(fits[1].emissionprob_, fits[0].emissionprob_, rtol=1e-6, atol=1e-12)
