@@ -15,7 +15,8 @@ __all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
 ENGINES = ("auto", "numpy", "cupy", "hmmlearn")
 #: The co-occurrence MAD (``mean |Omega_data - B^T diag(pi) A B|``, pi stationary) is reported in
 #: every Baum-Welch event, like the DenseHMM's, up to this many symbols; above it the O(m^2)
-#: matrices are not formed and events carry ``metrics["mad_skipped"]`` instead.
+#: matrices are not formed and the exact MAD is computed from the observed pairs instead
+#: (:func:`densehmm_core.cooc_sparse.sparse_mad`).
 MAD_MAX_SYMBOLS = 2000
 
 
@@ -159,12 +160,16 @@ class StandardHMM(BaseHMM):
             X = np.concatenate(seqs)[:, None]
             lengths = np.array([len(s) for s in seqs])
 
+        from .cooc_sparse import pair_counts, sparse_mad
         from .maths import analytic_cooc, empirical_cooc
         from .metrics import cooc_mad
         m = self.emissionprob_.shape[1]
-        omega_emp = None
-        if m <= MAD_MAX_SYMBOLS and any(len(s) > 1 for s in seqs):
-            omega_emp = empirical_cooc(seqs, m)
+        omega_emp = pairs = None
+        if any(len(s) > 1 for s in seqs):
+            if m <= MAD_MAX_SYMBOLS:
+                omega_emp = empirical_cooc(seqs, m)
+            else:  # the same MAD, exactly, from the observed pairs: no m x m array
+                pairs = pair_counts(seqs, m)
 
         prev_ll = None
         for it in range(self.n_iter + 1):
@@ -208,8 +213,8 @@ class StandardHMM(BaseHMM):
                 metrics["delta_ll"] = ll - prev_ll
             if omega_emp is not None:
                 metrics["mad"] = cooc_mad(omega_emp, analytic_cooc(None, self.transmat_, self.emissionprob_))
-            elif m > MAD_MAX_SYMBOLS:
-                metrics["mad_skipped"] = f"m = {m} > {MAD_MAX_SYMBOLS} symbols: the m x m co-occurrence is not formed"
+            elif pairs is not None:
+                metrics["mad"] = sparse_mad(None, self.transmat_, self.emissionprob_, pairs)
             converged = prev_ll is not None and (ll - prev_ll) < self.tol
             done = converged or last
             yield ProgressEvent(

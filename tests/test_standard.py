@@ -260,3 +260,26 @@ def test_events_report_the_analytic_cooccurrence_mad():
         pi = pi / pi.sum()
         expect = np.mean(np.abs(omega - B.T @ np.diag(pi) @ A @ B))
         assert ev.metrics["mad"] == pytest.approx(expect, rel=1e-9, abs=1e-15)
+
+
+def test_events_report_the_exact_mad_above_the_dense_limit(monkeypatch):
+    """Above MAD_MAX_SYMBOLS the MAD comes from the observed pairs only (no m x m array) and
+    equals the dense, hand-counted value."""
+    import densehmm_core.standard as std
+    rng = np.random.default_rng(7)
+    seqs = [rng.integers(0, 6, size=int(rng.integers(2, 25))) for _ in range(10)]
+    monkeypatch.setattr(std, "MAD_MAX_SYMBOLS", 3)  # 6 symbols: the sparse path
+    events = list(StandardHMM(2, n_symbols=6, n_iter=3, seed=2).iter_fit(seqs))
+    counts = np.zeros((6, 6))
+    for s in seqs:
+        for a, b in zip(s[:-1], s[1:]):
+            counts[a, b] += 1
+    omega = counts / counts.sum()
+    for ev in events:
+        A, B = ev.params["transmat"], ev.params["emissionprob"]
+        w, v = np.linalg.eig(A.T)
+        pi = np.real(v[:, np.argmin(np.abs(w - 1))])
+        pi = pi / pi.sum()
+        assert "mad_skipped" not in ev.metrics
+        assert ev.metrics["mad"] == pytest.approx(np.mean(np.abs(omega - B.T @ np.diag(pi) @ A @ B)),
+                                                  rel=1e-9, abs=1e-15)
