@@ -26,24 +26,9 @@ def _demo(seed: int):
 
 def _check_file(path: str) -> None:
     """A one-line error for a DATA path that cannot be read ('-' is standard input)."""
-    import errno
-    if path == "-":
-        return
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            raise UserError(f"{path}: no such file (a symbolic link to a missing file)") from None
-        raise UserError(f"{path}: no such file") from None
-    except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise UserError(f"{path}: cannot be opened: a symbolic link loop") from None
-        if e.errno in (errno.EACCES, errno.EPERM):
-            raise UserError(f"{path}: permission denied: a folder on its path is not readable") from None
-        raise UserError(f"{path}: cannot be opened ({e.strerror or e})") from None
-    import stat
-    if stat.S_ISDIR(st.st_mode):
-        raise UserError(f"{path}: is a folder, not a data file")
+    if path != "-":
+        from ..data.source import check_data_path
+        check_data_path(path)
 
 
 def _load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = None):

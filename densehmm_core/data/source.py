@@ -73,8 +73,8 @@ class _HashingRaw(io.RawIOBase):
 
 
 
-def _open_regular(path: str):
-    """Open a data file for binary reading; every refusal is a one-line error.
+def check_data_path(path: str) -> None:
+    """Refuse a path that cannot be a data file, without opening it (one-line errors).
 
     Missing files are :class:`FileNotFoundError`; anything else that makes the file
     unreadable (permissions, a symbolic link loop, a folder, a FIFO or device that
@@ -93,6 +93,11 @@ def _open_regular(path: str):
     if not stat.S_ISREG(st.st_mode):
         raise DataFormatError("not a regular file (a FIFO, device or socket); pass '-' to read standard input",
                               path)
+
+
+def _open_regular(path: str):
+    """Open a data file for binary reading; refusals as in :func:`check_data_path`."""
+    check_data_path(path)
     try:
         # O_NONBLOCK: a file swapped for a FIFO after the check above cannot block the open.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
