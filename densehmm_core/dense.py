@@ -248,6 +248,10 @@ class DenseHMM(BaseHMM):
     """
 
     kind = "dense"
+    config_keys = ("n_states", "dim", "n_symbols", "fit_method", "seed", "preset", "lr", "lr_final",
+                   "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
+                   "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
+                   "param_limit", "jit", "engine", "symbol_features", "sparse_cooc")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,

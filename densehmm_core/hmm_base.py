@@ -17,7 +17,6 @@ The model contract (docs/ARCHITECTURE.md):
 """
 from __future__ import annotations
 
-import inspect
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
@@ -51,6 +50,10 @@ class BaseHMM:
     kind: str = ""
     #: Fitted attributes carried by :meth:`arrays` besides the arrays (stored without the ``_``).
     fitted_attrs: Tuple[str, ...] = ("stop_reason_",)
+    #: The constructor's keyword arguments, in order: the keys of :meth:`get_config`.  Each
+    #: estimator lists its own beside its ``__init__`` (tests/test_contract.py checks that the
+    #: two agree).
+    config_keys: Tuple[str, ...] = ()
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, seed: Optional[int] = None,
                  engine: str = "auto", device: str = "auto") -> None:
@@ -150,16 +153,11 @@ class BaseHMM:
         return -2.0 * self.score(seqs) + self.n_parameters * np.log(n_tokens(seqs))
 
     # ------------------------------------------------------- configuration
-    @classmethod
-    def config_keys(cls) -> Tuple[str, ...]:
-        """The constructor's keyword arguments: the keys of :meth:`get_config`."""
-        return tuple(p for p in inspect.signature(cls.__init__).parameters if p != "self")
-
     def get_config(self) -> dict:
         """The constructor's keyword arguments (JSON-able): ``type(self)(**cfg)`` rebuilds an
         equal, unfitted model.  Used by the HDF5 writer, the worker process and the app."""
         cfg = {}
-        for key in self.config_keys():
+        for key in self.config_keys:
             val = getattr(self, key)
             cfg[key] = val.item() if isinstance(val, np.generic) else val
         return cfg

@@ -51,7 +51,7 @@ def model_from_config(kind: str, config: Mapping[str, Any]) -> Any:
         required one (``n_states``, ``dim``) is missing.
     """
     cls = model_class(kind)
-    keys = cls.config_keys()
+    keys = cls.config_keys
     unknown = sorted(k for k in config if k not in keys)
     if unknown:
         raise TypeError(f"unknown {cls.__name__} option{'s' if len(unknown) > 1 else ''} "

@@ -96,6 +96,7 @@ class StandardHMM(BaseHMM):
     """
 
     kind = "standard"
+    config_keys = ("n_states", "n_symbols", "n_iter", "tol", "seed", "engine", "snapshot_every", "device")
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
                  tol: float = 1e-4, seed: Optional[int] = None, engine: str = "auto",
