@@ -25,6 +25,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
+from qtwait import wait_until  # noqa: E402 - this folder, not a package
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -85,13 +86,6 @@ def summary(stalls):
     return {"ticks": len(s), "median_ms": statistics.median(s) if s else float("nan"),
             "p99_ms": p99, "max_ms": max(s) if s else float("nan"), "over_50ms": sum(x > 50 for x in s)}
 
-
-def wait_until(app, cond, timeout):
-    t0 = time.perf_counter()
-    while not cond() and time.perf_counter() - t0 < timeout:
-        app.processEvents()
-        time.sleep(0.01)
-    return cond()
 
 
 def run_jobs(app, win, seconds, throttle=True):

@@ -14,20 +14,13 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
+from qtwait import wait_until  # noqa: E402 - this folder, not a package
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-
-def pump(app, cond, timeout):
-    t0 = time.perf_counter()
-    while not cond() and time.perf_counter() - t0 < timeout:
-        app.processEvents()
-        time.sleep(0.02)
-    return cond()
 
 
 def main() -> int:
@@ -50,18 +43,18 @@ def main() -> int:
     win.set_pool_size(2)
     win.set_sweep_target("local")
     done = win.start_sweep(ModelSpec(kind="standard", steps=30, tol=1e-6), 1)
-    if not pump(app, lambda: all(j.state.is_final for j in done), 180):
+    if not wait_until(app, lambda: all(j.state.is_final for j in done), 180):
         raise SystemExit("the first sweep did not finish")
     long = win.start_sweep(ModelSpec(kind="standard_fair", l=3, steps=10 ** 7, tol=-np.inf), 1)
-    pump(app, lambda: sum(j.state == JobState.RUNNING and j.step > 0 for j in long) >= 2, 180)
+    wait_until(app, lambda: sum(j.state == JobState.RUNNING and j.step > 0 for j in long) >= 2, 180)
     win.cancel_job(next(j for j in long if j.state == JobState.RUNNING))
-    pump(app, lambda: sum(j.state == JobState.RUNNING and j.step > 0 for j in long) >= 2, 60)
-    pump(app, lambda: False, 2.5)
+    wait_until(app, lambda: sum(j.state == JobState.RUNNING and j.step > 0 for j in long) >= 2, 60)
+    wait_until(app, lambda: False, 2.5)
     win.jobs_panel.select(done[1])
     win.jobs_dock.setFloating(True)
     win.jobs_dock.resize(1900, 330)
     win.jobs_panel.tree.setColumnWidth(0, 330)
-    pump(app, lambda: False, 0.6)
+    wait_until(app, lambda: False, 0.6)
     win.jobs_panel.grab().save(args.out)
     print("saved", args.out)
     win.jobs.cancel_all()

@@ -12,29 +12,16 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
+from qtwait import settle, wait_until  # noqa: E402 - this folder, not a package
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 PROT = os.path.join(os.path.dirname(REPO), "shared", "data", "proteins")
 FASTA_A = os.path.join(PROT, "pdb_seqres_2022_09_28__subsampled_1000.fasta")
 FASTA_B = os.path.join(PROT, "uniprot_all__subsampled_1000.fasta")
 
 
-def wait_until(app, cond, timeout):
-    t0 = time.perf_counter()
-    while not cond() and time.perf_counter() - t0 < timeout:
-        app.processEvents()
-        time.sleep(0.02)
-    return cond()
-
-
-def settle(app, seconds=0.5):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        app.processEvents()
-        time.sleep(0.02)
 
 
 def main() -> int:

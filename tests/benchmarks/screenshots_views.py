@@ -31,6 +31,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
+from qtwait import settle  # noqa: E402 - this folder, not a package
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 if not os.environ.get("DISPLAY"):
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -38,12 +39,6 @@ SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 CONLLU = os.path.join(SHARED, "pos", "en_ewt-ud-dev.conllu")
 FASTA = os.path.join(SHARED, "proteins", "pdb_seqres_2022_09_28__subsampled_1000.fasta")
 
-
-def settle(app, seconds=0.3):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
-        app.processEvents()
-        time.sleep(0.02)
 
 
 def main() -> int:
@@ -64,7 +59,7 @@ def main() -> int:
     from densehmm_core.standard import StandardHMM
 
     def save(widget, name, scale=1.0):
-        settle(app)
+        settle(app, 0.3)
         path = export_widget(widget, os.path.join(args.out, name), scale=scale)
         print("saved", path, flush=True)
 
