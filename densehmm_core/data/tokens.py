@@ -22,6 +22,18 @@ _MAX_EXAMPLES = 5
 Sentence = Tuple[int, Optional[str], List[Tuple[str, str]]]
 
 
+
+def _intern(table: dict, items) -> np.ndarray:
+    """Codes of ``items`` in ``table`` (new items get the next code), as int32."""
+    get = table.get
+    out = []
+    for x in items:
+        i = get(x)
+        if i is None:
+            i = table[x] = len(table)
+        out.append(i)
+    return np.array(out, dtype=np.int32)
+
 class TokenReport:
     """Counts malformed tokens (and raises at the first one when ``on_malformed='error'``)."""
 
@@ -119,24 +131,11 @@ class TokenEncoder:
             else:
                 ts = [t for _, t in pairs]
             syms = [w for w, _ in pairs] if words else ts
-            ids = []
-            get = forms.get
-            for s in syms:
-                i = get(s)
-                if i is None:
-                    i = forms[s] = len(forms)
-                ids.append(i)
-            self._seqs.append(np.array(ids, dtype=np.int32))
+            ids = _intern(forms, syms)
+            self._seqs.append(ids)
             n_tok += len(ids)
             if gold:
-                tids = []
-                tget = tags.get
-                for t in ts:
-                    i = tget(t)
-                    if i is None:
-                        i = tags[t] = len(tags)
-                    tids.append(i)
-                self._tag_seqs.append(np.array(tids, dtype=np.int32))
+                self._tag_seqs.append(_intern(tags, ts))
             else:
                 self._tag_seqs.append(None)
             self._names.append(name_prefix + (sid if sid is not None else f"line {lineno}"))
