@@ -42,6 +42,7 @@ class PairCounts:
     cols: np.ndarray   # int64 (nnz,)
     vals: np.ndarray   # float64 (nnz,), sums to 1
     m: int
+    n_pairs: float = 0.0  # how many adjacent pairs were counted (0: unknown, e.g. from a dense matrix)
 
     @property
     def nnz(self) -> int:
@@ -83,7 +84,7 @@ def pair_counts(seqs: Iterable[np.ndarray], m: int) -> PairCounts:
         raise ValueError("co-occurrence fit needs at least one sequence of length >= 2")
     uniq, cnt = np.unique(np.concatenate(codes), return_counts=True)
     vals = cnt.astype(np.float64)
-    return PairCounts(uniq // m, uniq % m, vals / vals.sum(), m)
+    return PairCounts(uniq // m, uniq % m, vals / vals.sum(), m, float(vals.sum()))
 
 
 def omega_at(pi: np.ndarray, A: np.ndarray, B: np.ndarray, rows: np.ndarray, cols: np.ndarray,

@@ -59,6 +59,7 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
 }
 
 FIT_METHODS = ("cooc", "em", "cooc_em")
+INIT_METHODS = ("random", "spectral")
 #: Above this many symbols the co-occurrence fit uses the sparse loss (``sparse_cooc=None``).
 SPARSE_COOC_MIN_SYMBOLS = 1000
 #: The options a preset resolves (a ``None`` constructor argument takes the preset's value).
@@ -209,7 +210,12 @@ class DenseHMM(BaseHMM):
     chunk : int
         Cooc: Adam steps per ``tf.function`` call (one progress event, one cancel check).
     init_scale : float
-        Standard deviation of the initial embeddings.
+        Standard deviation of the initial (random) embeddings.
+    init_method : {"random", "spectral"}
+        How a fit starts.  ``"random"``: normal embeddings (``init_scale``).  ``"spectral"``:
+        ``V`` and ``W`` from the training data's adjacent-pair counts (context vectors, SVD,
+        k-means of the frequent symbols; :mod:`densehmm_core.spectral`), ``U``, ``Z``,
+        ``z_start`` random; seeded restarts differ in their k-means starts.
     param_limit : float
         Divergence guard: an embedding entry beyond this magnitude (all softmaxes saturated
         far beyond float64) counts as divergence, like a non-finite loss or parameter.
@@ -251,7 +257,7 @@ class DenseHMM(BaseHMM):
     config_keys = ("n_states", "dim", "n_symbols", "fit_method", "seed", "preset", "lr", "lr_final",
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
-                   "param_limit", "jit", "engine", "symbol_features", "sparse_cooc")
+                   "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
@@ -265,7 +271,8 @@ class DenseHMM(BaseHMM):
                  stationary_grad: Optional[bool] = None, device: str = "auto",
                  snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: float = 1.0,
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
-                 symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None) -> None:
+                 symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
+                 init_method: str = "random") -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -290,6 +297,9 @@ class DenseHMM(BaseHMM):
         if self.chunk < 1:
             raise ValueError("chunk must be >= 1")
         self.init_scale = float(init_scale)
+        if init_method not in INIT_METHODS:
+            raise ValueError(f"init_method must be one of {INIT_METHODS}, got {init_method!r}")
+        self.init_method = init_method
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -569,11 +579,20 @@ class DenseHMM(BaseHMM):
         self.set_embeddings(emb)
         yield from self._iter_em(seqs, init=False, eval_seqs=eval_seqs, cancel=cancel, restarts=1)
 
-    def _start_theta(self, layout, restart: int, init: bool) -> np.ndarray:
+    def _start_theta(self, layout, restart: int, init: bool, pairs=None, bounds=None) -> np.ndarray:
+        """The packed start of one restart; ``pairs`` (:class:`~densehmm_core.cooc_sparse.PairCounts`
+        of the training data) and ``bounds`` (sequence boundaries, when known) feed
+        ``init_method="spectral"``."""
         if not init and self._embeddings is not None and restart == 0:
             if self._embeddings["V"].shape[0] != layout.m:
                 raise ValueError("init=False but the current embeddings have another n_symbols")
             return layout.pack(self._embeddings)
+        if self.init_method == "spectral":
+            if pairs is None:
+                raise ValueError("init_method='spectral' needs sequences with adjacent pairs")
+            from .spectral import spectral_embeddings
+            return layout.pack(spectral_embeddings(pairs, layout.n, layout.l, self._rng(restart),
+                                                   self.init_scale, bounds=bounds))
         return layout.pack(init_embeddings(layout.n, layout.m, layout.l, self._rng(restart),
                                            self.init_scale))
 
@@ -591,6 +610,7 @@ class DenseHMM(BaseHMM):
                 raise ValueError("omega must be finite, non-negative and not all zero")
             omega = omega / omega.sum()
             sq_norm = float(np.sum(omega * omega))
+        spairs = PairCounts.from_dense(omega) if (not sparse and self.init_method == "spectral") else None
         tf = tfm.tf
         n, m, l = self.n_states, self.n_symbols, self.dim
         graph = self._graph(layout, omega)
@@ -607,7 +627,7 @@ class DenseHMM(BaseHMM):
         gstep = 0
         with tf.device(self.device_used_):
             for r in range(nr):
-                theta = tf.constant(self._start_theta(layout, r, init), tfm.DT)
+                theta = tf.constant(self._start_theta(layout, r, init, omega if sparse else spairs), tfm.DT)
                 state = tfm.AdamState.zeros(layout.size)
                 loss, mad = graph.cooc_eval(theta, scale)
                 if not np.isfinite(loss):
@@ -724,6 +744,7 @@ class DenseHMM(BaseHMM):
     # ........................................................... EM scheme
     def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
         from .cooc_sparse import pair_counts, sparse_mad
+        from .spectral import boundary_counts
         tfm, h, nr, layout = self._prepare_fit(restarts, init)
         tf = tfm.tf
         n, m = self.n_states, self.n_symbols
@@ -737,6 +758,7 @@ class DenseHMM(BaseHMM):
         etok = float(n_tokens(eval_seqs)) if eval_seqs is not None else 1.0
         # the training data's co-occurrence, sparse: the MAD below is exact at O(nnz n + n^2 m)
         omega_emp = pair_counts(seqs, m) if any(len(s) > 1 for s in seqs) else None
+        bounds = boundary_counts(seqs, m) if self.init_method == "spectral" else None
         em_iter, steps, lr, tol = int(h["n_iter"]), int(h["mstep_steps"]), float(h["lr"]), float(h["tol"])
         if em_iter < 1 or steps < 1:
             raise ValueError("n_iter and mstep_steps must be >= 1")
@@ -763,7 +785,7 @@ class DenseHMM(BaseHMM):
 
         with tf.device(self.device_used_):
             for r in range(nr):
-                theta = self._start_theta(layout, r, init)
+                theta = self._start_theta(layout, r, init, omega_emp, bounds)
                 state = tfm.AdamState.zeros(layout.size)
                 st, ll, tll, met = evaluate(theta)
                 if not np.isfinite(ll):

@@ -81,6 +81,10 @@ class StandardHMM(BaseHMM):
     snapshot_every : int
         A parameter snapshot is attached to every ``snapshot_every``-th event (and
         always to the last one).
+    init_method : {"random", "spectral"}
+        ``"random"``: the Dirichlet draws above.  ``"spectral"``: uniform ``startprob`` and
+        ``transmat``, emission rows from the training data's context clusters, the same
+        start as a spectral DenseHMM's emissions (:func:`densehmm_core.spectral.spectral_matrices`).
 
     Notes
     -----
@@ -96,11 +100,12 @@ class StandardHMM(BaseHMM):
     """
 
     kind = "standard"
-    config_keys = ("n_states", "n_symbols", "n_iter", "tol", "seed", "engine", "snapshot_every", "device")
+    config_keys = ("n_states", "n_symbols", "n_iter", "tol", "seed", "engine", "snapshot_every", "device",
+                   "init_method")
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
                  tol: float = 1e-4, seed: Optional[int] = None, engine: str = "auto",
-                 snapshot_every: int = 1, device: str = "auto") -> None:
+                 snapshot_every: int = 1, device: str = "auto", init_method: str = "random") -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         super().__init__(n_states, n_symbols, seed, engine, device)
@@ -109,6 +114,9 @@ class StandardHMM(BaseHMM):
         self.n_iter = int(n_iter)
         self.tol = float(tol)
         self.snapshot_every = max(1, int(snapshot_every))
+        if init_method not in ("random", "spectral"):
+            raise ValueError(f"init_method must be 'random' or 'spectral', got {init_method!r}")
+        self.init_method = init_method
 
     # ---------------------------------------------------------------- surface
     @property
@@ -146,7 +154,11 @@ class StandardHMM(BaseHMM):
                   **kw) -> Iterator[ProgressEvent]:
         if kw:
             raise TypeError(f"unexpected fit options: {sorted(kw)}")
-        if init or self.startprob_ is None:
+        if (init or self.startprob_ is None) and self.init_method == "spectral":
+            from .spectral import spectral_matrices
+            self.startprob_, self.transmat_, self.emissionprob_ = spectral_matrices(
+                seqs, self.n_symbols, self.n_states, np.random.default_rng(self.seed))
+        elif init or self.startprob_ is None:
             self.init_params()
         self._check_params()
         sw = Stopwatch()

@@ -70,3 +70,25 @@ def test_pos_induction_bad_arguments(tmp_path, capsys):
     assert _run(base + ["--data", str(WORDS), "--models", "nope"]) == 2
     assert "unknown model(s) nope" in capsys.readouterr().out
     assert _run(base + ["--data", str(WORDS), "--dims", "0"]) == 2
+
+
+def test_spectral_control_row_and_resume_guard(tmp_path, capsys):
+    """``baum-welch-spectral`` is the standard HMM with the spectral start (same scores as that
+    model trained directly); a folder of spectral runs refuses a resume with ``--init random``."""
+    out = tmp_path / "pos"
+    argv = ["reproduce", "pos-induction", "--data", str(WORDS), "--out", str(out), "--quick",
+            "--models", "baum-welch-spectral", "--seeds", "1", "--iterations", "2"]
+    assert _run(argv) == 0
+    row = _rows(out / "pos_induction_runs.csv")[0]
+    from densehmm_core.data import load
+    from densehmm_core.metrics import tagging_scores
+    from densehmm_core.standard import StandardHMM
+    corpus = load(WORDS, observe="words", lowercase=True)
+    bw = StandardHMM(corpus.n_tags, n_iter=2, tol=0.0, seed=0, init_method="spectral").fit(corpus)
+    direct = tagging_scores(bw.predict(corpus.sequences), corpus.tags, n_states=corpus.n_tags,
+                            n_tags=corpus.n_tags)
+    assert float(row["m1"]) == pytest.approx(direct["m1"], abs=1e-15)
+    capsys.readouterr()
+    assert _run(argv + ["--init", "random"]) == 2
+    assert "other settings (init_method)" in capsys.readouterr().out
+    assert len(_rows(out / "pos_induction_runs.csv")) == 1

@@ -161,6 +161,11 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     g.add_argument("--symbol-features", metavar="NAME", default=None,
                    help="dense: symbol features, e.g. orthographic (word form, suffixes, capitals, digits, "
                         "hyphens: for words read without --lowercase); see docs/DENSEHMM.md")
+    g.add_argument("--init", choices=["random", "spectral"], default=None,
+                   help="how training starts: random (default) or spectral: emissions from the data's "
+                        "context counts (SVD + k-means; docs/DENSEHMM.md), dense and standard models")
+    g.add_argument("--init-scale", type=float, metavar="S",
+                   help="dense: standard deviation of the random initial embeddings (default 1.0)")
     g.add_argument("--states", "-n", type=int, metavar="N", help="number of hidden states n")
     g.add_argument("--dim", "-l", type=int, metavar="L", help="representation length l (dense; --fair)")
     g.add_argument("--fair", action="store_true",

@@ -61,6 +61,8 @@ def _model_config(args, n_symbols: int):
             raise UserError("--paper-settings applies to dense models only")
         if getattr(args, "symbol_features", None):
             raise UserError("--symbol-features applies to dense models only")
+        if getattr(args, "init_scale", None) is not None:
+            raise UserError("--init-scale applies to dense models only")
         from ..standard import n_fair
         n = args.states
         if args.fair:
@@ -68,6 +70,8 @@ def _model_config(args, n_symbols: int):
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
         cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": args.device or "auto"}
+        if getattr(args, "init", None):
+            cfg["init_method"] = args.init
         if args.iter is not None:
             cfg["n_iter"] = args.iter
         if args.tol is not None:
@@ -83,6 +87,12 @@ def _model_config(args, n_symbols: int):
            "seed": args.seed, "device": args.device or "auto"}
     if args.paper_settings:
         cfg["preset"] = "paper"
+    if getattr(args, "init", None):
+        cfg["init_method"] = args.init
+    if getattr(args, "init_scale", None) is not None:
+        if not args.init_scale > 0:
+            raise UserError(f"--init-scale must be > 0, got {args.init_scale}")
+        cfg["init_scale"] = args.init_scale
     if getattr(args, "symbol_features", None):
         from ..features import FEATURE_FUNCTIONS
         if args.symbol_features not in FEATURE_FUNCTIONS:

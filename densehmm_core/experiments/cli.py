@@ -95,8 +95,11 @@ def _add_pos_induction(sub) -> None:
     sp.add_argument("--quick", action="store_true",
                     help="smoke-test mode: 300 sentences, l=16, 1 seed, 5 iterations")
     sp.add_argument("--models", default=None,
-                    help="comma-separated subset of baum-welch,dense-em,dense-em-feat,dense-direct,cooc-em")
+                    help="comma-separated subset of baum-welch,baum-welch-spectral,dense-em,dense-em-feat,"
+                         "dense-direct,cooc-em (default: all)")
     sp.add_argument("--dims", default=None, metavar="L,...", help="embedding lengths (default 16,32,64)")
+    sp.add_argument("--direct-dims", default=None, metavar="L,...",
+                    help="embedding lengths of dense-direct and cooc-em (default: --dims)")
     sp.add_argument("--seeds", type=int, default=None, help="seeds per (model, l) (default 5)")
     sp.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     sp.add_argument("--iterations", type=int, default=None,
@@ -105,7 +108,12 @@ def _add_pos_induction(sub) -> None:
                     help="use only the first K sentences")
     sp.add_argument("--init-scale", type=float, default=None, metavar="S",
                     help="DenseHMM: standard deviation of the initial embeddings (default 0.2)")
+    sp.add_argument("--init", choices=("spectral", "random"), default="spectral",
+                    help="how the DenseHMMs start: spectral (embeddings from the text's context counts, "
+                         "docs/RESULTS.md section 4) or random (default: spectral)")
     sp.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel runs (default 1)")
+    sp.add_argument("--executor", choices=("thread", "process"), default="thread",
+                    help="with --jobs > 1: threads or worker processes (default: thread)")
     sp.add_argument("--report-only", action="store_true",
                     help="run nothing: rebuild the summary and table from the finished runs")
     sp.set_defaults(func=_pos_handler)
@@ -121,17 +129,19 @@ def _pos_handler(args) -> int:
         if not Path(f).is_file():
             print(f"error: data file not found: {f}")
             return 2
-    kw: Dict[str, Any] = {"seed": args.seed, "extra": tuple(args.extra)}
+    kw: Dict[str, Any] = {"seed": args.seed, "extra": tuple(args.extra), "init_method": args.init}
     try:
         if args.models:
             kw["models"] = tuple(m.strip() for m in args.models.split(",") if m.strip())
             bad = [m for m in kw["models"] if m not in MODELS]
             if bad:
                 raise ValueError(f"unknown model(s) {', '.join(bad)}; choose from {', '.join(MODELS)}")
-        if args.dims:
-            kw["dims"] = tuple(int(x) for x in args.dims.split(",") if x.strip())
-            if not kw["dims"] or min(kw["dims"]) < 1:
-                raise ValueError("--dims must be positive integers, e.g. 16,32")
+        for opt, key in (("dims", "dims"), ("direct_dims", "direct_dims")):
+            text = getattr(args, opt)
+            if text:
+                kw[key] = tuple(int(x) for x in text.split(",") if x.strip())
+                if not kw[key] or min(kw[key]) < 1:
+                    raise ValueError(f"--{opt.replace('_', '-')} must be positive integers, e.g. 16,32")
         for name, key in (("seeds", "seeds"), ("iterations", "n_iter"), ("max_sequences", "max_sequences")):
             v = getattr(args, name)
             if v is not None:
@@ -148,7 +158,7 @@ def _pos_handler(args) -> int:
         kw["init_scale"] = args.init_scale
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
     out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
-    return run_pos_induction(s, out, jobs=max(1, args.jobs), run=not args.report_only)
+    return run_pos_induction(s, out, jobs=max(1, args.jobs), executor=args.executor, run=not args.report_only)
 
 
 def _default_jobs() -> int:

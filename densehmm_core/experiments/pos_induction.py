@@ -8,14 +8,19 @@ Also recorded: training NLL per token and the fit's CPU and wall time.
 
 Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
 
-``baum-welch``      standard HMM, Baum-Welch (``n_iter`` iterations, no early stop)
+``baum-welch``      standard HMM, Baum-Welch (``n_iter`` iterations, no early stop), random
+                    (Dirichlet) start: the baseline
+``baum-welch-spectral``  the same, started from the spectral emissions (the control: how much
+                    of a spectral DenseHMM's score is its start, not its model)
 ``dense-em``        DenseHMM-EM, lower-cased words, embedding length l
 ``dense-em-feat``   DenseHMM-EM with ``symbol_features="orthographic"`` on the words *as
                     written* (not lower-cased: the lower-cased form is one of the features)
 ``dense-direct``    DenseHMM co-occurrence fit (sparse loss), lower-cased words
 ``cooc-em``         co-occurrence fit, then DenseHMM-EM from it (``fit_method="cooc_em"``)
 
-DenseHMM embeddings start with standard deviation ``init_scale`` = 0.2 (the library default is
+DenseHMMs start as ``init_method`` says (default ``"spectral"``: ``V`` and ``W`` from the
+training text's context counts, :mod:`densehmm_core.spectral`; ``"random"``: normal
+embeddings).  Random parts have standard deviation ``init_scale`` = 0.2 (the library default is
 1.0): with l = 32 a standard-normal start gives logits of standard deviation ~5.7, i.e. nearly
 one-hot random emission rows, and EM then stays far from Baum-Welch (measured in docs/RESULTS.md).
 
@@ -37,7 +42,10 @@ import numpy as np
 
 __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "format_table", "run_pos_induction"]
 
-MODELS = ("baum-welch", "dense-em", "dense-em-feat", "dense-direct", "cooc-em")
+MODELS = ("baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct", "cooc-em")
+INIT_METHODS = ("spectral", "random")
+#: settings a resumed run must share with the runs already in its folder
+RESUME_KEYS = ("data", "extra", "n_states", "n_iter", "steps", "lr", "init_scale", "init_method", "max_sequences")
 KEY = ("model", "dim", "seed")
 COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
                  "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason")
@@ -58,6 +66,7 @@ class PosSettings:
     steps: int = 25                      # Adam steps per M-step
     lr: float = 0.01
     init_scale: float = 0.2              # std of the initial embeddings (DenseHMM default 1.0; see docs/RESULTS.md)
+    init_method: str = "spectral"        # how the DenseHMMs start (densehmm_core.spectral) or "random"
     max_sequences: Optional[int] = None
     quick: bool = False
     direct_dims: Tuple[int, ...] = field(default=())  # l of the cooc-based models (default: dims)
@@ -74,7 +83,7 @@ class PosSettings:
         return d
 
     def model_dims(self, model: str) -> Tuple[int, ...]:
-        if model == "baum-welch":
+        if model.startswith("baum-welch"):
             return (0,)
         if model in ("dense-direct", "cooc-em") and self.direct_dims:
             return tuple(self.direct_dims)
@@ -94,9 +103,11 @@ def _load(s: PosSettings, lowercase: bool):
 def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tuple[str, Dict[str, Any]]:
     """``(kind, config)`` of one run's estimator (n states, embedding length ``dim``), for
     :func:`densehmm_core.model_from_config`."""
-    if model == "baum-welch":
-        return "standard", dict(n_states=n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9)
-    base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed, init_scale=s.init_scale)
+    if model.startswith("baum-welch"):
+        return "standard", dict(n_states=n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9,
+                                init_method="spectral" if model == "baum-welch-spectral" else "random")
+    base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed, init_scale=s.init_scale,
+                                init_method=s.init_method)
     em: Dict[str, Any] = dict(n_iter=s.n_iter, mstep_steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9)
     if model == "dense-em":
         return "dense", dict(base, fit_method="em", **em)
@@ -135,7 +146,8 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
 
 def make_tasks(s: PosSettings):
     from .runner import Task
-    cost = {"baum-welch": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5, "dense-direct": 1.5, "cooc-em": 3.0}
+    cost = {"baum-welch": 1.0, "baum-welch-spectral": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5,
+            "dense-direct": 1.5, "cooc-em": 3.0}
     tasks = []
     for model in s.models:
         for dim in s.model_dims(model):
@@ -198,6 +210,16 @@ def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "th
         return 2
     say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
         f"lower-cased word types, {corpus.n_tags} gold tags, from {s.data}")
+    old_path = out / "pos_induction_settings.json"
+    if old_path.is_file() and (out / "pos_induction_runs.csv").is_file():
+        old = json.loads(old_path.read_text())
+        old.setdefault("init_method", "random")  # folders written before init_method existed
+        new = s.to_dict()
+        diff = [k for k in RESUME_KEYS if k in old and old[k] != new[k]]
+        if diff:
+            say(f"error: {out} holds runs made with other settings ({', '.join(diff)}); "
+                "use another --out folder")
+            return 2
     _atomic_text(out / "pos_induction_settings.json", json.dumps(s.to_dict(), indent=2) + "\n")
     store = ResultStore(out / "pos_induction_runs.csv", COLUMNS, renames={"nll_per_token": "train_nll"})
     code = 0

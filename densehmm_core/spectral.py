@@ -1,0 +1,164 @@
+"""Spectral initialisation of DenseHMM embeddings from the co-occurrence of adjacent symbols.
+
+``DenseHMM(init_method="spectral")`` starts from embeddings that already separate the
+symbols by the company they keep, instead of random ones:
+
+1. **Context vectors.**  For every symbol ``k``: how often each of the ``n_context`` most
+   frequent symbols occurs immediately before it and immediately after it (all other
+   symbols share one "other" column on each side), read from the adjacent-pair counts
+   (the same :class:`~densehmm_core.cooc_sparse.PairCounts` the co-occurrence fit uses).
+   The counts are damped with ``log(1 + count)``.
+2. **Truncated SVD** of that ``m x 2 (n_context + 1)`` matrix to ``dim`` columns (the
+   eigenvectors of its small Gram matrix: deterministic, no random start), each row scaled
+   to unit length: ``E`` (``m x dim``).
+3. **Clusters.**  Weighted k-means (weights ``sqrt(count)``, k-means++ starts from the
+   model's seeded generator, best of ``n_init``) of the rows of ``E`` of the
+   ``n_cluster_symbols`` most frequent symbols into ``n`` clusters; ``c_i`` the unit-length
+   centroids.
+4. **Embeddings.**  ``V = sqrt(s) E`` and ``W = sqrt(s) C``, so the initial emission logits
+   are ``w_i . v_k = s cos(c_i, e_k)`` with ``s = LOGIT_SCALE``: state ``i`` starts by
+   emitting the symbols of cluster ``i``.  ``U``, ``Z`` and ``z_start`` are random
+   (standard deviation ``init_scale``), i.e. nearly uniform transitions that the first
+   M-step estimates from the emission posteriors.
+
+This is the distributional idea behind Brown clustering and spectral word embeddings
+(context counts, low-rank factorisation), here used only to start EM.  Everything comes from
+the training data itself; no outside text or vectors.  Measured effect on part-of-speech
+induction: docs/RESULTS.md, section 4.
+"""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+__all__ = ["LOGIT_SCALE", "STANDARD_RANK", "context_matrix", "context_embeddings", "weighted_kmeans",
+           "boundary_counts", "spectral_embeddings", "spectral_matrices"]
+
+LOGIT_SCALE = 36.0   # initial emission logits s * cos(c_i, e_k); 9 and 36 measured, 36 better (RESULTS.md)
+STANDARD_RANK = 32   # SVD rank of a StandardHMM's spectral start (it has no embedding length)
+
+
+def _counts(pairs) -> np.ndarray:
+    """Pair counts from the normalised ``vals`` (exact when ``pairs.n_pairs`` is known,
+    otherwise scaled so that the rarest pair counts 1)."""
+    vals = np.asarray(pairs.vals, np.float64)
+    total = float(getattr(pairs, "n_pairs", 0.0) or 0.0)
+    if total <= 0:
+        total = 1.0 / float(vals.min())
+    return vals * total
+
+
+def context_matrix(pairs, n_context: int = 1000, starts=None, ends=None):
+    """The ``m x 2 (K + 2)`` sparse matrix of ``log(1 + count)`` of left and right
+    neighbours (``K = min(n_context, m)`` most frequent symbols, one "other" column per side,
+    and one "sequence boundary" column per side: ``starts[k]`` / ``ends[k]``, how often
+    symbol k opens / closes a sequence, when given), and the symbols' occurrence counts (as
+    first or second member of a pair)."""
+    import scipy.sparse as sp
+    m = int(pairs.m)
+    rows, cols = np.asarray(pairs.rows, np.int64), np.asarray(pairs.cols, np.int64)
+    cnt = _counts(pairs)
+    freq = np.bincount(rows, cnt, minlength=m) + np.bincount(cols, cnt, minlength=m)
+    K = int(min(max(n_context, 1), m))
+    order = np.argsort(-freq, kind="stable")
+    ctx = np.full(m, K, np.int64)
+    ctx[order[:K]] = np.arange(K)
+    # pair (a, b): b has a on its left, a has b on its right
+    r = [cols, rows]
+    c = [ctx[rows], ctx[cols] + (K + 2)]
+    v = [cnt, cnt]
+    for counts, col in ((starts, K + 1), (ends, 2 * K + 3)):
+        if counts is not None:
+            counts = np.asarray(counts, np.float64)
+            nz = np.flatnonzero(counts)
+            r.append(nz)
+            c.append(np.full(nz.size, col))
+            v.append(counts[nz])
+    X = sp.csr_matrix((np.concatenate(v), (np.concatenate(r), np.concatenate(c))), shape=(m, 2 * (K + 2)))
+    X.sum_duplicates()
+    X.data = np.log1p(X.data)
+    return X, freq
+
+
+def context_embeddings(pairs, dim: int, n_context: int = 1000) -> np.ndarray:
+    """Unit-length rows ``E`` (``m x dim``): the context matrix's rank-``dim`` SVD ``U S``.
+
+    Columns beyond the matrix's rank are zero; symbols never seen in a pair get zero rows.
+    """
+    return _svd_rows(context_matrix(pairs, n_context)[0], dim)
+
+
+def _svd_rows(X, dim: int) -> np.ndarray:
+    gram = (X.T @ X).toarray()
+    w, vecs = np.linalg.eigh(gram)
+    k = int(min(dim, gram.shape[0]))
+    top = vecs[:, ::-1][:, :k]
+    top = top * np.where(top[np.argmax(np.abs(top), axis=0), np.arange(k)] < 0, -1.0, 1.0)  # fixed signs
+    E = np.zeros((X.shape[0], int(dim)))
+    E[:, :k] = X @ top
+    norms = np.linalg.norm(E, axis=1, keepdims=True)
+    return np.divide(E, norms, out=np.zeros_like(E), where=norms > 0)
+
+
+def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+                    n_init: int = 3) -> np.ndarray:
+    """Centroids (``k x d``) of weighted k-means (scikit-learn's ``KMeans``: greedy k-means++
+    starts, Lloyd iterations, best of ``n_init`` by inertia), seeded from ``rng``.  With fewer
+    distinct points than ``k`` some centroids coincide (those states start alike and are told
+    apart by their random transition embeddings); scikit-learn's warning about it is silenced."""
+    import warnings
+
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+    X = np.asarray(points, np.float64)
+    if X.shape[0] < k:
+        raise ValueError(f"k-means needs at least {k} points, got {X.shape[0]}")
+    km = KMeans(n_clusters=int(k), n_init=int(n_init), random_state=int(rng.integers(2 ** 31 - 1)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return km.fit(X, sample_weight=np.asarray(weights, np.float64)).cluster_centers_
+
+
+def boundary_counts(seqs, m: int):
+    """``(starts, ends)``: how often each of the ``m`` symbols opens / closes a sequence."""
+    firsts = np.array([s[0] for s in seqs if len(s)], np.int64)
+    lasts = np.array([s[-1] for s in seqs if len(s)], np.int64)
+    return (np.bincount(firsts, minlength=m).astype(np.float64),
+            np.bincount(lasts, minlength=m).astype(np.float64))
+
+
+def spectral_embeddings(pairs, n: int, dim: int, rng: np.random.Generator, init_scale: float = 0.2,
+                        bounds=None, n_context: int = 1000, n_cluster_symbols: int = 1000, n_init: int = 3,
+                        logit_scale: float = LOGIT_SCALE) -> Dict[str, np.ndarray]:
+    """``U, Z, W, V, z_start`` for ``n`` states from the adjacent-pair counts (see the module
+    docstring); ``bounds`` = :func:`boundary_counts` adds the sequence-boundary context
+    columns (known when fitting sequences, not when fitting a co-occurrence matrix).  The
+    random parts are drawn from ``rng`` first (same order as
+    :func:`densehmm_core.dense.init_embeddings`), then the k-means starts."""
+    U = init_scale * rng.standard_normal((n, dim))
+    Z = init_scale * rng.standard_normal((n, dim))
+    zs = init_scale * rng.standard_normal(dim)
+    starts, ends = bounds if bounds is not None else (None, None)
+    X, freq = context_matrix(pairs, n_context, starts, ends)
+    E = _svd_rows(X, dim)
+    seen = np.flatnonzero(np.linalg.norm(E, axis=1) > 0)
+    top = seen[np.argsort(-freq[seen], kind="stable")][:max(int(n_cluster_symbols), n)]
+    if top.size < n:
+        raise ValueError(f"spectral initialisation needs at least {n} symbols seen in adjacent pairs "
+                         f"(one per state), the data has {top.size}")
+    C = weighted_kmeans(E[top], np.sqrt(freq[top]), n, rng, n_init=n_init)
+    norms = np.linalg.norm(C, axis=1, keepdims=True)
+    C = np.divide(C, norms, out=np.zeros_like(C), where=norms > 0)
+    root = float(np.sqrt(logit_scale))
+    return {"U": U, "Z": Z, "W": root * C, "V": root * E, "z_start": zs}
+
+
+def spectral_matrices(seqs, m: int, n: int, rng: np.random.Generator, rank: int = STANDARD_RANK):
+    """``(pi, A, B)`` of a standard HMM started like a spectral DenseHMM: ``B`` the same
+    emission rows ``softmax_k(s cos(c_i, e_k))``, ``pi`` and ``A`` uniform."""
+    from .cooc_sparse import pair_counts
+    from .maths import softmax
+    emb = spectral_embeddings(pair_counts(seqs, m), n, rank, rng, 0.0, bounds=boundary_counts(seqs, m))
+    B = softmax(emb["W"] @ emb["V"].T, axis=1)
+    return np.full(n, 1.0 / n), np.full((n, n), 1.0 / n), B

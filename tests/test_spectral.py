@@ -1,0 +1,155 @@
+"""Spectral initialisation (densehmm_core.spectral; ``init_method="spectral"``): the context
+matrix against a brute-force count, the SVD against numpy's, recovery of a synthetic HMM's
+states from context alone, determinism, and the estimators' use of it."""
+import numpy as np
+import pytest
+
+from densehmm_core import model_from_config
+from densehmm_core.cooc_sparse import pair_counts
+from densehmm_core.dense import DenseHMM
+from densehmm_core.maths import softmax
+from densehmm_core.metrics import tagging_scores
+from densehmm_core.spectral import (LOGIT_SCALE, boundary_counts, context_embeddings, context_matrix,
+                                    spectral_embeddings, spectral_matrices)
+from densehmm_core.standard import StandardHMM
+
+
+def _brute_context(seqs, m, K):
+    """Count left/right neighbours token by token (the definition, no pair counts)."""
+    freq = np.zeros(m)
+    for s in seqs:
+        for a, b in zip(s[:-1], s[1:]):
+            freq[a] += 1
+            freq[b] += 1
+    order = np.argsort(-freq, kind="stable")
+    ctx = {int(w): K for w in range(m)}
+    for i, w in enumerate(order[:K]):
+        ctx[int(w)] = i
+    X = np.zeros((m, 2 * (K + 2)))
+    for s in seqs:
+        X[s[0], K + 1] += 1                 # opens a sequence
+        X[s[-1], 2 * K + 3] += 1            # closes one
+        for t in range(len(s) - 1):
+            X[s[t + 1], ctx[int(s[t])]] += 1            # left neighbour of s[t+1]
+            X[s[t], K + 2 + ctx[int(s[t + 1])]] += 1    # right neighbour of s[t]
+    return np.log1p(X), freq
+
+
+def _cyclic_hmm(seed=0, n=3, per_state=4, n_seq=300, length=20):
+    """State i emits only symbols i*per_state .. i*per_state+per_state-1; states mostly cycle."""
+    rng = np.random.default_rng(seed)
+    A = np.full((n, n), 0.1 / (n - 1))
+    for i in range(n):
+        A[i, (i + 1) % n] = 0.9
+    seqs, states = [], []
+    for _ in range(n_seq):
+        z = [int(rng.integers(n))]
+        for _t in range(length - 1):
+            z.append(int(rng.choice(n, p=A[z[-1]])))
+        z = np.array(z)
+        seqs.append((z * per_state + rng.integers(per_state, size=length)).astype(np.int64))
+        states.append(z.astype(np.int32))
+    return seqs, states, n * per_state
+
+
+def test_context_matrix_equals_a_brute_force_count():
+    rng = np.random.default_rng(3)
+    m = 9
+    seqs = [rng.integers(m, size=int(rng.integers(2, 12))) for _ in range(40)]
+    pc = pair_counts(seqs, m)
+    assert pc.n_pairs == sum(len(s) - 1 for s in seqs)
+    for K in (1, 4, 9, 50):
+        X, freq = context_matrix(pc, K, *boundary_counts(seqs, m))
+        ref, ref_freq = _brute_context(seqs, m, min(K, m))
+        np.testing.assert_allclose(freq, ref_freq, rtol=1e-12)
+        np.testing.assert_allclose(X.toarray(), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_counts_are_recovered_from_a_dense_matrix_without_the_total():
+    seqs = [np.array([0, 1, 2, 1, 2]), np.array([2, 2, 0])]
+    pc = pair_counts(seqs, 3)
+    dense = pc.to_dense() * 7.0  # any scale; the rarest pair counts 1 again
+    from densehmm_core.cooc_sparse import PairCounts
+    X1, _ = context_matrix(pc, 3)
+    X2, _ = context_matrix(PairCounts.from_dense(dense), 3)
+    np.testing.assert_allclose(X1.toarray(), X2.toarray(), rtol=1e-12)
+
+
+def test_context_embeddings_are_the_truncated_svd():
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(30, size=25) for _ in range(60)]
+    pc = pair_counts(seqs, 30)
+    X, _ = context_matrix(pc, 10)
+    E = context_embeddings(pc, 5, 10)
+    u, s, _ = np.linalg.svd(X.toarray(), full_matrices=False)
+    ref = u[:, :5] * s[:5]
+    ref /= np.linalg.norm(ref, axis=1, keepdims=True)
+    np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, rtol=1e-12)
+    # equal up to the sign of each column: compare the sign-free Gram matrices
+    np.testing.assert_allclose(E @ E.T, ref @ ref.T, atol=1e-9)
+
+
+def test_the_clusters_recover_the_states_of_a_synthetic_hmm():
+    seqs, states, m = _cyclic_hmm()
+    emb = spectral_embeddings(pair_counts(seqs, m), 3, 4, np.random.default_rng(0),
+                              bounds=boundary_counts(seqs, m))
+    cluster = np.argmax(emb["V"] @ emb["W"].T, axis=1)        # each symbol's most likely state
+    truth = np.arange(m) // 4
+    # one cluster per true state: a bijection
+    assert len(set(zip(cluster.tolist(), truth.tolist()))) == 3 == len(set(cluster.tolist()))
+    # logits are s cos(c_i, e_k): bounded by the documented scale
+    logits = emb["W"] @ emb["V"].T
+    assert np.max(np.abs(logits)) <= LOGIT_SCALE * (1 + 1e-12)
+    # a standard HMM started there and not trained decodes the states perfectly (up to names)
+    model = StandardHMM(3, m, n_iter=0, seed=0, init_method="spectral").fit(seqs)
+    scores = tagging_scores(model.predict(seqs), states, n_states=3, n_tags=3)
+    assert scores["m1"] == 1.0 and scores["one_to_one"] == 1.0
+
+
+def test_standard_start_is_the_documented_matrices():
+    seqs, _, m = _cyclic_hmm(seed=1, n_seq=50)
+    model = StandardHMM(3, m, n_iter=0, seed=5, init_method="spectral").fit(seqs)
+    pi, A, B = spectral_matrices(seqs, m, 3, np.random.default_rng(5))
+    np.testing.assert_array_equal(model.emissionprob_, B)
+    np.testing.assert_allclose(pi, 1 / 3)
+    np.testing.assert_allclose(A, 1 / 3)
+    emb = spectral_embeddings(pair_counts(seqs, m), 3, 32, np.random.default_rng(5), 0.0,
+                              bounds=boundary_counts(seqs, m))
+    np.testing.assert_allclose(B, softmax(emb["W"] @ emb["V"].T, axis=1), rtol=1e-12)
+
+
+def test_dense_spectral_start_is_seeded_and_restarts_differ():
+    seqs, states, m = _cyclic_hmm(seed=2, n_seq=80)
+    cfg = dict(n_states=3, dim=4, fit_method="em", seed=7, n_iter=2, mstep_steps=3, tol=0.0,
+               init_method="spectral", init_scale=0.2)
+    a = model_from_config("dense", cfg).fit(seqs)
+    b = model_from_config("dense", cfg).fit(seqs)
+    np.testing.assert_array_equal(a.emissionprob_, b.emissionprob_)
+    assert a.get_config()["init_method"] == "spectral"
+    # restarts 0 and 1 start from different k-means runs (different generators)
+    pc, bounds = pair_counts(seqs, m), boundary_counts(seqs, m)
+    e0 = spectral_embeddings(pc, 3, 4, a._rng(0), 0.2, bounds=bounds)
+    e1 = spectral_embeddings(pc, 3, 4, a._rng(1), 0.2, bounds=bounds)
+    assert not np.array_equal(e0["U"], e1["U"])
+    # and the trained model still tags the synthetic states perfectly
+    scores = tagging_scores(a.predict(seqs), states, n_states=3, n_tags=3)
+    assert scores["m1"] == 1.0
+
+
+def test_dense_cooc_fit_starts_spectral_from_the_pair_counts():
+    seqs, states, m = _cyclic_hmm(seed=4, n_seq=100)
+    model = DenseHMM(3, 4, fit_method="cooc", seed=0, cooc_steps=1, finish="none", init_method="spectral",
+                     init_scale=0.2).fit(seqs)
+    assert tagging_scores(model.predict(seqs), states, n_states=3, n_tags=3)["m1"] == 1.0
+
+
+@pytest.mark.parametrize("cls,args", [(DenseHMM, (2, 2)), (StandardHMM, (2,))])
+def test_unknown_init_method_is_an_error(cls, args):
+    with pytest.raises(ValueError, match="init_method"):
+        cls(*args, init_method="kmeans")
+
+
+def test_too_few_symbols_for_the_states_is_a_clear_error():
+    seqs = [np.array([0, 1, 0, 1, 0])]
+    with pytest.raises(ValueError, match="at least 3 symbols"):
+        StandardHMM(3, 2, n_iter=1, init_method="spectral").fit(seqs)
