@@ -153,3 +153,23 @@ def test_too_few_symbols_for_the_states_is_a_clear_error():
     seqs = [np.array([0, 1, 0, 1, 0])]
     with pytest.raises(ValueError, match="at least 3 symbols"):
         StandardHMM(3, 2, n_iter=1, init_method="spectral").fit(seqs)
+
+
+@pytest.mark.parametrize("argv,kind", [(["--model", "standard", "--iter", "1"], "standard"),
+                                       (["--method", "em", "--dim", "2", "--iter", "1", "--mstep-steps", "2",
+                                         "--init-scale", "0.3"], "dense")])
+def test_cli_train_init_options_reach_the_saved_model(tmp_path, argv, kind):
+    from densehmm_core.cli import main
+    from densehmm_core.modelfile import load_model
+    out = tmp_path / "m.h5"
+    assert main(["train", "demo", "--states", "3", "--init", "spectral", "--out", str(out), "--quiet"] + argv) == 0
+    model = load_model(out)
+    assert model.kind == kind and model.get_config()["init_method"] == "spectral"
+    if kind == "dense":
+        assert model.get_config()["init_scale"] == 0.3
+
+
+def test_cli_init_scale_on_a_standard_model_is_one_line_exit_2(tmp_path, capsys):
+    from densehmm_core.cli import main
+    assert main(["train", "demo", "--model", "standard", "--states", "2", "--init-scale", "0.3"]) == 2
+    assert "--init-scale applies to dense models only" in capsys.readouterr().err
