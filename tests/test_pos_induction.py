@@ -70,6 +70,8 @@ def test_pos_induction_bad_arguments(tmp_path, capsys):
     assert _run(base + ["--data", str(WORDS), "--models", "nope"]) == 2
     assert "unknown model(s) nope" in capsys.readouterr().out
     assert _run(base + ["--data", str(WORDS), "--dims", "0"]) == 2
+    assert _run(base + ["--data", str(WORDS), "--direct-dims", "x"]) == 2
+    assert "--direct-dims must be positive integers" in capsys.readouterr().out
 
 
 def test_spectral_control_row_and_resume_guard(tmp_path, capsys):

@@ -139,9 +139,13 @@ def _pos_handler(args) -> int:
         for opt, key in (("dims", "dims"), ("direct_dims", "direct_dims")):
             text = getattr(args, opt)
             if text:
-                kw[key] = tuple(int(x) for x in text.split(",") if x.strip())
+                bad_dims = ValueError(f"--{opt.replace('_', '-')} must be positive integers, e.g. 16,32")
+                try:
+                    kw[key] = tuple(int(x) for x in text.split(",") if x.strip())
+                except ValueError:
+                    raise bad_dims from None
                 if not kw[key] or min(kw[key]) < 1:
-                    raise ValueError(f"--{opt.replace('_', '-')} must be positive integers, e.g. 16,32")
+                    raise bad_dims
         for name, key in (("seeds", "seeds"), ("iterations", "n_iter"), ("max_sequences", "max_sequences")):
             v = getattr(args, name)
             if v is not None:
