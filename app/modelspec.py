@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["MODEL_TYPES", "CONFIG_KEYS", "ModelSpec", "build_model", "model_config", "paper_defaults",
+__all__ = ["MODEL_TYPES", "INIT_METHODS", "CONFIG_KEYS", "ModelSpec", "build_model", "model_config", "paper_defaults",
            "sweep_grid", "PAPER_GRID", "fair_states"]
 
 #: key -> label shown in the form
@@ -15,6 +15,12 @@ MODEL_TYPES = {
     "standard_fair": "Fair standard HMM (n_fair states)",
 }
 
+#: the core's ``init_method`` values -> label shown in the form's "Start" choice
+INIT_METHODS = {
+    "random": "random",
+    "spectral": "spectral (data's context counts)",
+}
+
 #: the paper's (n, l) grid (Sicking et al. 2020, section 5)
 PAPER_GRID = {3: (1, 2, 3), 5: (2, 3, 5), 10: (2, 3, 5, 10)}
 
@@ -22,14 +28,17 @@ PAPER_GRID = {3: (1, 2, 3), 5: (2, 3, 5), 10: (2, 3, 5, 10)}
 #: Which configuration option each form field sets, per model type (the one place the form's
 #: values meet the estimators' option names; ``n`` and ``l`` are ``n_states`` and ``dim``).
 #: ``steps`` is the form's "training length" field: Adam steps of the co-occurrence fit,
-#: EM iterations, or Baum-Welch iterations.
+#: EM iterations, or Baum-Welch iterations.  ``init_method`` is the form's "Start" choice,
+#: ``init_scale`` its "Init scale" (dense models only).
 CONFIG_KEYS = {
     "dense_cooc": {"lr": "lr", "steps": "cooc_steps", "tol": "tol", "restarts": "restarts",
-                   "preset": "preset", "seed": "seed", "device": "device"},
+                   "preset": "preset", "seed": "seed", "device": "device", "init_method": "init_method",
+                   "init_scale": "init_scale"},
     "dense_em": {"lr": "lr", "steps": "n_iter", "mstep_steps": "mstep_steps", "tol": "tol",
-                 "restarts": "restarts", "preset": "preset", "seed": "seed", "device": "device"},
-    "standard": {"steps": "n_iter", "tol": "tol", "seed": "seed"},
-    "standard_fair": {"steps": "n_iter", "tol": "tol", "seed": "seed"},
+                 "restarts": "restarts", "preset": "preset", "seed": "seed", "device": "device",
+                 "init_method": "init_method", "init_scale": "init_scale"},
+    "standard": {"steps": "n_iter", "tol": "tol", "seed": "seed", "init_method": "init_method"},
+    "standard_fair": {"steps": "n_iter", "tol": "tol", "seed": "seed", "init_method": "init_method"},
 }
 
 
@@ -65,6 +74,8 @@ class ModelSpec:
     seed: int = 0
     device: str = "auto"
     preset: str = "paper"
+    init_method: str = "random"
+    init_scale: float = 1.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -75,6 +86,8 @@ class ModelSpec:
         spec = cls(**{k: v for k, v in (d or {}).items() if k in names})
         if spec.kind not in MODEL_TYPES:
             spec.kind = "dense_cooc"
+        if spec.init_method not in INIT_METHODS:
+            spec.init_method = "random"
         return spec
 
     @property
@@ -85,11 +98,12 @@ class ModelSpec:
         n = self.n if n_states is None else n_states
         short = {"dense_cooc": "Dense-cooc", "dense_em": "Dense-EM", "standard": "Standard",
                  "standard_fair": "Standard-fair"}[self.kind]
+        start = "" if self.init_method == "random" else f" {self.init_method}"
         if self.is_dense:
-            return f"{short} n={n} l={self.l} seed={self.seed}"
+            return f"{short} n={n} l={self.l} seed={self.seed}{start}"
         if self.kind == "standard_fair":
-            return f"{short} n'={n} (n={self.n}, l={self.l}) seed={self.seed}"
-        return f"{short} n={n} seed={self.seed}"
+            return f"{short} n'={n} (n={self.n}, l={self.l}) seed={self.seed}{start}"
+        return f"{short} n={n} seed={self.seed}{start}"
 
 
 def fair_states(n: int, m: int, l: int) -> int:

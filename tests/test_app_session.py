@@ -48,7 +48,7 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, qtbo
     w.open_files([fasta])
     qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
     ds = w.datasets[0]
-    a = w.start_training(ModelSpec(kind="standard", n=3, steps=4, tol=0.0, seed=2))
+    a = w.start_training(ModelSpec(kind="standard", n=3, steps=4, tol=0.0, seed=2, init_method="spectral"))
     sweep = w.start_sweep(ModelSpec(kind="standard", steps=2, tol=0.0), 1)
     jobs = [a] + sweep
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
@@ -86,6 +86,8 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, qtbo
         for key in ("model", "n", "parameters", "train_nll", "test_nll", "iterations", "stop"):
             assert r_new[key] == r_old[key], key
     assert by_name[a.name].scores == pytest.approx(a.scores)
+    # the form's "Start" choice is in the restored spec and in the restored model
+    assert by_name[a.name].spec["init_method"] == "spectral" and by_name[a.name].model.init_method == "spectral"
     # the data set is read again from its file with the same split: same sequences
     ds2 = w2.datasets[0]
     assert ds2.path == ds.path and ds2.options == ds.options

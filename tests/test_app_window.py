@@ -196,7 +196,8 @@ def test_settings_persist(qtbot, settings, dialogs, tmp_path):
     from app.modelspec import ModelSpec
     w = MainWindow(settings)
     qtbot.addWidget(w)
-    w.model_form.set_spec(ModelSpec(kind="dense_em", n=7, l=4, lr=0.02, steps=12, seed=9))
+    w.model_form.set_spec(ModelSpec(kind="dense_em", n=7, l=4, lr=0.02, steps=12, seed=9,
+                                    init_method="spectral", init_scale=0.3))
     w.set_pool_size(3)
     w.set_theme("dark")
     settings.add_recent_file(str(tmp_path / "x.fasta"))
@@ -206,10 +207,44 @@ def test_settings_persist(qtbot, settings, dialogs, tmp_path):
     spec = w2.model_form.spec()
     assert (spec.kind, spec.n, spec.l, spec.steps, spec.seed) == ("dense_em", 7, 4, 12, 9)
     assert abs(spec.lr - 0.02) < 1e-12
+    assert (spec.init_method, spec.init_scale) == ("spectral", 0.3)
+    assert w2.model_form.init_method.currentText().startswith("spectral")
     assert w2.jobs.pool_size == 3 and w2.jobs_panel.pool.value() == 3
     assert settings.theme == "dark" and w2.theme_actions["dark"].isChecked()
     assert [a.text() for a in w2.recent_menu.actions()][0] == str(tmp_path / "x.fasta")
     w2.set_theme("system")
+
+
+def test_model_form_start_choice_reaches_the_model(qtbot):
+    """The form's "Start" (init_method, every model type) and "Init scale" (dense only) are in the
+    spec the form emits and in the configuration of the model built from it."""
+    from app.modelspec import build_model
+    from app.panels.model_form import ModelForm
+    form = ModelForm()
+    qtbot.addWidget(form)
+    assert form.spec().init_method == "random" and form.spec().init_scale == 1.0
+    assert form.init_method.toolTip() and form.init_scale.toolTip()
+    form.init_method.setCurrentIndex(form.init_method.findData("spectral"))
+    form.init_scale.setValue(0.5)
+    with qtbot.waitSignal(form.train_requested) as sig:
+        qtbot.mouseClick(form.train_button, Qt.LeftButton)
+    spec = sig.args[0]
+    assert (spec.kind, spec.init_method, spec.init_scale) == ("dense_cooc", "spectral", 0.5)
+    model, _, _ = build_model(spec, 5, device="cpu")
+    assert model.get_config()["init_method"] == "spectral" and model.get_config()["init_scale"] == 0.5
+    # a standard HMM keeps the start; init scale is a dense option (disabled, not in its config)
+    form.kind.setCurrentIndex(form.kind.findData("standard_fair"))
+    assert form.init_method.isEnabled() and not form.init_scale.isEnabled()
+    spec = form.spec()
+    assert spec.init_method == "spectral"
+    model, _, _ = build_model(spec, 5)
+    assert model.get_config()["init_method"] == "spectral" and "init_scale" not in model.get_config()
+    # set_spec shows a saved spec's choice; Reset to defaults leaves it alone
+    form.set_spec(type(spec)(kind="dense_em", init_method="random", init_scale=2.0))
+    assert form.init_method.currentData() == "random" and form.init_scale.value() == 2.0
+    form.init_method.setCurrentIndex(form.init_method.findData("spectral"))
+    form.defaults_button.click()
+    assert form.spec().init_method == "spectral"
 
 
 def test_resources_found_from_source_and_bundle(tmp_path, monkeypatch):

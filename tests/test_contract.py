@@ -167,8 +167,10 @@ def test_every_form_field_sets_its_option_explicitly(kind):
     carries exactly the form's values there (a renamed option fails here, never silently)."""
     from app.modelspec import CONFIG_KEYS, ModelSpec, build_model, model_config
     spec = ModelSpec(kind=kind, n=4, l=2, lr=0.0123, steps=77, mstep_steps=9, tol=1e-5, restarts=3,
-                     seed=11, device="cpu", preset="default")
+                     seed=11, device="cpu", preset="default", init_method="spectral", init_scale=0.25)
     model_kind, cfg = model_config(spec, n_symbols=6)
+    assert cfg["init_method"] == "spectral"
+    assert cfg.get("init_scale") == (0.25 if kind.startswith("dense") else None)
     assert set(CONFIG_KEYS[kind].values()) <= set(model_class(model_kind).config_keys)
     model, n_states, fit_kwargs = build_model(spec, 6)
     got = model.get_config()
@@ -178,6 +180,23 @@ def test_every_form_field_sets_its_option_explicitly(kind):
     assert n_states == (4 if kind != "standard_fair" else got["n_states"])
     if kind.startswith("dense"):
         assert got["dim"] == 2 and got["fit_method"] == ("cooc" if kind == "dense_cooc" else "em")
+    assert model.init_method == "spectral"
+
+
+def test_form_start_choices_are_the_core_init_methods():
+    """The form's "Start" choices are exactly the init_method values both estimators accept."""
+    from app.modelspec import INIT_METHODS, ModelSpec
+    from densehmm_core.dense import INIT_METHODS as CORE_INIT_METHODS
+    assert tuple(INIT_METHODS) == CORE_INIT_METHODS
+    for method in INIT_METHODS:
+        assert StandardHMM(2, init_method=method).init_method == method
+        assert DenseHMM(2, 2, init_method=method).init_method == method
+    # saved form values round-trip; an unknown start (a hand-edited settings file) falls back to random
+    spec = ModelSpec(kind="standard", init_method="spectral", init_scale=0.5)
+    assert ModelSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
+    assert ModelSpec.from_dict({"init_method": "nope"}).init_method == "random"
+    assert ModelSpec().init_method == "random" and ModelSpec().init_scale == 1.0
+    assert spec.label().endswith(" spectral") and not ModelSpec().label().endswith("random")
 
 
 @pytest.mark.parametrize("preset", ["default", "paper"])

@@ -7,7 +7,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                                QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-from ..modelspec import MODEL_TYPES, PAPER_GRID, ModelSpec, fair_states, paper_defaults
+from ..modelspec import INIT_METHODS, MODEL_TYPES, PAPER_GRID, ModelSpec, fair_states, paper_defaults
 
 __all__ = ["ModelForm", "SciSpinBox"]
 
@@ -91,6 +91,25 @@ class ModelForm(QWidget):
         form.addRow("Tolerance", self.tol)
         self.restarts = QSpinBox(); self.restarts.setRange(1, 100)
         form.addRow("Restarts", self.restarts)
+        self.init_method = QComboBox()
+        for key, label in INIT_METHODS.items():
+            self.init_method.addItem(label, key)
+        self.init_method.setToolTip(
+            "How training starts.\n"
+            "random: random parameters (dense: normal embeddings with the Init scale's standard "
+            "deviation; standard: Dirichlet draws).\n"
+            "spectral: emissions from the training data's context counts: each symbol's left and "
+            "right neighbours are counted, reduced by an SVD, and the frequent symbols clustered "
+            "into n groups by k-means; state i starts by emitting group i, transitions start nearly "
+            "uniform. Restarts differ in their k-means starts. Needs at least as many symbols as states "
+            "(otherwise the job fails with that reason).")
+        form.addRow("Start", self.init_method)
+        self.init_scale = QDoubleSpinBox(); self.init_scale.setRange(0.001, 100.0)
+        self.init_scale.setDecimals(3); self.init_scale.setSingleStep(0.1)
+        self.init_scale.setToolTip("Standard deviation of the random initial embeddings (all of U, Z, W, V "
+                                   "with a random start; U, Z and z_start with a spectral one)")
+        self.init_scale_label = QLabel("Init scale")
+        form.addRow(self.init_scale_label, self.init_scale)
         self.seed = QSpinBox(); self.seed.setRange(0, 2**31 - 1)
         form.addRow("Seed", self.seed)
         self.device = QComboBox()
@@ -142,8 +161,9 @@ class ModelForm(QWidget):
             w.valueChanged.connect(self._update_fair)
         for w in (self.n, self.l, self.steps, self.mstep, self.restarts, self.seed):
             w.valueChanged.connect(self.changed)
-        for w in (self.lr, self.tol):
+        for w in (self.lr, self.tol, self.init_scale):
             w.valueChanged.connect(self.changed)
+        self.init_method.currentIndexChanged.connect(self.changed)
         self.preset.currentIndexChanged.connect(self._kind_changed)
         self.set_spec(ModelSpec(**{"kind": "dense_cooc", **paper_defaults("dense_cooc", "paper")}))
 
@@ -152,7 +172,8 @@ class ModelForm(QWidget):
         return ModelSpec(kind=self.kind.currentData(), n=self.n.value(), l=self.l.value(), lr=self.lr.value(),
                          steps=self.steps.value(), mstep_steps=self.mstep.value(), tol=self.tol.value(),
                          restarts=self.restarts.value(), seed=self.seed.value(),
-                         device=self.device.currentData() or "auto", preset=self.preset.currentData())
+                         device=self.device.currentData() or "auto", preset=self.preset.currentData(),
+                         init_method=self.init_method.currentData(), init_scale=self.init_scale.value())
 
     def set_spec(self, spec: ModelSpec) -> None:
         i = self.kind.findData(spec.kind)
@@ -166,6 +187,8 @@ class ModelForm(QWidget):
         self.steps.setValue(int(spec.steps)); self.mstep.setValue(int(spec.mstep_steps))
         self.tol.setValue(float(spec.tol)); self.restarts.setValue(int(spec.restarts))
         self.seed.setValue(int(spec.seed))
+        self.init_method.setCurrentIndex(max(0, self.init_method.findData(spec.init_method)))
+        self.init_scale.setValue(float(spec.init_scale))
         j = self.device.findData(spec.device)
         if j >= 0:
             self.device.setCurrentIndex(j)
@@ -215,6 +238,7 @@ class ModelForm(QWidget):
         self.mstep.setEnabled(kind == "dense_em"); self.mstep_label.setEnabled(kind == "dense_em")
         self.device.setEnabled(dense)
         self.preset.setEnabled(dense)
+        self.init_scale.setEnabled(dense); self.init_scale_label.setEnabled(dense)
         self.steps_label.setText({"dense_cooc": "Adam steps", "dense_em": "EM iterations"}.get(
             kind, "Baum-Welch iterations"))
 

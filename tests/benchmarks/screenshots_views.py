@@ -15,12 +15,14 @@ data, then saves, under ``docs/screenshots/`` (``--out``):
   the loss is named −Q per token);
 * ``compare_aligned.png``: Compare of a DenseHMM and a standard HMM (states aligned first);
 * ``sweep.png``: the sweep summary of a small co-occurrence sweep (median and quartiles of 3 seeds);
+* ``model_form.png``: the Model panel set to a DenseHMM-EM with a spectral start (no training);
 * ``tags_state_x_tag.png``, ``words_top_words.png``, ``words_embeddings.png``,
   ``decode_words_tags.png``: a word-level model on the tagged corpus (Tags tab, top words
   instead of an n x m heatmap, the 50 most frequent words labelled, decode with gold and
   predicted tags).
 
-Every figure is written with :func:`app.export.export_widget` (what File > Export writes).
+Every figure but ``model_form.png`` (a plain grab: the form is all controls) is written with
+:func:`app.export.export_widget` (what File > Export writes).
 """
 from __future__ import annotations
 
@@ -116,6 +118,20 @@ def main() -> int:
         h.show()
         print("residues:", "".join(prot.vocabulary))
         save(h, "heatmap_21_residues.png")
+
+    if wanted("model_form.png"):
+        from app.modelspec import ModelSpec, paper_defaults
+        from app.panels.model_form import ModelForm
+        form = ModelForm()
+        form.set_n_symbols(5)
+        form.set_spec(ModelSpec(kind="dense_em", n=5, l=3, **paper_defaults("dense_em", "paper"),
+                                init_method="spectral"))
+        form.resize(420, form.sizeHint().height())
+        form.show()
+        settle(app, 0.3)
+        path = os.path.join(args.out, "model_form.png")   # grab(): export_widget hides a view's controls
+        form.grab().save(path)
+        print("saved", path, flush=True)
 
     if wanted("sweep.png"):
         from densehmm_core.dense import DenseHMM
