@@ -1,12 +1,13 @@
 """Word-level DenseHMM benchmark (issue 14).
 
 Run:  nice -n 10 .venv/bin/python tests/benchmarks/bench_word_models.py [--iterations 100] [--skip-cooc]
-          [--skip-em] [--dim 32] [--data FILE] [--json out.json]
+          [--skip-em] [--dim 32] [--data FILE] [--json out.json] [--init spectral|random]
 
 On the shared Penn Treebank sample (94,084 words without traces; 45 tags):
 
 1. CPU time of a 45-state DenseHMM-EM fit with ``symbol_features="orthographic"`` (words as
-   written, m = 11,968; ``init_scale`` 0.2 as in ``reproduce pos-induction``) against Baum-Welch
+   written, m = 11,968; spectral start and ``init_scale`` 0.2 as in ``reproduce pos-induction``;
+   ``--init random`` for the random start) against Baum-Welch
    on the same words (same n, m and number of iterations), both
    measured in this run (target: ratio <= 5).  Both models are also scored (M-1 against the
    gold tags) -- one seed only; docs/RESULTS.md has the experiment over seeds.
@@ -36,19 +37,19 @@ import json, resource, sys, time
 sys.path.insert(0, {root!r})
 from densehmm_core.data import load
 from densehmm_core.metrics import tagging_scores
-what, data, iters, dim = {what!r}, {data!r}, {iters}, {dim}
+what, data, iters, dim, init = {what!r}, {data!r}, {iters}, {dim}, {init!r}
 # the EM comparison reads the words as written (same m for both models); the cooc fit lower-cases
 corpus = load(data, observe="words", lowercase=(what == "dense-direct"))
 n = corpus.n_tags
 if what == "baum-welch":
     from densehmm_core.standard import StandardHMM
-    model = StandardHMM(n, n_iter=iters, tol=0.0, seed=0, snapshot_every=10**9)
+    model = StandardHMM(n, n_iter=iters, tol=0.0, seed=0, snapshot_every=10**9, init_method=init)
 else:
     import densehmm_core.dense_tf  # import cost outside the timing
     from densehmm_core.dense import DenseHMM
     if what == "dense-em-feat":
         model = DenseHMM(n, dim, fit_method="em", n_iter=iters, tol=0.0, seed=0, init_scale=0.2,
-                         symbol_features="orthographic", snapshot_every=10**9)
+                         symbol_features="orthographic", snapshot_every=10**9, init_method=init)
     else:
         model = DenseHMM(n, dim, fit_method="cooc", seed=0, sparse_cooc=True, snapshot_every=10**9)
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -63,8 +64,8 @@ print(json.dumps({{"what": what, "m": corpus.n_symbols, "n": n, "cpu_s": cpu, "w
 """
 
 
-def child(what: str, data: str, iters: int, dim: int) -> dict:
-    code = CHILD.format(root=str(ROOT), what=what, data=data, iters=iters, dim=dim)
+def child(what: str, data: str, iters: int, dim: int, init: str = "spectral") -> dict:
+    code = CHILD.format(root=str(ROOT), what=what, data=data, iters=iters, dim=dim, init=init)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if out.returncode != 0:
@@ -80,6 +81,8 @@ def main() -> int:
     ap.add_argument("--skip-em", action="store_true")
     ap.add_argument("--skip-cooc", action="store_true")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--init", choices=("spectral", "random"), default="spectral",
+                    help="how both EM models start (default spectral, as reproduce pos-induction)")
     a = ap.parse_args()
     if not Path(a.data).is_file():
         print(f"data file not found: {a.data}")
@@ -87,10 +90,10 @@ def main() -> int:
     print(f"load average (1 min): {os.getloadavg()[0]:.2f}; 2-core machine shared with other jobs")
     res = {}
     if not a.skip_em:
-        bw = child("baum-welch", a.data, a.iterations, a.dim)
+        bw = child("baum-welch", a.data, a.iterations, a.dim, a.init)
         print(f"Baum-Welch        n={bw['n']} m={bw['m']} {a.iterations} it: CPU {bw['cpu_s']:.1f} s "
               f"(wall {bw['wall_s']:.1f} s), M-1 {bw['m1']:.3f}")
-        de = child("dense-em-feat", a.data, a.iterations, a.dim)
+        de = child("dense-em-feat", a.data, a.iterations, a.dim, a.init)
         print(f"DenseHMM-EM+feat  n={de['n']} m={de['m']} l={a.dim} {a.iterations} it: CPU {de['cpu_s']:.1f} s "
               f"(wall {de['wall_s']:.1f} s), M-1 {de['m1']:.3f}")
         ratio = de["cpu_s"] / bw["cpu_s"]
