@@ -64,6 +64,15 @@ class DataSet:
     def is_demo(self) -> bool:
         return self.path is None
 
+    @property
+    def observes_words(self) -> bool:
+        """Whether the symbols are the words of a tagged corpus (read with ``observe="words"``),
+        as the reader's provenance records it."""
+        corpus = self.processed if self.processed is not None else self.corpus
+        if corpus is None:   # the demo
+            return False
+        return (corpus.provenance.get("options") or {}).get("observe") == "words"
+
 
 @dataclasses.dataclass
 class ModelSet:

@@ -247,6 +247,59 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     assert form.spec().init_method == "spectral"
 
 
+WORDS_CONLLU = os.path.join(REPO, "tests", "fixtures", "data", "words.conllu")
+
+
+def words_dataset():
+    """The fixture's CoNLL-U read with observe="words" (the words, not the tags, are the symbols)."""
+    from app.datasets import dataset_from_corpus
+    from densehmm_core.data import load
+    return dataset_from_corpus(WORDS_CONLLU, load(WORDS_CONLLU, observe="words"))
+
+
+def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, tmp_path):
+    """On the words of a tagged corpus a random start tags badly (docs/RESULTS.md, section 4): the
+    form shows a hint under Start while Start is random; its button switches to spectral (dense:
+    Init scale 0.2) and the hint goes; FASTA and tag data never show it; nothing changes by itself."""
+    form = window.model_form
+
+    def hint_shown():
+        return form.words_hint.isVisibleTo(form)
+    assert not hint_shown()                                    # no data set yet
+    window.open_files([write_fasta(tmp_path / "p.fasta", random_protein_records(4, 6))])
+    wait_loaded(qtbot, window, 1)
+    assert form.spec().init_method == "random" and not hint_shown()
+    window.open_files([WORDS_CONLLU])                          # a tagged corpus: its tags are the symbols
+    wait_loaded(qtbot, window, 2)
+    assert not window.current_dataset.observes_words and not hint_shown()
+    window.add_dataset(words_dataset())                        # the same file's words
+    assert window.current_dataset.observes_words and hint_shown()
+    assert "spectral" in form.words_hint_label.text() and "0.46" in form.words_hint_label.toolTip()
+    # only shown: the user's choice is untouched until the button is pressed
+    assert (form.spec().init_method, form.spec().init_scale) == ("random", 1.0)
+    assert form.minimumSizeHint().width() <= 420               # wraps instead of widening the 420 px panel
+    # another data set hides it, coming back shows it again
+    window.select_dataset(0)
+    assert not hint_shown()
+    window.select_dataset(2)
+    assert hint_shown()
+    # the button: spectral, and Init scale 0.2 for a dense model; the hint then goes
+    assert form.spec().kind == "dense_cooc"
+    qtbot.mouseClick(form.use_spectral_button, Qt.LeftButton)
+    spec = form.spec()
+    assert (spec.init_method, spec.init_scale) == ("spectral", 0.2) and not hint_shown()
+    # back to random by hand: the hint again; a standard HMM keeps its (unused) Init scale
+    form.init_method.setCurrentIndex(form.init_method.findData("random"))
+    assert hint_shown()
+    form.kind.setCurrentIndex(form.kind.findData("standard"))
+    form.init_scale.setValue(1.5)
+    qtbot.mouseClick(form.use_spectral_button, Qt.LeftButton)
+    assert (form.spec().init_method, form.spec().init_scale) == ("spectral", 1.5) and not hint_shown()
+    # a saved spec with a random start (settings, sessions) brings it back
+    form.set_spec(type(spec)(kind="dense_em", init_method="random"))
+    assert hint_shown()
+
+
 def test_resources_found_from_source_and_bundle(tmp_path, monkeypatch):
     from app import resources
     assert resources.resource_root() == __import__("pathlib").Path(REPO) / "resources"

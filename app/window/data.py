@@ -57,6 +57,7 @@ class DataSetsMixin:
             self.data_panel.selector.blockSignals(False)
         self.data_panel.set_dataset(ds)
         self.model_form.set_n_symbols(ds.n_symbols)
+        self.model_form.set_words_data(ds.observes_words)
         self.data_dock.raise_()
 
     def _dataset_selected(self, index: int) -> None:

@@ -16,12 +16,15 @@ data, then saves, under ``docs/screenshots/`` (``--out``):
 * ``compare_aligned.png``: Compare of a DenseHMM and a standard HMM (states aligned first);
 * ``sweep.png``: the sweep summary of a small co-occurrence sweep (median and quartiles of 3 seeds);
 * ``model_form.png``: the Model panel set to a DenseHMM-EM with a spectral start (no training);
+* ``model_form_words.png``: the Model panel on the words of a tagged corpus with a random start:
+  the hint under Start with its "Use spectral" button, at the form's width in the 420 px Model
+  dock of a 1400 x 900 screen (406 px beside the dock's vertical scroll bar);
 * ``tags_state_x_tag.png``, ``words_top_words.png``, ``words_embeddings.png``,
   ``decode_words_tags.png``: a word-level model on the tagged corpus (Tags tab, top words
   instead of an n x m heatmap, the 50 most frequent words labelled, decode with gold and
   predicted tags).
 
-Every figure but ``model_form.png`` (a plain grab: the form is all controls) is written with
+Every figure but the two ``model_form`` ones (plain grabs: the form is all controls) is written with
 :func:`app.export.export_widget` (what File > Export writes).
 """
 from __future__ import annotations
@@ -130,6 +133,25 @@ def main() -> int:
         form.show()
         settle(app, 0.3)
         path = os.path.join(args.out, "model_form.png")   # grab(): export_widget hides a view's controls
+        form.grab().save(path)
+        print("saved", path, flush=True)
+
+    if wanted("model_form_words.png"):
+        from app.datasets import dataset_from_corpus
+        from app.modelspec import ModelSpec, paper_defaults
+        from app.panels.model_form import ModelForm
+        words_file = CONLLU if have_shared else os.path.join(REPO, "tests", "fixtures", "data", "words.conllu")
+        ds = dataset_from_corpus(words_file, load(words_file, observe="words", lowercase=True))
+        form = ModelForm()
+        form.set_n_symbols(ds.n_symbols)            # what the window tells the form (app/window/data.py)
+        form.set_words_data(ds.observes_words)
+        form.set_spec(ModelSpec(kind="dense_em", n=17, l=32, **paper_defaults("dense_em", "paper")))
+        form.resize(max(406, form.minimumSizeHint().width()), form.sizeHint().height())
+        form.show()
+        settle(app, 0.3)
+        assert form.words_hint.isVisible()
+        print("model form: width", form.width(), "minimum", form.minimumSizeHint().width(), flush=True)
+        path = os.path.join(args.out, "model_form_words.png")
         form.grab().save(path)
         print("saved", path, flush=True)
 
