@@ -14,7 +14,7 @@ import numpy as np
 __all__ = ["DataSet", "ModelSet", "demo_dataset", "DEMO_SIZE", "DEMO_FORM", "load_path", "is_model_file",
            "MODEL_SUFFIXES", "DATA_FILTERS", "data_filters", "dataset_summary",
            "preprocess_corpus", "split_corpus", "save_models", "score_model", "encode_for", "unknown_note",
-           "reopen_dataset", "format_of_filter"]
+           "reopen_dataset", "format_of_filter", "read_options", "is_tagged"]
 
 MODEL_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
@@ -157,20 +157,42 @@ def load_models(path: str) -> ModelSet:
     return ModelSet(path=os.path.abspath(path), models=models, info=info)
 
 
-def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, format: str = "auto"):
+def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, format: str = "auto",
+              read: Optional[dict] = None):
     """Read one file (runs on a background thread): a DataSet for data, a ModelSet for .h5 files.
 
     ``progress(bytes_read, total_bytes)`` is passed to ``densehmm_core.data.load`` for data
     files (model files report nothing: their size says little about the reading time);
-    ``format`` names the data format ("auto": detected; see :func:`format_of_filter`).
+    ``format`` names the data format ("auto": detected; see :func:`format_of_filter`);
+    ``read`` holds reader options of ``data.load`` (the data panel's Observe group: ``observe``,
+    ``lowercase``, ``max_vocab``, ``rare``, ``tagset``); the data set keeps them in
+    ``options["read"]`` (sessions read the file again with them).
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     if is_model_file(path):
         return load_models(path)
     from densehmm_core import data
-    corpus = data.load(path, format=format or "auto", progress=progress)
-    return dataset_from_corpus(path, corpus, split, seed)
+    corpus = data.load(path, format=format or "auto", progress=progress, **(read or {}))
+    ds = dataset_from_corpus(path, corpus, split, seed)
+    if read:
+        ds.options["read"] = dict(read)
+    return ds
+
+
+def is_tagged(ds: Optional[DataSet]) -> bool:
+    """Whether a data set was read from a tagged corpus (any format but FASTA): it can observe
+    its tags or its words."""
+    corpus = getattr(ds, "corpus", None)
+    prov = getattr(corpus, "provenance", None) or {}
+    return ds is not None and ds.path is not None and prov.get("format", "fasta") != "fasta"
+
+
+def read_options(ds: DataSet) -> dict:
+    """How a tagged corpus was read, from its provenance (the reader's options, defaults
+    included): ``observe``, ``lowercase``, ``max_vocab``, ``rare`` and, for CoNLL-U, ``tagset``."""
+    opts = (getattr(ds.corpus, "provenance", None) or {}).get("options") or {}
+    return {k: opts[k] for k in ("observe", "lowercase", "max_vocab", "rare", "tagset") if k in opts}
 
 
 def format_of_filter(chosen: str) -> Optional[str]:
@@ -230,8 +252,9 @@ def preprocess_corpus(ds: "DataSet", options: dict):
     if kw.get("subset") and options.get("subset_random"):
         kw["subset_seed"] = int(options.get("seed", 0))
     preset = options.get("preset")
-    if preset:
-        return core_data.load(ds.path, preset=preset, **kw)
+    if preset:   # the Observe group's reader options stay, below the preset's
+        read = options.get("read") or (ds.options or {}).get("read")
+        return core_data.load(ds.path, preset=preset, defaults=read or None, **kw)
     if not kw:
         return ds.corpus
     return ds.corpus.preprocess(**kw)
@@ -256,14 +279,15 @@ def save_models(path: str, items) -> List[str]:
     return names
 
 
-def reopen_dataset(path: Optional[str], options: dict) -> DataSet:
-    """A data set opened again from its file with the options it had (split, seed and the data
-    panel's preprocessing); the demo (``path`` None) is generated again.  Runs on a background
-    thread (sessions)."""
+def reopen_dataset(path: Optional[str], options: dict, progress=None, format: str = "auto") -> DataSet:
+    """A data set opened again from its file with the options it had (split, seed, the reader
+    options of the data panel's Observe group in ``options["read"]`` and the panel's
+    preprocessing); the demo (``path`` None) is generated again.  Runs on a background thread
+    (sessions; the Observe group's Apply, with ``progress`` as in :func:`load_path`)."""
     if path is None:
         return demo_dataset(int(options.get("seed", 0)))
     split, seed = float(options.get("split", 0.5)), int(options.get("seed", 0))
-    ds = load_path(path, split=split, seed=seed)
+    ds = load_path(path, split=split, seed=seed, progress=progress, format=format, read=options.get("read"))
     if any(options.get(k) for k in PREPROCESS_KEYS) or options.get("preset"):
         processed = preprocess_corpus(ds, options)
         ds = dataset_from_corpus(path, ds.corpus, split, seed, processed=processed)

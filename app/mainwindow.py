@@ -113,6 +113,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.data_panel = DataPanel()
         self.data_panel.dataset_selected.connect(self._dataset_selected)
         self.data_panel.preprocess_requested.connect(self.preprocess_current)
+        self.data_panel.reread_requested.connect(lambda read: self.reread_dataset(self.current_dataset, read))
         self.model_form = ModelForm()
         self.model_form.train_requested.connect(self.start_training)
         self.model_form.sweep_requested.connect(self.start_sweep)

@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-from ..datasets import DataSet, dataset_summary
+from ..datasets import DataSet, dataset_summary, is_tagged, read_options
 from ..views.common import LabelAxis
 
 __all__ = ["DataPanel", "PRESETS"]
@@ -32,10 +32,13 @@ def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = Non
 
 
 class DataPanel(QWidget):
-    """Shows one :class:`~app.datasets.DataSet`; ``preprocess_requested(options)`` asks for a re-run."""
+    """Shows one :class:`~app.datasets.DataSet`; ``preprocess_requested(options)`` asks for a re-run,
+    ``reread_requested(read)`` (the Observe group, tagged corpora) for the file read again with the
+    reader options ``read`` of ``densehmm_core.data.load``."""
 
     dataset_selected = Signal(int)
     preprocess_requested = Signal(object)
+    reread_requested = Signal(object)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -73,6 +76,9 @@ class DataPanel(QWidget):
         self.freq_bars = None
         self.len_bars = None
 
+        self.observe_box = self._observe_group()
+        lay.addWidget(self.observe_box)
+
         box = QGroupBox("Preprocessing")
         form = QFormLayout(box)
         self.preset = QComboBox(); self.preset.addItems(PRESETS)
@@ -109,6 +115,78 @@ class DataPanel(QWidget):
         self.prep_box = box
         lay.addWidget(box)
         self.set_dataset(None)
+
+    def _observe_group(self) -> QGroupBox:
+        """Tagged corpora: what the symbols are (the tags, or the words with their vocabulary)."""
+        box = QGroupBox("Observe")
+        box.setObjectName("observeGroup")
+        box.setToolTip("A tagged corpus can be read as its tags or as its words; the gold tags are kept "
+                       "either way (Tags tab of the dashboard)")
+        form = QFormLayout(box)
+        self.observe = QComboBox()
+        self.observe.addItem("tags", "tags")
+        self.observe.addItem("words", "words")
+        self.observe.setToolTip("tags: the symbols are the corpus's tags; words: its words (lower-cased, "
+                                "rare ones grouped), with the tags as gold labels")
+        self.observe.currentIndexChanged.connect(self._observe_changed)
+        form.addRow("Symbols", self.observe)
+        self.tagset = QComboBox()
+        self.tagset.addItem("UPOS (universal)", "upos")
+        self.tagset.addItem("XPOS (language-specific)", "xpos")
+        self.tagset.setToolTip("CoNLL-U: the tag column read (column 4 UPOS or column 5 XPOS)")
+        form.addRow("Tag column", self.tagset)
+        self.lowercase = QCheckBox("lower-case words")
+        self.lowercase.setChecked(True)
+        form.addRow("", self.lowercase)
+        self.max_vocab = QSpinBox(); self.max_vocab.setRange(0, 10_000_000); self.max_vocab.setSingleStep(1000)
+        self.max_vocab.setSpecialValueText("all words")
+        self.max_vocab.setToolTip("Keep the most frequent words (rare words included); 0: every word")
+        form.addRow("Vocabulary size", self.max_vocab)
+        self.rare = QComboBox()
+        self.rare.addItem("one unknown symbol", "unk")
+        self.rare.addItem("word-shape classes", "shape")
+        self.rare.setToolTip("Words outside the vocabulary become one unknown symbol, or their word-shape "
+                             "class (capitalised, number, -ing, -ed…)")
+        form.addRow("Rare words", self.rare)
+        self.reread_button = QPushButton("Apply (re-read)")
+        self.reread_button.setToolTip("Read the file again with these options; split, seed and preprocessing stay")
+        self.reread_button.clicked.connect(lambda: self.reread_requested.emit(self.read_options()))
+        row = QHBoxLayout(); row.addStretch(1); row.addWidget(self.reread_button)
+        form.addRow(row)
+        self.observe_form = form
+        return box
+
+    def _observe_changed(self) -> None:
+        words = self.observe.currentData() == "words"
+        for w in (self.lowercase, self.max_vocab, self.rare):
+            self.observe_form.setRowVisible(w, words)
+
+    def read_options(self) -> dict:
+        """The Observe group's reader options for ``densehmm_core.data.load`` (only those that
+        apply: ``tagset`` for CoNLL-U, the vocabulary for words)."""
+        read = {"observe": self.observe.currentData()}
+        if self.observe_form.isRowVisible(self.tagset):
+            read["tagset"] = self.tagset.currentData()
+        if read["observe"] == "words":
+            read.update(lowercase=self.lowercase.isChecked(), max_vocab=self.max_vocab.value() or None,
+                        rare=self.rare.currentData())
+        return read
+
+    def _show_read_options(self, ds: Optional[DataSet]) -> None:
+        tagged = is_tagged(ds)
+        self.observe_box.setVisible(tagged)
+        if not tagged:
+            return
+        opts = read_options(ds)
+        self.observe.setCurrentIndex(max(0, self.observe.findData(opts.get("observe", "tags"))))
+        self.observe_form.setRowVisible(self.tagset, "tagset" in opts)
+        if "tagset" in opts:
+            self.tagset.setCurrentIndex(max(0, self.tagset.findData(opts["tagset"])))
+        if opts.get("observe") == "words":   # as read; for tags: the words' defaults stay offered
+            self.lowercase.setChecked(bool(opts.get("lowercase")))
+            self.max_vocab.setValue(int(opts.get("max_vocab") or 0))
+            self.rare.setCurrentIndex(max(0, self.rare.findData(opts.get("rare", "unk"))))
+        self._observe_changed()
 
     # ------------------------------------------------------------ options
     def options(self) -> dict:
@@ -160,6 +238,7 @@ class DataPanel(QWidget):
         self.freq_plot.clear(); self.len_plot.clear()
         self.freq_bars = self.len_bars = None
         self.prep_box.setEnabled(ds is not None and ds.corpus is not None)
+        self._show_read_options(ds)
         self.info.setVisible(ds is None)
         self.freq_plot.setVisible(ds is not None)
         self.len_plot.setVisible(ds is not None)

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QFileDialog
 from .. import tasks
 from ..modelspec import ModelSpec
 from ..datasets import (DEMO_FORM, DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, format_of_filter,
-                        is_model_file, load_path)
+                        is_model_file, load_path, reopen_dataset)
 
 __all__ = ["DataSetsMixin"]
 
@@ -86,22 +86,46 @@ class DataSetsMixin:
         self._batches[batch] = {"pending": len(paths), "failed": []}
         for path in paths:
             path = os.path.abspath(path)
-            self._pending_loads += 1
-            self._load_serial += 1
-            key = self._load_serial
-            self._load_progress[key] = (0, None)
-            self._update_busy()
-            self.statusBar().showMessage(f"Loading {os.path.basename(path)}…")
-            self.log_panel.log(f"Loading {path}")
             options = self.data_panel.options()
-            on_progress = None
             fn = functools.partial(load_path, path, split=options["split"], seed=options["seed"],
                                    format=format or "auto")
-            if not is_model_file(path):
-                on_progress = functools.partial(self._load_step, key, path)
-                fn = functools.partial(_load_with_progress, fn)
-            tasks.run_background(fn, functools.partial(self._loaded_key, key, path, batch),
-                                 functools.partial(self._load_error_key, key, path, batch), on_progress=on_progress)
+            self._start_load(path, fn, batch, progress=not is_model_file(path))
+
+    def _start_load(self, path: str, fn, batch: int, progress: bool, replace: Optional[DataSet] = None) -> None:
+        """Run ``fn`` (``fn(progress=report)`` when ``progress``) on a background thread as one
+        file of ``batch``: the status bar's progress, the log and the one error dialog; the
+        data set it gives is added, or replaces ``replace``."""
+        self._pending_loads += 1
+        self._load_serial += 1
+        key = self._load_serial
+        self._load_progress[key] = (0, None)
+        self._update_busy()
+        self.statusBar().showMessage(f"Loading {os.path.basename(path)}…")
+        self.log_panel.log(f"Loading {path}")
+        on_progress = None
+        if progress:
+            on_progress = functools.partial(self._load_step, key, path)
+            fn = functools.partial(_load_with_progress, fn)
+        tasks.run_background(fn, functools.partial(self._loaded_key, key, path, batch, replace=replace),
+                             functools.partial(self._load_error_key, key, path, batch), on_progress=on_progress)
+
+    def reread_dataset(self, ds: Optional[DataSet], read: dict) -> None:
+        """The data panel's Observe group: read ``ds``'s file again with the reader options
+        ``read`` (``observe``, ``tagset``, ``lowercase``, ``max_vocab``, ``rare``), keeping its
+        split, seed and preprocessing, on the loading path of File > Open (progress, one error
+        dialog); the new data set takes the old one's place in the list."""
+        if ds is None or ds.path is None or ds.corpus is None:
+            return
+        prov = getattr(ds.corpus, "provenance", None) or {}
+        fmt = "auto" if prov.get("format_detected", True) else prov.get("format", "auto")
+        options = {k: v for k, v in (ds.options or {}).items() if k != "read"}
+        if read:
+            options["read"] = dict(read)
+        self._load_batch += 1
+        batch = self._load_batch
+        self._batches[batch] = {"pending": 1, "failed": []}
+        self._start_load(ds.path, functools.partial(reopen_dataset, ds.path, options, format=fmt), batch,
+                         progress=True, replace=ds)
 
     @property
     def loading(self) -> bool:
@@ -134,10 +158,10 @@ class DataSetsMixin:
             self.busy.setFormat(f"{100 * fraction:.0f} %")
         self.busy.setTextVisible(fraction is not None)
 
-    def _loaded_key(self, key: int, path: str, batch: int, result) -> None:
+    def _loaded_key(self, key: int, path: str, batch: int, result, replace: Optional[DataSet] = None) -> None:
         self._load_progress.pop(key, None)
         try:
-            self._loaded(path, result)
+            self._loaded(path, result, replace)
         finally:
             self._batch_done(batch)
 
@@ -163,7 +187,7 @@ class DataSetsMixin:
         lines = "\n".join(f"• {os.path.basename(p)}: {_reason(p, m)}" for p, m in failed)
         self._error_dialog("Cannot open files", f"{len(failed)} files could not be opened:\n\n{lines}")
 
-    def _loaded(self, path: str, result) -> None:
+    def _loaded(self, path: str, result, replace: Optional[DataSet] = None) -> None:
         self._pending_loads -= 1
         self._update_busy()
         self.settings.last_folder = os.path.dirname(path)
@@ -175,9 +199,27 @@ class DataSetsMixin:
                                       for (name, model), info in zip(result.models, result.info)])
         elif isinstance(result, ModelSet):
             self._add_model_set(result)
+        elif replace is not None and replace in self.datasets:
+            self._replace_dataset(replace, result)
         else:
             self.add_dataset(result)
         self.statusBar().showMessage(f"Opened {os.path.basename(path)}", 5000)
+
+    def _replace_dataset(self, old: DataSet, new: DataSet) -> None:
+        """``new`` (the same file read again) takes ``old``'s place and name."""
+        idx = self.datasets.index(old)
+        new.name = old.name
+        self.datasets[idx] = new
+        self._sync_dataset_list(idx)
+        for w in new.warnings:
+            if w not in old.warnings:
+                self.log_panel.log(f"{new.name}: {w}", "warning")
+        read = new.options.get("read") or {}
+        s = self.data_panel.summary
+        self.log_panel.log(f"{new.name}: read again ({_describe_options(read) or 'observe=tags'}): "
+                           f"{s['n_sequences']:,} sequences, {s['n_tokens']:,} tokens, {s['n_symbols']} symbols")
+        if self.current_job is not None and self._dashboard is not None:
+            self._offer_decode_datasets(self.current_job)
 
     def _load_error(self, path: str, exc, tb: str) -> str:
         self._pending_loads -= 1
@@ -206,6 +248,8 @@ class DataSetsMixin:
         def done(new_ds: DataSet) -> None:
             new_ds.name = ds.name
             new_ds.options = dict(options)
+            if (ds.options or {}).get("read"):   # how the file was read (the Observe group) stays
+                new_ds.options["read"] = dict(ds.options["read"])
             idx = self.datasets.index(ds) if ds in self.datasets else -1
             if idx < 0:
                 return

@@ -1,0 +1,157 @@
+"""Data panel, Observe group (issue 14): a tagged corpus read as its tags or its words (pytest-qt, offscreen)."""
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+from PySide6.QtCore import QSettings, Qt  # noqa: E402
+from PySide6.QtWidgets import QMessageBox  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(REPO, "tests", "fixtures", "data")
+WORDS_CONLLU = os.path.join(DATA, "words.conllu")
+
+
+@pytest.fixture
+def make_window(qtbot, tmp_path, monkeypatch):
+    os.environ["DENSEHMM_JOB_EXECUTOR"] = "thread"
+    errors = []
+    monkeypatch.setattr(QMessageBox, "critical", staticmethod(lambda p, title, text, *a, **k:
+                                                              errors.append((title, text)) or QMessageBox.Ok))
+    made = []
+
+    def make(name="a"):
+        from app.mainwindow import MainWindow
+        from app.settings import Settings
+        w = MainWindow(Settings(QSettings(str(tmp_path / f"{name}.ini"), QSettings.IniFormat)))
+        w.errors = errors
+        qtbot.addWidget(w)
+        w.show()
+        made.append(w)
+        return w
+    yield make
+    for w in made:
+        w.jobs.cancel_all()
+        w.jobs.wait(10)
+    os.environ.pop("DENSEHMM_JOB_EXECUTOR", None)
+
+
+def _open(qtbot, w, path, n):
+    w.open_files([path])
+    qtbot.waitUntil(lambda: len(w.datasets) == n and not w.loading, timeout=30000)
+    return w.datasets[-1]
+
+
+def _reread(qtbot, w, old):
+    qtbot.mouseClick(w.data_panel.reread_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: old not in w.datasets and not w.loading, timeout=30000)
+    return w.current_dataset
+
+
+def _shown(panel, widget):
+    return panel.observe_box.isVisibleTo(panel) and panel.observe_form.isRowVisible(widget)
+
+
+def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
+    from densehmm_core.data import load
+    w = make_window()
+    p = w.data_panel
+    ds = _open(qtbot, w, WORDS_CONLLU, 1)
+    assert not ds.observes_words and p.observe_box.isVisibleTo(p)
+    assert p.observe.currentData() == "tags" and _shown(p, p.tagset) and not _shown(p, p.max_vocab)
+    assert not w.model_form.words_hint.isVisibleTo(w.model_form)
+    # tags: UPOS then XPOS changes the tag set
+    upos = len(ds.corpus.tag_vocabulary)
+    p.tagset.setCurrentIndex(p.tagset.findData("xpos"))
+    ds = _reread(qtbot, w, ds)
+    assert len(ds.corpus.tag_vocabulary) == len(load(WORDS_CONLLU, tagset="xpos").tag_vocabulary) != upos
+    assert ds.n_symbols == len(ds.corpus.tag_vocabulary) and ds.options["read"] == {"observe": "tags",
+                                                                                     "tagset": "xpos"}
+    p.tagset.setCurrentIndex(p.tagset.findData("upos"))
+    # words: lower-case (default on), all words, one unknown symbol; split and seed stay
+    p.split.setValue(0.8)                              # the panel's, not the data set's (0.5, 0)
+    p.seed.setValue(9)
+    p.observe.setCurrentIndex(p.observe.findData("words"))
+    assert _shown(p, p.max_vocab) and _shown(p, p.rare) and p.lowercase.isChecked()
+    before = w.datasets.index(ds)
+    ds = _reread(qtbot, w, ds)
+    assert w.datasets.index(ds) == before and len(w.datasets) == 1 and ds.name == "words.conllu"
+    want = load(WORDS_CONLLU, observe="words", lowercase=True)
+    assert ds.observes_words and ds.n_symbols == len(want.vocabulary) and ds.vocabulary == list(want.vocabulary)
+    assert "dog" in ds.vocabulary and len(ds.corpus.tag_vocabulary) == upos and ds.corpus.tags is not None
+    assert (ds.options["split"], ds.options["seed"]) == (0.5, 0)
+    assert p.fields["Symbols"].text() == str(len(want.vocabulary))
+    # the Model form's words hint (random start) appears
+    assert w.model_form.words_hint.isVisibleTo(w.model_form)
+    # the panel shows how the data set was read
+    w.select_dataset(0)
+    assert p.observe.currentData() == "words" and p.tagset.currentData() == "upos"
+    # a too-small vocabulary: one error dialog, the data set stays
+    p.max_vocab.setValue(5)
+    p.rare.setCurrentIndex(p.rare.findData("shape"))
+    qtbot.mouseClick(p.reread_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: bool(w.errors) and not w.loading, timeout=30000)
+    assert len(w.errors) == 1 and "max_vocab=5" in w.errors[0][1] and w.datasets == [ds]
+    # back to tags
+    p.observe.setCurrentIndex(p.observe.findData("tags"))
+    ds = _reread(qtbot, w, ds)
+    assert not ds.observes_words and ds.n_symbols == upos and not w.model_form.words_hint.isVisibleTo(w.model_form)
+
+
+@pytest.mark.parametrize("name", ["trees.mrg", "word_tag.txt"])
+def test_observe_words_for_other_tagged_formats(make_window, qtbot, name):
+    from densehmm_core.data import load
+    w = make_window()
+    p = w.data_panel
+    ds = _open(qtbot, w, os.path.join(DATA, name), 1)
+    assert p.observe_box.isVisibleTo(p) and not p.observe_form.isRowVisible(p.tagset)   # no tag column choice
+    p.observe.setCurrentIndex(p.observe.findData("words"))
+    p.max_vocab.setValue(20)
+    ds = _reread(qtbot, w, ds)
+    want = load(os.path.join(DATA, name), observe="words", lowercase=True, max_vocab=20)
+    assert ds.observes_words and ds.vocabulary == list(want.vocabulary) and not w.errors
+
+
+def test_fasta_and_demo_hide_the_observe_group(make_window, qtbot):
+    w = make_window()
+    p = w.data_panel
+    _open(qtbot, w, os.path.join(DATA, "nucleotides.fasta"), 1)
+    assert not p.observe_box.isVisibleTo(p)
+    w.load_demo()
+    assert not p.observe_box.isVisibleTo(p)
+    _open(qtbot, w, WORDS_CONLLU, 3)
+    assert p.observe_box.isVisibleTo(p)
+    w.select_dataset(0)
+    assert not p.observe_box.isVisibleTo(p)
+
+
+def test_a_session_with_a_words_data_set_reopens_as_words(make_window, qtbot, tmp_path):
+    from app.modelspec import ModelSpec
+    w = make_window("a")
+    p = w.data_panel
+    ds = _open(qtbot, w, WORDS_CONLLU, 1)
+    p.observe.setCurrentIndex(p.observe.findData("words"))
+    p.rare.setCurrentIndex(p.rare.findData("shape"))
+    p.max_vocab.setValue(15)
+    ds = _reread(qtbot, w, ds)
+    assert ds.observes_words
+    job = w.start_training(ModelSpec(kind="standard", n=3, steps=2, tol=0.0))
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+    path = str(tmp_path / "words.h5")
+    names = []
+    w.save_session(path, on_done=names.extend)
+    qtbot.waitUntil(lambda: bool(names), timeout=30000)
+    w2 = make_window("b")
+    restored = []
+    w2.open_session(path, on_done=restored.extend)
+    qtbot.waitUntil(lambda: bool(restored) and restored[0].dataset is not None, timeout=30000)
+    ds2 = restored[0].dataset
+    assert ds2.observes_words and ds2.vocabulary == ds.vocabulary and ds2.options == ds.options
+    assert ds2.options["read"] == {"observe": "words", "tagset": "upos", "lowercase": True, "max_vocab": 15,
+                                   "rare": "shape"}
+    for x, y in zip(ds2.train.sequences, ds.train.sequences):
+        np.testing.assert_array_equal(x, y)
+    assert w2.data_panel.observe.currentData() == "words" and w2.data_panel.max_vocab.value() == 15
+    assert not w.errors
