@@ -161,7 +161,13 @@ class DataSetsMixin:
     def _loaded_key(self, key: int, path: str, batch: int, result, replace: Optional[DataSet] = None) -> None:
         self._load_progress.pop(key, None)
         try:
-            self._loaded(path, result, replace)
+            if replace is not None and isinstance(result, DataSet) and replace in self.datasets:
+                self._pending_loads -= 1
+                self._update_busy()
+                self._replace_dataset(replace, result)
+                self.statusBar().showMessage(f"Read {os.path.basename(path)} again", 5000)
+            else:
+                self._loaded(path, result)
         finally:
             self._batch_done(batch)
 
@@ -187,7 +193,7 @@ class DataSetsMixin:
         lines = "\n".join(f"• {os.path.basename(p)}: {_reason(p, m)}" for p, m in failed)
         self._error_dialog("Cannot open files", f"{len(failed)} files could not be opened:\n\n{lines}")
 
-    def _loaded(self, path: str, result, replace: Optional[DataSet] = None) -> None:
+    def _loaded(self, path: str, result) -> None:
         self._pending_loads -= 1
         self._update_busy()
         self.settings.last_folder = os.path.dirname(path)
@@ -199,8 +205,6 @@ class DataSetsMixin:
                                       for (name, model), info in zip(result.models, result.info)])
         elif isinstance(result, ModelSet):
             self._add_model_set(result)
-        elif replace is not None and replace in self.datasets:
-            self._replace_dataset(replace, result)
         else:
             self.add_dataset(result)
         self.statusBar().showMessage(f"Opened {os.path.basename(path)}", 5000)
