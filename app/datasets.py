@@ -165,8 +165,8 @@ def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, forma
     files (model files report nothing: their size says little about the reading time);
     ``format`` names the data format ("auto": detected; see :func:`format_of_filter`);
     ``read`` holds reader options of ``data.load`` (the data panel's Observe group: ``observe``,
-    ``lowercase``, ``max_vocab``, ``rare``, ``tagset``); the data set keeps them in
-    ``options["read"]`` (sessions read the file again with them).
+    ``lowercase``, ``max_vocab``, ``min_count``, ``rare``, ``tagset``, ``drop_traces``); the data
+    set keeps them in ``options["read"]`` (sessions read the file again with them).
     """
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
@@ -190,9 +190,11 @@ def is_tagged(ds: Optional[DataSet]) -> bool:
 
 def read_options(ds: DataSet) -> dict:
     """How a tagged corpus was read, from its provenance (the reader's options, defaults
-    included): ``observe``, ``lowercase``, ``max_vocab``, ``rare`` and, for CoNLL-U, ``tagset``."""
+    included): ``observe``, ``lowercase``, ``max_vocab``, ``min_count``, ``rare``, for CoNLL-U
+    ``tagset`` and for Penn Treebank ``drop_traces``."""
     opts = (getattr(ds.corpus, "provenance", None) or {}).get("options") or {}
-    return {k: opts[k] for k in ("observe", "lowercase", "max_vocab", "rare", "tagset") if k in opts}
+    keys = ("observe", "lowercase", "max_vocab", "min_count", "rare", "tagset", "drop_traces")
+    return {k: opts[k] for k in keys if k in opts}
 
 
 def format_of_filter(chosen: str) -> Optional[str]:

@@ -114,6 +114,49 @@ def test_observe_words_for_other_tagged_formats(make_window, qtbot, name):
     assert ds.observes_words and ds.vocabulary == list(want.vocabulary) and not w.errors
 
 
+def test_min_count_makes_rare_words(make_window, qtbot):
+    from densehmm_core.data import load
+    w = make_window()
+    p = w.data_panel
+    ds = _open(qtbot, w, WORDS_CONLLU, 1)
+    assert not _shown(p, p.min_count) and not _shown(p, p.keep_traces)     # CoNLL-U: no traces row
+    p.observe.setCurrentIndex(p.observe.findData("words"))
+    assert _shown(p, p.min_count) and p.min_count.value() == 1 and not _shown(p, p.keep_traces)
+    p.min_count.setValue(2)
+    ds = _reread(qtbot, w, ds)
+    want = load(WORDS_CONLLU, observe="words", lowercase=True, min_count=2)
+    assert ds.n_symbols == len(want.vocabulary) < len(load(WORDS_CONLLU, observe="words", lowercase=True).vocabulary)
+    assert ds.options["read"]["min_count"] == 2 and "drop_traces" not in ds.options["read"] and not w.errors
+    p.min_count.setValue(1)
+    w.select_dataset(0)                                  # the group shows how it was read
+    assert p.min_count.value() == 2
+
+
+@pytest.mark.parametrize("observe", ["tags", "words"])
+def test_keep_traces_for_penn_treebank(make_window, qtbot, observe):
+    from densehmm_core.data import load
+    path = os.path.join(DATA, "trees.mrg")
+    w = make_window()
+    p = w.data_panel
+    ds = _open(qtbot, w, path, 1)
+    assert _shown(p, p.keep_traces) and not p.keep_traces.isChecked()     # the library default: dropped
+    p.observe.setCurrentIndex(p.observe.findData(observe))
+    assert _shown(p, p.keep_traces)
+    p.keep_traces.setChecked(True)
+    ds = _reread(qtbot, w, ds)
+    kept = load(path, observe=observe, lowercase=True, drop_traces=False)
+    dropped = load(path, observe=observe, lowercase=True)
+    n_tokens = sum(len(x) for x in ds.corpus.sequences)
+    assert n_tokens == sum(len(x) for x in kept.sequences) != sum(len(x) for x in dropped.sequences)
+    assert ds.options["read"]["drop_traces"] is False and not w.errors
+    p.keep_traces.setChecked(False)
+    w.select_dataset(0)
+    assert p.keep_traces.isChecked() and _shown(p, p.keep_traces)
+    p.keep_traces.setChecked(False)                      # back to the default: traces dropped
+    ds = _reread(qtbot, w, ds)
+    assert sum(len(x) for x in ds.corpus.sequences) == sum(len(x) for x in dropped.sequences)
+
+
 def test_fasta_and_demo_hide_the_observe_group(make_window, qtbot):
     w = make_window()
     p = w.data_panel
@@ -150,7 +193,7 @@ def test_a_session_with_a_words_data_set_reopens_as_words(make_window, qtbot, tm
     ds2 = restored[0].dataset
     assert ds2.observes_words and ds2.vocabulary == ds.vocabulary and ds2.options == ds.options
     assert ds2.options["read"] == {"observe": "words", "tagset": "upos", "lowercase": True, "max_vocab": 15,
-                                   "rare": "shape"}
+                                   "min_count": None, "rare": "shape"}
     for x, y in zip(ds2.train.sequences, ds.train.sequences):
         np.testing.assert_array_equal(x, y)
     assert w2.data_panel.observe.currentData() == "words" and w2.data_panel.max_vocab.value() == 15

@@ -142,12 +142,20 @@ class DataPanel(QWidget):
         self.max_vocab.setSpecialValueText("all words")
         self.max_vocab.setToolTip("Keep the most frequent words (rare words included); 0: every word")
         form.addRow("Vocabulary size", self.max_vocab)
+        self.min_count = QSpinBox(); self.min_count.setRange(1, 1_000_000)
+        self.min_count.setSpecialValueText("1 (off)")
+        self.min_count.setToolTip("Words seen fewer times than this are rare (min_count); 1: off")
+        form.addRow("Min. count", self.min_count)
         self.rare = QComboBox()
         self.rare.addItem("one unknown symbol", "unk")
         self.rare.addItem("word-shape classes", "shape")
         self.rare.setToolTip("Words outside the vocabulary become one unknown symbol, or their word-shape "
                              "class (capitalised, number, -ing, -ed…)")
         form.addRow("Rare words", self.rare)
+        self.keep_traces = QCheckBox("keep traces (-NONE-)")
+        self.keep_traces.setToolTip("Penn Treebank: keep the empty elements tagged -NONE- (traces) as tokens; "
+                                    "off: they are dropped (drop_traces)")
+        form.addRow("", self.keep_traces)
         self.reread_button = QPushButton("Apply (re-read)")
         self.reread_button.setToolTip("Read the file again with these options; split, seed and preprocessing stay")
         self.reread_button.clicked.connect(lambda: self.reread_requested.emit(self.read_options()))
@@ -158,17 +166,20 @@ class DataPanel(QWidget):
 
     def _observe_changed(self) -> None:
         words = self.observe.currentData() == "words"
-        for w in (self.lowercase, self.max_vocab, self.rare):
+        for w in (self.lowercase, self.max_vocab, self.min_count, self.rare):
             self.observe_form.setRowVisible(w, words)
 
     def read_options(self) -> dict:
         """The Observe group's reader options for ``densehmm_core.data.load`` (only those that
-        apply: ``tagset`` for CoNLL-U, the vocabulary for words)."""
+        apply: ``tagset`` for CoNLL-U, ``drop_traces`` for Penn Treebank, the vocabulary for words)."""
         read = {"observe": self.observe.currentData()}
         if self.observe_form.isRowVisible(self.tagset):
             read["tagset"] = self.tagset.currentData()
+        if self.observe_form.isRowVisible(self.keep_traces):
+            read["drop_traces"] = not self.keep_traces.isChecked()
         if read["observe"] == "words":
             read.update(lowercase=self.lowercase.isChecked(), max_vocab=self.max_vocab.value() or None,
+                        min_count=self.min_count.value() if self.min_count.value() > 1 else None,
                         rare=self.rare.currentData())
         return read
 
@@ -182,9 +193,12 @@ class DataPanel(QWidget):
         self.observe_form.setRowVisible(self.tagset, "tagset" in opts)
         if "tagset" in opts:
             self.tagset.setCurrentIndex(max(0, self.tagset.findData(opts["tagset"])))
+        self.observe_form.setRowVisible(self.keep_traces, "drop_traces" in opts)
+        self.keep_traces.setChecked(not opts.get("drop_traces", True))
         if opts.get("observe") == "words":   # as read; for tags: the words' defaults stay offered
             self.lowercase.setChecked(bool(opts.get("lowercase")))
             self.max_vocab.setValue(int(opts.get("max_vocab") or 0))
+            self.min_count.setValue(int(opts.get("min_count") or 1))
             self.rare.setCurrentIndex(max(0, self.rare.findData(opts.get("rare", "unk"))))
         self._observe_changed()
 

@@ -111,7 +111,8 @@ class DataSetsMixin:
 
     def reread_dataset(self, ds: Optional[DataSet], read: dict) -> None:
         """The data panel's Observe group: read ``ds``'s file again with the reader options
-        ``read`` (``observe``, ``tagset``, ``lowercase``, ``max_vocab``, ``rare``), keeping its
+        ``read`` (``observe``, ``tagset``, ``drop_traces``, ``lowercase``, ``max_vocab``, ``min_count``,
+        ``rare``), keeping its
         split, seed and preprocessing, on the loading path of File > Open (progress, one error
         dialog); the new data set takes the old one's place in the list."""
         if ds is None or ds.path is None or ds.corpus is None:
