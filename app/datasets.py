@@ -183,16 +183,15 @@ def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, forma
 def is_tagged(ds: Optional[DataSet]) -> bool:
     """Whether a data set was read from a tagged corpus (any format but FASTA): it can observe
     its tags or its words."""
-    corpus = getattr(ds, "corpus", None)
-    prov = getattr(corpus, "provenance", None) or {}
-    return ds is not None and ds.path is not None and prov.get("format", "fasta") != "fasta"
+    return (ds is not None and ds.path is not None and ds.corpus is not None
+            and ds.corpus.provenance.get("format", "fasta") != "fasta")
 
 
 def read_options(ds: DataSet) -> dict:
     """How a tagged corpus was read, from its provenance (the reader's options, defaults
     included): ``observe``, ``lowercase``, ``max_vocab``, ``min_count``, ``rare``, for CoNLL-U
     ``tagset`` and for Penn Treebank ``drop_traces``."""
-    opts = (getattr(ds.corpus, "provenance", None) or {}).get("options") or {}
+    opts = ds.corpus.provenance.get("options") or {}
     keys = ("observe", "lowercase", "max_vocab", "min_count", "rare", "tagset", "drop_traces")
     return {k: opts[k] for k in keys if k in opts}
 

@@ -43,7 +43,7 @@ def _counts(pairs) -> np.ndarray:
     """Pair counts from the normalised ``vals`` (exact when ``pairs.n_pairs`` is known,
     otherwise scaled so that the rarest pair counts 1)."""
     vals = np.asarray(pairs.vals, np.float64)
-    total = float(getattr(pairs, "n_pairs", 0.0) or 0.0)
+    total = float(pairs.n_pairs)
     if total <= 0:
         total = 1.0 / float(vals.min())
     return vals * total

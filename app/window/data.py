@@ -117,7 +117,7 @@ class DataSetsMixin:
         dialog); the new data set takes the old one's place in the list."""
         if ds is None or ds.path is None or ds.corpus is None:
             return
-        prov = getattr(ds.corpus, "provenance", None) or {}
+        prov = ds.corpus.provenance
         fmt = "auto" if prov.get("format_detected", True) else prov.get("format", "auto")
         options = {k: v for k, v in (ds.options or {}).items() if k != "read"}
         if read:
