@@ -359,6 +359,28 @@ def test_gpu_path_sizes_chunks_by_free_memory():
     assert numpy_eng.prepare(seqs, n).chunk_elements == 777
 
 
+def test_sparse_counts_keep_chunk_positions_within_int32(monkeypatch):
+    """A memory budget larger than int32 positions (a big GPU, one state) still gives chunks whose
+    padded positions fit the sparse matrix's int32 indices; results are unchanged."""
+    from densehmm_core.engine.array_engine import PreparedSequences
+    rng = np.random.default_rng(9)
+    seqs = rand_seqs(rng, 7, 80, 25)
+    pi, A, B = rand_model(rng, 1, 25)
+    huge = gpu_path_on_numpy(32 * 10 ** 12)              # budget of 5e11 elements for n = 1
+    whole = huge.prepare(seqs, 1)
+    assert len(whole.chunks) == 1 and whole.chunk_elements > 2 ** 31
+    monkeypatch.setattr(PreparedSequences, "MAX_SPARSE_POSITIONS", 120)   # stands in for 2 ** 31 - 1
+    prep = huge.prepare(seqs, 1)
+    assert len(prep.chunks) > 1
+    for ch in prep.chunks:
+        T, nb = ch.obs.shape
+        assert T * nb <= 120 or nb == 1
+    ref = NumpyEngine(min_batch=0).statistics(pi, A, B, seqs)
+    got = huge.statistics(pi, A, B, prep)
+    np.testing.assert_allclose(got.emit, ref.emit, rtol=1e-12)
+    np.testing.assert_allclose(got.loglik, ref.loglik, rtol=1e-12)
+
+
 def test_prepared_sequences_belong_to_their_engine():
     seqs = [np.array([0, 1, 1]), np.array([1])]
     prep = NumpyEngine().prepare(seqs, 2)

@@ -127,6 +127,11 @@ class PreparedSequences:
     on every EM iteration.  It belongs to the engine that made it.
     """
 
+    #: padded positions ``T_max x n_seq`` of one chunk at most when emission counts are
+    #: sparse products (cuSPARSE's int32 column indices); a budget from a large GPU memory
+    #: and a one- or two-state model could exceed it
+    MAX_SPARSE_POSITIONS = 2 ** 31 - 1
+
     def __init__(self, seqs: Sequence[np.ndarray], backend: ArrayBackend, chunk_elements: int,
                  n_states_hint: int = 16, emit_method: str = "bincount"):
         seqs = [np.asarray(s) for s in seqs]
@@ -149,6 +154,9 @@ class PreparedSequences:
         order = np.argsort(-lengths, kind="stable")
         self.chunks: List[_Chunk] = []
         budget_tokens = max(1, self.chunk_elements // max(1, self._n_hint))
+        if emit_method == "sparse":
+            # the symbol-by-position matrix indexes the padded positions t * B + j with int32
+            budget_tokens = min(budget_tokens, self.MAX_SPARSE_POSITIONS)
         # where each sequence's tokens start in prepared order (sorted by length, chunk by chunk)
         self.starts = np.empty(len(seqs), dtype=np.int64)
         self.starts[order] = np.concatenate([[0], np.cumsum(lengths[order])[:-1]])
