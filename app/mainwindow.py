@@ -127,6 +127,9 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs_panel.set_select_new(self.settings.select_new_jobs)
         self.jobs_panel.select_new_changed.connect(
             lambda on: setattr(self.settings, "select_new_jobs", on))
+        self.jobs_panel.set_hidden_columns(self.settings.jobs_hidden_columns)
+        self.jobs_panel.hidden_columns_changed.connect(
+            lambda ids: setattr(self.settings, "jobs_hidden_columns", ids))
         self.jobs_panel.current_changed.connect(self.show_job)
         self.jobs_panel.cancel_requested.connect(self.cancel_job)
         self.jobs_panel.export_requested.connect(self.export_models_dialog)

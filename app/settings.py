@@ -119,6 +119,21 @@ class Settings:
     def select_new_jobs(self, on: bool) -> None:
         self.q.setValue("jobs/select_new", "true" if on else "false")
 
+    @property
+    def jobs_hidden_columns(self) -> List[str]:
+        """Columns of the Jobs table the user hid (``jobs/hidden_columns``: ids of
+        ``app.panels.jobs_panel.COLUMN_IDS`` as a JSON list; default: none)."""
+        raw = self.q.value("jobs/hidden_columns", "[]")
+        try:
+            ids = json.loads(raw) if isinstance(raw, str) else []
+        except ValueError:
+            ids = []
+        return [str(i) for i in ids] if isinstance(ids, list) else []
+
+    @jobs_hidden_columns.setter
+    def jobs_hidden_columns(self, ids: List[str]) -> None:
+        self.q.setValue("jobs/hidden_columns", json.dumps([str(i) for i in ids]))
+
     # sweeps on Dask (app.remote_jobs) -----------------------------------
     @property
     def sweep_target(self) -> str:

@@ -99,3 +99,110 @@ def test_new_jobs_stay_unselected_when_the_setting_says_so(window, qtbot):
     assert window.jobs_panel.current_job() is a       # the first job only (nothing was selected)
     assert window.current_job is a and b is not None
     _finish(qtbot, [a, b])
+
+
+# ---------------------------------------------------------------- narrow widths
+def _long_named_fasta(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "kinase_domains_uniprot_2024_subsampled_for_a_long_name.fasta"
+    path.write_text("".join(f">s{i}\n{''.join(rng.choice(list('ACDEFGHIKLMNPQRSTVWY'), 60))}\n" for i in range(20)))
+    return str(path)
+
+
+def _visible_columns(panel):
+    return [c for c in range(panel.tree.columnCount()) if not panel.tree.isColumnHidden(c)]
+
+
+def test_jobs_table_fits_a_narrow_dock_without_scrolling_sideways(window, qtbot, tmp_path):
+    from app.panels import jobs_panel as jp
+    window.show()
+    window.open_files([_long_named_fasta(tmp_path)])
+    qtbot.waitUntil(lambda: len(window.datasets) == 2 and not window.loading, timeout=30000)
+    jobs = [window.start_training(ModelSpec(kind="standard", n=3, steps=4, tol=0.0, seed=0)),
+            window.start_training(ModelSpec(kind="standard_fair", n=4, l=2, steps=4, tol=0.0, seed=1))]
+    window.select_dataset(0)   # the demo
+    jobs.append(window.start_training(ModelSpec(kind="standard", n=2, steps=4, tol=0.0, seed=2)))
+    _finish(qtbot, jobs)
+    running = window.start_training(ModelSpec(kind="standard", n=6, steps=10 ** 6, tol=0.0, seed=3))
+    try:
+        _check_narrow_and_wide(window, qtbot)
+    finally:   # closing the window with a running job would ask first
+        window.cancel_job(running)
+    _finish(qtbot, [running])
+    # no job active: no Cancel column
+    qtbot.waitUntil(lambda: window.jobs_panel.tree.isColumnHidden(jp.C_CANCEL), timeout=5000)
+
+
+def _check_narrow_and_wide(window, qtbot):
+    from app.panels import jobs_panel as jp
+    qtbot.waitUntil(lambda: window.jobs.running_jobs() != [], timeout=30000)
+    panel, tree = window.jobs_panel, window.jobs_panel.tree
+    dock = window.jobs_dock
+    dock.setFloating(True)
+    for width in (420, 1400):
+        dock.resize(width, 330)
+        qtbot.waitUntil(lambda: abs(dock.width() - width) < 2, timeout=5000)
+        qtbot.wait(50)
+        shown = _visible_columns(panel)
+        room = tree.viewport().width()
+        assert not tree.horizontalScrollBar().isVisible(), width
+        assert sum(tree.columnWidth(c) for c in shown) <= room
+        # the columns shown are the most important ones: a prefix of PRIORITY
+        assert shown == sorted(jp.PRIORITY[:len(shown)]), width
+        assert panel.minimumSizeHint().width() <= 420
+        for item in panel.items.values():
+            job = panel.job_for_item(item)
+            lines = item.toolTip(jp.C_NAME).split("\n")
+            assert lines[0] == job.name
+            # every hidden column's value is in the Job cell's tooltip
+            for c in panel.hidden_columns():
+                if c not in (jp.C_PROG, jp.C_CANCEL):
+                    assert f"{panel.column_title(c)}: {item.text(c)}" in lines
+            # and every other cell's tooltip holds its full text (shown elided where it is too long)
+            for c in shown:
+                if c not in (jp.C_NAME, jp.C_PROG, jp.C_CANCEL) and item.text(c):
+                    assert item.text(c) in item.toolTip(c), (c, item.text(c), item.toolTip(c))
+        # a finished job's Cancel button is gone for good (the tree shows its item widgets
+        # again after each layout: once, disabled ones came back)
+        for job in window.jobs.jobs:
+            btn = panel.cancel_buttons.get(job.id)
+            assert btn is None or btn.isVisible() == (not job.state.is_final and jp.C_CANCEL in shown)
+        if width == 420:
+            assert jp.C_DATA not in shown and jp.C_DEVICE not in shown
+            assert shown[:3] == [jp.C_NAME, jp.C_STATE, jp.C_PROG]
+            # the buttons wrap onto a second line rather than widening the dock
+            assert panel.select_new.y() > panel.cancel_sel.geometry().bottom()
+            assert all(w.geometry().right() <= panel.toolbar.width()
+                       for w in (panel.cancel_sel, panel.export_btn, panel.compare_btn, panel.score_btn,
+                                 panel.select_new, panel.pool))
+        else:
+            assert {jp.C_DATA, jp.C_TEST, jp.C_CANCEL} <= set(shown)
+            # one line
+            assert abs(panel.select_new.geometry().center().y() - panel.cancel_sel.geometry().center().y()) <= 1
+            # the Data column shows the long file name's first 200 pixels at least
+            assert tree.columnWidth(jp.C_DATA) >= 200
+
+
+def test_the_column_choice_is_kept_in_the_settings(window, qtbot, tmp_path):
+    from app.mainwindow import MainWindow
+    from app.panels import jobs_panel as jp
+    from app.settings import Settings
+    panel = window.jobs_panel
+    menu = panel.column_menu()
+    titles = [a.text() for a in menu.actions() if a.isCheckable()]
+    assert "Job" not in titles and len(titles) == len(jp.COLUMNS) - 1     # Job always shows
+    mad = next(a for a in menu.actions() if a.text().split(" (")[0] == "MAD")
+    assert mad.isChecked()
+    mad.trigger()                                   # unticked: the user hides the MAD column
+    assert panel.tree.isColumnHidden(jp.C_MAD) and window.settings.jobs_hidden_columns == ["mad"]
+    window.settings.sync()
+    again = MainWindow(Settings(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)))
+    qtbot.addWidget(again)
+    assert again.jobs_panel.user_hidden == {jp.C_MAD} and again.jobs_panel.tree.isColumnHidden(jp.C_MAD)
+    assert not next(a for a in again.jobs_panel.column_menu().actions() if a.text().startswith("MAD")).isChecked()
+    show_all = next(a for a in again.jobs_panel.column_menu().actions() if a.text() == "Show all columns")
+    show_all.trigger()
+    assert again.settings.jobs_hidden_columns == [] and again.jobs_panel.user_hidden == set()
+    # a hand-edited settings file: unknown ids and "name" (Job) are ignored
+    again.jobs_panel.set_hidden_columns(["name", "bogus", "device"])
+    assert again.jobs_panel.user_hidden == {jp.C_DEVICE}

@@ -5,6 +5,13 @@ One row per job: state, progress bar, the model (kind, n, l, parameters), its re
 The numbers come from :func:`app.jobrows.job_row`.  Clicking a header sorts by that
 column (numbers as numbers, unknown values last); the jobs of a sweep sit under one
 group row that says how many of them finished.
+
+Narrow widths: the table never scrolls sideways by itself.  The Job column takes the
+width left over and the Data column grows to show its names; when the columns do not fit,
+the least important ones give way (:data:`PRIORITY`; the Job column always stays), and
+the Job cell's tooltip lists their values.  The header's context menu chooses which
+columns may be shown (kept in the settings by the main window); every cell's tooltip
+holds its full text.
 """
 from __future__ import annotations
 
@@ -12,15 +19,17 @@ import math
 import re
 from typing import Dict, List, Optional
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QProgressBar,
-                               QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu,
+                               QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
+                               QWidget)
 
 from ..jobrows import job_row
 from ..jobs import Job, JobState
+from .flow import FlowLayout
 
-__all__ = ["JobsPanel", "format_seconds", "COLUMNS"]
+__all__ = ["JobsPanel", "format_seconds", "COLUMNS", "COLUMN_IDS", "PRIORITY"]
 
 #: (header, row key or None, tooltip)
 COLUMNS = [
@@ -45,6 +54,20 @@ COLUMNS = [
 (C_NAME, C_STATE, C_PROG, C_MODEL, C_N, C_L, C_PARAMS, C_TRAIN, C_TEST, C_MAD, C_ITER, C_STOP, C_TIME,
  C_DEVICE, C_DATA, C_RESULT, C_CANCEL) = range(len(COLUMNS))
 _KEYS = {c: key for c, (_h, key, _t) in enumerate(COLUMNS) if key}
+#: the columns' names in the settings (``jobs/hidden_columns``)
+COLUMN_IDS = [key or {C_PROG: "progress", C_CANCEL: "cancel"}[c] for c, (_h, key, _t) in enumerate(COLUMNS)]
+#: most important first: where the columns do not fit, the last ones are hidden first
+PRIORITY = [C_NAME, C_STATE, C_PROG, C_RESULT, C_MODEL, C_TEST, C_N, C_L, C_CANCEL, C_TRAIN, C_TIME, C_DATA,
+            C_MAD, C_ITER, C_PARAMS, C_STOP, C_DEVICE]
+#: widths of the columns that keep theirs (pixels); Job and Data share what is left
+_WIDTHS = {C_STATE: 72, C_PROG: 100, C_MODEL: 96, C_N: 36, C_L: 32, C_PARAMS: 58, C_TRAIN: 74, C_TEST: 74,
+           C_MAD: 70, C_ITER: 56, C_STOP: 84, C_TIME: 84, C_DEVICE: 60, C_RESULT: 130, C_CANCEL: 66}
+#: narrowest Job and Data columns (their text is elided below that; the tooltip holds it), and
+#: the widest they grow to before the columns after them get room: Job's full names come
+#: right after C_GROW_NAME, Data's first 200 pixels right after the Data column itself (up to
+#: 300 only when all columns fit)
+_MIN_NAME, _MAX_NAME, _MIN_DATA, _MID_DATA, _MAX_DATA = 130, 320, 80, 200, 300
+C_GROW_NAME = C_TEST
 _NUMERIC = {C_N, C_L, C_PARAMS, C_TRAIN, C_TEST, C_MAD, C_ITER, C_TIME, C_RESULT}
 
 SORT_ROLE = Qt.UserRole + 1
@@ -99,6 +122,14 @@ class _Item(QTreeWidgetItem):
         return str(self.data(0, Qt.UserRole)) < str(other.data(0, Qt.UserRole))  # ties: in job order
 
 
+class _CancelButton(QPushButton):
+    """A row's Cancel button; once disabled (the job ended) it stays hidden, although the
+    tree shows its item widgets again whenever it lays them out."""
+
+    def setVisible(self, visible: bool) -> None:  # noqa: N802 - Qt's name
+        super().setVisible(visible and self.isEnabled())
+
+
 class JobsPanel(QWidget):
     """Lists the jobs of a :class:`~app.jobs.JobManager` as a results table.
 
@@ -114,6 +145,7 @@ class JobsPanel(QWidget):
     score_requested = Signal(object)
     pool_size_changed = Signal(int)
     select_new_changed = Signal(bool)
+    hidden_columns_changed = Signal(list)   # ids (COLUMN_IDS) of the columns the user hid
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -124,9 +156,19 @@ class JobsPanel(QWidget):
         self.cancel_buttons: Dict[int, QPushButton] = {}
         self.jobs: Dict[int, Job] = {}
         self.rows: Dict[int, dict] = {}        # job id -> its newest job_row
+        self.user_hidden: set = set()          # columns the user hid (header's context menu)
+        self.no_room: set = set()              # columns hidden because the table is too narrow
+        self._name_width = 0                   # widest Job text (pixels)
+        self._data_width = 0                   # widest Data text (pixels)
+        self._n_active = 0
+        self._measured: Dict[int, tuple] = {}  # job id -> (final?, Data, Job texts) when last measured
+        self._fitting = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
-        bar = QHBoxLayout()
+        # the buttons wrap onto a second line in a narrow dock; the options sit at the right end
+        self.toolbar = QWidget()
+        bar = FlowLayout(self.toolbar, spacing=6, right_from=4)
+        bar.setContentsMargins(0, 0, 0, 0)
         self.cancel_sel = QPushButton("Cancel selected")
         self.cancel_sel.clicked.connect(lambda: [self.cancel_requested.emit(j) for j in self.selected_jobs()])
         self.export_btn = QPushButton("Export .h5…")
@@ -140,20 +182,23 @@ class JobsPanel(QWidget):
         self.score_btn.clicked.connect(lambda: [self.score_requested.emit(j) for j in self.selected_jobs()])
         for b in (self.cancel_sel, self.export_btn, self.compare_btn, self.score_btn):
             bar.addWidget(b)
-        bar.addStretch(1)
         self.select_new = QCheckBox("Show new jobs")
         self.select_new.setChecked(True)
         self.select_new.setToolTip("Select a job (the first of a sweep) as soon as it is started, "
                                    "so that the dashboard shows it")
         self.select_new.toggled.connect(self.select_new_changed)
         bar.addWidget(self.select_new)
-        bar.addWidget(QLabel("Parallel jobs"))
+        parallel = QWidget()      # the label and its spin box stay on one line
+        pl = QHBoxLayout(parallel)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.addWidget(QLabel("Parallel jobs"))
         self.pool = QSpinBox()
         self.pool.setRange(1, 64)
         self.pool.setToolTip("How many jobs train at once")
         self.pool.valueChanged.connect(self.pool_size_changed)
-        bar.addWidget(self.pool)
-        lay.addLayout(bar)
+        pl.addWidget(self.pool)
+        bar.addWidget(parallel)
+        lay.addWidget(self.toolbar)
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(COLUMNS))
         self.tree.setHeaderLabels([c[0] for c in COLUMNS])
@@ -166,16 +211,19 @@ class JobsPanel(QWidget):
         self.tree.setSortingEnabled(True)
         self.tree.sortByColumn(C_NAME, Qt.AscendingOrder)
         self.tree.setMinimumHeight(120)
+        self.tree.setMinimumWidth(_MIN_NAME + 20)
+        self.tree.setTextElideMode(Qt.ElideMiddle)   # names and files differ at their ends
         h = self.tree.header()
         h.setStretchLastSection(False)
-        h.setSectionResizeMode(QHeaderView.Interactive)
-        widths = {C_NAME: 250, C_STATE: 72, C_PROG: 120, C_MODEL: 96, C_N: 36, C_L: 32, C_PARAMS: 58,
-                  C_TRAIN: 78, C_TEST: 78, C_MAD: 70, C_ITER: 56, C_STOP: 90, C_TIME: 66, C_DEVICE: 60,
-                  C_DATA: 130, C_RESULT: 150, C_CANCEL: 66}
-        for c, w in widths.items():
-            self.tree.setColumnWidth(c, w)
+        h.setMinimumSectionSize(24)
+        h.setSectionResizeMode(QHeaderView.Interactive)   # fitted to the width; the user may still drag
+        h.setContextMenuPolicy(Qt.CustomContextMenu)
+        h.customContextMenuRequested.connect(lambda pos: self.column_menu().exec(h.mapToGlobal(pos)))
+        self.tree.headerItem().setToolTip(C_CANCEL, "Cancel a queued or running job")
         self.tree.currentItemChanged.connect(self._current_changed)
+        self.tree.viewport().installEventFilter(self)
         lay.addWidget(self.tree, 1)
+        self.fit_columns()
 
     # ------------------------------------------------------------ queries
     def job_for_item(self, item) -> Optional[Job]:
@@ -229,6 +277,128 @@ class JobsPanel(QWidget):
                 out.append(top.child(k).data(0, Qt.UserRole))
         return out
 
+    # ------------------------------------------------------------ columns
+    def column_title(self, c: int) -> str:
+        return COLUMNS[c][0] or "Cancel"
+
+    def hidden_columns(self) -> List[int]:
+        """Columns not shown now: hidden by the user, or for lack of room."""
+        return [c for c in range(len(COLUMNS)) if self.tree.isColumnHidden(c)]
+
+    def set_hidden_columns(self, ids) -> None:
+        """The columns the user hid (ids of :data:`COLUMN_IDS`; unknown ones and Job are ignored)."""
+        hidden = {COLUMN_IDS.index(i) for i in ids if i in COLUMN_IDS} - {C_NAME}
+        if hidden != self.user_hidden:
+            self.user_hidden = hidden
+            self.fit_columns()
+            self.hidden_columns_changed.emit([COLUMN_IDS[c] for c in sorted(hidden)])
+
+    def set_column_shown(self, c: int, on: bool) -> None:
+        ids = {COLUMN_IDS[k] for k in self.user_hidden}
+        ids = ids - {COLUMN_IDS[c]} if on else ids | {COLUMN_IDS[c]}
+        self.set_hidden_columns(sorted(ids))
+
+    def column_menu(self) -> QMenu:
+        """The header's context menu: a check box per column (Job always shows)."""
+        menu = QMenu(self)
+        menu.setToolTipsVisible(True)
+        for c in range(len(COLUMNS)):
+            if c == C_NAME:
+                continue
+            title = self.column_title(c) + (" (no room)" if c in self.no_room else "")
+            a = menu.addAction(title)
+            a.setCheckable(True)
+            a.setChecked(c not in self.user_hidden)
+            a.setToolTip(COLUMNS[c][2] or self.tree.headerItem().toolTip(c))
+            a.toggled.connect(lambda on, c=c: self.set_column_shown(c, on))
+        menu.addSeparator()
+        menu.addAction("Show all columns", lambda: self.set_hidden_columns([]))
+        return menu
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802
+        if event.type() == QEvent.Resize and obj is self.tree.viewport():
+            self.fit_columns()
+        return super().eventFilter(obj, event)
+
+    def fit_columns(self) -> None:
+        """Fit the columns to the table's width (no sideways scrolling).
+
+        In :data:`PRIORITY` order, while they fit: each column at its width (Job and Data at
+        their narrowest), Job widened to its longest name after :data:`C_GROW_NAME`, Data to
+        its longest name after itself; the first that does not fit and all after it are
+        hidden.  What is left goes to Data, then Job.
+        """
+        if self._fitting:
+            return
+        self._fitting = True
+        try:
+            room = self.tree.viewport().width()
+            wanted = [c for c in PRIORITY if c not in self.user_hidden
+                      and not (c == C_CANCEL and self._n_active == 0)]   # no Cancel buttons: no column
+            grow = {C_NAME: max(0, min(_MAX_NAME, self._name_width) - _MIN_NAME),
+                    C_DATA: max(0, min(_MAX_DATA, self._data_width) - _MIN_DATA)}
+            widths = {C_NAME: _MIN_NAME}
+            used = _MIN_NAME
+            for c in wanted[1:]:
+                w = _MIN_DATA if c == C_DATA else _WIDTHS[c]
+                if used + w > room:
+                    break
+                widths[c] = w
+                used += w
+                for g in (C_NAME, C_DATA):    # the Job or Data column widened to its names now
+                    if c == (C_GROW_NAME if g == C_NAME else C_DATA) and g in widths:
+                        extra = min(grow[g], room - used, _MID_DATA - _MIN_DATA if g == C_DATA else grow[g])
+                        widths[g] += extra
+                        used += extra
+                        grow[g] -= extra
+            no_room = {c for c in wanted if c not in widths}
+            if C_DATA in widths:
+                extra = min(room - used, grow[C_DATA])
+                widths[C_DATA] += extra
+                used += extra
+            widths[C_NAME] += max(0, room - used)
+            for c in range(len(COLUMNS)):
+                hide = c not in widths
+                if self.tree.isColumnHidden(c) != hide:
+                    self.tree.setColumnHidden(c, hide)
+                if not hide and self.tree.columnWidth(c) != widths[c]:
+                    self.tree.setColumnWidth(c, widths[c])
+            if no_room != self.no_room:
+                self.no_room = no_room
+                for job in self.jobs.values():
+                    self._name_tip(job)
+        finally:
+            self._fitting = False
+
+    def _name_tip(self, job: Job) -> None:
+        """The Job cell's tooltip: the job's name, and the values of the hidden columns."""
+        item = self.items.get(job.id)
+        if item is None:
+            return
+        lines = [job.name]
+        for c in sorted(self.user_hidden | self.no_room, key=PRIORITY.index):
+            if c == C_CANCEL:
+                continue
+            text = (self.bars[job.id].text() if job.id in self.bars else "") if c == C_PROG else item.text(c)
+            lines.append(f"{self.column_title(c)}: {text}")
+        tip = "\n".join(lines)
+        if item.toolTip(C_NAME) != tip:
+            item.setToolTip(C_NAME, tip)
+
+    def _measure(self, item: Optional[QTreeWidgetItem] = None) -> None:
+        """Refit when the longest Job or Data text (with ``item``'s, a new or changed row; else
+        of all rows, after a removal) or the presence of active jobs (the Cancel column) changed."""
+        fm = self.tree.fontMetrics()
+        items = [item] if item is not None else list(self.items.values())
+        name = max((fm.horizontalAdvance(it.text(C_NAME)) + 40 for it in items), default=0)  # + tree indent
+        data = max((fm.horizontalAdvance(it.text(C_DATA)) + 16 for it in items), default=0)
+        if item is not None:
+            name, data = max(name, self._name_width), max(data, self._data_width)
+        active = sum(not j.state.is_final for j in self.jobs.values())
+        if (name, data, active) != (self._name_width, self._data_width, self._n_active):
+            self._name_width, self._data_width, self._n_active = name, data, active
+            self.fit_columns()
+
     # ------------------------------------------------------------ updates
     def _group(self, sweep: str) -> QTreeWidgetItem:
         g = self.groups.get(sweep)
@@ -278,7 +448,7 @@ class JobsPanel(QWidget):
         self.bars[job.id] = bar
         self.tree.setItemWidget(item, C_PROG, bar)
         if not job.state.is_final:
-            btn = QPushButton("Cancel")
+            btn = _CancelButton("Cancel")
             btn.setMaximumHeight(22)
             btn.clicked.connect(lambda _=False, j=job: self.cancel_requested.emit(j))
             self.cancel_buttons[job.id] = btn
@@ -299,8 +469,9 @@ class JobsPanel(QWidget):
                     self.groups.pop(job.sweep, None)
             else:
                 self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
-        for d in (self.bars, self.cancel_buttons, self.jobs, self._styled, self.rows):
+        for d in (self.bars, self.cancel_buttons, self.jobs, self._styled, self.rows, self._measured):
             d.pop(job.id, None)
+        self._measure()
 
     def update_job(self, job: Job) -> None:
         item = self.items.get(job.id)
@@ -339,9 +510,11 @@ class JobsPanel(QWidget):
                 item.setData(c, SORT_ROLE, value)
         for c in _NUMERIC:
             item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
-        tips = {C_NAME: job.name, C_DATA: row["data"], C_STOP: row["stop"] or "",
-                C_RESULT: (job.reason + (("\n\n" + job.error) if job.error else ""))
-                if job.state in (JobState.FAILED, JobState.DIVERGED) else texts[C_RESULT]}
+        tips = dict(texts)      # every cell's full text (it may be elided)
+        tips.update({C_DATA: row["data"] or "—", C_STOP: row["stop"] or "—",
+                     C_RESULT: (job.reason + (("\n\n" + job.error) if job.error else ""))
+                     if job.state in (JobState.FAILED, JobState.DIVERGED) else texts[C_RESULT]})
+        del tips[C_NAME]        # the Job cell's tooltip: _name_tip
         for col, tip in tips.items():
             if item.toolTip(col) != tip:
                 item.setToolTip(col, tip)
@@ -368,11 +541,16 @@ class JobsPanel(QWidget):
                 if bar.format() != fmt:
                     bar.setFormat(fmt)
         btn = self.cancel_buttons.get(job.id)
-        if btn is not None and job.state.is_final and btn.isVisibleTo(self.tree):
+        if btn is not None and job.state.is_final and btn.isEnabled():
             btn.setEnabled(False)
             btn.hide()   # nothing to cancel any more: the column stays quiet
         if job.sweep:
             self._update_group(job.sweep)
+        self._name_tip(job)
+        measured = (job.state.is_final, texts[C_DATA], texts[C_NAME])
+        if self._measured.get(job.id) != measured:   # the widest Data name, Cancel column or not
+            self._measured[job.id] = measured
+            self._measure(item)
 
     def set_pool_size(self, n: int) -> None:
         self.pool.blockSignals(True)
