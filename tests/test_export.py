@@ -304,3 +304,45 @@ def test_a_plot_widget_itself_exports(qtbot, tmp_path):
     export_widget(w, tmp_path / "p.png")
     img = QtGui.QImage(str(tmp_path / "p.png"))
     assert (img.width(), img.height()) == (300, 200)
+
+
+def test_decode_figure_names_the_sequence_and_leaves_out_its_chooser(qtbot, tmp_path):
+    """The decode view's chooser row ("Sequence:" spin box, id, find box) is on screen only;
+    the exported figure's title names the sequence instead."""
+    from app.views import DecodeView
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(3)
+    seqs = [rng.integers(0, 6, size=L) for L in (30, 45, 12)]
+    model = StandardHMM(3, n_symbols=6, n_iter=3, seed=0).fit(seqs)
+    long_id = "sp|P69905|HBA_HUMAN Hemoglobin subunit alpha OS=Homo sapiens"
+    corpus = type("C", (), {"sequences": seqs, "vocabulary": list("abcdef"), "names": ["s0", "s1", long_id]})()
+    w = DecodeView()
+    qtbot.addWidget(w)
+    w.resize(900, 500)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_model(model, corpus)
+    w.select_sequence(1)
+    title = "Sequence 1 of 3 (id s1, length 45): Viterbi state path"
+    assert w.figure_title() == title
+    svg = export_widget(w, tmp_path / "decode.svg")
+    root = ET.parse(svg).getroot()
+    texts = [" ".join("".join(el.itertext()).split()) for el in root.iter(SVG_NS + "text")]
+    joined = " | ".join(texts)
+    assert title in joined
+    assert "Posterior state probabilities" in joined and "position t" in joined
+    assert "Sequence:" not in joined and "of 3 (data set)" not in joined and "Find sequence" not in joined
+    assert "State colours:" in joined  # the legend is part of the figure
+    png = export_widget(w, tmp_path / "decode.png")
+    img = QtGui.QImage(str(png))
+    assert (img.width(), img.height()) == (900, 500)
+    colors = {img.pixel(x, y) for x in range(0, 900, 5) for y in range(0, 500, 5)}
+    assert len(colors) > 20  # state colours, heat strip, text: not blank
+    assert w.controls.isVisible() and "of 3 (data set)" in w.seq_label.text()  # back on screen
+    # a long id is cut in the title (the id box on screen keeps it whole)
+    w.select_sequence(2)
+    assert w.figure_title() == ("Sequence 2 of 3 (id " + long_id[:39] + "…, length 12): Viterbi state path")
+    w.set_model(model, None)  # no data: sampled sequences, said in the title
+    assert w.figure_title() == "Sequence 0 of 10 sampled from the model (seed 0, length 120): Viterbi state path"
+    w.clear()
+    assert w.figure_title() == "Viterbi state path"
