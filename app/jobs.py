@@ -150,6 +150,7 @@ class Job:
 class _RunnerSignals(QObject):
     started = Signal(object)            # job
     finished = Signal(object, object, str, str)  # job, JobState, reason, error text
+    tensorflow = Signal(object)         # {"tf_version", "devices", "where": "worker" | "app"}
 
 
 class _JobRunner(QRunnable):
@@ -161,6 +162,7 @@ class _JobRunner(QRunnable):
         self.signals = signals
         self.live = live
         self.executor = executor
+        self.worker = None       # the training worker process of the job's fit, if any
         # Python owns the runnable (kept in JobManager._runners for the job's lifetime), so a
         # queued job can still be taken off the pool and no wrapper ever outlives its C++ object.
         self.setAutoDelete(False)
@@ -177,9 +179,22 @@ class _JobRunner(QRunnable):
                     job.notes.append(f"no worker process could be started ({type(exc).__name__}: {exc}); "
                                      f"the job trained in the app's process")
                 else:
+                    self.worker = worker
                     return pool.iter_fit_on(worker, job.model, job.train, eval_data=job.test,
                                             cancel=job.token, **job.fit_kwargs)
         return job.model.iter_fit(job.train, eval_data=job.test, cancel=job.token, **job.fit_kwargs)
+
+    def tensorflow_info(self) -> Optional[dict]:
+        """TensorFlow's version and devices once the fit's process has imported it, else None:
+        as the worker process reported it, or from this process (the fit runs here)."""
+        if self.worker is not None:
+            info = self.worker.tf_info
+            return None if info is None else dict(info, where="worker")
+        from densehmm_core.device import imported_tf, list_devices
+        tf = imported_tf()
+        if tf is None:
+            return None
+        return {"tf_version": str(tf.__version__), "devices": list_devices(), "where": "app"}
 
     def run(self) -> None:  # runs on a pool thread
         job, sig = self.job, self.signals
@@ -192,9 +207,15 @@ class _JobRunner(QRunnable):
         from densehmm_core.events import TrainingDiverged
         try:
             last = None
+            told_tf = False
             for ev in self.stream(job):
                 last = ev
                 self.live.post(job, ev)
+                if not told_tf:  # the fit may just have imported TensorFlow: tell the window
+                    info = self.tensorflow_info()
+                    if info is not None:
+                        told_tf = True
+                        sig.tensorflow.emit(info)
             reason = (last.reason if last is not None else "") or "done"
             if reason == "cancelled" or (job.token.cancelled and reason != "converged"):
                 state = JobState.CANCELLED
@@ -220,12 +241,16 @@ class JobManager(QObject):
         per job, always the newest; its ``params`` hold the newest snapshot seen).
     job_finished(job)
         The job reached a final state.
+    tensorflow_loaded(info)
+        A job's fit runs where TensorFlow is imported (said once per manager):
+        ``{"tf_version": str, "devices": [device dicts], "where": "worker" | "app"}``.
     """
 
     job_added = Signal(object)
     job_changed = Signal(object)
     job_event = Signal(object, object)
     job_finished = Signal(object)
+    tensorflow_loaded = Signal(object)
 
     def __init__(self, parent: Optional[QObject] = None, pool_size: int = 2, max_rate: float = 10.0,
                  executor: Optional[str] = None, gpu_slots: int = 1) -> None:
@@ -258,6 +283,8 @@ class JobManager(QObject):
         self._signals = _RunnerSignals()
         self._signals.started.connect(self._on_started)
         self._signals.finished.connect(self._on_finished)
+        self._signals.tensorflow.connect(self._on_tensorflow)
+        self.tf_info: Optional[dict] = None      # the first TensorFlow report of a job
         self._runners: Dict[int, _JobRunner] = {}
         self._external: Dict[int, Callable[[], None]] = {}   # adopted job id -> its cancel
 
@@ -406,6 +433,11 @@ class JobManager(QObject):
         return self.pool.activeThreadCount() == 0 and not self._waiting
 
     # --------------------------------------------------- runner signals
+    def _on_tensorflow(self, info: dict) -> None:
+        if self.tf_info is None:
+            self.tf_info = info
+            self.tensorflow_loaded.emit(info)
+
     def _on_started(self, job: Job) -> None:
         if job.state == JobState.QUEUED:
             job.state = JobState.RUNNING

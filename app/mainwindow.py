@@ -32,6 +32,7 @@ from . import tasks
 from .datasets import DataSet
 from .jobs import Job, JobManager
 from .modelspec import ModelSpec
+from .panels.about import TF_WHERE
 from .panels.data_panel import DataPanel
 from .panels.jobs_panel import JobsPanel
 from .panels.log_panel import LogPanel
@@ -83,7 +84,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.current_dataset: Optional[DataSet] = None
         self.current_job: Optional[Job] = None
         self.tf_status = "not loaded"
-        self.tf_version: Optional[str] = None   # reported by the worker process that loaded TensorFlow
+        self.tf_version: Optional[str] = None   # reported by the process that loaded TensorFlow
+        self.tf_where = TF_WHERE            # that process, for About
         self.devices: List[str] = []
         self._pending_loads = 0
         self._load_serial = 0
@@ -97,6 +99,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs.job_added.connect(self._job_added)
         self.jobs.job_changed.connect(self._job_changed)
         self.jobs.job_finished.connect(self._job_finished)
+        self.jobs.tensorflow_loaded.connect(self._tf_loaded_by_job)
 
         # central area
         self.stack = QStackedWidget()
@@ -292,21 +295,39 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
 
     def _tf_ready(self, result) -> None:
         version, devices, secs = result
-        specs = []
-        for d in devices:
-            specs.append(d.get("spec", d.get("name")) if isinstance(d, dict) else str(d))
-        self.devices = specs
-        self.jobs.set_devices(specs)
-        self.model_form.set_devices(specs)
-        self.tf_status = "ready"
-        self.tf_version = str(version)
-        kinds = ", ".join(specs) or "CPU"
-        self.tf_label.setText(f"TensorFlow {version} · {kinds}")
+        where = TF_WHERE if self.jobs.executor == "process" else "the app's process"
+        kinds = self._record_tensorflow(version, devices, where)
         self.statusBar().showMessage(f"TensorFlow {version} ready in {secs:.1f} s (devices: {kinds}).", 6000)
-        where = "a training worker process" if self.jobs.executor == "process" else "the app"
         self.log_panel.log(f"TensorFlow {version} loaded in {secs:.1f} s in {where}; devices: {kinds}")
         self._freeze_gc()
         self.background_ready.emit()
+
+    def _tf_loaded_by_job(self, info: dict) -> None:
+        """A job's fit imported TensorFlow (``--no-tensorflow``, or before the background query
+        answered): record its version, and its devices where none were known."""
+        if self.tf_version is not None:
+            return
+        version = info["tf_version"]
+        where = TF_WHERE if info.get("where") == "worker" else "the app's process"
+        kinds = self._record_tensorflow(version, info["devices"], where, keep_devices=bool(self.devices))
+        self.statusBar().showMessage(f"TensorFlow {version} loaded by a job (devices: {kinds}).", 6000)
+        self.log_panel.log(f"TensorFlow {version} loaded by a job in {where}; devices: {kinds}")
+
+    def _record_tensorflow(self, version, devices, where: str, keep_devices: bool = False) -> str:
+        """Remember TensorFlow's version and where it runs (About, the status bar) and, unless
+        ``keep_devices``, its devices (the Model form's Device field, job placement);
+        returns the devices as shown."""
+        if not keep_devices:
+            specs = [d.get("spec", d.get("name")) if isinstance(d, dict) else str(d) for d in devices]
+            self.devices = specs
+            self.jobs.set_devices(specs)
+            self.model_form.set_devices(specs)
+        self.tf_status = "ready"
+        self.tf_version = str(version)
+        self.tf_where = where
+        kinds = ", ".join(self.devices) or "CPU"
+        self.tf_label.setText(f"TensorFlow {version} · {kinds}")
+        return kinds
 
     def _freeze_gc(self) -> None:
         """After start-up: move the long-lived objects (Qt wrappers, modules, TensorFlow when it

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple
 
-__all__ = ["DeviceError", "GpuUnavailableError", "import_tf", "list_devices", "resolve_device",
+__all__ = ["DeviceError", "GpuUnavailableError", "import_tf", "imported_tf", "list_devices", "resolve_device",
            "gpu_available", "parse_device", "cupy_gpus"]
 
 _TF = None
@@ -79,6 +79,15 @@ def import_tf():
         except (RuntimeError, ValueError):  # pragma: no cover - devices already initialised
             pass
         _TF = tf
+    return _TF
+
+
+def imported_tf():
+    """TensorFlow's module once :func:`import_tf` has imported it in this process, else None.
+
+    Never imports it (and never returns a module another thread is still importing): for
+    telling a front end which TensorFlow a fit has loaded.
+    """
     return _TF
 
 

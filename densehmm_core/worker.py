@@ -19,6 +19,11 @@ pickles cross the pipe, only plain numbers, strings and numeric arrays.  Paramet
 snapshots are sent at most every ``params_interval`` seconds (always with the first and
 the last event); every event itself is forwarded.  Only :class:`~densehmm_core.DenseHMM`
 and :class:`~densehmm_core.StandardHMM` can be trained in a worker (:func:`supports`).
+
+The first time a fit imports TensorFlow in a worker, the worker says so (a "tensorflow"
+reply with its version and devices, ahead of the fit's next event): the caller finds it in
+:attr:`TrainingWorker.tf_info`, so that a front end that never asked (``--no-tensorflow``)
+still learns which TensorFlow its fits use.
 """
 from __future__ import annotations
 
@@ -36,6 +41,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
+from .device import import_tf, imported_tf
 from .events import CancelToken, ProgressEvent, TrainingDiverged
 
 __all__ = ["WorkerPool", "TrainingWorker", "WorkerError", "supports", "shared_pool", "close_shared_pool",
@@ -194,7 +200,7 @@ def _event_to_plain(ev: ProgressEvent, with_params: bool) -> dict:
 #: control messages the worker accepts (parent -> worker)
 CONTROL_OPS = ("fit", "cancel", "stop", "warm")
 #: replies the parent accepts (worker -> parent)
-REPLY_OPS = ("event", "end", "warm", "alive", "cancel_ack", "protocol_error")
+REPLY_OPS = ("event", "end", "warm", "tensorflow", "alive", "cancel_ack", "protocol_error")
 #: seconds between the worker's "alive" messages (so a stopped or hung worker is noticed)
 HEARTBEAT_S = 0.5
 
@@ -223,6 +229,18 @@ def _check_control(msg: Any) -> dict:
     return msg
 
 
+def _check_tf_info(msg: dict) -> None:
+    """The TensorFlow report of a "warm" or "tensorflow" reply: ``tf_version`` (a non-empty
+    string) and ``devices`` (objects whose "name", "type" and "spec" are strings)."""
+    version, devices = msg.get("tf_version"), msg.get("devices")
+    if not isinstance(version, str) or not version:
+        raise ValueError(f"{msg['op']} reply without TensorFlow's version")
+    if not isinstance(devices, list) or not all(
+            isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("name", "type", "spec"))
+            for d in devices):
+        raise ValueError(f"{msg['op']} reply with a bad device list")
+
+
 def _check_reply(msg: Any) -> dict:
     """A worker's reply as the parent expects it; ValueError naming what is wrong."""
     if not isinstance(msg, dict):
@@ -248,6 +266,14 @@ def _check_reply(msg: Any) -> dict:
             raise ValueError(f"end reply with an unknown outcome {outcome!r}")
         if outcome != "failed" and not isinstance(msg.get("state"), dict):
             raise ValueError("end reply without the model's state")
+    elif op == "tensorflow":
+        _check_tf_info(msg)
+    elif op == "warm":
+        if "error" in msg:
+            if not isinstance(msg["error"], str):
+                raise ValueError("warm reply with a bad error")
+        else:
+            _check_tf_info(msg)
     return msg
 
 
@@ -327,6 +353,14 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
                 stop_all()
                 return
 
+    told_tf: List[bool] = []           # non-empty once the parent knows this process's TensorFlow
+
+    def tell_tensorflow():
+        """Once per process, as soon as a fit has imported TensorFlow: its version and devices."""
+        if not told_tf and imported_tf() is not None:
+            told_tf.append(True)
+            send({"op": "tensorflow", **_tensorflow_info()})
+
     threading.Thread(target=reader, name="densehmm-worker-control", daemon=True).start()
     threading.Thread(target=heartbeat, name="densehmm-worker-heartbeat", daemon=True).start()
 
@@ -338,9 +372,9 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
         try:
             if op == "warm":
                 try:
-                    from .device import import_tf, list_devices
-                    tf = import_tf()
-                    send({"op": "warm", "tf_version": tf.__version__, "devices": list_devices()})
+                    import_tf()
+                    send({"op": "warm", **_tensorflow_info()})
+                    told_tf.append(True)
                 except (OSError, ValueError):
                     raise
                 except Exception as exc:  # noqa: BLE001 - reported to the caller
@@ -353,7 +387,7 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
                     if msg.get("job") in cancelled:  # cancelled while it waited behind other work
                         token.cancel()
                 try:
-                    _serve_fit(msg, token, send)
+                    _serve_fit(msg, token, send, tell_tensorflow)
                 finally:
                     with lock:
                         current.clear()
@@ -363,7 +397,15 @@ def _child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in th
     stopping.set()
 
 
-def _serve_fit(msg: dict, token: CancelToken, send) -> None:  # pragma: no cover - worker process
+def _tensorflow_info() -> dict:  # pragma: no cover - worker process
+    """TensorFlow's version and devices (TensorFlow already imported)."""
+    from .device import list_devices
+    return {"tf_version": str(imported_tf().__version__), "devices": list_devices()}
+
+
+def _serve_fit(msg: dict, token: CancelToken, send, tell_tensorflow) -> None:  # pragma: no cover - worker process
+    """Run one fit; ``tell_tensorflow()`` is called before every message (it reports
+    TensorFlow once the fit has imported it, ahead of the event that follows)."""
     model = None
     from .registry import model_from_config
     try:
@@ -381,9 +423,12 @@ def _serve_fit(msg: dict, token: CancelToken, send) -> None:  # pragma: no cover
             if with_params:
                 last_params = now
                 first = False
+            tell_tensorflow()
             send({"op": "event", "event": _event_to_plain(ev, with_params)})
+        tell_tensorflow()
         send({"op": "end", "outcome": "done", "state": model.arrays()})
     except TrainingDiverged as exc:
+        tell_tensorflow()
         send({"op": "end", "outcome": "diverged", "message": str(exc), "state": model.arrays()})
     except BaseException as exc:  # noqa: BLE001 - reported to the caller
         send({"op": "end", "outcome": "failed", "message": f"{type(exc).__name__}: {exc}",
@@ -437,6 +482,9 @@ class TrainingWorker:
         self._jobs = 0            # fits sent so far: each fit and its cancel carry its number
         self.broken = False
         self.warm_info: Optional[dict] = None
+        #: ``{"tf_version": str, "devices": [...]}`` once the process has imported TensorFlow
+        #: (for a fit, or asked to by :meth:`warm`); set by the reader thread
+        self.tf_info: Optional[dict] = None
         self._warm_pending = False
         self._cancel_acked: set = set()
         self._closing = threading.Event()
@@ -480,6 +528,10 @@ class TrainingWorker:
             if op == "cancel_ack":
                 self._cancel_acked.add(msg.get("job"))
                 continue
+            if op in ("tensorflow", "warm") and "error" not in msg:
+                self.tf_info = {"tf_version": msg["tf_version"], "devices": msg["devices"]}
+                if op == "tensorflow":
+                    continue
             if op == "protocol_error":
                 self._put(("bad", f"the training process refused a message: {msg.get('message', '')}"))
                 return

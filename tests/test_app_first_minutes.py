@@ -68,3 +68,51 @@ def test_the_window_can_shrink_to_a_1400_x_900_screen(qtbot, tmp_path):
     qtbot.wait(50)
     ms = w.minimumSizeHint()
     assert ms.width() <= 1400 - 40 and ms.height() <= 900 - 60, (ms.width(), ms.height())
+
+
+# ------------------------------------------- TensorFlow learnt from a job (--no-tensorflow)
+def _dense_spec():
+    from app.modelspec import ModelSpec, paper_defaults
+    d = dict(paper_defaults("dense_cooc", "paper"), kind="dense_cooc", n=3, l=2, seed=0, steps=20)
+    return ModelSpec(**d)
+
+
+@pytest.mark.parametrize("executor", ["process", "thread"])
+def test_a_job_that_loads_tensorflow_tells_about_its_version(qtbot, tmp_path, monkeypatch, executor):
+    """Started with --no-tensorflow (no background query): the first dense job's process
+    imports TensorFlow and the window learns its version, devices and where it runs."""
+    pytest.importorskip("tensorflow")
+    import tensorflow
+    from app.jobs import JobState
+    from app.panels.about import about_text
+    monkeypatch.setenv("DENSEHMM_JOB_EXECUTOR", executor)
+    w = _window(qtbot, tmp_path)
+    w.load_demo()
+    assert w.tf_version is None and w.devices == []
+    job = w.start_training(_dense_spec())
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=90000)
+    assert job.state == JobState.FINISHED, job.reason + job.error
+    qtbot.waitUntil(lambda: w.tf_version is not None, timeout=5000)
+    where = "a training worker process" if executor == "process" else "the app's process"
+    assert (w.tf_version, w.tf_where, w.tf_status) == (tensorflow.__version__, where, "ready")
+    assert "/CPU:0" in w.devices and w.model_form.device.findData("/CPU:0") >= 0
+    assert w.tf_label.text().startswith(f"TensorFlow {tensorflow.__version__} · ")
+    text = about_text(w.tf_version, w.tf_where)
+    assert f"{tensorflow.__version__} (loaded in {where})" in text and "not loaded yet" not in text
+    assert any(f"TensorFlow {tensorflow.__version__} loaded by a job" in line for _, line in w.log_panel.lines)
+
+
+def test_a_job_report_keeps_what_start_up_already_learnt(qtbot, tmp_path):
+    """The window's handler of a job's report: it never overrides the start-up query's answer,
+    and keeps devices already known (a GPU listed at start-up stays in the Device field)."""
+    w = _window(qtbot, tmp_path)
+    report = {"tf_version": "2.98.0", "devices": [{"name": "/device:CPU:0", "type": "CPU", "spec": "/CPU:0"}],
+              "where": "worker"}
+    w._tf_ready(("2.99.1", [{"name": "/device:CPU:0", "spec": "/CPU:0"},
+                            {"name": "/device:GPU:0", "spec": "/GPU:0"}], 0.5))
+    w.jobs.tensorflow_loaded.emit(report)
+    assert w.tf_version == "2.99.1" and w.devices == ["/CPU:0", "/GPU:0"]
+    w2 = _window(qtbot, tmp_path, "s2.ini")
+    w2.devices = ["/CPU:0", "/GPU:0"]    # known, e.g. from an earlier report
+    w2.jobs.tensorflow_loaded.emit(report)
+    assert (w2.tf_version, w2.tf_where, w2.devices) == ("2.98.0", "a training worker process", ["/CPU:0", "/GPU:0"])

@@ -187,7 +187,16 @@ def test_dense_fits_and_divergence_in_a_worker(demo, pool):
     here = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", cooc_steps=200)
     here.fit(train, eval_data=test)
     there = DenseHMM(4, 3, fit_method="cooc", seed=5, preset="paper", cooc_steps=200)
-    events = list(pool.iter_fit(there, train, eval_data=test))
+    w = pool.acquire()
+    events, reported = [], []
+    for ev in pool.iter_fit_on(w, there, train, eval_data=test):
+        events.append(ev)
+        reported.append(w.tf_info)
+    # the worker said which TensorFlow the fit imported (a "tensorflow" reply; or its answer to
+    # an earlier "warm"), before the first event reached this process
+    import tensorflow
+    assert reported[0] is not None and reported[0]["tf_version"] == tensorflow.__version__
+    assert any(d["spec"] == "/CPU:0" for d in reported[0]["devices"])
     for k in ("startprob_", "transmat_", "emissionprob_"):
         np.testing.assert_array_equal(getattr(there, k), getattr(here, k))
     for k, v in here.embeddings_.items():

@@ -46,6 +46,30 @@ def _child_bad_event(ctrl, data, nice):  # pragma: no cover
     time.sleep(60)
 
 
+_CPU = {"name": "/device:CPU:0", "type": "CPU", "spec": "/CPU:0", "tensorflow": True, "cupy": False}
+
+
+def _child_bad_tensorflow(ctrl, data, nice):  # pragma: no cover
+    ctrl.recv_bytes()
+    data.send_bytes(encode_message({"op": "tensorflow", "tf_version": 2.21, "devices": [_CPU]}))
+    time.sleep(60)
+
+
+def _child_bad_devices(ctrl, data, nice):  # pragma: no cover
+    ctrl.recv_bytes()
+    data.send_bytes(encode_message({"op": "tensorflow", "tf_version": "2.21.0", "devices": [{"name": 0}]}))
+    time.sleep(60)
+
+
+def _child_reports_tensorflow(ctrl, data, nice):  # pragma: no cover
+    """Says it imported TensorFlow, then sends one event and fails the fit (a fit's order)."""
+    ctrl.recv_bytes()
+    data.send_bytes(encode_message({"op": "tensorflow", "tf_version": "9.8.7", "devices": [_CPU]}))
+    data.send_bytes(encode_message({"op": "event", "event": {"step": 0, "phase": "cooc", "metrics": {}}}))
+    data.send_bytes(encode_message({"op": "end", "outcome": "failed", "message": "stop here"}))
+    time.sleep(60)
+
+
 def _child_silent(ctrl, data, nice):  # pragma: no cover
     ctrl.recv_bytes()
     time.sleep(60)
@@ -55,6 +79,8 @@ def _child_silent(ctrl, data, nice):  # pragma: no cover
     (_child_unknown_reply, "unknown reply 'dance'"),
     (_child_garbage_reply, "not a worker message"),
     (_child_bad_event, "bad event"),
+    (_child_bad_tensorflow, "tensorflow reply without TensorFlow's version"),
+    (_child_bad_devices, "tensorflow reply with a bad device list"),
 ])
 def test_a_malformed_reply_ends_the_worker_with_a_named_protocol_error(train, target, reason):
     w = TrainingWorker(nice=0, _target=target)
@@ -66,6 +92,21 @@ def test_a_malformed_reply_ends_the_worker_with_a_named_protocol_error(train, ta
     finally:
         w.close()
     assert time.monotonic() - t0 < 20
+
+
+def test_a_tensorflow_report_is_recorded_before_the_next_event(train):
+    """The worker's "tensorflow" reply (sent when a fit first imports TensorFlow) is not an
+    event: it sets ``tf_info``, which the caller sees by the time the next event arrives."""
+    w = TrainingWorker(nice=0, _target=_child_reports_tensorflow)
+    seen = []
+    try:
+        assert w.tf_info is None
+        with pytest.raises(WorkerError, match="stop here"):
+            for ev in w.iter_fit(long_model(), train):
+                seen.append((ev.step, w.tf_info))
+    finally:
+        w.close()
+    assert seen == [(0, {"tf_version": "9.8.7", "devices": [_CPU]})]
 
 
 def test_a_silent_worker_is_noticed_and_killed(train):

@@ -8,7 +8,10 @@ from typing import Optional
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-__all__ = ["versions", "about_text", "show_about"]
+__all__ = ["versions", "about_text", "show_about", "TF_WHERE"]
+
+#: where the app's TensorFlow runs by default (``MainWindow.tf_where``)
+TF_WHERE = "a training worker process"
 
 
 def _dist_version(*names: str) -> str:
@@ -20,12 +23,13 @@ def _dist_version(*names: str) -> str:
     return "not installed"
 
 
-def versions(tf_loaded: Optional[str] = None) -> dict:
+def versions(tf_loaded: Optional[str] = None, tf_where: str = TF_WHERE) -> dict:
     """Versions without importing anything heavy.
 
-    ``tf_loaded``: TensorFlow's version as reported by the training worker process that
-    loaded it (the app's own process never imports it); without it, the version is read
-    from the package metadata and marked "not loaded yet".
+    ``tf_loaded``: TensorFlow's version as reported by the process that loaded it, at
+    start-up or when a job first did (``tf_where``: a training worker process, or the
+    app's own process with ``DENSEHMM_JOB_EXECUTOR=thread``); without it, the version is
+    read from the package metadata and marked "not loaded yet".
     """
     import PySide6
     from PySide6 import QtCore
@@ -37,7 +41,7 @@ def versions(tf_loaded: Optional[str] = None) -> dict:
         "densehmm_core": densehmm_core.__version__,
         "Python": platform.python_version(),
         "numpy": _dist_version("numpy"),
-        "TensorFlow": (f"{tf_loaded} (loaded in a training worker process)" if tf_loaded
+        "TensorFlow": (f"{tf_loaded} (loaded in {tf_where})" if tf_loaded
                        else (tf.__version__ + " (loaded)") if tf is not None and hasattr(tf, "__version__")
                        else _dist_version("tensorflow-cpu", "tensorflow") + " (not loaded yet)"),
         "hmmlearn": _dist_version("hmmlearn"),
@@ -49,8 +53,9 @@ def versions(tf_loaded: Optional[str] = None) -> dict:
     }
 
 
-def about_text(tf_loaded: Optional[str] = None) -> str:
-    rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;{v}</td></tr>" for k, v in versions(tf_loaded).items())
+def about_text(tf_loaded: Optional[str] = None, tf_where: str = TF_WHERE) -> str:
+    rows = "".join(f"<tr><td><b>{k}</b></td><td>&nbsp;{v}</td></tr>"
+                   for k, v in versions(tf_loaded, tf_where).items())
     return ("<h3>DenseHMM Studio</h3>"
             "<p>Learn hidden Markov models through dense representations "
             "(Sicking et al., <i>DenseHMM: Learning Hidden Markov Models by Learning Dense "
@@ -58,5 +63,5 @@ def about_text(tf_loaded: Optional[str] = None) -> str:
             f"<table>{rows}</table>")
 
 
-def show_about(parent: QWidget, tf_loaded: Optional[str] = None) -> None:
-    QMessageBox.about(parent, "About DenseHMM Studio", about_text(tf_loaded))
+def show_about(parent: QWidget, tf_loaded: Optional[str] = None, tf_where: str = TF_WHERE) -> None:
+    QMessageBox.about(parent, "About DenseHMM Studio", about_text(tf_loaded, tf_where))

@@ -90,5 +90,5 @@ class MenusMixin:
             self.theme_actions[key] = a
 
         h = mb.addMenu("&Help")
-        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version),
+        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version, self.tf_where),
                                  QKeySequence.HelpContents))
