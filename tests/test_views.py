@@ -917,6 +917,29 @@ def test_log_axis_draws_each_tick_value_once(qtbot):
         assert len(values) == len(set(values)) and len(values) > 0
 
 
+def _log_ticks(lo, hi, size):
+    from app.views.common import ThinLogAxis
+    ax = ThinLogAxis("left")
+    ax.setLogMode(False, True)
+    values = [v for _s, vals in ax.tickValues(np.log10(lo), np.log10(hi), size) for v in vals]
+    return [float(10.0 ** v) for v in values], ax.tickStrings(values, 1.0, None)
+
+
+def test_log_axis_labels_at_least_two_values(qtbot):
+    """A short log axis over 1.3 decades is labelled at both decades (a mis-aligned filter once left
+    only 0.01); well inside one decade it gets evenly spaced values (a MAD of 0.0021 .. 0.0029 had
+    one tick, "0.00246", written over the axis title)."""
+    vals, labels = _log_ticks(0.0053, 0.112, 80)  # room for 3 labels: 0.01, 0.02, 0.05, 0.1 are 4
+    np.testing.assert_allclose(vals, [0.01, 0.1])
+    assert labels == ["0.01", "0.1"]
+    vals, labels = _log_ticks(0.0021, 0.0029, 400)
+    np.testing.assert_allclose(vals, [0.0022, 0.0024, 0.0026, 0.0028])
+    assert labels == ["0.0022", "0.0024", "0.0026", "0.0028"]
+    vals, labels = _log_ticks(0.99995, 1.00012, 300)  # around a decade: still distinct labels
+    assert len(vals) >= 2 and len(set(labels)) == len(labels)
+    assert all(0.99995 <= v <= 1.00012 for v in vals)
+
+
 def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
     """The data panel's frequency chart is ~300 px wide: all 21 residues are named (a slightly smaller
     font) instead of every second one."""

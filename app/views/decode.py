@@ -7,7 +7,8 @@ Viterbi path drawn over it.  All inference is the core's; this view only draws.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+import contextlib
+from typing import Any, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -355,6 +356,30 @@ class DecodeView(QtWidgets.QWidget):
             about = f"id {name}, length {T}" if name else f"length {T}"
             return f"Sequence {i} of {count} ({about}): {TRACK_TITLE}"
         return f"Sequence {i} of {count} sampled from the model (seed 0, length {T}): {TRACK_TITLE}"
+
+    @contextlib.contextmanager
+    def figure_mode(self) -> Iterator[None]:
+        """While the view is exported (:mod:`app.export`): the words / gold / predicted table
+        without its scroll bar's strip when all its columns fit, else left out of the figure
+        (a table cut at the edge would tell only part of the sequence; the track names the words)."""
+        t = self.tag_table
+        if not t.isVisibleTo(self):
+            yield
+            return
+        height = t.height()
+        needed = t.verticalHeader().width() + sum(t.columnWidth(c) for c in range(t.columnCount())) + 2 * t.frameWidth()
+        fits = needed <= t.width()
+        if fits:
+            t.setFixedHeight(sum(t.rowHeight(r) for r in range(t.rowCount())) + 2 * t.frameWidth() + 2)
+        else:
+            t.setVisible(False)
+        try:
+            yield
+        finally:
+            if fits:
+                t.setFixedHeight(height)
+            else:
+                t.setVisible(True)
 
     def current_index(self) -> int:
         return int(self.spin.value())
