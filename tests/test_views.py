@@ -6,6 +6,7 @@ Offscreen Qt (conftest sets QT_QPA_PLATFORM=offscreen).
 """
 from __future__ import annotations
 
+import math
 import numpy as np
 import pytest
 
@@ -962,3 +963,18 @@ def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
     assert not _drawn_boxes_overlap(ax.drawn_labels())
     font = ax.style["tickFont"]
     assert font is None or font.pointSizeF() >= LabelAxis.MIN_POINT_SIZE
+
+
+def test_infinite_test_nll_is_explained_in_the_plot(qtbot):
+    """A standard HMM whose test part has an impossible sequence reports test NLL +inf: the NLL plot
+    says why (and names Smoothing) instead of silently drawing no test curve."""
+    w = shown(qtbot, TrainingCurves(), (400, 600))
+    for s in range(3):
+        w.add_event(ProgressEvent(step=s, total=3, loss=2.0 - 0.1 * s, train_ll=-200.0 + s,
+                                  test_ll=-math.inf, metrics={"train_nll": 2.0 - 0.01 * s, "test_nll": math.inf}))
+    assert not np.isfinite(w.curve_data("test_nll")[1]).any()
+    assert "Test NLL is infinite" in w.note("nll") and "Smoothing" in w.note("nll")
+    w.clear()
+    w.add_event(ProgressEvent(step=0, loss=2.0, train_ll=-200.0, test_ll=-100.0,
+                              metrics={"train_nll": 2.0, "test_nll": 2.5}))
+    assert w.note("nll") == ""
