@@ -12,8 +12,11 @@ and renamed over the target only when complete, so a failure leaves no partial f
 and an existing file untouched.
 
 A figure contains the plots, not the controls: check boxes, buttons, spin boxes, combo
-boxes and line edits (and any widget whose ``exportHidden`` property is true) are hidden
-while the figure is drawn and shown again afterwards.
+boxes and line edits (and any widget whose ``exportHidden`` property is true, e.g. a
+control's caption) are hidden while the figure is drawn and shown again afterwards, and
+tables show no scroll bars.  A view whose controls also tell something the figure needs
+(the embeddings' check boxes are their legend) has a ``figure_mode()`` method returning a
+context manager; inside it the view draws what the figure needs instead (a legend row).
 
 Default file names come from the job and the view (:func:`file_stem`, e.g.
 ``dense-em_n10_l3_seed0_transitions.png``).  The matrices and embeddings of a model are
@@ -121,16 +124,38 @@ def controls_hidden(widget: QtWidgets.QWidget):
             continue  # a table's corner button
         w.hide()
         hidden.append(w)
+    # scroll bars are controls too (a figure cannot scroll); a QGraphicsView (every plot) has none
+    off = QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff
+    scrolled: List[Tuple[QtWidgets.QAbstractScrollArea, Any, Any]] = []
+    for area in widget.findChildren(QtWidgets.QAbstractScrollArea):
+        if not area.isVisibleTo(widget):
+            continue
+        h, v = area.horizontalScrollBarPolicy(), area.verticalScrollBarPolicy()
+        if (h, v) != (off, off):
+            scrolled.append((area, h, v))
+            area.setHorizontalScrollBarPolicy(off)
+            area.setVerticalScrollBarPolicy(off)
     try:
-        if hidden:
-            for lay_owner in {id(h.parentWidget()): h.parentWidget() for h in hidden if h.parentWidget()}.values():
-                if lay_owner.layout() is not None:
-                    lay_owner.layout().activate()
-            if widget.layout() is not None:
-                widget.layout().activate()
-            QtWidgets.QApplication.processEvents(QtCore.QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
-        yield hidden
+        with contextlib.ExitStack() as modes:
+            in_mode = 0
+            for w in [widget] + widget.findChildren(QtWidgets.QWidget):
+                mode = getattr(w, "figure_mode", None)
+                if callable(mode) and (w is widget or w.isVisibleTo(widget)):
+                    modes.enter_context(mode())
+                    in_mode += 1
+            if hidden or scrolled or in_mode:
+                owners = {id(h.parentWidget()): h.parentWidget() for h in hidden if h.parentWidget()}
+                for lay_owner in owners.values():
+                    if lay_owner.layout() is not None:
+                        lay_owner.layout().activate()
+                if widget.layout() is not None:
+                    widget.layout().activate()
+                QtWidgets.QApplication.processEvents(QtCore.QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
+            yield hidden
     finally:
+        for area, h, v in scrolled:
+            area.setHorizontalScrollBarPolicy(h)
+            area.setVerticalScrollBarPolicy(v)
         for w in reversed(hidden):
             w.show()
 

@@ -29,7 +29,8 @@ PAPER_GRID = {3: (1, 2, 3), 5: (2, 3, 5), 10: (2, 3, 5, 10)}
 #: values meet the estimators' option names; ``n`` and ``l`` are ``n_states`` and ``dim``).
 #: ``steps`` is the form's "training length" field: Adam steps of the co-occurrence fit,
 #: EM iterations, or Baum-Welch iterations.  ``init_method`` is the form's "Start" choice,
-#: ``init_scale`` its "Init scale" (dense models only).
+#: ``init_scale`` its "Init scale" (dense models only), ``pseudocount`` its "Smoothing" (standard
+#: models only).  ``device`` is the form's Device: every model's E-step can run on a GPU (CuPy).
 CONFIG_KEYS = {
     "dense_cooc": {"lr": "lr", "steps": "cooc_steps", "tol": "tol", "restarts": "restarts",
                    "preset": "preset", "seed": "seed", "device": "device", "init_method": "init_method",
@@ -37,8 +38,10 @@ CONFIG_KEYS = {
     "dense_em": {"lr": "lr", "steps": "n_iter", "mstep_steps": "mstep_steps", "tol": "tol",
                  "restarts": "restarts", "preset": "preset", "seed": "seed", "device": "device",
                  "init_method": "init_method", "init_scale": "init_scale"},
-    "standard": {"steps": "n_iter", "tol": "tol", "seed": "seed", "init_method": "init_method"},
-    "standard_fair": {"steps": "n_iter", "tol": "tol", "seed": "seed", "init_method": "init_method"},
+    "standard": {"steps": "n_iter", "tol": "tol", "seed": "seed", "device": "device", "init_method": "init_method",
+                 "pseudocount": "emission_pseudocount"},
+    "standard_fair": {"steps": "n_iter", "tol": "tol", "seed": "seed", "device": "device",
+                      "init_method": "init_method", "pseudocount": "emission_pseudocount"},
 }
 
 
@@ -76,6 +79,7 @@ class ModelSpec:
     preset: str = "paper"
     init_method: str = "random"
     init_scale: float = 1.0
+    pseudocount: float = 0.0
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -85,6 +85,12 @@ class StandardHMM(BaseHMM):
         ``"random"``: the Dirichlet draws above.  ``"spectral"``: uniform ``startprob`` and
         ``transmat``, emission rows from the training data's context clusters, the same
         start as a spectral DenseHMM's emissions (:func:`densehmm_core.spectral.spectral_matrices`).
+    emission_pseudocount : float
+        Additive smoothing of the emission M-step, ``B[i, k] = (N[i, k] + a) / (N[i] + m a)``
+        with the expected counts ``N`` (the MAP estimate under a symmetric Dirichlet(1 + a)
+        prior; hmmlearn's ``emissionprob_prior = 1 + a``).  0 (the default) is plain
+        Baum-Welch, which gives probability 0 to every symbol the training data lacks, so
+        held-out sequences with such symbols score ``-inf`` (words: use e.g. 0.01).
 
     Notes
     -----
@@ -101,11 +107,12 @@ class StandardHMM(BaseHMM):
 
     kind = "standard"
     config_keys = ("n_states", "n_symbols", "n_iter", "tol", "seed", "engine", "snapshot_every", "device",
-                   "init_method")
+                   "init_method", "emission_pseudocount")
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
                  tol: float = 1e-4, seed: Optional[int] = None, engine: str = "auto",
-                 snapshot_every: int = 1, device: str = "auto", init_method: str = "random") -> None:
+                 snapshot_every: int = 1, device: str = "auto", init_method: str = "random",
+                 emission_pseudocount: float = 0.0) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         super().__init__(n_states, n_symbols, seed, engine, device)
@@ -117,6 +124,10 @@ class StandardHMM(BaseHMM):
         if init_method not in ("random", "spectral"):
             raise ValueError(f"init_method must be 'random' or 'spectral', got {init_method!r}")
         self.init_method = init_method
+        a = float(emission_pseudocount)
+        if not (np.isfinite(a) and a >= 0):
+            raise ValueError(f"emission_pseudocount must be a finite number >= 0, got {emission_pseudocount!r}")
+        self.emission_pseudocount = a
 
     # ---------------------------------------------------------------- surface
     @property
@@ -141,13 +152,15 @@ class StandardHMM(BaseHMM):
 
     # ---------------------------------------------------------------- training
     @staticmethod
-    def _mstep(stats, old_A, old_B):
-        """Closed-form M-step; a state with no expected counts keeps its old row."""
+    def _mstep(stats, old_A, old_B, pseudocount: float = 0.0):
+        """Closed-form M-step (emissions smoothed by ``pseudocount``); a state with no
+        expected counts keeps its old row."""
         start = stats.start / stats.start.sum()
         tsum = stats.trans.sum(axis=1, keepdims=True)
         A = np.where(tsum > 0, stats.trans / np.where(tsum > 0, tsum, 1.0), old_A)
-        esum = stats.emit.sum(axis=1, keepdims=True)
-        B = np.where(esum > 0, stats.emit / np.where(esum > 0, esum, 1.0), old_B)
+        emit = stats.emit + pseudocount if pseudocount > 0 else stats.emit
+        esum = emit.sum(axis=1, keepdims=True)
+        B = np.where(esum > 0, emit / np.where(esum > 0, esum, 1.0), old_B)
         return start, A, B
 
     def _iter_fit(self, seqs: List[np.ndarray], *, init: bool, eval_seqs, cancel,
@@ -239,7 +252,7 @@ class StandardHMM(BaseHMM):
             if done:
                 return
             if new is None:
-                new = self._mstep(stats, self.transmat_, self.emissionprob_)
+                new = self._mstep(stats, self.transmat_, self.emissionprob_, self.emission_pseudocount)
             start, A, B = new
             if not (np.all(np.isfinite(start)) and np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
                 raise TrainingDiverged(
@@ -259,4 +272,5 @@ class StandardHMM(BaseHMM):
         from hmmlearn.hmm import CategoricalHMM
         logging.getLogger("hmmlearn").setLevel(logging.ERROR)
         return CategoricalHMM(n_components=self.n_states, n_features=self.n_symbols, n_iter=1,
-                              tol=-np.inf, params="ste", init_params="", implementation="scaling")
+                              tol=-np.inf, params="ste", init_params="", implementation="scaling",
+                              emissionprob_prior=1.0 + self.emission_pseudocount)

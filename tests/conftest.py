@@ -35,6 +35,39 @@ def _collect_garbage_on_the_main_thread(request):
 
 
 @pytest.fixture
+def make_window(qtbot, tmp_path, monkeypatch):
+    """``make(name="a")`` -> a shown MainWindow with its own settings file ``<tmp>/<name>.ini``.
+
+    Jobs run in threads (``DENSEHMM_JOB_EXECUTOR=thread``); error dialogs do not block but are
+    recorded as ``(title, text)`` in the list ``window.errors`` (shared by the windows of a test);
+    each window's jobs are cancelled and waited for at the end.
+    """
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.mainwindow import MainWindow
+    from app.settings import Settings
+
+    monkeypatch.setenv("DENSEHMM_JOB_EXECUTOR", "thread")
+    errors = []
+    monkeypatch.setattr(QMessageBox, "critical", staticmethod(
+        lambda parent, title, text, *a, **k: errors.append((title, text)) or QMessageBox.StandardButton.Ok))
+    made = []
+
+    def make(name="a"):
+        w = MainWindow(Settings(QSettings(str(tmp_path / f"{name}.ini"), QSettings.Format.IniFormat)))
+        w.errors = errors
+        qtbot.addWidget(w)
+        w.show()
+        made.append(w)
+        return w
+    yield make
+    for w in made:
+        w.jobs.cancel_all()
+        w.jobs.wait(10)
+
+
+@pytest.fixture
 def full_disk(tmp_path):
     """``make(free_bytes)`` -> a folder on a small tmpfs with about ``free_bytes`` left.
 

@@ -78,6 +78,18 @@ def test_standard_job_runs_and_heatmaps_equal_model(window, qtbot):
     assert job.n_events == 16
 
 
+def test_every_job_trains_on_the_device_it_was_placed_on(window):
+    """The job's device (its slot) is the model's device for standard and dense models alike, so a
+    job counted on the CPU slot never runs its E-step on a GPU through engine="auto"."""
+    window.jobs.set_devices(["/CPU:0", "/GPU:0"])          # as if TensorFlow or CuPy listed a GPU
+    ds = window.current_dataset
+    for kind in ("standard", "standard_fair", "dense_em"):
+        for device, placed in (("cpu", "cpu"), ("/GPU:0", "/GPU:0"), ("auto", "/GPU:0")):
+            job = window.make_job(spec(kind, device=device), ds)
+            assert job.device == placed, (kind, device)
+            assert job.model.get_config()["device"] == placed, (kind, device)
+
+
 def test_dense_job_on_demo_updates_views(window, qtbot):
     from app.jobs import JobState
     job = window.start_training(spec("dense_cooc", steps=500, preset="paper"))

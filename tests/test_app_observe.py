@@ -6,36 +6,11 @@ import pytest
 
 pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-from PySide6.QtCore import QSettings, Qt  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "tests", "fixtures", "data")
 WORDS_CONLLU = os.path.join(DATA, "words.conllu")
-
-
-@pytest.fixture
-def make_window(qtbot, tmp_path, monkeypatch):
-    os.environ["DENSEHMM_JOB_EXECUTOR"] = "thread"
-    errors = []
-    monkeypatch.setattr(QMessageBox, "critical", staticmethod(lambda p, title, text, *a, **k:
-                                                              errors.append((title, text)) or QMessageBox.Ok))
-    made = []
-
-    def make(name="a"):
-        from app.mainwindow import MainWindow
-        from app.settings import Settings
-        w = MainWindow(Settings(QSettings(str(tmp_path / f"{name}.ini"), QSettings.IniFormat)))
-        w.errors = errors
-        qtbot.addWidget(w)
-        w.show()
-        made.append(w)
-        return w
-    yield make
-    for w in made:
-        w.jobs.cancel_all()
-        w.jobs.wait(10)
-    os.environ.pop("DENSEHMM_JOB_EXECUTOR", None)
 
 
 def _open(qtbot, w, path, n):

@@ -5,32 +5,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
-from PySide6.QtCore import QSettings  # noqa: E402
-from PySide6.QtWidgets import QMessageBox  # noqa: E402
 
 from app.modelspec import ModelSpec  # noqa: E402
-
-
-@pytest.fixture
-def make_window(qtbot, tmp_path, monkeypatch):
-    os.environ["DENSEHMM_JOB_EXECUTOR"] = "thread"
-    errors = []
-    monkeypatch.setattr(QMessageBox, "critical", lambda *a, **k: errors.append(a[2]) or QMessageBox.Ok)
-    made = []
-
-    def make(name):
-        from app.mainwindow import MainWindow
-        from app.settings import Settings
-        w = MainWindow(Settings(QSettings(str(tmp_path / f"{name}.ini"), QSettings.IniFormat)))
-        w.errors = errors
-        qtbot.addWidget(w)
-        made.append(w)
-        return w
-    yield make
-    for w in made:
-        w.jobs.cancel_all()
-        w.jobs.wait(10)
-    os.environ.pop("DENSEHMM_JOB_EXECUTOR", None)
 
 
 def _fasta(path):

@@ -247,6 +247,32 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     assert form.spec().init_method == "spectral"
 
 
+def test_model_form_smoothing_and_device_reach_standard_models(qtbot):
+    """"Smoothing" (emission_pseudocount) is a standard-HMM field; Device is enabled for every model
+    type and reaches a standard HMM's configuration (its E-step can run on a GPU with CuPy)."""
+    from app.modelspec import build_model
+    from app.panels.model_form import ModelForm
+    form = ModelForm()
+    qtbot.addWidget(form)
+    form.set_devices(["/CPU:0", "/GPU:0"])
+    assert form.spec().pseudocount == 0.0 and not form.pseudocount.isEnabled()   # dense by default
+    form.kind.setCurrentIndex(form.kind.findData("standard"))
+    assert form.pseudocount.isEnabled() and form.device.isEnabled() and form.pseudocount.toolTip()
+    form.pseudocount.setValue(0.05)
+    form.device.setCurrentIndex(form.device.findData("/CPU:0"))
+    with qtbot.waitSignal(form.train_requested) as sig:
+        qtbot.mouseClick(form.train_button, Qt.LeftButton)
+    spec = sig.args[0]
+    assert (spec.kind, spec.pseudocount, spec.device) == ("standard", 0.05, "/CPU:0")
+    model, _, _ = build_model(spec, 5)
+    assert model.get_config()["emission_pseudocount"] == 0.05 and model.get_config()["device"] == "/CPU:0"
+    form.kind.setCurrentIndex(form.kind.findData("dense_em"))
+    assert not form.pseudocount.isEnabled() and form.device.isEnabled()
+    assert "emission_pseudocount" not in build_model(form.spec(), 5)[0].get_config()
+    form.set_spec(type(spec)(kind="standard_fair", pseudocount=0.5))
+    assert form.pseudocount.value() == 0.5 and form.spec().pseudocount == 0.5
+
+
 WORDS_CONLLU = os.path.join(REPO, "tests", "fixtures", "data", "words.conllu")
 
 

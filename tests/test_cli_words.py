@@ -145,3 +145,31 @@ def test_decode_another_format_with_an_unk_model(tmp_path, capsys):
                        "mapped_tags"]
     assert rows[1][5] == "the dog <unk> ." and rows[1][6] == "The dog ran ."
     assert rows[2][5] == "<unk> runs ." and rows[2][7] == "np-tl vbz ."   # the file's own tags (as read)
+
+
+def test_pseudocount_makes_held_out_words_possible_and_evaluate_says_why(tmp_path, capsys):
+    """Plain Baum-Welch on a word split: held-out sentences with words the training part lacks are
+    impossible (-inf); train and evaluate say how many and name --pseudocount; with it they are finite."""
+    common = ["train", WORDS, "--observe", "words", "--model", "standard", "--states", "3", "--iter", "4",
+              "--split", "0.5", "--seed", "1", "-q"]
+    data = load(WORDS, observe="words")
+    plain, smooth = tmp_path / "plain.h5", tmp_path / "smooth.h5"
+    rc, _, err = _run(capsys, [*common, "--out", plain])
+    assert rc == 0, err
+    rc, _, err = _run(capsys, [*common, "--pseudocount", "0.01", "--out", smooth])
+    assert rc == 0, err
+    assert load_model(smooth).get_config()["emission_pseudocount"] == 0.01
+    for path, impossible in ((plain, True), (smooth, False)):
+        model = load_model(path)
+        rc, out, err = _run(capsys, ["evaluate", path, WORDS, "--split", "0.5", "--seed", "1", "--part", "test",
+                                     "--json"])
+        assert rc == 0, err
+        res = json.loads(out)
+        # the oracle: the model's own per-sentence scores of the same test part (Corpus.split, seed 1)
+        per = model.score_per_sequence(data.split(0.5, seed=1)[1].sequences)
+        assert res["n_impossible"] == int(np.sum(per == -np.inf))
+        assert (res["n_impossible"] > 0) is impossible
+        assert (res["loglik"] is None) is impossible        # -inf is written as null
+        rc, out, err = _run(capsys, ["evaluate", path, WORDS, "--split", "0.5", "--seed", "1", "--part", "test"])
+        assert ("--pseudocount" in out) is impossible
+        assert (f"of {res['n_sequences']} sequences are impossible" in out) is impossible

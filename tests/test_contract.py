@@ -167,10 +167,14 @@ def test_every_form_field_sets_its_option_explicitly(kind):
     carries exactly the form's values there (a renamed option fails here, never silently)."""
     from app.modelspec import CONFIG_KEYS, ModelSpec, build_model, model_config
     spec = ModelSpec(kind=kind, n=4, l=2, lr=0.0123, steps=77, mstep_steps=9, tol=1e-5, restarts=3,
-                     seed=11, device="cpu", preset="default", init_method="spectral", init_scale=0.25)
+                     seed=11, device="cpu", preset="default", init_method="spectral", init_scale=0.25,
+                     pseudocount=0.125)
     model_kind, cfg = model_config(spec, n_symbols=6)
     assert cfg["init_method"] == "spectral"
     assert cfg.get("init_scale") == (0.25 if kind.startswith("dense") else None)
+    assert cfg.get("emission_pseudocount") == (None if kind.startswith("dense") else 0.125)
+    assert cfg["device"] == "cpu"          # every model honours the form's Device (its E-step can use a GPU)
+    assert model_config(spec, n_symbols=6, device="/GPU:1")[1]["device"] == "/GPU:1"   # the job's placement
     assert set(CONFIG_KEYS[kind].values()) <= set(model_class(model_kind).config_keys)
     model, n_states, fit_kwargs = build_model(spec, 6)
     got = model.get_config()

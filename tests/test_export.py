@@ -304,3 +304,159 @@ def test_a_plot_widget_itself_exports(qtbot, tmp_path):
     export_widget(w, tmp_path / "p.png")
     img = QtGui.QImage(str(tmp_path / "p.png"))
     assert (img.width(), img.height()) == (300, 200)
+
+
+def test_decode_figure_names_the_sequence_and_leaves_out_its_chooser(qtbot, tmp_path):
+    """The decode view's chooser row ("Sequence:" spin box, id, find box) is on screen only;
+    the exported figure's title names the sequence instead."""
+    from app.views import DecodeView
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(3)
+    seqs = [rng.integers(0, 6, size=L) for L in (30, 45, 12)]
+    model = StandardHMM(3, n_symbols=6, n_iter=3, seed=0).fit(seqs)
+    long_id = "sp|P69905|HBA_HUMAN Hemoglobin subunit alpha OS=Homo sapiens"
+    corpus = type("C", (), {"sequences": seqs, "vocabulary": list("abcdef"), "names": ["s0", "s1", long_id]})()
+    w = DecodeView()
+    qtbot.addWidget(w)
+    w.resize(900, 500)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_model(model, corpus)
+    w.select_sequence(1)
+    title = "Sequence 1 of 3 (id s1, length 45): Viterbi state path"
+    assert w.figure_title() == title
+    svg = export_widget(w, tmp_path / "decode.svg")
+    root = ET.parse(svg).getroot()
+    texts = [" ".join("".join(el.itertext()).split()) for el in root.iter(SVG_NS + "text")]
+    joined = " | ".join(texts)
+    assert title in joined
+    assert "Posterior state probabilities" in joined and "position t" in joined
+    assert "Sequence:" not in joined and "of 3 (data set)" not in joined and "Find sequence" not in joined
+    assert "State colours:" in joined  # the legend is part of the figure
+    png = export_widget(w, tmp_path / "decode.png")
+    img = QtGui.QImage(str(png))
+    assert (img.width(), img.height()) == (900, 500)
+    colors = {img.pixel(x, y) for x in range(0, 900, 5) for y in range(0, 500, 5)}
+    assert len(colors) > 20  # state colours, heat strip, text: not blank
+    assert w.controls.isVisible() and "of 3 (data set)" in w.seq_label.text()  # back on screen
+    # a long id is cut in the title (the id box on screen keeps it whole)
+    w.select_sequence(2)
+    assert w.figure_title() == ("Sequence 2 of 3 (id " + long_id[:39] + "…, length 12): Viterbi state path")
+    w.set_model(model, None)  # no data: sampled sequences, said in the title
+    assert w.figure_title() == "Sequence 0 of 10 sampled from the model (seed 0, length 120): Viterbi state path"
+    w.clear()
+    assert w.figure_title() == "Viterbi state path"
+
+
+def _spy_render(monkeypatch, probe):
+    """Record ``probe(widget)`` at the moment each figure is drawn."""
+    seen = []
+    real = export._render
+
+    def spy(widget, painter):
+        seen.append(probe(widget))
+        real(widget, painter)
+    monkeypatch.setattr(export, "_render", spy)
+    return seen
+
+
+def test_exported_embeddings_name_their_markers_in_a_legend_row(qtbot, tmp_path, monkeypatch):
+    """On screen the check boxes are the legend; they are left out of the figure, so the figure
+    gets a legend row of the sets shown (an unticked set is not named), removed afterwards."""
+    from app.views import EmbeddingScatter
+    w = EmbeddingScatter()
+    qtbot.addWidget(w)
+    w.resize(420, 500)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_embeddings({k: v for k, v in params(l=3).items() if k in ("U", "Z", "W", "V", "z_start")})
+    w.boxes["W"].setChecked(False)
+    rows_before = w.graphics.ci.layout.rowCount()
+    assert w.legend_names() == [] and w.boxes["U"].isVisible()
+    seen = _spy_render(monkeypatch, lambda _w: (w.legend_names(), w.boxes["U"].isVisibleTo(w)))
+    svg = export_widget(w, tmp_path / "emb.svg")
+    export_widget(w, tmp_path / "emb.png")
+    assert seen == [(["U", "Z", "V", "z_start"], False)] * 2
+    texts = " ".join("".join(el.itertext()) for el in ET.parse(svg).getroot().iter(SVG_NS + "text"))
+    assert "z_start" in texts and "state labels" not in texts
+    assert w.legend_names() == [] and w.boxes["U"].isVisible()  # the screen is as it was
+    assert len(w.graphics.ci.items) == 1 and w.graphics.ci.layout.rowCount() <= rows_before + 1
+    # the overview's scatter has no check boxes and always its legend row: left as it is
+    ov = EmbeddingScatter(controls=False)
+    qtbot.addWidget(ov)
+    ov.resize(420, 500)
+    ov.set_embeddings({k: v for k, v in params(l=3).items() if k in ("U", "Z", "W", "V", "z_start")})
+    seen.clear()
+    monkeypatch.setattr(export, "_render", lambda widget, painter: seen.append(
+        (ov.legend_names(), len(ov.graphics.ci.items))))
+    export_widget(ov, tmp_path / "ov.png")
+    assert seen == [(["U", "Z", "W", "V", "z_start"], 2)]  # the plot and its one legend
+
+
+def _tagged_decode(qtbot, length):
+    from types import SimpleNamespace
+    from app.views import DecodeView
+    from densehmm_core.hmm_base import BaseHMM
+    rng = np.random.default_rng(2)
+    model = BaseHMM(2, 3, seed=0)
+    model.startprob_, model.transmat_ = np.array([1.0, 0.0]), np.array([[0.1, 0.9], [0.9, 0.1]])
+    model.emissionprob_ = np.array([[0.8, 0.1, 0.1], [0.1, 0.45, 0.45]])
+    seq = rng.integers(0, 3, size=length)
+    data = SimpleNamespace(sequences=[seq], vocabulary=["the", "dog", "cat"], tags=[rng.integers(0, 2, size=length)],
+                           tag_vocabulary=["DET", "NOUN"])
+    w = DecodeView()
+    qtbot.addWidget(w)
+    w.resize(900, 600)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_model(model, data)
+    w.set_state_tags([0, 1])
+    return w
+
+
+def test_decode_tag_table_is_whole_in_a_figure_or_left_out(qtbot, tmp_path, monkeypatch):
+    """Figures have no scroll bars: a short sentence's words / gold / predicted table is drawn
+    whole without the scroll bar's strip; a table too wide for the figure is left out (not cut)."""
+    from PySide6 import QtCore
+    def probe(_w):
+        t = w.tag_table
+        bars = [b for b in w.findChildren(QtWidgets.QScrollBar) if b.isVisibleTo(w)]
+        return t.isVisibleTo(w), t.height(), len(bars)
+
+    w = _tagged_decode(qtbot, 4)
+    t = w.tag_table
+    assert t.horizontalScrollBarPolicy() == QtCore.Qt.ScrollBarPolicy.ScrollBarAsNeeded
+    on_screen = t.height()
+    rows = sum(t.rowHeight(r) for r in range(3)) + 2 * t.frameWidth() + 2
+    seen = _spy_render(monkeypatch, probe)
+    svg = export_widget(w, tmp_path / "short.svg")
+    assert seen == [(True, rows, 0)] and rows < on_screen
+    texts = " ".join("".join(el.itertext()) for el in ET.parse(svg).getroot().iter(SVG_NS + "text"))
+    assert "gold tag" in texts and "predicted" in texts
+    assert t.height() == on_screen and t.horizontalScrollBarPolicy() == QtCore.Qt.ScrollBarPolicy.ScrollBarAsNeeded
+
+    w = _tagged_decode(qtbot, 120)  # 120 columns never fit in 900 px
+    assert w.tag_table.horizontalScrollBar().isVisible()
+    seen.clear()
+    svg = export_widget(w, tmp_path / "long.svg")
+    assert seen[0][0] is False and seen[0][2] == 0
+    texts = " ".join("".join(el.itertext()) for el in ET.parse(svg).getroot().iter(SVG_NS + "text"))
+    assert "gold tag" not in texts and "Viterbi state path" in texts
+    assert w.tag_table.isVisible() and w.tag_table.horizontalScrollBar().isVisible()  # back on screen
+
+
+def test_emissions_export_what_shows_them_for_a_large_vocabulary(dashboard, tmp_path):
+    """With hundreds of symbols the emissions are a top-words table, not a heatmap: exporting
+    "emission" (File > Export figure) draws the table, not the hidden, empty heatmap."""
+    rng = np.random.default_rng(0)
+    n, m = 4, 400
+    dashboard.set_vocabulary([f"w{i}" for i in range(m)])
+    dashboard.heatmaps.set_params({"startprob": np.ones(n) / n, "transmat": np.ones((n, n)) / n,
+                                   "emissionprob": rng.dirichlet(np.ones(m), n)})
+    assert dashboard.heatmaps.showing_top_words() and not dashboard.emission.isVisible()
+    svg = export_widget(dashboard.emission, tmp_path / "b.svg")
+    texts = " ".join("".join(el.itertext()) for el in ET.parse(svg).getroot().iter(SVG_NS + "text"))
+    assert f"Top 10 of {m} symbols per state, most probable first" in texts and "Emission matrix B" not in texts
+    assert "hover" not in texts.lower()  # a hint for the screen (in the tooltip), not for a figure
+    word = dashboard.heatmaps.top_words.words()[0][0]
+    assert word in texts

@@ -283,3 +283,40 @@ def test_events_report_the_exact_mad_above_the_dense_limit(monkeypatch):
         assert "mad_skipped" not in ev.metrics
         assert ev.metrics["mad"] == pytest.approx(np.mean(np.abs(omega - B.T @ np.diag(pi) @ A @ B)),
                                                   rel=1e-9, abs=1e-15)
+
+
+def test_emission_pseudocount_matches_hmmlearns_dirichlet_prior(demo):
+    """Smoothed Baum-Welch = hmmlearn's loop with emissionprob_prior = 1 + a, from the same start."""
+    train, _, _ = demo
+    a = 0.3
+    ours = StandardHMM(3, n_iter=8, tol=-np.inf, seed=2, emission_pseudocount=a).init_params(7)  # 2 unseen symbols
+    h = hmm.CategoricalHMM(3, n_features=7, n_iter=8, tol=-np.inf, init_params="", implementation="scaling",
+                           emissionprob_prior=1.0 + a)
+    h.startprob_, h.transmat_, h.emissionprob_ = ours.startprob_, ours.transmat_, ours.emissionprob_
+    h.fit(np.concatenate(train)[:, None], [len(s) for s in train])
+    ours.fit(train, init=False)
+    np.testing.assert_allclose(lls(ours)[:8], np.array(h.monitor_.history), rtol=1e-9)
+    np.testing.assert_allclose(ours.emissionprob_, h.emissionprob_, rtol=1e-8, atol=1e-12)
+    assert np.all(ours.emissionprob_[:, 5:] > 0)
+    # the hand formula for the last M-step: B = (N + a) / (N_i + m a) with the engine's counts
+    prev = StandardHMM(3, n_iter=7, tol=-np.inf, seed=2, emission_pseudocount=a).init_params(7).fit(train, init=False)
+    from densehmm_core.engine import get_engine
+    N = get_engine("numpy").statistics(prev.startprob_, prev.transmat_, prev.emissionprob_, train).emit
+    np.testing.assert_allclose(ours.emissionprob_, (N + a) / (N.sum(axis=1, keepdims=True) + 7 * a), rtol=1e-10)
+
+
+def test_emission_pseudocount_keeps_unseen_symbols_possible():
+    """Plain Baum-Welch scores a held-out sequence with a symbol the training data lacks as -inf;
+    with a pseudocount it is finite; the key is a config key (saved with the model)."""
+    rng = np.random.default_rng(5)
+    train = [rng.integers(0, 4, size=12) for _ in range(20)]
+    test = [np.array([0, 1, 4, 2])]                      # symbol 4 never seen in training
+    plain = StandardHMM(2, n_symbols=5, n_iter=5, seed=0).fit(train)
+    smooth = StandardHMM(2, n_symbols=5, n_iter=5, seed=0, emission_pseudocount=0.01).fit(train)
+    assert plain.score(test) == -np.inf
+    assert np.isfinite(smooth.score(test))
+    assert smooth.get_config()["emission_pseudocount"] == 0.01
+    assert StandardHMM(2).get_config()["emission_pseudocount"] == 0.0
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="emission_pseudocount"):
+            StandardHMM(2, emission_pseudocount=bad)

@@ -6,6 +6,7 @@ Offscreen Qt (conftest sets QT_QPA_PLATFORM=offscreen).
 """
 from __future__ import annotations
 
+import math
 import numpy as np
 import pytest
 
@@ -917,6 +918,29 @@ def test_log_axis_draws_each_tick_value_once(qtbot):
         assert len(values) == len(set(values)) and len(values) > 0
 
 
+def _log_ticks(lo, hi, size):
+    from app.views.common import ThinLogAxis
+    ax = ThinLogAxis("left")
+    ax.setLogMode(False, True)
+    values = [v for _s, vals in ax.tickValues(np.log10(lo), np.log10(hi), size) for v in vals]
+    return [float(10.0 ** v) for v in values], ax.tickStrings(values, 1.0, None)
+
+
+def test_log_axis_labels_at_least_two_values(qtbot):
+    """A short log axis over 1.3 decades is labelled at both decades (a mis-aligned filter once left
+    only 0.01); well inside one decade it gets evenly spaced values (a MAD of 0.0021 .. 0.0029 had
+    one tick, "0.00246", written over the axis title)."""
+    vals, labels = _log_ticks(0.0053, 0.112, 80)  # room for 3 labels: 0.01, 0.02, 0.05, 0.1 are 4
+    np.testing.assert_allclose(vals, [0.01, 0.1])
+    assert labels == ["0.01", "0.1"]
+    vals, labels = _log_ticks(0.0021, 0.0029, 400)
+    np.testing.assert_allclose(vals, [0.0022, 0.0024, 0.0026, 0.0028])
+    assert labels == ["0.0022", "0.0024", "0.0026", "0.0028"]
+    vals, labels = _log_ticks(0.99995, 1.00012, 300)  # around a decade: still distinct labels
+    assert len(vals) >= 2 and len(set(labels)) == len(labels)
+    assert all(0.99995 <= v <= 1.00012 for v in vals)
+
+
 def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
     """The data panel's frequency chart is ~300 px wide: all 21 residues are named (a slightly smaller
     font) instead of every second one."""
@@ -939,3 +963,18 @@ def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
     assert not _drawn_boxes_overlap(ax.drawn_labels())
     font = ax.style["tickFont"]
     assert font is None or font.pointSizeF() >= LabelAxis.MIN_POINT_SIZE
+
+
+def test_infinite_test_nll_is_explained_in_the_plot(qtbot):
+    """A standard HMM whose test part has an impossible sequence reports test NLL +inf: the NLL plot
+    says why (and names Smoothing) instead of silently drawing no test curve."""
+    w = shown(qtbot, TrainingCurves(), (400, 600))
+    for s in range(3):
+        w.add_event(ProgressEvent(step=s, total=3, loss=2.0 - 0.1 * s, train_ll=-200.0 + s,
+                                  test_ll=-math.inf, metrics={"train_nll": 2.0 - 0.01 * s, "test_nll": math.inf}))
+    assert not np.isfinite(w.curve_data("test_nll")[1]).any()
+    assert "Test NLL is infinite" in w.note("nll") and "Smoothing" in w.note("nll")
+    w.clear()
+    w.add_event(ProgressEvent(step=0, loss=2.0, train_ll=-200.0, test_ll=-100.0,
+                              metrics={"train_nll": 2.0, "test_nll": 2.5}))
+    assert w.note("nll") == ""

@@ -138,6 +138,14 @@ class ModelForm(QWidget):
                                    "with a random start; U, Z and z_start with a spectral one)")
         self.init_scale_label = QLabel("Init scale")
         form.addRow(self.init_scale_label, self.init_scale)
+        self.pseudocount = QDoubleSpinBox(); self.pseudocount.setRange(0.0, 1000.0)
+        self.pseudocount.setDecimals(4); self.pseudocount.setSingleStep(0.01)
+        self.pseudocount.setToolTip(
+            "Standard HMMs: additive smoothing of the emission probabilities, (expected count + a) / "
+            "(state total + m a). 0 is plain Baum-Welch, which gives probability 0 to every symbol the "
+            "training data lacks, so test sequences with such symbols score -inf (words: try 0.01).")
+        self.pseudocount_label = QLabel("Smoothing")
+        form.addRow(self.pseudocount_label, self.pseudocount)
         self.seed = QSpinBox(); self.seed.setRange(0, 2**31 - 1)
         form.addRow("Seed", self.seed)
         self.device = QComboBox()
@@ -189,7 +197,7 @@ class ModelForm(QWidget):
             w.valueChanged.connect(self._update_fair)
         for w in (self.n, self.l, self.steps, self.mstep, self.restarts, self.seed):
             w.valueChanged.connect(self.changed)
-        for w in (self.lr, self.tol, self.init_scale):
+        for w in (self.lr, self.tol, self.init_scale, self.pseudocount):
             w.valueChanged.connect(self.changed)
         self.init_method.currentIndexChanged.connect(self.changed)
         self.init_method.currentIndexChanged.connect(self._update_words_hint)
@@ -203,7 +211,8 @@ class ModelForm(QWidget):
                          steps=self.steps.value(), mstep_steps=self.mstep.value(), tol=self.tol.value(),
                          restarts=self.restarts.value(), seed=self.seed.value(),
                          device=self.device.currentData() or "auto", preset=self.preset.currentData(),
-                         init_method=self.init_method.currentData(), init_scale=self.init_scale.value())
+                         init_method=self.init_method.currentData(), init_scale=self.init_scale.value(),
+                         pseudocount=self.pseudocount.value())
 
     def set_spec(self, spec: ModelSpec) -> None:
         i = self.kind.findData(spec.kind)
@@ -219,6 +228,7 @@ class ModelForm(QWidget):
         self.seed.setValue(int(spec.seed))
         self.init_method.setCurrentIndex(max(0, self.init_method.findData(spec.init_method)))
         self.init_scale.setValue(float(spec.init_scale))
+        self.pseudocount.setValue(float(spec.pseudocount))
         j = self.device.findData(spec.device)
         if j >= 0:
             self.device.setCurrentIndex(j)
@@ -281,9 +291,9 @@ class ModelForm(QWidget):
         self.l_label.setEnabled(kind != "standard")
         self.lr.setEnabled(dense); self.lr_label.setEnabled(dense)
         self.mstep.setEnabled(kind == "dense_em"); self.mstep_label.setEnabled(kind == "dense_em")
-        self.device.setEnabled(dense)
         self.preset.setEnabled(dense)
         self.init_scale.setEnabled(dense); self.init_scale_label.setEnabled(dense)
+        self.pseudocount.setEnabled(not dense); self.pseudocount_label.setEnabled(not dense)
         self.steps_label.setText({"dense_cooc": "Adam steps", "dense_em": "EM iterations"}.get(
             kind, "Baum-Welch iterations"))
 

@@ -5,7 +5,7 @@ Everything here is display code (Qt / pyqtgraph); no model maths.
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -422,8 +422,13 @@ class ThinLogAxis(pg.AxisItem):
 
     Below one decade pyqtgraph puts all of 2..9 x 10^k on one tick level, which is always
     drawn and overlaps on short plots; here such levels keep 1-2-5 values, or only the
-    decades, when the axis is too short for all of them.
+    decades, when the axis is too short for all of them.  Well inside one decade, where
+    fewer than two such values are in view, the ticks are evenly spaced values instead.
     """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._linear_labels: Dict[float, str] = {}  # log10 tick value -> label, of the even ticks
 
     def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802 (pyqtgraph API)
         levels = super().logTickValues(minVal, maxVal, size, stdTicks)
@@ -433,9 +438,10 @@ class ThinLogAxis(pg.AxisItem):
             values = list(values)
             if spacing is None and len(values) > room:
                 mant = [round(10 ** (v - math.floor(v + 1e-9)), 6) for v in values]
-                values = [v for v, m in zip(values, mant) if m in (1.0, 2.0, 5.0)]
-                if len(values) > room:
-                    values = [v for v, m in zip(values, mant) if m == 1.0] or values[:1]
+                nice = [v for v, m in zip(values, mant) if m in (1.0, 2.0, 5.0)]
+                if len(nice) > room:
+                    nice = [v for v, m in zip(values, mant) if m == 1.0] or nice[:1]
+                values = nice
             out.append((spacing, values))
         # a value on two levels (a decade is also a "1" of the 1-2-5 level) is drawn once, else its
         # label is painted twice, slightly offset, and reads bold and blurred
@@ -444,15 +450,40 @@ class ThinLogAxis(pg.AxisItem):
             keep = [v for v in values if round(v, 9) not in seen]
             seen.update(round(v, 9) for v in values)
             out[i] = (spacing, keep)
+        self._linear_labels = {}
+        if sum(minVal <= v <= maxVal for _, vals in out for v in vals) < 2:
+            # well inside one decade, fewer than two decade / 1-2-5 values in view (e.g. a MAD of
+            # 0.0021 .. 0.0029): evenly spaced values instead, 2 to 6 of them, labelled as apart
+            lin = self._linear_ticks(10.0 ** minVal, 10.0 ** maxVal, min(room, 6))
+            if len(lin) >= 2:
+                logs = [math.log10(v) for v in lin]
+                spacing = lin[1] - lin[0]
+                self._linear_labels = {round(lv, 9): t for lv, t in zip(logs, tick_strings(lin, spacing))}
+                return [(None, logs)]
         if not any(v for _, v in out):
-            # less than a decade and no 1-2-5 value in view: one tick in the middle, not a bare axis
+            # no value to label at all: one tick in the middle, not a bare axis
             mid = 0.5 * (minVal + maxVal)
             out = [(None, [mid])]
         return out
 
+    @staticmethod
+    def _linear_ticks(lo: float, hi: float, most: int) -> List[float]:
+        """Multiples of the largest 1-2-5 step that puts 2 to ``most`` values in ``[lo, hi]``."""
+        if not (0 < lo < hi) or not math.isfinite(hi):
+            return []
+        top = math.floor(math.log10(hi - lo))
+        for e in range(top, top - 4, -1):
+            for mult in (5, 2, 1):
+                step = mult * 10.0 ** e
+                first, last = math.ceil(lo / step - 1e-9), math.floor(hi / step + 1e-9)
+                if 2 <= last - first + 1 <= max(2, most):
+                    return [k * step for k in range(first, last + 1)]
+        return []
+
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph API)
         if self.logMode:
-            return [f"{10.0 ** float(v):.3g}" for v in values]
+            known = self._linear_labels
+            return [known.get(round(float(v), 9), f"{10.0 ** float(v):.3g}") for v in values]
         return tick_strings([v * scale for v in values], spacing * scale)
 
 

@@ -77,6 +77,13 @@ def _num(v) -> float:
     return f if math.isfinite(f) else math.nan
 
 
+def _is_plus_inf(v) -> bool:
+    try:
+        return v is not None and float(v) == math.inf
+    except (TypeError, ValueError):
+        return False
+
+
 class TrainingCurves(QtWidgets.QWidget):
     """Loss, normalised NLL (train and test) and MAD against step."""
 
@@ -93,6 +100,7 @@ class TrainingCurves(QtWidgets.QWidget):
         self._total: Optional[float] = None                # steps of the stream, for the x range
         self._phase: Optional[str] = None                  # "em", "cooc", "baum-welch" (names the loss)
         self._mad_note: Optional[str] = None               # why a stream has no MAD (from its events)
+        self._test_impossible = False                      # a test NLL of +inf was reported
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.graphics = make_graphics_widget(self)
@@ -157,6 +165,7 @@ class TrainingCurves(QtWidgets.QWidget):
         self._total = None
         self._phase = None
         self._mad_note = None
+        self._test_impossible = False
         for c in self.curves.values():
             c.setData([], [])
         self._shown = None
@@ -273,6 +282,8 @@ class TrainingCurves(QtWidgets.QWidget):
                 self._nll_kind = "ll"
                 tr = None if train_ll is None else -float(train_ll)
                 te = None if test_ll is None else -float(test_ll)
+        if _is_plus_inf(te):
+            self._test_impossible = True      # test NLL +inf: a test sequence has probability 0
         point = {"loss": _num(loss), "train_nll": _num(tr), "test_nll": _num(te),
                  "mad": _num(metrics.get("mad") if metrics else None)}
         if self._steps and float(step) == self._steps[-1]:
@@ -329,6 +340,9 @@ class TrainingCurves(QtWidgets.QWidget):
                 notes["nll"] = "Co-occurrence fit: the test NLL is computed once, at the end."
             elif nll == 0:
                 notes["nll"] = "No likelihood in this stream yet."
+            if self._test_impossible and counts["test_nll"] == 0:
+                notes["nll"] = ("Test NLL is infinite: some test sequences have probability 0 under the "
+                                "model (symbols the training part lacks). Standard HMMs: set Smoothing > 0.")
             if counts["mad"] == 0:
                 notes["mad"] = self._mad_note or "No co-occurrence MAD in this stream."
         for key, text in notes.items():

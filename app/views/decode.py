@@ -7,7 +7,8 @@ Viterbi path drawn over it.  All inference is the core's; this view only draws.
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+import contextlib
+from typing import Any, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -25,6 +26,10 @@ TAG_TABLE_MAX = 400
 #: Sequences sampled from the model when no data set is given.
 N_SAMPLED = 10
 SAMPLED_LENGTH = 120
+#: Title of the state track; once a sequence is shown, :meth:`DecodeView.figure_title` names it.
+TRACK_TITLE = "Viterbi state path"
+#: Longest sequence id put into the title (longer ones end in "…"; the id box shows it whole).
+TITLE_ID_CHARS = 40
 
 
 def _sequences_of(data: Any) -> List[np.ndarray]:
@@ -68,6 +73,7 @@ class DecodeView(QtWidgets.QWidget):
         self._source = ""
         self._path: Optional[np.ndarray] = None
         self._post: Optional[np.ndarray] = None
+        self._current = 0   # index of the sequence drawn (the spin box may already show another)
         self._logprob: Optional[float] = None
         self._gold: Optional[List[np.ndarray]] = None   # gold tags per sequence (tagged corpora)
         self._tag_names: Optional[List[str]] = None
@@ -75,7 +81,12 @@ class DecodeView(QtWidgets.QWidget):
 
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
-        row = QtWidgets.QHBoxLayout()
+        # the choosers and their captions: on screen only; an exported figure names the sequence
+        # in the track's title instead (app.export hides widgets marked "exportHidden")
+        self.controls = QtWidgets.QWidget()
+        self.controls.setProperty("exportHidden", True)
+        row = QtWidgets.QHBoxLayout(self.controls)
+        row.setContentsMargins(0, 0, 0, 0)
         self.data_label = QtWidgets.QLabel("Data:")
         row.addWidget(self.data_label)
         self.data_box = QtWidgets.QComboBox()
@@ -111,7 +122,7 @@ class DecodeView(QtWidgets.QWidget):
         self.find_edit.setCompleter(completer)
         self.find_edit.returnPressed.connect(lambda: self.find_sequence(self.find_edit.text()))
         row.addWidget(self.find_edit)
-        lay.addLayout(row)
+        lay.addWidget(self.controls)
         self.legend_label = QtWidgets.QLabel("")
         self.legend_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
         lay.addWidget(self.legend_label)
@@ -125,7 +136,7 @@ class DecodeView(QtWidgets.QWidget):
         self._track_axis = LabelAxis("left")
         self.track_plot: pg.PlotItem = self.graphics.addPlot(
             row=0, col=0, axisItems={"bottom": self._sym_axis, "left": self._track_axis})
-        style_plot(self.track_plot, self, "Viterbi state path")
+        style_plot(self.track_plot, self, TRACK_TITLE)
         label_axis_text(self.track_plot, "bottom", "symbol", self)
         self.track_plot.setMouseEnabled(x=True, y=False)
         self.track_plot.hideButtons()
@@ -331,6 +342,45 @@ class DecodeView(QtWidgets.QWidget):
             t.setToolTip(f"predicted = the mapped tag of the word's Viterbi state (state in brackets); "
                          f"{right} of {right + wrong} words right{more}; wrong ones are shaded")
 
+    def figure_title(self) -> str:
+        """The state track's title, naming the sequence shown (the figure's title on export, where
+        the sequence chooser above it is left out), e.g.
+        ``"Sequence 12 of 40 (id sp|P69905|HBA_HUMAN, length 142): Viterbi state path"``."""
+        if self._path is None or not self._seqs:
+            return TRACK_TITLE
+        i, count, T = self._current, len(self._seqs), len(self._path)
+        if self._source == "data set":
+            name = self._names[i] if self._names else ""
+            if len(name) > TITLE_ID_CHARS:
+                name = name[:TITLE_ID_CHARS - 1] + "…"
+            about = f"id {name}, length {T}" if name else f"length {T}"
+            return f"Sequence {i} of {count} ({about}): {TRACK_TITLE}"
+        return f"Sequence {i} of {count} sampled from the model (seed 0, length {T}): {TRACK_TITLE}"
+
+    @contextlib.contextmanager
+    def figure_mode(self) -> Iterator[None]:
+        """While the view is exported (:mod:`app.export`): the words / gold / predicted table
+        without its scroll bar's strip when all its columns fit, else left out of the figure
+        (a table cut at the edge would tell only part of the sequence; the track names the words)."""
+        t = self.tag_table
+        if not t.isVisibleTo(self):
+            yield
+            return
+        height = t.height()
+        needed = t.verticalHeader().width() + sum(t.columnWidth(c) for c in range(t.columnCount())) + 2 * t.frameWidth()
+        fits = needed <= t.width()
+        if fits:
+            t.setFixedHeight(sum(t.rowHeight(r) for r in range(t.rowCount())) + 2 * t.frameWidth() + 2)
+        else:
+            t.setVisible(False)
+        try:
+            yield
+        finally:
+            if fits:
+                t.setFixedHeight(height)
+            else:
+                t.setVisible(True)
+
     def current_index(self) -> int:
         return int(self.spin.value())
 
@@ -365,6 +415,7 @@ class DecodeView(QtWidgets.QWidget):
         self.path_curve.setData([], [])
         self.spin.setMaximum(0)
         self.seq_label.setText("")
+        style_plot(self.track_plot, self, TRACK_TITLE)
         self.legend_label.setText("")
         self.status.setText("")
         self._gold = self._tag_names = self._state_tags = None
@@ -405,6 +456,7 @@ class DecodeView(QtWidgets.QWidget):
         self.track_plot.setXRange(-0.5, min(T, INITIAL_WINDOW) - 0.5, padding=0)
         name = self._names[self.current_index()] if self._names else ""
         self.seq_label.setText(f"of {len(self._seqs)} ({self._source})   {name}   length {T}")
+        style_plot(self.track_plot, self, self.figure_title())
         self.legend_label.setText("State colours: " + "  ".join(
             f"<span style='color:{c.name()}'>&#9632;</span>&nbsp;{i}" for i, c in enumerate(colors)))
         used = np.unique(self._path)

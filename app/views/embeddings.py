@@ -6,14 +6,16 @@ toggling a set does not move the others; the axes say so, with the explained var
 for ``l == 1`` each set gets its own row and the x axis is the value.
 
 The check boxes above the plot carry the marker of their set and serve as the legend
-(they wrap onto a second line in a narrow window).  Symbol points (V) are labelled;
+(they wrap onto a second line in a narrow window); an exported figure, which leaves the
+check boxes out, gets a legend row of the sets shown beneath the plot instead.  Symbol points (V) are labelled;
 state points are labelled only on request ("state labels"), every point has a hover
 tooltip with its name and vector.  The view range is set by the view and only changes
 when points leave it or shrink well inside it, so a live update repaints once.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+import contextlib
+from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -115,16 +117,39 @@ class EmbeddingScatter(QtWidgets.QWidget):
             self.plot.addItem(sc)
             self.scatters[key] = sc
         if not controls:  # no check boxes to read the markers from: a legend row beneath the plot
-            self.legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=3, horSpacing=8, frame=False)
-            self.legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred,
-                                      QtWidgets.QSizePolicy.Policy.Fixed)
-            self.graphics.addItem(self.legend, row=1, col=0)
-            for key, sc in self.scatters.items():
-                self.legend.addItem(sc, key)
+            self.legend = self._add_legend(list(self.scatters))
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.graphics)
         lay.addWidget(self.stack)
         self.setMinimumSize(260, 220)
+
+    def _add_legend(self, keys: Sequence[str]) -> pg.LegendItem:
+        """A legend row beneath the plot naming the markers of the sets ``keys``."""
+        _, fg = theme_colors(self)
+        legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=3, horSpacing=8, frame=False)
+        legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.graphics.addItem(legend, row=1, col=0)
+        for key in keys:
+            legend.addItem(self.scatters[key], key)
+        return legend
+
+    @contextlib.contextmanager
+    def figure_mode(self) -> Iterator[None]:
+        """While the view is exported (:mod:`app.export`): its check boxes, the on-screen legend,
+        are left out of the figure, so a legend row of the sets shown is drawn beneath the plot."""
+        if self.legend is not None or self.stack.currentWidget() is not self.graphics:
+            yield  # the legend row is there already, or there is no plot
+            return
+        self.legend = self._add_legend([k for k in EMBEDDING_SETS if self.boxes[k].isChecked() and k in self._coords])
+        try:
+            yield
+        finally:
+            self.graphics.removeItem(self.legend)
+            self.legend = None
+
+    def legend_names(self) -> List[str]:
+        """The names in the legend row beneath the plot (none on screen while the check boxes show)."""
+        return [] if self.legend is None else [label.text for _, label in self.legend.items]
 
     # ------------------------------------------------------------------ API
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:

@@ -346,6 +346,8 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         self.emission_stack = QtWidgets.QStackedWidget()
         self.emission_stack.addWidget(self.emission)
         self.emission_stack.addWidget(self.top_words)
+        # exporting "the emissions" exports what shows them: the heatmap or the top-words table
+        self.emission.export_target = self.emission_stack.currentWidget
         self._row_names: Optional[List[str]] = None
         self.startprob.setMinimumHeight(120)
         self.startprob.setMaximumHeight(130)

@@ -238,8 +238,9 @@ class TopWordsTable(QtWidgets.QWidget):
                 self.table.setItem(i, j, item)
                 words.append(names[k])
             self._words.append(words)
-        self.title.setText(f"Top {top} of {m} symbols per state, most probable first (hover a word for its "
-                           "emission probability)")
+        # the title is part of exported figures: the hint to hover is in the tooltip only
+        self.title.setText(f"Top {top} of {m} symbols per state, most probable first")
+        self.table.setToolTip("Hover a word for its emission probability")
 
     def words(self) -> List[List[str]]:
         """The words listed, one list per state."""

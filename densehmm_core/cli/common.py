@@ -90,12 +90,24 @@ def _load_model(path: str, name: Optional[str]):
 MAD_DENSE_MAX_SYMBOLS = 1000
 
 
+def _impossible_note(model, n_impossible: int, n_sequences: int, what: str = "") -> str:
+    """One line saying that sequences have probability 0 under ``model`` and what to do about it."""
+    line = (f"note: {n_impossible} of {n_sequences} {what}sequences are impossible under the model "
+            f"(probability 0), so the log-likelihood is -inf")
+    if model.kind == "standard" and not model.get_config().get("emission_pseudocount"):
+        line += ("; plain Baum-Welch gives probability 0 to every symbol its training data lacks: "
+                 "train with --pseudocount (e.g. 0.01) to smooth the emissions")
+    return line
+
+
 def _metric_values(met, model, seqs) -> dict:
     import numpy as np
     from ..maths import analytic_cooc, empirical_cooc
     m = model.n_symbols
     out = {}
-    out["loglik"] = float(model.score(seqs))   # scored once; both NLLs divide it
+    per_seq = np.asarray(model.score_per_sequence(seqs))   # scored once; both NLLs divide the sum
+    out["loglik"] = float(per_seq.sum())
+    out["n_impossible"] = int(np.count_nonzero(per_seq == -np.inf))
     out["nll"] = float(met.normalized_nll(out["loglik"], seqs))
     out["paper_nll"] = float(met.paper_nll(out["loglik"], seqs))
     if m > MAD_DENSE_MAX_SYMBOLS:  # words: the same MAD without m x m arrays

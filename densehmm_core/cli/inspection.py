@@ -4,8 +4,8 @@ from __future__ import annotations
 import json
 import shutil
 
-from .common import (EXIT_OK, UserError, _check_memory, _jsonable, _load_model, _metric_values, _out, _safe,
-                     _tty_safe)
+from .common import (EXIT_OK, UserError, _check_memory, _impossible_note, _jsonable, _load_model, _metric_values,
+                     _out, _safe, _tty_safe)
 from .data import _load_eval_data
 
 
@@ -34,6 +34,8 @@ def cmd_evaluate(args) -> int:
         _out(f"normalised NLL          {values['nll']:.6f}   (-log-likelihood / tokens)")
         if "paper_nll" in values:
             _out(f"normalised NLL (paper)  {values['paper_nll']:.6f}")
+        if values["n_impossible"]:
+            _out(_impossible_note(model, values["n_impossible"], values["n_sequences"]))
         if "mad" in values:
             _out(f"co-occurrence MAD       {values['mad']:.6g}")
         if tagging is not None:

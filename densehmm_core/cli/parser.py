@@ -166,6 +166,10 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
                         "context counts (SVD + k-means; docs/DENSEHMM.md), dense and standard models")
     g.add_argument("--init-scale", type=float, metavar="S",
                    help="dense: standard deviation of the random initial embeddings (default 1.0)")
+    g.add_argument("--pseudocount", type=float, metavar="A",
+                   help="standard: additive smoothing of the emission M-step, (counts + A) / (total + m A) "
+                        "(default 0 = plain Baum-Welch, which gives probability 0 to symbols the training "
+                        "data lacks: held-out words then score -inf; e.g. 0.01 for words)")
     g.add_argument("--states", "-n", type=int, metavar="N", help="number of hidden states n")
     g.add_argument("--dim", "-l", type=int, metavar="L", help="representation length l (dense; --fair)")
     g.add_argument("--fair", action="store_true",

@@ -8,7 +8,7 @@ import time
 from typing import Tuple
 
 from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_memory, _err,
-                     _load_model, _metric_values, _out, _user_error_types)
+                     _impossible_note, _load_model, _metric_values, _out, _user_error_types)
 from .data import _load_train_data
 from .progress import ProgressPrinter, _progress_mode, _SigintCancel
 
@@ -76,10 +76,16 @@ def _model_config(args, n_symbols: int):
             cfg["n_iter"] = args.iter
         if args.tol is not None:
             cfg["tol"] = args.tol
+        if getattr(args, "pseudocount", None) is not None:
+            if not (math.isfinite(args.pseudocount) and args.pseudocount >= 0):
+                raise UserError(f"--pseudocount must be a number >= 0, got {args.pseudocount}")
+            cfg["emission_pseudocount"] = args.pseudocount
         _check_model_size("standard", cfg)
         return "standard", cfg
     if args.fair:
         raise UserError("--fair needs --model standard")
+    if getattr(args, "pseudocount", None) is not None:
+        raise UserError("--pseudocount applies to standard models only (dense emissions are never exactly 0)")
     if args.dim is None:
         raise UserError("--dim L is required for dense models")
     method = args.method or "cooc"
@@ -283,6 +289,8 @@ def cmd_train(args) -> int:
             if k in metrics:
                 parts.append(f"{k} {metrics[k]:.6g}")
         _out("; ".join(parts))
+        if metrics.get("test_n_impossible"):
+            _out(_impossible_note(model, metrics["test_n_impossible"], metrics["test_n_sequences"], "test "))
         if out:
             _out(f"saved {kind} model {saved_name!r} to {out}")
     if error is not None:
