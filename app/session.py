@@ -50,6 +50,8 @@ def session_notes(job, dataset: Any = None) -> dict:
         "state": job.state.value,
         "reason": job.reason,
         "elapsed_s": float(job.elapsed),
+        "step": int(job.step),
+        "total": int(job.total) if job.total else None,
         "device": job.device,
         "scores": {k: float(v) for k, v in (getattr(job, "scores", None) or {}).items()
                    if isinstance(v, (int, float))},

@@ -53,6 +53,8 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, qtbo
         assert (new.state, new.reason, new.sweep, new.spec, new.device) == \
                (old.state, old.reason, old.sweep, old.spec, old.device)
         assert new.elapsed == pytest.approx(old.elapsed)
+        assert (new.step, new.total) == (old.step, old.total) and old.total
+        assert w2.jobs_panel.bars[new.id].format() == w.jobs_panel.bars[old.id].format() == f"{old.step}/{old.total}"
         for attr in ("startprob_", "transmat_", "emissionprob_"):
             np.testing.assert_array_equal(getattr(new.model, attr), getattr(old.model, attr))
         assert [h["step"] for h in new.history] == [h["step"] for h in old.history]

@@ -216,6 +216,12 @@ def test_curves_plot_the_given_history(qtbot):
     np.testing.assert_array_equal(x, np.delete(steps, 3))
     assert w.nll_kind() == "nll"
     assert w.plots["mad"].getAxis("left").logMode  # MAD spans decades
+    # a finished history fills the x axis (no growing room for a stream of unknown length)
+    x0, x1 = w.plots["loss"].vb.viewRange()[0]
+    assert x0 <= 0 and 45 <= x1 <= 45 * 1.1
+    # live events that follow a history widen it to their total
+    w.add_event(ProgressEvent(step=50, total=100, loss=0.01, train_ll=-50.0, metrics={}))
+    assert w.plots["loss"].vb.viewRange()[0][1] >= 100
 
 
 def test_curves_from_events_and_ll_fallback(qtbot):

@@ -216,6 +216,9 @@ class TrainingCurves(QtWidgets.QWidget):
             metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else rec
             self._note_phase(rec.get("phase"), metrics)
             self._append(rec.get("step"), rec.get("loss"), rec.get("train_ll"), rec.get("test_ll"), metrics)
+        # a history ends at its last step (records carry no total): the x axis fits it, without the
+        # room a live stream of unknown length gets; live events that follow set their own total
+        self._total = max(self._steps) if self._steps else None
         self._dirty = False
         self._redraw()
 

@@ -96,6 +96,10 @@ class SessionsMixin:
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
+            if isinstance(n.get("step"), int):            # sessions written before had no step/total
+                job.step = n["step"]
+            if isinstance(n.get("total"), int) and n["total"] > 0:
+                job.total = n["total"]                    # the progress bar shows "30/30", as before saving
             ref = n.get("dataset")
             if isinstance(ref, dict):
                 job.dataset_name = str(ref.get("name") or "")
