@@ -16,3 +16,46 @@ def wait_until(app, cond, timeout: float, step: float = 0.02) -> bool:
 def settle(app, seconds: float = 0.5) -> None:
     """Process Qt events for ``seconds`` (layouts and repaints catch up)."""
     wait_until(app, lambda: False, seconds)
+
+
+def screenshot_session(repo: str):
+    """The common start of a screenshot script: ``--out`` (default ``docs/screenshots``), the
+    QApplication and a temporary folder.  Returns ``(out, app, tmp)``."""
+    import argparse
+    import os
+    import tempfile
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.path.join(repo, "docs", "screenshots"))
+    out = ap.parse_args().out
+    os.makedirs(out, exist_ok=True)
+    from PySide6.QtWidgets import QApplication
+    app = QApplication.instance() or QApplication(["densehmm-studio"])
+    return out, app, tempfile.mkdtemp()
+
+
+def fresh_window(app, folder: str, settings_name: str = "s.ini", start: bool = True):
+    """A main window with its own settings file in ``folder`` (nothing carried over), light theme,
+    shown and (``start``) through its start-up."""
+    import os
+    from PySide6.QtCore import QSettings
+    from app.mainwindow import MainWindow
+    from app.settings import Settings
+    win = MainWindow(Settings(QSettings(os.path.join(folder, settings_name), QSettings.IniFormat)))
+    win.set_theme("light")
+    if start:
+        win.show()
+        win.finish_startup()
+        settle(app, 1.0)
+    return win
+
+
+def saver(app, out: str, default=None):
+    """``shot(name, widget=None)``: let layouts settle, then save ``widget.grab()`` as ``out/name``."""
+    import os
+
+    def shot(name, widget=None):
+        settle(app, 0.8)
+        path = os.path.join(out, name)
+        (widget if widget is not None else default).grab().save(path)
+        print("saved", path, (widget if widget is not None else default).size(), flush=True)
+    return shot

@@ -9,14 +9,12 @@ file with a long name; TensorFlow is not needed.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
-from qtwait import settle, wait_until  # noqa: E402 - this folder, not a package
+from qtwait import fresh_window, saver, screenshot_session, settle, wait_until  # noqa: E402 - this folder, not a package
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -30,31 +28,14 @@ def write_fasta(path: str, n: int = 40, length: int = 80, seed: int = 0) -> None
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "screenshots"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    from PySide6.QtCore import QPoint, QSettings
-    from PySide6.QtWidgets import QApplication
-    app = QApplication.instance() or QApplication(["densehmm-studio"])
-    from app.mainwindow import MainWindow
+    out, app, tmp = screenshot_session(REPO)
+    from PySide6.QtCore import QPoint
     from app.modelspec import ModelSpec
     from app.panels.jobs_panel import C_MAD
-    from app.settings import Settings
-    tmp = tempfile.mkdtemp()
     fasta = os.path.join(tmp, "kinase_domains_uniprot_2024_subsampled_40.fasta")
     write_fasta(fasta)
-    win = MainWindow(Settings(QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat)))
-    win.set_theme("light")
-    win.show()
-    win.finish_startup()
-    settle(app, 1.0)
-
-    def shot(name, widget):
-        settle(app, 0.8)
-        path = os.path.join(args.out, name)
-        widget.grab().save(path)
-        print("saved", path, widget.size())
+    win = fresh_window(app, tmp)
+    shot = saver(app, out, win)
 
     win.open_files([fasta])
     wait_until(app, lambda: len(win.datasets) == 1 and not win.loading, 60)

@@ -9,41 +9,25 @@ the session, opens it in a fresh window (its own settings: nothing carried over)
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
-from qtwait import settle, wait_until  # noqa: E402 - this folder, not a package
+from qtwait import fresh_window, saver, screenshot_session, settle, wait_until  # noqa: E402 - this folder, not a package
 from screenshot_jobs_narrow import write_fasta  # noqa: E402
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "screenshots"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-    app = QApplication.instance() or QApplication(["densehmm-studio"])
-    from app.mainwindow import MainWindow
+    out, app, tmp = screenshot_session(REPO)
     from app.modelspec import ModelSpec
-    from app.settings import Settings
-    tmp = tempfile.mkdtemp()
     fasta = os.path.join(tmp, "globins_generated.fasta")
     write_fasta(fasta, n=60, length=120, seed=1)
     session = os.path.join(tmp, "two_jobs_session.h5")
 
     def window(name):
-        w = MainWindow(Settings(QSettings(os.path.join(tmp, name), QSettings.IniFormat)))
-        w.set_theme("light")
-        w.show()
-        w.finish_startup()
-        settle(app, 0.5)
-        return w
+        return fresh_window(app, tmp, name)
 
     first = window("first.ini")
     first.open_files([fasta])
@@ -64,10 +48,8 @@ def main() -> int:
     win.jobs_dock.raise_()
     win.jobs_panel.select(restored[0])
     print("restored", [(j.name, j.state.value, j.dataset.name if j.dataset else None) for j in restored])
-    settle(app, 1.0)
-    path = os.path.join(args.out, "session_restored.png")
-    win.grab().save(path)
-    print("saved", path, win.size())
+    settle(app, 0.2)
+    saver(app, out, win)("session_restored.png")
     win.close()
     return 0
 

@@ -8,14 +8,12 @@ Uses two protein FASTA files of ../shared/data (the demo data set only when they
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
-import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, REPO)
-from qtwait import settle, wait_until  # noqa: E402 - this folder, not a package
+from qtwait import fresh_window, saver, screenshot_session, settle, wait_until  # noqa: E402 - this folder, not a package
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 PROT = os.path.join(os.path.dirname(REPO), "shared", "data", "proteins")
 FASTA_A = os.path.join(PROT, "pdb_seqres_2022_09_28__subsampled_1000.fasta")
@@ -25,22 +23,14 @@ FASTA_B = os.path.join(PROT, "uniprot_all__subsampled_1000.fasta")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "screenshots"))
-    args = ap.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    from PySide6.QtCore import QSettings, Qt
+    out, app, tmp = screenshot_session(REPO)
+    from PySide6.QtCore import Qt
     from PySide6.QtGui import QGuiApplication
-    from PySide6.QtWidgets import QApplication, QMessageBox
-    app = QApplication.instance() or QApplication(["densehmm-studio"])
-    from app.mainwindow import MainWindow
+    from PySide6.QtWidgets import QMessageBox
     from app.modelspec import ModelSpec
     from app.panels.about import about_text
     from app.panels.jobs_panel import C_TEST
-    from app.settings import Settings
-    tmp = tempfile.mkdtemp()
-    win = MainWindow(Settings(QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat)))
-    win.set_theme("light")
+    win = fresh_window(app, tmp, start=False)
     shown_dialogs = []
 
     def dialog(title, message):  # non-modal, so that it can be photographed
@@ -51,15 +41,10 @@ def main() -> int:
     win.show()
     settle(app, 1.0)
     screen = QGuiApplication.primaryScreen()
-
-    def shot(name, widget=None):
-        settle(app, 0.8)
-        path = os.path.join(args.out, name)
-        (widget or win).grab().save(path)
-        print("saved", path)
+    shot = saver(app, out, win)
 
     print("screen", screen.availableGeometry(), "window", win.frameGeometry())
-    screen.grabWindow(0).save(os.path.join(args.out, "window_fits_1400x900.png"))
+    screen.grabWindow(0).save(os.path.join(out, "window_fits_1400x900.png"))
     win.start_background_init()
     have = os.path.exists(FASTA_A) and os.path.exists(FASTA_B)
     if have:
