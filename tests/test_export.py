@@ -240,13 +240,7 @@ def test_exported_figures_contain_no_widgets(dashboard, tmp_path, monkeypatch):
     live = dashboard.live
     before = _visible_controls(live)
     assert any(isinstance(w, QtWidgets.QCheckBox) for w in before)  # the dashboard has controls on screen
-    seen = []
-    real = export._render
-
-    def spy(widget, painter):
-        seen.append(_visible_controls(widget))
-        real(widget, painter)
-    monkeypatch.setattr(export, "_render", spy)
+    seen = _spy_render(monkeypatch, _visible_controls)
     for suffix in ("png", "pdf", "svg"):
         export_widget(dashboard, tmp_path / f"d.{suffix}")
     assert seen == [[], [], []]
