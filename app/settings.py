@@ -55,13 +55,20 @@ class Settings:
     def export_folder(self, folder: str) -> None:
         self.q.setValue("files/export_folder", folder)
 
-    def recent_files(self) -> List[str]:
-        raw = self.q.value("files/recent", "[]")
+    def _json(self, key: str, kind: type):
+        """The JSON value stored under ``key`` if it is a ``kind`` (list or dict), else an empty
+        one (missing, hand-edited or broken entries never fail)."""
+        raw = self.q.value(key, None)
+        if isinstance(raw, kind):       # QSettings may hand back a list it parsed itself
+            return raw
         try:
-            files = json.loads(raw) if isinstance(raw, str) else list(raw or [])
+            value = json.loads(raw) if isinstance(raw, str) else None
         except ValueError:
-            files = []
-        return [str(f) for f in files][:MAX_RECENT]
+            value = None
+        return value if isinstance(value, kind) else kind()
+
+    def recent_files(self) -> List[str]:
+        return [str(f) for f in self._json("files/recent", list)][:MAX_RECENT]
 
     def add_recent_file(self, path: str) -> List[str]:
         path = os.path.abspath(path)
@@ -76,12 +83,7 @@ class Settings:
 
     # model form defaults ------------------------------------------------
     def form_defaults(self) -> dict:
-        raw = self.q.value("form/defaults", "{}")
-        try:
-            d = json.loads(raw) if isinstance(raw, str) else {}
-        except ValueError:
-            d = {}
-        return d if isinstance(d, dict) else {}
+        return self._json("form/defaults", dict)
 
     def set_form_defaults(self, values: dict) -> None:
         self.q.setValue("form/defaults", json.dumps(values))
@@ -123,12 +125,7 @@ class Settings:
     def jobs_hidden_columns(self) -> List[str]:
         """Columns of the Jobs table the user hid (``jobs/hidden_columns``: ids of
         ``app.panels.jobs_panel.COLUMN_IDS`` as a JSON list; default: none)."""
-        raw = self.q.value("jobs/hidden_columns", "[]")
-        try:
-            ids = json.loads(raw) if isinstance(raw, str) else []
-        except ValueError:
-            ids = []
-        return [str(i) for i in ids] if isinstance(ids, list) else []
+        return [str(i) for i in self._json("jobs/hidden_columns", list)]
 
     @jobs_hidden_columns.setter
     def jobs_hidden_columns(self, ids: List[str]) -> None:

@@ -158,7 +158,7 @@ class StandardHMM(BaseHMM):
         start = stats.start / stats.start.sum()
         tsum = stats.trans.sum(axis=1, keepdims=True)
         A = np.where(tsum > 0, stats.trans / np.where(tsum > 0, tsum, 1.0), old_A)
-        emit = stats.emit + pseudocount if pseudocount > 0 else stats.emit
+        emit = stats.emit + pseudocount
         esum = emit.sum(axis=1, keepdims=True)
         B = np.where(esum > 0, emit / np.where(esum > 0, esum, 1.0), old_B)
         return start, A, B

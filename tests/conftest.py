@@ -68,6 +68,27 @@ def make_window(qtbot, tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def session_files(qtbot):
+    """``save(window, path)`` -> the names File > Save session wrote; ``open(window, path,
+    ready=bool)`` -> the jobs File > Open session restored, once ``ready(jobs)`` holds."""
+    class Sessions:
+        @staticmethod
+        def save(w, path):
+            names = []
+            w.save_session(str(path), on_done=names.extend)
+            qtbot.waitUntil(lambda: bool(names), timeout=30000)
+            return names
+
+        @staticmethod
+        def open(w, path, ready=bool):
+            restored = []
+            w.open_session(str(path), on_done=restored.extend)
+            qtbot.waitUntil(lambda: ready(restored), timeout=30000)
+            return restored
+    return Sessions
+
+
+@pytest.fixture
 def full_disk(tmp_path):
     """``make(free_bytes)`` -> a folder on a small tmpfs with about ``free_bytes`` left.
 

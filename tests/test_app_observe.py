@@ -145,7 +145,7 @@ def test_fasta_and_demo_hide_the_observe_group(make_window, qtbot):
     assert not p.observe_box.isVisibleTo(p)
 
 
-def test_a_session_with_a_words_data_set_reopens_as_words(make_window, qtbot, tmp_path):
+def test_a_session_with_a_words_data_set_reopens_as_words(make_window, session_files, qtbot, tmp_path):
     from app.modelspec import ModelSpec
     w = make_window("a")
     p = w.data_panel
@@ -157,14 +157,10 @@ def test_a_session_with_a_words_data_set_reopens_as_words(make_window, qtbot, tm
     assert ds.observes_words
     job = w.start_training(ModelSpec(kind="standard", n=3, steps=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
-    path = str(tmp_path / "words.h5")
-    names = []
-    w.save_session(path, on_done=names.extend)
-    qtbot.waitUntil(lambda: bool(names), timeout=30000)
+    path = tmp_path / "words.h5"
+    assert session_files.save(w, path)
     w2 = make_window("b")
-    restored = []
-    w2.open_session(path, on_done=restored.extend)
-    qtbot.waitUntil(lambda: bool(restored) and restored[0].dataset is not None, timeout=30000)
+    restored = session_files.open(w2, path, ready=lambda jobs: bool(jobs) and jobs[0].dataset is not None)
     ds2 = restored[0].dataset
     assert ds2.observes_words and ds2.vocabulary == ds.vocabulary and ds2.options == ds.options
     assert ds2.options["read"] == {"observe": "words", "tagset": "upos", "lowercase": True, "max_vocab": 15,

@@ -17,7 +17,7 @@ def _fasta(path):
     return str(path)
 
 
-def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, qtbot, tmp_path):
+def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, session_files, qtbot, tmp_path):
     from densehmm_core import modelfile
     w = make_window("a")
     fasta = _fasta(tmp_path / "p.fasta")
@@ -32,9 +32,7 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, qtbo
     w.score_job(a, ds, on_done=scored.append)
     qtbot.waitUntil(lambda: bool(scored), timeout=30000)
     path = str(tmp_path / "day.h5")
-    names = []
-    w.save_session(path, on_done=names.extend)
-    qtbot.waitUntil(lambda: bool(names), timeout=30000)
+    names = session_files.save(w, path)
     assert len(names) == len(jobs) and not w.errors
     # the file is an ordinary model file; "trained" is when each job ended
     info = modelfile.read_model_info(path, names[0], arrays=False)
@@ -43,9 +41,7 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, qtbo
     assert info["provenance"]["n_sequences"] == len(ds.processed.sequences)   # the training data's provenance
 
     w2 = make_window("b")
-    restored = []
-    w2.open_session(path, on_done=restored.extend)
-    qtbot.waitUntil(lambda: len(restored) == len(jobs), timeout=30000)
+    restored = session_files.open(w2, path, ready=lambda restored: len(restored) == len(jobs))
     qtbot.waitUntil(lambda: len(w2.datasets) == 1 and all(j.dataset is not None for j in restored), timeout=30000)
     by_name = {j.name: j for j in restored}
     for old in jobs:
@@ -78,22 +74,18 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, qtbo
     qtbot.waitUntil(lambda: all(j.state.is_final for j in more), timeout=60000)
 
 
-def test_a_session_whose_data_file_is_gone_still_restores_its_jobs(make_window, qtbot, tmp_path):
+def test_a_session_whose_data_file_is_gone_still_restores_its_jobs(make_window, session_files, qtbot, tmp_path):
     w = make_window("a")
     fasta = _fasta(tmp_path / "gone.fasta")
     w.open_files([fasta])
     qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
     job = w.start_training(ModelSpec(kind="standard", n=2, steps=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
-    path = str(tmp_path / "s.h5")
-    names = []
-    w.save_session(path, on_done=names.extend)
-    qtbot.waitUntil(lambda: bool(names), timeout=30000)
+    path = tmp_path / "s.h5"
+    assert session_files.save(w, path)
     os.remove(fasta)
     w2 = make_window("b")
-    restored = []
-    w2.open_session(path, on_done=restored.extend)
-    qtbot.waitUntil(lambda: bool(restored), timeout=30000)
+    restored = session_files.open(w2, path)
     assert restored[0].dataset is None and restored[0].state.has_model
     from app.panels.jobs_panel import C_DATA
     assert w2.jobs_panel.items[restored[0].id].text(C_DATA) == "gone.fasta"

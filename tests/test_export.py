@@ -303,19 +303,13 @@ def test_a_plot_widget_itself_exports(qtbot, tmp_path):
 def test_decode_figure_names_the_sequence_and_leaves_out_its_chooser(qtbot, tmp_path):
     """The decode view's chooser row ("Sequence:" spin box, id, find box) is on screen only;
     the exported figure's title names the sequence instead."""
-    from app.views import DecodeView
     from densehmm_core.standard import StandardHMM
     rng = np.random.default_rng(3)
     seqs = [rng.integers(0, 6, size=L) for L in (30, 45, 12)]
     model = StandardHMM(3, n_symbols=6, n_iter=3, seed=0).fit(seqs)
     long_id = "sp|P69905|HBA_HUMAN Hemoglobin subunit alpha OS=Homo sapiens"
     corpus = type("C", (), {"sequences": seqs, "vocabulary": list("abcdef"), "names": ["s0", "s1", long_id]})()
-    w = DecodeView()
-    qtbot.addWidget(w)
-    w.resize(900, 500)
-    w.show()
-    qtbot.waitExposed(w)
-    w.set_model(model, corpus)
+    w = _shown_decode(qtbot, (900, 500), model, corpus)
     w.select_sequence(1)
     title = "Sequence 1 of 3 (id s1, length 45): Viterbi state path"
     assert w.figure_title() == title
@@ -389,7 +383,6 @@ def test_exported_embeddings_name_their_markers_in_a_legend_row(qtbot, tmp_path,
 
 def _tagged_decode(qtbot, length):
     from types import SimpleNamespace
-    from app.views import DecodeView
     from densehmm_core.hmm_base import BaseHMM
     rng = np.random.default_rng(2)
     model = BaseHMM(2, 3, seed=0)
@@ -398,13 +391,20 @@ def _tagged_decode(qtbot, length):
     seq = rng.integers(0, 3, size=length)
     data = SimpleNamespace(sequences=[seq], vocabulary=["the", "dog", "cat"], tags=[rng.integers(0, 2, size=length)],
                            tag_vocabulary=["DET", "NOUN"])
+    w = _shown_decode(qtbot, (900, 600), model, data)
+    w.set_state_tags([0, 1])
+    return w
+
+
+def _shown_decode(qtbot, size, model, data):
+    """A shown DecodeView of ``size`` drawing ``model`` on ``data``."""
+    from app.views import DecodeView
     w = DecodeView()
     qtbot.addWidget(w)
-    w.resize(900, 600)
+    w.resize(*size)
     w.show()
     qtbot.waitExposed(w)
     w.set_model(model, data)
-    w.set_state_tags([0, 1])
     return w
 
 

@@ -59,9 +59,9 @@ def _model_config(args, n_symbols: int):
                 raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         if args.paper_settings:
             raise UserError("--paper-settings applies to dense models only")
-        if getattr(args, "symbol_features", None):
+        if args.symbol_features:
             raise UserError("--symbol-features applies to dense models only")
-        if getattr(args, "init_scale", None) is not None:
+        if args.init_scale is not None:
             raise UserError("--init-scale applies to dense models only")
         from ..standard import n_fair
         n = args.states
@@ -70,13 +70,13 @@ def _model_config(args, n_symbols: int):
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
         cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": args.device or "auto"}
-        if getattr(args, "init", None):
+        if args.init:
             cfg["init_method"] = args.init
         if args.iter is not None:
             cfg["n_iter"] = args.iter
         if args.tol is not None:
             cfg["tol"] = args.tol
-        if getattr(args, "pseudocount", None) is not None:
+        if args.pseudocount is not None:
             if not (math.isfinite(args.pseudocount) and args.pseudocount >= 0):
                 raise UserError(f"--pseudocount must be a number >= 0, got {args.pseudocount}")
             cfg["emission_pseudocount"] = args.pseudocount
@@ -84,7 +84,7 @@ def _model_config(args, n_symbols: int):
         return "standard", cfg
     if args.fair:
         raise UserError("--fair needs --model standard")
-    if getattr(args, "pseudocount", None) is not None:
+    if args.pseudocount is not None:
         raise UserError("--pseudocount applies to standard models only (dense emissions are never exactly 0)")
     if args.dim is None:
         raise UserError("--dim L is required for dense models")
@@ -93,13 +93,13 @@ def _model_config(args, n_symbols: int):
            "seed": args.seed, "device": args.device or "auto"}
     if args.paper_settings:
         cfg["preset"] = "paper"
-    if getattr(args, "init", None):
+    if args.init:
         cfg["init_method"] = args.init
-    if getattr(args, "init_scale", None) is not None:
+    if args.init_scale is not None:
         if not args.init_scale > 0:
             raise UserError(f"--init-scale must be > 0, got {args.init_scale}")
         cfg["init_scale"] = args.init_scale
-    if getattr(args, "symbol_features", None):
+    if args.symbol_features:
         from ..features import FEATURE_FUNCTIONS
         if args.symbol_features not in FEATURE_FUNCTIONS:
             raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
