@@ -34,11 +34,12 @@ from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
 from densehmm_core import fileio
 
-from .views import _pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
+from . import pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
+from .view_registry import view_file_name
 
 __all__ = ["export_widget", "add_export_context_menu", "ask_and_export", "ExportError", "FORMATS",
            "FILE_FILTER", "format_for_path", "file_stem", "view_file_name", "controls_hidden",
-           "export_model_csv", "ask_and_export_csv", "VIEW_FILE_NAMES"]
+           "export_model_csv", "ask_and_export_csv"]
 
 #: format -> file-dialog filter text
 FORMATS = {"png": "PNG image (*.png)", "svg": "SVG vector image (*.svg)", "pdf": "PDF document (*.pdf)"}
@@ -64,13 +65,6 @@ def format_for_path(path: Union[str, os.PathLike], fmt: Optional[str] = None) ->
         raise ExportError(f"{path}: unknown figure format {fmt!r}; use one of: {', '.join(FORMATS)}")
     return fmt
 
-
-#: view object name -> the word used in default file names
-VIEW_FILE_NAMES = {"transmat": "transitions", "emission": "emissions", "startprob": "start",
-                   "embeddings": "embeddings", "curves": "training_curves", "matrices": "matrices",
-                   "decode": "decode", "overview": "before_after", "compare": "compare",
-                   "dashboard": "dashboard", "live": "dashboard", "sweep": "sweep_summary",
-                   "state_tags": "state_x_tag", "top_words": "top_words", "tagging": "tagging_scores"}
 
 #: widget types that are controls, never part of a figure
 _CONTROL_TYPES = (QtWidgets.QAbstractButton, QtWidgets.QAbstractSpinBox, QtWidgets.QComboBox,
@@ -102,13 +96,6 @@ def file_stem(model: Any = None, **fields) -> str:
     if seed is not None:
         parts.append(f"seed{seed}")
     return _safe("_".join(str(p) for p in parts)) or "model"
-
-
-def view_file_name(stem: Optional[str], view: str, suffix: str = "png") -> str:
-    """``<stem>_<view word>.<suffix>`` (just the view word without a stem)."""
-    word = VIEW_FILE_NAMES.get(view, _safe(view) or "figure")
-    base = f"{_safe(stem)}_{word}" if stem else word
-    return f"{base}.{suffix}" if suffix else base
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@ from .panels.model_form import ModelForm
 from .panels.start import StartView
 from .resources import app_icon
 from .settings import Settings
-from .views._pyside_fix import ensure_none_survives
+from .pyside_fix import ensure_none_survives
 from .views.dashboard import Dashboard
 from .window.data import DataSetsMixin
 from .window.dragdrop import DropMixin, local_paths
@@ -49,7 +49,7 @@ from .window.menus import MenusMixin
 from .window.results import ResultsMixin
 from .window.sessions import SessionsMixin
 
-ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see _pyside_fix)
+ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see app.pyside_fix)
 
 __all__ = ["MainWindow", "local_paths"]
 

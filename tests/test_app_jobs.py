@@ -213,7 +213,7 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
     # compare the two loaded models: both scored on the current data set's test split (the same
     # NLL per token as Score on data), with the Jobs panel's elapsed time
     window.compare_jobs(loaded[0], loaded[1])
-    from app.views.common import fmt_compact
+    from app.views.theme import fmt_compact
     rows = window.compare_view.table_rows()
     nll_row = [k for k in rows if k == "NLL / token, same data"]
     assert len(nll_row) == 1 and rows[nll_row[0]][0] == fmt_compact(res[0]["nll"])

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
 
 from ..jobrows import job_row
 from ..jobs import Job, JobState
-from .flow import FlowLayout
+from ..flow import FlowLayout
 
 __all__ = ["JobsPanel", "format_seconds", "COLUMNS", "COLUMN_IDS", "PRIORITY"]
 

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from .common import diverging_cmap, fmt_compact, state_labels, symbol_labels
+from .theme import diverging_cmap, fmt_compact, state_labels, symbol_labels
 from .heatmap import MatrixHeatmap
 
 __all__ = ["CompareView"]

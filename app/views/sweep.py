@@ -21,8 +21,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from .common import (Placeholder, ThinLogAxis, label_axis_text, make_graphics_widget, state_colors, style_plot,
-                     theme_colors)
+from .theme import label_axis_text, make_graphics_widget, state_colors, style_plot, theme_colors
+from .widgets import Placeholder, ThinLogAxis
 
 __all__ = ["SweepView", "summarize_rows", "row_from_spec"]
 

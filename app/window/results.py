@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 from .. import tasks
 from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobState
+from ..view_registry import VIEWS
 
 __all__ = ["ResultsMixin", "job_metrics"]
 
@@ -148,14 +149,16 @@ class ResultsMixin:
 
     def export_figure_dialog(self) -> None:
         d = self.dashboard
-        views = {"Whole dashboard (current tab)": d.export_target()}
-        views.update({k: v for k, v in d.views().items() if k != "dashboard"})
-        names = list(views)
-        name, ok = QInputDialog.getItem(self, "Export figure", "Which view?", names, 0, False)
+        # the registry's titles (app.view_registry), the whole current page first
+        shown = d.views()
+        titles = {"Whole dashboard (current tab)": "dashboard"}
+        titles.update({info.title: info.name for info in VIEWS})
+        title, ok = QInputDialog.getItem(self, "Export figure", "Which view?", list(titles), 0, False)
         if not ok:
             return
+        name = titles[title]
         # the job's stem and the view, e.g. dense-em_n10_l3_seed0_transitions.png
-        fname = d.file_name("dashboard" if name.startswith("Whole") else name, "png")
+        fname = d.file_name(name, "png")
         start = os.path.join(d.export_dir() or self.settings.last_folder, fname)
         path, flt = QFileDialog.getSaveFileName(self, "Export figure", start,
                                                 "PNG image (*.png);;SVG vector graphics (*.svg);;PDF (*.pdf)")
@@ -170,7 +173,7 @@ class ResultsMixin:
                 return
             scale = float(choice[0])
         try:
-            self.export_figure(views[name], path, scale)
+            self.export_figure(d.export_target() if name == "dashboard" else shown[name], path, scale)
         except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Export failed", f"{type(exc).__name__}: {exc}")
 
