@@ -76,15 +76,15 @@ def _safe(text: str) -> str:
 
 
 def file_stem(model: Any = None, **fields) -> str:
-    """A file-name stem naming a model: kind, n, l and seed, e.g. ``dense-em_n10_l3_seed0``.
+    """A file-name stem naming a model: kind (and fit method), n, l, seed, e.g. ``dense-em_n10_l3_seed0``.
 
     ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_config()``) or ``None``;
     keyword ``fields`` (kind, n, l, seed) override what the model says.
     """
     params = model.get_config() if model is not None else {}  # the constructor arguments
     kind = fields.get("kind")
-    if kind is None and model is not None:
-        kind = f"dense-{params['fit_method']}" if model.kind == "dense" else "standard"
+    if kind is None and model is not None:  # the core's kind and, for a DenseHMM, its fit method
+        kind = f"{model.kind}-{params['fit_method']}" if "fit_method" in params else model.kind
     n = fields.get("n", params.get("n_states"))
     l = fields.get("l", params.get("dim"))
     seed = fields.get("seed", params.get("seed"))

@@ -266,7 +266,7 @@ class DenseHMM(BaseHMM):
     model_types = (
         ModelType("dense_cooc", "dense", "cooc", "DenseHMM — direct co-occurrence", "Dense-cooc"),
         ModelType("dense_em", "dense", "em", "DenseHMM — EM (gradient M-step)", "Dense-EM"),
-        ModelType("dense_cooc_em", "dense", "cooc_em", "DenseHMM — co-occurrence fit, then EM", "Dense-cooc-EM"),
+        ModelType("dense_cooc_em", "dense", "cooc_em", "DenseHMM — co-occurrence + EM", "Dense-cooc-EM"),
     )
     hyper_params = (
         HyperParam("n_states", int, "States n", "Number of hidden states n.", low=1, flag="--states",

@@ -75,9 +75,18 @@ def hyper_param(cls, name: str) -> HyperParam:
     raise KeyError(f"{cls.__name__} has no hyper-parameter {name!r}")
 
 
+def _parameter(cls, name: str) -> inspect.Parameter:
+    """``name`` in the constructor's signature (a subclass passing ``**kwargs`` on: its base's)."""
+    for klass in cls.__mro__:
+        params = inspect.signature(klass.__init__).parameters
+        if name in params:
+            return params[name]
+    raise KeyError(f"{cls.__name__}.__init__ has no argument {name!r}")
+
+
 def default(cls, name: str) -> Any:
     """The constructor's default of ``name`` (read from the signature; ``None`` for a required one)."""
-    p = inspect.signature(cls.__init__).parameters[name]
+    p = _parameter(cls, name)
     return None if p.default is inspect.Parameter.empty else p.default
 
 
@@ -130,9 +139,9 @@ def applies_text(cls, hp: HyperParam) -> str:
     return f"{cls.kind} ({', '.join(methods)})"
 
 
-def cli_flags(classes: Sequence[type]) -> Dict[str, List[Tuple[type, HyperParam]]]:
+def cli_flags(classes: Sequence[Any]) -> Dict[str, List[Tuple[Any, HyperParam]]]:
     """Flag -> the (estimator, metadata) pairs it sets, in the order of first appearance."""
-    out: Dict[str, List[Tuple[type, HyperParam]]] = {}
+    out: Dict[str, List[Tuple[Any, HyperParam]]] = {}
     for cls in classes:
         for hp in cls.hyper_params:
             if hp.flag:
@@ -142,7 +151,7 @@ def cli_flags(classes: Sequence[type]) -> Dict[str, List[Tuple[type, HyperParam]
 
 def default_text(cls, name: str) -> str:
     """The default of ``name`` as the docs say it: a value, "from the preset", "none" or "required"."""
-    if inspect.signature(cls.__init__).parameters[name].default is inspect.Parameter.empty:
+    if _parameter(cls, name).default is inspect.Parameter.empty:
         return "required"
     d = default(cls, name)
     if d is None:
@@ -150,7 +159,7 @@ def default_text(cls, name: str) -> str:
     return repr(d) if isinstance(d, str) else str(d)
 
 
-def cli_help(pairs: Sequence[Tuple[type, HyperParam]]) -> str:
+def cli_help(pairs: Sequence[Tuple[Any, HyperParam]]) -> str:
     """The ``--help`` text of a flag: who uses it, what it does, the option it sets and its default."""
     def text(hp: HyperParam) -> str:
         return hp.help[0].lower() + hp.help[1:].rstrip(".")
@@ -166,7 +175,7 @@ def cli_help(pairs: Sequence[Tuple[type, HyperParam]]) -> str:
     return "; ".join(parts) + f" (option {pairs[0][1].name}{tail})"
 
 
-def add_cli_options(groups: Dict[str, Any], classes: Sequence[type], skip: Sequence[str] = ()) -> None:
+def add_cli_options(groups: Dict[str, Any], classes: Sequence[Any], skip: Sequence[str] = ()) -> None:
     """Add every flag of the estimators' metadata to argparse groups (``{"model": g, "training": g}``,
     by :attr:`HyperParam.group`); options in ``skip`` (configuration names) are left to the caller."""
     for flag, pairs in cli_flags(classes).items():
@@ -184,7 +193,7 @@ def add_cli_options(groups: Dict[str, Any], classes: Sequence[type], skip: Seque
         groups[hp.group].add_argument(*names, **kw)
 
 
-def options_from_cli(args: Any, cls: type, fit_method: Optional[str], classes: Sequence[type],
+def options_from_cli(args: Any, cls: Any, fit_method: Optional[str], classes: Sequence[Any],
                      skip: Sequence[str] = ()) -> Dict[str, Any]:
     """The configuration options set by ``densehmm train``'s flags for a ``cls`` model fitted with
     ``fit_method``.  A flag this model does not use, or a value out of range, is a ``ValueError`` whose
@@ -222,7 +231,7 @@ def _range(hp: HyperParam) -> str:
     return ", ".join(x for x in (lo, hi) if x) or "any"
 
 
-def markdown_table(classes: Sequence[type]) -> str:
+def markdown_table(classes: Sequence[Any]) -> str:
     """The docs table of every hyper-parameter (docs/DENSEHMM.md embeds it; a test keeps it current)."""
     rows = ["| estimator | option | type | range | default | fit methods | CLI | form | meaning |",
             "|---|---|---|---|---|---|---|---|---|"]

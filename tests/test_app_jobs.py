@@ -41,10 +41,10 @@ def window(qtbot, tmp_path, dialogs):
 
 
 def spec(kind="standard", **kw):
-    from app.modelspec import ModelSpec, paper_defaults
-    d = dict(paper_defaults(kind, kw.pop("preset", "paper")), kind=kind, n=5, l=3, seed=0)
+    from app.modelspec import ModelSpec, type_defaults
+    d = dict(type_defaults(kind, kw.pop("preset", "paper")), model_type=kind, n=5, l=3, seed=0)
     d.update(kw)
-    return ModelSpec(**d)
+    return ModelSpec.make(**d)
 
 
 def wait_final(qtbot, jobs, timeout=60000):
@@ -57,7 +57,7 @@ def test_standard_job_runs_and_heatmaps_equal_model(window, qtbot):
     window.model_form.set_spec(spec("standard", steps=15, tol=0.0))
     qtbot.mouseClick(window.model_form.train_button, Qt.LeftButton)
     job = window.jobs.jobs[-1]
-    assert job.spec["kind"] == "standard" and job.spec["steps"] == 15
+    assert job.spec["model_type"] == "standard" and job.spec["n_iter"] == 15
     assert window.jobs_panel.current_job() is job
     wait_final(qtbot, job)
     assert job.state == JobState.FINISHED, job.reason + job.error
@@ -270,7 +270,8 @@ def init(self, *a, **k):
     orig_init(self, *a, **k)
     def start():
         self.load_demo()
-        jobs = [self.start_training(ModelSpec(kind="standard", n=8, steps=10**6, tol=0.0)) for _ in range(2)]
+        jobs = [self.start_training(ModelSpec.make(model_type="standard", n=8, n_iter=10**6, tol=0.0))
+                for _ in range(2)]
         def poll():
             if all(j.step > 0 for j in jobs):
                 print("CLOSING", time.time(), flush=True)
@@ -390,7 +391,7 @@ sys.exit(m.main(["main.py"]))
 def _in_process_fit(job):
     """The same model trained here, on this thread, from the job's own spec (the oracle)."""
     from app.modelspec import ModelSpec, build_model
-    model, _, fit_kwargs = build_model(ModelSpec(**job.spec), job.dataset.n_symbols, device=job.device)
+    model, _, fit_kwargs = build_model(ModelSpec.from_dict(job.spec), job.dataset.n_symbols, device=job.device)
     return model.fit(job.train, eval_data=job.test, **fit_kwargs)
 
 

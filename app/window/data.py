@@ -29,7 +29,7 @@ class DataSetsMixin:
         # the demo's model settings: about 15-30 s of visible learning (DEMO_FORM)
         self.model_form.set_spec(ModelSpec.from_dict({**self.model_form.spec().to_dict(), **DEMO_FORM}))
         self.log_panel.log("Model form set for the demo: Dense-cooc n=5 l=3, "
-                           f"{DEMO_FORM['steps']:,} steps at learning rate {DEMO_FORM['lr']:g}")
+                           f"{DEMO_FORM['cooc_steps']:,} steps at learning rate {DEMO_FORM['lr']:g}")
         return ds
 
     def add_dataset(self, ds: DataSet) -> None:

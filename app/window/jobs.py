@@ -78,7 +78,7 @@ class JobsMixin:
         if jobs and self.settings.select_new_jobs:
             self.jobs_panel.select(jobs[0])
         from ..remote_jobs import describe_target
-        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.kind}, {repeats} repeats) on {ds.name}, "
+        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.model_type}, {repeats} repeats) on {ds.name}, "
                            f"run by {describe_target(target)}")
         return jobs
 

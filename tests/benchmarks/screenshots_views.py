@@ -123,11 +123,11 @@ def main() -> int:
         save(h, "heatmap_21_residues.png")
 
     if wanted("model_form.png"):
-        from app.modelspec import ModelSpec, paper_defaults
+        from app.modelspec import ModelSpec, type_defaults
         from app.panels.model_form import ModelForm
         form = ModelForm()
         form.set_n_symbols(5)
-        form.set_spec(ModelSpec(kind="dense_em", n=5, l=3, **paper_defaults("dense_em", "paper"),
+        form.set_spec(ModelSpec.make(model_type="dense_em", n=5, l=3, **type_defaults("dense_em", "paper"),
                                 init_method="spectral"))
         form.resize(420, form.sizeHint().height())
         form.show()
@@ -138,14 +138,14 @@ def main() -> int:
 
     if wanted("model_form_words.png"):
         from app.datasets import dataset_from_corpus
-        from app.modelspec import ModelSpec, paper_defaults
+        from app.modelspec import ModelSpec, type_defaults
         from app.panels.model_form import ModelForm
         words_file = CONLLU if have_shared else os.path.join(REPO, "tests", "fixtures", "data", "words.conllu")
         ds = dataset_from_corpus(words_file, load(words_file, observe="words", lowercase=True))
         form = ModelForm()
         form.set_n_symbols(ds.n_symbols)            # what the window tells the form (app/window/data.py)
         form.set_words_data(ds.observes_words)
-        form.set_spec(ModelSpec(kind="dense_em", n=17, l=32, **paper_defaults("dense_em", "paper")))
+        form.set_spec(ModelSpec.make(model_type="dense_em", n=17, l=32, **type_defaults("dense_em", "paper")))
         form.resize(max(406, form.minimumSizeHint().width()), form.sizeHint().height())
         form.show()
         settle(app, 0.3)
