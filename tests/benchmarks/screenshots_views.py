@@ -127,8 +127,8 @@ def main() -> int:
         from app.panels.model_form import ModelForm
         form = ModelForm()
         form.set_n_symbols(5)
-        form.set_spec(ModelSpec.make(model_type="dense_em", n=5, l=3, **type_defaults("dense_em", "paper"),
-                                init_method="spectral"))
+        form.set_spec(ModelSpec.make(model_type="dense_em", n=5, l=3,
+                                     **dict(type_defaults("dense_em", "paper"), init_method="spectral")))
         form.resize(420, form.sizeHint().height())
         form.show()
         settle(app, 0.3)
