@@ -212,7 +212,9 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
                                                      rel=1e-12)
     # compare the two loaded models: both scored on the current data set's test split (the same
     # NLL per token as Score on data), with the Jobs panel's elapsed time
-    window.compare_jobs(loaded[0], loaded[1])
+    compared = []
+    window.compare_jobs(loaded[0], loaded[1], on_done=lambda: compared.append(True))   # scored off the GUI thread
+    qtbot.waitUntil(lambda: bool(compared), timeout=30000)
     from app.views.theme import fmt_compact
     rows = window.compare_view.table_rows()
     nll_row = [k for k in rows if k == "NLL / token, same data"]

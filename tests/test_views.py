@@ -373,7 +373,8 @@ def test_compare_scores_both_models_on_the_same_data(qtbot):
     a = StandardHMM(2, n_symbols=4, n_iter=2, seed=0).fit(seqs)
     b = StandardHMM(3, n_symbols=4, n_iter=2, seed=1).fit(seqs)
     w = shown(qtbot, CompareView(), (1000, 600))
-    w.set_models("A", a, "B", b, data=seqs, data_name="test split")
+    from app.views.compare import score_both
+    w.set_models("A", a, "B", b, scores=score_both(a, b, seqs), data_name="test split")
     row = w.table_rows()["NLL / token, same data"]
     assert "test split" in w.note.text()
     assert row[0] == fmt_compact(normalized_nll(a, seqs)) and row[1] == fmt_compact(normalized_nll(b, seqs))

@@ -98,6 +98,8 @@ class Dashboard(QtWidgets.QWidget):
     sigError = QtCore.Signal(str)
     #: All queued parts of a live update ran; seconds of GUI-thread time they took (object: float).
     sigLiveDrawn = QtCore.Signal(object)
+    #: Decode's "Data" box: the user chose the open data set of this index to decode.
+    decode_dataset_chosen = QtCore.Signal(int)
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None,
                  get_default_dir: Optional[Callable[[], str]] = None,
@@ -176,6 +178,7 @@ class Dashboard(QtWidgets.QWidget):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
+        self.decode.dataset_chosen.connect(self.decode_dataset_chosen)
 
         # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
         # come from the job and the view (file_name); the folder of the last export is remembered.
@@ -393,6 +396,22 @@ class Dashboard(QtWidgets.QWidget):
 
     def model(self):
         return self._model
+
+    def add_sweep_row(self, row: dict) -> None:
+        """A finished sweep job's result in the Sweep tab (:func:`app.views.sweep.row_from_spec`)."""
+        self.sweep.add_row(row)
+
+    def set_decode_datasets(self, names: List[str], current: int) -> None:
+        """The open data sets offered in Decode's "Data" box (``current``: the one decoded)."""
+        self.decode.set_datasets(names, current)
+
+    def decode_on(self, model, data) -> None:
+        """Decode ``model`` on ``data`` (a data set chosen in Decode's "Data" box, read by the window)."""
+        self.decode.set_model(model, data)
+
+    def show_compare(self) -> None:
+        """Bring the Compare tab to the front."""
+        self.tabs.setCurrentWidget(self.compare)
 
     def set_tagged_data(self, corpus) -> None:
         """Data with gold tags (``tags``, ``tag_vocabulary``) on which the snapshots of a live job are

@@ -30,8 +30,7 @@ class ResultsMixin:
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
-            self.jobs.jobs.append(job)
-            self.jobs_panel.add_job(job)
+            self.state.add_finished_job(job)
             first = first or job
         self.log_panel.log(f"{ms.name}: {len(ms.models)} model(s) loaded: "
                            + ", ".join(n for n, _ in ms.models))
@@ -112,33 +111,44 @@ class ResultsMixin:
         tasks.run_background(functools.partial(score_model, job.model, data), done,
                              lambda exc, tb: self._error_dialog("Scoring failed", str(exc)))
 
-    def compare_jobs(self, a: Optional[Job], b: Optional[Job]) -> None:
+    def compare_jobs(self, a: Optional[Job], b: Optional[Job], on_done=None) -> None:
+        """Compare two jobs' models in the Compare tab; both are scored on one split (NLL per token) off
+        the GUI thread first, then the view is filled (``on_done()`` after that)."""
         if a is None or b is None:
             QMessageBox.information(self, "Compare", "Select two jobs with models (Ctrl+click) to compare them.")
             return
-        try:
-            ma, mb = job_metrics(a), job_metrics(b)
-            ma["elapsed"], mb["elapsed"] = a.elapsed, b.elapsed  # the Jobs panel's time
-            same = isinstance(a.dataset, DataSet) and a.dataset is b.dataset
-            ds = a.dataset if isinstance(a.dataset, DataSet) else self.current_dataset
-            data, data_name = None, ""
-            if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
-                data = ds.test if ds.test is not None else ds.train
-                data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
-                va, vb = getattr(a.model, "vocabulary", None), getattr(b.model, "vocabulary", None)
-                try:  # read with the models' alphabet (by symbol name); only when they share it
-                    data = encode_for(a.model, data) if va == vb else None
-                except ValueError:
-                    data = None
-            self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
-                                         data=data, data_name=data_name, same_data=same)
-        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
-            self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
+        ma, mb = job_metrics(a), job_metrics(b)
+        ma["elapsed"], mb["elapsed"] = a.elapsed, b.elapsed  # the Jobs panel's time
+        same = isinstance(a.dataset, DataSet) and a.dataset is b.dataset
+        ds = a.dataset if isinstance(a.dataset, DataSet) else self.current_dataset
+        data, data_name = None, ""
+        if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
+            data = ds.test if ds.test is not None else ds.train
+            data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
+            va, vb = a.model.vocabulary, b.model.vocabulary
+            try:  # read with the models' alphabet (by symbol name); only when they share it
+                data = encode_for(a.model, data) if va == vb else None
+            except ValueError:
+                data = None
+
+        def show(scores) -> None:
+            try:
+                self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb, scores=scores,
+                                             data_name=data_name, same_data=same)
+            except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
+                self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
+                return
+            self.dashboard.show_compare()
+            self.stack.setCurrentWidget(self.dashboard)
+            if on_done is not None:
+                on_done()
+
+        if data is None:
+            show(None)
             return
-        tabs = getattr(self.dashboard, "tabs", None)
-        if tabs is not None:
-            tabs.setCurrentWidget(self.compare_view)
-        self.stack.setCurrentWidget(self.dashboard)
+        from ..views.compare import score_both
+        tasks.run_background(functools.partial(score_both, a.model, b.model, data), show,
+                             lambda exc, tb: self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}"))
 
     def export_figure(self, widget: QWidget, path: str, scale: float = 1.0) -> None:
         from ..export import export_widget

@@ -187,6 +187,7 @@ def main() -> int:
         from densehmm_core.dense import DenseHMM
         from densehmm_core.synthetic import demo_dataset
         from app.views import CompareView
+        from app.views.compare import score_both
         demo = demo_dataset(seed=0)
         m = int(np.shape(demo.params.emissionprob)[1])
         a = DenseHMM(5, 3, n_symbols=m, fit_method="cooc", seed=0, cooc_steps=400).fit(demo.train, eval_data=demo.test)
@@ -199,7 +200,7 @@ def main() -> int:
                         {"test_nll": ha.get("test_nll"), "mad": ha.get("mad"), "step": ha.get("step"), "elapsed": 4.2},
                         {"test_nll": hb.get("test_nll"), "train_nll": hb.get("train_nll"), "mad": hb.get("mad"),
                          "step": hb.get("step"), "elapsed": 0.8},
-                        data=demo.test, data_name="the demo data's test split", same_data=True)
+                        scores=score_both(a, b, demo.test), data_name="the demo data's test split", same_data=True)
         save(view, "compare_aligned.png")
 
     words_figs = ("tags_state_x_tag.png", "words_top_words.png", "words_embeddings.png", "decode_words_tags.png")
