@@ -344,6 +344,42 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
     return p
 
 
+#: The data options of ``sweep`` (those of ``train``) that change what a run sees: all of them.
+SWEEP_DATA_OPTIONS = ("format", "preset", "observe", "column", "tagset", "keep_traces", "subset", "max_len",
+                      "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare")
+
+
+def sweep_data_options(args) -> dict:
+    """The options the data were read with, for the sweep's settings (and so its resume key):
+    every option given (a flag left off is left out, so folders made before it existed still
+    resume) and the extra files by their content (size and SHA-256)."""
+    from .runner import file_fingerprint
+    options = {k: getattr(args, k, None) for k in SWEEP_DATA_OPTIONS}
+    options = {k: v for k, v in options.items() if v is not None and v is not False}
+    if options.get("format") == "auto":
+        del options["format"]
+    extra = getattr(args, "extra", None) or []
+    if extra:
+        options["extra"] = [file_fingerprint(f) for f in extra]
+    return options
+
+
+def _data_fingerprint(path: str, corpus) -> str:
+    """The data's content as ``SIZE:SHA256`` of the file (of the sequences read, for standard input)."""
+    from .runner import file_fingerprint
+    if path != "-":
+        return file_fingerprint(path)
+    import hashlib
+    h = hashlib.sha256()
+    size = 0
+    for x in corpus.sequences:
+        b = x.astype("<i8").tobytes()
+        size += len(b)
+        h.update(len(b).to_bytes(8, "little") + b)
+    h.update("\n".join(map(str, corpus.vocabulary)).encode("utf-8", "surrogatepass"))
+    return f"stdin {size}:{h.hexdigest()}"
+
+
 def _sweep_handler(args) -> int:
     import numpy as np
 
@@ -367,11 +403,9 @@ def _sweep_handler(args) -> int:
     if len(seqs) < 2:
         raise UserError(f"{args.data}: need at least 2 sequences for a train/test split, got {len(seqs)}")
     m = int(getattr(corpus, "n_symbols", None) or len(corpus.vocabulary))
-    options = {k: getattr(args, k, None) for k in ("format", "preset", "observe", "column", "tagset",
-                                                   "subset", "max_len", "min_len", "merge_below")}
-    options = {k: v for k, v in options.items() if v is not None}
-    kw = dict(grid=grid, models=models, repeats=args.repeats, seed=args.seed,
-              dense_preset=args.dense_preset, test_fraction=fraction, data_options=options)
+    kw = dict(grid=grid, models=models, repeats=args.repeats, seed=args.seed, dense_preset=args.dense_preset,
+              test_fraction=fraction, data_options=sweep_data_options(args),
+              data_fingerprint=_data_fingerprint(args.data, corpus))
     if args.max_sequences is not None:
         kw["max_sequences"] = args.max_sequences
     settings = (ComparisonSettings.quick("sweep", data=args.data, **kw) if args.quick

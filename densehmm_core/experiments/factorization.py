@@ -407,7 +407,7 @@ def _atomic_text(path, text: str) -> None:
     from .. import fileio
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fileio.write_text(path, text)
+    fileio.write_text(path, text, follow_links=False)
 
 
 def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,
