@@ -471,64 +471,11 @@ def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
 
 
 # ------------------------------------------------------------------ resume
-def _shown(v) -> str:
-    if v is None:
-        return "none"
-    return json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
-
-
-def settings_differences(old: dict, new: dict) -> List[str]:
-    """``"name (X recorded, Y now)"`` for every result setting that differs (data options one by one)."""
-    def flat(d: dict) -> dict:
-        d = dict(d)
-        options = d.pop("data_options", None) or {}
-        d.update({k: v for k, v in options.items()})
-        return d
-    a, b = flat(old), flat(new)
-    out = []
-    for k in sorted(set(a) | set(b)):
-        if a.get(k) != b.get(k):
-            if k == "data":
-                out.append("data (the file's content differs: "
-                           f"{str(a.get(k)).split(':')[0]} bytes recorded, {str(b.get(k)).split(':')[0]} now)")
-            else:
-                out.append(f"{k} ({_shown(a.get(k))} recorded, {_shown(b.get(k))} now)")
-    return out
-
-
-def read_settings_file(path, build):
-    """``(settings, recorded_id)`` from a result folder's settings file, or None when there is none.
-
-    ``build(dict)`` makes the settings object; every problem is a :class:`ResultFileError`
-    (not a plain JSON object, a setting this version does not know, a ``settings_id`` that does
-    not match the content: the file was edited by hand).
-    """
-    from .runner import MAX_SETTINGS_BYTES, ResultFileError, _decode, read_folder_file
-    data = read_folder_file(path, MAX_SETTINGS_BYTES)
-    if data is None:
-        return None
-    try:
-        d = json.loads(_decode(path, data))
-    except json.JSONDecodeError as e:
-        raise ResultFileError(path, f"is not valid JSON ({e.msg})", e.lineno) from None
-    if not isinstance(d, dict) or not isinstance(d.get("settings_id"), str):
-        raise ResultFileError(path, "is not a settings file (a JSON object with a settings_id)")
-    recorded = d.pop("settings_id")
-    try:
-        settings = build(d)
-    except (TypeError, ValueError, KeyError, AttributeError) as e:
-        raise ResultFileError(path, f"holds settings this version cannot use ({type(e).__name__}: {e})") from None
-    if settings.settings_id != recorded:
-        raise ResultFileError(path, f"was edited by hand: its settings_id {recorded} does not match its "
-                                    f"content ({settings.settings_id}); restore it or use another --out folder")
-    return settings, d
-
-
 def check_resume(out: Path, s: "ComparisonSettings", store) -> None:
     """Refuse (:class:`~.runner.ResultFileError`, one line) a folder whose runs were made with
     other result settings, whose settings file is missing, damaged or edited by hand, or whose
     rows belong to other settings.  Grid, repeats and models may change (rows carry them)."""
-    from .runner import ResultFileError
+    from .runner import ResultFileError, read_settings_file, settings_differences
     path = out / f"{s.dataset}_settings.json"
 
     def build(d: dict) -> ComparisonSettings:
