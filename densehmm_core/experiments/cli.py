@@ -162,7 +162,8 @@ def _pos_handler(args) -> int:
         kw["init_scale"] = args.init_scale
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
     out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
-    return run_pos_induction(s, out, jobs=max(1, args.jobs), executor=args.executor, run=not args.report_only)
+    jobs = _cap_jobs(max(1, args.jobs), args.executor, None)
+    return run_pos_induction(s, out, jobs=jobs, executor=args.executor, run=not args.report_only)
 
 
 def _default_jobs() -> int:
@@ -172,6 +173,24 @@ def _default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: ``--jobs`` above this many times the cores is lowered to it (with a note): more workers than
+#: that only add memory (each worker process holds its own imports and data).
+JOBS_PER_CORE = 4
+
+
+def _cap_jobs(jobs: int, executor: str, scheduler: Optional[str]) -> int:
+    """``jobs``, lowered to :data:`JOBS_PER_CORE` x the cores of this machine for work that runs
+    here (not for a remote Dask scheduler), with a note on stderr."""
+    if executor == "dask" and scheduler:
+        return jobs
+    cap = JOBS_PER_CORE * _default_jobs()
+    if jobs > cap:
+        print(f"note: --jobs {jobs} is more than {JOBS_PER_CORE} x the {_default_jobs()} cores here; "
+              f"using {cap}", file=sys.stderr)
+        return cap
+    return jobs
+
+
 def _handler(args) -> int:
     name = args.experiment
     out = Path(args.out) if args.out else Path("reproduce-results") / name
@@ -179,6 +198,7 @@ def _handler(args) -> int:
     if jobs < 1:
         print("error: --jobs must be >= 1")
         return 2
+    jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats is not None and args.repeats < 1:
         print("error: --repeats must be >= 1")
         return 2
@@ -393,6 +413,7 @@ def _sweep_handler(args) -> int:
     jobs = args.jobs if args.jobs is not None else _default_jobs()
     if jobs < 1:
         raise UserError("--jobs must be >= 1")
+    jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats < 1:
         raise UserError("--repeats must be >= 1")
     fraction = 0.5 if args.split is None else float(args.split)

@@ -528,7 +528,7 @@ def check_model_files(save_dir: Path, store) -> int:
     return without
 
 
-def run_memory(s: "ComparisonSettings", n: int, l: int, model: str, m: int, tokens: int) -> float:
+def run_memory(n: int, l: int, model: str, m: int, tokens: int) -> float:
     """Bytes one run needs at most, about: its matrices, their expected counts and the engine's
     forward-backward buffers (8 copies of k^2 + k m floats, the T x k buffers of the largest chunk),
     the embeddings with their Adam state (dense), and the data and its sampled copy."""
@@ -554,7 +554,7 @@ def check_size(s: "ComparisonSettings", m: int, tokens: int, jobs: int) -> None:
     worst, what = 0.0, ""
     for (n, l) in s.grid:
         for model in s.models:
-            b = run_memory(s, n, l, model, m, tokens)
+            b = run_memory(n, l, model, m, tokens)
             if b > worst:
                 worst, what = b, f"{model} with n={n}, l={l}, m={m}"
     budget = memory_budget()

@@ -296,6 +296,17 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     except Exception as exc:  # noqa: BLE001 - one clean line
         print(f"error: cannot read {s.data}: {exc}", file=sys.stderr)
         return 2
+    from ..modelfile.safety import memory_budget
+    from .comparison import run_memory
+    n = s.n_states or corpus.n_tags
+    worst = max(run_memory(n, dim, "dense" if model.startswith("dense") or model == "cooc-em" else "standard",
+                           corpus.n_symbols, corpus.n_tokens) for model in s.models for dim in s.model_dims(model))
+    if worst * max(1, jobs) > memory_budget():
+        print(f"error: too large: the largest run (n={n}, m={corpus.n_symbols}, l up to {max(max(s.dims), 1)}) "
+              f"needs about {worst * max(1, jobs) / 1e9:.3g} GB with {max(1, jobs)} jobs, more than the "
+              f"{memory_budget() / 1e9:.3g} GB allowed (half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES "
+              "to change it)", file=sys.stderr)
+        return 2
     say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
         f"lower-cased word types, {corpus.n_tags} gold tags, from {s.data}")
     _atomic_text(out / "pos_induction_settings.json",

@@ -37,6 +37,7 @@ import io
 import json
 import math
 import os
+import re
 import stat
 import sys
 import time
@@ -379,6 +380,7 @@ class FolderLock:
         self.path = self.folder / FOLDER_LOCK
         self.what = what or " ".join(sys.argv)
         self.fd = -1
+        self.removed = 0
 
     def __enter__(self) -> "FolderLock":
         import fcntl
@@ -405,6 +407,7 @@ class FolderLock:
         text = f"pid {os.getpid()} on {socket.gethostname()}, started {started}: {self.what}"[:4000]
         os.ftruncate(fd, 0)
         os.pwrite(fd, text.encode("utf-8", "replace") + b"\n", 0)
+        self.removed = remove_stale_temporaries(self.folder) + remove_stale_temporaries(self.folder / "models")
         return self
 
     def __exit__(self, *exc) -> bool:
@@ -416,6 +419,29 @@ class FolderLock:
             os.close(self.fd)  # releases the lock
             self.fd = -1
         return False
+
+
+#: The temporary files of densehmm_core.fileio's writers (``.NAME.XXXXXXXX.tmp``, a probe file).
+_TEMPORARY = re.compile(r"^\.(.+\.|densehmm-probe\.)[a-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temporaries(folder) -> int:
+    """Remove the temporary files a writer killed before its rename left in ``folder`` (only
+    called under the folder's lock, when no writer of this folder runs); returns how many."""
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        path = os.path.join(folder, name)
+        if _TEMPORARY.match(name) and stat.S_ISREG(os.lstat(path).st_mode):
+            try:
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                pass
+    return removed
 
 
 def file_fingerprint(path) -> str:
