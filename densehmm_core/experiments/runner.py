@@ -237,7 +237,7 @@ class ResultStore:
             for cells in reader:
                 rows.append((reader.line_num, cells))
         except csv.Error as e:
-            self._fail(f"not a valid CSV line ({e})", reader.line_num + 1)
+            self._fail(f"not a valid CSV line ({e})", max(1, reader.line_num))
         finally:
             csv.field_size_limit(old_limit)
         if not rows:
