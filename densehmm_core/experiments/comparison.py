@@ -622,10 +622,10 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
     import sys
 
     from .factorization import _atomic_text
-    from .runner import ResultFileError, ResultStore, canonical_int, format_seconds, run_tasks
+    from .runner import ResultFileError, ResultStore, column_types, format_seconds, run_tasks
     name = settings.dataset
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
-    types = {**{c: canonical_int for c in INT_COLUMNS}, **{c: float for c in FLOAT_COLUMNS}}
+    types = column_types(INT_COLUMNS, FLOAT_COLUMNS)
     store = ResultStore(out / f"{name}_runs.csv", COLUMNS, renames=OLD_COLUMNS, key=KEY, types=types)
     check_resume(out, settings, store)
     save_dir = None
@@ -669,7 +669,7 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         return 2
     _atomic_text(out / f"{name}_settings.json",
                  json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
-    tasks = make_tasks(settings, save_dir=save_dir)
+    tasks = make_tasks(settings, save_dir=None if save_dir is None else str(save_dir))
     say(f"{name}: {len(tasks)} runs = {len(settings.grid)} (n, l) pairs x {settings.repeats} repeats x "
         f"{len(settings.models)} models; jobs={jobs}; results in {out}")
     if not run:

@@ -462,10 +462,9 @@ def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,
 
 
 def _run_locked(settings: FactorizationSettings, out, *, jobs: int, executor: str, quiet: bool, run: bool) -> int:
-    from .runner import (ResultFileError, ResultStore, canonical_int, format_seconds, read_settings_file, run_tasks,
+    from .runner import (ResultFileError, ResultStore, column_types, format_seconds, read_settings_file, run_tasks,
                          settings_differences)
-    types = {"n": canonical_int, "l": canonical_int, "matrix": canonical_int, "restart": canonical_int,
-             "steps": canonical_int, "error": float, "initial_error": float, "task_seconds": float}
+    types = column_types(("n", "l", "matrix", "restart", "steps"), ("error", "initial_error", "task_seconds"))
     store = ResultStore(out / "factorization_runs.csv", COLUMNS, key=KEY + ("matrix", "restart"), types=types)
     spath = out / "factorization_settings.json"
 

@@ -285,9 +285,9 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     import sys
 
     from .factorization import _atomic_text
-    from .runner import ResultStore, canonical_int, run_tasks
+    from .runner import ResultStore, column_types, run_tasks
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
-    types = {**{c: canonical_int for c in INT_COLUMNS}, **{c: float for c in FLOAT_COLUMNS}}
+    types = column_types(INT_COLUMNS, FLOAT_COLUMNS)
     store = ResultStore(out / "pos_induction_runs.csv", COLUMNS, renames={"nll_per_token": "train_nll"},
                         key=KEY, types=types)
     check_resume(out, s, store)

@@ -51,7 +51,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 __all__ = ["Task", "ResultStore", "ResultFileError", "FolderLock", "FolderBusyError", "RunReport", "run_tasks",
            "call_task", "format_seconds", "EXECUTORS", "progress_bar", "file_fingerprint", "read_folder_file",
-           "canonical_int", "read_settings_file", "settings_differences"]
+           "canonical_int", "column_types", "read_settings_file", "settings_differences"]
 
 #: The executors :func:`run_tasks` knows.
 EXECUTORS = ("thread", "process", "dask")
@@ -176,6 +176,13 @@ def canonical_int(text: str) -> int:
     if str(value) != text:
         raise ValueError(text)
     return value
+
+
+def column_types(ints: Sequence[str] = (), floats: Sequence[str] = ()) -> Dict[str, Callable[[str], Any]]:
+    """``types`` for a :class:`ResultStore`: these columns hold integers, those numbers."""
+    types: Dict[str, Callable[[str], Any]] = {c: canonical_int for c in ints}
+    types.update({c: float for c in floats})
+    return types
 
 
 def _decode(path, data: bytes) -> str:
@@ -410,7 +417,7 @@ class FolderLock:
         self.removed = remove_stale_temporaries(self.folder) + remove_stale_temporaries(self.folder / "models")
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         if self.fd >= 0:
             try:
                 os.ftruncate(self.fd, 0)
@@ -418,7 +425,6 @@ class FolderLock:
                 pass
             os.close(self.fd)  # releases the lock
             self.fd = -1
-        return False
 
 
 #: The temporary files of densehmm_core.fileio's writers (``.NAME.XXXXXXXX.tmp``, a probe file).
