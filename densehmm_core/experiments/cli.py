@@ -340,8 +340,9 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
                     "every (n, l) of --grid for each model, --repeats seeded repetitions, each on a "
                     "seeded 50:50 train/test split. Writes sweep_runs.csv (one row per run), "
                     "sweep_summary.csv, sweep_tables.md and PNG figures to --out; a rerun of the same "
-                    "command runs only what is missing. Runs go to threads, processes or a Dask "
-                    "cluster (docs/DISTRIBUTED.md).",
+                    "command runs only what is missing (a rerun with other result settings or other data, "
+                    "or a second sweep on the same folder, is refused). Runs go to threads, processes or "
+                    "a Dask cluster (docs/DISTRIBUTED.md).",
         epilog='example:\n  densehmm sweep seqs.fasta --preset paper_protein '
                '--grid "n=3,5,10 l=1,2,3 model=dense-em,standard" --repeats 5 --out sweep/ '
                '--executor dask --jobs 4', **kw)

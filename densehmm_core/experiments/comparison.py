@@ -448,12 +448,12 @@ def format_tables(summary: Sequence[dict], models: Sequence[str]) -> str:
 def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
     from .factorization import _atomic_text
     from .figures import comparison_figure
-    from .runner import ResultStore
+    from .runner import ResultStore, remove_result_file
     out = Path(out)
     name = s.dataset
     summary = summarize(rows)
     path = out / f"{name}_summary.csv"
-    _remove_file(path)
+    remove_result_file(path)
     ResultStore(path, list(summary[0].keys()) if summary else []).add(summary)
     tables = format_tables(summary, s.models)
     _atomic_text(out / f"{name}_tables.md", tables + "\n")
@@ -608,21 +608,12 @@ def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor
         return 2
 
 
-def _remove_file(path: Path) -> None:
-    """Remove a file of the folder that is rewritten from scratch (a link is removed, not followed)."""
-    from .runner import ResultFileError
-    if path.is_dir() and not path.is_symlink():
-        raise ResultFileError(path, "is a folder, not a file: remove it")
-    if os.path.lexists(path):
-        path.unlink()
-
-
 def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quiet, run, scheduler, shared,
                 save_models) -> int:
     import sys
 
     from .factorization import _atomic_text
-    from .runner import ResultFileError, ResultStore, column_types, format_seconds, run_tasks
+    from .runner import ResultFileError, ResultStore, column_types, format_seconds, remove_result_file, run_tasks
     name = settings.dataset
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
     types = column_types(INT_COLUMNS, FLOAT_COLUMNS)
@@ -677,7 +668,7 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         say(f"--report-only: {len(store.rows)} finished runs in {store.path}")
     failed_path = out / f"{name}_failed.csv"
     if run:
-        _remove_file(failed_path)  # the failures of this run only; a rerun retries the old ones
+        remove_result_file(failed_path)  # the failures of this run only; a rerun retries the old ones
     rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor,
                     import_tf=any(m.startswith("dense") for m in settings.models),
                     describe=describe_rows, out=say, error_log=out / "errors.log",

@@ -385,15 +385,14 @@ def describe_rows(rows: Sequence[dict]) -> str:
 def write_outputs(rows: Sequence[dict], out) -> dict:
     """Summary CSV, markdown table and figure from the rows of a sweep."""
     from pathlib import Path
-    from .runner import ResultStore
+    from .runner import ResultStore, remove_result_file
     out = Path(out)
     summary = summarize(rows)
     cols = ["n", "l", "l_over_n", "method", "runs", "median", "q25", "q75", "best_median",
             "best_q25", "best_q75", "stopped_fraction", "median_steps", "paper_median",
             "paper_q25", "paper_q75"]
     path = out / "factorization_summary.csv"
-    if path.exists():
-        path.unlink()
+    remove_result_file(path)
     ResultStore(path, cols).add(summary)
     table = format_table(summary)
     _atomic_text(out / "factorization_table.md", table + "\n")

@@ -33,7 +33,6 @@ corpus; only the sentences with gold tags are scored.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -285,7 +284,7 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     import sys
 
     from .factorization import _atomic_text
-    from .runner import ResultStore, column_types, run_tasks
+    from .runner import ResultStore, column_types, remove_result_file, run_tasks
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
     types = column_types(INT_COLUMNS, FLOAT_COLUMNS)
     store = ResultStore(out / "pos_induction_runs.csv", COLUMNS, renames={"nll_per_token": "train_nll"},
@@ -321,11 +320,7 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
         code = 0 if report.ok else 1
     summary = summarize(store.rows)
     path = out / "pos_induction_summary.csv"
-    if path.is_dir() and not path.is_symlink():
-        print(f"error: {path}: is a folder, not a file: remove it", file=sys.stderr)
-        return 2
-    if os.path.lexists(path):
-        path.unlink()
+    remove_result_file(path)
     if summary:
         ResultStore(path, list(summary[0].keys())).add(summary)
     table = format_table(summary)

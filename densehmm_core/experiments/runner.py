@@ -51,7 +51,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 
 __all__ = ["Task", "ResultStore", "ResultFileError", "FolderLock", "FolderBusyError", "RunReport", "run_tasks",
            "call_task", "format_seconds", "EXECUTORS", "progress_bar", "file_fingerprint", "read_folder_file",
-           "canonical_int", "column_types", "read_settings_file", "settings_differences"]
+           "canonical_int", "column_types", "remove_result_file", "read_settings_file", "settings_differences"]
 
 #: The executors :func:`run_tasks` knows.
 EXECUTORS = ("thread", "process", "dask")
@@ -448,6 +448,18 @@ def remove_stale_temporaries(folder) -> int:
             except OSError:
                 pass
     return removed
+
+
+def remove_result_file(path) -> None:
+    """Remove a file of a result folder that is rebuilt from scratch (a summary, this call's
+    failures): a link is removed, never followed; a folder in its place is a :class:`ResultFileError`."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise ResultFileError(path, "is a folder, not a file: remove it")
+    os.unlink(path)
 
 
 def file_fingerprint(path) -> str:
