@@ -372,3 +372,35 @@ def test_jobs_far_above_the_cores_are_lowered_with_a_note(capsys):
     assert _cap_jobs(cap + 20, "process", None) == cap
     assert f"note: --jobs {cap + 20} is more than" in capsys.readouterr().err
     assert _cap_jobs(cap + 20, "dask", "tcp://cluster:8786") == cap + 20  # a remote cluster's own cores
+
+
+def test_pos_induction_resume_knows_its_data_and_extra_files_by_content(tmp_path, capsys):
+    from densehmm_core.experiments.cli import add_reproduce_parser
+    import argparse
+
+    def run(*argv):
+        p = argparse.ArgumentParser(prog="densehmm")
+        add_reproduce_parser(p.add_subparsers(dest="command"))
+        args = p.parse_args(["reproduce", "pos-induction", *argv])
+        return args.func(args)
+    data, extra = tmp_path / "words.conllu", tmp_path / "extra.txt"
+    shutil.copy(WORDS, data)
+    shutil.copy(DATA / "words_extra.txt", extra)
+    argv = ["--data", str(data), "--extra", str(extra), "--out", str(tmp_path / "o"), "--quick",
+            "--models", "baum-welch", "--seeds", "1", "--iterations", "2"]
+    assert run(*argv) == 0
+    rows = (tmp_path / "o" / "pos_induction_runs.csv").read_bytes()
+    extra.write_text(extra.read_text() + "one more line\n")
+    capsys.readouterr()
+    assert run(*argv) == 2
+    err, _ = _err_lines(capsys)
+    assert len(err) == 1 and "extra (the extra files' content differs: 1 files recorded, 1 now)" in err[0]
+    shutil.copy(DATA / "words_extra.txt", extra)
+    data.write_text(data.read_text().replace("\tdog\t", "\tcat\t", 1))
+    assert run(*argv) == 2
+    err, _ = _err_lines(capsys)
+    assert len(err) == 1 and "data (the file's content differs: " in err[0]
+    assert (tmp_path / "o" / "pos_induction_runs.csv").read_bytes() == rows
+    shutil.copy(WORDS, data)
+    assert run(*argv) == 0
+    assert "nothing to do: all 1 tasks are finished" in capsys.readouterr().out

@@ -325,9 +325,12 @@ def settings_differences(old: dict, new: dict) -> List[str]:
     out = []
     for k in sorted(set(a) | set(b)):
         if a.get(k) != b.get(k):
-            if k == "data":
+            if k in ("data", "data_fingerprint"):
                 out.append("data (the file's content differs: "
                            f"{str(a.get(k)).split(':')[0]} bytes recorded, {str(b.get(k)).split(':')[0]} now)")
+            elif k in ("extra", "extra_fingerprints") and a.get(k) and b.get(k):
+                out.append(f"extra (the extra files' content differs: {len(a[k])} files recorded, "
+                           f"{len(b[k])} now)")
             else:
                 out.append(f"{k} ({_shown(a.get(k))} recorded, {_shown(b.get(k))} now)")
     return out
