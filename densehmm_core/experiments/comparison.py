@@ -654,7 +654,7 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
     else:
         tokens = sum(len(x) for x in seqs)
     try:
-        check_size(settings, m, tokens, jobs)
+        check_size(settings, m, tokens, 1 if scheduler else jobs)  # a remote cluster: its own memory per worker
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -670,7 +670,7 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
     if run:
         remove_result_file(failed_path)  # the failures of this run only; a rerun retries the old ones
     rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor,
-                    import_tf=any(m.startswith("dense") for m in settings.models),
+                    import_tf=any(model.startswith("dense") for model in settings.models),
                     describe=describe_rows, out=say, error_log=out / "errors.log",
                     scheduler=scheduler, shared=shared,
                     failed_store=ResultStore(failed_path, list(KEY) + ["status", "error"]))
