@@ -96,6 +96,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self._sweeps = 0
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
+        self.score_box: Optional[QMessageBox] = None   # the last Score on data result (app.window.results)
         self.jobs = JobManager(self, pool_size=self.settings.pool_size, gpu_slots=self.settings.gpu_slots)
         self.jobs.tensorflow_loaded.connect(self._tf_loaded_by_job)
         # THE application state (app/state.py): changes go through it; what shows them subscribes below
@@ -135,6 +136,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs_panel.cancel_requested.connect(self.cancel_job)
         self.jobs_panel.export_requested.connect(self.export_models_dialog)
         self.jobs_panel.compare_requested.connect(self.compare_jobs)
+        self.jobs_panel.compare_refused.connect(self.compare_refused)
+        self.jobs_panel.cancel_selected_requested.connect(self.cancel_jobs)
         self.jobs_panel.score_requested.connect(self.score_job)
         self.data_dock = self._dock("Data", "dataDock", self.data_panel, Qt.LeftDockWidgetArea, scroll=True)
         self.model_dock = self._dock("Model", "modelDock", self.model_form, Qt.RightDockWidgetArea, scroll=True)

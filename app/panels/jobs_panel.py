@@ -19,7 +19,7 @@ import math
 import re
 from typing import Dict, List, Optional
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
@@ -135,14 +135,17 @@ class JobsPanel(QWidget):
 
     Signals: ``current_changed(job or None)``, ``cancel_requested(job)``, ``export_requested(list)``,
     ``compare_requested(job, job)``, ``score_requested(job)``, ``pool_size_changed(int)``,
-    ``select_new_changed(bool)``, ``selection_changed(list of jobs)``.
+    ``select_new_changed(bool)``, ``selection_changed(list of jobs)``, ``cancel_selected_requested(list)``,
+    ``compare_refused(int)``.
     """
 
     current_changed = Signal(object)
     selection_changed = Signal(list)        # the selected jobs (app.state.AppState.selection follows)
     cancel_requested = Signal(object)
+    cancel_selected_requested = Signal(list)   # "Cancel selected": the window asks before cancelling several
     export_requested = Signal(object)
     compare_requested = Signal(object, object)
+    compare_refused = Signal(int)              # Compare with other than two selected models: how many there are
     score_requested = Signal(object)
     pool_size_changed = Signal(int)
     select_new_changed = Signal(bool)
@@ -171,7 +174,8 @@ class JobsPanel(QWidget):
         bar = FlowLayout(self.toolbar, spacing=6, right_from=4)
         bar.setContentsMargins(0, 0, 0, 0)
         self.cancel_sel = QPushButton("Cancel selected")
-        self.cancel_sel.clicked.connect(lambda: [self.cancel_requested.emit(j) for j in self.selected_jobs()])
+        self.cancel_sel.setToolTip("Cancel the selected jobs (asks first when there are several) (Ctrl+.)")
+        self.cancel_sel.clicked.connect(lambda: self.cancel_selected_requested.emit(self.selected_jobs()))
         self.export_btn = QPushButton("Export .h5…")
         self.export_btn.setToolTip("Save the selected jobs' models to an HDF5 file")
         self.export_btn.clicked.connect(lambda: self.export_requested.emit(self.selected_jobs()))
@@ -251,12 +255,17 @@ class JobsPanel(QWidget):
         return jobs
 
     def select(self, job: Job) -> None:
+        """Make ``job`` the current row and the whole selection (a new job replaces what was selected, so
+        that Cancel / Export / Score act on the job on screen, never on rows selected before).  The flags
+        are explicit: a plain ``setCurrentItem`` follows the keyboard's modifiers, and with Ctrl still down
+        from Ctrl+T it added the new job to the selection."""
         item = self.items.get(job.id)
         if item is not None:
             parent = item.parent()
             if parent is not None:
                 parent.setExpanded(True)
-            self.tree.setCurrentItem(item)
+            flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+            self.tree.setCurrentItem(item, 0, flags)
             self.tree.scrollToItem(item)
 
     def row(self, job: Job) -> dict:
@@ -571,8 +580,9 @@ class JobsPanel(QWidget):
             self.current_changed.emit(job)
 
     def _compare(self) -> None:
+        """Compare needs exactly two selected jobs with models (never two picked out of more)."""
         jobs = [j for j in self.selected_jobs() if j.has_model]
-        if len(jobs) >= 2:
+        if len(jobs) == 2:
             self.compare_requested.emit(jobs[0], jobs[1])
         else:
-            self.compare_requested.emit(None, None)
+            self.compare_refused.emit(len(jobs))

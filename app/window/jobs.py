@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from PySide6.QtWidgets import QMessageBox
+
 from ..datasets import DataSet, encode_for
 from ..export import file_stem
 from ..jobs import Job, JobState
@@ -108,6 +110,25 @@ class JobsMixin:
 
     def cancel_job(self, job: Job) -> None:
         self.jobs.cancel(job)
+
+    def cancel_jobs(self, jobs: List[Job]) -> bool:
+        """Cancel selected jobs (Cancel selected, Ctrl+.): one at once; several only after the user
+        confirms (the list names them), so that a job not on screen is never cancelled by surprise.
+        Returns whether they were cancelled."""
+        jobs = [j for j in jobs if not j.state.is_final]
+        if not jobs:
+            return False
+        if len(jobs) > 1:
+            names = "\n".join(f"• Job {j.id}: {j.name}" for j in jobs[:12])
+            more = f"\n… and {len(jobs) - 12} more" if len(jobs) > 12 else ""
+            answer = QMessageBox.question(self, "Cancel jobs", f"Cancel these {len(jobs)} jobs?\n\n{names}{more}",
+                                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                          QMessageBox.StandardButton.No)
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        for j in jobs:
+            self.jobs.cancel(j)
+        return True
 
     def _job_added(self, job: Job) -> None:
         self.jobs_panel.add_job(job)

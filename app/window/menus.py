@@ -60,8 +60,8 @@ class MenusMixin:
                                                                self.model_form.repeats.value()),
                                       "Ctrl+Shift+T", "n in {3, 5, 10} with their l values, repeated")
         self.act_cancel = self._action("&Cancel selected job",
-                                       lambda: [self.cancel_job(j) for j in self.jobs_panel.selected_jobs()],
-                                       "Ctrl+.")
+                                       lambda: self.cancel_jobs(self.jobs_panel.selected_jobs()),
+                                       "Ctrl+.", "Cancel the selected jobs (asks first when there are several)")
         self.act_cancel_all = self._action("Cancel &all jobs", self.jobs.cancel_all, "Ctrl+Shift+.")
         self.act_score = self._action("Sc&ore model on current data",
                                       lambda: [self.score_job(j) for j in self.jobs_panel.selected_jobs()],

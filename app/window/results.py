@@ -6,6 +6,7 @@ import os
 import re
 from typing import List, Optional
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .. import tasks
@@ -103,13 +104,32 @@ class ResultsMixin:
             job.score_text = f"NLL/token on {ds.name}: {res['nll']:.5g}"
             job.scores = dict(res)
             self.jobs_panel.update_job(job)
-            self.log_panel.log(f"Job {job.id} '{job.name}' on {ds.name}: " +
-                               ", ".join(f"{k} = {v:.6g}" for k, v in res.items()))
+            text = ", ".join(f"{k} = {v:.6g}" for k, v in res.items())
+            self.log_panel.log(f"Job {job.id} '{job.name}' on {ds.name}: {text}")
+            self.show_score(job, ds.name, res, note)
             if on_done is not None:
                 on_done(res)
 
         tasks.run_background(functools.partial(score_model, job.model, data), done,
                              lambda exc, tb: self._error_dialog("Scoring failed", str(exc)))
+
+    def show_score(self, job: Job, data_name: str, res: dict, note: str = "") -> None:
+        """Score on data's result where the user looks: a (non-blocking) box with every value in full."""
+        rows = "".join(f"<tr><td>{k}</td><td align='right'>{v!r}</td></tr>" for k, v in res.items())
+        box = QMessageBox(QMessageBox.Icon.Information, "Score on data",
+                          f"<b>Job {job.id}: {job.name}</b><br>on {data_name}<table cellspacing='6'>{rows}</table>"
+                          + (f"<p>{note}</p>" if note else ""), QMessageBox.StandardButton.Ok, self)
+        box.setObjectName("scoreResult")
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.setModal(False)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.show()
+        self.score_box = box
+
+    def compare_refused(self, n_models: int) -> None:
+        """Compare with other than two selected jobs with models: say how many are selected."""
+        QMessageBox.information(self, "Compare", "Select exactly two jobs with models (Ctrl+click) to compare "
+                                                 f"them; {n_models} selected job(s) have a model.")
 
     def compare_jobs(self, a: Optional[Job], b: Optional[Job], on_done=None) -> None:
         """Compare two jobs' models in the Compare tab; both are scored on one split (NLL per token) off
