@@ -19,7 +19,7 @@ tables show no scroll bars.  A view whose controls also tell something the figur
 context manager; inside it the view draws what the figure needs instead (a legend row).
 
 Default file names come from the job and the view (:func:`file_stem`, e.g.
-``dense-em_n10_l3_seed0_transitions.png``).  The matrices and embeddings of a model are
+``dense-em_n10_l3_seed0_spectral_transitions.png``).  The matrices and embeddings of a model are
 exported as CSV through the core (:func:`densehmm_core.export.export_csv`).
 """
 from __future__ import annotations
@@ -76,10 +76,11 @@ def _safe(text: str) -> str:
 
 
 def file_stem(model: Any = None, **fields) -> str:
-    """A file-name stem naming a model: kind (and fit method), n, l, seed, e.g. ``dense-em_n10_l3_seed0``.
+    """A file-name stem naming a model: kind (and fit method), n, l, seed and start, e.g.
+    ``dense-em_n10_l3_seed0_spectral``.
 
     ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_config()``) or ``None``;
-    keyword ``fields`` (kind, n, l, seed) override what the model says.
+    keyword ``fields`` (kind, n, l, seed, start) override what the model says.
     """
     params = model.get_config() if model is not None else {}  # the constructor arguments
     kind = fields.get("kind")
@@ -88,6 +89,7 @@ def file_stem(model: Any = None, **fields) -> str:
     n = fields.get("n", params.get("n_states"))
     l = fields.get("l", params.get("dim"))
     seed = fields.get("seed", params.get("seed"))
+    start = fields.get("start", params.get("init_method"))
     parts = [kind or "model"]
     if n is not None:
         parts.append(f"n{n}")
@@ -95,6 +97,8 @@ def file_stem(model: Any = None, **fields) -> str:
         parts.append(f"l{l}")
     if seed is not None:
         parts.append(f"seed{seed}")
+    if start is not None:
+        parts.append(start)
     return _safe("_".join(str(p) for p in parts)) or "model"
 
 
@@ -227,6 +231,18 @@ def _write_svg(widget, size: QtCore.QSize, path: str, title: str) -> None:
         _render(widget, painter)
     finally:
         painter.end()
+    _unsmoothed_images(path)
+
+
+def _unsmoothed_images(path: str) -> None:
+    """Heatmaps are small images scaled up: every viewer must draw their cells as sharp squares
+    (``image-rendering: pixelated``; Qt writes only the SVG 1.1 hint ``optimizeSpeed``, which some
+    viewers smooth anyway)."""
+    with open(path, "r", encoding="utf-8") as f:
+        text = f.read()
+    text = text.replace("<image ", '<image style="image-rendering:pixelated" ')
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _write_pdf(widget, size: QtCore.QSize, path: str, title: str) -> None:
@@ -323,6 +339,7 @@ class _ScaleDialog(QtWidgets.QDialog):
     def __init__(self, size: QtCore.QSize, parent=None) -> None:
         super().__init__(parent)
         self.setWindowTitle("PNG resolution")
+        self.setMinimumWidth(360)   # the title bar shows the whole title
         lay = QtWidgets.QFormLayout(self)
         self.combo = QtWidgets.QComboBox()
         for s in (1, 2, 3, 4):

@@ -256,7 +256,7 @@ class Dashboard(QtWidgets.QWidget):
         return {"dashboard": self, **self._views}
 
     def set_file_stem(self, stem: Optional[str]) -> None:
-        """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see
+        """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0_spectral``, see
         :func:`app.export.file_stem`); ``None``: taken from the model shown."""
         self._file_stem = stem or None
         self._stem_from_model = stem is None

@@ -179,7 +179,7 @@ class JobsMixin:
         if job.state.has_model and not job.has_model:
             title += "  (remote run: its model stayed on the cluster; metrics in the Jobs panel)"
         d.set_title(title)
-        # default export names: dense-em_n10_l3_seed0_transitions.png
+        # default export names: dense-em_n10_l3_seed0_spectral_transitions.png
         d.set_file_stem(file_stem(job.model) if job.model is not None else None)
         vocab = getattr(job.model, "vocabulary", None)
         if vocab is None and isinstance(job.dataset, DataSet):

@@ -187,7 +187,7 @@ class ResultsMixin:
         if not ok:
             return
         name = titles[title]
-        # the job's stem and the view, e.g. dense-em_n10_l3_seed0_transitions.png
+        # the job's stem and the view, e.g. dense-em_n10_l3_seed0_spectral_transitions.png
         fname = d.file_name(name, "png")
         start = os.path.join(d.export_dir() or self.settings.last_folder, fname)
         path, flt = QFileDialog.getSaveFileName(self, "Export figure", start,
