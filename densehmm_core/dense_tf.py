@@ -25,8 +25,8 @@ from typing import Dict, NamedTuple, Tuple
 
 import numpy as np
 
+from .dense_layout import Layout
 from .device import import_tf
-from .maths import EMBEDDING_NAMES
 
 tf = import_tf()
 DT = tf.float64
@@ -37,29 +37,6 @@ __all__ = ["Layout", "matrices", "log_matrices", "stationary", "mstep_loss", "co
 
 STATUS_OK, STATUS_NONFINITE, STATUS_LIMIT = 0, 1, 2
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
-
-
-class Layout:
-    """Packing of the embeddings into one flat vector."""
-
-    NAMES = EMBEDDING_NAMES
-
-    def __init__(self, n: int, m: int, l: int) -> None:
-        self.n, self.m, self.l = int(n), int(m), int(l)
-        self.shapes = {"U": (n, l), "Z": (n, l), "W": (n, l), "V": (m, l), "z_start": (l,)}
-        self.size = l * (3 * n + m + 1)
-
-    def pack(self, emb: Dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate([np.asarray(emb[k], dtype=np.float64).ravel() for k in self.NAMES])
-
-    def unpack(self, theta: np.ndarray) -> Dict[str, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        out, i = {}, 0
-        for k in self.NAMES:
-            size = int(np.prod(self.shapes[k]))
-            out[k] = theta[i:i + size].reshape(self.shapes[k]).copy()
-            i += size
-        return out
 
 
 def _unpack(theta, n: int, m: int, l: int):

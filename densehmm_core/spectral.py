@@ -28,12 +28,12 @@ induction: docs/RESULTS.md, section 4.
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
 __all__ = ["LOGIT_SCALE", "STANDARD_RANK", "context_matrix", "context_embeddings", "weighted_kmeans",
-           "boundary_counts", "spectral_embeddings", "spectral_matrices"]
+           "boundary_counts", "spectral_embeddings", "spectral_matrices", "spectral_unavailable"]
 
 LOGIT_SCALE = 36.0   # initial emission logits s * cos(c_i, e_k); 9 and 36 measured, 36 better (RESULTS.md)
 STANDARD_RANK = 32   # SVD rank of a StandardHMM's spectral start (it has no embedding length)
@@ -126,6 +126,18 @@ def boundary_counts(seqs, m: int):
     lasts = np.array([s[-1] for s in seqs if len(s)], np.int64)
     return (np.bincount(firsts, minlength=m).astype(np.float64),
             np.bincount(lasts, minlength=m).astype(np.float64))
+
+
+def spectral_unavailable(seqs, n: int) -> Optional[str]:
+    """Why the training sequences cannot give ``n`` states a spectral start (None when they can):
+    no adjacent pairs, or fewer distinct symbols in adjacent pairs than states."""
+    pairs = [s for s in seqs if len(s) > 1]
+    if not pairs:
+        return "no adjacent pairs"
+    seen = np.unique(np.concatenate(pairs)).size
+    if seen < n:
+        return f"{seen} distinct symbols in adjacent pairs, fewer than the {n} states"
+    return None
 
 
 def spectral_embeddings(pairs, n: int, dim: int, rng: np.random.Generator, init_scale: float = 0.2,

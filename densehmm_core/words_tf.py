@@ -19,46 +19,12 @@ data set.
 """
 from __future__ import annotations
 
-from typing import Dict
-
 import numpy as np
 
-from .dense_tf import DT, AdamState, Layout, _adam_loop, stationary, tf
+from .dense_layout import FeatureLayout, Layout
+from .dense_tf import DT, AdamState, _adam_loop, stationary, tf
 
 __all__ = ["FeatureLayout", "WordGraph", "DenseGraph"]
-
-
-class FeatureLayout(Layout):
-    """:class:`~densehmm_core.dense_tf.Layout` plus ``feature_V`` (F x l) at the end.
-
-    ``pack`` takes the effective ``V`` (and ``feature_V``, zeros when absent) and stores
-    ``V_own = V - S feature_V``; ``unpack`` returns the effective ``V`` and ``feature_V``.
-    """
-
-    def __init__(self, n: int, m: int, l: int, features=None) -> None:
-        super().__init__(n, m, l)
-        self.features = features
-        self.n_feat = 0 if features is None else int(features.n_features)
-        self.size += self.n_feat * self.l
-
-    def pack(self, emb: Dict[str, np.ndarray]) -> np.ndarray:
-        base = dict(emb)
-        if self.n_feat:
-            fv = np.asarray(emb.get("feature_V", np.zeros((self.n_feat, self.l))), dtype=np.float64)
-            if fv.shape != (self.n_feat, self.l):
-                raise ValueError(f"feature_V must have shape {(self.n_feat, self.l)}, got {fv.shape}")
-            base["V"] = self.features.own(emb["V"], fv)
-            return np.concatenate([super().pack(base), fv.ravel()])
-        return super().pack(base)
-
-    def unpack(self, theta: np.ndarray) -> Dict[str, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        out = super().unpack(theta[:theta.size - self.n_feat * self.l])
-        if self.n_feat:
-            fv = theta[theta.size - self.n_feat * self.l:].reshape(self.n_feat, self.l).copy()
-            out["V"] = self.features.apply(out["V"], fv)
-            out["feature_V"] = fv
-        return out
 
 
 # ----------------------------------------------------------------- graph functions
