@@ -90,10 +90,13 @@ def context_embeddings(pairs, dim: int, n_context: int = 1000) -> np.ndarray:
 
 
 def _svd_rows(X, dim: int) -> np.ndarray:
+    import scipy.linalg
     gram = (X.T @ X).toarray()
-    w, vecs = np.linalg.eigh(gram)
-    k = int(min(dim, gram.shape[0]))
-    top = vecs[:, ::-1][:, :k]
+    N = gram.shape[0]
+    k = int(min(dim, N))
+    # only the top k eigenpairs (LAPACK's MRRR): a fraction of the full decomposition's cost
+    w, vecs = scipy.linalg.eigh(gram, subset_by_index=[N - k, N - 1], driver="evr")
+    top = vecs[:, ::-1]
     top = top * np.where(top[np.argmax(np.abs(top), axis=0), np.arange(k)] < 0, -1.0, 1.0)  # fixed signs
     E = np.zeros((X.shape[0], int(dim)))
     E[:, :k] = X @ top
@@ -101,23 +104,63 @@ def _svd_rows(X, dim: int) -> np.ndarray:
     return np.divide(E, norms, out=np.zeros_like(E), where=norms > 0)
 
 
-def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-                    n_init: int = 3) -> np.ndarray:
-    """Centroids (``k x d``) of weighted k-means (scikit-learn's ``KMeans``: greedy k-means++
-    starts, Lloyd iterations, best of ``n_init`` by inertia), seeded from ``rng``.  With fewer
-    distinct points than ``k`` some centroids coincide (those states start alike and are told
-    apart by their random transition embeddings); scikit-learn's warning about it is silenced."""
-    import warnings
+def _sq_dist(X: np.ndarray, C: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances of the rows of ``X`` to the rows of ``C`` (``x2`` = row norms of X)."""
+    return np.maximum(x2[:, None] - 2.0 * (X @ C.T) + np.einsum("kd,kd->k", C, C)[None, :], 0.0)
 
-    from sklearn.cluster import KMeans
-    from sklearn.exceptions import ConvergenceWarning
+
+def _kmeans_pp(X: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator, x2: np.ndarray) -> np.ndarray:
+    """Weighted k-means++ starts: the first centre drawn by weight, each next one by weight x squared
+    distance to the nearest centre chosen so far."""
+    C = np.empty((k, X.shape[1]))
+    C[0] = X[rng.choice(len(X), p=w / w.sum())]
+    d = _sq_dist(X, C[:1], x2)[:, 0]
+    for j in range(1, k):
+        p = w * d
+        tot = p.sum()
+        i = int(rng.choice(len(X), p=p / tot)) if tot > 0 else int(rng.integers(len(X)))
+        C[j] = X[i]
+        d = np.minimum(d, _sq_dist(X, C[j:j + 1], x2)[:, 0])
+    return C
+
+
+def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+                    n_init: int = 3, max_iter: int = 300) -> np.ndarray:
+    """Centroids (``k x d``) of weighted k-means: weighted k-means++ starts from ``rng``, Lloyd
+    iterations until the assignment stops changing (at most ``max_iter``), the best of ``n_init``
+    runs by weighted inertia.  A cluster left empty takes the point farthest from its centre.
+    With fewer distinct points than ``k`` some centroids coincide (those states start alike and
+    are told apart by their random transition embeddings).  numpy only (no scikit-learn: its
+    import alone costs seconds at the start of every fit)."""
     X = np.asarray(points, np.float64)
+    w = np.asarray(weights, np.float64)
+    k = int(k)
     if X.shape[0] < k:
         raise ValueError(f"k-means needs at least {k} points, got {X.shape[0]}")
-    km = KMeans(n_clusters=int(k), n_init=int(n_init), random_state=int(rng.integers(2 ** 31 - 1)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return km.fit(X, sample_weight=np.asarray(weights, np.float64)).cluster_centers_
+    x2 = np.einsum("nd,nd->n", X, X)
+    best = None
+    for _ in range(int(n_init)):
+        C = _kmeans_pp(X, w, k, rng, x2)
+        labels = None
+        for _ in range(int(max_iter)):
+            D = _sq_dist(X, C, x2)
+            new = np.argmin(D, axis=1)
+            if labels is not None and np.array_equal(new, labels):
+                break
+            labels = new
+            mass = np.bincount(labels, weights=w, minlength=k)
+            sums = np.zeros_like(C)
+            np.add.at(sums, labels, w[:, None] * X)
+            empty = mass <= 0
+            C = np.divide(sums, mass[:, None], out=C.copy(), where=~empty[:, None])
+            if empty.any():
+                far = np.argsort(-D[np.arange(len(X)), labels], kind="stable")[:int(empty.sum())]
+                C[empty] = X[far]
+        inertia = float(np.sum(w * _sq_dist(X, C, x2)[np.arange(len(X)), np.argmin(_sq_dist(X, C, x2), axis=1)]))
+        if best is None or inertia < best[0]:
+            best = (inertia, C)
+    assert best is not None
+    return best[1]
 
 
 def boundary_counts(seqs, m: int):

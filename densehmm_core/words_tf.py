@@ -13,9 +13,9 @@ The co-occurrence loss is the sparse form (see :mod:`densehmm_core.cooc_sparse`)
     M = diag(pi) A,  G = B B^T,  Omega[i,j] = sum_a B[a,i] (M B)[a,j]
 
 costing ``O(nnz n + n^2 m)`` per step; no ``m x m`` tensor exists.  :class:`WordGraph`
-exposes the same operations as :mod:`densehmm_core.dense_tf` (Adam chunks for the cooc fit
-and the EM M-step, evaluation, value-and-gradient for L-BFGS) for one model shape and one
-data set.
+exposes the same operations as :mod:`densehmm_core.dense_tf` (Adam chunks for the cooc fit,
+evaluation, value-and-gradient for L-BFGS, and the EM M-step's loss as a test oracle) for one
+model shape and one data set.
 """
 from __future__ import annotations
 
@@ -83,19 +83,8 @@ def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, prow
     return th, mm, vv, tt, k, status, good, scale * err, abs_sum / float(m) ** 2
 
 
-def _adam_mstep_py(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l, nf,
-                   fidx, fval, xla=False):
-    def loss_fn(th):
-        return _mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval, xla)
-    th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
-                                                 tf.constant(0), tf.constant(1.0, DT), limit)
-    return th, mm, vv, tt, k, status, good, loss_fn(th)
-
-
 _adam_cooc = tf.function(_adam_cooc_py)
 _adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
-_adam_mstep = tf.function(_adam_mstep_py)
-_adam_mstep_xla = tf.function(_adam_mstep_py, jit_compile=True)
 
 
 @tf.function
@@ -158,17 +147,6 @@ class WordGraph:
             raise RuntimeError("this graph has no co-occurrence target")
         return self._prow, self._pcol, self._pval, self._gt_sq
 
-    def adam_mstep(self, theta, state: AdamState, n_steps: int, lr: float, limit: float,
-                   c_start, c_trans, c_emit, norm: float, jit: bool = False):
-        """As :func:`densehmm_core.dense_tf.adam_mstep`."""
-        fn = _adam_mstep_xla if jit else _adam_mstep
-        out = fn(tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
-                 tf.constant(float(lr), DT), tf.constant(float(limit), DT),
-                 tf.constant(c_start, DT), tf.constant(c_trans, DT), tf.constant(c_emit, DT),
-                 tf.constant(float(norm), DT), *self._shape(), bool(jit))
-        th, mm, vv, tt, k, status, good, loss = out
-        return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss)
-
     def adam_cooc(self, theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0: int, k_total: int,
                   limit: float, scale: float, stationary_grad: bool, jit: bool = False):
         """As :func:`densehmm_core.dense_tf.adam_cooc` on the sparse loss."""
@@ -194,7 +172,8 @@ class WordGraph:
         return float(loss), g.numpy()
 
     def mstep_value_and_grad(self, theta, c_start, c_trans, c_emit, norm: float):
-        """M-step loss and gradient, numpy (tests)."""
+        """M-step loss and its TensorFlow gradient, numpy: the test oracle of
+        :class:`densehmm_core.dense_mstep.MStep` (EM itself runs no TensorFlow)."""
         loss, g = _mstep_value_and_grad(tf.convert_to_tensor(theta, DT), tf.constant(c_start, DT),
                                         tf.constant(c_trans, DT), tf.constant(c_emit, DT),
                                         tf.constant(float(norm), DT), *self._shape())
@@ -211,10 +190,6 @@ class DenseGraph:
         self.layout = layout
         self.n, self.m, self.l = layout.n, layout.m, layout.l
         self._om = None if omega is None else tf.constant(omega, DT)
-
-    def adam_mstep(self, theta, state, n_steps, lr, limit, c_start, c_trans, c_emit, norm, jit=False):
-        return self._tfm.adam_mstep(tf.convert_to_tensor(theta, DT), state, n_steps, lr, limit, c_start, c_trans,
-                                    c_emit, norm, self.n, self.m, self.l, jit)
 
     def adam_cooc(self, theta, state, n_steps, lr0, lr1, k0, k_total, limit, scale, stationary_grad, jit=False):
         return self._tfm.adam_cooc(theta, state, n_steps, lr0, lr1, k0, k_total, limit, self._om, scale,
