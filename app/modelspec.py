@@ -52,7 +52,7 @@ def paper_defaults(kind: str, preset: str = "paper") -> dict:
     standard HMMs use the core's Baum-Welch defaults (the paper does not state its
     iteration count).
     """
-    out = {"lr": 0.01, "steps": 100, "tol": 1e-4, "mstep_steps": 25}
+    out = {"lr": 0.01, "steps": 100, "tol": 1e-6, "mstep_steps": 25, "init_method": "spectral", "init_scale": 0.2}
     if kind.startswith("dense"):
         from densehmm_core.dense import PRESETS
         method = "cooc" if kind == "dense_cooc" else "em"
@@ -76,9 +76,9 @@ class ModelSpec:
     restarts: int = 1
     seed: int = 0
     device: str = "auto"
-    preset: str = "paper"
-    init_method: str = "random"
-    init_scale: float = 1.0
+    preset: str = "default"
+    init_method: str = "spectral"
+    init_scale: float = 0.2
     pseudocount: float = 0.0
 
     def to_dict(self) -> dict:
@@ -91,7 +91,7 @@ class ModelSpec:
         if spec.kind not in MODEL_TYPES:
             spec.kind = "dense_cooc"
         if spec.init_method not in INIT_METHODS:
-            spec.init_method = "random"
+            spec.init_method = "spectral"
         return spec
 
     @property
@@ -102,7 +102,7 @@ class ModelSpec:
         n = self.n if n_states is None else n_states
         short = {"dense_cooc": "Dense-cooc", "dense_em": "Dense-EM", "standard": "Standard",
                  "standard_fair": "Standard-fair"}[self.kind]
-        start = "" if self.init_method == "random" else f" {self.init_method}"
+        start = f" {self.init_method}"
         if self.is_dense:
             return f"{short} n={n} l={self.l} seed={self.seed}{start}"
         if self.kind == "standard_fair":

@@ -69,10 +69,11 @@ class ModelForm(QWidget):
                              "A = softmax(Z U^T), B = softmax(W V^T).")
         form.addRow("Model", self.kind)
         self.preset = QComboBox()
-        self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
         self.preset.addItem("Tuned (core defaults)", "default")
-        self.preset.setToolTip("Where the training settings come from: the paper's settings, or the "
-                               "core's measured defaults (normalised loss, schedule, L-BFGS finish)")
+        self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
+        self.preset.setToolTip("Where the training settings come from: the core's measured defaults "
+                               "(spectral start, normalised loss, schedule, L-BFGS finish), or the paper's "
+                               "settings (random start, plain Adam)")
         form.addRow("Settings", self.preset)
         self.n = QSpinBox(); self.n.setRange(1, 2000); self.n.setValue(5)
         form.addRow("States n", self.n)
@@ -107,8 +108,8 @@ class ModelForm(QWidget):
             "spectral: emissions from the training data's context counts: each symbol's left and "
             "right neighbours are counted, reduced by an SVD, and the frequent symbols clustered "
             "into n groups by k-means; state i starts by emitting group i, transitions start nearly "
-            "uniform. Restarts differ in their k-means starts. Needs at least as many symbols as states "
-            "(otherwise the job fails with that reason).")
+            "uniform. Restarts differ in their k-means starts. The default; where the data has no adjacent "
+            "pairs or fewer symbols than states the job starts randomly and its log says why.")
         form.addRow("Start", self.init_method)
         # below Start, only on the words of a tagged corpus with a random start: the spectral
         # start tags far better there (docs/RESULTS.md, section 4); one click switches, nothing
@@ -202,7 +203,8 @@ class ModelForm(QWidget):
         self.init_method.currentIndexChanged.connect(self.changed)
         self.init_method.currentIndexChanged.connect(self._update_words_hint)
         self.preset.currentIndexChanged.connect(self._kind_changed)
-        self.set_spec(ModelSpec(**{"kind": "dense_cooc", **paper_defaults("dense_cooc", "paper")}))
+        self.set_spec(ModelSpec(**{"kind": "dense_cooc", "preset": "default",
+                                   **paper_defaults("dense_cooc", "default")}))
         self._update_words_hint()
 
     # ---------------------------------------------------------------- values
@@ -239,6 +241,8 @@ class ModelForm(QWidget):
         d = paper_defaults(self.kind.currentData(), self.preset.currentData())
         self.lr.setValue(d["lr"]); self.steps.setValue(d["steps"]); self.tol.setValue(d["tol"])
         self.mstep.setValue(d["mstep_steps"])
+        self.init_method.setCurrentIndex(max(0, self.init_method.findData(d["init_method"])))
+        self.init_scale.setValue(float(d["init_scale"]))
 
     def set_sweep_target(self, text: str) -> None:
         """Say where Run sweep trains (see :func:`app.remote_jobs.describe_target`)."""

@@ -162,10 +162,13 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
                    help="dense: symbol features, e.g. orthographic (word form, suffixes, capitals, digits, "
                         "hyphens: for words read without --lowercase); see docs/DENSEHMM.md")
     g.add_argument("--init", choices=["random", "spectral"], default=None,
-                   help="how training starts: random (default) or spectral: emissions from the data's "
-                        "context counts (SVD + k-means; docs/DENSEHMM.md), dense and standard models")
+                   help="how training starts: spectral (default; emissions from the data's context counts, "
+                        "SVD + k-means, docs/DENSEHMM.md; random where the data has no adjacent pairs or "
+                        "fewer symbols than states, and the output says so) or random; dense and standard "
+                        "models (--paper-settings: random)")
     g.add_argument("--init-scale", type=float, metavar="S",
-                   help="dense: standard deviation of the random initial embeddings (default 1.0)")
+                   help="dense: standard deviation of the random initial embeddings (default 0.2; "
+                        "--paper-settings: 1.0)")
     g.add_argument("--pseudocount", type=float, metavar="A",
                    help="standard: additive smoothing of the emission M-step, (counts + A) / (total + m A) "
                         "(default 0 = plain Baum-Welch, which gives probability 0 to symbols the training "
@@ -178,8 +181,9 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     g.add_argument("--device", default=None, help="where training runs: auto, cpu, gpu or a device string "
                                                       "such as /GPU:1 (default auto). The E-step runs there "
                                                       "with CuPy when CuPy works on that GPU, else numpy on "
-                                                      "the CPU; dense models' TensorFlow steps run there too; "
-                                                      "cpu never touches a GPU")
+                                                      "the CPU; EM (standard and dense) runs wholly there, "
+                                                      "M-step included; the co-occurrence fits' TensorFlow "
+                                                      "steps run there too; cpu never touches a GPU")
     g = p.add_argument_group("training")
     g.add_argument("--steps", type=int, metavar="K",
                    help="dense cooc (and cooc_em's cooc phase): maximum Adam steps of the co-occurrence fit "
@@ -191,7 +195,12 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
                    help="dense em, cooc_em: Adam steps per M-step (option mstep_steps)")
     g.add_argument("--lr", type=float, metavar="RATE", help="dense: Adam learning rate")
     g.add_argument("--tol", type=float, metavar="TOL",
-                   help="convergence tolerance (standard: gain of the log-likelihood; dense: relative change)")
+                   help="convergence tolerance: EM (standard, dense em) stops when the relative change of the "
+                        "training log-likelihood falls below it; dense cooc: relative loss improvement; "
+                        "0 disables")
+    g.add_argument("--diagnostics-every", type=int, metavar="K",
+                   help="EM: compute the co-occurrence MAD and the test NLL every K iterations (and on "
+                        "the first and the last; default 5)")
     g.add_argument("--restarts", type=int, metavar="R", help="dense: seeded restarts, the best one is kept")
     g.add_argument("--finish", choices=["auto", "lm", "lbfgs", "none"],
                    help="dense cooc: second-order finish after the Adam phase (Levenberg-Marquardt, "

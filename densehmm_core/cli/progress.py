@@ -36,6 +36,10 @@ class ProgressPrinter:
 
     def __call__(self, ev) -> None:
         try:
+            start = ev.metrics.get("start")
+            if self.mode != "none" and isinstance(start, str) and start.startswith("random ("):
+                self.close()
+                print(f"note: training starts randomly: no spectral start, {start[8:-1]}", file=self.stream)
             self._show(ev)
         except (OSError, ValueError):  # stderr closed (e.g. a pipe into `head`): keep training, quietly
             self.mode = "none"

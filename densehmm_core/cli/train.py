@@ -43,7 +43,7 @@ def _model_config(args, n_symbols: int):
     kind = args.model or "dense"
     if args.states is None:
         raise UserError("--states N is required")
-    _check_positive(args, ("states", "dim", "lr", "steps", "iter", "mstep_steps", "restarts"))
+    _check_positive(args, ("states", "dim", "lr", "steps", "iter", "mstep_steps", "restarts", "diagnostics_every"))
     if args.tol is not None and math.isnan(args.tol):
         raise UserError("--tol must be a number")
     if args.finish_steps is not None and args.finish_steps < 0:
@@ -76,6 +76,8 @@ def _model_config(args, n_symbols: int):
             cfg["n_iter"] = args.iter
         if args.tol is not None:
             cfg["tol"] = args.tol
+        if args.diagnostics_every is not None:
+            cfg["diagnostics_every"] = args.diagnostics_every
         if args.pseudocount is not None:
             if not (math.isfinite(args.pseudocount) and args.pseudocount >= 0):
                 raise UserError(f"--pseudocount must be a number >= 0, got {args.pseudocount}")
@@ -105,7 +107,8 @@ def _model_config(args, n_symbols: int):
             raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
                             f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
         cfg["symbol_features"] = args.symbol_features
-    for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
+    for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts"),
+                     ("diagnostics_every", "diagnostics_every")):
         if getattr(args, opt) is not None:
             cfg[key] = getattr(args, opt)
     if method == "cooc":
