@@ -778,7 +778,7 @@ class DenseHMM(BaseHMM):
             raise ValueError("n_iter and mstep_steps must be >= 1")
         eng = self._engine()
         self.device_used_ = eng.device_name
-        hooks = _DenseEM(self, layout, h, seqs, init, eng.backend)
+        hooks = _DenseEM(self, layout, h, seqs, init, eng)
         settings = EMSettings(n_iter=int(h["n_iter"]), tol=float(h["tol"]), phase="em", restarts=nr,
                               snapshot_every=int(h["snapshot_every"]), diagnostics_every=self.diagnostics_every)
         yield from run_em(self, hooks, seqs, eval_seqs=eval_seqs, cancel=cancel, settings=settings)
@@ -789,11 +789,11 @@ class _DenseEM(EMHooks):
     the engine's device, the M-step ``mstep_steps`` Adam steps on ``-Q`` per token
     (:class:`densehmm_core.dense_mstep.MStep`); Adam's state persists across EM iterations."""
 
-    def __init__(self, model: DenseHMM, layout, h: dict, seqs, init: bool, backend) -> None:
+    def __init__(self, model: DenseHMM, layout, h: dict, seqs, init: bool, engine) -> None:
         from .dense_mstep import MStep
         self.model, self.layout, self.h, self.init = model, layout, h, init
-        self.backend = backend
-        self.mstep_ = MStep(layout, backend)
+        self.engine, self.backend = engine, engine.backend
+        self.mstep_ = MStep(layout, engine.backend)
         self.ntok = float(n_tokens(seqs))
         self.pairs = self.bounds = None
         if h["init_method"] == "spectral" and init:
@@ -805,22 +805,22 @@ class _DenseEM(EMHooks):
         self.note: Optional[str] = None
 
     def start(self, restart: int):
-        theta, self.note = self.model._start_theta(self.layout, restart, self.init, self.h, self.pairs,
-                                                   self.bounds)
-        with self.backend.context():
+        with self.engine.compute():
+            theta, self.note = self.model._start_theta(self.layout, restart, self.init, self.h, self.pairs,
+                                                       self.bounds)
             return self.mstep_.to_device(theta), self.mstep_.zeros()
 
     def start_note(self) -> Optional[str]:
         return self.note
 
     def matrices(self, state):
-        with self.backend.context():
+        with self.engine.compute():
             return self.mstep_.matrices(state[0])
 
     def mstep(self, state, stats, it: int):
         from .dense_mstep import STATUS_OK
         h = self.h
-        with self.backend.context():
+        with self.engine.compute():
             th, moments, _, status, _, loss = self.mstep_.adam(
                 state[0], state[1], int(h["mstep_steps"]), float(h["lr"]), self.model.param_limit,
                 stats.start, stats.trans, stats.emit, self.ntok)

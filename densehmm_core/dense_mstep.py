@@ -68,6 +68,7 @@ class MStep:
         nl = n * l
         self._cuts = (0, nl, 2 * nl, 3 * nl, 3 * nl + m * l, 3 * nl + m * l + l, layout.size)
         self.S = self.ST = None
+        self._work = None
         if self.nf:
             f = layout.features
             order = np.lexsort((f.cols, f.rows))
@@ -93,17 +94,22 @@ class MStep:
         Vown = theta[c[3]:c[4]].reshape(m, l)
         zs = theta[c[4]:c[5]]
         F = theta[c[5]:c[6]].reshape(self.nf, l)
-        V = Vown + self.S @ F if self.nf else Vown
+        if self.nf:
+            V = self.S @ F
+            V += Vown
+        else:
+            V = Vown
         return U, Z, W, Vown, zs, F, V
 
-    def _softmax_rows(self, X):
-        """Row softmax of ``X`` in place; returns ``(softmax, logsumexp per row)``."""
+    def _softmax_rows(self, X, scale=None):
+        """Row softmax of ``X`` in place, each row times ``scale`` (a vector or scalar, default 1);
+        returns ``(scaled softmax, logsumexp per row)``."""
         xp = self.xp
         mx = X.max(axis=1, keepdims=True)
         X -= mx
         xp.exp(X, out=X)
         s = X.sum(axis=1, keepdims=True)
-        X /= s
+        X *= (1.0 if scale is None else xp.reshape(scale, (-1, 1))) / s
         return X, (mx + xp.log(s))[:, 0]
 
     def matrices(self, theta):
@@ -118,46 +124,54 @@ class MStep:
     def loss_and_grad(self, theta, c_start, c_trans, c_emit, norm: float, grad=None):
         """``(L, dL/dtheta)``: the loss as a 0-d array of the backend and the gradient (written into
         ``grad`` when given).  Counts are arrays of the backend (or numpy, for numpy)."""
+        return self._loss_and_grad(theta, *self._scaled(c_start, c_trans, c_emit, norm), grad)
+
+    def _scaled(self, c_start, c_trans, c_emit, norm: float):
+        """The counts divided by ``norm`` and their row totals (once per M-step)."""
+        inv = 1.0 / float(norm)
+        cs, ct, ce = c_start * inv, c_trans * inv, c_emit * inv
+        return cs, ct, ce, cs.sum(), ct.sum(axis=1), ce.sum(axis=1)
+
+    def _loss_and_grad(self, theta, cs, ct, ce, tot_s, rs_a, rs_b, grad=None):
         xp = self.xp
         U, Z, W, _, zs, _, V = self.parts(theta)
-        inv = 1.0 / float(norm)
         c = self._cuts
+        n, l = self.n, self.l
         g = xp.empty(self.layout.size) if grad is None else grad
-        # transitions: logits Z U^T
-        XA = Z @ U.T
-        q = xp.vdot(c_trans, XA)
-        rs_a = c_trans.sum(axis=1)
-        A, lse_a = self._softmax_rows(XA)
-        q -= rs_a @ lse_a
-        A *= rs_a[:, None]
-        A -= c_trans                                  # G_A * N
+        # transitions: logits Z U^T, G_A = rs * A - C (in place)
+        X = Z @ U.T
+        q = xp.vdot(ct, X)
+        X, lse = self._softmax_rows(X, rs_a)
+        q -= rs_a @ lse
+        X -= ct
+        g[c[0]:c[1]].reshape(n, l)[...] = X.T @ Z
+        g[c[1]:c[2]].reshape(n, l)[...] = X @ U
         # start: logits U z_start
         xs = U @ zs
-        q += c_start @ xs
-        tot = c_start.sum()
-        ps, lse_s = self._softmax_rows(xs[None, :].copy())
-        q -= tot * lse_s[0]
-        gs = tot * ps[0] - c_start                    # g_pi * N
-        # emissions: logits W V^T
-        XB = W @ V.T
-        q += xp.vdot(c_emit, XB)
-        rs_b = c_emit.sum(axis=1)
-        B, lse_b = self._softmax_rows(XB)
-        q -= rs_b @ lse_b
-        B *= rs_b[:, None]
-        B -= c_emit                                   # G_B * N
-        gU = g[c[0]:c[1]].reshape(self.n, self.l)
-        gU[...] = A.T @ Z
-        gU += gs[:, None] * zs[None, :]
-        g[c[1]:c[2]].reshape(self.n, self.l)[...] = A @ U
-        g[c[2]:c[3]].reshape(self.n, self.l)[...] = B @ V
-        gV = g[c[3]:c[4]].reshape(self.m, self.l)
-        gV[...] = B.T @ W
+        q += cs @ xs
+        ps, lse_s = self._softmax_rows(xs[None, :].copy(), tot_s)
+        q -= tot_s * lse_s[0]
+        gs = ps[0] - cs
+        g[c[0]:c[1]].reshape(n, l)[...] += gs[:, None] * zs[None, :]
         g[c[4]:c[5]] = U.T @ gs
+        # emissions: logits W V^T, G_B = rs * B - E (in place); the n x m and l x m products write
+        # into buffers kept across steps (fresh multi-MB arrays cost page faults every step)
+        be = self.backend
+        if self._work is None:
+            self._work = (xp.empty((n, self.m)), xp.empty((l, self.m)))
+        X, T = self._work
+        be.matmul_into(W, V.T, X)
+        q += xp.vdot(ce, X)
+        X, lse = self._softmax_rows(X, rs_b)
+        q -= rs_b @ lse
+        X -= ce
+        be.matmul_into(X, V, g[c[2]:c[3]].reshape(n, l))
+        gV = g[c[3]:c[4]].reshape(self.m, l)
+        be.matmul_into(W.T, X, T)
+        gV[...] = T.T
         if self.nf:
-            g[c[5]:c[6]].reshape(self.nf, self.l)[...] = self.ST @ gV
-        g *= inv
-        return -q * inv, g
+            g[c[5]:c[6]].reshape(self.nf, l)[...] = self.ST @ gV
+        return -q, g
 
     def loss(self, theta, c_start, c_trans, c_emit, norm: float) -> float:
         """The loss alone, as a host float."""
@@ -193,8 +207,9 @@ class MStep:
         status = STATUS_OK
         k = 0
         grad = xp.empty(self.layout.size)
+        scaled = self._scaled(c_start, c_trans, c_emit, norm)
         while k < int(n_steps):
-            loss, grad = self.loss_and_grad(th, c_start, c_trans, c_emit, norm, grad)
+            loss, grad = self._loss_and_grad(th, *scaled, grad)
             t1 = t + 1.0
             mm = BETA1 * mm + (1.0 - BETA1) * grad
             vv = BETA2 * vv + (1.0 - BETA2) * (grad * grad)

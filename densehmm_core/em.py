@@ -128,7 +128,7 @@ class _Diagnostics:
 
     def __call__(self, pi, A, B) -> Tuple[dict, Optional[float]]:
         out: dict = {}
-        with self.engine.backend.context():
+        with self.engine.compute():
             if self.pairs is not None:
                 out["mad"] = self.pairs.mad(A, B)
         tll = None

@@ -202,7 +202,8 @@ class _BaumWelch(EMHooks):
 
     def __init__(self, model: "StandardHMM", seqs: List[np.ndarray], init: bool) -> None:
         self.model, self.seqs, self.init = model, seqs, init
-        self.backend = model._engine().backend
+        self.engine = model._engine()
+        self.backend = self.engine.backend
         self.hmm = model._hmmlearn_model() if model.engine == "hmmlearn" else None
         if self.hmm is not None:
             self.X = np.concatenate(seqs)[:, None]
@@ -217,8 +218,9 @@ class _BaumWelch(EMHooks):
                 from .spectral import spectral_matrices, spectral_unavailable
                 why = spectral_unavailable(self.seqs, model.n_states)
                 if why is None:
-                    model.startprob_, model.transmat_, model.emissionprob_ = spectral_matrices(
-                        self.seqs, model.n_symbols, model.n_states, np.random.default_rng(model.seed))
+                    with self.engine.compute():
+                        model.startprob_, model.transmat_, model.emissionprob_ = spectral_matrices(
+                            self.seqs, model.n_symbols, model.n_states, np.random.default_rng(model.seed))
                 else:
                     self.note = f"random ({why})"
                     model.init_params()
@@ -255,7 +257,7 @@ class _BaumWelch(EMHooks):
 
     def mstep(self, state, stats, it: int):
         be = self.backend
-        with be.context():
+        with self.engine.compute():
             if self.hmm is not None:
                 new = stats
             else:

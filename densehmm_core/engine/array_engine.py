@@ -298,6 +298,14 @@ class ArrayEngine(Engine):
         return _Params(pi=xp.asarray(pi, dtype=xp.float64), A=A, AT=xp.ascontiguousarray(A.T), BtT=BtT,
                        host=None)
 
+    def compute(self):
+        """Context for an in-device caller's own array work between engine calls (the EM loop's
+        M-step): the same as around every engine call -- the backend's device current, no
+        floating-point warnings, and on the CPU BLAS limited to one thread (the products are
+        small; a multi-threaded BLAS only adds synchronisation, catastrophic on a loaded machine).
+        Hold it only around work that does not yield to other code (the limit is process-wide)."""
+        return self._calling()
+
     def _calling(self):
         """Context of one engine call: the backend's device, no floating-point warnings."""
         stack = contextlib.ExitStack()

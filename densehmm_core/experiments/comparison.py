@@ -88,7 +88,8 @@ class ComparisonSettings:
     em_steps: int = 25           # DenseHMM-EM: Adam steps per M-step
     cooc_steps: Optional[int] = None  # DenseHMM-direct: None = the preset's (paper: 10,000)
     bw_iter: int = 40            # standard HMMs: Baum-Welch iterations
-    bw_tol: float = 1e-2         # standard HMMs: hmmlearn's default tolerance (the reference's)
+    bw_tol: float = 1e-2         # standard HMMs: hmmlearn's default tolerance (the reference's), an
+    #                              absolute gain of the log-likelihood; see run_one for how it is applied
     test_fraction: float = 0.5
     max_sequences: Optional[int] = None
     # synthetic data
@@ -244,7 +245,8 @@ def model_config(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed
     if model in ("standard", "standard-fair"):
         from ..standard import n_fair
         k = n if model == "standard" else n_fair(n, m, l)
-        return "standard", {"n_states": k, "n_symbols": m, "n_iter": s.bw_iter, "tol": s.bw_tol, "seed": seed}
+        return "standard", {"n_states": k, "n_symbols": m, "n_iter": s.bw_iter, "tol": s.bw_tol, "seed": seed,
+                            "init_method": "random"}
     cfg = {"n_states": n, "dim": l, "n_symbols": m, "seed": seed, "preset": s.dense_preset, "device": "cpu"}
     if model == "dense-em":
         return "dense", dict(cfg, fit_method="em", n_iter=s.em_iter, mstep_steps=s.em_steps)
@@ -267,6 +269,12 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     data_seed, model_seed, sample_seed = _seeds(s, n, l, rep, model)
     train, test, m, omega_gt, truth = make_data(s, n, l, rep, shared)
     est = model_from_config(*model_config(s, model, n, l, m, model_seed))
+    if est.kind == "standard" and s.bw_tol > 0:
+        # The reference stopped Baum-Welch when the absolute gain fell below bw_tol (hmmlearn's rule);
+        # our one EM rule is relative (|change| / |previous ll|): the same threshold, relative to the
+        # log-likelihood of the (seeded, random) start
+        ll0 = model_from_config(*model_config(s, model, n, l, m, model_seed)).init_params(m).score(train)
+        est.set_params(tol=s.bw_tol / abs(ll0))
     status = "ok"
     t1 = time.perf_counter()
     try:
