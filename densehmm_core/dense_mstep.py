@@ -206,17 +206,30 @@ class MStep:
         mm, vv, t = state.m, state.v, float(state.t)
         status = STATUS_OK
         k = 0
-        grad = xp.empty(self.layout.size)
+        size = self.layout.size
+        grad, tmp, den = xp.empty(size), xp.empty(size), xp.empty(size)
+        mm, vv = mm.copy(), vv.copy()   # updated in place below (the caller's state is not modified)
         scaled = self._scaled(c_start, c_trans, c_emit, norm)
         while k < int(n_steps):
             loss, grad = self._loss_and_grad(th, *scaled, grad)
             t1 = t + 1.0
-            mm = BETA1 * mm + (1.0 - BETA1) * grad
-            vv = BETA2 * vv + (1.0 - BETA2) * (grad * grad)
+            # in place, with the same roundings as m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+            # theta - alpha m / (sqrt(v) + eps)
+            mm *= BETA1
+            xp.multiply(grad, 1.0 - BETA1, out=tmp)
+            mm += tmp
+            vv *= BETA2
+            xp.multiply(grad, grad, out=tmp)
+            tmp *= 1.0 - BETA2
+            vv += tmp
             alpha = lr * math.sqrt(1.0 - BETA2 ** t1) / (1.0 - BETA1 ** t1)
-            th1 = th - alpha * mm / (xp.sqrt(vv) + EPS)
-            checks = self.backend.to_host(xp.stack([loss, xp.abs(th1).max()]))
-            f_loss, amax = float(checks[0]), float(checks[1])
+            xp.sqrt(vv, out=den)
+            den += EPS
+            xp.multiply(mm, alpha, out=tmp)
+            tmp /= den
+            th1 = th - tmp
+            checks = self.backend.to_host(xp.stack([loss, th1.max(), -th1.min()]))
+            f_loss, amax = float(checks[0]), float(np.max(checks[1:]))  # NaN propagates
             if np.isfinite(f_loss):
                 good = th
             t = t1
