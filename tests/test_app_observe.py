@@ -58,8 +58,11 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     assert "dog" in ds.vocabulary and len(ds.corpus.tag_vocabulary) == upos and ds.corpus.tags is not None
     assert (ds.options["split"], ds.options["seed"]) == (0.5, 0)
     assert p.fields["Symbols"].text() == str(len(want.vocabulary))
-    # the Model form's words hint (random start) appears
-    assert w.model_form.words_hint.isVisibleTo(w.model_form)
+    # the default start is spectral: no words hint; a random start on words shows it
+    form = w.model_form
+    assert form.init_method.currentData() == "spectral" and not form.words_hint.isVisibleTo(form)
+    form.init_method.setCurrentIndex(form.init_method.findData("random"))
+    assert form.words_hint.isVisibleTo(form)
     # the panel shows how the data set was read
     w.select_dataset(0)
     assert p.observe.currentData() == "words" and p.tagset.currentData() == "upos"

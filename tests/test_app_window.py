@@ -222,16 +222,18 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     from app.panels.model_form import ModelForm
     form = ModelForm()
     qtbot.addWidget(form)
-    assert form.spec().init_method == "random" and form.spec().init_scale == 1.0
+    # the defaults: the core's tuned settings, spectral start, init scale 0.2
+    assert (form.spec().preset, form.spec().init_method, form.spec().init_scale) == ("default", "spectral", 0.2)
     assert form.init_method.toolTip() and form.init_scale.toolTip()
-    form.init_method.setCurrentIndex(form.init_method.findData("spectral"))
+    form.init_method.setCurrentIndex(form.init_method.findData("random"))
     form.init_scale.setValue(0.5)
     with qtbot.waitSignal(form.train_requested) as sig:
         qtbot.mouseClick(form.train_button, Qt.LeftButton)
     spec = sig.args[0]
-    assert (spec.kind, spec.init_method, spec.init_scale) == ("dense_cooc", "spectral", 0.5)
+    assert (spec.kind, spec.init_method, spec.init_scale) == ("dense_cooc", "random", 0.5)
     model, _, _ = build_model(spec, 5, device="cpu")
-    assert model.get_config()["init_method"] == "spectral" and model.get_config()["init_scale"] == 0.5
+    assert model.get_config()["init_method"] == "random" and model.get_config()["init_scale"] == 0.5
+    form.init_method.setCurrentIndex(form.init_method.findData("spectral"))
     # a standard HMM keeps the start; init scale is a dense option (disabled, not in its config)
     form.kind.setCurrentIndex(form.kind.findData("standard_fair"))
     assert form.init_method.isEnabled() and not form.init_scale.isEnabled()
@@ -239,12 +241,14 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     assert spec.init_method == "spectral"
     model, _, _ = build_model(spec, 5)
     assert model.get_config()["init_method"] == "spectral" and "init_scale" not in model.get_config()
-    # set_spec shows a saved spec's choice; Reset to defaults leaves it alone
+    # set_spec shows a saved spec's choice; Reset to defaults restores the settings' start
     form.set_spec(type(spec)(kind="dense_em", init_method="random", init_scale=2.0))
     assert form.init_method.currentData() == "random" and form.init_scale.value() == 2.0
-    form.init_method.setCurrentIndex(form.init_method.findData("spectral"))
     form.defaults_button.click()
-    assert form.spec().init_method == "spectral"
+    assert (form.spec().init_method, form.spec().init_scale) == ("spectral", 0.2)
+    # the paper's settings start randomly with init scale 1, as the core's "paper" preset
+    form.preset.setCurrentIndex(form.preset.findData("paper"))
+    assert (form.spec().init_method, form.spec().init_scale) == ("random", 1.0)
 
 
 def test_model_form_smoothing_and_device_reach_standard_models(qtbot):
@@ -294,7 +298,10 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     assert not hint_shown()                                    # no data set yet
     window.open_files([write_fasta(tmp_path / "p.fasta", random_protein_records(4, 6))])
     wait_loaded(qtbot, window, 1)
-    assert form.spec().init_method == "random" and not hint_shown()
+    assert form.spec().init_method == "spectral" and not hint_shown()   # the default start: no hint
+    form.init_method.setCurrentIndex(form.init_method.findData("random"))
+    form.init_scale.setValue(1.0)
+    assert not hint_shown()                                    # FASTA: never
     window.open_files([WORDS_CONLLU])                          # a tagged corpus: its tags are the symbols
     wait_loaded(qtbot, window, 2)
     assert not window.current_dataset.observes_words and not hint_shown()
