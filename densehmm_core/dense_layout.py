@@ -9,7 +9,7 @@ this one layout.
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Any, Dict
 
 import numpy as np
 
@@ -23,7 +23,7 @@ class Layout:
 
     NAMES = EMBEDDING_NAMES
     n_feat = 0
-    features = None
+    features: Any = None
 
     def __init__(self, n: int, m: int, l: int) -> None:
         self.n, self.m, self.l = int(n), int(m), int(l)

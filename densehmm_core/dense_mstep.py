@@ -124,9 +124,10 @@ class MStep:
     def loss_and_grad(self, theta, c_start, c_trans, c_emit, norm: float, grad=None):
         """``(L, dL/dtheta)``: the loss as a 0-d array of the backend and the gradient (written into
         ``grad`` when given).  Counts are arrays of the backend (or numpy, for numpy)."""
-        return self._loss_and_grad(theta, *self._scaled(c_start, c_trans, c_emit, norm), grad)
+        cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
+        return self._loss_and_grad(theta, cs, ct, ce, tot_s, rs_a, rs_b, grad)
 
-    def _scaled(self, c_start, c_trans, c_emit, norm: float):
+    def _scaled(self, c_start, c_trans, c_emit, norm: float) -> tuple:
         """The counts divided by ``norm`` and their row totals (once per M-step)."""
         inv = 1.0 / float(norm)
         cs, ct, ce = c_start * inv, c_trans * inv, c_emit * inv
@@ -209,9 +210,9 @@ class MStep:
         size = self.layout.size
         grad, tmp, den = xp.empty(size), xp.empty(size), xp.empty(size)
         mm, vv = mm.copy(), vv.copy()   # updated in place below (the caller's state is not modified)
-        scaled = self._scaled(c_start, c_trans, c_emit, norm)
+        cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
         while k < int(n_steps):
-            loss, grad = self._loss_and_grad(th, *scaled, grad)
+            loss, grad = self._loss_and_grad(th, cs, ct, ce, tot_s, rs_a, rs_b, grad)
             t1 = t + 1.0
             # in place, with the same roundings as m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
             # theta - alpha m / (sqrt(v) + eps)

@@ -20,7 +20,7 @@ optimiser step is a handful of ops whatever the model size.
 """
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Tuple
+from typing import NamedTuple, Tuple
 
 import numpy as np
 

@@ -271,6 +271,25 @@ def model_config(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed
     return "dense", dict(cfg, fit_method="cooc", cooc_steps=s.cooc_steps)
 
 
+def _fit_reference_rule(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed: int, train):
+    """Baum-Welch stopped by the reference's rule -- the first iteration whose absolute log-likelihood
+    gain is below ``bw_tol`` (hmmlearn's ``ConvergenceMonitor``; a loss counts too) -- while the
+    package's one EM rule is relative: fit without early stopping, find that iteration in the
+    history, and refit the same seeded model for exactly that many iterations (the first iterations
+    of a seeded fit are the same bits)."""
+    from ..registry import model_from_config
+    kind, cfg = model_config(s, model, n, l, m, seed)
+    est = model_from_config(kind, dict(cfg, tol=0.0)).fit(train)
+    lls = [r["train_ll"] for r in est.history_]
+    stop = next((k for k in range(1, len(lls)) if lls[k] - lls[k - 1] < s.bw_tol), None)
+    if stop is None:
+        return est
+    if stop < len(lls) - 1:
+        est = model_from_config(kind, dict(cfg, tol=0.0, n_iter=stop)).fit(train)
+    est.stop_reason_ = "converged"
+    return est
+
+
 def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
             shared: Optional[dict] = None, save_dir: Optional[str] = None) -> List[dict]:
     """Fit and evaluate one model of one repetition; returns one row.
@@ -287,17 +306,13 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     data_seed, model_seed, sample_seed = _seeds(s, n, l, rep, model)
     train, test, m, omega_gt, truth = make_data(s, n, l, rep, shared)
     est = model_from_config(*model_config(s, model, n, l, m, model_seed))
-    if est.kind == "standard" and s.bw_tol > 0:
-        # The reference stopped Baum-Welch when the absolute gain fell below bw_tol (hmmlearn's rule);
-        # our one EM rule is relative (|change| / |previous ll|): the same threshold, relative to the
-        # log-likelihood of the (seeded, random) start
-        ll0 = model_from_config(*model_config(s, model, n, l, m, model_seed)).init_params(m).score(train)
-        est.set_params(tol=s.bw_tol / abs(ll0))
     status = "ok"
     t1 = time.perf_counter()
     try:
         if model == "dense-direct-gt":
             est.fit_cooc(analytic_cooc(None, truth.transmat, truth.emissionprob))
+        elif est.kind == "standard" and s.bw_tol > 0:
+            est = _fit_reference_rule(s, model, n, l, m, model_seed, train)
         else:
             est.fit(train)
     except TrainingDiverged as exc:
