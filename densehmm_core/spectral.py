@@ -115,23 +115,31 @@ def _sq_dist(X: np.ndarray, C: np.ndarray, x2: np.ndarray) -> np.ndarray:
 
 
 def _kmeans_pp(X: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator, x2: np.ndarray) -> np.ndarray:
-    """Weighted k-means++ starts: the first centre drawn by weight, each next one by weight x squared
-    distance to the nearest centre chosen so far."""
+    """Greedy weighted k-means++ starts (Arthur and Vassilvitskii, 2007, with local trials): the first
+    centre drawn by weight; for each next one ``2 + log k`` candidates are drawn by weight x squared
+    distance to the nearest centre so far, and the one that lowers the total weighted squared
+    distance most is kept (plain one-draw k-means++ clustered words measurably worse:
+    docs/RESULTS.md, section 4)."""
+    n_local = 2 + int(np.log(k))
     C = np.empty((k, X.shape[1]))
     C[0] = X[rng.choice(len(X), p=w / w.sum())]
-    d = _sq_dist(X, C[:1], x2)[:, 0]
+    closest = _sq_dist(X, C[:1], x2)[:, 0]
     for j in range(1, k):
-        p = w * d
-        tot = p.sum()
-        i = int(rng.choice(len(X), p=p / tot)) if tot > 0 else int(rng.integers(len(X)))
-        C[j] = X[i]
-        d = np.minimum(d, _sq_dist(X, C[j:j + 1], x2)[:, 0])
+        cum = np.cumsum(w * closest)
+        if cum[-1] <= 0:
+            C[j] = X[int(rng.integers(len(X)))]
+            continue
+        cand = np.minimum(np.searchsorted(cum, rng.random(n_local) * cum[-1]), len(X) - 1)
+        d = np.minimum(closest[None, :], _sq_dist(X, X[cand], x2).T)      # (n_local, N)
+        best = int(np.argmin(d @ w))
+        C[j] = X[cand[best]]
+        closest = d[best]
     return C
 
 
 def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
                     n_init: int = 3, max_iter: int = 300) -> np.ndarray:
-    """Centroids (``k x d``) of weighted k-means: weighted k-means++ starts from ``rng``, Lloyd
+    """Centroids (``k x d``) of weighted k-means: greedy weighted k-means++ starts from ``rng``, Lloyd
     iterations until the assignment stops changing (at most ``max_iter``), the best of ``n_init``
     runs by weighted inertia.  A cluster left empty takes the point farthest from its centre.
     With fewer distinct points than ``k`` some centroids coincide (those states start alike and
