@@ -60,8 +60,9 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     assert p.fields["Symbols"].text() == str(len(want.vocabulary))
     # the default start is spectral: no words hint; a random start on words shows it
     form = w.model_form
-    assert form.init_method.currentData() == "spectral" and not form.words_hint.isVisibleTo(form)
-    form.init_method.setCurrentIndex(form.init_method.findData("random"))
+    start = form.fields["init_method"]
+    assert start.currentData() == "spectral" and not form.words_hint.isVisibleTo(form)
+    start.setCurrentIndex(start.findData("random"))
     assert form.words_hint.isVisibleTo(form)
     # the panel shows how the data set was read
     w.select_dataset(0)
@@ -158,7 +159,7 @@ def test_a_session_with_a_words_data_set_reopens_as_words(make_window, session_f
     p.max_vocab.setValue(15)
     ds = _reread(qtbot, w, ds)
     assert ds.observes_words
-    job = w.start_training(ModelSpec(kind="standard", n=3, steps=2, tol=0.0))
+    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     path = tmp_path / "words.h5"
     assert session_files.save(w, path)
