@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from .common import UserError, _user_error_types
+from .common import UserError, _check_inference_memory, _user_error_types
 
 
 def _is_demo(spec) -> bool:
@@ -171,6 +171,7 @@ def _load_eval_data(args, model):
     data_corpus = corpus
     lowercase = bool(getattr(args, "lowercase", None) or read_as.get("lowercase"))
     corpus = _encode_for_model(corpus, model, source, lowercase=lowercase)
+    _check_inference_memory(model, corpus.sequences, fitting=False)
     return corpus.sequences, corpus, data_corpus
 
 

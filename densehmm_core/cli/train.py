@@ -7,8 +7,8 @@ import signal
 import time
 from typing import Tuple
 
-from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_memory, _err,
-                     _impossible_note, _load_model, _metric_values, _out, _user_error_types)
+from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_inference_memory,
+                     _check_memory, _err, _impossible_note, _load_model, _metric_values, _out, _user_error_types)
 from .data import _load_train_data
 from .progress import ProgressPrinter, _progress_mode, _SigintCancel
 
@@ -215,6 +215,7 @@ def cmd_train(args) -> int:
         name = args.name
     if vocab is not None and model.vocabulary is None:
         model.vocabulary = list(vocab)
+    _check_inference_memory(model, train.sequences, test.sequences if test is not None else None, fitting=True)
 
     if not args.quiet:
         kind = model.kind

@@ -9,6 +9,7 @@ import time
 from typing import Iterator, List, Optional
 
 from ..events import CancelToken, ProgressEvent, TrainingDiverged
+from ..memory import check_inference
 from .lifeline import start_process
 from .server import child_main, worker_main
 from .wire import WorkerError, as_plain_sequences, check_reply, decode_message, encode_message, supports
@@ -217,7 +218,9 @@ class TrainingWorker:
                  params_interval: float = 0.05, **fit_kwargs) -> Iterator[ProgressEvent]:
         """Like ``model.iter_fit(data, eval_data=..., cancel=..., **fit_kwargs)``, in the worker.
 
-        A cancel is sent once; a worker that does not acknowledge it within
+        Work whose engine buffers would not fit the memory budget is refused before anything
+        is sent (:class:`densehmm_core.memory.TooLargeError`, a ValueError).  A cancel is sent
+        once; a worker that does not acknowledge it within
         ``cancel_timeout`` seconds (stopped, hung) is killed, and the stream ends with a
         final "cancelled" event: the model holds the last parameters received.  When the
         worker dies or breaks the protocol, the model also holds the last parameters
@@ -228,12 +231,16 @@ class TrainingWorker:
         if model.n_symbols is None:
             model._resolve_n_symbols(data)
         config = model.get_config()
+        train = as_plain_sequences(data, model.n_symbols)
+        test = as_plain_sequences(eval_data, model.n_symbols)
+        # the worker's engine buffers must fit (a single long sequence forms a chunk of its own)
+        check_inference([int(x) for part in (train, test) if part is not None for x in part["lengths"]],
+                        model.n_states, model.n_symbols, tensorflow=model.needs_tensorflow)
         self._jobs += 1
         job = self._jobs
         msg = {"op": "fit", "job": job, "kind": model.kind, "config": config,
                "vocabulary": list(model.vocabulary) if model.vocabulary is not None else None,
-               "train": as_plain_sequences(data, model.n_symbols),
-               "test": as_plain_sequences(eval_data, model.n_symbols),
+               "train": train, "test": test,
                "fit_kwargs": dict(fit_kwargs), "params_interval": float(params_interval)}
         self._drain_warm()
         self._send(msg)
