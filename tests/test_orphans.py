@@ -195,8 +195,9 @@ def fasta(tmp_path_factory):
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
 def test_sweep_process_workers_end_with_the_sweep_and_release_stdout(fasta, tmp_path, sig):
-    cmd = [sys.executable, "-m", "densehmm_core", "sweep", str(fasta), "--grid", "n=30,31,32,33,34,35,36,37,38,39 l=2 model=standard",
-           "--repeats", "3", "--out", str(tmp_path / "out"), "--jobs", "2", "--executor", "process"]
+    cmd = [sys.executable, "-m", "densehmm_core", "sweep", str(fasta),
+           "--grid", "n=30,31,32,33,34,35,36,37,38,39 l=2 model=standard", "--repeats", "3",
+           "--out", str(tmp_path / "out"), "--jobs", "2", "--executor", "process"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env(),
                             cwd=str(ROOT))
     try:
