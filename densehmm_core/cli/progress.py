@@ -96,9 +96,15 @@ def _progress_mode(args) -> str:
         return "none"
 
 
+class SecondSignal(BaseException):
+    """A second Ctrl-C or SIGTERM: abort without saving.  Not a KeyboardInterrupt: raised by a
+    handler that interrupted the first one's message, a caught KeyboardInterrupt still ended
+    ``python -m densehmm_core`` with SIGINT (exit status -2 instead of 130 / 143; CPython 3.11)."""
+
+
 class _SigintCancel:
     """First Ctrl-C (SIGINT) or SIGTERM: cancel the token (training stops after its chunk and
-    what was reached is saved); a second one: KeyboardInterrupt (abort without saving).
+    what was reached is saved); a second one: :class:`SecondSignal` (abort without saving).
 
     ``signal_received`` is the first signal (for the exit status: 130 or 143), ``aborted_by``
     the second; ``phase`` ("training", "saving", "saved") is set by the caller, so that a
@@ -135,7 +141,7 @@ class _SigintCancel:
     def _handler(self, signum, frame):
         if self.signal_received is not None:
             self.aborted_by = signum
-            raise KeyboardInterrupt
+            raise SecondSignal
         self.signal_received = signum
         self.token.cancel()
         if not self.quiet:

@@ -10,7 +10,7 @@ from typing import Tuple
 from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_inference_memory,
                      _check_memory, _err, _impossible_note, _load_model, _metric_values, _out, _user_error_types)
 from .data import _load_train_data
-from .progress import ProgressPrinter, _progress_mode, _SigintCancel
+from .progress import ProgressPrinter, SecondSignal, _progress_mode, _SigintCancel
 
 
 _SIGTERM = getattr(signal, "SIGTERM", None)
@@ -232,7 +232,7 @@ def cmd_train(args) -> int:
         # (exit 130 / 143); a second one aborts it, leaving the file as it was.
         with signals:
             return _train_and_save(args, model, train, test, name, bool(resume_from), token, printer, signals)
-    except KeyboardInterrupt:
+    except SecondSignal:
         printer.close()
         how = f"aborted ({signals.abort_name})"
         if signals.phase == "saving" and out:
@@ -305,6 +305,10 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
         saved_name = save_model(out, model, saved_name, train, test_corpus=test, metrics=metrics,
                                 overwrite=bool(args.overwrite or resumed or args.checkpoint_every))
         signals.phase = "saved"
+        if signals.aborted_by is not None:
+            # the abort reached the process where Python ignores exceptions (e.g. a fork
+            # callback of the save's file probe): the save finished regardless; say so
+            _err(f"densehmm: note: the {signals.abort_name} could not stop the save: {out} holds the model")
     if not args.quiet:
         parts = [f"stopped: {stopped}"]
         for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
