@@ -27,6 +27,8 @@ from typing import Iterable, Optional
 
 import numpy as np
 
+from . import config
+
 __all__ = ["TooLargeError", "check_fits", "check_inference", "memory_budget", "gb", "text_limit",
            "largest_chunk_tokens", "inference_bytes",
            "BYTES_PER_TOKEN", "BYTES_PER_CHUNK_TOKEN", "BYTES_PER_CHUNK_ELEMENT", "BASE_BYTES",
@@ -56,12 +58,9 @@ class TooLargeError(ValueError):
 
 def memory_budget() -> int:
     """Bytes one command may allocate: ``$DENSEHMM_MAX_MODEL_BYTES`` or half the physical memory."""
-    env = os.environ.get("DENSEHMM_MAX_MODEL_BYTES")
-    if env:
-        try:
-            return max(1, int(float(env)))
-        except ValueError:
-            pass
+    env = config.max_model_bytes()
+    if env is not None:
+        return env
     try:
         return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
@@ -70,7 +69,7 @@ def memory_budget() -> int:
 
 def budget_hint() -> str:
     """Where the budget comes from, for the end of every "too large" message."""
-    if os.environ.get("DENSEHMM_MAX_MODEL_BYTES"):
+    if config.max_model_bytes() is not None:
         return "set by DENSEHMM_MAX_MODEL_BYTES"
     return "half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES to change it"
 

@@ -233,24 +233,3 @@ def _cmdline(pid: int) -> bytes:
             return fh.read()
     except OSError:
         return b""
-
-
-def _row_task(x):
-    return [{"x": x}]
-
-
-def test_jobs_are_capped_at_a_multiple_of_the_cores(tmp_path):
-    """--jobs far above the cores is capped with a note (each worker costs memory)."""
-    from densehmm_core.experiments.runner import JOBS_PER_CORE, ResultStore, Task, run_tasks, usable_cores
-    lines: list = []
-    tasks = [Task(func=f"{__name__}:_row_task", kwargs={"x": i}, key={"x": i}) for i in range(3)]
-    cap = JOBS_PER_CORE * usable_cores()
-    rep = run_tasks(tasks, ResultStore(tmp_path / "r.csv", ["x"]), ["x"], jobs=cap + 50, executor="thread",
-                    out=lines.append)
-    assert rep.done == 3 and not rep.failed
-    notes = [s for s in lines if s.startswith("note:")]
-    assert notes == [f"note: {cap + 50} parallel jobs capped at {cap} ({JOBS_PER_CORE} per usable core; "
-                     f"more would only add memory)"]
-    lines.clear()
-    run_tasks(tasks, ResultStore(tmp_path / "s.csv", ["x"]), ["x"], jobs=cap, executor="thread", out=lines.append)
-    assert not [s for s in lines if s.startswith("note:")]

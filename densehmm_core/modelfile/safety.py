@@ -34,6 +34,7 @@ import threading
 import time
 from typing import Callable, Optional
 
+from .. import config
 from ..memory import budget_hint, gb, memory_budget
 from .schema import ModelFileError, _h5py
 
@@ -222,7 +223,7 @@ def trust(path) -> None:
 
 
 def probe_enabled() -> bool:
-    return hasattr(os, "fork") and not _in_probe and os.environ.get("DENSEHMM_NO_PROBE", "") in ("", "0")
+    return hasattr(os, "fork") and not _in_probe and not config.probe_disabled()
 
 
 def probe(path, st: Optional[os.stat_result], read: Callable[[str], None]) -> None:
@@ -261,11 +262,7 @@ def _limit_memory(extra: int) -> None:  # pragma: no cover - runs in the probe p
 
 
 def _timeout(size: int) -> float:
-    try:
-        base = float(os.environ.get("DENSEHMM_PROBE_TIMEOUT", PROBE_TIMEOUT))
-    except ValueError:
-        base = PROBE_TIMEOUT
-    return base + size / 50e6
+    return config.probe_timeout(PROBE_TIMEOUT) + size / 50e6
 
 
 def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
