@@ -173,7 +173,10 @@ def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, forma
     if is_model_file(path):
         return load_models(path)
     from densehmm_core import data
-    corpus = data.load(path, format=format or "auto", progress=progress, **(read or {}))
+    opts = dict(read or {})
+    if opts.get("observe") == "words" and "min_count" in opts and opts["min_count"] is None:
+        opts["min_count"] = 1   # saved before words defaulted to min. count 2: None meant every word
+    corpus = data.load(path, format=format or "auto", progress=progress, **opts)
     ds = dataset_from_corpus(path, corpus, split, seed)
     if read:
         ds.options["read"] = dict(read)

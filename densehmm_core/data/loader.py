@@ -14,9 +14,9 @@ from .presets import get_preset
 from .ptb import read_ptb
 from .source import open_source
 from .tagged import collapse_brown_tag, read_medpost, read_word_tag
-from .tokens import DEFAULT_UNKNOWN, TokenEncoder, TokenReport
+from .tokens import DEFAULT_UNKNOWN, WORDS_MIN_COUNT, TokenEncoder, TokenReport
 
-__all__ = ["load", "READER_DEFAULTS", "PREPROCESS_DEFAULTS"]
+__all__ = ["load", "READER_DEFAULTS", "PREPROCESS_DEFAULTS", "WORDS_MIN_COUNT"]
 
 log = logging.getLogger("densehmm_core.data")
 
@@ -98,8 +98,10 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         * FASTA: ``mol`` ("protein" | "na" | "all"), ``alphabet`` ("observed", a
           preset name from ``ALPHABETS`` or a string of symbols), ``uppercase``,
           ``strip_stop``, ``nucleotide`` (None | "dna" | "rna"), ``keep_names``.
-        * Tagged formats: ``observe`` ("tags" | "words"), ``max_vocab``, ``min_count``,
-          ``rare`` ("unk" | "shape": rare words become ``unknown_symbol`` or their
+        * Tagged formats: ``observe`` ("tags" | "words"), ``max_vocab``, ``min_count``
+          (words: :data:`WORDS_MIN_COUNT` = 2 when not given, so that words seen once, and
+          at scoring time words never seen, are read as ``unknown_symbol``; 1 keeps every
+          word), ``rare`` ("unk" | "shape": rare words become ``unknown_symbol`` or their
           word-shape class, see :mod:`densehmm_core.data.wordshape`),
           ``unknown_symbol``, ``lowercase`` (words), ``on_malformed`` ("skip" | "error"),
           ``encoding``; ``collapse_tags`` (word/TAG), ``drop_traces`` (PTB),
@@ -170,6 +172,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         opts.update({k: v for k, v in (defaults or {}).items() if k in fmt_defaults})
         opts.update(preset_reader)
         opts.update(reader_opts)
+        if opts.get("observe") == "words" and opts.get("min_count") is None:
+            opts["min_count"] = WORDS_MIN_COUNT   # words: rare ones (and unseen ones later) -> unknown_symbol
         if fmt == "fasta":
             result = read_fasta(src, **opts)
         else:

@@ -9,11 +9,14 @@ from .errors import DataFormatError
 from .wordshape import shape_classes, word_shape
 
 __all__ = ["TokenReport", "TokenEncoder", "build_token_corpus", "OBSERVE_VALUES", "RARE_VALUES",
-           "DEFAULT_UNKNOWN", "NO_TAG"]
+           "DEFAULT_UNKNOWN", "NO_TAG", "WORDS_MIN_COUNT"]
 
 OBSERVE_VALUES = ("tags", "words")
 RARE_VALUES = ("unk", "shape")
 DEFAULT_UNKNOWN = "<unk>"
+#: ``load(observe="words")`` without ``min_count``: words seen once become the unknown symbol, so a
+#: word model has one (and reads words it never saw as that symbol when it scores new data).
+WORDS_MIN_COUNT = 2
 #: The tag value of a token without a gold tag (sentences of extra, unlabelled files).
 NO_TAG = -1
 _MAX_EXAMPLES = 5
