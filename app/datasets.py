@@ -19,13 +19,14 @@ __all__ = ["DataSet", "ModelSet", "demo_dataset", "DEMO_SIZE", "DEMO_FORM", "loa
 MODEL_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
 def data_filters() -> str:
-    """File-dialog filters: the core's reader formats plus HDF5 model files."""
+    """File-dialog filters: "All files (*)" first (the default: no file is hidden, each one that
+    cannot be read is reported), then the core's reader formats plus HDF5 model files."""
     from densehmm_core.data import file_dialog_filters
     flt = list(file_dialog_filters())
     models = "DenseHMM model files (*.h5 *.hdf5)"
     if flt and flt[0].startswith("All supported files ("):
         flt[0] = flt[0][:-1] + " *.h5 *.hdf5)"
-    return ";;".join(flt[:-1] + [models] + flt[-1:])
+    return ";;".join(flt[-1:] + flt[:-1] + [models])
 
 
 DATA_FILTERS = None  # computed lazily by data_filters()

@@ -359,3 +359,30 @@ def test_tagged_crlf_gzip_bom_equal_plain(tmp_path, fixture):
         assert c.format == base.format, kind
         assert c.vocabulary == base.vocabulary and c.names == base.names, kind
         assert all(np.array_equal(a, b) for a, b in zip(c.sequences, base.sequences)), kind
+
+
+# ----------------------------------------------------------------------------- truncated files (issue 24.8)
+@pytest.mark.parametrize("fmt,cut_line", [("conllu", "3\trockets\trock"), ("conll", "rockets")])
+def test_a_file_cut_short_reads_its_complete_sentences_on_request(tmp_path, fmt, cut_line):
+    """words.conllu cut in the middle of a token line of its third sentence (and again after the
+    fourth): refused with the line and skippable=True; with on_bad_sentence="skip" the complete
+    sentences are read (hand count: s1, s2, s4) and the two broken ones are counted."""
+    src = (FIX / "words.conllu").read_text().split("\n")
+    if fmt == "conll":   # the same sentences as "word TAG" columns
+        src = [" ".join(ln.split("\t")[1:4:2]) if "\t" in ln else ln for ln in src if not ln.startswith("#")]
+    third = next(i for i, ln in enumerate(src) if ln.startswith("rockets" if fmt == "conll" else "5\trockets"))
+    lines = src[:third] + [cut_line] + src[third + 1:]
+    fourth_end = max(i for i, ln in enumerate(lines) if ln.startswith("!" if fmt == "conll" else "6\t!"))
+    lines = lines[:fourth_end + 1] + ["", "The" if fmt == "conll" else "1\tThe\tthe"]   # the file ends mid-sentence
+    path = tmp_path / f"cut.{fmt}"
+    path.write_text("\n".join(lines))
+    with pytest.raises(DataFormatError, match="wrong column count") as err:
+        load(path, format=fmt)
+    assert err.value.skippable and err.value.line == third + 1
+    c = load(path, format=fmt, on_bad_sentence="skip", observe="words", min_count=1)
+    assert [c.decode(s) for s in c.sequences] == [["The", "dog", "runs", "quickly", "."], ["the", "dog", "barked", "."],
+                                                  ["Vinken", "runs", "to", "the", "dog", "!"]]
+    assert c.provenance["reader"]["n_bad_sentences"] == 2
+    assert any(w.startswith(f"2 incomplete or broken sentences skipped (first at line {third + 1}:")
+               for w in c.warnings)
+    assert not DataFormatError("x").skippable

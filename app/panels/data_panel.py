@@ -7,7 +7,7 @@ from typing import List, Optional
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
                                QLabel, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from densehmm_core.data import WORDS_MIN_COUNT
@@ -31,7 +31,13 @@ class PanelPlot(pg.PlotWidget):
 
     def wheelEvent(self, event) -> None:  # noqa: N802
         if event.modifiers() == Qt.KeyboardModifier.NoModifier:
-            event.ignore()          # the panel's scroll area scrolls
+            area = self.parentWidget()
+            while area is not None and not isinstance(area, QAbstractScrollArea):
+                area = area.parentWidget()
+            if area is not None:    # the panel's scroll area scrolls
+                QApplication.sendEvent(area.verticalScrollBar(), event)
+            else:
+                event.ignore()
             return
         super().wheelEvent(event)
 

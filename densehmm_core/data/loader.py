@@ -33,8 +33,8 @@ READER_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "word_tag": dict(_TOKEN_DEFAULTS),
     "word_slash_tag": dict(_TOKEN_DEFAULTS, collapse_tags=False),
     "ptb": dict(_TOKEN_DEFAULTS, drop_traces=True),
-    "conll": dict(_TOKEN_DEFAULTS, column=1, word_column=0, sep=None),
-    "conllu": dict(_TOKEN_DEFAULTS, tagset="upos"),
+    "conll": dict(_TOKEN_DEFAULTS, column=1, word_column=0, sep=None, on_bad_sentence="error"),
+    "conllu": dict(_TOKEN_DEFAULTS, tagset="upos", on_bad_sentence="error"),
 }
 
 #: Preprocessing options (see :meth:`Corpus.preprocess`) with their defaults.
@@ -105,7 +105,9 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
           word-shape class, see :mod:`densehmm_core.data.wordshape`),
           ``unknown_symbol``, ``lowercase`` (words), ``on_malformed`` ("skip" | "error"),
           ``encoding``; ``collapse_tags`` (word/TAG), ``drop_traces`` (PTB),
-          ``column``, ``word_column``, ``sep`` (CoNLL), ``tagset`` ("upos" | "xpos", CoNLL-U).
+          ``column``, ``word_column``, ``sep`` (CoNLL), ``tagset`` ("upos" | "xpos", CoNLL-U),
+          ``on_bad_sentence`` (CoNLL, CoNLL-U: "error", or "skip" to read the complete
+          sentences of a file cut short or holding a broken line, and count the others).
 
         and preprocessing options, applied after reading (see :meth:`Corpus.preprocess`):
         ``dedupe``, ``subset``, ``subset_seed``, ``max_len``, ``min_len``,
@@ -252,7 +254,7 @@ def _sentences(src, fmt: str, opts: Dict[str, Any], report: TokenReport):
 def _read_tokens(src, fmt: str, opts: Dict[str, Any], encoder: TokenEncoder, *, gold: bool,
                  name_prefix: str = "") -> Dict[str, Any]:
     """Feed one tagged file to ``encoder``; returns its counts and warnings."""
-    report = TokenReport(src.path, opts["on_malformed"])
+    report = TokenReport(src.path, opts["on_malformed"], opts.get("on_bad_sentence", "error"))
     tag_map = collapse_brown_tag if (fmt == "word_slash_tag" and opts.get("collapse_tags")) else None
     return encoder.add(_sentences(src, fmt, opts, report), report, gold=gold, tag_map=tag_map,
                        name_prefix=name_prefix)

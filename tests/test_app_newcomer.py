@@ -1,0 +1,125 @@
+"""What a newcomer trips over (issue 24): File > Open shows every file and reports each one it cannot
+read, a CoNLL-U file cut short, the data panel (Observe first, the wheel, chart reset, frequencies by
+count).  pytest-qt, offscreen; jobs in threads (conftest's make_window)."""
+import os
+import pathlib
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
+from PySide6.QtGui import QWheelEvent  # noqa: E402
+from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox  # noqa: E402
+
+FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "data"
+WORDS = FIX / "words.conllu"
+
+
+def _wait_loaded(qtbot, w):
+    qtbot.waitUntil(lambda: not w.loading, timeout=30000)
+
+
+# ----------------------------------------------------------------------------- 24.8 files dropped without a word
+def test_open_lists_all_files_and_reports_each_one_it_cannot_read(make_window, qtbot, tmp_path, monkeypatch):
+    w = make_window()
+    rnd = tmp_path / "random.bin"
+    rnd.write_bytes(np.random.default_rng(0).integers(0, 256, 3000, dtype=np.uint8).tobytes())
+    prog = tmp_path / "a.out"
+    prog.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(200))
+    good = tmp_path / "good.fasta"
+    good.write_text(">a\nACDE\n")
+    seen = {}
+
+    def fake(parent, caption, folder, filters, selected="", *a, **k):
+        seen.update(filters=filters.split(";;"), selected=selected)
+        return [str(rnd), str(prog), str(good)], selected
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", fake)
+    w.open_dialog()
+    _wait_loaded(qtbot, w)
+    assert seen["filters"][0] == "All files (*)" and seen["selected"] == "All files (*)"
+    assert any(f.startswith("All supported files") for f in seen["filters"])
+    assert [d.name for d in w.datasets] == ["good.fasta"]
+    assert len(w.errors) == 1
+    title, text = w.errors[0]
+    assert title == "Cannot open files" and "2 files could not be opened" in text
+    assert "• random.bin: line 1: binary file" in text and "• a.out: line 1: binary file" in text
+
+
+def _cut_conllu(tmp_path):
+    """words.conllu cut in the middle of a token line of its third sentence (the file ends there)."""
+    lines = WORDS.read_text().split("\n")
+    i = next(k for k, ln in enumerate(lines) if ln.startswith("5\trockets"))
+    path = tmp_path / "cut.conllu"
+    path.write_text("\n".join(lines[:i] + ["5\trock"]))
+    return path, i + 1
+
+
+@pytest.mark.parametrize("answer", [QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No])
+def test_a_conllu_file_cut_short_offers_its_complete_sentences(make_window, qtbot, tmp_path, monkeypatch, answer):
+    w = make_window()
+    path, line = _cut_conllu(tmp_path)
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(
+        lambda parent, title, text, *a, **k: asked.append((title, text)) or answer))
+    w.open_files([str(path)])
+    _wait_loaded(qtbot, w)
+    qtbot.waitUntil(lambda: not w.loading and bool(w.datasets or w.errors), timeout=30000)
+    assert len(asked) == 1 and f"cut.conllu, line {line}: wrong column count" in asked[0][1]
+    if answer == QMessageBox.StandardButton.No:
+        assert not w.datasets and len(w.errors) == 1 and "wrong column count" in w.errors[0][1]
+        return
+    assert not w.errors and len(w.datasets) == 1
+    ds = w.datasets[0]
+    assert ds.corpus.n_sequences == 2 and ds.options["read"] == {"on_bad_sentence": "skip"}   # s1, s2
+    warn = f"1 incomplete or broken sentence skipped (first at line {line}: wrong column count"
+    assert any(x.startswith(warn) for x in ds.warnings)
+    assert warn in w.data_panel.fields["Warnings"].text()
+    # re-reading as words (Observe group) keeps the broken sentence out
+    p = w.data_panel
+    p.observe.setCurrentIndex(p.observe.findData("words"))
+    p.reread_button.click()
+    qtbot.waitUntil(lambda: w.datasets[0] is not ds and not w.loading, timeout=30000)
+    assert w.datasets[0].observes_words and w.datasets[0].corpus.n_sequences == 2 and not w.errors
+
+
+# ----------------------------------------------------------------------------- 24.6 data panel
+def _wheel(widget, dy=-120, modifiers=Qt.KeyboardModifier.NoModifier):
+    pos = QPointF(widget.width() / 2, widget.height() / 2)
+    ev = QWheelEvent(pos, widget.mapToGlobal(pos), QPoint(0, 0), QPoint(0, dy), Qt.MouseButton.NoButton,
+                     modifiers, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(widget, ev)
+
+
+def test_data_panel_observe_first_wheel_scrolls_ctrl_wheel_zooms_reset(make_window, qtbot):
+    w = make_window()
+    w.resize(1400, 700)
+    w.open_files([str(WORDS)])
+    _wait_loaded(qtbot, w)
+    p = w.data_panel
+    qtbot.waitUntil(lambda: p.freq_plot.isVisible(), timeout=10000)
+    # Observe comes before the statistics and both charts
+    y = {name: wid.mapTo(p, QPoint(0, 0)).y() for name, wid in
+         (("observe", p.observe_box), ("stats", p.fields["Tokens"]), ("freq", p.freq_plot), ("len", p.len_plot))}
+    assert y["observe"] < y["stats"] < y["freq"] < y["len"]
+    # frequencies by count, most frequent first (UPOS of words.conllu, counted by hand)
+    counts = np.asarray(p.freq_bars.opts["height"])
+    assert list(counts) == sorted(counts, reverse=True)
+    labels = p.freq_plot.getAxis("bottom").labels
+    assert labels[:4] == ["NOUN", "PUNCT", "DET", "VERB"] and list(counts[:4]) == [5, 5, 4, 4]   # ties: vocabulary order
+    # the wheel over a chart scrolls the panel, not the chart
+    area = w.data_dock.widget()
+    bar = area.verticalScrollBar()
+    w.data_dock.setFixedHeight(320)
+    qtbot.waitUntil(lambda: bar.maximum() > 0, timeout=5000)
+    area.ensureWidgetVisible(p.freq_plot)
+    bar.setValue(0)
+    before = p.freq_plot.getViewBox().viewRange()[0]
+    _wheel(p.freq_plot.viewport())
+    assert bar.value() > 0 and p.freq_plot.getViewBox().viewRange()[0] == before
+    # Ctrl + wheel zooms; Reset shows the whole chart again
+    _wheel(p.freq_plot.viewport(), 240, Qt.KeyboardModifier.ControlModifier)
+    zoomed = p.freq_plot.getViewBox().viewRange()[0]
+    assert zoomed[1] - zoomed[0] < before[1] - before[0] - 1e-6
+    p.freq_plot.reset_button.click()
+    assert p.freq_plot.getViewBox().viewRange()[0] == pytest.approx(list(p.freq_plot.full_range))
