@@ -1,7 +1,6 @@
 """What a newcomer trips over (issue 24): File > Open shows every file and reports each one it cannot
 read, a CoNLL-U file cut short, the data panel (Observe first, the wheel, chart reset, frequencies by
 count).  pytest-qt, offscreen; jobs in threads (conftest's make_window)."""
-import os
 import pathlib
 
 import numpy as np
@@ -106,7 +105,8 @@ def test_data_panel_observe_first_wheel_scrolls_ctrl_wheel_zooms_reset(make_wind
     counts = np.asarray(p.freq_bars.opts["height"])
     assert list(counts) == sorted(counts, reverse=True)
     labels = p.freq_plot.getAxis("bottom").labels
-    assert labels[:4] == ["NOUN", "PUNCT", "DET", "VERB"] and list(counts[:4]) == [5, 5, 4, 4]   # ties: vocabulary order
+    # ties in vocabulary order
+    assert labels[:4] == ["NOUN", "PUNCT", "DET", "VERB"] and list(counts[:4]) == [5, 5, 4, 4]
     # the wheel over a chart scrolls the panel, not the chart
     area = w.data_dock.widget()
     bar = area.verticalScrollBar()
@@ -123,3 +123,59 @@ def test_data_panel_observe_first_wheel_scrolls_ctrl_wheel_zooms_reset(make_wind
     assert zoomed[1] - zoomed[0] < before[1] - before[0] - 1e-6
     p.freq_plot.reset_button.click()
     assert p.freq_plot.getViewBox().viewRange()[0] == pytest.approx(list(p.freq_plot.full_range))
+
+
+# ----------------------------------------------------------------------------- 24.5 help, 24.12 tab shortcuts
+def _activate(qtbot, w):
+    """The window active (shortcuts reach it, as for a user's key press)."""
+    w.activateWindow()
+    w.raise_()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is w, timeout=5000)
+
+def test_help_has_every_section_and_f1_opens_it_at_the_part_in_use(make_window, qtbot):
+    from app.panels.help import TOPICS, HelpDialog
+    from app.resources import resource_path
+    html = resource_path("help/help.html").read_text(encoding="utf-8")
+    for topic in TOPICS:
+        assert f'<a name="{topic}"></a>' in html and f'href="#{topic}"' in html
+    for term in ("A<sub>ij</sub> = exp(z<sub>i</sub>·u<sub>j</sub>)", "MAD", "M-1 (many-to-one)", "1-1 (one-to-one)",
+                 "V-measure", "NLL per token", "Paper's NLL", "Ctrl+Tab", "Alt+1"):
+        assert term in html
+    w = make_window()
+    _activate(qtbot, w)
+    w.stack.setCurrentWidget(w.start_view)
+    qtbot.keyClick(w, Qt.Key.Key_F1)
+    dlg = w.findChild(HelpDialog)
+    assert dlg is not None and dlg.isVisible() and dlg.topic == "start"
+    assert "What a DenseHMM is" in dlg.browser.toPlainText()
+    # on the dashboard's Decode tab
+    w.stack.setCurrentWidget(w.dashboard)
+    w.dashboard.tabs.setCurrentWidget(w.dashboard.decode)
+    w.act_help.trigger()
+    assert w.findChildren(HelpDialog) == [dlg] and dlg.topic == "decode"
+    top = dlg.browser.verticalScrollBar().value()
+    # focus in the Model panel
+    w.model_form.setFocus()
+    w.model_form.focusNextChild()
+    w.act_help.trigger()
+    assert dlg.topic == "model" and dlg.browser.verticalScrollBar().value() < top    # Model comes before Decode
+
+
+def test_ctrl_tab_and_alt_digits_switch_the_centre_tabs(make_window, qtbot):
+    w = make_window()
+    _activate(qtbot, w)
+    tabs = w.dashboard.tabs
+    w.stack.setCurrentWidget(w.start_view)
+    qtbot.keyClick(w, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)   # from the start page: the dashboard
+    assert w.stack.currentWidget() is w.dashboard and tabs.currentIndex() == 0
+    qtbot.keyClick(w, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)
+    assert tabs.tabText(tabs.currentIndex()) == "Decode"
+    qtbot.keyClick(w, Qt.Key.Key_4, Qt.KeyboardModifier.AltModifier)
+    assert tabs.tabText(tabs.currentIndex()) == "Compare"
+    qtbot.keyClick(w, Qt.Key.Key_5, Qt.KeyboardModifier.AltModifier)
+    qtbot.keyClick(w, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier)    # Tags is hidden: wraps to Dashboard
+    assert tabs.currentIndex() == 0
+    qtbot.keyClick(w, Qt.Key.Key_Backtab, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    assert tabs.tabText(tabs.currentIndex()) == "Sweep"
+    qtbot.keyClick(w, Qt.Key.Key_6, Qt.KeyboardModifier.AltModifier)           # hidden: stays, says so
+    assert tabs.tabText(tabs.currentIndex()) == "Sweep" and "No Tags tab" in w.statusBar().currentMessage()

@@ -150,7 +150,8 @@ def test_decode_another_format_with_an_unk_model(tmp_path, capsys):
 def test_pseudocount_makes_held_out_words_possible_and_evaluate_says_why(tmp_path, capsys):
     """Plain Baum-Welch on a word split: held-out sentences with words the training part lacks are
     impossible (-inf); train and evaluate say how many and name --pseudocount; with it they are finite."""
-    common = ["train", WORDS, "--observe", "words", "--min-count", "1", "--model", "standard", "--states", "3", "--iter", "4",
+    common = ["train", WORDS, "--observe", "words", "--min-count", "1", "--model", "standard", "--states", "3",
+              "--iter", "4",
               "--split", "0.5", "--seed", "1", "-q"]
     data = load(WORDS, observe="words", min_count=1)
     plain, smooth = tmp_path / "plain.h5", tmp_path / "smooth.h5"

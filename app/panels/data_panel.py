@@ -7,7 +7,8 @@ from typing import List, Optional
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
+from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
+                               QGroupBox, QHBoxLayout,
                                QLabel, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from densehmm_core.data import WORDS_MIN_COUNT
