@@ -179,3 +179,114 @@ def test_ctrl_tab_and_alt_digits_switch_the_centre_tabs(make_window, qtbot):
     assert tabs.tabText(tabs.currentIndex()) == "Sweep"
     qtbot.keyClick(w, Qt.Key.Key_6, Qt.KeyboardModifier.AltModifier)           # hidden: stays, says so
     assert tabs.tabText(tabs.currentIndex()) == "Sweep" and "No Tags tab" in w.statusBar().currentMessage()
+
+
+# ----------------------------------------------------------------------------- 24.7 word views
+def _shown(qtbot, w, size):
+    qtbot.addWidget(w)
+    w.resize(*size)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def test_live_pca_keeps_its_sign_where_the_largest_entry_rule_would_flip():
+    """Two frames whose first principal axis is (1, -1, 0)/sqrt(2) tilted a little either way: the
+    largest-entry rule alone turns the second frame round; with the first frame as reference it
+    points the same way (oracle: the axes' dot product and the coordinates of a fixed point)."""
+    from app.views.projection import pca_2d
+    t = np.linspace(-1, 1, 21)
+    base = np.column_stack([t, -t, 0.05 * np.sin(7 * t)])
+
+    def frame(eps):
+        X = base.copy()
+        X[:, 0] *= 1 + eps
+        return X
+    y1, c1, _ = pca_2d(frame(+0.01))
+    y2_plain, c2_plain, _ = pca_2d(frame(-0.01))
+    assert float(c1[0] @ c2_plain[0]) < 0                        # the flip the issue saw
+    y2, c2, _ = pca_2d(frame(-0.01), reference=c1)
+    assert float(c1[0] @ c2[0]) > 0.99 and float(c1[1] @ c2[1]) > 0
+    np.testing.assert_allclose(y2[:, 0], -y2_plain[:, 0])
+    assert np.sign(y2[-1, 0]) == np.sign(y1[-1, 0])
+    assert pca_2d(frame(-0.01), reference=np.ones((2, 5)))[1].tolist() == c2_plain.tolist()   # another l: no reference
+
+
+def test_embedding_view_keeps_the_pca_sign_between_frames(qtbot):
+    from app.views import EmbeddingScatter
+    w = _shown(qtbot, EmbeddingScatter(), (500, 400))
+    t = np.linspace(-1, 1, 12)
+
+    def params(eps):
+        V = np.column_stack([t * (1 + eps), -t, 0.05 * np.sin(7 * t)])
+        return {"V": V, "U": V[:3] * 0.5, "Z": V[3:6] * 0.5, "W": V[6:9] * 0.5, "z_start": V[0] * 0.1}
+    w.set_embeddings(params(0.01))
+    first = w.coordinates("V")
+    w.set_embeddings(params(-0.01))
+    assert np.abs(w.coordinates("V") - first).max() < 0.05     # a tilt, not a mirror image
+
+
+def test_scatter_labels_never_overlap_and_more_are_shown_than_on_one_side(qtbot, monkeypatch):
+    """50 frequent words of a crowded scatter: the labels shown never overlap (every pair checked
+    on screen), and trying four sides shows more of them than the right side alone."""
+    from app.views import EmbeddingScatter
+    from app.views import embeddings as emb_mod
+    rng = np.random.default_rng(5)
+    m = 400
+    V = rng.normal(size=(m, 2)) * np.r_[1.0, 0.6]
+    counts = rng.zipf(1.6, size=m).astype(float)
+    vocab = [f"word{i:03d}" for i in range(m)]
+
+    def shown_labels():
+        w = _shown(qtbot, EmbeddingScatter(), (640, 480))
+        w.set_vocabulary(vocab)
+        w.set_symbol_frequencies(counts)
+        w.set_embeddings({"V": V})
+        qtbot.wait(50)
+        w._declutter()
+        return w
+    w = shown_labels()
+    boxes = w.label_boxes("V")
+    assert len(w.labelled_symbols()) == 50 and len(boxes) == len(w.visible_labels("V"))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not (a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5), (a, b)
+    monkeypatch.setattr(emb_mod, "LABEL_ANCHORS", emb_mod.LABEL_ANCHORS[:1])
+    one_side = len(shown_labels().visible_labels("V"))
+    assert len(boxes) > one_side
+
+
+def test_a_words_model_is_drawn_faint_at_once_and_its_state_names_are_kept(qtbot):
+    """Selecting a words job: the symbol counts reach the scatter before its embeddings (no frame
+    with every word full-size); selecting the model again names the states at once (cached scores)."""
+    from types import SimpleNamespace
+
+    from densehmm_core.dense import DenseHMM
+    from app.views import Dashboard
+    rng = np.random.default_rng(6)
+    n, m, k, l = 3, 300, 4, 3
+    model = DenseHMM(n, dim=l, seed=0)
+    model.n_symbols = m
+    model.set_embeddings({"U": rng.normal(size=(n, l)), "Z": rng.normal(size=(n, l)), "W": rng.normal(size=(n, l)),
+                          "V": rng.normal(size=(m, l)), "z_start": rng.normal(size=l)})
+    seqs = [rng.integers(0, m, size=15) for _ in range(20)]
+    tags = [rng.integers(0, k, size=15) for _ in range(20)]
+    corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags,
+                             tag_vocabulary=["DET", "NOUN", "VERB", "ADJ"])
+    d = _shown(qtbot, Dashboard(), (1200, 800))
+    seen = []
+    orig = d.embeddings.set_embeddings
+
+    def spy(params, *a, **kw):
+        seen.append(d.embeddings._freq is not None)
+        return orig(params, *a, **kw)
+    d.embeddings.set_embeddings = spy
+    d.set_model(model, corpus, staged=True)
+    qtbot.waitUntil(lambda: not d.live_update_pending and not d.live_tagging_busy(), timeout=20000)
+    assert seen and all(seen)
+    names = d.heatmaps._row_names
+    assert names is not None and all("→" in s for s in names)
+    d.clear()
+    assert d.heatmaps._row_names is None
+    d.set_model(model, SimpleNamespace(**vars(corpus)), staged=False)   # the same data read again
+    assert d.heatmaps._row_names == names and not d.live_tagging_busy()
