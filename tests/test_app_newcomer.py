@@ -290,3 +290,92 @@ def test_a_words_model_is_drawn_faint_at_once_and_its_state_names_are_kept(qtbot
     assert d.heatmaps._row_names is None
     d.set_model(model, SimpleNamespace(**vars(corpus)), staged=False)   # the same data read again
     assert d.heatmaps._row_names == names and not d.live_tagging_busy()
+
+
+# ----------------------------------------------------------------------------- 24.9 dark theme
+def test_view_theme_dark_colours_the_widgets_and_the_plots(make_window, qtbot):
+    import pyqtgraph as pg
+    from PySide6.QtGui import QPalette
+    w = make_window()
+    w.load_demo()
+    qtbot.waitUntil(lambda: w.data_panel.freq_plot.isVisible(), timeout=10000)
+    d = w.dashboard
+    views = [v for v in d.findChildren(pg.GraphicsView) if v.backgroundBrush().style() != Qt.BrushStyle.NoBrush]
+    assert views
+
+    def lightness(c):
+        return c.lightness()
+    try:
+        w.theme_actions["dark"].trigger()
+        pal = QApplication.palette()
+        assert lightness(pal.color(QPalette.ColorRole.Window)) < 80 and lightness(pal.color(QPalette.ColorRole.Text)) > 180
+        assert w.settings.theme == "dark" and w.theme_actions["dark"].isChecked()
+        for v in views:                                          # every plot background is dark
+            assert lightness(v.backgroundBrush().color()) < 80
+        axes = [it for v in views for it in v.scene().items() if isinstance(it, pg.AxisItem)]
+        assert axes and all(lightness(a.textPen().color()) > 180 for a in axes)   # light tick labels
+        titled = [it for v in views for it in v.scene().items()
+                  if isinstance(it, pg.PlotItem) and getattr(it, "_styled_title", None)]
+        assert titled and all(it._styled_fg == pal.color(QPalette.ColorRole.Text).name() for it in titled)
+        # the widgets get the palette by posted events
+        qtbot.waitUntil(lambda: lightness(w.data_panel.palette().color(QPalette.ColorRole.Window)) < 80, timeout=5000)
+        w.theme_actions["light"].trigger()
+        assert lightness(QApplication.palette().color(QPalette.ColorRole.Window)) > 180
+        assert all(lightness(v.backgroundBrush().color()) > 180 for v in views)
+        assert all(lightness(a.textPen().color()) < 80 for a in axes)
+    finally:
+        w.set_theme("system")
+
+
+# ----------------------------------------------------------------------------- 24.12 smaller items
+def test_start_page_gives_way_jobs_have_numbers_and_time_and_status_are_not_cut(make_window, qtbot, monkeypatch):
+    from app.modelspec import ModelSpec
+    from app.panels import jobs_panel as jp
+    w = make_window()
+    assert w.stack.currentWidget() is w.start_view
+    w.load_demo()
+    assert w.stack.currentWidget() is w.dashboard and "press Train (Ctrl+T)" in w.dashboard.title.text()
+    spec = ModelSpec(kind="standard", n=2, steps=3, tol=0.0)
+    jobs = [w.start_training(spec) for _ in range(2)]              # the same settings twice
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
+    assert jobs[0].name == jobs[1].name                           # same name, told apart by their number
+    items = [w.jobs_panel.items[j.id] for j in jobs]
+    assert [it.text(jp.C_ID) for it in items] == [str(j.id) for j in jobs] and jobs[0].id != jobs[1].id
+    assert jp.COLUMNS[jp.C_ID][0] == "#" and not w.jobs_panel.tree.isColumnHidden(jp.C_ID)
+    # Time: "elapsed · ETA" fits its column (it was cut at 84 px)
+    assert [jp.format_seconds(s) for s in (42, 725, 3780)] == ["42 s", "12:05", "1:03:00"]
+    fm = w.jobs_panel.tree.fontMetrics()
+    assert w.jobs_panel._time_width >= fm.horizontalAdvance(jp.TIME_SAMPLE) + 8
+    if not w.jobs_panel.tree.isColumnHidden(jp.C_TIME):
+        assert w.jobs_panel.tree.columnWidth(jp.C_TIME) == w.jobs_panel._time_width
+    # the status bar's TensorFlow label keeps its whole text (the loading itself is not started here)
+    monkeypatch.setattr("app.tasks.run_background", lambda *a, **k: None)
+    w.start_background_init()
+    label = w.tf_label
+    assert label.minimumWidth() >= label.fontMetrics().horizontalAdvance(label.text())
+    w.resize(700, 500)
+    qtbot.wait(50)
+    assert label.width() >= label.fontMetrics().horizontalAdvance(label.text())
+
+
+def test_a_large_vocabulary_shows_its_most_frequent_words_first(make_window, qtbot, tmp_path):
+    from app.panels.data_panel import FREQ_SHOWN
+    path = tmp_path / "many.txt"      # word_TAG: word k occurs k + 1 times (k = 0..299)
+    path.write_text("\n".join(" ".join(f"w{k}_NN" for _ in range(k + 1)) for k in range(300)) + "\n")
+    w = make_window()
+    w.open_files([str(path)])
+    _wait_loaded(qtbot, w)
+    p = w.data_panel
+    p.observe.setCurrentIndex(p.observe.findData("words"))
+    p.min_count.setValue(1)
+    old = w.datasets[0]
+    p.reread_button.click()
+    qtbot.waitUntil(lambda: old not in w.datasets and not w.loading, timeout=30000)
+    assert w.datasets[0].n_symbols == 300
+    labels = p.freq_plot.getAxis("bottom").labels
+    assert labels[:3] == ["w299", "w298", "w297"] and list(p.freq_bars.opts["height"][:3]) == [300, 299, 298]
+    x0, x1 = p.freq_plot.getViewBox().viewRange()[0]
+    assert (x0, x1) == pytest.approx((-0.6, FREQ_SHOWN - 0.4))
+    p.freq_plot.setXRange(100, 200, padding=0)
+    p.freq_plot.reset_view()
+    assert p.freq_plot.getViewBox().viewRange()[0] == pytest.approx([-0.6, FREQ_SHOWN - 0.4])

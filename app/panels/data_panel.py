@@ -18,13 +18,15 @@ from ..views.common import LabelAxis
 
 __all__ = ["DataPanel", "PRESETS"]
 
+#: A frequency chart of more than twice this many symbols first shows the most frequent this many.
+FREQ_SHOWN = 60
 PRESETS = ["(none)", "paper_protein", "paper_medpost", "reference_code_protein", "reference_code_penn"]
 
 
 class PanelPlot(pg.PlotWidget):
     """A chart inside the scrolling data panel: the mouse wheel scrolls the panel; with a modifier
     held (Ctrl, Shift, Alt) it zooms the chart, and :meth:`reset_view` (the chart's Reset button,
-    or a double click) shows all of it again."""
+    or a double click) shows its first view again (``full_range``; the whole chart when None)."""
 
     def __init__(self, axis_items: Optional[dict] = None) -> None:
         super().__init__(axisItems=axis_items)
@@ -64,7 +66,7 @@ def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = Non
     w.setMinimumHeight(150)
     w.setMaximumHeight(280)   # in the dock's scroll area a plot must not grow to the panel's full height
     w.getPlotItem().hideButtons()
-    w.setToolTip("Ctrl + wheel (or drag) zooms; double click or Reset shows the whole chart")
+    w.setToolTip("Ctrl + wheel zooms, dragging pans; double click or Reset shows the first view again")
     return w
 
 
@@ -358,8 +360,11 @@ class DataPanel(QWidget):
         self.freq_bars = pg.BarGraphItem(x=x, height=freq[self.freq_order], width=0.8, brush=pg.mkBrush(60, 120, 200))
         self.freq_plot.addItem(self.freq_bars)
         self.freq_plot.getAxis("bottom").set_labels([str(vocab[i]) for i in self.freq_order])
-        self.freq_plot.full_range = (-0.6, len(freq) - 0.4)
-        self.freq_plot.setXRange(-0.6, len(freq) - 0.4, padding=0)
+        # a vocabulary of words: the FREQ_SHOWN most frequent at first (drag or Ctrl + wheel for the rest)
+        shown_bars = len(freq) if len(freq) <= 2 * FREQ_SHOWN else FREQ_SHOWN
+        self.freq_plot.full_range = (-0.6, shown_bars - 0.4)
+        self.freq_plot.setLimits(xMin=-0.6, xMax=len(freq) - 0.4)   # before the range: the last data set's
+        self.freq_plot.setXRange(-0.6, shown_bars - 0.4, padding=0)
         lengths = s["lengths"]
         if len(lengths):
             lo, hi = int(lengths.min()), int(lengths.max())

@@ -40,6 +40,10 @@ class DataSetsMixin:
         self.log_panel.log(f"Data set added: {ds.name}")
         if self.current_job is not None and self._dashboard is not None:
             self._offer_decode_datasets(self.current_job)
+        if self.stack.currentWidget() is self.start_view:   # the data are in: the views take the centre
+            self.stack.setCurrentWidget(self.dashboard)
+            if self.current_job is None:
+                self.dashboard.set_title(f"No job yet: press Train (Ctrl+T) to train a model on {ds.name}")
         self.dataset_added.emit(ds)
 
     def _sync_dataset_list(self, current: int) -> None:
