@@ -308,7 +308,8 @@ def test_view_theme_dark_colours_the_widgets_and_the_plots(make_window, qtbot):
     try:
         w.theme_actions["dark"].trigger()
         pal = QApplication.palette()
-        assert lightness(pal.color(QPalette.ColorRole.Window)) < 80 and lightness(pal.color(QPalette.ColorRole.Text)) > 180
+        assert lightness(pal.color(QPalette.ColorRole.Window)) < 80
+        assert lightness(pal.color(QPalette.ColorRole.Text)) > 180
         assert w.settings.theme == "dark" and w.theme_actions["dark"].isChecked()
         for v in views:                                          # every plot background is dark
             assert lightness(v.backgroundBrush().color()) < 80
