@@ -198,3 +198,19 @@ def test_default_word_model_reads_unseen_words_and_says_how_many(tmp_path, capsy
     seq = np.array([model.vocabulary.index(w) for w in ["Vinken", "runs", "."]])
     assert rc == 0 and json.loads(out)["loglik"] == pytest.approx(model.score([seq]))
     assert "left out the 1 of 2 sequences holding them" in err
+
+
+def test_split_help_says_what_split_means_for_each_command(capsys):
+    """Issue 24.12: train's --split is the held-out fraction (default 0.5); evaluate's and decode's
+    choose the part of a split used for training (no default), without train's default."""
+    import re
+    texts = {}
+    for cmd in ("train", "evaluate", "decode"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        out = re.sub(r"\s+", " ", capsys.readouterr().out)
+        texts[cmd] = out[out.rindex("--split F") + 9:].split(" --seed")[0]   # the option, not the usage line
+    assert "held out as test data (default 0.5; 0 = no test set)" in texts["train"]
+    for cmd in ("evaluate", "decode"):
+        assert "the test fraction the model was trained with" in texts[cmd] and "0.5" not in texts[cmd]
+        assert "default: no split, all of DATA" in texts[cmd]
