@@ -111,7 +111,7 @@ DEMO_SIZE = {"n_train": 50, "n_test": 50, "length": 200}
 #: What the model form is set to when the demo opens: the direct (co-occurrence) fit with a
 #: smaller learning rate and more steps than the paper's (10,000 steps at 1e-3 take 1-3 s), so
 #: that a new user watches the matrices and embeddings learn for about 15-30 s.
-DEMO_FORM = {"kind": "dense_cooc", "n": 5, "l": 3, "lr": 2e-4, "steps": 60000, "tol": 0.0}
+DEMO_FORM = {"model_type": "dense_cooc", "n": 5, "l": 3, "lr": 2e-4, "cooc_steps": 60000, "tol": 0.0}
 
 
 def demo_dataset(seed: int = 0) -> DataSet:

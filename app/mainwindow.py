@@ -14,7 +14,10 @@ Concerns, one module each (mixed into :class:`MainWindow`):
 * ``app.window.sessions``: File > Save session / Open session;
 * ``app.window.dragdrop``: drag and drop.
 
-Live updates of the selected job are :class:`app.live.LiveFeed`'s (``self.jobs.live``).
+The state (open data sets, jobs, the job shown, the selection, the form's values) is one
+:class:`app.state.AppState` (``self.state``); the window's controllers change it through its methods
+and the panels and views follow its signals (:meth:`MainWindow._subscribe`).  Live updates of the
+selected job are :class:`app.live.LiveFeed`'s (``self.jobs.live``).
 """
 from __future__ import annotations
 
@@ -41,7 +44,8 @@ from .panels.start import StartView
 from .panels.status import StatusLabel
 from .resources import app_icon
 from .settings import Settings
-from .views._pyside_fix import ensure_none_survives
+from .state import AppState
+from .pyside_fix import ensure_none_survives
 from .views.dashboard import Dashboard
 from .window.data import DataSetsMixin
 from .window.dragdrop import DropMixin, local_paths
@@ -50,7 +54,7 @@ from .window.menus import MenusMixin
 from .window.results import ResultsMixin
 from .window.sessions import SessionsMixin
 
-ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see _pyside_fix)
+ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see app.pyside_fix)
 
 __all__ = ["MainWindow", "local_paths"]
 
@@ -81,9 +85,6 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.settings = settings if settings is not None else Settings()
         self.setWindowTitle("DenseHMM Studio")
         self.setWindowIcon(app_icon())
-        self.datasets: List[DataSet] = []
-        self.current_dataset: Optional[DataSet] = None
-        self.current_job: Optional[Job] = None
         self.tf_status = "not loaded"
         self.tf_version: Optional[str] = None   # reported by the process that loaded TensorFlow
         self.tf_where = TF_WHERE            # that process, for About
@@ -97,10 +98,9 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
         self.jobs = JobManager(self, pool_size=self.settings.pool_size, gpu_slots=self.settings.gpu_slots)
-        self.jobs.job_added.connect(self._job_added)
-        self.jobs.job_changed.connect(self._job_changed)
-        self.jobs.job_finished.connect(self._job_finished)
         self.jobs.tensorflow_loaded.connect(self._tf_loaded_by_job)
+        # THE application state (app/state.py): changes go through it; what shows them subscribes below
+        self.state = AppState(self.jobs, self)
 
         # central area
         self.stack = QStackedWidget()
@@ -115,7 +115,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
 
         # docks
         self.data_panel = DataPanel()
-        self.data_panel.dataset_selected.connect(self._dataset_selected)
+        self.data_panel.dataset_selected.connect(self.select_dataset)
         self.data_panel.preprocess_requested.connect(self.preprocess_current)
         self.data_panel.reread_requested.connect(lambda read: self.reread_dataset(self.current_dataset, read))
         self.model_form = ModelForm()
@@ -132,6 +132,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs_panel.hidden_columns_changed.connect(
             lambda ids: setattr(self.settings, "jobs_hidden_columns", ids))
         self.jobs_panel.current_changed.connect(self.show_job)
+        self.jobs_panel.selection_changed.connect(self.state.set_selection)
         self.jobs_panel.cancel_requested.connect(self.cancel_job)
         self.jobs_panel.export_requested.connect(self.export_models_dialog)
         self.jobs_panel.compare_requested.connect(self.compare_jobs)
@@ -154,11 +155,36 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.tf_label)
 
+        self._subscribe()
         self._build_actions()
         self.install_drop_filter()
         self._restore_settings()
         self._refresh_recent()
         self.statusBar().showMessage("Ready — use the demo data set, open a file or drop files on the window.")
+
+    def _subscribe(self) -> None:
+        """Who listens to the application state (docs/ARCHITECTURE.md, "The app's map")."""
+        st = self.state
+        st.datasets_changed.connect(self._datasets_listed)         # data panel's list, Decode's data box
+        st.current_dataset_changed.connect(self._dataset_shown)    # data panel, model form (m, words hint)
+        st.job_added.connect(self._job_added)                      # Jobs panel, centre shows the dashboard
+        st.job_changed.connect(self._job_changed)                  # Jobs panel row
+        st.job_finished.connect(self._job_finished)                # Jobs panel, log, sweep summary, final model
+        st.current_job_changed.connect(self._draw_job)             # dashboard, live feed
+        self.model_form.changed.connect(lambda: st.set_spec(self.model_form.spec()))
+
+    # the state's values, read where the window's controllers need them
+    @property
+    def datasets(self) -> List[DataSet]:
+        return self.state.datasets
+
+    @property
+    def current_dataset(self) -> Optional[DataSet]:
+        return self.state.current_dataset
+
+    @property
+    def current_job(self) -> Optional[Job]:
+        return self.state.current_job
 
     @property
     def dashboard(self) -> Dashboard:
@@ -169,7 +195,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
                                         on_exported=self._exported)
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
-            self._dashboard.decode.dataset_chosen.connect(self.decode_on)
+            self._dashboard.decode_dataset_chosen.connect(self.decode_on)
         return self._dashboard
 
     @property

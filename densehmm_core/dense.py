@@ -34,6 +34,7 @@ from typing import Any, Dict, Iterator, List, Optional, cast
 import numpy as np
 
 from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
+from .hyperparams import HyperParam, ModelType
 from .hmm_base import BaseHMM
 from .maths import EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, stationary_distribution
 from .sequences import n_tokens
@@ -259,6 +260,94 @@ class DenseHMM(BaseHMM):
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
+
+    # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
+    # the docs table are derived from it; defaults are read from __init__'s signature, never copied here
+    model_types = (
+        ModelType("dense_cooc", "dense", "cooc", "DenseHMM — direct co-occurrence", "Dense-cooc"),
+        ModelType("dense_em", "dense", "em", "DenseHMM — EM (gradient M-step)", "Dense-EM"),
+        ModelType("dense_cooc_em", "dense", "cooc_em", "DenseHMM — co-occurrence + EM", "Dense-cooc-EM"),
+    )
+    hyper_params = (
+        HyperParam("n_states", int, "States n", "Number of hidden states n.", low=1, flag="--states",
+                   short="-n", metavar="N", group="model"),
+        HyperParam("dim", int, "Embedding length l", "Embedding length l.", low=1, flag="--dim", short="-l",
+                   metavar="L", group="model"),
+        HyperParam("n_symbols", int, "Symbols m", "Number of observable symbols m (from the data when not given).",
+                   low=1, group="model"),
+        HyperParam("fit_method", str, "Fit method", "Training scheme: direct co-occurrence fit, EM with a "
+                   "gradient M-step, or the co-occurrence fit followed by EM from it.", choices=FIT_METHODS,
+                   flag="--method", group="model"),
+        HyperParam("seed", int, "Seed", "Seeds the initialisation (restart r uses [seed, r]).", low=0,
+                   group="model"),
+        HyperParam("preset", str, "Settings", "Where options left unset come from: the measured defaults or "
+                   "the paper's settings.", choices=tuple(PRESETS), group="model"),
+        HyperParam("lr", float, "Learning rate", "Adam learning rate (cooc: start of the cosine schedule; em: "
+                   "the M-step's).", low=0, low_open=True, high=1e6, flag="--lr", metavar="RATE", form=True,
+                   log=True),
+        HyperParam("lr_final", float, "Final learning rate", "Learning rate at the end of the cosine schedule.",
+                   methods=("cooc", "cooc_em"), low=0, low_open=True),
+        HyperParam("cooc_steps", int, "Adam steps", "Maximum Adam steps of the co-occurrence fit.",
+                   methods=("cooc", "cooc_em"), low=1, high=10_000_000, flag="--steps", metavar="K", form=True,
+                   step=100),
+        HyperParam("n_iter", int, "EM iterations", "Maximum EM iterations.", methods=("em", "cooc_em"), low=1,
+                   high=10_000_000, flag="--iter", metavar="K", form=True),
+        HyperParam("mstep_steps", int, "Adam steps per M-step", "Adam steps per M-step.",
+                   methods=("em", "cooc_em"), low=1, high=100_000, flag="--mstep-steps", metavar="K", form=True),
+        HyperParam("tol", float, "Tolerance", "Early stopping: cooc, the relative loss improvement of a chunk; "
+                   "em, the relative change of the training log-likelihood (0: never).", low=0, high=1,
+                   flag="--tol", metavar="TOL", form=True, log=True),
+        HyperParam("finish", str, "Finish", "Second-order finish after the Adam phase (Levenberg-Marquardt, "
+                   "L-BFGS, auto = by problem size, none).", methods=("cooc", "cooc_em"),
+                   choices=("auto", "lm", "lbfgs", "none"), flag="--finish"),
+        HyperParam("finish_steps", int, "Finish steps", "Maximum iterations of the finish (0: none).",
+                   methods=("cooc", "cooc_em"), low=0, flag="--finish-steps", metavar="K"),
+        HyperParam("loss", str, "Loss", "Co-occurrence loss: normalised or raw squared Frobenius norm.",
+                   methods=("cooc", "cooc_em"), choices=("normalized", "frobenius")),
+        HyperParam("restarts", int, "Restarts", "Seeded restarts; the best run is kept.", low=1, high=100,
+                   flag="--restarts", metavar="R", form=True, group="model"),
+        HyperParam("stationary_grad", bool, "Stationary gradient", "Differentiate through the stationary "
+                   "distribution (False: a constant each step, as the paper's code).", methods=("cooc", "cooc_em")),
+        HyperParam("device", str, "Device", "Where training runs: auto, cpu, gpu or a device string such as "
+                   "/GPU:1; the E-step runs there with CuPy when CuPy works on that GPU, TensorFlow's steps too; "
+                   "cpu never touches a GPU.", flag="--device", group="model"),
+        HyperParam("snapshot_every", int, "Snapshot every", "A parameter snapshot in every this many progress "
+                   "steps (cooc: Adam steps, em: iterations).", low=1),
+        HyperParam("chunk", int, "Chunk", "Adam steps per compiled call (one progress event, one cancel check).",
+                   low=1),
+        HyperParam("init_method", str, "Start", "How training starts. random: normal embeddings (Init scale). "
+                   "spectral: V and W from the training data's context counts (each symbol's neighbours "
+                   "counted, reduced by an SVD, frequent symbols clustered by k-means); restarts differ in "
+                   "their k-means starts; needs at least as many symbols as states.", choices=INIT_METHODS,
+                   flag="--init", form=True, group="model"),
+        HyperParam("init_scale", float, "Init scale", "Standard deviation of the random initial embeddings "
+                   "(all of U, Z, W, V with a random start; U, Z and z_start with a spectral one).", low=0,
+                   low_open=True, high=100, flag="--init-scale", metavar="S", form=True, group="model", step=0.1),
+        HyperParam("param_limit", float, "Parameter limit", "Divergence guard on the embeddings' magnitude.",
+                   low=0, low_open=True),
+        HyperParam("jit", bool, "XLA", "XLA-compile the Adam loops (faster steps, a compilation first)."),
+        HyperParam("engine", str, "Engine", "Inference engine of the E-step and scoring.",
+                   choices=("auto", "numpy", "cupy")),
+        HyperParam("symbol_features", str, "Symbol features", "Registered symbol features (e.g. orthographic: "
+                   "word form, suffixes, capitals, digits, hyphens; for words read without lower-casing).",
+                   flag="--symbol-features", metavar="NAME", group="model"),
+        HyperParam("sparse_cooc", bool, "Sparse co-occurrence", "Co-occurrence fit on the observed pairs only "
+                   "(default: above 1000 symbols or with symbol features).", methods=("cooc", "cooc_em")),
+    )
+
+    @classmethod
+    def resolve_defaults(cls, values: dict, fit_method: Optional[str] = None, preset: Optional[str] = None) -> dict:
+        """Options left at ``None`` take the preset's value for the fit method (as :meth:`hyper` does)."""
+        out = dict(values)
+        method = out["fit_method"] = fit_method or out["fit_method"]
+        name = out["preset"] = preset or out["preset"]
+        table, cooc = PRESETS[name]["em" if method == "cooc_em" else method], PRESETS[name]["cooc"]
+        for key in PRESET_KEYS:
+            if out.get(key) is None:
+                out[key] = (cooc if method == "cooc_em" and key in COOC_ONLY_KEYS else table).get(key)
+        if out.get("snapshot_every") is None:
+            out["snapshot_every"] = 1000 if method == "cooc" else 1
+        return out
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
                  fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",

@@ -16,12 +16,13 @@ current option names (schema-v1 files: ``em_iter`` -> ``n_iter``; DenseHMM's
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple, Type
 
 if TYPE_CHECKING:
     from .hmm_base import BaseHMM
 
-__all__ = ["MODEL_KINDS", "model_class", "model_from_config", "migrate_config"]
+__all__ = ["MODEL_KINDS", "model_class", "model_from_config", "migrate_config", "model_classes", "model_types",
+           "model_type"]
 
 #: kind -> (module, class name); the classes are imported on first use.
 MODEL_KINDS: Dict[str, Tuple[str, str]] = {
@@ -37,6 +38,26 @@ def model_class(kind: str) -> "Type[BaseHMM]":
     except (KeyError, TypeError):
         raise ValueError(f"unknown model kind {kind!r}; available: {', '.join(MODEL_KINDS)}") from None
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+def model_classes() -> "List[Type[BaseHMM]]":
+    """Every estimator class, in the order users are offered them (dense first)."""
+    return [model_class(k) for k in sorted(MODEL_KINDS, key=lambda k: k != "dense")]
+
+
+def model_types() -> List[Any]:
+    """Every model type users pick from (:class:`densehmm_core.hyperparams.ModelType`: DenseHMM by
+    co-occurrence, EM or both, standard and fair standard HMM), from the estimators' metadata."""
+    return [t for cls in model_classes() for t in cls.model_types]
+
+
+def model_type(key: str) -> Any:
+    """The model type ``key`` (e.g. ``"dense_cooc_em"``); ``ValueError`` naming the known ones."""
+    types = model_types()
+    for t in types:
+        if t.key == key:
+            return t
+    raise ValueError(f"unknown model type {key!r}; available: {', '.join(t.key for t in types)}")
 
 
 def model_from_config(kind: str, config: Mapping[str, Any]) -> Any:

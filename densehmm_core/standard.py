@@ -8,6 +8,7 @@ import numpy as np
 
 from .events import ProgressEvent, Stopwatch, TrainingDiverged, snapshot
 from .hmm_base import BaseHMM
+from .hyperparams import HyperParam, ModelType
 from .sequences import n_tokens
 
 __all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
@@ -108,6 +109,40 @@ class StandardHMM(BaseHMM):
     kind = "standard"
     config_keys = ("n_states", "n_symbols", "n_iter", "tol", "seed", "engine", "snapshot_every", "device",
                    "init_method", "emission_pseudocount")
+
+    # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
+    # the docs table are derived from it; defaults are read from __init__'s signature, never copied here
+    model_types = (
+        ModelType("standard", "standard", "baum-welch", "Standard HMM (Baum-Welch)", "Standard"),
+        ModelType("standard_fair", "standard", "baum-welch", "Fair standard HMM (n_fair states)", "Standard-fair",
+                  fair=True),
+    )
+    hyper_params = (
+        HyperParam("n_states", int, "States n", "Number of hidden states n.", low=1, flag="--states",
+                   short="-n", metavar="N", group="model"),
+        HyperParam("n_symbols", int, "Symbols m", "Number of observable symbols m (from the data when not given).",
+                   low=1, group="model"),
+        HyperParam("n_iter", int, "Baum-Welch iterations", "Maximum Baum-Welch iterations.", low=0,
+                   high=10_000_000, flag="--iter", metavar="K", form=True),
+        HyperParam("tol", float, "Tolerance", "Stop when an iteration gains less than this in total training "
+                   "log-likelihood (absolute, as hmmlearn).", flag="--tol", metavar="TOL", form=True, log=True,
+                   high=1),
+        HyperParam("seed", int, "Seed", "Seeds the Dirichlet(1) initialisation.", low=0, group="model"),
+        HyperParam("engine", str, "Engine", "Inference engine (hmmlearn: its Baum-Welch iterations).",
+                   choices=ENGINES),
+        HyperParam("snapshot_every", int, "Snapshot every", "A parameter snapshot in every this many events.",
+                   low=1),
+        HyperParam("device", str, "Device", "Where the E-step runs (auto, cpu, gpu, /GPU:1): CuPy when it works "
+                   "on that GPU, else numpy; cpu never touches a GPU.", flag="--device", group="model"),
+        HyperParam("init_method", str, "Start", "How training starts. random: Dirichlet draws. spectral: uniform "
+                   "start and transitions, emission rows from the training data's context clusters.",
+                   choices=("random", "spectral"), flag="--init", form=True, group="model"),
+        HyperParam("emission_pseudocount", float, "Smoothing", "Additive smoothing of the emission M-step, "
+                   "(expected count + a) / (state total + m a); 0 is plain Baum-Welch, which gives probability 0 "
+                   "to symbols the training data lacks, so test sequences with them score -inf (words: try 0.01).",
+                   low=0, high=1000, flag="--pseudocount", metavar="A", form=True, group="model", decimals=4,
+                   step=0.01),
+    )
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
                  tol: float = 1e-4, seed: Optional[int] = None, engine: str = "auto",

@@ -336,7 +336,7 @@ def test_start_page_gives_way_jobs_have_numbers_and_time_and_status_are_not_cut(
     assert w.stack.currentWidget() is w.start_view
     w.load_demo()
     assert w.stack.currentWidget() is w.dashboard and "press Train (Ctrl+T)" in w.dashboard.title.text()
-    spec = ModelSpec(kind="standard", n=2, steps=3, tol=0.0)
+    spec = ModelSpec.make(model_type="standard", n=2, n_iter=3, tol=0.0)
     jobs = [w.start_training(spec) for _ in range(2)]              # the same settings twice
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
     assert jobs[0].name == jobs[1].name                           # same name, told apart by their number

@@ -160,7 +160,7 @@ def test_a_session_with_a_words_data_set_reopens_as_words(make_window, session_f
     p.max_vocab.setValue(15)
     ds = _reread(qtbot, w, ds)
     assert ds.observes_words
-    job = w.start_training(ModelSpec(kind="standard", n=3, steps=2, tol=0.0))
+    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     path = tmp_path / "words.h5"
     assert session_files.save(w, path)

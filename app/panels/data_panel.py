@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QCo
 from densehmm_core.data import WORDS_MIN_COUNT
 
 from ..datasets import DataSet, dataset_summary, is_tagged, read_options
-from ..views.common import LabelAxis
+from ..views.widgets import LabelAxis
 
 __all__ = ["DataPanel", "PRESETS"]
 
@@ -129,7 +129,7 @@ class DataPanel(QWidget):
         self.stats_form = stats
         lay.addLayout(stats)
         # category axis: every symbol named when the names fit (upright if needed), else a regular
-        # subset, with each full name in the axis tooltip (app.views.common.LabelAxis)
+        # subset, with each full name in the axis tooltip (app.views.widgets.LabelAxis)
         self.freq_plot = _plot("Symbol frequencies (most frequent first)", "symbol", "count",
                                {"bottom": LabelAxis("bottom")})
         self.freq_plot.setObjectName("frequencyChart")

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
 
 from ..jobrows import job_row
 from ..jobs import Job, JobState
-from .flow import FlowLayout
+from ..flow import FlowLayout
 
 __all__ = ["JobsPanel", "format_seconds", "COLUMNS", "COLUMN_IDS", "PRIORITY"]
 
@@ -142,10 +142,11 @@ class JobsPanel(QWidget):
 
     Signals: ``current_changed(job or None)``, ``cancel_requested(job)``, ``export_requested(list)``,
     ``compare_requested(job, job)``, ``score_requested(job)``, ``pool_size_changed(int)``,
-    ``select_new_changed(bool)``.
+    ``select_new_changed(bool)``, ``selection_changed(list of jobs)``.
     """
 
     current_changed = Signal(object)
+    selection_changed = Signal(list)        # the selected jobs (app.state.AppState.selection follows)
     cancel_requested = Signal(object)
     export_requested = Signal(object)
     compare_requested = Signal(object, object)
@@ -230,6 +231,7 @@ class JobsPanel(QWidget):
         h.customContextMenuRequested.connect(lambda pos: self.column_menu().exec(h.mapToGlobal(pos)))
         self.tree.headerItem().setToolTip(C_CANCEL, "Cancel a queued or running job")
         self.tree.currentItemChanged.connect(self._current_changed)
+        self.tree.itemSelectionChanged.connect(lambda: self.selection_changed.emit(self.selected_jobs()))
         self.tree.viewport().installEventFilter(self)
         lay.addWidget(self.tree, 1)
         self.fit_columns()

@@ -21,8 +21,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 
-from .common import (FlowLayout, LabelAxis, Placeholder, label_axis_text, make_graphics_widget, marker_icon,
-                     style_plot, theme_colors)
+from ..flow import FlowLayout
+from .theme import label_axis_text, make_graphics_widget, marker_icon, style_plot, theme_colors
+from .widgets import LabelAxis, Placeholder
 from .projection import pca_2d
 
 __all__ = ["EmbeddingScatter", "EMBEDDING_SETS"]
@@ -66,7 +67,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
-        row = FlowLayout(spacing=8)
+        row = FlowLayout(spacing=8, line_spacing=2)
+        row.setContentsMargins(0, 0, 0, 0)
         self.boxes: Dict[str, QtWidgets.QCheckBox] = {}
         for key, (desc, marker, color, _) in EMBEDDING_SETS.items():
             box = QtWidgets.QCheckBox(key)

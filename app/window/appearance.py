@@ -4,7 +4,7 @@ Qt's colour-scheme hint (``QStyleHints.setColorScheme``) is ignored by many plat
 by none at all under X11 without one), so the dark theme sets a dark palette on the Fusion style
 itself; the pyqtgraph plots, which draw with colours taken when they were built, are then
 re-coloured in place (backgrounds, axes, titles, axis labels).  Plots built later read the
-palette themselves (``app.views.common.theme_colors``).
+palette themselves (``app.views.theme.theme_colors``).
 """
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def restyle_plots(root: QWidget) -> None:
     """Re-colour every pyqtgraph plot under ``root`` from the current palette: the backgrounds of
     graphics widgets built by ``make_graphics_widget``, axis lines and tick labels, plot titles and
     axis titles (transparent backgrounds follow by themselves)."""
-    from ..views.common import theme_colors
+    from ..views.theme import theme_colors
     bg, fg = theme_colors(None)   # the application palette: widgets get theirs by posted events
     views = root.findChildren(pg.GraphicsView)
     if isinstance(root, pg.GraphicsView):

@@ -29,32 +29,35 @@ class DataSetsMixin:
         # the demo's model settings: about 15-30 s of visible learning (DEMO_FORM)
         self.model_form.set_spec(ModelSpec.from_dict({**self.model_form.spec().to_dict(), **DEMO_FORM}))
         self.log_panel.log("Model form set for the demo: Dense-cooc n=5 l=3, "
-                           f"{DEMO_FORM['steps']:,} steps at learning rate {DEMO_FORM['lr']:g}")
+                           f"{DEMO_FORM['cooc_steps']:,} steps at learning rate {DEMO_FORM['lr']:g}")
         return ds
 
     def add_dataset(self, ds: DataSet) -> None:
-        self.datasets.append(ds)
-        self._sync_dataset_list(len(self.datasets) - 1)
         for w in ds.warnings:
             self.log_panel.log(f"{ds.name}: {w}", "warning")
         self.log_panel.log(f"Data set added: {ds.name}")
-        if self.current_job is not None and self._dashboard is not None:
-            self._offer_decode_datasets(self.current_job)
+        self.state.add_dataset(ds)
         if self.stack.currentWidget() is self.start_view:   # the data are in: the views take the centre
             self.stack.setCurrentWidget(self.dashboard)
             if self.current_job is None:
                 self.dashboard.set_title(f"No job yet: press Train (Ctrl+T) to train a model on {ds.name}")
         self.dataset_added.emit(ds)
 
-    def _sync_dataset_list(self, current: int) -> None:
-        self.data_panel.set_datasets([d.name for d in self.datasets], current)
-        self.select_dataset(current)
-
     def select_dataset(self, index: int) -> None:
-        if not (0 <= index < len(self.datasets)):
-            return
-        ds = self.datasets[index]
-        self.current_dataset = ds
+        """Make the ``index``-th open data set the current one (what new jobs train on)."""
+        if 0 <= index < len(self.datasets):
+            self.state.set_current_dataset(self.datasets[index])
+
+    # listeners of the state (MainWindow._subscribe)
+    def _datasets_listed(self) -> None:
+        ds = self.current_dataset
+        self.data_panel.set_datasets([d.name for d in self.datasets], self.datasets.index(ds) if ds in self.datasets
+                                     else -1)
+        if self.current_job is not None and self._dashboard is not None:
+            self._offer_decode_datasets(self.current_job)
+
+    def _dataset_shown(self, ds: DataSet) -> None:
+        index = self.datasets.index(ds)
         if self.data_panel.selector.currentIndex() != index:
             self.data_panel.selector.blockSignals(True)
             self.data_panel.selector.setCurrentIndex(index)
@@ -63,9 +66,6 @@ class DataSetsMixin:
         self.model_form.set_n_symbols(ds.n_symbols)
         self.model_form.set_words_data(ds.observes_words)
         self.data_dock.raise_()
-
-    def _dataset_selected(self, index: int) -> None:
-        self.select_dataset(index)
 
     def open_dialog(self) -> None:
         """File > Open: every file is listed ("All files", the default; those that cannot be read
@@ -229,10 +229,8 @@ class DataSetsMixin:
 
     def _replace_dataset(self, old: DataSet, new: DataSet) -> None:
         """``new`` (the same file read again) takes ``old``'s place and name."""
-        idx = self.datasets.index(old)
         new.name = old.name
-        self.datasets[idx] = new
-        self._sync_dataset_list(idx)
+        self.state.replace_dataset(old, new)
         for w in new.warnings:
             if w not in old.warnings:
                 self.log_panel.log(f"{new.name}: {w}", "warning")
@@ -240,8 +238,6 @@ class DataSetsMixin:
         s = self.data_panel.summary
         self.log_panel.log(f"{new.name}: read again ({_describe_options(read) or 'observe=tags'}): "
                            f"{s['n_sequences']:,} sequences, {s['n_tokens']:,} tokens, {s['n_symbols']} symbols")
-        if self.current_job is not None and self._dashboard is not None:
-            self._offer_decode_datasets(self.current_job)
 
     def _load_error(self, path: str, exc, tb: str) -> str:
         self._pending_loads -= 1
@@ -272,11 +268,8 @@ class DataSetsMixin:
             new_ds.options = dict(options)
             if (ds.options or {}).get("read"):   # how the file was read (the Observe group) stays
                 new_ds.options["read"] = dict(ds.options["read"])
-            idx = self.datasets.index(ds) if ds in self.datasets else -1
-            if idx < 0:
-                return
-            self.datasets[idx] = new_ds
-            self._sync_dataset_list(idx)
+            if not self.state.replace_dataset(ds, new_ds):
+                return   # closed meanwhile
             s = self.data_panel.summary
             self.log_panel.log(f"{ds.name}: preprocessing applied ({_describe_options(options)}): "
                                f"{s['n_sequences']:,} sequences, {s['n_tokens']:,} tokens, "

@@ -5,12 +5,10 @@ import math
 import sys
 from typing import Optional
 
+from ..commandline import UserError, user_error_types as _user_error_types  # noqa: F401 (the commands' names)
+
 PROG = "densehmm"
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
-
-
-class UserError(Exception):
-    """A problem the user can fix (printed as one line, exit status 2)."""
 
 
 def _out(*a, **kw):
@@ -40,18 +38,6 @@ def _jsonable(x):
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
-
-
-def _user_error_types():
-    """The exception types that are the user's to fix (one line, exit status 2).
-
-    Imported when an error is handled, so that ``--help`` stays free of numpy.
-    """
-    from ..data.errors import DataFormatError
-    from ..device import DeviceError
-    from ..fileio import FileWriteError
-    from ..modelfile import ModelFileError
-    return (UserError, ModelFileError, DataFormatError, DeviceError, FileWriteError)
 
 
 def _safe(text) -> str:

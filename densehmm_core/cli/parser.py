@@ -3,14 +3,44 @@ from __future__ import annotations
 
 import argparse
 
+from ..hyperparams import add_cli_options
+from ..registry import MODEL_KINDS, model_classes
 from .common import PROG, UserError
 from .inspection import cmd_decode, cmd_evaluate, cmd_export, cmd_info, cmd_sample
 from .train import cmd_train
 
 
 class _Parser(argparse.ArgumentParser):
+    """One clear error line; options may be added on first use (:meth:`add_later`): ``densehmm train``'s
+    hyper-parameter flags come from the estimators' metadata, and reading it imports the estimators
+    (numpy); ``densehmm --help`` and the other commands do not pay for that."""
+
     def error(self, message):  # one clear line instead of usage + error
         raise UserError(f"{message} (see '{self.prog} --help')")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._later: list = []
+
+    def add_later(self, fn) -> None:
+        self._later.append(fn)
+
+    def _populate(self) -> None:
+        later, self._later = self._later, []
+        for fn in later:
+            fn(self)
+
+    def parse_known_args(self, *args, **kwargs):
+        self._populate()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_help(self) -> str:
+        self._populate()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._populate()
+        return super().format_usage()
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -161,52 +191,15 @@ Ctrl-C stops after the current chunk of work and saves what was trained so far (
 DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data set.""")
     p.add_argument("data", metavar="DATA", nargs="?", help="data file, or 'demo'")
     p.add_argument("--demo", action="store_true", help="use the built-in synthetic data set (same as DATA=demo)")
-    g = p.add_argument_group("model")
-    g.add_argument("--model", choices=["dense", "standard"], default=None, help="model type (default dense)")
-    g.add_argument("--method", choices=["cooc", "em", "cooc_em"], default=None,
-                   help="dense fit: direct co-occurrence fit (default), EM with a gradient M-step, or "
-                        "cooc_em (co-occurrence fit, then EM from it); "
-                        "standard HMMs always use Baum-Welch (em)")
-    g.add_argument("--symbol-features", metavar="NAME", default=None,
-                   help="dense: symbol features, e.g. orthographic (word form, suffixes, capitals, digits, "
-                        "hyphens: for words read without --lowercase); see docs/DENSEHMM.md")
-    g.add_argument("--init", choices=["random", "spectral"], default=None,
-                   help="how training starts: random (default) or spectral: emissions from the data's "
-                        "context counts (SVD + k-means; docs/DENSEHMM.md), dense and standard models")
-    g.add_argument("--init-scale", type=float, metavar="S",
-                   help="dense: standard deviation of the random initial embeddings (default 1.0)")
-    g.add_argument("--pseudocount", type=float, metavar="A",
-                   help="standard: additive smoothing of the emission M-step, (counts + A) / (total + m A) "
-                        "(default 0 = plain Baum-Welch, which gives probability 0 to symbols the training "
-                        "data lacks: held-out words then score -inf; e.g. 0.01 for words)")
-    g.add_argument("--states", "-n", type=int, metavar="N", help="number of hidden states n")
-    g.add_argument("--dim", "-l", type=int, metavar="L", help="representation length l (dense; --fair)")
-    g.add_argument("--fair", action="store_true",
-                   help="standard HMM with the number of states that gives about the parameter count of "
-                        "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
-    g.add_argument("--device", default=None, help="where training runs: auto, cpu, gpu or a device string "
-                                                      "such as /GPU:1 (default auto). The E-step runs there "
-                                                      "with CuPy when CuPy works on that GPU, else numpy on "
-                                                      "the CPU; dense models' TensorFlow steps run there too; "
-                                                      "cpu never touches a GPU")
+    model_group = p.add_argument_group("model")
+    model_group.add_argument("--model", choices=list(MODEL_KINDS), default=None, help="model type (default dense)")
+    model_group.add_argument("--fair", action="store_true",
+                             help="standard HMM with the number of states that gives about the parameter count of "
+                                  "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
     g = p.add_argument_group("training")
-    g.add_argument("--steps", type=int, metavar="K",
-                   help="dense cooc (and cooc_em's cooc phase): maximum Adam steps of the co-occurrence fit "
-                        "(option cooc_steps)")
-    g.add_argument("--iter", type=int, metavar="K",
-                   help="maximum EM iterations (dense em, cooc_em) or Baum-Welch iterations (standard) "
-                        "(option n_iter)")
-    g.add_argument("--mstep-steps", type=int, metavar="K",
-                   help="dense em, cooc_em: Adam steps per M-step (option mstep_steps)")
-    g.add_argument("--lr", type=float, metavar="RATE", help="dense: Adam learning rate")
-    g.add_argument("--tol", type=float, metavar="TOL",
-                   help="convergence tolerance (standard: gain of the log-likelihood; dense: relative change)")
-    g.add_argument("--restarts", type=int, metavar="R", help="dense: seeded restarts, the best one is kept")
-    g.add_argument("--finish", choices=["auto", "lm", "lbfgs", "none"],
-                   help="dense cooc: second-order finish after the Adam phase (Levenberg-Marquardt, "
-                        "L-BFGS, auto = by problem size, none)")
-    g.add_argument("--finish-steps", type=int, metavar="K",
-                   help="dense cooc: maximum iterations of the finish (0 = none)")
+    # every hyper-parameter flag comes from the estimators' metadata (densehmm_core.hyperparams), added
+    # when the train command is used (its --help too)
+    p.add_later(lambda _p, groups={"model": model_group, "training": g}: add_cli_options(groups, model_classes()))
     g.add_argument("--paper-settings", action="store_true",
                    help="dense: the paper's optimiser settings (cooc: plain Adam, lr 0.001, 10,000 steps, "
                         "raw Frobenius loss; em: 25 Adam steps at lr 0.01 per M-step, 40 iterations)")

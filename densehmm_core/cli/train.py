@@ -9,6 +9,8 @@ from typing import Tuple
 
 from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_memory, _err,
                      _impossible_note, _load_model, _metric_values, _out, _user_error_types)
+from ..hyperparams import options_from_cli
+from ..registry import model_class, model_classes
 from .data import _load_train_data
 from .progress import ProgressPrinter, _progress_mode, _SigintCancel
 
@@ -43,86 +45,49 @@ def _model_config(args, n_symbols: int):
     kind = args.model or "dense"
     if args.states is None:
         raise UserError("--states N is required")
-    _check_positive(args, ("states", "dim", "lr", "steps", "iter", "mstep_steps", "restarts"))
-    if args.tol is not None and math.isnan(args.tol):
-        raise UserError("--tol must be a number")
-    if args.finish_steps is not None and args.finish_steps < 0:
-        raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
+    _check_positive(args, ("states", "dim"))
     if args.states > 10 ** 7 or (args.dim is not None and args.dim > 10 ** 7):
         _check_memory(8.0 * max(args.states, args.dim or 0) ** 2, f"--states {args.states}"
                       + (f" --dim {args.dim}" if args.dim is not None else ""))
+    cls = model_class(kind)
+    # the structural flags (which model, its sizes) are read here; every other hyper-parameter flag comes
+    # from the estimators' metadata (densehmm_core.hyperparams), checked against the model and fit method
+    structural = ("n_states", "dim", "fit_method")
     if kind == "standard":
         if args.method in ("cooc", "cooc_em"):
             raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
-        for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
-            if getattr(args, opt) is not None:
-                raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         if args.paper_settings:
             raise UserError("--paper-settings applies to dense models only")
-        if args.symbol_features:
-            raise UserError("--symbol-features applies to dense models only")
-        if args.init_scale is not None:
-            raise UserError("--init-scale applies to dense models only")
+        method = None
+    else:
+        if args.fair:
+            raise UserError("--fair needs --model standard")
+        if args.dim is None:
+            raise UserError("--dim L is required for dense models")
+        method = args.method or "cooc"
+    try:
+        options = options_from_cli(args, cls, method, model_classes(), skip=structural)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if "symbol_features" in options:
+        from ..features import FEATURE_FUNCTIONS
+        if options["symbol_features"] not in FEATURE_FUNCTIONS:
+            raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
+                            f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
+    if kind == "standard":
         from ..standard import n_fair
         n = args.states
         if args.fair:
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": args.device or "auto"}
-        if args.init:
-            cfg["init_method"] = args.init
-        if args.iter is not None:
-            cfg["n_iter"] = args.iter
-        if args.tol is not None:
-            cfg["tol"] = args.tol
-        if args.pseudocount is not None:
-            if not (math.isfinite(args.pseudocount) and args.pseudocount >= 0):
-                raise UserError(f"--pseudocount must be a number >= 0, got {args.pseudocount}")
-            cfg["emission_pseudocount"] = args.pseudocount
+        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": "auto", **options}
         _check_model_size("standard", cfg)
         return "standard", cfg
-    if args.fair:
-        raise UserError("--fair needs --model standard")
-    if args.pseudocount is not None:
-        raise UserError("--pseudocount applies to standard models only (dense emissions are never exactly 0)")
-    if args.dim is None:
-        raise UserError("--dim L is required for dense models")
-    method = args.method or "cooc"
     cfg = {"n_states": args.states, "dim": args.dim, "n_symbols": n_symbols, "fit_method": method,
-           "seed": args.seed, "device": args.device or "auto"}
+           "seed": args.seed, "device": "auto", **options}
     if args.paper_settings:
         cfg["preset"] = "paper"
-    if args.init:
-        cfg["init_method"] = args.init
-    if args.init_scale is not None:
-        if not args.init_scale > 0:
-            raise UserError(f"--init-scale must be > 0, got {args.init_scale}")
-        cfg["init_scale"] = args.init_scale
-    if args.symbol_features:
-        from ..features import FEATURE_FUNCTIONS
-        if args.symbol_features not in FEATURE_FUNCTIONS:
-            raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
-                            f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
-        cfg["symbol_features"] = args.symbol_features
-    for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
-        if getattr(args, opt) is not None:
-            cfg[key] = getattr(args, opt)
-    if method == "cooc":
-        if args.iter is not None or args.mstep_steps is not None:
-            raise UserError("--iter/--mstep-steps apply to --method em; use --steps for cooc")
-        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps")):
-            if getattr(args, opt) is not None:
-                cfg[key] = getattr(args, opt)
-    else:
-        if method == "em" and args.steps is not None:
-            raise UserError("--steps applies to --method cooc (and cooc_em); use --iter (and --mstep-steps) for em")
-        if method == "em" and (args.finish is not None or args.finish_steps is not None):
-            raise UserError("--finish/--finish-steps apply to --method cooc (and cooc_em)")
-        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"),
-                         ("iter", "n_iter"), ("mstep_steps", "mstep_steps")):
-            if getattr(args, opt) is not None:
-                cfg[key] = getattr(args, opt)
     _check_model_size("dense", cfg)
     return "dense", cfg
 

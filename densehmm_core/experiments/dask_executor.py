@@ -22,10 +22,11 @@ Importing this module does not import Dask; :func:`run_on_dask` does.
 from __future__ import annotations
 
 import logging
-import os
 import traceback
 import uuid
 from typing import Callable, Dict, Optional, Sequence
+
+from .. import config
 
 __all__ = ["SchedulerError", "DaskMissingError", "connect", "run_on_dask"]
 
@@ -56,10 +57,7 @@ def connect(jobs: int, scheduler: Optional[str] = None, env: Optional[Dict[str, 
     """
     distributed = _import_distributed()
     if timeout is None:
-        try:
-            timeout = float(os.environ.get("DENSEHMM_DASK_TIMEOUT", "10"))
-        except ValueError:
-            timeout = 10.0
+        timeout = config.dask_timeout(10.0)
     if scheduler:
         try:
             return distributed.Client(scheduler, timeout=f"{timeout}s", set_as_default=False), None

@@ -66,7 +66,8 @@ def main() -> int:
 
     # 3. a DenseHMM on the words; its embedding scatter
     w.select_dataset(0)
-    job = w.start_training(ModelSpec(kind="dense_cooc", n=12, l=3, steps=300, lr=0.05, tol=0.0, seed=0))
+    job = w.start_training(ModelSpec.make(model_type="dense_cooc", n=12, l=3, cooc_steps=300, lr=0.05, tol=0.0,
+                                          seed=0))
     wait_until(app, lambda: job.state.is_final, 600)
     w.show_job(job)
     d = w.dashboard
@@ -82,7 +83,7 @@ def main() -> int:
     old = w.datasets[0]
     p.reread_button.click()
     wait_until(app, lambda: old not in w.datasets and not w.loading, 120)
-    every = w.start_training(ModelSpec(kind="standard", n=5, steps=2, tol=0.0, seed=0))
+    every = w.start_training(ModelSpec.make(model_type="standard", n=5, n_iter=2, tol=0.0, seed=0))
     wait_until(app, lambda: every.state.is_final, 600)
     w.open_files([test])
     wait_until(app, lambda: len(w.datasets) == 2 and not w.loading, 120)
@@ -122,7 +123,8 @@ def main() -> int:
     # 6. dark theme while a demo job trains
     w.set_theme("dark")
     w.load_demo()
-    demo = w.start_training(ModelSpec(kind="dense_cooc", n=5, l=3, steps=20000, lr=0.001, tol=0.0, seed=0))
+    demo = w.start_training(ModelSpec.make(model_type="dense_cooc", n=5, l=3, cooc_steps=20000, lr=0.001, tol=0.0,
+                                          seed=0))
     wait_until(app, lambda: demo.step > 200 or demo.state.is_final, 120)
     settle(app, 1.5)
     shot("dark_theme.png", w)
