@@ -318,6 +318,9 @@ def test_view_theme_dark_colours_the_widgets_and_the_plots(make_window, qtbot):
         titled = [it for v in views for it in v.scene().items()
                   if isinstance(it, pg.PlotItem) and getattr(it, "_styled_title", None)]
         assert titled and all(it._styled_fg == pal.color(QPalette.ColorRole.Text).name() for it in titled)
+        notes = [it for v in d.curves.findChildren(pg.GraphicsView) for it in v.scene().items()
+                 if isinstance(it, pg.TextItem)]          # the notes inside the curves ("No loss ... yet")
+        assert notes and all(lightness(it.color) > 180 for it in notes)
         # the widgets get the palette by posted events
         qtbot.waitUntil(lambda: lightness(w.data_panel.palette().color(QPalette.ColorRole.Window)) < 80, timeout=5000)
         w.theme_actions["light"].trigger()

@@ -58,6 +58,8 @@ def apply_theme(theme: str, app: Optional[QApplication] = None) -> None:
     palette; ``"system"``: the style and palette the application started with.  Open plots are
     re-coloured (:func:`restyle_plots`)."""
     app = app or QApplication.instance()
+    from ..views.theme import theme_colors
+    old_fg = theme_colors(None)[1]
     if not _original:
         _original["style"] = app.style().name()
         _original["palette"] = QPalette(app.palette())
@@ -76,13 +78,14 @@ def apply_theme(theme: str, app: Optional[QApplication] = None) -> None:
         app.setStyle(QStyleFactory.create(_original["style"]) or app.style())
         app.setPalette(_original["palette"])
     for w in app.topLevelWidgets():
-        restyle_plots(w)
+        restyle_plots(w, old_fg)
 
 
-def restyle_plots(root: QWidget) -> None:
+def restyle_plots(root: QWidget, old_fg: Optional[QColor] = None) -> None:
     """Re-colour every pyqtgraph plot under ``root`` from the current palette: the backgrounds of
     graphics widgets built by ``make_graphics_widget``, axis lines and tick labels, plot titles and
-    axis titles (transparent backgrounds follow by themselves)."""
+    axis titles, and the texts drawn in the old text colour ``old_fg`` (notes inside plots, symbol
+    labels); texts in colours of their own (state colours) keep them."""
     from ..views.theme import theme_colors
     bg, fg = theme_colors(None)   # the application palette: widgets get theirs by posted events
     views = root.findChildren(pg.GraphicsView)
@@ -111,4 +114,6 @@ def restyle_plots(root: QWidget) -> None:
                     item.setTitle(title, color=fg.name(), size="11pt")
             elif isinstance(item, pg.LabelItem) and item.text:
                 item.setText(item.text, color=fg.name())
+            elif isinstance(item, pg.TextItem) and old_fg is not None and item.color.name() == old_fg.name():
+                item.setColor(fg)
         view.viewport().update()
