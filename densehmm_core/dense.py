@@ -474,6 +474,11 @@ class DenseHMM(BaseHMM):
         n_feat = 0 if self.features_ is None else self.features_.n_features
         return self.dim * (3 * self.n_states + self.n_symbols + 1 + n_feat)
 
+    @property
+    def needs_tensorflow(self) -> bool:
+        """The co-occurrence fit (and its finish) runs in TensorFlow; EM does not."""
+        return self.fit_method in ("cooc", "cooc_em")
+
     # ---------------------------------------------------------- embeddings
     @property
     def embeddings_(self) -> Optional[dict]:

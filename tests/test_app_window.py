@@ -98,10 +98,13 @@ def test_start_view_and_demo(window, qtbot):
     assert ds.n_symbols == 5
     s = window.data_panel.summary
     assert s["n_tokens"] == 20000 and s["n_sequences"] == 100
-    # the frequency chart shows the counts of the symbols
+    # the frequency chart shows the counts of the symbols, most frequent first (issue 24.7)
     counts = np.bincount(np.concatenate(ds.train + ds.test), minlength=5)
     heights = window.data_panel.freq_bars.opts["height"]
-    np.testing.assert_array_equal(np.asarray(heights), counts)
+    order = window.data_panel.freq_order
+    np.testing.assert_array_equal(np.asarray(heights), counts[order])
+    np.testing.assert_array_equal(np.asarray(heights), np.sort(counts)[::-1])
+    assert window.data_panel.freq_plot.getAxis("bottom").labels == [str(i) for i in order]
     # the form knows m for n_fair
     assert "m = 5" in window.model_form.n_fair.text()
     # loading the demo twice selects it instead of adding a copy
