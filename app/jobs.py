@@ -175,7 +175,7 @@ class _JobRunner(QRunnable):
             if supports(job.model):
                 pool = shared_pool()
                 try:
-                    worker = pool.acquire()
+                    worker = pool.acquire(job.model.needs_tensorflow)   # EM jobs never wait for TensorFlow
                 except Exception as exc:  # noqa: BLE001 - no worker process here (any reason): train in the app
                     job.notes.append(f"no worker process could be started ({type(exc).__name__}: {exc}); "
                                      f"the job trained in the app's process")

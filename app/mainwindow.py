@@ -28,7 +28,7 @@ from typing import List, Optional
 
 from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QMainWindow, QMessageBox, QProgressBar,
+from PySide6.QtWidgets import (QDockWidget, QFrame, QMainWindow, QMessageBox, QProgressBar,
                                QScrollArea, QStackedWidget, QWidget)
 
 from . import tasks
@@ -41,6 +41,7 @@ from .panels.jobs_panel import JobsPanel
 from .panels.log_panel import LogPanel
 from .panels.model_form import ModelForm
 from .panels.start import StartView
+from .panels.status import StatusLabel
 from .resources import app_icon
 from .settings import Settings
 from .state import AppState
@@ -152,7 +153,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.busy.setMaximumWidth(140)
         self.busy.setMaximumHeight(16)
         self.busy.hide()
-        self.tf_label = QLabel("TensorFlow: not loaded")
+        self.tf_label = StatusLabel()      # never cut ("TensorFlow: loading in t", issue 24.12)
+        self.tf_label.setText("TensorFlow: not loaded")
         self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.tf_label)
 
@@ -275,10 +277,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         """"system" follows the desktop's light/dark setting; "light"/"dark" force it."""
         for k, a in self.theme_actions.items():
             a.setChecked(k == theme)
-        hints = QApplication.styleHints()
-        if hasattr(hints, "setColorScheme"):
-            scheme = {"light": Qt.ColorScheme.Light, "dark": Qt.ColorScheme.Dark}.get(theme, Qt.ColorScheme.Unknown)
-            hints.setColorScheme(scheme)
+        from .window.appearance import apply_theme
+        apply_theme(theme)   # widgets and plots (app/window/appearance.py)
         if save:
             self.settings.theme = theme
 
@@ -306,7 +306,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
     def start_background_init(self) -> None:
         """Import TensorFlow and list its devices off the GUI thread (after the window shows)."""
         self.tf_status = "loading"
-        self.tf_label.setText("TensorFlow: loading in the background…")
+        self.tf_label.setText("TensorFlow: loading…", "TensorFlow is loading in the background; "
+                                                      "you can already open data and train standard HMMs")
         self.statusBar().showMessage("Loading TensorFlow in the background — you can already open data.", 8000)
         t0 = time.perf_counter()
 

@@ -45,7 +45,7 @@ def form_params() -> List[Tuple[str, Dict[type, Any]]]:
     return list(out.items())
 
 
-def type_defaults(key: str, preset: str = "paper") -> Dict[str, Any]:
+def type_defaults(key: str, preset: str = "default") -> Dict[str, Any]:
     """The option values of model type ``key`` when nothing is set: the estimator's constructor defaults,
     those left to a preset resolved by the core (DenseHMM: ``preset`` for its fit method)."""
     t = model_type(key)
@@ -65,7 +65,7 @@ class ModelSpec:
     l: int = 3
     seed: int = 0
     device: str = "auto"
-    preset: str = "paper"
+    preset: str = "default"
     options: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     # the core's names for what the type is
@@ -127,8 +127,9 @@ class ModelSpec:
     def label(self, n_states: Optional[int] = None) -> str:
         n = self.n if n_states is None else n_states
         short = short_label(self.model_type)
-        start = self.options.get("init_method", "random")
-        start = "" if start == "random" else f" {start}"
+        # always named (the core's default is spectral; the paper's settings start randomly)
+        start = self.options.get("init_method") or type_defaults(self.model_type, self.preset).get("init_method")
+        start = f" {start}" if start else ""
         if self.is_dense:
             return f"{short} n={n} l={self.l} seed={self.seed}{start}"
         if self.fair:

@@ -47,6 +47,8 @@ def load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = 
     from . import data as data_mod
     defaults = {k: v for k, v in (read_as or {}).items()
                 if k in ("observe", "tagset", "drop_traces", "collapse_tags")}
+    if not preprocess:   # evaluate/decode: every word as written; the model's vocabulary decides
+        defaults["min_count"] = 1
     options = {}
     observe = getattr(args, "observe", None)
     if observe:

@@ -2,7 +2,8 @@
 paths, in one module (read at call time, so that a changed environment counts).
 
 =============================  =========================================================================
-``DENSEHMM_MAX_MODEL_BYTES``   bytes one model-file read may allocate (default: half the physical memory)
+``DENSEHMM_MAX_MODEL_BYTES``   the memory budget of a command (model files, data text, inference; default:
+                               half the physical memory; densehmm_core.memory)
 ``DENSEHMM_NO_PROBE``          ``1``: read model files without the forked, memory-capped probe
 ``DENSEHMM_PROBE_TIMEOUT``     seconds the probe may take, plus 1 s per 50 MB (default 10)
 ``DENSEHMM_LOCK_TIMEOUT``      seconds a writer waits for another's lock on a file (default 10)

@@ -150,6 +150,12 @@ class BaseHMM:
         return sample_sequences(self.startprob_, self.transmat_, self.emissionprob_,
                                 n_sequences, length, seed)
 
+    @property
+    def needs_tensorflow(self) -> bool:
+        """Whether fitting this model imports TensorFlow (a worker process decides per job by
+        asking the model; standard HMMs never do)."""
+        return False
+
     # ------------------------------------------------------ model selection
     @property
     def n_parameters(self) -> int:  # pragma: no cover - abstract

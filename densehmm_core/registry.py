@@ -87,10 +87,17 @@ def migrate_config(kind: str, config: Mapping[str, Any]) -> Dict[str, Any]:
     standard model's config, DenseHMM's EM iterations as ``em_iter`` and both its
     co-occurrence Adam steps and its Adam steps per M-step as ``steps``.  None of these
     old keys is an option today, so they are renamed wherever they appear (a v1 model
-    group copied into a newer file keeps its old keys).
+    group copied into a newer file keeps its old keys).  A config without ``init_method`` was
+    written before the spectral start became the default: it reads as ``"random"`` (a DenseHMM's
+    missing ``init_scale`` as 1.0), what those fits used.
     """
     cfg = dict(config)
     cfg.pop("kind", None)
+    # written before init_method existed (or before it was recorded): those fits started randomly,
+    # and a DenseHMM's random embeddings had standard deviation 1 (today's defaults: spectral, 0.2)
+    cfg.setdefault("init_method", "random")
+    if kind == "dense":
+        cfg.setdefault("init_scale", 1.0)
     if kind == "dense":
         if "em_iter" in cfg:
             em_iter = cfg.pop("em_iter")

@@ -450,7 +450,7 @@ def test_without_worker_processes_jobs_train_in_the_app_and_say_so(window, qtbot
     from app.jobs import JobState
     from densehmm_core import worker
 
-    def refuse(self):
+    def refuse(self, needs_tensorflow=None):
         raise OSError("process creation not permitted")
     monkeypatch.setattr(worker.WorkerPool, "acquire", refuse)
     job = window.start_training(spec("standard", steps=6, tol=0.0, seed=5))

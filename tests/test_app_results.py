@@ -169,7 +169,7 @@ def _check_narrow_and_wide(window, qtbot):
             assert btn is None or btn.isVisible() == (not job.state.is_final and jp.C_CANCEL in shown)
         if width == 420:
             assert jp.C_DATA not in shown and jp.C_DEVICE not in shown
-            assert shown[:3] == [jp.C_NAME, jp.C_STATE, jp.C_PROG]
+            assert shown[:4] == [jp.C_NAME, jp.C_ID, jp.C_STATE, jp.C_PROG]   # the job number fits too
             # the buttons wrap onto a second line rather than widening the dock
             assert panel.select_new.y() > panel.cancel_sel.geometry().bottom()
             assert all(w.geometry().right() <= panel.toolbar.width()

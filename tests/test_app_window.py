@@ -98,10 +98,13 @@ def test_start_view_and_demo(window, qtbot):
     assert ds.n_symbols == 5
     s = window.data_panel.summary
     assert s["n_tokens"] == 20000 and s["n_sequences"] == 100
-    # the frequency chart shows the counts of the symbols
+    # the frequency chart shows the counts of the symbols, most frequent first (issue 24.7)
     counts = np.bincount(np.concatenate(ds.train + ds.test), minlength=5)
     heights = window.data_panel.freq_bars.opts["height"]
-    np.testing.assert_array_equal(np.asarray(heights), counts)
+    order = window.data_panel.freq_order
+    np.testing.assert_array_equal(np.asarray(heights), counts[order])
+    np.testing.assert_array_equal(np.asarray(heights), np.sort(counts)[::-1])
+    assert window.data_panel.freq_plot.getAxis("bottom").labels == [str(i) for i in order]
     # the form knows m for n_fair
     assert "m = 5" in window.model_form.n_fair.text()
     # loading the demo twice selects it instead of adding a copy
@@ -222,16 +225,19 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     from app.panels.model_form import ModelForm
     form = ModelForm()
     qtbot.addWidget(form)
-    assert form.spec().options["init_method"] == "random" and form.spec().options["init_scale"] == 1.0
+    # the defaults: the core's tuned settings, spectral start, init scale 0.2
+    opts = form.spec().options
+    assert (form.spec().preset, opts["init_method"], opts["init_scale"]) == ("default", "spectral", 0.2)
     assert form.fields["init_method"].toolTip() and form.fields["init_scale"].toolTip()
-    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("spectral"))
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
     form.fields["init_scale"].setValue(0.5)
     with qtbot.waitSignal(form.train_requested) as sig:
         qtbot.mouseClick(form.train_button, Qt.LeftButton)
     spec = sig.args[0]
-    assert (spec.model_type, spec.options["init_method"], spec.options["init_scale"]) == ("dense_cooc", "spectral", 0.5)
+    assert (spec.model_type, spec.options["init_method"], spec.options["init_scale"]) == ("dense_cooc", "random", 0.5)
     model, _, _ = build_model(spec, 5, device="cpu")
-    assert model.get_config()["init_method"] == "spectral" and model.get_config()["init_scale"] == 0.5
+    assert model.get_config()["init_method"] == "random" and model.get_config()["init_scale"] == 0.5
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("spectral"))
     # a standard HMM keeps the start; init scale is a dense option (disabled, not in its config)
     form.kind.setCurrentIndex(form.kind.findData("standard_fair"))
     assert form.fields["init_method"].isEnabled() and not form.fields["init_scale"].isEnabled()
@@ -239,12 +245,14 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     assert spec.options["init_method"] == "spectral"
     model, _, _ = build_model(spec, 5)
     assert model.get_config()["init_method"] == "spectral" and "init_scale" not in model.get_config()
-    # set_spec shows a saved spec's choice; Reset to defaults leaves it alone
+    # set_spec shows a saved spec's choice; Reset to defaults restores the settings' start
     form.set_spec(type(spec).make(model_type="dense_em", init_method="random", init_scale=2.0))
     assert form.fields["init_method"].currentData() == "random" and form.fields["init_scale"].value() == 2.0
-    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("spectral"))
     form.defaults_button.click()
-    assert form.spec().options["init_method"] == "spectral"
+    assert (form.spec().options["init_method"], form.spec().options["init_scale"]) == ("spectral", 0.2)
+    # the paper's settings start randomly with init scale 1, as the core's "paper" preset
+    form.preset.setCurrentIndex(form.preset.findData("paper"))
+    assert (form.spec().options["init_method"], form.spec().options["init_scale"]) == ("random", 1.0)
 
 
 def test_model_form_smoothing_and_device_reach_standard_models(qtbot):
@@ -295,7 +303,10 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     assert not hint_shown()                                    # no data set yet
     window.open_files([write_fasta(tmp_path / "p.fasta", random_protein_records(4, 6))])
     wait_loaded(qtbot, window, 1)
-    assert form.spec().options["init_method"] == "random" and not hint_shown()
+    assert form.spec().options["init_method"] == "spectral" and not hint_shown()   # the default: no hint
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
+    form.fields["init_scale"].setValue(1.0)
+    assert not hint_shown()                                    # FASTA: never
     window.open_files([WORDS_CONLLU])                          # a tagged corpus: its tags are the symbols
     wait_loaded(qtbot, window, 2)
     assert not window.current_dataset.observes_words and not hint_shown()

@@ -867,13 +867,15 @@ def test_standard_hmm_stream_fills_the_mad_plot(qtbot):
     from densehmm_core.standard import StandardHMM
     rng = np.random.default_rng(2)
     seqs = [rng.integers(0, 5, size=30) for _ in range(8)]
-    model = StandardHMM(3, n_symbols=5, n_iter=4, seed=0)
+    # the MAD is a diagnostic with a cadence (diagnostics_every): the curve has a point at each step
+    # that has one (0, 2, 4 here), and the last step always has one
+    model = StandardHMM(3, n_symbols=5, n_iter=4, seed=0, tol=0, diagnostics_every=2)
     c = TrainingCurves()
     qtbot.addWidget(c)
     for ev in model.iter_fit(seqs):
         c.add_event(ev)
     x, y = c.curve_data("mad")
-    assert len(y) == len(model.history_) and np.all(y > 0)
+    assert list(x) == [0, 2, 4] and len(model.history_) == 5 and np.all(y > 0)
     assert c.note("mad") == ""
     assert c.loss_title() == "Training NLL per token (Baum-Welch)"
 

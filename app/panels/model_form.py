@@ -139,10 +139,11 @@ class ModelForm(QWidget):
                              "A = softmax(Z U^T), B = softmax(W V^T).")
         form.addRow("Model", self.kind)
         self.preset = QComboBox()
-        self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
         self.preset.addItem("Tuned (core defaults)", "default")
-        self.preset.setToolTip("Where the training settings come from: the paper's settings, or the "
-                               "core's measured defaults (normalised loss, schedule, L-BFGS finish)")
+        self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
+        self.preset.setToolTip("Where the training settings come from: the core's measured defaults "
+                               "(spectral start, normalised loss, schedule, L-BFGS finish), or the paper's "
+                               "settings (random start, plain Adam)")
         form.addRow("Settings", self.preset)
         self.n = QSpinBox(); self.n.setRange(1, 2000); self.n.setValue(5)
         self.n.setToolTip(hyperparams.hyper_param(model_class("dense"), "n_states").help)
@@ -174,9 +175,10 @@ class ModelForm(QWidget):
         self.seed.setToolTip(hyperparams.hyper_param(model_class("dense"), "seed").help)
         form.addRow("Seed", self.seed)
         self.device = QComboBox()
-        self.device.setToolTip("Where the job trains: the E-step runs on that GPU with CuPy when CuPy works "
-                               "there (else on the CPU), and dense models' TensorFlow steps when TensorFlow "
-                               "sees it. 'auto' spreads jobs over the GPUs; 'cpu' never touches a GPU.")
+        self.device.setToolTip("Where the job trains: EM (E-step, M-step, diagnostics) runs on that GPU with "
+                               "CuPy when CuPy works there (else on the CPU), the co-occurrence fits' TensorFlow "
+                               "steps when TensorFlow sees it. 'auto' spreads jobs over the GPUs; 'cpu' never "
+                               "touches a GPU.")
         form.addRow("Device", self.device)
         lay.addLayout(form)
         self.defaults_button = QPushButton("Reset to defaults")
@@ -227,8 +229,9 @@ class ModelForm(QWidget):
             _changed_signal(w).connect(self.changed)
         self.fields["init_method"].currentIndexChanged.connect(self._update_words_hint)
         self.preset.currentIndexChanged.connect(self._kind_changed)
-        every = {k: v for name in type_labels() for k, v in type_defaults(name, "paper").items()}
-        self.set_spec(ModelSpec(model_type=DEFAULT_TYPE, options={**every, **type_defaults(DEFAULT_TYPE, "paper")}))
+        every = {k: v for name in type_labels() for k, v in type_defaults(name, "default").items()}
+        self.set_spec(ModelSpec(model_type=DEFAULT_TYPE, preset="default",
+                                options={**every, **type_defaults(DEFAULT_TYPE, "default")}))
         self._update_words_hint()
 
     # ---------------------------------------------------------------- values
@@ -258,12 +261,14 @@ class ModelForm(QWidget):
         self._update_fair()
 
     def apply_paper_defaults(self) -> None:
-        """The training settings ("training" group of the metadata) of the chosen preset for this type;
-        the model's own choices (start, init scale, smoothing, restarts) are kept."""
+        """The training settings ("training" group of the metadata) and the start (Start, Init scale) of
+        the chosen preset for this type -- the paper's settings start randomly, the core's defaults from
+        the data; the model's other choices (smoothing, restarts) are kept."""
         key = self.kind.currentData()
         cls = model_class(model_type(key).kind)
         for name, value in type_defaults(key, self.preset.currentData()).items():
-            if self._params[name][cls].group == "training" and value is not None:
+            start = name in ("init_method", "init_scale")
+            if (self._params[name][cls].group == "training" or start) and value is not None:
                 _set_value(self.fields[name], value)
 
     def set_sweep_target(self, text: str) -> None:

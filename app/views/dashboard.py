@@ -26,8 +26,10 @@ When to draw is not decided here: the parts of an update go through a
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import time
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -136,6 +138,7 @@ class Dashboard(QtWidgets.QWidget):
         self._tag_last = float("-inf")
         self._tag_gen = 0
         self._tag_final_pending = False
+        self._tag_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> (data key, scores)
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -377,6 +380,9 @@ class Dashboard(QtWidgets.QWidget):
             else:
                 self._safe(view, fn, *args)
 
+        # the symbol counts before the embeddings: a large vocabulary is drawn faint at once, not as
+        # thousands of full-size points first (issue 24.7)
+        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
         params = model.arrays()["params"]
         if params:
             if staged:
@@ -392,7 +398,6 @@ class Dashboard(QtWidgets.QWidget):
             if "model" in info.needs:
                 part(info.name, info.name, self._views[info.name].set_model, model, corpus)
         part("tags", "tags", self._show_tagging, model, corpus)
-        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
 
     def model(self):
         return self._model
@@ -492,9 +497,12 @@ class Dashboard(QtWidgets.QWidget):
         step = hist[-1].get("step", 0) if hist else 0
         gen = self._tag_gen
         self._tag_final_pending = True
+        key = _fingerprint(seqs, gold, names)
+        cached = self._tag_cache.get(model)
 
         def done(scores) -> None:
             self._tag_final_pending = False
+            self._tag_cache[model] = (key, scores)   # shown again at once when the job is selected again
             if gen != self._tag_gen:
                 return
             self._tag_names = names
@@ -512,6 +520,9 @@ class Dashboard(QtWidgets.QWidget):
             self._tag_final_pending = False
             self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
 
+        if cached is not None and cached[0] == key:
+            done(cached[1])
+            return
         self._score_tags(mats, seqs, gold, len(names), done, failed)
 
     @staticmethod
@@ -580,3 +591,14 @@ class Dashboard(QtWidgets.QWidget):
             self._safe("embeddings", self.embeddings.set_embeddings, params)
         elif self.embeddings.mode() != "none":
             self.embeddings.clear()
+
+
+def _fingerprint(seqs, gold, names) -> str:
+    """A digest of the tokens and gold tags scored (the same data, read again, give the same one)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in (seqs, gold):
+        for a in part:
+            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+            h.update(b"|")
+    h.update("\n".join(names).encode())
+    return h.hexdigest()

@@ -227,10 +227,15 @@ class JobsMixin:
         if job is None or not job.state.has_model or not (0 <= index < len(self.datasets)):
             return
         ds = self.datasets[index]
-        data = self._decode_data(job, ds)
+        from ..panels.unknown import read_for_model
+        raw = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
+        try:  # symbols the model does not know: counted, the user chooses
+            data = read_for_model(self, job.model, raw, ds.name, "Decode")
+        except ValueError as exc:
+            self._error_dialog("Cannot decode", f"'{ds.name}': the model of job {job.id} cannot read these "
+                                                f"data: {exc}")
+            return
         if data is None:
-            self._error_dialog("Cannot decode", f"'{ds.name}' uses symbols the model of job {job.id} does "
-                                                f"not know (see the log).")
             return
         self.dashboard.decode_on(job.model, data)
 

@@ -90,11 +90,15 @@ class ResultsMixin:
             QMessageBox.information(self, "Score", "Select a model and load a data set first.")
             return
         data = ds.test if ds.test is not None else ds.train
-        from ..datasets import encode_for, score_model, unknown_note
-        try:  # symbols matched by name: any data set whose symbols the model knows
-            data = encode_for(job.model, data)
+        from ..datasets import score_model, unknown_note
+        from ..panels.unknown import read_for_model
+        try:  # symbols matched by name; symbols the model does not know: counted, the user chooses
+            data = read_for_model(self, job.model, data, ds.name, "Score")
         except ValueError as exc:
             self._error_dialog("Cannot score", f"'{ds.name}': the model cannot read these data: {exc}")
+            return
+        if data is None:
+            self.statusBar().showMessage(f"Score on {ds.name} cancelled", 5000)
             return
         note = unknown_note(data)
         if note:

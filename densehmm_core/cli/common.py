@@ -60,11 +60,25 @@ def _tty_safe(text) -> str:
 
 def _check_memory(nbytes: float, what: str) -> None:
     """Refuse work that cannot fit in memory before anything is allocated (one line, exit 2)."""
-    from ..modelfile.safety import gb, memory_budget
-    budget = memory_budget()
-    if nbytes > budget:
-        raise UserError(f"too large: {what} needs about {gb(nbytes)} of memory, more than the {gb(budget)} "
-                        f"allowed (half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES to change it)")
+    from ..memory import TooLargeError, check_fits
+    try:
+        check_fits(nbytes, what)
+    except TooLargeError as e:
+        raise UserError(str(e)) from None
+
+
+def _check_inference_memory(model, *parts, fitting: bool) -> None:
+    """Refuse training (``fitting``), scoring or decoding ``parts`` (lists of sequences; None
+    skipped) with ``model`` when the engine's buffers would not fit
+    (:func:`densehmm_core.memory.inference_bytes`: the largest chunk, which one long sequence
+    fills alone, and the data), before anything is allocated (one line, exit 2)."""
+    from ..memory import TooLargeError, check_inference
+    lengths = [len(s) for part in parts if part is not None for s in part]
+    try:
+        check_inference(lengths, model.n_states, model.n_symbols or 0,
+                        tensorflow=fitting and model.needs_tensorflow)
+    except TooLargeError as e:
+        raise UserError(str(e)) from None
 
 
 def _load_model(path: str, name: Optional[str]):

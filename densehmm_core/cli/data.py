@@ -5,7 +5,7 @@ import os
 from typing import Optional
 
 from ..commandline import load_corpus as _load_corpus
-from .common import UserError
+from .common import UserError, _check_inference_memory, _err
 
 
 def _is_demo(spec) -> bool:
@@ -49,17 +49,34 @@ def _training_read_options(model) -> dict:
     return dict(options) if isinstance(options, dict) else {}
 
 
-def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False):
+def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False, skip_unknown: bool = False,
+                      quiet: bool = False):
     """The corpus encoded with the model's vocabulary (:func:`densehmm_core.data.encode_for_model`,
-    also used by the app); data the model cannot read are a one-line error."""
-    from ..data import encode_for_model
+    also used by the app); data the model cannot read are a one-line error that says how many
+    symbols it lacks and what to do; symbols read as its unknown symbol (or sequences left
+    out with ``skip_unknown``) are counted on stderr."""
+    from ..data import encode_for_model, unknown_report
+    prov = getattr(model, "provenance_", None)
+    rep = unknown_report(corpus, model.vocabulary, provenance=prov, lowercase=lowercase)
     try:
-        return encode_for_model(corpus, model.vocabulary, model.n_symbols,
-                                provenance=getattr(model, "provenance_", None), lowercase=lowercase)
+        out = encode_for_model(corpus, model.vocabulary, model.n_symbols, provenance=prov, lowercase=lowercase,
+                               on_unknown="skip" if skip_unknown else "map")
     except ValueError as e:
         if model.vocabulary is None:
             raise UserError(f"{source}: {e}") from None
-        raise UserError(f"{source}: the model cannot read these data: {e}") from None
+        hint = ""
+        if rep["types"] and not skip_unknown:
+            hint = (f"; the model has no unknown symbol to read them as: --skip-unknown leaves out the "
+                    f"{rep['sentences']} of {rep['total_sentences']} sequences holding them (a word model "
+                    f"trained with the default --min-count 2 has <unk>)")
+        raise UserError(f"{source}: the model cannot read these data: {e}{hint}") from None
+    if rep["types"] and not quiet:
+        shown = ", ".join(repr(w) for w in rep["examples"][:5])
+        what = (f"left out the {rep['sentences']} of {rep['total_sentences']} sequences holding them"
+                if skip_unknown else f"read as {rep['unknown_symbol']!r}")
+        _err(f"note: {source}: {rep['types']} symbol(s) the model does not know ({rep['tokens']} of "
+                   f"{rep['total_tokens']} tokens; e.g. {shown}): {what}")
+    return out
 
 
 def _load_train_data(args):
@@ -108,7 +125,10 @@ def _load_eval_data(args, model):
         source = args.data
     data_corpus = corpus
     lowercase = bool(getattr(args, "lowercase", None) or read_as.get("lowercase"))
-    corpus = _encode_for_model(corpus, model, source, lowercase=lowercase)
+    corpus = _encode_for_model(corpus, model, source, lowercase=lowercase,
+                               skip_unknown=bool(getattr(args, "skip_unknown", False)),
+                               quiet=bool(getattr(args, "quiet", False)))
+    _check_inference_memory(model, corpus.sequences, fitting=False)
     return corpus.sequences, corpus, data_corpus
 
 

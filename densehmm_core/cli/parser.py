@@ -113,9 +113,13 @@ def _data_options(p, *, preprocess=True, split=True):
         g.add_argument("--merge-below", type=float, metavar="F",
                        help="merge the rarest symbols whose cumulative frequency stays below F "
                             "(e.g. 0.002) into one residual symbol")
-    if split:
+    if split == "eval":
         g.add_argument("--split", type=float, default=None, metavar="F",
-                       help="fraction held out as test data (default 0.5 for train; 0 = no test set)")
+                       help="the test fraction the model was trained with, to choose --part train or test "
+                            "(default: no split, all of DATA)")
+    elif split:
+        g.add_argument("--split", type=float, default=None, metavar="F",
+                       help="fraction of the sequences held out as test data (default 0.5; 0 = no test set)")
     g.add_argument("--seed", type=_seed, default=0, help="seed of the split, initialisation and demo data (default 0)")
     _word_options(p, vocabulary=preprocess)
 
@@ -125,7 +129,9 @@ def _word_options(p, *, vocabulary: bool) -> None:
     g = p.add_argument_group("words (tagged corpora with --observe words)")
     g.add_argument("--lowercase", action="store_true", help="lower-case the words")
     if vocabulary:
-        g.add_argument("--min-count", type=int, metavar="K", help="words seen fewer than K times are rare")
+        g.add_argument("--min-count", type=int, metavar="K",
+                       help="words seen fewer than K times are rare (default 2: words seen once become <unk>, "
+                            "which later also reads words the model never saw; 1 keeps every word)")
         g.add_argument("--max-vocab", type=int, metavar="M",
                        help="at most M symbols: the most frequent words plus the rare-word symbols")
         g.add_argument("--rare", choices=["unk", "shape"],
@@ -141,7 +147,10 @@ def _model_and_data_args(p, verb: str) -> None:
     p.add_argument("model_file", metavar="MODEL.h5")
     p.add_argument("data", metavar="DATA", help="data file, or 'demo'")
     _name_option(p)
-    _data_options(p, preprocess=False)
+    _data_options(p, preprocess=False, split="eval")
+    p.add_argument("--skip-unknown", action="store_true",
+                   help="leave out the sequences holding symbols the model does not know (instead of the "
+                        "error given when the model has no unknown/residual symbol to read them as)")
     p.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
     p.add_argument("--part", choices=["all", "train", "test"], default="all",
                    help=f"with --split: which part to {verb} (default all)")
@@ -192,8 +201,8 @@ DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data
     # when the train command is used (its --help too)
     p.add_later(lambda _p, groups={"model": model_group, "training": g}: add_cli_options(groups, model_classes()))
     g.add_argument("--paper-settings", action="store_true",
-                   help="dense: the paper's optimiser settings (cooc: plain Adam, lr 0.001, 10,000 steps, "
-                        "raw Frobenius loss; em: 25 Adam steps at lr 0.01 per M-step, 40 iterations)")
+                   help="dense: the paper's settings (random start, init scale 1; cooc: plain Adam, lr 0.001, "
+                        "10,000 steps, raw Frobenius loss; em: 25 Adam steps at lr 0.01 per M-step, 40 iterations)")
     _data_options(p)
     g = p.add_argument_group("saving")
     g.add_argument("--out", "-o", metavar="FILE.h5", help="model file to write (other models in it are kept)")
@@ -219,8 +228,9 @@ examples:
   densehmm evaluate words.h5 en_ewt-ud-test.conllu
 
 Symbols are mapped to the model's vocabulary by their strings; symbols the model does not know
-go to its residual (merged) symbol when it has one, else they are an error. Words the model does
-not know go to their word-shape class or <unk> when the model has them. DATA is read the way the
+go to its residual (merged) symbol or <unk> when it has one (their number is printed), else they
+are an error naming how many there are (--skip-unknown leaves out the sequences holding them).
+Words the model does not know go to their word-shape class when the model has them. DATA is read the way the
 model's training data were (--observe, --tagset, --lowercase) unless given. When DATA has gold
 tags, the tagging scores are printed too: many-to-one (M-1) and one-to-one accuracy, V-measure.""")
     _model_and_data_args(p, "evaluate")

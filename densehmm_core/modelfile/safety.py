@@ -35,6 +35,7 @@ import time
 from typing import Callable, Optional
 
 from .. import config
+from ..memory import budget_hint, gb, memory_budget
 from .schema import ModelFileError, _h5py
 
 #: HDF5 filter ids a model file may use (HDF5's built-ins and h5py's lzf; no plugins).
@@ -51,27 +52,11 @@ MAX_HISTORY_ROWS = 10_000_000
 HISTORY_VALUE_BYTES = 64
 
 
-def memory_budget() -> int:
-    """Bytes one read may allocate: ``$DENSEHMM_MAX_MODEL_BYTES`` or half the physical memory."""
-    env = config.max_model_bytes()
-    if env is not None:
-        return env
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 8 << 30
-
-
-def gb(nbytes: float) -> str:
-    return f"{nbytes / 1e9:.3g} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.3g} MB"
-
-
 def check_budget(path, where: str, nbytes: int, what: str = "its arrays") -> None:
     budget = memory_budget()
     if nbytes > budget:
         raise ModelFileError(path, f"{where}: too large: {what} need {gb(nbytes)} of memory, more than the "
-                                   f"{gb(budget)} allowed (half this machine's memory; set "
-                                   f"DENSEHMM_MAX_MODEL_BYTES to change it)")
+                                   f"{gb(budget)} allowed ({budget_hint()})")
 
 
 def child(group, key: str, path, where: str, shown: Optional[str] = None):
