@@ -41,7 +41,8 @@ def window(qtbot, tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                 dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
     yield c
     c.close()
 
@@ -129,7 +130,7 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     assert not window.errors
 
 
-def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot):
+def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot, tmp_path):
     from app.jobs import JobState
     from app.modelspec import ModelSpec
     window.set_sweep_target("local")
@@ -145,6 +146,14 @@ def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot):
     sweep = window.remote_sweeps.sweeps[-1]
     assert sweep.core.state(running.run_id) == "cancelled"
     client = sweep.core.client
+    # the app's local cluster is private (issue 25): TLS with its own credentials, loopback only
+    from listeners import assert_loopback_only, attack, listeners
+    address = sweep.core.cluster.scheduler_address
+    assert address.startswith("tls://127.0.0.1:")
+    assert_loopback_only(listeners(os.getpid()))
+    for mode in ("plain", "other-ca"):   # strangers without the credentials cannot run code
+        assert attack(address, mode, tmp_path / "pwned").startswith("REFUSED")
+    assert not (tmp_path / "pwned").exists()
 
     def executing(dask_worker):
         return dask_worker.state.executing_count

@@ -23,6 +23,10 @@ never on the caller's):
 also told to stop (a Dask :class:`~distributed.Event` that its cancel token polls
 twice a second), so its worker is free again within about a second.
 
+A local cluster (``scheduler="local"``) is private to this process: TLS with credentials made
+for it, every listener on 127.0.0.1, no dashboard (:mod:`.dask_executor`).  A named
+scheduler is trusted: results come back as pickles.
+
 Importing this module does not import Dask; :meth:`RemoteSweep.start` does.
 """
 from __future__ import annotations
@@ -36,9 +40,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ..events import CancelToken
-from .dask_executor import DaskTarget
+from .dask_executor import DaskTarget, SchedulerError, check_address
 
-__all__ = ["RemoteRun", "RunResult", "RemoteSweep", "train_run", "RUN_STATES"]
+__all__ = ["RemoteRun", "RunResult", "RemoteSweep", "train_run", "RUN_STATES", "DaskTarget", "SchedulerError",
+           "check_address"]
 
 #: The final states of a run.
 RUN_STATES = ("finished", "diverged", "failed", "cancelled")
