@@ -42,7 +42,7 @@ ENV = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
 
 
 def test_the_socket_check_sees_every_listener_and_catches_a_wildcard_one():
-    import listeners as L
+    import listeners as sockets_of
     opened = [socket.socket(), socket.socket(socket.AF_INET6), socket.socket(type=socket.SOCK_DGRAM)]
     try:
         opened[0].bind(("0.0.0.0", 0))
@@ -52,16 +52,16 @@ def test_the_socket_check_sees_every_listener_and_catches_a_wildcard_one():
             s.listen()
         mine = {("0.0.0.0", opened[0].getsockname()[1]), ("::1", opened[1].getsockname()[1]),
                 ("127.0.0.1", opened[2].getsockname()[1])}
-        found = {(ip, port) for pid, ip, port in L._proc_listeners(os.getpid())}
+        found = {(ip, port) for pid, ip, port in sockets_of._proc_listeners(os.getpid())}
         assert mine <= found
         try:
             import psutil  # noqa: F401
         except ImportError:
             pass
         else:   # the /proc reader and psutil agree
-            assert sorted(L._proc_listeners(os.getpid())) == sorted(L.listeners(os.getpid()))
+            assert sorted(sockets_of._proc_listeners(os.getpid())) == sorted(sockets_of.listeners(os.getpid()))
         with pytest.raises(AssertionError, match="listens on 0.0.0.0"):
-            assert_loopback_only(L.listeners(os.getpid()))
+            assert_loopback_only(sockets_of.listeners(os.getpid()))
     finally:
         for s in opened:
             s.close()
