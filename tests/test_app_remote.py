@@ -85,6 +85,27 @@ def test_sweep_target_dialog_and_settings(window, qtbot):
     assert window.model_form.sweep_target_label.text() == "Runs on: this app's worker pool"
 
 
+def test_sweep_target_dialog_refuses_a_malformed_address(qtbot):
+    from PySide6.QtWidgets import QDialog
+
+    from app.panels.sweep_target import SweepTargetDialog
+    d = SweepTargetDialog("", "")
+    qtbot.addWidget(d)
+    d.show()
+    for text, why in (("", "enter the scheduler's address"), ("tcp://head", "invalid Dask scheduler address"),
+                      ("http://head:8786", "invalid Dask scheduler address")):
+        d.remote.setChecked(True)
+        d.address.setText(text)
+        d.accept()                       # OK: refused, the dialog stays open and says why
+        assert d.isVisible() and d.result() != QDialog.Accepted
+        assert d.problem.isVisible() and why in d.problem.text(), d.problem.text()
+    qtbot.keyClicks(d.address, "x")      # typing hides the old reason
+    assert not d.problem.isVisible()
+    d.address.setText("tls://head:8786")
+    d.accept()
+    assert d.result() == QDialog.Accepted and d.values() == ("tls://head:8786", "")
+
+
 def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbot, cluster, tmp_path):
     from app.jobs import JobState
     from app.modelspec import ModelSpec

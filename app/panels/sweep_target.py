@@ -20,8 +20,9 @@ class SweepTargetDialog(QDialog):
         lay = QVBoxLayout(self)
         grid = QGridLayout()
         self.here = QRadioButton("This app's worker pool (live matrices for every job)")
-        self.local = QRadioButton("A local Dask cluster (one worker process per parallel job; "
-                                  "private: TLS, this machine only)")
+        self.local = QRadioButton("A local Dask cluster (one worker process per parallel job, private to this app)")
+        self.local.setToolTip("TLS with credentials made for each sweep, listening on 127.0.0.1 only, "
+                              "no dashboard: no other process can connect")
         self.remote = QRadioButton("A Dask scheduler:")
         self.group = QButtonGroup(self)
         for b in (self.here, self.local, self.remote):
@@ -90,6 +91,7 @@ class SweepTargetDialog(QDialog):
             if reason:
                 self.problem.setText(reason)
                 self.problem.show()
+                self.adjustSize()
                 return
         super().accept()
 
