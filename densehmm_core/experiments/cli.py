@@ -254,7 +254,7 @@ def _executor_options(sp) -> None:
                          "trust (default: a local cluster of --jobs worker processes, private to this "
                          "command: TLS with credentials made for the run, 127.0.0.1 only)")
     for opt, what in (("--tls-ca-file", "the CA certificate that signed the scheduler's certificate"),
-                      ("--tls-cert", "this client's certificate (may also hold its key)"),
+                      ("--tls-cert", "this client's certificate, which may also hold its key"),
                       ("--tls-key", "this client's private key")):
         sp.add_argument(opt, metavar="PEM", default=None,
                         help=f"--scheduler tls://...: {what} (default: Dask's distributed.comm.tls settings)")
