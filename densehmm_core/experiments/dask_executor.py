@@ -167,9 +167,12 @@ def _import_distributed():
 
 
 def _one_line(exc: BaseException) -> str:
+    """``exc`` and its cause (Dask's "timed out" hides "connection refused" there) in one line."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)) and not str(exc):
         return "no answer"
-    return " ".join(str(exc).split()) or type(exc).__name__
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    cause = re.sub(r"^in <[^>]*>: ", "", " ".join(str(exc.__cause__ or "").split()))
+    return f"{text} ({cause})" if cause and cause not in text else text
 
 
 def _security(target: DaskTarget):
