@@ -343,6 +343,24 @@ def test_a_scheduler_that_never_answers_ends_within_the_timeout(server):
     assert time.monotonic() - t0 < 1.5 + 2.5
 
 
+def test_a_scheduler_without_workers_is_one_line_within_the_timeout(monkeypatch):
+    from densehmm_core.experiments.dask_executor import run_on_dask
+    from densehmm_core.experiments.runner import Task, call_task
+    monkeypatch.setenv("DENSEHMM_DASK_TIMEOUT", "2")
+    cluster = distributed.LocalCluster(n_workers=0, processes=True, host="127.0.0.1", dashboard_address=None,
+                                       scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+    finished = []
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SchedulerError, match="cannot send the data to the workers of tcp://127.0.0.1:.*within 2 s"):
+            run_on_dask([Task(key={"x": 1}, func="math:sqrt", kwargs={"x": 4.0})], lambda *a: finished.append(a),
+                        call=call_task, jobs=1, scheduler=cluster.scheduler_address, shared={"corpus": [1, 2]},
+                        out=lambda line: None)
+        assert time.monotonic() - t0 < 2 + 6 and not finished
+    finally:
+        cluster.close()
+
+
 def test_cli_fake_scheduler_tcp_and_tls_end_within_the_timeout(tls_cluster, tmp_path):
     _, files = tls_cluster
     fake = SilentServer()

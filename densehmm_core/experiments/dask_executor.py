@@ -326,13 +326,17 @@ def run_on_dask(todo: Sequence, finish: Callable, *, call: Callable, jobs: int,
     futures: Dict = {}
     try:
         where = target.describe(jobs)
-        out(f"dask: {len(todo)} tasks on {where} ({client.scheduler.address})")
+        out(f"dask: {len(todo)} tasks on {where}" + ("" if target.address else f" ({client.scheduler.address})"))
         if target.dashboard:
             out(dashboard_note(client))
         shared_future = None
         if shared is not None:
             # one object, sent once to every worker; tasks get it by reference
-            shared_future = client.scatter([shared], broadcast=True, hash=False)[0]
+            try:
+                shared_future = client.scatter([shared], broadcast=True, hash=False)[0]
+            except TimeoutError as exc:   # e.g. a scheduler without workers
+                raise SchedulerError(f"cannot send the data to the workers of {where}: {_one_line(exc)} within "
+                                     f"{_timeout(None):g} s (start workers, or raise DENSEHMM_DASK_TIMEOUT)") from None
         run_id = uuid.uuid4().hex[:8]
         for i, t in enumerate(todo):
             fut = client.submit(call, t.func, t.kwargs, shared_future,
