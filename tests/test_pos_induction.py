@@ -92,5 +92,5 @@ def test_spectral_control_row_and_resume_guard(tmp_path, capsys):
     assert float(row["m1"]) == pytest.approx(direct["m1"], abs=1e-15)
     capsys.readouterr()
     assert _run(argv + ["--init", "random"]) == 2
-    assert "other settings (init_method)" in capsys.readouterr().out
+    assert "other settings: init_method (spectral recorded, random now)" in capsys.readouterr().err
     assert len(_rows(out / "pos_induction_runs.csv")) == 1

@@ -162,7 +162,8 @@ def _pos_handler(args) -> int:
         kw["init_scale"] = args.init_scale
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
     out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
-    return run_pos_induction(s, out, jobs=max(1, args.jobs), executor=args.executor, run=not args.report_only)
+    jobs = _cap_jobs(max(1, args.jobs), args.executor, None)
+    return run_pos_induction(s, out, jobs=jobs, executor=args.executor, run=not args.report_only)
 
 
 def _default_jobs() -> int:
@@ -172,6 +173,24 @@ def _default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: ``--jobs`` above this many times the cores is lowered to it (with a note): more workers than
+#: that only add memory (each worker process holds its own imports and data).
+JOBS_PER_CORE = 4
+
+
+def _cap_jobs(jobs: int, executor: str, scheduler: Optional[str]) -> int:
+    """``jobs``, lowered to :data:`JOBS_PER_CORE` x the cores of this machine for work that runs
+    here (not for a remote Dask scheduler), with a note on stderr."""
+    if executor == "dask" and scheduler:
+        return jobs
+    cap = JOBS_PER_CORE * _default_jobs()
+    if jobs > cap:
+        print(f"note: --jobs {jobs} is more than {JOBS_PER_CORE} x the {_default_jobs()} cores here; "
+              f"using {cap}", file=sys.stderr)
+        return cap
+    return jobs
+
+
 def _handler(args) -> int:
     name = args.experiment
     out = Path(args.out) if args.out else Path("reproduce-results") / name
@@ -179,6 +198,7 @@ def _handler(args) -> int:
     if jobs < 1:
         print("error: --jobs must be >= 1")
         return 2
+    jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats is not None and args.repeats < 1:
         print("error: --repeats must be >= 1")
         return 2
@@ -343,8 +363,9 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
                     "every (n, l) of --grid for each model, --repeats seeded repetitions, each on a "
                     "seeded 50:50 train/test split. Writes sweep_runs.csv (one row per run), "
                     "sweep_summary.csv, sweep_tables.md and PNG figures to --out; a rerun of the same "
-                    "command runs only what is missing. Runs go to threads, processes or a Dask "
-                    "cluster (docs/DISTRIBUTED.md).",
+                    "command runs only what is missing (a rerun with other result settings or other data, "
+                    "or a second sweep on the same folder, is refused). Runs go to threads, processes or "
+                    "a Dask cluster (docs/DISTRIBUTED.md).",
         epilog='example:\n  densehmm sweep seqs.fasta --preset paper_protein '
                '--grid "n=3,5,10 l=1,2,3 model=dense-em,standard" --repeats 5 --out sweep/ '
                '--executor dask --jobs 4', **kw)
@@ -367,6 +388,42 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
     return p
 
 
+#: The data options of ``sweep`` (those of ``train``) that change what a run sees: all of them.
+SWEEP_DATA_OPTIONS = ("format", "preset", "observe", "column", "tagset", "keep_traces", "subset", "max_len",
+                      "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare")
+
+
+def sweep_data_options(args) -> dict:
+    """The options the data were read with, for the sweep's settings (and so its resume key):
+    every option given (a flag left off is left out, so folders made before it existed still
+    resume) and the extra files by their content (size and SHA-256)."""
+    from .runner import file_fingerprint
+    options = {k: getattr(args, k, None) for k in SWEEP_DATA_OPTIONS}
+    options = {k: v for k, v in options.items() if v is not None and v is not False}
+    if options.get("format") == "auto":
+        del options["format"]
+    extra = getattr(args, "extra", None) or []
+    if extra:
+        options["extra"] = [file_fingerprint(f) for f in extra]
+    return options
+
+
+def _data_fingerprint(path: str, corpus) -> str:
+    """The data's content as ``SIZE:SHA256`` of the file (of the sequences read, for standard input)."""
+    from .runner import file_fingerprint
+    if path != "-":
+        return file_fingerprint(path)
+    import hashlib
+    h = hashlib.sha256()
+    size = 0
+    for x in corpus.sequences:
+        b = x.astype("<i8").tobytes()
+        size += len(b)
+        h.update(len(b).to_bytes(8, "little") + b)
+    h.update("\n".join(map(str, corpus.vocabulary)).encode("utf-8", "surrogatepass"))
+    return f"stdin {size}:{h.hexdigest()}"
+
+
 def _sweep_handler(args) -> int:
     import numpy as np
 
@@ -380,6 +437,7 @@ def _sweep_handler(args) -> int:
     jobs = args.jobs if args.jobs is not None else _default_jobs()
     if jobs < 1:
         raise UserError("--jobs must be >= 1")
+    jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats < 1:
         raise UserError("--repeats must be >= 1")
     fraction = 0.5 if args.split is None else float(args.split)
@@ -390,11 +448,9 @@ def _sweep_handler(args) -> int:
     if len(seqs) < 2:
         raise UserError(f"{args.data}: need at least 2 sequences for a train/test split, got {len(seqs)}")
     m = int(getattr(corpus, "n_symbols", None) or len(corpus.vocabulary))
-    options = {k: getattr(args, k, None) for k in ("format", "preset", "observe", "column", "tagset",
-                                                   "subset", "max_len", "min_len", "merge_below")}
-    options = {k: v for k, v in options.items() if v is not None}
-    kw = dict(grid=grid, models=models, repeats=args.repeats, seed=args.seed,
-              dense_preset=args.dense_preset, test_fraction=fraction, data_options=options)
+    kw = dict(grid=grid, models=models, repeats=args.repeats, seed=args.seed, dense_preset=args.dense_preset,
+              test_fraction=fraction, data_options=sweep_data_options(args),
+              data_fingerprint=_data_fingerprint(args.data, corpus))
     if args.max_sequences is not None:
         kw["max_sequences"] = args.max_sequences
     settings = (ComparisonSettings.quick("sweep", data=args.data, **kw) if args.quick
