@@ -659,7 +659,9 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
     else:
         tokens = sum(len(x) for x in seqs)
     try:
-        check_size(settings, m, tokens, 1 if scheduler else jobs)  # a remote cluster: its own memory per worker
+        from .dask_executor import DaskTarget
+        remote = executor == "dask" and DaskTarget.of(scheduler).address is not None
+        check_size(settings, m, tokens, 1 if remote else jobs)  # a remote cluster: its own memory per worker
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
