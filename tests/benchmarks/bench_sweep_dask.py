@@ -16,7 +16,7 @@ ratio to the thread executor's, measured in the same run.
     .venv/bin/python tests/benchmarks/bench_sweep_dask.py [--rounds 3] [--sweeps quick,pdb] [--micro]
 
 Sweeps: ``quick`` = ``reproduce synthetic --quick`` (the quick grid: (n, l) = (3, 1), (3, 2),
-all four models, 8 fits); ``pdb`` = the ``densehmm sweep`` of docs/DISTRIBUTED.md's scaling
+five models with dense-direct-gt, 10 fits); ``pdb`` = the ``densehmm sweep`` of docs/DISTRIBUTED.md's scaling
 table (24 Baum-Welch fits on the 1,000-record PDB sample; skipped without the shared data).
 ``--micro`` first times TLS alone in this process (cluster start, tiny task round trips, a
 scatter), the cost that a loaded machine's noise hides in whole sweeps.
