@@ -75,7 +75,7 @@ def _port(address: str) -> int:
 def test_cli_local_cluster_listens_on_loopback_only_and_refuses_strangers(tmp_path):
     out = tmp_path / "o"
     args = [sys.executable, "-m", "densehmm_core", "sweep", str(FASTA), "--grid", "n=2,3 l=1 model=standard",
-            "--repeats", "40", "--quick", "--jobs", "2", "--executor", "dask", "--dashboard", "--out", str(out)]
+            "--repeats", "300", "--quick", "--jobs", "2", "--executor", "dask", "--dashboard", "--out", str(out)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV, cwd=str(REPO),
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
@@ -110,7 +110,7 @@ def test_cli_local_cluster_listens_on_loopback_only_and_refuses_strangers(tmp_pa
         for mode in ("plain", "other-ca"):
             verdict = attack(address, mode, marker)
             assert verdict.startswith("REFUSED"), verdict
-            assert float(verdict.split()[1]) < 6.0, verdict
+            assert float(verdict.split()[1]) < 8.0, verdict   # within the client's 5 s timeout and a margin
         assert tls_handshake_without_certificate(_port(address)).startswith(("refused", "closed"))
         assert not marker.exists()
         assert proc.poll() is None, "the sweep ended before the checks were done"
