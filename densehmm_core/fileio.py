@@ -36,6 +36,8 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Optional, Union
 
+from . import config
+
 __all__ = ["FileWriteError", "FileLockTimeout", "DEFAULT_LOCK_TIMEOUT", "file_lock", "check_writable",
            "atomic_path", "atomic_open", "write_bytes", "write_text", "append_text", "default_file_mode",
            "is_disk_full"]
@@ -90,13 +92,7 @@ class FileLockTimeout(FileWriteError):
 def _lock_timeout(timeout: Optional[float]) -> float:
     if timeout is not None:
         return float(timeout)
-    env = os.environ.get("DENSEHMM_LOCK_TIMEOUT")
-    if env:
-        try:
-            return max(0.0, float(env))
-        except ValueError:
-            pass
-    return DEFAULT_LOCK_TIMEOUT
+    return config.lock_timeout(DEFAULT_LOCK_TIMEOUT)
 
 
 def _umask() -> int:

@@ -113,7 +113,7 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     from app.remote_jobs import RemoteJob
     window.set_sweep_target(cluster.scheduler_address)
     assert window.model_form.sweep_target_label.text() == f"Runs on: the Dask scheduler {cluster.scheduler_address}"
-    jobs = window.start_sweep(ModelSpec(kind="standard", steps=6, tol=1e-4), 1)
+    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
     assert len(jobs) == 3 and all(isinstance(j, RemoteJob) for j in jobs)
     assert window.jobs_panel.groups[jobs[0].sweep].childCount() == 3      # listed at once, queued
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=120000)
@@ -140,7 +140,7 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     assert window.dashboard.model() is None
     # with a shared folder the workers save their models and the app shows them
     window.set_sweep_target(cluster.scheduler_address, str(tmp_path))
-    again = window.start_sweep(ModelSpec(kind="standard", steps=6, tol=1e-4), 1)
+    again = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
     qtbot.waitUntil(lambda: all(j.state.is_final for j in again), timeout=120000)
     for job in again:
         assert job.state == JobState.FINISHED and job.has_model
@@ -157,7 +157,7 @@ def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot, tmp_path)
     window.set_sweep_target("local")
     window.set_pool_size(2)
     # Baum-Welch that never converges: runs until cancelled
-    jobs = window.start_sweep(ModelSpec(kind="standard", steps=10 ** 7, tol=-np.inf), 1)
+    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
     qtbot.waitUntil(lambda: any(j.state == JobState.RUNNING and j.step > 0 for j in jobs), timeout=120000)
     running = next(j for j in jobs if j.state == JobState.RUNNING)
     queued = [j for j in jobs if j.state == JobState.QUEUED]
@@ -194,7 +194,7 @@ def test_cancel_while_connecting_submits_nothing(window, qtbot, cluster):
     from app.jobs import JobState
     from app.modelspec import ModelSpec
     window.set_sweep_target(cluster.scheduler_address)
-    jobs = window.start_sweep(ModelSpec(kind="standard", steps=10 ** 7, tol=-np.inf), 1)
+    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
     window.jobs.cancel_all()          # before the background connection is made
     assert all(j.state == JobState.CANCELLED and j.reason == "cancelled before start" for j in jobs)
     sweep = window.remote_sweeps.sweeps[-1]

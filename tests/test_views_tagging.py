@@ -14,7 +14,8 @@ from densehmm_core.hmm_base import BaseHMM  # noqa: E402
 from densehmm_core.metrics import tagging_scores  # noqa: E402
 
 from app.views import Dashboard, DecodeView, EmbeddingScatter, ParameterHeatmaps  # noqa: E402
-from app.views.tagging import StateTagView, TaggingCurves, TopWordsTable  # noqa: E402
+from app.views.tagging import StateTagView, TaggingCurves  # noqa: E402
+from app.views.topwords import TopWordsTable  # noqa: E402
 
 
 def shown(qtbot, w, size=(900, 600)):

@@ -6,6 +6,7 @@ import functools
 from PySide6.QtGui import QAction, QKeySequence
 
 from ..panels.about import show_about
+from .navigate import add_navigation
 
 __all__ = ["MenusMixin"]
 
@@ -90,5 +91,5 @@ class MenusMixin:
             self.theme_actions[key] = a
 
         h = mb.addMenu("&Help")
-        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version, self.tf_where),
-                                 QKeySequence.HelpContents))
+        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version, self.tf_where)))
+        add_navigation(self, v, h)   # F1 help, Ctrl+Tab and Alt+1..6 for the centre's tabs

@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from ..config import shared_data
+
 __all__ = ["add_reproduce_parser", "add_sweep_parser", "parse_grid", "DEFAULT_DATA"]
 
-_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+_SHARED = shared_data()
 
 #: Default data files (used when ``--data`` is not given and the file exists).
 DEFAULT_DATA = {
@@ -427,8 +429,7 @@ def _data_fingerprint(path: str, corpus) -> str:
 def _sweep_handler(args) -> int:
     import numpy as np
 
-    from ..cli.common import UserError
-    from ..cli.data import _load_corpus as load_corpus_from_args
+    from ..commandline import UserError, load_corpus as load_corpus_from_args
     from .comparison import ComparisonSettings, run_comparison
     try:
         grid, models = parse_grid(args.grid)

@@ -102,7 +102,8 @@ class ComparisonSettings:
     em_steps: int = 25           # DenseHMM-EM: Adam steps per M-step
     cooc_steps: Optional[int] = None  # DenseHMM-direct: None = the preset's (paper: 10,000)
     bw_iter: int = 40            # standard HMMs: Baum-Welch iterations
-    bw_tol: float = 1e-2         # standard HMMs: hmmlearn's default tolerance (the reference's)
+    bw_tol: float = 1e-2         # standard HMMs: hmmlearn's default tolerance (the reference's), an
+    #                              absolute gain of the log-likelihood; see run_one for how it is applied
     test_fraction: float = 0.5
     max_sequences: Optional[int] = None
     # synthetic data
@@ -266,11 +267,31 @@ def model_config(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed
     if model in ("standard", "standard-fair"):
         from ..standard import n_fair
         k = n if model == "standard" else n_fair(n, m, l)
-        return "standard", {"n_states": k, "n_symbols": m, "n_iter": s.bw_iter, "tol": s.bw_tol, "seed": seed}
+        return "standard", {"n_states": k, "n_symbols": m, "n_iter": s.bw_iter, "tol": s.bw_tol, "seed": seed,
+                            "init_method": "random"}
     cfg = {"n_states": n, "dim": l, "n_symbols": m, "seed": seed, "preset": s.dense_preset, "device": "cpu"}
     if model == "dense-em":
         return "dense", dict(cfg, fit_method="em", n_iter=s.em_iter, mstep_steps=s.em_steps)
     return "dense", dict(cfg, fit_method="cooc", cooc_steps=s.cooc_steps)
+
+
+def _fit_reference_rule(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed: int, train):
+    """Baum-Welch stopped by the reference's rule -- the first iteration whose absolute log-likelihood
+    gain is below ``bw_tol`` (hmmlearn's ``ConvergenceMonitor``; a loss counts too) -- while the
+    package's one EM rule is relative: fit without early stopping, find that iteration in the
+    history, and refit the same seeded model for exactly that many iterations (the first iterations
+    of a seeded fit are the same bits)."""
+    from ..registry import model_from_config
+    kind, cfg = model_config(s, model, n, l, m, seed)
+    est = model_from_config(kind, dict(cfg, tol=0.0)).fit(train)
+    lls = [r["train_ll"] for r in est.history_]
+    stop = next((k for k in range(1, len(lls)) if lls[k] - lls[k - 1] < s.bw_tol), None)
+    if stop is None:
+        return est
+    if stop < len(lls) - 1:
+        est = model_from_config(kind, dict(cfg, tol=0.0, n_iter=stop)).fit(train)
+    est.stop_reason_ = "converged"
+    return est
 
 
 def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
@@ -294,6 +315,8 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     try:
         if model == "dense-direct-gt":
             est.fit_cooc(analytic_cooc(None, truth.transmat, truth.emissionprob))
+        elif est.kind == "standard" and s.bw_tol > 0:
+            est = _fit_reference_rule(s, model, n, l, m, model_seed, train)
         else:
             est.fit(train)
     except TrainingDiverged as exc:

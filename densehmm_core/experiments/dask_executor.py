@@ -54,6 +54,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
+from .. import config
+
 __all__ = ["SchedulerError", "DaskMissingError", "DaskTarget", "check_address", "connect", "run_on_dask",
            "DEFAULT_TIMEOUT_S"]
 
@@ -148,12 +150,10 @@ def check_address(address: str) -> str:
 
 
 def _timeout(timeout: Optional[float]) -> float:
+    """``timeout``, else ``$DENSEHMM_DASK_TIMEOUT`` (:mod:`densehmm_core.config`) when positive, else 10."""
     if timeout is not None:
         return float(timeout)
-    try:
-        value = float(os.environ.get("DENSEHMM_DASK_TIMEOUT", DEFAULT_TIMEOUT_S))
-    except ValueError:
-        return DEFAULT_TIMEOUT_S
+    value = config.dask_timeout(DEFAULT_TIMEOUT_S)
     return value if value > 0 else DEFAULT_TIMEOUT_S
 
 

@@ -113,7 +113,7 @@ class PosSettings:
 
 def _load(s: PosSettings, lowercase: bool):
     from ..data import load
-    corpus = load(s.data, observe="words", lowercase=lowercase, extra=list(s.extra) or None)
+    corpus = load(s.data, observe="words", lowercase=lowercase, min_count=1, extra=list(s.extra) or None)
     if s.max_sequences is not None:
         corpus = corpus.select(list(range(min(s.max_sequences, corpus.n_sequences))))
     if corpus.tags is None:

@@ -14,10 +14,12 @@ large numpy operations release the GIL; the workers share one TensorFlow import
 and its traced functions) and ``executor="process"`` a
 :class:`~concurrent.futures.ProcessPoolExecutor` with the *spawn* start method,
 whose workers limit their BLAS / TensorFlow thread pools to
-``cpu_count // jobs`` threads and, if the sweep needs it, import TensorFlow once
-at start-up.  Threads were measured faster on the 2-core development machine and
-are the CLI's default (docs/PERFORMANCE.md).  A worker process that dies (killed,
-out of memory) fails only its task(s); the sweep goes on with fresh workers.
+``cpu_count // jobs`` threads (TensorFlow is imported only by the tasks whose models
+need it, never at start-up) and end with the parent process, ``kill -9`` included
+(:mod:`densehmm_core.worker.lifeline`).  Threads were
+measured faster on the 2-core development machine and are the CLI's default
+(docs/PERFORMANCE.md).  A worker process that dies (killed, out of memory) fails only
+its task(s); the sweep goes on with fresh workers.
 ``executor="dask"`` sends the tasks to a Dask distributed cluster (a ``LocalCluster``
 of ``jobs`` single-threaded worker processes, or an existing scheduler given by
 ``scheduler``); see :mod:`densehmm_core.experiments.dask_executor` and
@@ -533,23 +535,22 @@ def call_task(func: str, kwargs: dict, shared=None):
         return [], time.perf_counter() - t0, traceback.format_exc()
 
 
-def _init_worker(threads: int, import_tf: bool) -> None:
-    """Worker start-up: quiet TensorFlow, small thread pools, TF imported once."""
+def _init_worker(parent_pid: int) -> None:
+    """Worker start-up: end with the parent (``kill -9`` included); quiet TensorFlow.
+    TensorFlow itself is imported by the first task whose model needs it."""
+    from ..worker.lifeline import die_with_parent
+    die_with_parent(parent_pid)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if import_tf:
-        import tensorflow as tf  # noqa: F401 - imported once per worker on purpose
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(max(1, threads))
-            tf.config.threading.set_inter_op_parallelism_threads(1)
-        except RuntimeError:  # already initialised
-            pass
 
 
-def _worker_env(jobs: int) -> Dict[str, str]:
-    """Environment of worker processes: BLAS/OpenMP pools of ``cpu_count // jobs`` threads."""
+def _worker_env(jobs: int, import_tf: bool = False) -> Dict[str, str]:
+    """Environment of worker processes: BLAS/OpenMP pools of ``cpu_count // jobs`` threads
+    (and TensorFlow's, read when a task imports it, with ``import_tf``)."""
     threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
     env = {k: str(threads) for k in _THREAD_ENV}
     env["TF_CPP_MIN_LOG_LEVEL"] = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")
+    if import_tf:
+        env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS="1")
     return env
 
 
@@ -590,7 +591,8 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     key_names : the key columns (the keys of every ``Task.key``).
     jobs : parallel workers (``1``: in this process, unless ``executor="dask"``).
     executor : ``"process"`` (spawned processes), ``"thread"`` or ``"dask"``.
-    import_tf : import TensorFlow once in each worker process at start-up.
+    import_tf : the tasks may use TensorFlow: its thread pools in worker processes are
+        sized like BLAS's (the tasks whose models need it import it; workers never do at start-up).
     describe : turns a task's rows into a short summary for its progress line.
     out : where progress lines go (default: print to stdout, flushed).
     error_log : file that receives the traceback of every failed task.
@@ -658,7 +660,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         from .dask_executor import run_on_dask
         try:
             run_on_dask(todo, finish, call=call_task, jobs=jobs, scheduler=scheduler, shared=shared, out=out,
-                        env=_worker_env(jobs))
+                        env=_worker_env(jobs, import_tf))
         except KeyboardInterrupt:
             report.interrupted = True
             out("interrupted: finished tasks are saved; rerun the same command to resume")
@@ -676,13 +678,12 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         report.seconds = time.perf_counter() - t_start
         return report
 
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    env = _worker_env(jobs)
+    env = _worker_env(jobs, import_tf)
 
     def new_pool():
         if executor == "process":
             return ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
-                                       initializer=_init_worker, initargs=(threads, import_tf))
+                                       initializer=_init_worker, initargs=(os.getpid(),))
         return ThreadPoolExecutor(max_workers=jobs)
 
     with _EnvPatch(env):
