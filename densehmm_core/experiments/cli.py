@@ -261,7 +261,7 @@ def _handler(args) -> int:
         print(f"error: {exc}")
         return 2
     return _run_guarded(run_comparison, csettings, out, jobs=jobs, executor=args.executor,
-                        run=not args.report_only, scheduler=args.scheduler,
+                        run=not args.report_only, args=args,
                         save_models=getattr(args, "save_models", False))
 
 
@@ -271,18 +271,41 @@ def _executor_options(sp) -> None:
                          "default: thread, measured faster here, see docs/PERFORMANCE.md) or a Dask "
                          "cluster (docs/DISTRIBUTED.md)")
     sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                    help="--executor dask: address of a running Dask scheduler, e.g. tcp://host:8786 "
-                         "(default: start a local cluster of --jobs worker processes)")
+                    help="--executor dask: address of a running Dask scheduler, tcp://HOST:PORT or "
+                         "tls://HOST:PORT; its results come back as pickles, so name only a cluster you "
+                         "trust (default: a local cluster of --jobs worker processes, private to this "
+                         "command: TLS with credentials made for the run, 127.0.0.1 only)")
+    for opt, what in (("--tls-ca-file", "the CA certificate that signed the scheduler's certificate"),
+                      ("--tls-cert", "this client's certificate, which may also hold its key"),
+                      ("--tls-key", "this client's private key")):
+        sp.add_argument(opt, metavar="PEM", default=None,
+                        help=f"--scheduler tls://...: {what} (default: Dask's distributed.comm.tls settings)")
+    sp.add_argument("--dashboard", action="store_true",
+                    help="--executor dask, local cluster: also serve Dask's dashboard on 127.0.0.1 "
+                         "(its address is printed; needs the bokeh package)")
     sp.add_argument("--save-models", action="store_true",
                     help="also save every run's model to DIR/models/RUN.h5 (with a remote cluster DIR "
                          "must be on storage the workers share)")
 
 
-def _run_guarded(fn, *a, **kw) -> int:
-    """Run a sweep; a Dask set-up problem (bad address, Dask missing) is one line, exit 2."""
+def _dask_target(args):
+    """The :class:`~.dask_executor.DaskTarget` of the Dask options (which need ``--executor dask``)."""
+    from .dask_executor import DaskTarget
+    given = [opt for opt, v in (("--scheduler", args.scheduler), ("--tls-ca-file", args.tls_ca_file),
+                                ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                                ("--dashboard", args.dashboard)) if v]
+    if given and args.executor != "dask":
+        raise ValueError(f"{given[0]} needs --executor dask")
+    return DaskTarget(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key, args.dashboard)
+
+
+def _run_guarded(fn, *a, args, **kw) -> int:
+    """Run a sweep; a Dask set-up problem (bad address or options, Dask missing) is one line, exit 2."""
     from .dask_executor import DaskMissingError, SchedulerError
-    if kw.get("scheduler") and kw.get("executor") != "dask":
-        print("error: --scheduler needs --executor dask", file=sys.stderr)
+    try:
+        kw["scheduler"] = _dask_target(args).check()
+    except (ValueError, SchedulerError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         return fn(*a, **kw)
@@ -437,6 +460,6 @@ def _sweep_handler(args) -> int:
         print(f"sweep: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} from {args.data}",
               flush=True)
     return _run_guarded(run_comparison, settings, args.out, jobs=jobs, executor=args.executor,
-                        run=not args.report_only, scheduler=args.scheduler,
+                        run=not args.report_only, args=args,
                         shared={"sequences": seqs, "n_symbols": m}, save_models=args.save_models,
                         quiet=bool(getattr(args, "quiet", False)))

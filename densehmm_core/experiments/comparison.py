@@ -40,8 +40,12 @@ import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .dask_executor import DaskTarget
 
 __all__ = ["ComparisonSettings", "PAPER_GRID", "MODELS", "run_one", "make_tasks", "summarize",
            "format_tables", "run_comparison", "COLUMNS"]
@@ -590,12 +594,13 @@ def check_size(s: "ComparisonSettings", m: int, tokens: int, jobs: int) -> None:
 
 
 def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "thread",
-                   quiet: bool = False, run: bool = True, scheduler: Optional[str] = None,
+                   quiet: bool = False, run: bool = True, scheduler: Union[None, str, "DaskTarget"] = None,
                    shared: Optional[dict] = None, save_models: bool = False) -> int:
     """Run (or resume) one comparison sweep into ``out``; returns an exit code.
 
-    ``executor``: ``"thread"``, ``"process"`` or ``"dask"`` (``scheduler``: an existing Dask
-    scheduler's address; none starts a local cluster of ``jobs`` workers).  ``shared``: the
+    ``executor``: ``"thread"``, ``"process"`` or ``"dask"`` (``scheduler``: a
+    :class:`~.dask_executor.DaskTarget` or an existing Dask scheduler's address; none starts a
+    local cluster of ``jobs`` workers).  ``shared``: the
     corpus of a ``"sweep"`` (``{"sequences", "n_symbols"}``), sent to the workers once.
     ``save_models``: every run also saves its model to ``out/models/`` (with a remote
     cluster that folder must be on storage the workers share).  Failed runs are listed in
@@ -677,7 +682,9 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
     else:
         tokens = sum(len(x) for x in seqs)
     try:
-        check_size(settings, m, tokens, 1 if scheduler else jobs)  # a remote cluster: its own memory per worker
+        from .dask_executor import DaskTarget
+        remote = executor == "dask" and DaskTarget.of(scheduler).address is not None
+        check_size(settings, m, tokens, 1 if remote else jobs)  # a remote cluster: its own memory per worker
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

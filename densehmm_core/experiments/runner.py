@@ -50,6 +50,10 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from .dask_executor import DaskTarget
 
 __all__ = ["Task", "ResultStore", "ResultFileError", "FolderLock", "FolderBusyError", "RunReport", "run_tasks",
            "call_task", "format_seconds", "EXECUTORS", "progress_bar", "file_fingerprint", "read_folder_file",
@@ -576,7 +580,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
               jobs: int = 1, executor: str = "process", import_tf: bool = False,
               describe: Optional[Callable[[List[dict]], str]] = None,
               out: Callable[[str], None] = None, error_log: Optional[Path] = None,
-              scheduler: Optional[str] = None, shared=None,
+              scheduler: Union[None, str, "DaskTarget"] = None, shared=None,
               failed_store: Optional["ResultStore"] = None) -> RunReport:
     """Run the unfinished tasks, ``jobs`` at a time, saving rows as tasks finish.
 
@@ -592,8 +596,8 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     describe : turns a task's rows into a short summary for its progress line.
     out : where progress lines go (default: print to stdout, flushed).
     error_log : file that receives the traceback of every failed task.
-    scheduler : ``executor="dask"`` only: address of an existing scheduler
-        (``tcp://host:8786``); ``None`` starts a local cluster of ``jobs`` workers.
+    scheduler : ``executor="dask"`` only: a :class:`~.dask_executor.DaskTarget` or the address of
+        an existing scheduler (``tls://host:8786``); ``None`` starts a local cluster of ``jobs`` workers.
     shared : an object passed to every task function as ``shared=`` (sent once).
     failed_store : where failed tasks are recorded as rows (their key columns,
         ``status="failed"`` and ``error``); a rerun retries them.
