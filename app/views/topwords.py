@@ -3,7 +3,8 @@ readable where an n x 10,000 emission heatmap is not (:class:`app.views.heatmap.
 switches to it).  Nothing here is about tagging."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+import contextlib
+from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
@@ -67,6 +68,32 @@ class TopWordsTable(QtWidgets.QWidget):
         # the title is part of exported figures: the hint to hover is in the tooltip only
         self.title.setText(f"Top {top} of {m} symbols per state, most probable first")
         self.table.setToolTip("Hover a word for its emission probability")
+
+    @contextlib.contextmanager
+    def figure_mode(self) -> Iterator[None]:
+        """While the table is exported (:mod:`app.export`): every column inside the figure.  When the
+        words are wider than the room, the columns share the width and long words end in "…" (a figure
+        cannot scroll: without this, the PNG of a words dashboard stopped after column 7)."""
+        t, header = self.table, self.table.horizontalHeader()
+        cols = t.columnCount()
+        room = t.viewport().width()
+        needed = sum(t.columnWidth(c) for c in range(cols))
+        if cols == 0 or needed <= room:
+            yield
+            return
+        widths = [t.columnWidth(c) for c in range(cols)]
+        header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
+        t.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        share = max(1, room // cols)
+        for c in range(cols):
+            t.setColumnWidth(c, share if c < cols - 1 else max(1, room - share * (cols - 1)))
+        try:
+            yield
+        finally:
+            t.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+            for c, w in enumerate(widths):
+                t.setColumnWidth(c, w)
+            header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
 
     def words(self) -> List[List[str]]:
         """The words listed, one list per state."""
