@@ -12,7 +12,7 @@ Concerns, one module each (mixed into :class:`MainWindow`):
 * ``app.window.jobs``: starting, following and showing jobs;
 * ``app.window.results``: model files, scoring, comparing, exporting models and figures;
 * ``app.window.sessions``: File > Save session / Open session;
-* ``app.window.dragdrop``: drag and drop.
+* ``app.window.dragdrop``: drag and drop (a controller object, ``self.drops``, not a mixin).
 
 The state (open data sets, jobs, the job shown, the selection, the form's values) is one
 :class:`app.state.AppState` (``self.state``); the window's controllers change it through its methods
@@ -48,7 +48,7 @@ from .state import AppState
 from .pyside_fix import ensure_none_survives
 from .views.dashboard import Dashboard
 from .window.data import DataSetsMixin
-from .window.dragdrop import DropMixin, local_paths
+from .window.dragdrop import DropFilter, local_paths
 from .window.jobs import JobsMixin
 from .window.menus import MenusMixin
 from .window.results import ResultsMixin
@@ -65,7 +65,7 @@ CLOSE_WAIT_S = 1.4
 NARROW_SCREEN = 1600
 
 
-class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, DropMixin, QMainWindow):
+class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, QMainWindow):
     """DenseHMM Studio's main window.
 
     Parameters
@@ -160,7 +160,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
 
         self._subscribe()
         self._build_actions()
-        self.install_drop_filter()
+        self.drops = DropFilter(self)   # files dropped anywhere on the window are opened
+        self.drops.install()
         self._restore_settings()
         self._refresh_recent()
         self.statusBar().showMessage("Ready — use the demo data set, open a file or drop files on the window.")
@@ -401,5 +402,5 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
             self._remote_sweeps.close_all()   # disconnect from Dask; a local cluster shuts down
         self.jobs.wait(CLOSE_WAIT_S)
         self.save_settings()
-        self.remove_drop_filter()
+        self.drops.remove()
         event.accept()
