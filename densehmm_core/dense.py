@@ -22,6 +22,10 @@ Two training schemes (``fit_method``):
     Baum-Welch with a gradient M-step: E-step counts from the inference engine,
     then ``mstep_steps`` Adam steps on ``-Q / n_tokens``, for at most ``n_iter``
     EM iterations; Adam's state persists across EM iterations.
+``"marginal"``
+    The direct fit: L-BFGS on ``-log p(X) / n_tokens + (l2/2) ||theta||^2`` (at most ``n_iter``
+    iterations); by the Fisher identity each evaluation is one E-step plus the closed-form
+    gradient of ``-Q`` (:mod:`densehmm_core.dense_marginal`).  EM's M-step takes the same ``l2``.
 
 See docs/DENSEHMM.md for the defaults, the presets (``"default"``, ``"paper"``)
 and how the tests pin the M-step loss down.
@@ -54,6 +58,7 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                  "init_method": "spectral", "init_scale": 0.2},
         "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 1e-6, "restarts": 1,
                "init_method": "spectral", "init_scale": 0.2},
+        "marginal": {"n_iter": 100, "tol": 1e-7, "restarts": 1, "init_method": "spectral", "init_scale": 0.2},
     },
     # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
     # loss with pi treated as a constant; EM with 25 Adam steps at lr 0.01 per M-step.
@@ -63,10 +68,12 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                  "init_method": "random", "init_scale": 1.0},
         "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 0.0, "restarts": 1,
                "init_method": "random", "init_scale": 1.0},
+        # not in the paper: its start and stopping rule, L-BFGS on the marginal likelihood
+        "marginal": {"n_iter": 100, "tol": 0.0, "restarts": 1, "init_method": "random", "init_scale": 1.0},
     },
 }
 
-FIT_METHODS = ("cooc", "em", "cooc_em")
+FIT_METHODS = ("cooc", "em", "cooc_em", "marginal")
 INIT_METHODS = ("random", "spectral")
 #: Above this many symbols the co-occurrence fit uses the sparse loss (``sparse_cooc=None``).
 SPARSE_COOC_MIN_SYMBOLS = 1000
@@ -170,7 +177,7 @@ class DenseHMM(BaseHMM):
         Embedding length ``l``.
     n_symbols : int, optional
         Number of observable symbols ``m`` (inferred from the data if not given).
-    fit_method : {"cooc", "em"}
+    fit_method : {"cooc", "em", "cooc_em", "marginal"}
         Training scheme used by :meth:`fit` (see the module docstring).
     seed : int, optional
         Seeds the standard-normal initialisation (restart ``r`` uses ``[seed, r]``).
@@ -187,7 +194,8 @@ class DenseHMM(BaseHMM):
     mstep_steps : int, optional
         EM only: Adam steps per M-step (on the engine's array module: :mod:`densehmm_core.dense_mstep`).
     n_iter : int, optional
-        EM only: maximum EM iterations (as ``StandardHMM``'s ``n_iter``).
+        EM: maximum EM iterations (as ``StandardHMM``'s ``n_iter``); marginal: maximum L-BFGS
+        iterations (each one E-step or more: the line search's trial points).
     tol : float, optional
         Cooc: stop the Adam phase when a chunk improves the loss by less than ``tol``
         (relative).  EM: stop when the relative change of the training log-likelihood is
@@ -230,8 +238,12 @@ class DenseHMM(BaseHMM):
         in their k-means starts.  Where the data cannot give a spectral start (no adjacent pairs,
         fewer symbols in pairs than states) the fit starts randomly and says so in its first
         event (``metrics["start"]``).
+    l2 : float
+        EM and marginal: weight of the L2 penalty ``(l2/2) ||theta||^2`` on all embeddings (features
+        included), added to EM's M-step loss ``-Q / n_tokens`` and to the direct fit's
+        ``-log p(X) / n_tokens``; 0 (the default): none.
     diagnostics_every : int
-        EM: the co-occurrence MAD and the test NLL every this many iterations (and on the first
+        EM and marginal: the co-occurrence MAD and the test NLL every this many iterations (and on the first
         and the last event; :data:`densehmm_core.em.DIAGNOSTICS_EVERY`).
     param_limit : float
         Divergence guard: an embedding entry beyond this magnitude (all softmaxes saturated
@@ -275,7 +287,7 @@ class DenseHMM(BaseHMM):
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
-                   "diagnostics_every")
+                   "diagnostics_every", "l2")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
@@ -284,6 +296,8 @@ class DenseHMM(BaseHMM):
         ModelType("dense_cooc", "dense", "cooc", "DenseHMM — direct co-occurrence", "Dense-cooc"),
         ModelType("dense_em", "dense", "em", "DenseHMM — EM (gradient M-step)", "Dense-EM"),
         ModelType("dense_cooc_em", "dense", "cooc_em", "DenseHMM — co-occurrence + EM", "Dense-cooc-EM"),
+        ModelType("dense_marginal", "dense", "marginal", "DenseHMM — direct likelihood fit (L-BFGS)",
+                  "Dense-marginal"),
     )
     hyper_params = (
         HyperParam("n_states", int, "States n", "Number of hidden states n.", low=1, flag="--states",
@@ -293,26 +307,29 @@ class DenseHMM(BaseHMM):
         HyperParam("n_symbols", int, "Symbols m", "Number of observable symbols m (from the data when not given).",
                    low=1, group="model"),
         HyperParam("fit_method", str, "Fit method", "Training scheme: direct co-occurrence fit, EM with a "
-                   "gradient M-step, or the co-occurrence fit followed by EM from it.", choices=FIT_METHODS,
+                   "gradient M-step, the co-occurrence fit followed by EM from it, or L-BFGS on the likelihood "
+                   "itself (marginal).", choices=FIT_METHODS,
                    flag="--method", group="model"),
         HyperParam("seed", int, "Seed", "Seeds the initialisation (restart r uses [seed, r]).", low=0,
                    group="model"),
         HyperParam("preset", str, "Settings", "Where options left unset come from: the measured defaults or "
                    "the paper's settings.", choices=tuple(PRESETS), group="model"),
         HyperParam("lr", float, "Learning rate", "Adam learning rate (cooc: start of the cosine schedule; em: "
-                   "the M-step's).", low=0, low_open=True, high=1e6, flag="--lr", metavar="RATE", form=True,
+                   "the M-step's).", methods=("cooc", "em", "cooc_em"), low=0, low_open=True, high=1e6, flag="--lr", metavar="RATE", form=True,
                    log=True),
         HyperParam("lr_final", float, "Final learning rate", "Learning rate at the end of the cosine schedule.",
                    methods=("cooc", "cooc_em"), low=0, low_open=True),
         HyperParam("cooc_steps", int, "Adam steps", "Maximum Adam steps of the co-occurrence fit.",
                    methods=("cooc", "cooc_em"), low=1, high=10_000_000, flag="--steps", metavar="K", form=True,
                    step=100),
-        HyperParam("n_iter", int, "EM iterations", "Maximum EM iterations.", methods=("em", "cooc_em"), low=1,
+        HyperParam("n_iter", int, "EM iterations", "Maximum EM iterations (marginal: L-BFGS iterations).",
+                   methods=("em", "cooc_em", "marginal"), low=1,
                    high=10_000_000, flag="--iter", metavar="K", form=True),
         HyperParam("mstep_steps", int, "Adam steps per M-step", "Adam steps per M-step.",
                    methods=("em", "cooc_em"), low=1, high=100_000, flag="--mstep-steps", metavar="K", form=True),
         HyperParam("tol", float, "Tolerance", "Early stopping: cooc, the relative loss improvement of a chunk; "
-                   "em, the relative change of the training log-likelihood, the rule of every EM fit (0: never).",
+                   "em and marginal, the relative change of the training log-likelihood, the rule of every EM fit "
+                   "(0: never).",
                    low=0, high=1,
                    flag="--tol", metavar="TOL", form=True, log=True),
         HyperParam("finish", str, "Finish", "Second-order finish after the Adam phase (Levenberg-Marquardt, "
@@ -357,8 +374,12 @@ class DenseHMM(BaseHMM):
         HyperParam("sparse_cooc", bool, "Sparse co-occurrence", "Co-occurrence fit on the observed pairs only "
                    "(default: above 1000 symbols or with symbol features).", methods=("cooc", "cooc_em")),
         HyperParam("diagnostics_every", int, "Diagnostics every", "EM: the co-occurrence MAD and the test NLL "
-                   "every this many iterations (and on the first and the last).", methods=("em", "cooc_em"),
-                   low=1, flag="--diagnostics-every", metavar="K"),
+                   "every this many iterations (and on the first and the last).",
+                   methods=("em", "cooc_em", "marginal"), low=1, flag="--diagnostics-every", metavar="K"),
+        HyperParam("l2", float, "L2 penalty", "Weight of the L2 penalty (l2/2)||theta||^2 on all embeddings, "
+                   "added to EM's M-step loss (-Q per token) and to the direct fit's NLL per token (0: none).",
+                   methods=("em", "cooc_em", "marginal"), low=0, high=1e6, flag="--l2", metavar="LAMBDA",
+                   form=True),
     )
 
     @classmethod
@@ -387,7 +408,8 @@ class DenseHMM(BaseHMM):
                  snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: Optional[float] = None,
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
-                 init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY) -> None:
+                 init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY,
+                 l2: float = 0.0) -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -418,6 +440,9 @@ class DenseHMM(BaseHMM):
         if int(diagnostics_every) < 1:
             raise ValueError("diagnostics_every must be >= 1")
         self.diagnostics_every = int(diagnostics_every)
+        if not (np.isfinite(l2) and float(l2) >= 0):
+            raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
+        self.l2 = float(l2)
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -679,7 +704,7 @@ class DenseHMM(BaseHMM):
                                           restarts=restarts)
         else:
             yield from self._iter_em(seqs, init=init, eval_seqs=eval_seqs, cancel=cancel,
-                                     restarts=restarts)
+                                     restarts=restarts, marginal=self.fit_method == "marginal")
 
     def _iter_cooc_em(self, seqs, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
         """"cooc then EM": the co-occurrence fit (its preset settings, ``restarts`` runs, the
@@ -875,14 +900,15 @@ class DenseHMM(BaseHMM):
         return analytic_cooc(None, self.transmat_, self.emissionprob_)
 
     # ........................................................... EM scheme
-    def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
-        h, nr, layout = self._prepare_fit(restarts, init, "em")
-        if int(h["n_iter"]) < 1 or int(h["mstep_steps"]) < 1:
+    def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts, marginal: bool = False) -> Iterator[ProgressEvent]:
+        h, nr, layout = self._prepare_fit(restarts, init, "marginal" if marginal else "em")
+        if int(h["n_iter"]) < 1 or int(h.get("mstep_steps", 1)) < 1:
             raise ValueError("n_iter and mstep_steps must be >= 1")
         eng = self._engine()
         self.device_used_ = eng.device_name
-        hooks = _DenseEM(self, layout, h, seqs, init, eng)
-        settings = EMSettings(n_iter=int(h["n_iter"]), tol=float(h["tol"]), phase="em", restarts=nr,
+        hooks = (_DenseMarginal if marginal else _DenseEM)(self, layout, h, seqs, init, eng)
+        settings = EMSettings(n_iter=int(h["n_iter"]), tol=float(h["tol"]), phase="marginal" if marginal else "em",
+                              restarts=nr,
                               snapshot_every=int(h["snapshot_every"]), diagnostics_every=self.diagnostics_every)
         yield from run_em(self, hooks, seqs, eval_seqs=eval_seqs, cancel=cancel, settings=settings)
 
@@ -896,7 +922,7 @@ class _DenseEM(EMHooks):
         from .dense_mstep import MStep
         self.model, self.layout, self.h, self.init = model, layout, h, init
         self.engine, self.backend = engine, engine.backend
-        self.mstep_ = MStep(layout, engine.backend)
+        self.mstep_ = MStep(layout, engine.backend, l2=model.l2)
         self.ntok = float(n_tokens(seqs))
         self.pairs = self.bounds = None
         if h["init_method"] == "spectral" and init:
@@ -938,3 +964,47 @@ class _DenseEM(EMHooks):
     def snapshot(self, state) -> dict:
         self.adopt(state)
         return self.model._snapshot()
+
+
+class _DenseMarginal(_DenseEM):
+    """``fit_method="marginal"`` in the one EM loop: the state is an L-BFGS iterate
+    (:class:`densehmm_core.dense_marginal.Point`), the "M-step" one L-BFGS iteration on
+    ``-log p(X)/N + (l2/2)||theta||^2`` whose trial points are E-steps; the accepted point keeps its
+    counts, so the loop's E-step after it costs nothing.  The event ``loss`` is that objective."""
+
+    def __init__(self, model: DenseHMM, layout, h: dict, seqs, init: bool, engine) -> None:
+        from .dense_marginal import MarginalLBFGS
+        super().__init__(model, layout, h, seqs, init, engine)
+        self.lbfgs = MarginalLBFGS(self.mstep_, engine, self.ntok)
+        self.data = None
+
+    def start(self, restart: int):
+        from .dense_marginal import Point
+        return Point(super().start(restart)[0])
+
+    def matrices(self, state):
+        with self.engine.compute():
+            return self.mstep_.matrices(state.theta)
+
+    def estep(self, engine, state, data, want_stats: bool):
+        self.data = data
+        if state.f is None:
+            with engine.compute():
+                self.lbfgs.evaluate(state, data)
+        return state.stats, state.ll
+
+    def mstep(self, state, stats, it: int):
+        from .dense_mstep import STATUS_LIMIT, STATUS_NONFINITE
+        if state.g is None:
+            self.adopt(state)
+            raise TrainingDiverged(self.model._diverged_msg(STATUS_NONFINITE, it, "L-BFGS"))
+        with self.engine.compute():
+            new = self.lbfgs.step(state, self.data)
+            amax = float(self.backend.to_host(self.backend.xp.max(self.backend.xp.abs(new.theta))))
+        if not amax <= self.model.param_limit:
+            self.adopt(state)
+            raise TrainingDiverged(self.model._diverged_msg(STATUS_LIMIT, it, "L-BFGS"))
+        return new, new.f
+
+    def adopt(self, state) -> None:
+        self.model._adopt(self.backend.to_host(state.theta), self.layout, stationary=False)

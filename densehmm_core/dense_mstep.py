@@ -12,6 +12,9 @@ j), ``E`` (emissions) and a normaliser ``N`` (the token count)::
     A = softmax_rows(Z U^T),  B = softmax_rows(W V^T),  pi = softmax(U z_start),
     V = V_own + S feature_V   (S: the 0/1 symbol x feature incidence; no features: V = V_own)
 
+plus the L2 penalty ``(l2/2) ||theta||^2`` over all embeddings (features included; ``l2 = 0``: none),
+whose gradient ``l2 theta`` is added to the one below.
+
 For one softmax row with logits ``x`` and counts ``c``, ``d(-sum_k c_k log softmax(x)_k)/dx =
 (sum_k c_k) softmax(x) - c``.  With ``G_A = (C 1) * A - C``, ``g_pi = (sum c) pi - c`` and
 ``G_B = (E 1) * B - E`` (each divided by ``N``), the chain rule through the kernels gives::
@@ -56,9 +59,14 @@ class MStep:
         Packing of ``theta`` (with symbol features: their incidence ``layout.features``).
     backend : densehmm_core.engine.backend.ArrayBackend
         Where the arrays live (the E-step engine's backend).
+    l2 : float
+        Weight of the L2 penalty ``(l2/2) ||theta||^2`` added to the loss (0: none).
     """
 
-    def __init__(self, layout, backend) -> None:
+    def __init__(self, layout, backend, l2: float = 0.0) -> None:
+        if not (np.isfinite(l2) and l2 >= 0):
+            raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
+        self.l2 = float(l2)
         self.layout = layout
         self.backend = backend
         self.xp = xp = backend.xp
@@ -172,6 +180,9 @@ class MStep:
         gV[...] = T.T
         if self.nf:
             g[c[5]:c[6]].reshape(self.nf, l)[...] = self.ST @ gV
+        if self.l2:
+            q -= 0.5 * self.l2 * xp.vdot(theta, theta)
+            g += self.l2 * theta
         return -q, g
 
     def loss(self, theta, c_start, c_trans, c_emit, norm: float) -> float:
@@ -185,7 +196,7 @@ class MStep:
             return xp.vdot(C, X) - C.sum(axis=1) @ lse
 
         q = term(Z @ U.T, c_trans) + term((U @ zs)[None, :], c_start[None, :]) + term(W @ V.T, c_emit)
-        return float(-q / float(norm))
+        return float(-q / float(norm) + 0.5 * self.l2 * xp.vdot(theta, theta))
 
     # ------------------------------------------------------------------ Adam
     def zeros(self) -> AdamMoments:
