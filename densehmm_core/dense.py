@@ -280,6 +280,8 @@ class DenseHMM(BaseHMM):
         ``vocabulary`` is the feature vocabulary; ``embeddings_["feature_V"]`` the feature vectors).
     device_used_ : str
         The TensorFlow device of the last fit.
+    evaluations_ : int
+        E-steps of the last ``fit_method="marginal"`` fit (all restarts, line-search trials included).
     """
 
     kind = "dense"
@@ -315,8 +317,8 @@ class DenseHMM(BaseHMM):
         HyperParam("preset", str, "Settings", "Where options left unset come from: the measured defaults or "
                    "the paper's settings.", choices=tuple(PRESETS), group="model"),
         HyperParam("lr", float, "Learning rate", "Adam learning rate (cooc: start of the cosine schedule; em: "
-                   "the M-step's).", methods=("cooc", "em", "cooc_em"), low=0, low_open=True, high=1e6, flag="--lr", metavar="RATE", form=True,
-                   log=True),
+                   "the M-step's).", methods=("cooc", "em", "cooc_em"), low=0, low_open=True, high=1e6, flag="--lr",
+                   metavar="RATE", form=True, log=True),
         HyperParam("lr_final", float, "Final learning rate", "Learning rate at the end of the cosine schedule.",
                    methods=("cooc", "cooc_em"), low=0, low_open=True),
         HyperParam("cooc_steps", int, "Adam steps", "Maximum Adam steps of the co-occurrence fit.",
@@ -458,6 +460,7 @@ class DenseHMM(BaseHMM):
         self.device_used_: Optional[str] = None
         self.seed_used_: Optional[int] = None
         self.restart_losses_: list = []
+        self.evaluations_ = 0
 
     # ------------------------------------------------------------ settings
     def hyper(self, method: Optional[str] = None) -> dict:
@@ -900,7 +903,8 @@ class DenseHMM(BaseHMM):
         return analytic_cooc(None, self.transmat_, self.emissionprob_)
 
     # ........................................................... EM scheme
-    def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts, marginal: bool = False) -> Iterator[ProgressEvent]:
+    def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts,
+                 marginal: bool = False) -> Iterator[ProgressEvent]:
         h, nr, layout = self._prepare_fit(restarts, init, "marginal" if marginal else "em")
         if int(h["n_iter"]) < 1 or int(h.get("mstep_steps", 1)) < 1:
             raise ValueError("n_iter and mstep_steps must be >= 1")
@@ -977,6 +981,7 @@ class _DenseMarginal(_DenseEM):
         super().__init__(model, layout, h, seqs, init, engine)
         self.lbfgs = MarginalLBFGS(self.mstep_, engine, self.ntok)
         self.data = None
+        model.evaluations_ = 0
 
     def start(self, restart: int):
         from .dense_marginal import Point
@@ -991,6 +996,7 @@ class _DenseMarginal(_DenseEM):
         if state.f is None:
             with engine.compute():
                 self.lbfgs.evaluate(state, data)
+            self.model.evaluations_ = self.lbfgs.evaluations
         return state.stats, state.ll
 
     def mstep(self, state, stats, it: int):
@@ -1000,6 +1006,7 @@ class _DenseMarginal(_DenseEM):
             raise TrainingDiverged(self.model._diverged_msg(STATUS_NONFINITE, it, "L-BFGS"))
         with self.engine.compute():
             new = self.lbfgs.step(state, self.data)
+            self.model.evaluations_ = self.lbfgs.evaluations
             amax = float(self.backend.to_host(self.backend.xp.max(self.backend.xp.abs(new.theta))))
         if not amax <= self.model.param_limit:
             self.adopt(state)

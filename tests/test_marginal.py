@@ -115,7 +115,8 @@ def test_em_with_l2_shrinks_the_embeddings():
     seqs = _synthetic(4, n_seq=30)
     norms = []
     for l2 in (0.0, 0.5):
-        m = DenseHMM(3, 2, n_symbols=6, fit_method="em", seed=2, n_iter=20, lr=0.05, l2=l2, engine="numpy", device="cpu")
+        m = DenseHMM(3, 2, n_symbols=6, fit_method="em", seed=2, n_iter=20, lr=0.05, l2=l2, engine="numpy",
+                     device="cpu")
         m.fit(seqs)
         norms.append(sum(float(np.sum(v * v)) for v in m.embeddings_.values()))
     assert norms[1] < 0.5 * norms[0], norms
@@ -209,3 +210,39 @@ def test_restarts_keep_the_best_run():
     assert len(m.restart_losses_) == 3
     assert -m.score(seqs) == pytest.approx(min(m.restart_losses_), rel=1e-12)
     assert evs[-1].metrics["restart"] == int(np.argmin(m.restart_losses_))
+
+
+def test_pos_induction_spectral_clusters_and_direct_fit_rows(tmp_path):
+    """``reproduce pos-induction``: the spectral-clusters row tags each word by the argmax of the very
+    start a spectral DenseHMM fit of the same seed begins from (its first event's emissions), and
+    the dense-marginal row's scores and E-step count are those of the same model fitted directly."""
+    import argparse
+    import csv
+    from pathlib import Path
+
+    from densehmm_core.data import load
+    from densehmm_core.experiments.cli import add_reproduce_parser
+    from densehmm_core.metrics import tagging_scores
+    words = Path(__file__).parent / "fixtures" / "data" / "words.conllu"
+    out = tmp_path / "pos"
+    p = argparse.ArgumentParser(prog="densehmm")
+    add_reproduce_parser(p.add_subparsers(dest="command"))
+    args = p.parse_args(["reproduce", "pos-induction", "--data", str(words), "--out", str(out), "--quick",
+                         "--models", "spectral-clusters,dense-marginal", "--dims", "3", "--seeds", "1",
+                         "--iterations", "4", "--l2", "0.001"])
+    assert args.func(args) == 0
+    with open(out / "pos_induction_runs.csv", newline="", encoding="utf-8") as fh:
+        rows = {r["model"]: r for r in csv.DictReader(fh)}
+    corpus = load(words, observe="words", lowercase=True, min_count=1)
+    n = corpus.n_tags
+    m = DenseHMM(n, 3, n_symbols=corpus.n_symbols, fit_method="marginal", n_iter=4, tol=0.0, seed=0, l2=0.001,
+                 init_scale=0.2, init_method="spectral")
+    evs = list(m.iter_fit(corpus))
+    B0 = evs[0].params["emissionprob"]
+    start = tagging_scores([B0.argmax(axis=0)[s] for s in corpus.sequences], corpus.tags, n_states=n, n_tags=n)
+    assert float(rows["spectral-clusters"]["m1"]) == pytest.approx(start["m1"], abs=1e-15)
+    assert int(rows["spectral-clusters"]["e_steps"]) == 0
+    fitted = tagging_scores(m.predict(corpus.sequences), corpus.tags, n_states=n, n_tags=n)
+    assert float(rows["dense-marginal"]["m1"]) == pytest.approx(fitted["m1"], abs=1e-15)
+    assert int(rows["dense-marginal"]["e_steps"]) == m.evaluations_ >= 5
+    assert "| dense-marginal | 3 | 1 |" in (out / "pos_induction_table.md").read_text()

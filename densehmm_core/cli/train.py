@@ -347,7 +347,7 @@ def _apply_overrides(model, args) -> None:
         for opt in ("lr", "tol"):
             if getattr(args, opt) is not None:
                 changes[opt] = getattr(args, opt)
-        if method == "em":
+        if method in ("em", "marginal"):
             changes["n_iter"] = args.iter if args.iter is not None else max(1, int(cfg["n_iter"]) - done)
             flags: Tuple[Tuple[str, str], ...] = (("mstep_steps", "mstep_steps"),)
         else:
@@ -363,5 +363,5 @@ def _apply_overrides(model, args) -> None:
 
 def _iterations_done(model) -> int:
     """EM / Baum-Welch iterations recorded in the history (records with step > 0, over all resumes)."""
-    return sum(1 for r in model.history_
-               if isinstance(r.get("step"), int) and r["step"] > 0 and r.get("phase") in ("baum-welch", "em"))
+    return sum(1 for r in model.history_ if isinstance(r.get("step"), int) and r["step"] > 0
+               and r.get("phase") in ("baum-welch", "em", "marginal"))

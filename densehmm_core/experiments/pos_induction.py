@@ -17,6 +17,16 @@ Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
                     written* (not lower-cased: the lower-cased form is one of the features)
 ``dense-direct``    DenseHMM co-occurrence fit (sparse loss), lower-cased words
 ``cooc-em``         co-occurrence fit, then DenseHMM-EM from it (``fit_method="cooc_em"``)
+``dense-marginal``  DenseHMM fit directly on the likelihood by L-BFGS (``fit_method="marginal"``,
+                    ``n_iter`` L-BFGS iterations, each one E-step or more), lower-cased words
+``dense-marginal-feat``  the same with orthographic symbol features (words as written)
+``spectral-clusters``  no HMM training: each word tagged by the argmax over states of the spectral
+                    start's emission column ``B[:, w]`` (restart 0 of seed ``seed``, embedding
+                    length l): the start every spectral model begins from, scored alone
+
+``l2`` (default 0) is the L2 penalty of every DenseHMM's objective (EM's M-step and the direct
+fit alike).  Rows record ``e_steps``: the E-steps of the fit (EM: ``n_iter + 1``; the direct
+fit: every line-search trial point), for comparing CPU time per E-step.
 
 DenseHMMs start as ``init_method`` says (default ``"spectral"``: ``V`` and ``W`` from the
 training text's context counts, :mod:`densehmm_core.spectral`; ``"random"``: normal
@@ -42,15 +52,16 @@ import numpy as np
 
 __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "format_table", "run_pos_induction"]
 
-MODELS = ("baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct", "cooc-em")
+MODELS = ("spectral-clusters", "baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct",
+          "cooc-em", "dense-marginal", "dense-marginal-feat")
 INIT_METHODS = ("spectral", "random")
 #: settings a resumed run must share with the runs already in its folder (the data and extra
 #: files by their content: size and SHA-256, never by their names)
 RESUME_KEYS = ("data_fingerprint", "extra_fingerprints", "n_states", "n_iter", "steps", "lr", "init_scale",
-               "init_method", "max_sequences", "quick")
+               "init_method", "max_sequences", "quick", "l2")
 KEY = ("model", "dim", "seed")
 COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
-                 "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason")
+                 "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason", "e_steps")
 
 
 @dataclass
@@ -69,6 +80,7 @@ class PosSettings:
     lr: float = 0.01
     init_scale: float = 0.2              # std of the initial embeddings (DenseHMM default 1.0; see docs/RESULTS.md)
     init_method: str = "spectral"        # how the DenseHMMs start (densehmm_core.spectral) or "random"
+    l2: float = 0.0                      # L2 penalty of the DenseHMMs' objectives (EM and direct fit)
     max_sequences: Optional[int] = None
     quick: bool = False
     direct_dims: Tuple[int, ...] = field(default=())  # l of the cooc-based models (default: dims)
@@ -129,11 +141,17 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
                                 init_method="spectral" if model == "baum-welch-spectral" else "random")
     base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed, init_scale=s.init_scale,
                                 init_method=s.init_method)
-    em: Dict[str, Any] = dict(n_iter=s.n_iter, mstep_steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9)
+    em: Dict[str, Any] = dict(n_iter=s.n_iter, mstep_steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9,
+                              l2=s.l2)
+    marginal: Dict[str, Any] = dict(fit_method="marginal", n_iter=s.n_iter, tol=0.0, snapshot_every=10 ** 9, l2=s.l2)
     if model == "dense-em":
         return "dense", dict(base, fit_method="em", **em)
     if model == "dense-em-feat":
         return "dense", dict(base, fit_method="em", symbol_features="orthographic", **em)
+    if model == "dense-marginal":
+        return "dense", dict(base, **marginal)
+    if model == "dense-marginal-feat":
+        return "dense", dict(base, symbol_features="orthographic", **marginal)
     if model == "dense-direct":
         kw: Dict[str, Any] = dict(cooc_steps=100, finish_steps=50) if s.quick else {}
         return "dense", dict(base, fit_method="cooc", sparse_cooc=True, snapshot_every=10 ** 9, **kw)
@@ -147,26 +165,49 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
     """Train one model and score it: one result row."""
     from ..metrics import tagging_scores
     s = PosSettings.from_dict(settings)
-    corpus = _load(s, lowercase=(model != "dense-em-feat"))
+    corpus = _load(s, lowercase=not model.endswith("-feat"))
     n = s.n_states or corpus.n_tags
-    from ..registry import model_from_config
-    est = model_from_config(*model_config(s, model, dim, n, seed))
-    cpu0, wall0 = time.process_time(), time.perf_counter()
-    est.fit(corpus)
-    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     gold = corpus.labelled()
-    scores = tagging_scores(est.predict(gold.sequences), gold.tags, n_states=n, n_tags=corpus.n_tags)
+    if model == "spectral-clusters":
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        est = spectral_start(corpus.sequences, n, dim, corpus.n_symbols, seed, s.init_scale)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        cols = est.emissionprob_.argmax(axis=0)
+        pred = [cols[np.asarray(x)] for x in gold.sequences]
+        e_steps = 0
+    else:
+        from ..registry import model_from_config
+        est = model_from_config(*model_config(s, model, dim, n, seed))
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        est.fit(corpus)
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        pred = est.predict(gold.sequences)
+        e_steps = est.evaluations_ if "marginal" in model else (0 if model == "dense-direct" else s.n_iter + 1)
+    scores = tagging_scores(pred, gold.tags, n_states=n, n_tags=corpus.n_tags)
     nll = -est.score(corpus.sequences) / corpus.n_tokens
     return [{"model": model, "dim": dim, "seed": seed, "n_states": n, "n_symbols": corpus.n_symbols,
              "n_tokens": corpus.n_tokens, "n_iter": s.n_iter, "m1": scores["m1"],
              "one_to_one": scores["one_to_one"], "v_measure": scores["v_measure"], "train_nll": nll,
-             "fit_cpu_s": cpu, "fit_wall_s": wall, "stop_reason": getattr(est, "stop_reason_", "")}]
+             "fit_cpu_s": cpu, "fit_wall_s": wall, "stop_reason": getattr(est, "stop_reason_", ""),
+             "e_steps": e_steps}]
+
+
+def spectral_start(seqs, n: int, dim: int, m: int, seed: int, init_scale: float):
+    """A DenseHMM holding the spectral start a spectral DenseHMM fit of ``seed`` begins from (restart
+    0: the same random stream), untrained."""
+    from ..cooc_sparse import pair_counts
+    from ..dense import DenseHMM
+    from ..spectral import boundary_counts, spectral_embeddings
+    emb = spectral_embeddings(pair_counts(seqs, m), n, dim, np.random.default_rng([int(seed), 0]), init_scale,
+                              bounds=boundary_counts(seqs, m))
+    return DenseHMM(n, dim, n_symbols=m, seed=seed).set_embeddings(emb, start_mode="embedding")
 
 
 def make_tasks(s: PosSettings):
     from .runner import Task
     cost = {"baum-welch": 1.0, "baum-welch-spectral": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5,
-            "dense-direct": 1.5, "cooc-em": 3.0}
+            "dense-direct": 1.5, "cooc-em": 3.0, "dense-marginal": 1.5, "dense-marginal-feat": 2.0,
+            "spectral-clusters": 0.1}
     tasks = []
     for model in s.models:
         for dim in s.model_dims(model):
@@ -193,30 +234,36 @@ def summarize(rows: Sequence[dict]) -> List[dict]:
     order = {m: i for i, m in enumerate(MODELS)}
     for (model, dim), rs in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 99), kv[0][1])):
         row = {"model": model, "dim": dim, "runs": len(rs)}
-        for col in ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit_wall_s"):
-            v = np.array([float(r[col]) for r in rs])
+        for col in ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit_wall_s", "e_steps"):
+            v = np.array([float(r.get(col) or 0) for r in rs])
             row[col + "_mean"] = float(v.mean())
             row[col + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
         out.append(row)
     return out
 
 
+def per_estep(r: dict) -> str:
+    """Mean fit CPU seconds per E-step of a summary row ("-" without E-steps)."""
+    return f"{r['fit_cpu_s_mean'] / r['e_steps_mean']:.3f}" if r.get("e_steps_mean") else "-"
+
+
 def format_table(summary: Sequence[dict]) -> str:
     """A Markdown table: mean +- std over seeds."""
-    head = ("| model | l | runs | M-1 | 1-1 | V-measure | train NLL / token | fit CPU s |\n"
-            "|---|---|---|---|---|---|---|---|")
+    head = ("| model | l | runs | M-1 | 1-1 | V-measure | train NLL / token | fit CPU s | E-steps | CPU s / E-step |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in summary:
         def ms(c, d=3):
             return f"{r[c + '_mean']:.{d}f} ± {r[c + '_std']:.{d}f}"
         lines.append(f"| {r['model']} | {r['dim'] or '-'} | {r['runs']} | {ms('m1')} | {ms('one_to_one')} | "
-                     f"{ms('v_measure')} | {ms('train_nll', 2)} | {r['fit_cpu_s_mean']:.1f} |")
+                     f"{ms('v_measure')} | {ms('train_nll', 2)} | {r['fit_cpu_s_mean']:.1f} | "
+                     f"{r['e_steps_mean']:.0f} | {per_estep(r)} |")
     return "\n".join(lines)
 
 
 #: Most runs one pos-induction folder may have (models x dims x seeds).
 MAX_RUNS = 100_000
-INT_COLUMNS = ("dim", "seed", "n_states", "n_symbols", "n_tokens", "n_iter")
+INT_COLUMNS = ("dim", "seed", "n_states", "n_symbols", "n_tokens", "n_iter", "e_steps")
 FLOAT_COLUMNS = ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit_wall_s")
 
 
