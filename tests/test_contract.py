@@ -180,10 +180,11 @@ def test_shared_maths_against_hand_computed_values():
 
 # ------------------------------------------------------------------ the app's form mapping
 FORM_VALUES = {"lr": 0.0123, "cooc_steps": 77, "n_iter": 78, "mstep_steps": 9, "tol": 1e-5, "restarts": 3,
-               "init_method": "spectral", "init_scale": 0.25, "emission_pseudocount": 0.125}
+               "init_method": "spectral", "init_scale": 0.25, "emission_pseudocount": 0.125, "l2": 0.0625}
 
 
-@pytest.mark.parametrize("kind", ["dense_cooc", "dense_em", "dense_cooc_em", "standard", "standard_fair"])
+@pytest.mark.parametrize("kind", ["dense_cooc", "dense_em", "dense_cooc_em", "dense_marginal", "standard",
+                                  "standard_fair"])
 def test_every_form_field_sets_its_option_explicitly(kind):
     """Each form field is one constructor option (the core's metadata names it); the built model carries
     exactly the form's values for the options its estimator and fit method use, and no other."""
@@ -238,11 +239,13 @@ def test_form_defaults_are_the_core_presets(preset):
     """The form's defaults of a model type are what its estimator trains with when nothing is set
     (the oracle: the estimator's own get_config, which resolves the preset)."""
     from app.modelspec import type_defaults
-    per_method = {"cooc": ("cooc_steps",), "em": ("n_iter", "mstep_steps"), "cooc_em": ("n_iter", "mstep_steps")}
-    for kind, method in (("dense_cooc", "cooc"), ("dense_em", "em"), ("dense_cooc_em", "cooc_em")):
+    per_method = {"cooc": ("lr", "cooc_steps"), "em": ("lr", "n_iter", "mstep_steps"),
+                  "cooc_em": ("lr", "n_iter", "mstep_steps"), "marginal": ("n_iter", "l2")}
+    for kind, method in (("dense_cooc", "cooc"), ("dense_em", "em"), ("dense_cooc_em", "cooc_em"),
+                         ("dense_marginal", "marginal")):
         d = type_defaults(kind, preset)
         cfg = DenseHMM(2, 2, fit_method=method, preset=preset).get_config()
-        for name in ("lr", "tol", "restarts", "init_method", "init_scale") + per_method[method]:
+        for name in ("tol", "restarts", "init_method", "init_scale") + per_method[method]:
             assert d[name] == cfg[name], (kind, name)
     cfg = StandardHMM(2).get_config()
     keys = ("n_iter", "tol", "init_method", "emission_pseudocount")
