@@ -246,3 +246,25 @@ def test_pos_induction_spectral_clusters_and_direct_fit_rows(tmp_path):
     assert float(rows["dense-marginal"]["m1"]) == pytest.approx(fitted["m1"], abs=1e-15)
     assert int(rows["dense-marginal"]["e_steps"]) == m.evaluations_ >= 5
     assert "| dense-marginal | 3 | 1 |" in (out / "pos_induction_table.md").read_text()
+
+
+def test_cli_trains_saves_and_resumes_the_direct_fit(tmp_path):
+    """``train --method marginal --l2``: the options reach the saved configuration; ``--resume``
+    continues from the saved embeddings for ``--iter`` more L-BFGS iterations."""
+    from densehmm_core.cli import main
+    from densehmm_core.modelfile import load_model
+    out = str(tmp_path / "m.h5")
+    assert main(["train", "demo", "--states", "3", "--dim", "2", "--method", "marginal", "--l2", "0.01",
+                 "--iter", "3", "--device", "cpu", "--out", out, "--name", "mg", "--quiet"]) == 0
+    first = load_model(out, "mg")
+    cfg = first.get_config()
+    assert cfg["fit_method"] == "marginal" and cfg["l2"] == 0.01 and cfg["n_iter"] == 3
+    assert [r["step"] for r in first.history_] == [0, 1, 2, 3]
+    assert main(["train", "demo", "--out", out, "--name", "mg", "--resume", "--iter", "2", "--quiet"]) == 0
+    resumed = load_model(out, "mg")
+    n0 = len(first.history_)
+    assert resumed.history_[:n0] == first.history_
+    assert resumed.history_[n0]["train_ll"] == pytest.approx(first.history_[-1]["train_ll"], rel=1e-10)
+    assert len(resumed.history_) == n0 + 3 and resumed.history_[-1]["loss"] <= first.history_[-1]["loss"]
+    assert main(["train", "demo", "--states", "3", "--dim", "2", "--method", "marginal", "--lr", "0.1",
+                 "--out", out, "--quiet"]) == 2
