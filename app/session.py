@@ -376,7 +376,7 @@ def save_session(path: str, items: List[tuple], progress: Optional[Callable[[int
                         "metrics": {k: v for k, v in (metrics or {}).items()
                                     if isinstance(v, (int, float)) and not isinstance(v, bool)},
                         "trained_utc": job.finished_utc, "notes": session_notes(job)})
-    return modelfile.save_models(path, entries, progress=progress)
+    return modelfile.save_models(path, entries, progress=progress, compress=False)
 
 
 # ------------------------------------------------------------------ reading
@@ -397,31 +397,30 @@ def _entry(path: str, index: int, info: dict, model) -> SessionJob:
                       score_text=n.get("score_text", ""), dataset=n.get("dataset"))
 
 
-def _needed_bytes(info: dict) -> int:
-    """Memory one job needs once read (arrays as float64, history values as Python objects)."""
+def _needed_bytes(summary: dict) -> int:
+    """Memory one job's arrays need once read (float64; the vocabulary as Python strings), from
+    its model's attributes (:func:`densehmm_core.modelfile.model_summaries`); values that are
+    not sizes count 0 here (the model's own read refuses them)."""
     from densehmm_core.modelfile import HISTORY_VALUE_BYTES
-    n = 0
-    for shape in (info.get("arrays") or {}).values():
-        k = 8
-        for d in shape:
-            k *= int(d)
-        n += k
-    n += int(info.get("history_length") or 0) * 16 * HISTORY_VALUE_BYTES
-    n += len(info.get("vocabulary") or ()) * HISTORY_VALUE_BYTES
-    return n
+
+    def size(key):
+        v = summary.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2 ** 40 else 0
+    n, m, l = size("n_states"), size("n_symbols"), size("dim")
+    return 8 * (n + n * n + n * m + 3 * n * l + m * l + l) + m * HISTORY_VALUE_BYTES
 
 
 def load_session(path: str, progress: Optional[Callable[[int, int], None]] = None,
                  cancel: Optional[threading.Event] = None) -> Session:
     """Read and check a session file (runs on a background thread).
 
-    1. The job count (at most :data:`MAX_JOBS`), every job's notes (:data:`NOTES_SCHEMA`)
-       and the memory all jobs need together (the core's budget) are checked from one read
-       without arrays; the first problem raises :class:`SessionError` naming the job and
-       the field.
+    1. The job count (at most :data:`MAX_JOBS`) and the memory all jobs' arrays need together
+       (the core's budget) are checked from the models' attributes, before any array is read.
     2. The models are read in batches (each in the core's forked, capped, time-limited
-       reader); ``progress(jobs read, jobs)`` after each and ``cancel`` (a
-       ``threading.Event``) honoured between them (:class:`SessionCancelled`).
+       reader) and every job's notes checked (:data:`NOTES_SCHEMA`): the first bad field
+       raises :class:`SessionError` naming the job and the field.  ``progress(jobs read,
+       jobs)`` after each batch; ``cancel`` (a ``threading.Event``) is honoured between
+       batches (:class:`SessionCancelled`).
 
     Raises ModelFileError for what the core's reader refuses.  Nothing is half-returned.
     """
@@ -438,11 +437,7 @@ def load_session(path: str, progress: Optional[Callable[[int, int], None]] = Non
             raise SessionCancelled(spath)
 
     check_cancel()
-    infos = modelfile.read_model_infos(spath, arrays=False, history=False)
-    need = 0
-    for i, info in enumerate(infos):
-        _entry(spath, i, info, None)   # the first bad field, before any array is read
-        need += _needed_bytes(info)
+    need = sum(_needed_bytes(summary) for summary in modelfile.model_summaries(spath))
     budget = modelfile.memory_budget()
     if need > budget:
         raise SessionError(spath, f"too large: its {len(names):,} jobs need {need / 1e9:.3g} GB of memory, more "

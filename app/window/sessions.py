@@ -12,7 +12,7 @@ import os
 import threading
 from typing import Callable, Dict, List, Optional
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
 
 from .. import tasks
@@ -21,7 +21,7 @@ from ..jobs import Job, JobState
 from ..session import DataRef, Session, SessionCancelled, SessionJob, load_session, save_session, sweep_number
 from .results import _safe_name, job_metrics
 
-__all__ = ["SessionsMixin", "restored_event"]
+__all__ = ["SessionsMixin", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
 
 
 def restored_event(job: Job):
@@ -41,6 +41,42 @@ def restored_event(job: Job):
     return ProgressEvent(step=job.step, total=job.total, phase=str(last.get("phase") or ""), loss=num("loss"),
                          train_ll=num("train_ll"), test_ll=num("test_ll"), metrics=metrics, done=True,
                          reason=job.reason, elapsed=job.elapsed)
+
+
+#: jobs added to the Jobs panel per turn of the event loop while a session is restored
+ADD_CHUNK = 25
+#: the first restored job waits this long for its data set before it is drawn without it
+SHOW_WITHOUT_DATA_MS = 1500
+
+
+def restored_job(path: str, sj: SessionJob) -> Job:
+    """The app's job of one session entry (a plain object: built off the GUI thread)."""
+    job = Job(sj.name, sj.model, None, None, device=sj.device, sweep=sj.sweep, spec=sj.spec or None)
+    job.state = JobState(sj.state)
+    job.reason = sj.reason or f"restored from {os.path.basename(path)}"
+    hist = job.history
+    elapsed = sj.elapsed_s
+    if elapsed is None and hist and isinstance(hist[-1].get("elapsed"), (int, float)):
+        elapsed = float(hist[-1]["elapsed"])      # a plain model: its training time as recorded
+    if elapsed is not None:
+        job.started_at, job.finished_at = 0.0, float(elapsed)
+    job.scores = dict(sj.scores)
+    job.score_text = sj.score_text
+    if hist:
+        job.step = int(hist[-1].get("step") or 0)
+    if sj.step is not None:                        # sessions written before had no step/total
+        job.step = sj.step
+    if sj.total is not None:
+        job.total = sj.total                       # the progress bar shows "30/30", as before saving
+    job.last_params = sj.model.arrays()["params"]
+    job.last_event = restored_event(job)
+    if sj.dataset is not None:
+        job.dataset_name = sj.dataset.name
+    return job
+
+
+def restored_jobs(session: Session) -> List[Job]:
+    return [restored_job(session.path, sj) for sj in session.jobs]
 
 
 class SessionsMixin:
@@ -120,8 +156,8 @@ class SessionsMixin:
 
     def open_session(self, path: str, on_done: Optional[Callable[[List[Job]], None]] = None) -> None:
         """Restore a session: read and check it off the GUI thread (progress, Cancel), then add
-        all its jobs at once (or none: a bad file is one dialog naming the first bad field);
-        the data files it names are read again if the user confirms."""
+        its jobs (all or none: a bad file is one dialog naming the first bad field); the data
+        files it names are read again if the user confirms.  ``on_done(jobs)`` once restored."""
         path = os.path.abspath(path)
         cancel = threading.Event()
         name = os.path.basename(path)
@@ -133,12 +169,10 @@ class SessionsMixin:
             dlg.setValue(done)
             dlg.setLabelText(f"Reading {name}: {done} of {total} job(s)")
 
-        def done(session: Session) -> None:
-            dlg.close()
+        def done(result) -> None:
             self.statusBar().clearMessage()
-            jobs = self.restore_session(session)
-            if on_done is not None:
-                on_done(jobs)
+            session, jobs = result
+            self.restore_session(session, jobs, on_done=on_done, dialog=dlg, cancel=cancel)
 
         def failed(exc, tb) -> None:
             dlg.close()
@@ -149,91 +183,122 @@ class SessionsMixin:
             self.log_panel.log(f"Could not open the session {path}: {exc}", "error")
             self._error_dialog("Cannot open the session", str(exc))
 
-        tasks.run_background(lambda report: load_session(path, progress=report, cancel=cancel), done, failed,
-                             on_progress=progress)
+        def read(report):
+            session = load_session(path, progress=report, cancel=cancel)
+            return session, restored_jobs(session)      # plain objects: built here, off the GUI thread
 
-    def restore_session(self, session: Session) -> List[Job]:
-        """Add the jobs of a checked session (all or none), then offer to read its data files again."""
-        jobs = [self._restored_job(session.path, sj) for sj in session.jobs]
+        tasks.run_background(read, done, failed, on_progress=progress)
+
+    def restore_session(self, session: Session, jobs: Optional[List[Job]] = None,
+                        on_done: Optional[Callable[[List[Job]], None]] = None,
+                        dialog: Optional[QProgressDialog] = None, cancel: Optional[threading.Event] = None) -> None:
+        """Add the jobs of a checked session (``jobs``: :func:`restored_jobs` of it, built if not
+        given) to the Jobs panel, :data:`ADD_CHUNK` per turn of the event loop (the window keeps
+        drawing; ``dialog`` shows the count); ``cancel`` set meanwhile removes those added
+        (all or none).  Then the first job is shown and reading the data files again is
+        offered; ``on_done(jobs)`` (not called when cancelled)."""
+        jobs = restored_jobs(session) if jobs is None else jobs
         panel = self.jobs_panel
-        panel.setUpdatesEnabled(False)
-        try:
-            for job in jobs:
-                self.jobs.jobs.append(job)
-                panel.add_job(job)
-        except Exception:
-            for job in jobs:       # nothing half-restored
+        added: List[Job] = []
+
+        def undo() -> None:
+            for job in added:
                 if job in self.jobs.jobs:
                     self.jobs.jobs.remove(job)
-                panel.remove_job(job)
-            raise
-        finally:
-            panel.setUpdatesEnabled(True)
+            panel.remove_jobs(added)
+            if dialog is not None:
+                dialog.close()
+
+        def step() -> None:
+            if cancel is not None and cancel.is_set():
+                undo()
+                self.log_panel.log(f"Opening the session {session.path} was cancelled: nothing restored", "warning")
+                return
+            part = jobs[len(added):len(added) + ADD_CHUNK]
+            blocked = panel.blockSignals(True)      # one job shown at the end, not each one the table selects
+            try:
+                self.jobs.jobs.extend(part)
+                added.extend(part)
+                panel.add_jobs(part)
+            except Exception as exc:  # noqa: BLE001 - reported; nothing half-restored
+                undo()
+                self._error_dialog("Cannot open the session", f"{session.path}: {type(exc).__name__}: {exc}")
+                return
+            finally:
+                panel.blockSignals(blocked)
+            if len(added) < len(jobs):
+                if dialog is not None:
+                    dialog.setRange(0, len(jobs))
+                    dialog.setValue(len(added))
+                    dialog.setLabelText(f"Adding the jobs: {len(added)} of {len(jobs)}")
+                QTimer.singleShot(0, step)
+                return
+            if dialog is not None:
+                dialog.close()
+            self._session_restored(session, jobs)
+            if on_done is not None:
+                on_done(jobs)
+
+        step()
+
+    def _session_restored(self, session: Session, jobs: List[Job]) -> None:
         # new sweeps of this session must not reuse a restored sweep's name
         self._sweeps = max([self._sweeps] + [sweep_number(j.sweep) for j in jobs])
         self.settings.add_recent_file(session.path)
         self.log_panel.log(f"Session {os.path.basename(session.path)}: {len(jobs)} job(s) restored")
-        if jobs:
-            panel.select(jobs[0])
-            self.show_job(jobs[0])
-            self.jobs_dock.raise_()
-        self._reattach_datasets(session, jobs)
-        return jobs
+        if not jobs:
+            return
+        self.jobs_dock.raise_()
+        first = jobs[0]
+        panel = self.jobs_panel
+        blocked = panel.blockSignals(True)
+        panel.select(first)
+        panel.blockSignals(blocked)
+        waiting = self._reattach_datasets(session, jobs, first)
+        if not waiting:
+            self.show_job(first)
+            return
+        # drawn once its data set is attached (Decode, tags and token counts need it); a slow
+        # read does not leave it blank: shown after SHOW_WITHOUT_DATA_MS anyway
+        QTimer.singleShot(SHOW_WITHOUT_DATA_MS, lambda: self._show_restored(first))
 
-    def _restored_job(self, path: str, sj: SessionJob) -> Job:
-        job = Job(sj.name, sj.model, None, None, device=sj.device, sweep=sj.sweep, spec=sj.spec or None)
-        job.state = JobState(sj.state)
-        job.reason = sj.reason or f"restored from {os.path.basename(path)}"
-        hist = job.history
-        elapsed = sj.elapsed_s
-        if elapsed is None and hist and isinstance(hist[-1].get("elapsed"), (int, float)):
-            elapsed = float(hist[-1]["elapsed"])      # a plain model: its training time as recorded
-        if elapsed is not None:
-            job.started_at, job.finished_at = 0.0, float(elapsed)
-        job.scores = dict(sj.scores)
-        job.score_text = sj.score_text
-        if hist:
-            job.step = int(hist[-1].get("step") or 0)
-        if sj.step is not None:                        # sessions written before had no step/total
-            job.step = sj.step
-        if sj.total is not None:
-            job.total = sj.total                       # the progress bar shows "30/30", as before saving
-        job.last_params = sj.model.arrays()["params"]
-        job.last_event = restored_event(job)
-        if sj.dataset is not None:
-            job.dataset_name = sj.dataset.name
-        return job
+    def _show_restored(self, job: Job) -> None:
+        """Show ``job`` unless it is shown already or the user has moved on to another job."""
+        if self.current_job is not job and self.jobs_panel.current_job() is job:
+            self.show_job(job)
 
     # ------------------------------------------------------------ data sets
-    def _reattach_datasets(self, session: Session, jobs: List[Job]) -> None:
+    def _reattach_datasets(self, session: Session, jobs: List[Job], first: Job) -> bool:
         """Give the jobs their data sets again: open ones (same file and options) at once; files
-        are read again only after the user confirms the list (a session's paths come from a file)."""
+        are read again only after the user confirms the list (a session's paths come from a
+        file).  True when ``first``'s data set is being read (it is shown once attached)."""
         groups: Dict[tuple, List[Job]] = {}
         for sj, job in zip(session.jobs, jobs):
             if sj.dataset is not None:
                 groups.setdefault(sj.dataset.key, []).append(job)
         to_read: List[DataRef] = []
+        reading: List[DataRef] = []
         for ref in session.data_refs():
             members = groups[ref.key]
             open_ds = next((ds for ds in self.datasets if ds.path == ref.path and ds.options == ref.options), None)
             if open_ds is not None:
                 self._attach(open_ds, members)
             elif ref.path is None:                     # the demo: generated again, no file read
-                self._reopen(ref, members)
+                reading.append(ref)
             else:
                 to_read.append(ref)
-        if not to_read:
-            return
         missing = [r for r in to_read if not os.path.isfile(r.path)]
         for r in missing:
             self.log_panel.log(f"Session: the data set {r.path} is missing; {len(groups[r.key])} job(s) kept "
                                f"without it", "warning")
         present = [r for r in to_read if r not in missing]
         if present and self._confirm_reading(session.path, present):
-            for ref in present:
-                self._reopen(ref, groups[ref.key])
+            reading += present
         elif present:
             self.log_panel.log("Session: data files not read again: " + ", ".join(r.path for r in present))
+        for ref in reading:
+            self._reopen(ref, groups[ref.key], first)
+        return any(first in groups[ref.key] for ref in reading)
 
     def _confirm_reading(self, path: str, refs: List[DataRef]) -> bool:
         """Ask before reading the data files a session names (shown in full)."""
@@ -246,15 +311,21 @@ class SessionsMixin:
             f"either way.", QMessageBox.Yes | QMessageBox.No, QMessageBox.Yes)
         return answer == QMessageBox.Yes
 
-    def _reopen(self, ref: DataRef, jobs: List[Job]) -> None:
+    def _reopen(self, ref: DataRef, jobs: List[Job], first: Optional[Job] = None) -> None:
         def done(ds: DataSet) -> None:
             if ref.name:
                 ds.name = ref.name
             self.add_dataset(ds)
             self._attach(ds, jobs)
+            if first is not None and first in jobs:
+                self._show_restored(first)
 
-        tasks.run_background(functools.partial(reopen_dataset, ref.path, dict(ref.options)), done,
-                             lambda exc, tb: self.log_panel.log(f"Session: cannot reopen {ref.path}: {exc}", "error"))
+        def failed(exc, tb) -> None:
+            self.log_panel.log(f"Session: cannot reopen {ref.path}: {exc}", "error")
+            if first is not None and first in jobs:
+                self._show_restored(first)
+
+        tasks.run_background(functools.partial(reopen_dataset, ref.path, dict(ref.options)), done, failed)
 
     def _attach(self, ds: DataSet, jobs: List[Job]) -> None:
         for job in jobs:

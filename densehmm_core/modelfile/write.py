@@ -75,7 +75,7 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
 
 def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpus, metrics,
                  extra_attrs: Mapping[str, Any], trained_utc: Optional[str] = None,
-                 notes: Optional[Mapping[str, Any]] = None) -> None:
+                 notes: Optional[Mapping[str, Any]] = None, compress: bool = True) -> None:
     h5py = _h5py()
     kind = model.kind
     n = int(arrays["transmat"].shape[0])
@@ -107,7 +107,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
 
     for key, arr in arrays.items():
         kw = {}
-        if arr.size >= 4096:
+        if compress and arr.size >= 4096:
             kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True}
         mg.create_dataset(key, data=arr, **kw)
     mg["startprob"].attrs["description"] = "initial state distribution pi[i]"
@@ -324,7 +324,8 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
     return chosen["name"]
 
 
-def save_models(path, entries, progress: Optional[Callable[[int, int], None]] = None) -> List[str]:
+def save_models(path, entries, progress: Optional[Callable[[int, int], None]] = None,
+                compress: bool = True) -> List[str]:
     """Write a NEW file at ``path`` holding exactly ``entries`` (a whole-file atomic replace).
 
     Each entry is a mapping of :func:`save_model`'s arguments: ``model`` and ``name`` (required,
@@ -334,7 +335,9 @@ def save_models(path, entries, progress: Optional[Callable[[int, int], None]] = 
     written once (temporary file, fsync, rename): after a crash at any moment ``path`` holds its
     previous content or all of ``entries``.  An existing ``path`` must be a densehmm model
     file (it is replaced, its models are not kept).  ``progress(done, total)`` is called after
-    each model is built.  Returns the names.
+    each model is built.  ``compress=False`` stores the arrays uncompressed (trained
+    probabilities hardly compress: gzip saves under 10 % and costs most of the writing time).
+    Returns the names.
     """
     spath = os.fspath(path)
     items = []
@@ -352,7 +355,7 @@ def save_models(path, entries, progress: Optional[Callable[[int, int], None]] = 
             mg = models.create_group(name, track_order=True)
             _write_model(mg, e["model"], arrays, corpus=e.get("corpus"), test_corpus=e.get("test_corpus"),
                          metrics=e.get("metrics"), extra_attrs={"name": name}, trained_utc=e.get("trained_utc"),
-                         notes=e.get("notes"))
+                         notes=e.get("notes"), compress=compress)
             if progress is not None:
                 progress(i + 1, total)
 
