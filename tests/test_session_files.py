@@ -5,7 +5,6 @@ fuzz of 500 mutated session files through ``load_session`` + ``restored_jobs`` (
 Open session runs off the GUI thread): only clean errors."""
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 import subprocess
@@ -20,7 +19,7 @@ pytest.importorskip("PySide6")
 
 from densehmm_core import modelfile  # noqa: E402
 from densehmm_core.modelfile import ModelFileError  # noqa: E402
-from app import session as S  # noqa: E402
+from app import session as sess  # noqa: E402
 from app.modelspec import ModelSpec  # noqa: E402
 from sessionfakes import finished_job, fitted_model  # noqa: E402
 
@@ -54,7 +53,7 @@ def write(path, notes_list, models=None):
 
 
 def good_notes(k=3, path="/data/words.txt"):
-    return [S.session_notes(j) for j in jobs(k, path)]
+    return [sess.session_notes(j) for j in jobs(k, path)]
 
 
 # ------------------------------------------------------------------ round trip
@@ -65,16 +64,16 @@ def test_every_field_comes_back_as_written(tmp_path):
     js[1].state = type(js[1].state)("cancelled")
     js[1].reason = "cancelled"
     path = str(tmp_path / "s.h5")
-    names = S.save_session(path, [(f"job{i}", j, None, None, {"train_nll": 1.0}) for i, j in enumerate(js)])
+    names = sess.save_session(path, [(f"job{i}", j, None, None, {"train_nll": 1.0}) for i, j in enumerate(js)])
     assert names == ["job0", "job1", "job2"]
-    session = S.load_session(path)
+    session = sess.load_session(path)
     assert [sj.group for sj in session.jobs] == names
     for old, new in zip(js, session.jobs):
         assert (new.name, new.sweep, new.state, new.reason, new.device) == \
                (old.name, old.sweep, old.state.value, old.reason, old.device)
         assert new.elapsed_s == old.elapsed and (new.step, new.total) == (old.step, old.total)
         assert new.spec == old.spec and new.scores == old.scores and new.score_text == old.score_text
-        assert new.dataset == S.DataRef("words.txt", "/data/words.txt", {"split": 0.5, "seed": 0})
+        assert new.dataset == sess.DataRef("words.txt", "/data/words.txt", {"split": 0.5, "seed": 0})
         for key in ("startprob_", "transmat_", "emissionprob_"):
             np.testing.assert_array_equal(getattr(new.model, key), getattr(old.model, key))
         assert new.model.history_ == old.model.history_
@@ -89,10 +88,12 @@ def test_every_field_comes_back_as_written(tmp_path):
     ("elapsed_s", -1.0, r"field 'elapsed_s' must be a number between 0 and 1e\+09"),
     ("sweep", {"a": 1}, r"field 'sweep' must be text"),
     ("dataset", {"name": "x", "path": "/x", "options": [1, 2]}, r"field 'dataset.options' must be a mapping"),
-    ("dataset", {"name": "x", "path": "relative/x.txt", "options": {}}, r"field 'dataset.path' must be an absolute path"),
+    ("dataset", {"name": "x", "path": "relative/x.txt", "options": {}},
+     r"field 'dataset.path' must be an absolute path"),
     ("dataset", {"name": "x", "path": "/x", "options": {"read": {"evil": 1}}},
      r"field 'dataset.options.read.evil' is not a reader option"),
-    ("dataset", {"name": "x", "path": "/x", "options": {"split": 7}}, r"field 'dataset.options.split' must be a number"),
+    ("dataset", {"name": "x", "path": "/x", "options": {"split": 7}},
+     r"field 'dataset.options.split' must be a number"),
     ("state", "running", r"field 'state' must be one of finished, cancelled, diverged"),
     ("step", 2.5, r"field 'step' must be an integer"),
     ("total", 0, r"field 'total' must be between 1"),
@@ -109,45 +110,45 @@ def test_a_bad_field_is_named_and_nothing_is_returned(tmp_path, field, value, ma
     notes = good_notes(3)
     notes[1][field] = value
     path = write(tmp_path / "bad.h5", notes)
-    with pytest.raises(S.SessionError, match=r"bad\.h5: job 2 \('job1'\): " + match) as ei:
-        S.load_session(path)
+    with pytest.raises(sess.SessionError, match=r"bad\.h5: job 2 \('job1'\): " + match) as ei:
+        sess.load_session(path)
     assert "\n" not in str(ei.value) and len(str(ei.value)) < 400
 
 
 def test_unknown_form_settings_are_dropped_and_missing_ones_defaulted(tmp_path):
     notes = good_notes(1)
     notes[0]["spec"] = {"kind": "standard", "n": 4, "from_a_newer_app": 3}
-    session = S.load_session(write(tmp_path / "s.h5", notes))
+    session = sess.load_session(write(tmp_path / "s.h5", notes))
     from app.modelspec import ModelSpec
     assert session.jobs[0].spec == ModelSpec(kind="standard", n=4).to_dict()
 
 
 def test_a_plain_model_in_a_session_file_is_a_finished_job(tmp_path):
     path = write(tmp_path / "s.h5", good_notes(1) + [{}])
-    plain = S.load_session(path).jobs[1]
+    plain = sess.load_session(path).jobs[1]
     assert (plain.name, plain.state, plain.elapsed_s, plain.dataset) == ("job1", "finished", None, None)
 
 
 # ------------------------------------------------------------------ issue 25: hostile session files
 def test_absurd_job_counts_are_refused_before_any_model_is_read(tmp_path, monkeypatch):
     path = write(tmp_path / "s.h5", good_notes(4))
-    monkeypatch.setattr(S, "MAX_JOBS", 3)
+    monkeypatch.setattr(sess, "MAX_JOBS", 3)
     monkeypatch.setattr(modelfile, "load_models", lambda *a, **k: pytest.fail("a model was read"))
     monkeypatch.setattr(modelfile, "read_model_infos", lambda *a, **k: pytest.fail("a model was read"))
-    with pytest.raises(S.SessionError, match=r"holds 4 jobs, more than a session may hold \(3\): refused"):
-        S.load_session(path)
+    with pytest.raises(sess.SessionError, match=r"holds 4 jobs, more than a session may hold \(3\): refused"):
+        sess.load_session(path)
 
 
 def test_the_memory_all_jobs_need_together_is_checked_before_reading(tmp_path, monkeypatch):
     # each job alone fits the budget (the core checks one model at a time); the three together do not
     models = [fitted_model("standard", n=4, m=2000, steps=3, seed=i) for i in range(3)]
     path = write(tmp_path / "s.h5", good_notes(3), models)
-    one = S._needed_bytes({"n_states": 4, "n_symbols": 2000})
+    one = sess._needed_bytes({"n_states": 4, "n_symbols": 2000})
     assert one == 8 * (4 + 16 + 8000) + 2000 * modelfile.HISTORY_VALUE_BYTES   # the arrays and the vocabulary
     monkeypatch.setenv("DENSEHMM_MAX_MODEL_BYTES", str(2 * one))
     monkeypatch.setattr(modelfile, "load_models", lambda *a, **k: pytest.fail("a model was read"))
-    with pytest.raises(S.SessionError, match=r"too large: its 3 jobs need 0.\d+ MB|too large: its 3 jobs need"):
-        S.load_session(path)
+    with pytest.raises(sess.SessionError, match=r"too large: its 3 jobs need 0.\d+ MB|too large: its 3 jobs need"):
+        sess.load_session(path)
 
 
 def _swap(path, key, make):
@@ -178,7 +179,7 @@ def test_links_external_storage_and_virtual_datasets_are_refused(tmp_path):
         path = write(tmp_path / f"h{i}.h5", good_notes(3))
         _swap(path, key, make)
         with pytest.raises(ModelFileError, match=match) as ei:
-            S.load_session(path)
+            sess.load_session(path)
         assert "TOPSECRET" not in str(ei.value) and "\n" not in str(ei.value)
 
 
@@ -187,29 +188,29 @@ def test_a_fifo_in_place_of_the_session_or_of_its_data_is_never_opened(tmp_path)
     os.mkfifo(fifo)
     t0 = time.monotonic()
     with pytest.raises(ModelFileError, match="not a regular file"):
-        S.load_session(str(fifo))
+        sess.load_session(str(fifo))
     # a stored data path is only checked and returned (the window asks before reading it)
     data_fifo = tmp_path / "data.txt"
     os.mkfifo(data_fifo)
-    session = S.load_session(write(tmp_path / "ok.h5", good_notes(2, str(data_fifo))))
+    session = sess.load_session(write(tmp_path / "ok.h5", good_notes(2, str(data_fifo))))
     assert session.data_refs()[0].path == str(data_fifo)
     assert time.monotonic() - t0 < 30
 
 
 def test_cancel_is_honoured_between_batches_and_progress_is_reported(tmp_path, monkeypatch):
     import threading
-    monkeypatch.setattr(S, "BATCH", 2)
+    monkeypatch.setattr(sess, "BATCH", 2)
     path = write(tmp_path / "s.h5", good_notes(6))
     seen = []
-    S.load_session(path, progress=lambda done, total: seen.append((done, total)))
+    sess.load_session(path, progress=lambda done, total: seen.append((done, total)))
     assert seen[0] == (0, 6) and seen[-1] == (6, 6) and [d for d, _ in seen] == sorted(d for d, _ in seen)
     cancel = threading.Event()
 
     def report(done, total):
         if done >= 2:
             cancel.set()
-    with pytest.raises(S.SessionCancelled):
-        S.load_session(path, progress=report, cancel=cancel)
+    with pytest.raises(sess.SessionCancelled):
+        sess.load_session(path, progress=report, cancel=cancel)
 
 
 def test_saving_shortens_what_reading_would_refuse(tmp_path):
@@ -217,9 +218,9 @@ def test_saving_shortens_what_reading_would_refuse(tmp_path):
     js[0].name = "n" * 5000 + "\x01"
     js[0].reason = "r" * 20_000
     path = str(tmp_path / "s.h5")
-    S.save_session(path, [("job0", js[0], None, None, {})])
-    sj = S.load_session(path).jobs[0]
-    assert len(sj.name) == S.MAX_NAME and len(sj.reason) == S.MAX_TEXT and sj.name.startswith("nnn")
+    sess.save_session(path, [("job0", js[0], None, None, {})])
+    sj = sess.load_session(path).jobs[0]
+    assert len(sj.name) == sess.MAX_NAME and len(sj.reason) == sess.MAX_TEXT and sj.name.startswith("nnn")
 
 
 # ------------------------------------------------------------------ fuzz

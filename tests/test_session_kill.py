@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from app import session as S  # noqa: E402
+from app import session as sess  # noqa: E402
 from sessionfakes import finished_job, fitted_model  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def save_in_child(path, its):
     if pid == 0:  # pragma: no cover - the child
         code = 0
         try:
-            S.save_session(path, its)
+            sess.save_session(path, its)
         except BaseException:  # noqa: BLE001 - reported by the exit status
             code = 1
         os._exit(code)
@@ -48,7 +48,7 @@ def digest(path):
 def test_a_session_killed_while_saving_leaves_the_old_file_or_the_new_one(tmp_path):
     path = str(tmp_path / "day.h5")
     old_items, new_items = items(2, 0), items(6, 100)
-    S.save_session(path, old_items)
+    sess.save_session(path, old_items)
     old_bytes = open(path, "rb").read()
     old_digest = digest(path)
     new_models = {name: job.model for name, job, *_ in new_items}
@@ -75,7 +75,7 @@ def test_a_session_killed_while_saving_leaves_the_old_file_or_the_new_one(tmp_pa
         if digest(path) == old_digest:
             outcomes["old"] += 1
             continue
-        session = S.load_session(path)             # not the old bytes: the new session, complete
+        session = sess.load_session(path)             # not the old bytes: the new session, complete
         assert [j.group for j in session.jobs] == list(new_models)
         for j in session.jobs:
             np.testing.assert_array_equal(j.model.emissionprob_, new_models[j.group].emissionprob_)
@@ -84,8 +84,8 @@ def test_a_session_killed_while_saving_leaves_the_old_file_or_the_new_one(tmp_pa
     assert outcomes["old"] >= 5 and outcomes["new"] >= 5, outcomes   # the kills landed before and after the rename
     # no lock is left held: the next save goes through at once, and reads back complete
     t0 = time.perf_counter()
-    S.save_session(path, old_items)
+    sess.save_session(path, old_items)
     assert time.perf_counter() - t0 < 30
-    assert [j.group for j in S.load_session(path).jobs] == [name for name, *_ in old_items]
+    assert [j.group for j in sess.load_session(path).jobs] == [name for name, *_ in old_items]
     # what a SIGKILL can leave is a temporary file beside it (never the session itself)
     assert sorted(p for p in os.listdir(tmp_path) if not p.startswith(".")) == ["day.h5", "probe.h5"]
