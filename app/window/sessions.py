@@ -79,6 +79,12 @@ def restored_jobs(session: Session) -> List[Job]:
     return [restored_job(session.path, sj) for sj in session.jobs]
 
 
+def _finish(dialog: QProgressDialog) -> None:
+    """Close a progress dialog for good (it is a child of the window: delete it, not only hide it)."""
+    dialog.close()
+    dialog.deleteLater()
+
+
 class SessionsMixin:
     """Save every finished job to one .h5 file; open it again: Jobs panel and data sets restored."""
 
@@ -132,7 +138,7 @@ class SessionsMixin:
             dlg.setValue(done)
 
         def done(names):
-            dlg.close()
+            _finish(dlg)
             self.settings.last_folder = os.path.dirname(os.path.abspath(path))
             self.log_panel.log(f"Session saved: {len(names)} job(s) in {path}")
             self.statusBar().showMessage(f"Session saved to {path}", 5000)
@@ -140,7 +146,7 @@ class SessionsMixin:
                 on_done(names)
 
         def failed(exc, tb):
-            dlg.close()
+            _finish(dlg)
             self.statusBar().clearMessage()
             self._error_dialog("Cannot save the session", str(exc))
 
@@ -175,7 +181,7 @@ class SessionsMixin:
             self.restore_session(session, jobs, on_done=on_done, dialog=dlg, cancel=cancel)
 
         def failed(exc, tb) -> None:
-            dlg.close()
+            _finish(dlg)
             self.statusBar().clearMessage()
             if isinstance(exc, SessionCancelled):
                 self.log_panel.log(f"Opening the session {path} was cancelled: nothing restored", "warning")
@@ -207,7 +213,7 @@ class SessionsMixin:
                     self.jobs.jobs.remove(job)
             panel.remove_jobs(added)
             if dialog is not None:
-                dialog.close()
+                _finish(dialog)
 
         def step() -> None:
             if cancel is not None and cancel.is_set():
@@ -234,7 +240,7 @@ class SessionsMixin:
                 QTimer.singleShot(0, step)
                 return
             if dialog is not None:
-                dialog.close()
+                _finish(dialog)
             self._session_restored(session, jobs)
             if on_done is not None:
                 on_done(jobs)
