@@ -80,9 +80,10 @@ def restored_jobs(session: Session) -> List[Job]:
 
 
 def _finish(dialog: QProgressDialog) -> None:
-    """Close a progress dialog for good (it is a child of the window: delete it, not only hide it)."""
+    """Close a progress dialog.  Not deleted here: a window-modal dialog's ``setValue`` runs the
+    event loop, so this may run inside its own ``setValue`` (deleting it there crashed); it goes
+    with the window."""
     dialog.close()
-    dialog.deleteLater()
 
 
 class SessionsMixin:
