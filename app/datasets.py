@@ -19,13 +19,14 @@ __all__ = ["DataSet", "ModelSet", "demo_dataset", "DEMO_SIZE", "DEMO_FORM", "loa
 MODEL_SUFFIXES = (".h5", ".hdf5", ".hdf")
 
 def data_filters() -> str:
-    """File-dialog filters: the core's reader formats plus HDF5 model files."""
+    """File-dialog filters: "All files (*)" first (the default: no file is hidden, each one that
+    cannot be read is reported), then the core's reader formats plus HDF5 model files."""
     from densehmm_core.data import file_dialog_filters
     flt = list(file_dialog_filters())
     models = "DenseHMM model files (*.h5 *.hdf5)"
     if flt and flt[0].startswith("All supported files ("):
         flt[0] = flt[0][:-1] + " *.h5 *.hdf5)"
-    return ";;".join(flt[:-1] + [models] + flt[-1:])
+    return ";;".join(flt[-1:] + flt[:-1] + [models])
 
 
 DATA_FILTERS = None  # computed lazily by data_filters()
@@ -111,7 +112,7 @@ DEMO_SIZE = {"n_train": 50, "n_test": 50, "length": 200}
 #: What the model form is set to when the demo opens: the direct (co-occurrence) fit with a
 #: smaller learning rate and more steps than the paper's (10,000 steps at 1e-3 take 1-3 s), so
 #: that a new user watches the matrices and embeddings learn for about 15-30 s.
-DEMO_FORM = {"kind": "dense_cooc", "n": 5, "l": 3, "lr": 2e-4, "steps": 60000, "tol": 0.0}
+DEMO_FORM = {"model_type": "dense_cooc", "n": 5, "l": 3, "lr": 2e-4, "cooc_steps": 60000, "tol": 0.0}
 
 
 def demo_dataset(seed: int = 0) -> DataSet:
@@ -183,7 +184,10 @@ def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, forma
     if is_model_file(path):
         return load_models(path)
     from densehmm_core import data
-    corpus = data.load(path, format=format or "auto", progress=progress, **(read or {}))
+    opts = dict(read or {})
+    if opts.get("observe") == "words" and "min_count" in opts and opts["min_count"] is None:
+        opts["min_count"] = 1   # saved before words defaulted to min. count 2: None meant every word
+    corpus = data.load(path, format=format or "auto", progress=progress, **opts)
     ds = dataset_from_corpus(path, corpus, split, seed)
     if read:
         ds.options["read"] = dict(read)

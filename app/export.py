@@ -19,7 +19,7 @@ tables show no scroll bars.  A view whose controls also tell something the figur
 context manager; inside it the view draws what the figure needs instead (a legend row).
 
 Default file names come from the job and the view (:func:`file_stem`, e.g.
-``dense-em_n10_l3_seed0_transitions.png``).  The matrices and embeddings of a model are
+``dense-em_n10_l3_seed0_spectral_transitions.png``).  The matrices and embeddings of a model are
 exported as CSV through the core (:func:`densehmm_core.export.export_csv`).
 """
 from __future__ import annotations
@@ -34,11 +34,12 @@ from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
 from densehmm_core import fileio
 
-from .views import _pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
+from . import pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
+from .view_registry import view_file_name
 
 __all__ = ["export_widget", "add_export_context_menu", "ask_and_export", "ExportError", "FORMATS",
            "FILE_FILTER", "format_for_path", "file_stem", "view_file_name", "controls_hidden",
-           "export_model_csv", "ask_and_export_csv", "VIEW_FILE_NAMES"]
+           "export_model_csv", "ask_and_export_csv"]
 
 #: format -> file-dialog filter text
 FORMATS = {"png": "PNG image (*.png)", "svg": "SVG vector image (*.svg)", "pdf": "PDF document (*.pdf)"}
@@ -65,13 +66,6 @@ def format_for_path(path: Union[str, os.PathLike], fmt: Optional[str] = None) ->
     return fmt
 
 
-#: view object name -> the word used in default file names
-VIEW_FILE_NAMES = {"transmat": "transitions", "emission": "emissions", "startprob": "start",
-                   "embeddings": "embeddings", "curves": "training_curves", "matrices": "matrices",
-                   "decode": "decode", "overview": "before_after", "compare": "compare",
-                   "dashboard": "dashboard", "live": "dashboard", "sweep": "sweep_summary",
-                   "state_tags": "state_x_tag", "top_words": "top_words", "tagging": "tagging_scores"}
-
 #: widget types that are controls, never part of a figure
 _CONTROL_TYPES = (QtWidgets.QAbstractButton, QtWidgets.QAbstractSpinBox, QtWidgets.QComboBox,
                   QtWidgets.QLineEdit, QtWidgets.QSlider)
@@ -82,18 +76,20 @@ def _safe(text: str) -> str:
 
 
 def file_stem(model: Any = None, **fields) -> str:
-    """A file-name stem naming a model: kind, n, l and seed, e.g. ``dense-em_n10_l3_seed0``.
+    """A file-name stem naming a model: kind (and fit method), n, l, seed and start, e.g.
+    ``dense-em_n10_l3_seed0_spectral``.
 
     ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_config()``) or ``None``;
-    keyword ``fields`` (kind, n, l, seed) override what the model says.
+    keyword ``fields`` (kind, n, l, seed, start) override what the model says.
     """
     params = model.get_config() if model is not None else {}  # the constructor arguments
     kind = fields.get("kind")
-    if kind is None and model is not None:
-        kind = f"dense-{params['fit_method']}" if model.kind == "dense" else "standard"
+    if kind is None and model is not None:  # the core's kind and, for a DenseHMM, its fit method
+        kind = f"{model.kind}-{params['fit_method']}" if "fit_method" in params else model.kind
     n = fields.get("n", params.get("n_states"))
     l = fields.get("l", params.get("dim"))
     seed = fields.get("seed", params.get("seed"))
+    start = fields.get("start", params.get("init_method"))
     parts = [kind or "model"]
     if n is not None:
         parts.append(f"n{n}")
@@ -101,14 +97,9 @@ def file_stem(model: Any = None, **fields) -> str:
         parts.append(f"l{l}")
     if seed is not None:
         parts.append(f"seed{seed}")
+    if start is not None:
+        parts.append(start)
     return _safe("_".join(str(p) for p in parts)) or "model"
-
-
-def view_file_name(stem: Optional[str], view: str, suffix: str = "png") -> str:
-    """``<stem>_<view word>.<suffix>`` (just the view word without a stem)."""
-    word = VIEW_FILE_NAMES.get(view, _safe(view) or "figure")
-    base = f"{_safe(stem)}_{word}" if stem else word
-    return f"{base}.{suffix}" if suffix else base
 
 
 @contextlib.contextmanager
@@ -240,6 +231,18 @@ def _write_svg(widget, size: QtCore.QSize, path: str, title: str) -> None:
         _render(widget, painter)
     finally:
         painter.end()
+    _unsmoothed_images(path)
+
+
+def _unsmoothed_images(path: str) -> None:
+    """Heatmaps are small images scaled up: every viewer must draw their cells as sharp squares
+    (``image-rendering: pixelated``; Qt writes only the SVG 1.1 hint ``optimizeSpeed``, which some
+    viewers smooth anyway)."""
+    with open(path, "r", encoding="utf-8") as f:
+        text = f.read()
+    text = text.replace("<image ", '<image style="image-rendering:pixelated" ')
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _write_pdf(widget, size: QtCore.QSize, path: str, title: str) -> None:
@@ -336,6 +339,7 @@ class _ScaleDialog(QtWidgets.QDialog):
     def __init__(self, size: QtCore.QSize, parent=None) -> None:
         super().__init__(parent)
         self.setWindowTitle("PNG resolution")
+        self.setMinimumWidth(360)   # the title bar shows the whole title
         lay = QtWidgets.QFormLayout(self)
         self.combo = QtWidgets.QComboBox()
         for s in (1, 2, 3, 4):

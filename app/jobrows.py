@@ -9,8 +9,10 @@ Keys of a row (``None`` where unknown):
 
 =============  ==============================================================
 ``job``        job id (int); ``name``, ``sweep`` (str or None), ``state`` (str)
-``model``      model kind as shown: ``Dense-cooc``, ``Dense-EM``, ``Standard``, ``Standard-fair``
-``kind``       the form's kind key (``dense_cooc``, ``dense_em``, ``standard``, ``standard_fair``)
+``model``      the model type's short label (the core's: ``Dense-cooc``, ``Dense-EM``, ``Dense-cooc-EM``,
+               ``Standard``, ``Standard-fair``)
+``kind``       the core's model type key (``dense_cooc``, ``dense_em``, ``dense_cooc_em``, ``standard``,
+               ``standard_fair``; :func:`densehmm_core.registry.model_types`)
 ``n``, ``l``   hidden states; embedding length (for ``Standard-fair``: the l its n' matches)
 ``seed``       model seed
 ``parameters`` free parameters of the model
@@ -27,23 +29,20 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-__all__ = ["job_row", "ROW_KEYS", "KIND_LABELS"]
+from .modelspec import ModelSpec, short_label
 
-KIND_LABELS = {"dense_cooc": "Dense-cooc", "dense_em": "Dense-EM", "standard": "Standard",
-               "standard_fair": "Standard-fair"}
+__all__ = ["job_row", "ROW_KEYS"]
 
 ROW_KEYS = ("job", "name", "sweep", "state", "model", "kind", "n", "l", "seed", "parameters", "train_nll",
             "test_nll", "result", "mad", "iterations", "stop", "time_s", "device")
 
 
 def _kind(job) -> str:
-    kind = (job.spec or {}).get("kind")
-    if kind in KIND_LABELS:
-        return kind
+    """The job's model type key: from its form values, else (a model read from a file) from the model."""
+    if job.spec:
+        return ModelSpec.from_dict(job.spec).model_type
     model = job.model
-    if getattr(model, "kind", "") == "dense":
-        return "dense_cooc" if getattr(model, "fit_method", "cooc") == "cooc" else "dense_em"
-    return "standard"
+    return f"dense_{model.fit_method}" if model.kind == "dense" else "standard"
 
 
 def _latest(history: List[dict], key: str) -> Optional[float]:
@@ -91,7 +90,7 @@ def job_row(job) -> Dict[str, Any]:
     seed = spec.get("seed", getattr(model, "seed", None))
     return {
         "job": job.id, "name": job.name, "sweep": job.sweep, "state": job.state.value,
-        "model": KIND_LABELS[kind], "kind": kind, "n": int(model.n_states), "l": l, "seed": seed,
+        "model": short_label(kind), "kind": kind, "n": int(model.n_states), "l": l, "seed": seed,
         "parameters": params, "train_nll": train_nll, "test_nll": test_nll, "result": test_nll,
         "mad": None if mad is None else float(mad), "iterations": iterations, "stop": stop,
         "time_s": job.elapsed if job.started_at is not None else None, "device": job.device,

@@ -18,12 +18,13 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 import itertools
-import os
 import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
+
+from densehmm_core import config
 
 from .live import LiveFeed
 
@@ -177,7 +178,7 @@ class _JobRunner(QRunnable):
             if supports(job.model):
                 pool = shared_pool()
                 try:
-                    worker = pool.acquire()
+                    worker = pool.acquire(job.model.needs_tensorflow)   # EM jobs never wait for TensorFlow
                 except Exception as exc:  # noqa: BLE001 - no worker process here (any reason): train in the app
                     job.notes.append(f"no worker process could be started ({type(exc).__name__}: {exc}); "
                                      f"the job trained in the app's process")
@@ -259,7 +260,7 @@ class JobManager(QObject):
                  executor: Optional[str] = None, gpu_slots: int = 1) -> None:
         super().__init__(parent)
         if executor is None:  # the environment may choose; an unknown value is ignored, with a warning
-            executor = os.environ.get("DENSEHMM_JOB_EXECUTOR", "process").strip().lower() or "process"
+            executor = config.job_executor()
             if executor not in ("process", "thread"):
                 import logging
                 logging.getLogger(__name__).warning(

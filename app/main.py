@@ -11,6 +11,8 @@ import sys
 import time
 from typing import List, Optional
 
+from densehmm_core import config
+
 from .display import display_problem, release_display_check
 
 __all__ = ["main"]
@@ -66,7 +68,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     win.log_panel.log(f"Window shown {shown:.2f} s after start")
     if log_path:
         win.log_panel.log(f"Log file: {log_path}")
-    if os.environ.get("DENSEHMM_STARTUP_REPORT"):
+    if config.startup_report():
         print(f"startup_seconds={shown:.3f}", flush=True)
     QTimer.singleShot(0, win.finish_startup)
     if args.demo:

@@ -12,9 +12,12 @@ Concerns, one module each (mixed into :class:`MainWindow`):
 * ``app.window.jobs``: starting, following and showing jobs;
 * ``app.window.results``: model files, scoring, comparing, exporting models and figures;
 * ``app.window.sessions``: File > Save session / Open session;
-* ``app.window.dragdrop``: drag and drop.
+* ``app.window.dragdrop``: drag and drop (a controller object, ``self.drops``, not a mixin).
 
-Live updates of the selected job are :class:`app.live.LiveFeed`'s (``self.jobs.live``).
+The state (open data sets, jobs, the job shown, the selection, the form's values) is one
+:class:`app.state.AppState` (``self.state``); the window's controllers change it through its methods
+and the panels and views follow its signals (:meth:`MainWindow._subscribe`).  Live updates of the
+selected job are :class:`app.live.LiveFeed`'s (``self.jobs.live``).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ from typing import List, Optional
 
 from PySide6.QtCore import QRect, Qt, Signal
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QLabel, QMainWindow, QMessageBox, QProgressBar,
+from PySide6.QtWidgets import (QDockWidget, QFrame, QMainWindow, QMessageBox, QProgressBar,
                                QScrollArea, QStackedWidget, QWidget)
 
 from . import tasks
@@ -38,18 +41,20 @@ from .panels.jobs_panel import JobsPanel
 from .panels.log_panel import LogPanel
 from .panels.model_form import ModelForm
 from .panels.start import StartView
+from .panels.status import StatusLabel
 from .resources import app_icon
 from .settings import Settings
-from .views._pyside_fix import ensure_none_survives
+from .state import AppState
+from .pyside_fix import ensure_none_survives
 from .views.dashboard import Dashboard
 from .window.data import DataSetsMixin
-from .window.dragdrop import DropMixin, local_paths
+from .window.dragdrop import DropFilter, local_paths
 from .window.jobs import JobsMixin
 from .window.menus import MenusMixin
 from .window.results import ResultsMixin
 from .window.sessions import SessionsMixin
 
-ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see _pyside_fix)
+ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see app.pyside_fix)
 
 __all__ = ["MainWindow", "local_paths"]
 
@@ -60,7 +65,7 @@ CLOSE_WAIT_S = 1.4
 NARROW_SCREEN = 1600
 
 
-class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, DropMixin, QMainWindow):
+class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, QMainWindow):
     """DenseHMM Studio's main window.
 
     Parameters
@@ -80,9 +85,6 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.settings = settings if settings is not None else Settings()
         self.setWindowTitle("DenseHMM Studio")
         self.setWindowIcon(app_icon())
-        self.datasets: List[DataSet] = []
-        self.current_dataset: Optional[DataSet] = None
-        self.current_job: Optional[Job] = None
         self.tf_status = "not loaded"
         self.tf_version: Optional[str] = None   # reported by the process that loaded TensorFlow
         self.tf_where = TF_WHERE            # that process, for About
@@ -95,11 +97,11 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self._sweeps = 0
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
+        self.score_box: Optional[QMessageBox] = None   # the last Score on data result (app.window.results)
         self.jobs = JobManager(self, pool_size=self.settings.pool_size, gpu_slots=self.settings.gpu_slots)
-        self.jobs.job_added.connect(self._job_added)
-        self.jobs.job_changed.connect(self._job_changed)
-        self.jobs.job_finished.connect(self._job_finished)
         self.jobs.tensorflow_loaded.connect(self._tf_loaded_by_job)
+        # THE application state (app/state.py): changes go through it; what shows them subscribes below
+        self.state = AppState(self.jobs, self)
 
         # central area
         self.stack = QStackedWidget()
@@ -114,7 +116,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
 
         # docks
         self.data_panel = DataPanel()
-        self.data_panel.dataset_selected.connect(self._dataset_selected)
+        self.data_panel.dataset_selected.connect(self.select_dataset)
         self.data_panel.preprocess_requested.connect(self.preprocess_current)
         self.data_panel.reread_requested.connect(lambda read: self.reread_dataset(self.current_dataset, read))
         self.model_form = ModelForm()
@@ -131,9 +133,12 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs_panel.hidden_columns_changed.connect(
             lambda ids: setattr(self.settings, "jobs_hidden_columns", ids))
         self.jobs_panel.current_changed.connect(self.show_job)
+        self.jobs_panel.selection_changed.connect(self.state.set_selection)
         self.jobs_panel.cancel_requested.connect(self.cancel_job)
         self.jobs_panel.export_requested.connect(self.export_models_dialog)
         self.jobs_panel.compare_requested.connect(self.compare_jobs)
+        self.jobs_panel.compare_refused.connect(self.compare_refused)
+        self.jobs_panel.cancel_selected_requested.connect(self.cancel_jobs)
         self.jobs_panel.score_requested.connect(self.score_job)
         self.data_dock = self._dock("Data", "dataDock", self.data_panel, Qt.LeftDockWidgetArea, scroll=True)
         self.model_dock = self._dock("Model", "modelDock", self.model_form, Qt.RightDockWidgetArea, scroll=True)
@@ -148,15 +153,42 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.busy.setMaximumWidth(140)
         self.busy.setMaximumHeight(16)
         self.busy.hide()
-        self.tf_label = QLabel("TensorFlow: not loaded")
+        self.tf_label = StatusLabel()      # never cut ("TensorFlow: loading in t", issue 24.12)
+        self.tf_label.setText("TensorFlow: not loaded")
         self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.tf_label)
 
+        self._subscribe()
         self._build_actions()
-        self.install_drop_filter()
+        self.drops = DropFilter(self)   # files dropped anywhere on the window are opened
+        self.drops.install()
         self._restore_settings()
         self._refresh_recent()
         self.statusBar().showMessage("Ready — use the demo data set, open a file or drop files on the window.")
+
+    def _subscribe(self) -> None:
+        """Who listens to the application state (docs/ARCHITECTURE.md, "The app's map")."""
+        st = self.state
+        st.datasets_changed.connect(self._datasets_listed)         # data panel's list, Decode's data box
+        st.current_dataset_changed.connect(self._dataset_shown)    # data panel, model form (m, words hint)
+        st.job_added.connect(self._job_added)                      # Jobs panel, centre shows the dashboard
+        st.job_changed.connect(self._job_changed)                  # Jobs panel row
+        st.job_finished.connect(self._job_finished)                # Jobs panel, log, sweep summary, final model
+        st.current_job_changed.connect(self._draw_job)             # dashboard, live feed
+        self.model_form.changed.connect(lambda: st.set_spec(self.model_form.spec()))
+
+    # the state's values, read where the window's controllers need them
+    @property
+    def datasets(self) -> List[DataSet]:
+        return self.state.datasets
+
+    @property
+    def current_dataset(self) -> Optional[DataSet]:
+        return self.state.current_dataset
+
+    @property
+    def current_job(self) -> Optional[Job]:
+        return self.state.current_job
 
     @property
     def dashboard(self) -> Dashboard:
@@ -167,7 +199,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
                                         on_exported=self._exported)
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
-            self._dashboard.decode.dataset_chosen.connect(self.decode_on)
+            self._dashboard.decode_dataset_chosen.connect(self.decode_on)
         return self._dashboard
 
     @property
@@ -246,10 +278,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         """"system" follows the desktop's light/dark setting; "light"/"dark" force it."""
         for k, a in self.theme_actions.items():
             a.setChecked(k == theme)
-        hints = QApplication.styleHints()
-        if hasattr(hints, "setColorScheme"):
-            scheme = {"light": Qt.ColorScheme.Light, "dark": Qt.ColorScheme.Dark}.get(theme, Qt.ColorScheme.Unknown)
-            hints.setColorScheme(scheme)
+        from .window.appearance import apply_theme
+        apply_theme(theme)   # widgets and plots (app/window/appearance.py)
         if save:
             self.settings.theme = theme
 
@@ -277,7 +307,8 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
     def start_background_init(self) -> None:
         """Import TensorFlow and list its devices off the GUI thread (after the window shows)."""
         self.tf_status = "loading"
-        self.tf_label.setText("TensorFlow: loading in the background…")
+        self.tf_label.setText("TensorFlow: loading…", "TensorFlow is loading in the background; "
+                                                      "you can already open data and train standard HMMs")
         self.statusBar().showMessage("Loading TensorFlow in the background — you can already open data.", 8000)
         t0 = time.perf_counter()
 
@@ -371,5 +402,5 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
             self._remote_sweeps.close_all()   # disconnect from Dask; a local cluster shuts down
         self.jobs.wait(CLOSE_WAIT_S)
         self.save_settings()
-        self.remove_drop_filter()
+        self.drops.remove()
         event.accept()

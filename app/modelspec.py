@@ -1,111 +1,138 @@
-"""What the model form describes, and how it becomes a core estimator (wiring only, no maths)."""
+"""What the model form describes, and how it becomes a core estimator (wiring only, no maths).
+
+Nothing here lists model types or hyper-parameters: the model types (their keys, labels, estimator kind
+and fit method) are the core's (:func:`densehmm_core.registry.model_types`), and the form's option
+fields are the hyper-parameters an estimator's metadata marks ``form=True``
+(:mod:`densehmm_core.hyperparams`), stored under their configuration names in :attr:`ModelSpec.options`.
+"""
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["MODEL_TYPES", "INIT_METHODS", "CONFIG_KEYS", "ModelSpec", "build_model", "model_config", "paper_defaults",
-           "sweep_grid", "PAPER_GRID", "fair_states"]
+from densehmm_core import hyperparams
+from densehmm_core.registry import model_class, model_classes, model_type, model_types
 
-#: key -> label shown in the form
-MODEL_TYPES = {
-    "dense_cooc": "DenseHMM — direct co-occurrence",
-    "dense_em": "DenseHMM — EM (gradient M-step)",
-    "standard": "Standard HMM (Baum-Welch)",
-    "standard_fair": "Fair standard HMM (n_fair states)",
-}
-
-#: the core's ``init_method`` values -> label shown in the form's "Start" choice
-INIT_METHODS = {
-    "random": "random",
-    "spectral": "spectral (data's context counts)",
-}
+__all__ = ["ModelSpec", "build_model", "model_config", "type_defaults", "sweep_grid", "PAPER_GRID", "fair_states",
+           "type_labels", "short_label", "form_params", "DEFAULT_TYPE"]
 
 #: the paper's (n, l) grid (Sicking et al. 2020, section 5)
 PAPER_GRID = {3: (1, 2, 3), 5: (2, 3, 5), 10: (2, 3, 5, 10)}
+#: the form's model type at first start
+DEFAULT_TYPE = "dense_cooc"
+#: what the form sets itself (its own widgets), not as option fields
+_STRUCTURAL = ("n_states", "dim", "n_symbols", "fit_method", "seed", "preset", "device")
 
 
-#: Which configuration option each form field sets, per model type (the one place the form's
-#: values meet the estimators' option names; ``n`` and ``l`` are ``n_states`` and ``dim``).
-#: ``steps`` is the form's "training length" field: Adam steps of the co-occurrence fit,
-#: EM iterations, or Baum-Welch iterations.  ``init_method`` is the form's "Start" choice,
-#: ``init_scale`` its "Init scale" (dense models only), ``pseudocount`` its "Smoothing" (standard
-#: models only).  ``device`` is the form's Device: every model's E-step can run on a GPU (CuPy).
-CONFIG_KEYS = {
-    "dense_cooc": {"lr": "lr", "steps": "cooc_steps", "tol": "tol", "restarts": "restarts",
-                   "preset": "preset", "seed": "seed", "device": "device", "init_method": "init_method",
-                   "init_scale": "init_scale"},
-    "dense_em": {"lr": "lr", "steps": "n_iter", "mstep_steps": "mstep_steps", "tol": "tol",
-                 "restarts": "restarts", "preset": "preset", "seed": "seed", "device": "device",
-                 "init_method": "init_method", "init_scale": "init_scale"},
-    "standard": {"steps": "n_iter", "tol": "tol", "seed": "seed", "device": "device", "init_method": "init_method",
-                 "pseudocount": "emission_pseudocount"},
-    "standard_fair": {"steps": "n_iter", "tol": "tol", "seed": "seed", "device": "device",
-                      "init_method": "init_method", "pseudocount": "emission_pseudocount"},
-}
+def type_labels() -> Dict[str, str]:
+    """Model type key -> the label the form lists, from the core (dense types first)."""
+    return {t.key: t.label for t in model_types()}
 
 
-def paper_defaults(kind: str, preset: str = "paper") -> dict:
-    """Training settings of a model type: the core's named preset ("paper" or the tuned "default").
+def short_label(key: str) -> str:
+    """What tables and job names call a model type (``"Dense-cooc-EM"``)."""
+    return model_type(key).short
 
-    Dense models read :data:`densehmm_core.dense.PRESETS` (through :data:`CONFIG_KEYS`);
-    standard HMMs use the core's Baum-Welch defaults (the paper does not state its
-    iteration count).
-    """
-    out = {"lr": 0.01, "steps": 100, "tol": 1e-4, "mstep_steps": 25}
-    if kind.startswith("dense"):
-        from densehmm_core.dense import PRESETS
-        method = "cooc" if kind == "dense_cooc" else "em"
-        p = PRESETS[preset][method]
-        for field, key in CONFIG_KEYS[kind].items():
-            if field in out and key in p:
-                out[field] = p[key]
-    return out
+
+def form_params() -> List[Tuple[str, Dict[type, Any]]]:
+    """The form's option fields, in order: ``(name, {estimator class: its HyperParam})`` for every
+    hyper-parameter some estimator marks ``form=True`` (a name two estimators share is one field)."""
+    out: Dict[str, Dict[type, Any]] = {}
+    for cls in model_classes():
+        for hp in cls.hyper_params:
+            if hp.form and hp.name not in _STRUCTURAL:
+                out.setdefault(hp.name, {})[cls] = hp
+    return list(out.items())
+
+
+def type_defaults(key: str, preset: str = "default") -> Dict[str, Any]:
+    """The option values of model type ``key`` when nothing is set: the estimator's constructor defaults,
+    those left to a preset resolved by the core (DenseHMM: ``preset`` for its fit method)."""
+    t = model_type(key)
+    cls = model_class(t.kind)
+    values = hyperparams.resolved_defaults(cls, t.fit_method if t.kind == "dense" else None,
+                                           preset if t.kind == "dense" else None)
+    return {name: values[name] for name, per in form_params() if cls in per}
 
 
 @dataclasses.dataclass
 class ModelSpec:
-    """The model form's values."""
-    kind: str = "dense_cooc"
+    """The model form's values: a model type of the core, sizes, seed, device, settings preset and the
+    option fields (``options``: configuration name -> value; only those the type's estimator has are
+    passed on)."""
+    model_type: str = DEFAULT_TYPE
     n: int = 5
     l: int = 3
-    lr: float = 0.001
-    steps: int = 10000
-    mstep_steps: int = 25
-    tol: float = 1e-7
-    restarts: int = 1
     seed: int = 0
     device: str = "auto"
-    preset: str = "paper"
-    init_method: str = "random"
-    init_scale: float = 1.0
-    pseudocount: float = 0.0
+    preset: str = "default"
+    options: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self)
+    # the core's names for what the type is
+    @property
+    def kind(self) -> str:
+        """The core's model kind (``"dense"``, ``"standard"``)."""
+        return model_type(self.model_type).kind
 
-    @classmethod
-    def from_dict(cls, d: dict) -> "ModelSpec":
-        names = {f.name for f in dataclasses.fields(cls)}
-        spec = cls(**{k: v for k, v in (d or {}).items() if k in names})
-        if spec.kind not in MODEL_TYPES:
-            spec.kind = "dense_cooc"
-        if spec.init_method not in INIT_METHODS:
-            spec.init_method = "random"
-        return spec
+    @property
+    def fit_method(self) -> str:
+        return model_type(self.model_type).fit_method
+
+    @property
+    def fair(self) -> bool:
+        return model_type(self.model_type).fair
 
     @property
     def is_dense(self) -> bool:
-        return self.kind.startswith("dense")
+        return self.kind == "dense"
+
+    def to_dict(self) -> dict:
+        """Flat and JSON-able (settings, sessions, job rows): the structural fields, the core ``kind``
+        and ``fit_method``, and every option under its configuration name."""
+        return {"model_type": self.model_type, "kind": self.kind, "fit_method": self.fit_method, "n": self.n,
+                "l": self.l, "seed": self.seed, "device": self.device, "preset": self.preset, **self.options}
+
+    @classmethod
+    def from_dict(cls, d: Optional[dict]) -> "ModelSpec":
+        """Read :meth:`to_dict` output, or a form saved before the core's metadata drove the form (the
+        model type in ``kind``, ``steps`` for the training length, ``pseudocount``); unknown keys are
+        ignored, an unknown model type becomes the default."""
+        d = dict(d or {})
+        key = d.get("model_type") or d.get("kind")
+        if key not in type_labels():
+            key = DEFAULT_TYPE
+        t = model_type(key)
+        estimator = model_class(t.kind)
+        if "steps" in d:  # the old form's one "training length" field
+            d["cooc_steps" if t.fit_method == "cooc" else "n_iter"] = d.pop("steps")
+        if "pseudocount" in d:
+            d["emission_pseudocount"] = d.pop("pseudocount")
+        spec = cls(model_type=key)
+        for f in ("n", "l", "seed", "device", "preset"):
+            if d.get(f) is not None:
+                setattr(spec, f, d[f])
+        known = {name for name, _ in form_params()}
+        spec.options = {k: v for k, v in d.items() if k in known}
+        for k, v in list(spec.options.items()):
+            if hyperparams.uses(estimator, k) and v not in (hyperparams.hyper_param(estimator, k).choices or (v,)):
+                del spec.options[k]  # e.g. a start method this version does not offer
+        return spec
+
+    @classmethod
+    def make(cls, **fields) -> "ModelSpec":
+        """``ModelSpec.make(model_type="standard", n=3, n_iter=4, tol=0.0)``: :meth:`from_dict` of the
+        keywords (structural fields and options by configuration name, in one flat list)."""
+        return cls.from_dict(fields)
 
     def label(self, n_states: Optional[int] = None) -> str:
         n = self.n if n_states is None else n_states
-        short = {"dense_cooc": "Dense-cooc", "dense_em": "Dense-EM", "standard": "Standard",
-                 "standard_fair": "Standard-fair"}[self.kind]
-        start = "" if self.init_method == "random" else f" {self.init_method}"
+        short = short_label(self.model_type)
+        # always named (the core's default is spectral; the paper's settings start randomly)
+        start = self.options.get("init_method") or type_defaults(self.model_type, self.preset).get("init_method")
+        start = f" {start}" if start else ""
         if self.is_dense:
             return f"{short} n={n} l={self.l} seed={self.seed}{start}"
-        if self.kind == "standard_fair":
+        if self.fair:
             return f"{short} n'={n} (n={self.n}, l={self.l}) seed={self.seed}{start}"
         return f"{short} n={n} seed={self.seed}{start}"
 
@@ -117,21 +144,21 @@ def fair_states(n: int, m: int, l: int) -> int:
 
 
 def model_config(spec: ModelSpec, n_symbols: int, device: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
-    """The form's values as ``(kind, config)`` for :func:`densehmm_core.model_from_config`
-    (each field maps to one option through :data:`CONFIG_KEYS`)."""
-    values = dataclasses.asdict(spec)
-    values["device"] = (spec.device if device is None else device) or "auto"
-    if spec.is_dense:
-        kind = "dense"
-        cfg: Dict[str, Any] = {"n_states": int(spec.n), "dim": int(spec.l), "n_symbols": int(n_symbols),
-                               "fit_method": "cooc" if spec.kind == "dense_cooc" else "em"}
+    """The form's values as ``(kind, config)`` for :func:`densehmm_core.model_from_config`: the sizes,
+    seed, device, the dense fit method and settings preset, and every option the type's estimator uses
+    (each under its configuration name)."""
+    t = model_type(spec.model_type)
+    cls = model_class(t.kind)
+    cfg: Dict[str, Any] = {"n_symbols": int(n_symbols), "seed": int(spec.seed),
+                           "device": (spec.device if device is None else device) or "auto"}
+    if t.kind == "dense":
+        cfg.update(n_states=int(spec.n), dim=int(spec.l), fit_method=t.fit_method, preset=spec.preset)
     else:
-        kind = "standard"
-        n_states = int(spec.n) if spec.kind == "standard" else fair_states(spec.n, n_symbols, spec.l)
-        cfg = {"n_states": n_states, "n_symbols": int(n_symbols)}
-    for field, key in CONFIG_KEYS[spec.kind].items():
-        cfg[key] = values[field]
-    return kind, cfg
+        cfg["n_states"] = fair_states(spec.n, n_symbols, spec.l) if t.fair else int(spec.n)
+    for name, value in spec.options.items():
+        if hyperparams.uses(cls, name, t.fit_method if t.kind == "dense" else None):
+            cfg[name] = value
+    return t.kind, cfg
 
 
 def build_model(spec: ModelSpec, n_symbols: int, device: Optional[str] = None):
@@ -151,8 +178,10 @@ def sweep_grid(spec: ModelSpec, repeats: int) -> List[ModelSpec]:
     For a plain standard HMM (which has no l) only the n values are repeated.
     """
     specs = []
+    plain_standard = not spec.is_dense and not spec.fair
     for n, ls in PAPER_GRID.items():
-        for l in (ls if spec.kind != "standard" else (spec.l,)):
+        for l in (ls if not plain_standard else (spec.l,)):
             for r in range(int(repeats)):
-                specs.append(dataclasses.replace(spec, n=n, l=l, seed=int(spec.seed) + r))
+                specs.append(dataclasses.replace(spec, n=n, l=l, seed=int(spec.seed) + r,
+                                                 options=dict(spec.options)))
     return specs

@@ -3,8 +3,10 @@
 
 Where a sweep runs is a setting (:attr:`app.settings.Settings.sweep_target`): empty -- the
 app's own worker pool, as for single jobs --, ``"local"`` -- a local Dask cluster of as many
-single-threaded worker processes as the Jobs panel's "Parallel jobs" -- or a scheduler
-address such as ``tcp://head:8786``.
+single-threaded worker processes as the Jobs panel's "Parallel jobs", private to the app (TLS
+with credentials made for it, 127.0.0.1 only, no dashboard) -- or a scheduler address such as
+``tls://head:8786`` (TLS from Dask's configuration), which the app then trusts: results come
+back as pickles.
 
 A remote run is a :class:`RemoteJob` in the :class:`~app.jobs.JobManager` (adopted, not run
 by its thread pool): queued, then running on a worker (with its step count about once a
@@ -34,10 +36,20 @@ from PySide6.QtCore import QObject, Signal
 from . import tasks
 from .jobs import Job, JobManager, JobState
 
-__all__ = ["RemoteJob", "RemoteSweeps", "describe_target"]
+__all__ = ["RemoteJob", "RemoteSweeps", "describe_target", "target_problem"]
 
 _STATES = {"finished": JobState.FINISHED, "diverged": JobState.DIVERGED, "failed": JobState.FAILED,
            "cancelled": JobState.CANCELLED}
+
+
+def target_problem(target: str) -> str:
+    """Why ``target`` (a scheduler address) cannot be used, in one line; ``""`` if it can."""
+    from densehmm_core.experiments.remote import SchedulerError, check_address
+    try:
+        check_address(target)
+    except SchedulerError as exc:
+        return str(exc)
+    return ""
 
 
 def describe_target(target: str) -> str:

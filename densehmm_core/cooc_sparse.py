@@ -123,3 +123,40 @@ def sparse_mad(pi: Optional[np.ndarray], A: np.ndarray, B: np.ndarray, pc: PairC
     total = float(np.sum(pi))  # sum of all entries of Omega (1 up to rounding)
     s = float(np.sum(np.abs(om - pc.vals))) + total - float(np.sum(om))
     return max(s, 0.0) / float(pc.m) ** 2
+
+
+class DevicePairs:
+    """:func:`sparse_mad` where the model lives: the pairs uploaded once to an array backend
+    (numpy or CuPy, :class:`~densehmm_core.engine.backend.ArrayBackend`), the model's ``A`` and
+    ``B`` given as arrays of that backend; only the MAD (a scalar) comes back.
+
+    ``pi`` is the stationary distribution of ``A``, by one linear solve
+    ``(I - A^T + 1 1^T) pi = 1`` (non-singular for every irreducible chain).
+    """
+
+    def __init__(self, pc: PairCounts, backend, block: int = 1 << 16) -> None:
+        xp = backend.xp
+        self.xp, self.backend, self.m, self.block = xp, backend, int(pc.m), int(block)
+        self.rows = xp.asarray(pc.rows, dtype=xp.int64)
+        self.cols = xp.asarray(pc.cols, dtype=xp.int64)
+        self.vals = xp.asarray(pc.vals, dtype=xp.float64)
+
+    def stationary(self, A):
+        xp = self.xp
+        n = A.shape[0]
+        M = xp.eye(n) - A.T + 1.0
+        pi = xp.linalg.solve(M, xp.ones(n))
+        return pi / pi.sum()
+
+    def mad(self, A, B) -> float:
+        """Mean over all ``m^2`` entries of ``|Omega - Omega_gt|`` (as :func:`sparse_mad`)."""
+        xp = self.xp
+        pi = self.stationary(A)
+        C = (pi[:, None] * A) @ B
+        Bt, Ct = xp.ascontiguousarray(B.T), xp.ascontiguousarray(C.T)
+        s = pi.sum()
+        for a in range(0, int(self.rows.shape[0]), self.block):
+            r, c = self.rows[a:a + self.block], self.cols[a:a + self.block]
+            om = (Bt[r] * Ct[c]).sum(axis=1)
+            s = s + xp.abs(om - self.vals[a:a + self.block]).sum() - om.sum()
+        return max(float(s), 0.0) / float(self.m) ** 2

@@ -33,7 +33,10 @@ from typing import Any, Dict, Iterator, List, Optional, cast
 
 import numpy as np
 
+from .em import DIAGNOSTICS_EVERY, EMHooks, EMSettings, run_em
 from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
+from .dense_layout import FeatureLayout, Layout
+from .hyperparams import HyperParam, ModelType
 from .hmm_base import BaseHMM
 from .maths import EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, stationary_distribution
 from .sequences import n_tokens
@@ -44,17 +47,22 @@ __all__ = ["DenseHMM", "PRESETS", "init_embeddings"]
 PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
     # Measured defaults (docs/DENSEHMM.md): normalised loss, larger Adam step with a cosine
     # decay, then an L-BFGS finish; early stopping on relative loss improvement per chunk.
+    # Both schemes start from the data's context statistics (spectral, random parts at 0.2).
     "default": {
         "cooc": {"lr": 0.05, "lr_final": 0.001, "cooc_steps": 1000, "tol": 1e-7, "finish": "auto",
-                 "finish_steps": 500, "loss": "normalized", "restarts": 1, "stationary_grad": True},
-        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 1e-6, "restarts": 1},
+                 "finish_steps": 500, "loss": "normalized", "restarts": 1, "stationary_grad": True,
+                 "init_method": "spectral", "init_scale": 0.2},
+        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 1e-6, "restarts": 1,
+               "init_method": "spectral", "init_scale": 0.2},
     },
     # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
     # loss with pi treated as a constant; EM with 25 Adam steps at lr 0.01 per M-step.
     "paper": {
         "cooc": {"lr": 0.001, "lr_final": 0.001, "cooc_steps": 10000, "tol": 0.0, "finish": "none",
-                 "finish_steps": 0, "loss": "frobenius", "restarts": 1, "stationary_grad": False},
-        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 0.0, "restarts": 1},
+                 "finish_steps": 0, "loss": "frobenius", "restarts": 1, "stationary_grad": False,
+                 "init_method": "random", "init_scale": 1.0},
+        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 0.0, "restarts": 1,
+               "init_method": "random", "init_scale": 1.0},
     },
 }
 
@@ -64,9 +72,10 @@ INIT_METHODS = ("random", "spectral")
 SPARSE_COOC_MIN_SYMBOLS = 1000
 #: The options a preset resolves (a ``None`` constructor argument takes the preset's value).
 PRESET_KEYS = ("lr", "lr_final", "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps",
-               "loss", "restarts", "stationary_grad")
+               "loss", "restarts", "stationary_grad", "init_method", "init_scale")
 #: Options of the co-occurrence fit only (a ``cooc_em`` fit's cooc phase takes these, and
-#: ``restarts``, from the arguments; its other settings from the preset).
+#: ``restarts``, ``init_method`` and ``init_scale``, from the arguments; its other settings from
+#: the preset).
 COOC_ONLY_KEYS = ("lr_final", "cooc_steps", "finish", "finish_steps", "loss", "stationary_grad")
 
 
@@ -176,7 +185,7 @@ class DenseHMM(BaseHMM):
     cooc_steps : int, optional
         Cooc only: maximum Adam steps of the co-occurrence fit.
     mstep_steps : int, optional
-        EM only: Adam steps per M-step.
+        EM only: Adam steps per M-step (on the engine's array module: :mod:`densehmm_core.dense_mstep`).
     n_iter : int, optional
         EM only: maximum EM iterations (as ``StandardHMM``'s ``n_iter``).
     tol : float, optional
@@ -200,22 +209,30 @@ class DenseHMM(BaseHMM):
         Cooc only: differentiate through the stationary distribution (``False``: treat it as
         a constant each step, as the paper's code did).
     device : str
-        ``"auto"``, ``"cpu"``, ``"gpu"`` or a TensorFlow device string such as ``"/GPU:1"``.
-        The TensorFlow steps run there (:func:`densehmm_core.device.resolve_device`; the one
-        used is ``device_used_``), and so does the E-step when ``engine`` is ``"auto"`` and
-        CuPy works on that GPU.  ``"cpu"`` never touches a GPU.
+        ``"auto"``, ``"cpu"``, ``"gpu"`` or a device string such as ``"/GPU:1"``.  EM runs where
+        its engine runs (``engine="auto"``: CuPy on that GPU when CuPy works there, numpy
+        otherwise): E-step, M-step and Adam state stay on that device; no TensorFlow.  The
+        co-occurrence fits run their TensorFlow steps there
+        (:func:`densehmm_core.device.resolve_device`).  The one used is ``device_used_``.
+        ``"cpu"`` never touches a GPU.
     snapshot_every : int, optional
         Put a parameter snapshot into the progress event every this many steps (cooc: Adam /
         L-BFGS steps, default 1000; em: EM iterations, default 1).  The last event always has one.
     chunk : int
         Cooc: Adam steps per ``tf.function`` call (one progress event, one cancel check).
-    init_scale : float
-        Standard deviation of the initial (random) embeddings.
-    init_method : {"random", "spectral"}
-        How a fit starts.  ``"random"``: normal embeddings (``init_scale``).  ``"spectral"``:
-        ``V`` and ``W`` from the training data's adjacent-pair counts (context vectors, SVD,
-        k-means of the frequent symbols; :mod:`densehmm_core.spectral`), ``U``, ``Z``,
-        ``z_start`` random; seeded restarts differ in their k-means starts.
+    init_scale : float, optional
+        Standard deviation of the initial (random) embeddings (preset: 0.2; ``"paper"``: 1.0).
+    init_method : {"spectral", "random"}, optional
+        How a fit starts (preset: ``"spectral"``; ``"paper"``: ``"random"``).  ``"random"``: normal
+        embeddings (``init_scale``).  ``"spectral"``: ``V`` and ``W`` from the training data's
+        adjacent-pair counts (context vectors, SVD, k-means of the frequent symbols;
+        :mod:`densehmm_core.spectral`), ``U``, ``Z``, ``z_start`` random; seeded restarts differ
+        in their k-means starts.  Where the data cannot give a spectral start (no adjacent pairs,
+        fewer symbols in pairs than states) the fit starts randomly and says so in its first
+        event (``metrics["start"]``).
+    diagnostics_every : int
+        EM: the co-occurrence MAD and the test NLL every this many iterations (and on the first
+        and the last event; :data:`densehmm_core.em.DIAGNOSTICS_EVERY`).
     param_limit : float
         Divergence guard: an embedding entry beyond this magnitude (all softmaxes saturated
         far beyond float64) counts as divergence, like a non-finite loss or parameter.
@@ -257,8 +274,106 @@ class DenseHMM(BaseHMM):
     config_keys = ("n_states", "dim", "n_symbols", "fit_method", "seed", "preset", "lr", "lr_final",
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
-                   "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method")
+                   "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
+                   "diagnostics_every")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
+
+    # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
+    # the docs table are derived from it; defaults are read from __init__'s signature, never copied here
+    model_types = (
+        ModelType("dense_cooc", "dense", "cooc", "DenseHMM — direct co-occurrence", "Dense-cooc"),
+        ModelType("dense_em", "dense", "em", "DenseHMM — EM (gradient M-step)", "Dense-EM"),
+        ModelType("dense_cooc_em", "dense", "cooc_em", "DenseHMM — co-occurrence + EM", "Dense-cooc-EM"),
+    )
+    hyper_params = (
+        HyperParam("n_states", int, "States n", "Number of hidden states n.", low=1, flag="--states",
+                   short="-n", metavar="N", group="model"),
+        HyperParam("dim", int, "Embedding length l", "Embedding length l.", low=1, flag="--dim", short="-l",
+                   metavar="L", group="model"),
+        HyperParam("n_symbols", int, "Symbols m", "Number of observable symbols m (from the data when not given).",
+                   low=1, group="model"),
+        HyperParam("fit_method", str, "Fit method", "Training scheme: direct co-occurrence fit, EM with a "
+                   "gradient M-step, or the co-occurrence fit followed by EM from it.", choices=FIT_METHODS,
+                   flag="--method", group="model"),
+        HyperParam("seed", int, "Seed", "Seeds the initialisation (restart r uses [seed, r]).", low=0,
+                   group="model"),
+        HyperParam("preset", str, "Settings", "Where options left unset come from: the measured defaults or "
+                   "the paper's settings.", choices=tuple(PRESETS), group="model"),
+        HyperParam("lr", float, "Learning rate", "Adam learning rate (cooc: start of the cosine schedule; em: "
+                   "the M-step's).", low=0, low_open=True, high=1e6, flag="--lr", metavar="RATE", form=True,
+                   log=True),
+        HyperParam("lr_final", float, "Final learning rate", "Learning rate at the end of the cosine schedule.",
+                   methods=("cooc", "cooc_em"), low=0, low_open=True),
+        HyperParam("cooc_steps", int, "Adam steps", "Maximum Adam steps of the co-occurrence fit.",
+                   methods=("cooc", "cooc_em"), low=1, high=10_000_000, flag="--steps", metavar="K", form=True,
+                   step=100),
+        HyperParam("n_iter", int, "EM iterations", "Maximum EM iterations.", methods=("em", "cooc_em"), low=1,
+                   high=10_000_000, flag="--iter", metavar="K", form=True),
+        HyperParam("mstep_steps", int, "Adam steps per M-step", "Adam steps per M-step.",
+                   methods=("em", "cooc_em"), low=1, high=100_000, flag="--mstep-steps", metavar="K", form=True),
+        HyperParam("tol", float, "Tolerance", "Early stopping: cooc, the relative loss improvement of a chunk; "
+                   "em, the relative change of the training log-likelihood, the rule of every EM fit (0: never).",
+                   low=0, high=1,
+                   flag="--tol", metavar="TOL", form=True, log=True),
+        HyperParam("finish", str, "Finish", "Second-order finish after the Adam phase (Levenberg-Marquardt, "
+                   "L-BFGS, auto = by problem size, none).", methods=("cooc", "cooc_em"),
+                   choices=("auto", "lm", "lbfgs", "none"), flag="--finish"),
+        HyperParam("finish_steps", int, "Finish steps", "Maximum iterations of the finish (0: none).",
+                   methods=("cooc", "cooc_em"), low=0, flag="--finish-steps", metavar="K"),
+        HyperParam("loss", str, "Loss", "Co-occurrence loss: normalised or raw squared Frobenius norm.",
+                   methods=("cooc", "cooc_em"), choices=("normalized", "frobenius")),
+        HyperParam("restarts", int, "Restarts", "Seeded restarts; the best run is kept.", low=1, high=100,
+                   flag="--restarts", metavar="R", form=True, group="model"),
+        HyperParam("stationary_grad", bool, "Stationary gradient", "Differentiate through the stationary "
+                   "distribution (False: a constant each step, as the paper's code).", methods=("cooc", "cooc_em")),
+        HyperParam("device", str, "Device", "Where training runs: auto, cpu, gpu or a device string such as "
+                   "/GPU:1; EM runs wholly there (E-step, M-step, diagnostics) with CuPy when CuPy works on that "
+                   "GPU, else numpy on the CPU; the co-occurrence fits' TensorFlow steps run there too; cpu never "
+                   "touches a GPU.", flag="--device", group="model"),
+        HyperParam("snapshot_every", int, "Snapshot every", "A parameter snapshot in every this many progress "
+                   "steps (cooc: Adam steps, em: iterations).", low=1),
+        HyperParam("chunk", int, "Chunk", "Adam steps per compiled call (one progress event, one cancel check).",
+                   low=1),
+        HyperParam("init_method", str, "Start", "How training starts. spectral (the default; the paper preset: "
+                   "random): V and W from the training data's context counts (each symbol's neighbours "
+                   "counted, reduced by an SVD, frequent symbols clustered by k-means); restarts differ in "
+                   "their k-means starts; where the data has no adjacent pairs or fewer symbols than states "
+                   "the fit starts randomly and says why. random: normal embeddings (Init scale).",
+                   choices=INIT_METHODS,
+                   flag="--init", form=True, group="model"),
+        HyperParam("init_scale", float, "Init scale", "Standard deviation of the random initial embeddings "
+                   "(all of U, Z, W, V with a random start; U, Z and z_start with a spectral one; default 0.2, "
+                   "the paper preset 1).", low=0,
+                   low_open=True, high=100, flag="--init-scale", metavar="S", form=True, group="model", step=0.1),
+        HyperParam("param_limit", float, "Parameter limit", "Divergence guard on the embeddings' magnitude.",
+                   low=0, low_open=True),
+        HyperParam("jit", bool, "XLA", "XLA-compile the co-occurrence fit's Adam loops (faster steps, a "
+                   "compilation first).", methods=("cooc", "cooc_em")),
+        HyperParam("engine", str, "Engine", "Inference engine of the E-step and scoring.",
+                   choices=("auto", "numpy", "cupy")),
+        HyperParam("symbol_features", str, "Symbol features", "Registered symbol features (e.g. orthographic: "
+                   "word form, suffixes, capitals, digits, hyphens; for words read without lower-casing).",
+                   flag="--symbol-features", metavar="NAME", group="model"),
+        HyperParam("sparse_cooc", bool, "Sparse co-occurrence", "Co-occurrence fit on the observed pairs only "
+                   "(default: above 1000 symbols or with symbol features).", methods=("cooc", "cooc_em")),
+        HyperParam("diagnostics_every", int, "Diagnostics every", "EM: the co-occurrence MAD and the test NLL "
+                   "every this many iterations (and on the first and the last).", methods=("em", "cooc_em"),
+                   low=1, flag="--diagnostics-every", metavar="K"),
+    )
+
+    @classmethod
+    def resolve_defaults(cls, values: dict, fit_method: Optional[str] = None, preset: Optional[str] = None) -> dict:
+        """Options left at ``None`` take the preset's value for the fit method (as :meth:`hyper` does)."""
+        out = dict(values)
+        method = out["fit_method"] = fit_method or out["fit_method"]
+        name = out["preset"] = preset or out["preset"]
+        table, cooc = PRESETS[name]["em" if method == "cooc_em" else method], PRESETS[name]["cooc"]
+        for key in PRESET_KEYS:
+            if out.get(key) is None:
+                out[key] = (cooc if method == "cooc_em" and key in COOC_ONLY_KEYS else table).get(key)
+        if out.get("snapshot_every") is None:
+            out["snapshot_every"] = 1000 if method == "cooc" else 1
+        return out
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
                  fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",
@@ -269,10 +384,10 @@ class DenseHMM(BaseHMM):
                  finish_steps: Optional[int] = None,
                  loss: Optional[str] = None, restarts: Optional[int] = None,
                  stationary_grad: Optional[bool] = None, device: str = "auto",
-                 snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: float = 1.0,
+                 snapshot_every: Optional[int] = None, chunk: int = 250, init_scale: Optional[float] = None,
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
-                 init_method: str = "random") -> None:
+                 init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY) -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -296,10 +411,13 @@ class DenseHMM(BaseHMM):
         self.chunk = int(chunk)
         if self.chunk < 1:
             raise ValueError("chunk must be >= 1")
-        self.init_scale = float(init_scale)
-        if init_method not in INIT_METHODS:
+        self.init_scale = None if init_scale is None else float(init_scale)
+        if init_method is not None and init_method not in INIT_METHODS:
             raise ValueError(f"init_method must be one of {INIT_METHODS}, got {init_method!r}")
         self.init_method = init_method
+        if int(diagnostics_every) < 1:
+            raise ValueError("diagnostics_every must be >= 1")
+        self.diagnostics_every = int(diagnostics_every)
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -328,7 +446,8 @@ class DenseHMM(BaseHMM):
         base = dict(PRESETS[self.preset][method])
         for key in PRESET_KEYS:
             val = getattr(self, key)
-            if val is not None and key in base and (not cooc_phase or key in COOC_ONLY_KEYS + ("restarts",)):
+            if val is not None and key in base and (
+                    not cooc_phase or key in COOC_ONLY_KEYS + ("restarts", "init_method", "init_scale")):
                 base[key] = val
         if method == "cooc":
             base["snapshot_every"] = self.snapshot_every or 1000
@@ -354,6 +473,11 @@ class DenseHMM(BaseHMM):
             raise RuntimeError("n_symbols is unknown until the model is fitted or given n_symbols")
         n_feat = 0 if self.features_ is None else self.features_.n_features
         return self.dim * (3 * self.n_states + self.n_symbols + 1 + n_feat)
+
+    @property
+    def needs_tensorflow(self) -> bool:
+        """The co-occurrence fit (and its finish) runs in TensorFlow; EM does not."""
+        return self.fit_method in ("cooc", "cooc_em")
 
     # ---------------------------------------------------------- embeddings
     @property
@@ -430,7 +554,8 @@ class DenseHMM(BaseHMM):
             raise ValueError("n_symbols must be known to initialise embeddings")
         rng = np.random.default_rng(self.seed if seed is None else seed)
         self.start_mode_ = "embedding"
-        self.set_embeddings(init_embeddings(self.n_states, self.n_symbols, self.dim, rng, self.init_scale))
+        self.set_embeddings(init_embeddings(self.n_states, self.n_symbols, self.dim, rng,
+                                            float(self.hyper()["init_scale"])))
         return self
 
     def _snapshot(self, theta=None, layout=None, start_mode: str = "stationary") -> dict:
@@ -449,27 +574,23 @@ class DenseHMM(BaseHMM):
         return np.random.default_rng([int(self.seed_used_), int(restart)])
 
     def _prepare_fit(self, restarts: Optional[int], init: bool, method: Optional[str] = None):
-        """Seed and device of this fit; returns ``(dense_tf module, hyper-parameters of ``method``,
-        number of runs, parameter layout)`` (one run when continuing from the current embeddings).
-        With ``symbol_features`` the layout is a :class:`~densehmm_core.words_tf.FeatureLayout`."""
-        from .device import resolve_device
-        from . import dense_tf
+        """Seed of this fit; returns ``(hyper-parameters of ``method``, number of runs, parameter
+        layout)`` (one run when continuing from the current embeddings).  With ``symbol_features``
+        the layout is a :class:`~densehmm_core.dense_layout.FeatureLayout`.  No TensorFlow."""
         if self.seed is None:
             self.seed_used_ = cast(int, np.random.SeedSequence().entropy) % (2 ** 63)
         else:
             self.seed_used_ = int(self.seed)
-        self.device_used_ = resolve_device(self.device)
         h = self.hyper(method)
         nr = int(h["restarts"] if restarts is None else restarts)
         if nr < 1:
             raise ValueError("restarts must be >= 1")
         layout: Any
         if self.symbol_features is not None:
-            from .words_tf import FeatureLayout
             layout = FeatureLayout(self.n_states, self.n_symbols, self.dim, self._build_features())
         else:
-            layout = dense_tf.Layout(self.n_states, self.n_symbols, self.dim)
-        return dense_tf, h, (nr if init else 1), layout
+            layout = Layout(self.n_states, self.n_symbols, self.dim)
+        return h, (nr if init else 1), layout
 
     def _build_features(self):
         """The symbol x feature incidence of ``vocabulary`` (kept in ``features_``)."""
@@ -579,27 +700,38 @@ class DenseHMM(BaseHMM):
         self.set_embeddings(emb)
         yield from self._iter_em(seqs, init=False, eval_seqs=eval_seqs, cancel=cancel, restarts=1)
 
-    def _start_theta(self, layout, restart: int, init: bool, pairs=None, bounds=None) -> np.ndarray:
-        """The packed start of one restart; ``pairs`` (:class:`~densehmm_core.cooc_sparse.PairCounts`
-        of the training data) and ``bounds`` (sequence boundaries, when known) feed
-        ``init_method="spectral"``."""
+    def _start_theta(self, layout, restart: int, init: bool, h: dict, pairs=None, bounds=None):
+        """``(packed start of one restart, how it started)``; ``pairs``
+        (:class:`~densehmm_core.cooc_sparse.PairCounts` of the training data, None when it has no
+        adjacent pairs) and ``bounds`` (sequence boundaries, when known) feed the spectral start;
+        where they cannot give one the start is random and the note says why."""
         if not init and self._embeddings is not None and restart == 0:
             if self._embeddings["V"].shape[0] != layout.m:
                 raise ValueError("init=False but the current embeddings have another n_symbols")
-            return layout.pack(self._embeddings)
-        if self.init_method == "spectral":
+            return layout.pack(self._embeddings), "continued"
+        scale = float(h["init_scale"])
+        note = h["init_method"]
+        if h["init_method"] == "spectral":
             if pairs is None:
-                raise ValueError("init_method='spectral' needs sequences with adjacent pairs")
-            from .spectral import spectral_embeddings
-            return layout.pack(spectral_embeddings(pairs, layout.n, layout.l, self._rng(restart),
-                                                   self.init_scale, bounds=bounds))
-        return layout.pack(init_embeddings(layout.n, layout.m, layout.l, self._rng(restart),
-                                           self.init_scale))
+                why: Optional[str] = "no adjacent pairs"
+            else:
+                seen = np.unique(np.concatenate([pairs.rows, pairs.cols])).size
+                why = (None if seen >= layout.n else
+                       f"{seen} distinct symbols in adjacent pairs, fewer than the {layout.n} states")
+            if why is None:
+                from .spectral import spectral_embeddings
+                return layout.pack(spectral_embeddings(pairs, layout.n, layout.l, self._rng(restart),
+                                                       scale, bounds=bounds)), note
+            note = f"random ({why})"
+        return layout.pack(init_embeddings(layout.n, layout.m, layout.l, self._rng(restart), scale)), note
 
     # ......................................................... cooc scheme
     def _iter_cooc(self, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
+        from . import dense_tf as tfm
         from .cooc_sparse import PairCounts, sparse_mad
-        tfm, h, nr, layout = self._prepare_fit(restarts, init, "cooc")
+        from .device import resolve_device
+        h, nr, layout = self._prepare_fit(restarts, init, "cooc")
+        self.device_used_ = resolve_device(self.device)
         sparse = isinstance(omega, PairCounts) or self.sparse_cooc or getattr(layout, "n_feat", 0) > 0
         if sparse:
             if not isinstance(omega, PairCounts):
@@ -610,7 +742,7 @@ class DenseHMM(BaseHMM):
                 raise ValueError("omega must be finite, non-negative and not all zero")
             omega = omega / omega.sum()
             sq_norm = float(np.sum(omega * omega))
-        spairs = PairCounts.from_dense(omega) if (not sparse and self.init_method == "spectral") else None
+        spairs = PairCounts.from_dense(omega) if (not sparse and h["init_method"] == "spectral") else None
         tf = tfm.tf
         n, m, l = self.n_states, self.n_symbols, self.dim
         graph = self._graph(layout, omega)
@@ -627,7 +759,8 @@ class DenseHMM(BaseHMM):
         gstep = 0
         with tf.device(self.device_used_):
             for r in range(nr):
-                theta = tf.constant(self._start_theta(layout, r, init, omega if sparse else spairs), tfm.DT)
+                theta0, note = self._start_theta(layout, r, init, h, omega if sparse else spairs)
+                theta = tf.constant(theta0, tfm.DT)
                 state = tfm.AdamState.zeros(layout.size)
                 loss, mad = graph.cooc_eval(theta, scale)
                 if not np.isfinite(loss):
@@ -635,7 +768,7 @@ class DenseHMM(BaseHMM):
                 last_snap = gstep
                 base_metrics = {"restart": r, "restarts": nr}
                 yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
-                                    metrics=dict(base_metrics, mad=mad, optimizer="adam"),
+                                    metrics=dict(base_metrics, mad=mad, optimizer="adam", start=note),
                                     params=self._snapshot(theta, layout), elapsed=clock.elapsed)
                 done_steps, reason, cancelled = 0, "", False
                 while done_steps < steps:
@@ -728,7 +861,7 @@ class DenseHMM(BaseHMM):
 
     @staticmethod
     def _diverged_msg(status: int, step: int, what: str) -> str:
-        from .dense_tf import STATUS_LIMIT
+        from .dense_mstep import STATUS_LIMIT
         if status == STATUS_LIMIT:
             return (f"{what} diverged at step {step}: an embedding left the range the divergence "
                     f"guard allows (param_limit); the model keeps its last finite parameters. "
@@ -743,104 +876,65 @@ class DenseHMM(BaseHMM):
 
     # ........................................................... EM scheme
     def _iter_em(self, seqs, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
-        from .cooc_sparse import pair_counts, sparse_mad
-        from .spectral import boundary_counts
-        tfm, h, nr, layout = self._prepare_fit(restarts, init)
-        tf = tfm.tf
-        n, m = self.n_states, self.n_symbols
-        graph = self._graph(layout)
-        eng = self._engine()
-        data = eng.prepare(seqs, n_states=n)
-        edata = None
-        if eval_seqs is not None:
-            edata = eng.prepare(eval_seqs, n_states=n)
-        ntok = float(n_tokens(seqs))
-        etok = float(n_tokens(eval_seqs)) if eval_seqs is not None else 1.0
-        # the training data's co-occurrence, sparse: the MAD below is exact at O(nnz n + n^2 m)
-        omega_emp = pair_counts(seqs, m) if any(len(s) > 1 for s in seqs) else None
-        bounds = boundary_counts(seqs, m) if self.init_method == "spectral" else None
-        em_iter, steps, lr, tol = int(h["n_iter"]), int(h["mstep_steps"]), float(h["lr"]), float(h["tol"])
-        if em_iter < 1 or steps < 1:
+        h, nr, layout = self._prepare_fit(restarts, init, "em")
+        if int(h["n_iter"]) < 1 or int(h["mstep_steps"]) < 1:
             raise ValueError("n_iter and mstep_steps must be >= 1")
-        snap_every = int(h["snapshot_every"])
-        total = nr * em_iter
-        clock = Stopwatch()
-        best = None  # (train_ll, theta)
-        self.restart_losses_ = []
-        reason = "max_steps"
-        gstep = 0
+        eng = self._engine()
+        self.device_used_ = eng.device_name
+        hooks = _DenseEM(self, layout, h, seqs, init, eng)
+        settings = EMSettings(n_iter=int(h["n_iter"]), tol=float(h["tol"]), phase="em", restarts=nr,
+                              snapshot_every=int(h["snapshot_every"]), diagnostics_every=self.diagnostics_every)
+        yield from run_em(self, hooks, seqs, eval_seqs=eval_seqs, cancel=cancel, settings=settings)
 
-        def evaluate(theta_np):
-            self._adopt(theta_np, layout, stationary=False)
-            st = eng.statistics(self.startprob_, self.transmat_, self.emissionprob_, data)
-            ll = float(np.sum(st.loglik))
-            metrics = {}
-            if omega_emp is not None:
-                metrics["mad"] = sparse_mad(None, self.transmat_, self.emissionprob_, omega_emp)
-            tll = None
-            if edata is not None:
-                tll = float(np.sum(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, edata)))
-                metrics["test_nll"] = -tll / etok
-            return st, ll, tll, metrics
 
-        with tf.device(self.device_used_):
-            for r in range(nr):
-                theta = self._start_theta(layout, r, init, omega_emp, bounds)
-                state = tfm.AdamState.zeros(layout.size)
-                st, ll, tll, met = evaluate(theta)
-                if not np.isfinite(ll):
-                    raise TrainingDiverged("the initial model gives the training data zero likelihood")
-                base = {"restart": r, "restarts": nr}
-                # loss: the M-step objective -Q per token, which exists only after an E-step; the
-                # initial model has its NLL (train_nll) and no loss (it is not comparable with -Q)
-                yield ProgressEvent(step=gstep, total=total, phase="em", loss=None, train_ll=ll,
-                                    test_ll=tll, metrics=dict(base, train_nll=-ll / ntok, **met),
-                                    params=self._snapshot(), elapsed=clock.elapsed)
-                run_reason, cancelled = "max_steps", False
-                for it in range(1, em_iter + 1):
-                    th_t = tf.constant(theta, tfm.DT)
-                    th_new, state, kd, status, good, mloss = graph.adam_mstep(
-                        th_t, state, steps, lr, self.param_limit, st.start, st.trans, st.emit,
-                        ntok, self.jit)
-                    if status != tfm.STATUS_OK or not np.isfinite(mloss):
-                        self._adopt(theta, layout, stationary=False)
-                        raise TrainingDiverged(self._diverged_msg(status, gstep + 1, "EM M-step"))
-                    th_new = th_new.numpy()
-                    st_new, ll_new, tll, met = evaluate(th_new)
-                    if not np.isfinite(ll_new):
-                        self._adopt(theta, layout, stationary=False)
-                        raise TrainingDiverged(
-                            f"EM diverged at iteration {it}: the training log-likelihood became "
-                            f"{ll_new}; the model keeps its last finite parameters. Lower the learning rate.")
-                    theta, st = th_new, st_new
-                    gstep += 1
-                    change = abs(ll_new - ll) / max(abs(ll), 1e-300)
-                    ll = ll_new
-                    is_last = it == em_iter
-                    if tol > 0 and change < tol:
-                        run_reason, is_last = "converged", True
-                    if cancel is not None and cancel.cancelled:
-                        run_reason, is_last, cancelled = "cancelled", True, True
-                    params = self._snapshot() if (it % snap_every == 0) else None
-                    ev = ProgressEvent(step=gstep, total=total, phase="em", loss=mloss, train_ll=ll,
-                                       test_ll=tll, metrics=dict(base, train_nll=-ll / ntok, **met),
-                                       params=params, elapsed=clock.elapsed)
-                    if is_last:
-                        last_ev = ev
-                        break
-                    yield ev
-                self.restart_losses_.append(-ll)
-                if best is None or ll > best[0]:
-                    best = (ll, theta.copy(), last_ev)
-                if nr > 1:
-                    yield last_ev
-                reason = run_reason
-                if cancelled:
-                    break
-        self._adopt(best[1], layout, stationary=False)
-        src = best[2]
-        yield ProgressEvent(step=gstep, total=total, phase="em", loss=src.loss, train_ll=src.train_ll,
-                            test_ll=src.test_ll,
-                            metrics=dict(src.metrics, restart=int(np.argmin(self.restart_losses_)),
-                                         restarts=nr),
-                            params=self._snapshot(), done=True, reason=reason, elapsed=clock.elapsed)
+class _DenseEM(EMHooks):
+    """DenseHMM-EM in the one EM loop: the state is the packed embeddings and Adam's moments on
+    the engine's device, the M-step ``mstep_steps`` Adam steps on ``-Q`` per token
+    (:class:`densehmm_core.dense_mstep.MStep`); Adam's state persists across EM iterations."""
+
+    def __init__(self, model: DenseHMM, layout, h: dict, seqs, init: bool, engine) -> None:
+        from .dense_mstep import MStep
+        self.model, self.layout, self.h, self.init = model, layout, h, init
+        self.engine, self.backend = engine, engine.backend
+        self.mstep_ = MStep(layout, engine.backend)
+        self.ntok = float(n_tokens(seqs))
+        self.pairs = self.bounds = None
+        if h["init_method"] == "spectral" and init:
+            from .cooc_sparse import pair_counts
+            from .spectral import boundary_counts
+            if any(len(x) > 1 for x in seqs):
+                self.pairs = pair_counts(seqs, model.n_symbols)
+            self.bounds = boundary_counts(seqs, model.n_symbols)
+        self.note: Optional[str] = None
+
+    def start(self, restart: int):
+        with self.engine.compute():
+            theta, self.note = self.model._start_theta(self.layout, restart, self.init, self.h, self.pairs,
+                                                       self.bounds)
+            return self.mstep_.to_device(theta), self.mstep_.zeros()
+
+    def start_note(self) -> Optional[str]:
+        return self.note
+
+    def matrices(self, state):
+        with self.engine.compute():
+            return self.mstep_.matrices(state[0])
+
+    def mstep(self, state, stats, it: int):
+        from .dense_mstep import STATUS_OK
+        h = self.h
+        with self.engine.compute():
+            th, moments, _, status, _, loss = self.mstep_.adam(
+                state[0], state[1], int(h["mstep_steps"]), float(h["lr"]), self.model.param_limit,
+                stats.start, stats.trans, stats.emit, self.ntok)
+        if status != STATUS_OK or not np.isfinite(loss):
+            self.adopt(state)
+            raise TrainingDiverged(self.model._diverged_msg(status, it, "EM M-step"))
+        return (th, moments), loss
+
+    def adopt(self, state) -> None:
+        self.model._adopt(self.backend.to_host(state[0]), self.layout, stationary=False)
+
+    def snapshot(self, state) -> dict:
+        self.adopt(state)
+        return self.model._snapshot()

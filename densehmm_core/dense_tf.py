@@ -12,54 +12,30 @@ optimiser step is a handful of ops whatever the model size.
 * :func:`stationary`: the stationary distribution of ``A`` by one linear solve
   in float64 inside the graph, so gradients flow through it.
 * :func:`cooc_loss`: ``||Omega_gt - B^T diag(pi) A B||_F^2`` times a scale.
-* :func:`adam_cooc` / :func:`adam_mstep`: whole Adam loops (``tf.while_loop``
+* :func:`adam_cooc`: whole Adam loops (``tf.while_loop``
   inside one ``tf.function``) that run a chunk of steps and return the Adam
-  state, so the caller can stream progress events between chunks and keep the
-  Adam state across EM iterations.  They stop early -- keeping the last
+  state, so the caller can stream progress events between chunks.  They stop early -- keeping the last
   parameters whose loss was finite -- when a loss or gradient turns
   non-finite or a parameter leaves ``[-limit, limit]``.
 """
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Tuple
+from typing import NamedTuple, Tuple
 
 import numpy as np
 
+from .dense_layout import Layout
 from .device import import_tf
-from .maths import EMBEDDING_NAMES
 
 tf = import_tf()
 DT = tf.float64
 
 __all__ = ["Layout", "matrices", "log_matrices", "stationary", "mstep_loss", "cooc_model",
-           "cooc_loss", "adam_cooc", "adam_mstep", "cooc_value_and_grad", "cooc_eval",
+           "cooc_loss", "adam_cooc", "cooc_value_and_grad", "cooc_eval",
            "mstep_value_and_grad", "AdamState", "STATUS_OK", "STATUS_NONFINITE", "STATUS_LIMIT"]
 
 STATUS_OK, STATUS_NONFINITE, STATUS_LIMIT = 0, 1, 2
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
-
-
-class Layout:
-    """Packing of the embeddings into one flat vector."""
-
-    NAMES = EMBEDDING_NAMES
-
-    def __init__(self, n: int, m: int, l: int) -> None:
-        self.n, self.m, self.l = int(n), int(m), int(l)
-        self.shapes = {"U": (n, l), "Z": (n, l), "W": (n, l), "V": (m, l), "z_start": (l,)}
-        self.size = l * (3 * n + m + 1)
-
-    def pack(self, emb: Dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate([np.asarray(emb[k], dtype=np.float64).ravel() for k in self.NAMES])
-
-    def unpack(self, theta: np.ndarray) -> Dict[str, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        out, i = {}, 0
-        for k in self.NAMES:
-            size = int(np.prod(self.shapes[k]))
-            out[k] = theta[i:i + size].reshape(self.shapes[k]).copy()
-            i += size
-        return out
 
 
 def _unpack(theta, n: int, m: int, l: int):
@@ -226,33 +202,6 @@ def adam_cooc(theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0:
     return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss), float(mad)
 
 
-def _adam_mstep_py(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l):
-    def loss_fn(th):
-        return mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l)
-    th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
-                                                 tf.constant(0), tf.constant(1.0, DT), limit)
-    return th, mm, vv, tt, k, status, good, loss_fn(th)
-
-
-_adam_mstep = tf.function(_adam_mstep_py)
-_adam_mstep_xla = tf.function(_adam_mstep_py, jit_compile=True)
-
-
-def adam_mstep(theta, state: AdamState, n_steps: int, lr: float, limit: float,
-               c_start, c_trans, c_emit, norm: float, n: int, m: int, l: int, jit: bool = False):
-    """One M-step: ``n_steps`` Adam steps (constant ``lr``) on :func:`mstep_loss`.
-
-    Returns ``(theta, state, steps_done, status, last_good_theta, loss)``.
-    """
-    fn = _adam_mstep_xla if jit else _adam_mstep
-    out = fn(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
-                      tf.constant(float(lr), DT), tf.constant(float(limit), DT),
-                      tf.constant(c_start, DT), tf.constant(c_trans, DT), tf.constant(c_emit, DT),
-                      tf.constant(float(norm), DT), int(n), int(m), int(l))
-    th, mm, vv, tt, k, status, good, loss = out
-    return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss)
-
-
 @tf.function
 def _cooc_value_and_grad(theta, omega_gt, scale, n, m, l):
     with tf.GradientTape() as tape:
@@ -291,7 +240,8 @@ def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l):
 
 
 def mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm: float, n: int, m: int, l: int):
-    """M-step loss and its TensorFlow gradient as numpy values (used by tests and L-BFGS)."""
+    """M-step loss and its TensorFlow gradient as numpy values: the test oracle of the M-step EM
+    runs (:mod:`densehmm_core.dense_mstep`, no TensorFlow)."""
     loss, g = _mstep_value_and_grad(tf.constant(theta, DT), tf.constant(c_start, DT),
                                     tf.constant(c_trans, DT), tf.constant(c_emit, DT),
                                     tf.constant(float(norm), DT), int(n), int(m), int(l))

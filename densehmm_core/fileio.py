@@ -12,6 +12,9 @@ figures, the app's exports and sessions) goes through this module, so that
   :func:`tempfile.mkstemp`'s ``0600``); a replaced file keeps its mode;
 * a read-only file (no write permission bit, or not writable by this user) is never
   replaced: :func:`check_writable` says so before any work is done;
+* writers of files in an output folder (sweeps, reproductions) pass ``follow_links=False``:
+  a target that is a symbolic link is then refused (one line), never written through, so
+  nothing outside the folder is touched; lock files are never opened through a link;
 * concurrent writers of the same file serialise on an advisory ``fcntl`` lock file
   beside the target (``.NAME.lock``, removed again when released): a writer that
   must wait logs a message once and gives up with :class:`FileLockTimeout` after
@@ -33,8 +36,11 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Optional, Union
 
+from . import config
+
 __all__ = ["FileWriteError", "FileLockTimeout", "DEFAULT_LOCK_TIMEOUT", "file_lock", "check_writable",
-           "atomic_path", "atomic_open", "write_bytes", "write_text", "default_file_mode", "is_disk_full"]
+           "atomic_path", "atomic_open", "write_bytes", "write_text", "append_text", "default_file_mode",
+           "is_disk_full"]
 
 log = logging.getLogger("densehmm_core.fileio")
 
@@ -86,13 +92,7 @@ class FileLockTimeout(FileWriteError):
 def _lock_timeout(timeout: Optional[float]) -> float:
     if timeout is not None:
         return float(timeout)
-    env = os.environ.get("DENSEHMM_LOCK_TIMEOUT")
-    if env:
-        try:
-            return max(0.0, float(env))
-        except ValueError:
-            pass
-    return DEFAULT_LOCK_TIMEOUT
+    return config.lock_timeout(DEFAULT_LOCK_TIMEOUT)
 
 
 def _umask() -> int:
@@ -129,13 +129,23 @@ def is_disk_full(exc: BaseException) -> bool:
     return False
 
 
-def _resolve(path: PathLike) -> str:
-    """Absolute path of the file to write (through symbolic links: the link keeps pointing at it)."""
+def _resolve(path: PathLike, follow_links: bool = True) -> str:
+    """Absolute path of the file to write.
+
+    ``follow_links``: through symbolic links (the link keeps pointing at the new file);
+    else only the folder is resolved and a target that is a link is refused.
+    """
     p = os.path.abspath(os.fspath(path))
     try:
-        return os.path.realpath(p, strict=False)
+        if follow_links:
+            return os.path.realpath(p, strict=False)
+        target = os.path.join(os.path.realpath(os.path.dirname(p), strict=False), os.path.basename(p))
     except (OSError, RuntimeError):  # symlink loop
         raise FileWriteError(p, "is a symbolic link loop") from None
+    if os.path.islink(target):
+        raise FileWriteError(path, "is a symbolic link: not written (files in an output folder are never "
+                                   "written through links; remove the link)")
+    return target
 
 
 def _is_read_only(st: os.stat_result, path: str) -> bool:
@@ -250,12 +260,15 @@ def file_lock(path: PathLike, timeout: Optional[float] = None,
     fd = -1
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666)
         except FileNotFoundError:
             raise FileWriteError(path, f"the folder {os.path.dirname(target)} does not exist") from None
         except OSError as e:
             if is_disk_full(e):
                 raise FileWriteError(path, "the disk is full (cannot even create its lock file)", disk_full=True,
+                                     err=e.errno) from None
+            if e.errno == errno.ELOOP:
+                raise FileWriteError(path, f"its lock file {lock} is a symbolic link: refused (remove it)",
                                      err=e.errno) from None
             raise FileWriteError(path, f"cannot create the lock file {lock} ({e.strerror or e})",
                                  err=e.errno) from None
@@ -301,7 +314,7 @@ def file_lock(path: PathLike, timeout: Optional[float] = None,
 # -------------------------------------------------------------------- writing
 @contextlib.contextmanager
 def atomic_path(path: PathLike, *, lock: bool = True, timeout: Optional[float] = None,
-                replace_read_only: bool = False, suffix: str = ".tmp") -> Iterator[str]:
+                replace_read_only: bool = False, suffix: str = ".tmp", follow_links: bool = True) -> Iterator[str]:
     """Yield a temporary path in ``path``'s folder; on success it replaces ``path`` atomically.
 
     For writers that need a file name (HDF5, matplotlib, Qt's image writers).  The
@@ -309,8 +322,10 @@ def atomic_path(path: PathLike, *, lock: bool = True, timeout: Optional[float] =
     block or in the final steps the temporary file is removed, ``path`` is left as it
     was, and the error is re-raised (an :class:`OSError` becomes :class:`FileWriteError`).
     ``suffix`` lets writers that choose their format by extension keep it.
+    ``follow_links=False`` (writers in output folders): a ``path`` that is a symbolic link is
+    refused with :class:`FileWriteError`, before and again just before the rename.
     """
-    target = _resolve(path)
+    target = _resolve(path, follow_links)
     with contextlib.ExitStack() as stack:
         if lock:
             stack.enter_context(file_lock(target, timeout))
@@ -326,6 +341,8 @@ def atomic_path(path: PathLike, *, lock: bool = True, timeout: Optional[float] =
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
             os.chmod(tmp, mode)
+            if not follow_links:
+                _resolve(target, False)  # a link planted while writing is refused too
             os.replace(tmp, target)
         except BaseException as e:
             with contextlib.suppress(OSError):
@@ -370,11 +387,11 @@ def _as_write_error(path: PathLike, e: BaseException, folder: str) -> FileWriteE
 
 @contextlib.contextmanager
 def atomic_open(path: PathLike, mode: str = "wb", *, encoding: str = "utf-8", newline: Optional[str] = None,
-                lock: bool = True, timeout: Optional[float] = None) -> Iterator:
+                lock: bool = True, timeout: Optional[float] = None, follow_links: bool = True) -> Iterator:
     """``open()`` for writing, atomically: the file appears (or is replaced) only when the block ends."""
     if mode not in ("w", "wb", "wt"):
         raise ValueError(f"atomic_open writes whole files: mode must be 'w' or 'wb', not {mode!r}")
-    with atomic_path(path, lock=lock, timeout=timeout) as tmp:
+    with atomic_path(path, lock=lock, timeout=timeout, follow_links=follow_links) as tmp:
         fh: Any
         if "b" in mode:
             fh = open(tmp, "wb")
@@ -385,16 +402,45 @@ def atomic_open(path: PathLike, mode: str = "wb", *, encoding: str = "utf-8", ne
             fh.flush()
 
 
-def write_bytes(path: PathLike, data, *, lock: bool = True, timeout: Optional[float] = None) -> str:
+def write_bytes(path: PathLike, data, *, lock: bool = True, timeout: Optional[float] = None,
+                follow_links: bool = True) -> str:
     """Write ``data`` (bytes-like) to ``path`` atomically; returns the resolved path."""
-    with atomic_open(path, "wb", lock=lock, timeout=timeout) as fh:
+    with atomic_open(path, "wb", lock=lock, timeout=timeout, follow_links=follow_links) as fh:
         fh.write(data)
-    return _resolve(path)
+    return _resolve(path, follow_links)
 
 
 def write_text(path: PathLike, text: str, *, encoding: str = "utf-8", lock: bool = True,
-               timeout: Optional[float] = None) -> str:
+               timeout: Optional[float] = None, follow_links: bool = True) -> str:
     """Write ``text`` to ``path`` atomically (no newline translation); returns the resolved path."""
-    with atomic_open(path, "w", encoding=encoding, newline="", lock=lock, timeout=timeout) as fh:
+    with atomic_open(path, "w", encoding=encoding, newline="", lock=lock, timeout=timeout,
+                     follow_links=follow_links) as fh:
         fh.write(text)
-    return _resolve(path)
+    return _resolve(path, follow_links)
+
+
+def append_text(path: PathLike, text: str, *, encoding: str = "utf-8") -> None:
+    """Append ``text`` to a log file in an output folder (created if missing).
+
+    Not atomic (a log grows); never through a symbolic link and never into a FIFO, device or
+    folder: those are refused with :class:`FileWriteError`.
+    """
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(os.fspath(path), flags, default_file_mode())
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise FileWriteError(path, "is a symbolic link: not written (remove the link)", err=e.errno) from None
+        raise _as_write_error(path, e, os.path.dirname(os.path.abspath(os.fspath(path)))) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise FileWriteError(path, "is not a regular file (a device, FIFO or socket): not written")
+        data = text.encode(encoding)
+        while data:
+            data = data[os.write(fd, data):]
+    except FileWriteError:
+        raise
+    except OSError as e:
+        raise _as_write_error(path, e, os.path.dirname(os.path.abspath(os.fspath(path)))) from None
+    finally:
+        os.close(fd)

@@ -54,6 +54,16 @@ class BaseHMM:
     #: estimator lists its own beside its ``__init__`` (tests/test_contract.py checks that the
     #: two agree).
     config_keys: Tuple[str, ...] = ()
+    #: Metadata of the constructor's arguments and the model types users pick from
+    #: (:mod:`densehmm_core.hyperparams`): the CLI options, the app's model form and the docs table.
+    hyper_params: Tuple[Any, ...] = ()
+    model_types: Tuple[Any, ...] = ()
+
+    @classmethod
+    def resolve_defaults(cls, values: dict, fit_method: Optional[str] = None, preset: Optional[str] = None) -> dict:
+        """``values`` (constructor defaults) with what the estimator decides at fit time filled in;
+        estimators whose defaults are all plain values return them unchanged."""
+        return dict(values)
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, seed: Optional[int] = None,
                  engine: str = "auto", device: str = "auto") -> None:
@@ -139,6 +149,12 @@ class BaseHMM:
         from .engine.sampling import sample_sequences
         return sample_sequences(self.startprob_, self.transmat_, self.emissionprob_,
                                 n_sequences, length, seed)
+
+    @property
+    def needs_tensorflow(self) -> bool:
+        """Whether fitting this model imports TensorFlow (a worker process decides per job by
+        asking the model; standard HMMs never do)."""
+        return False
 
     # ------------------------------------------------------ model selection
     @property

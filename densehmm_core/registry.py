@@ -16,12 +16,13 @@ current option names (schema-v1 files: ``em_iter`` -> ``n_iter``; DenseHMM's
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Tuple, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Tuple, Type
 
 if TYPE_CHECKING:
     from .hmm_base import BaseHMM
 
-__all__ = ["MODEL_KINDS", "model_class", "model_from_config", "migrate_config"]
+__all__ = ["MODEL_KINDS", "model_class", "model_from_config", "migrate_config", "model_classes", "model_types",
+           "model_type"]
 
 #: kind -> (module, class name); the classes are imported on first use.
 MODEL_KINDS: Dict[str, Tuple[str, str]] = {
@@ -37,6 +38,26 @@ def model_class(kind: str) -> "Type[BaseHMM]":
     except (KeyError, TypeError):
         raise ValueError(f"unknown model kind {kind!r}; available: {', '.join(MODEL_KINDS)}") from None
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+def model_classes() -> "List[Type[BaseHMM]]":
+    """Every estimator class, in the order users are offered them (dense first)."""
+    return [model_class(k) for k in sorted(MODEL_KINDS, key=lambda k: k != "dense")]
+
+
+def model_types() -> List[Any]:
+    """Every model type users pick from (:class:`densehmm_core.hyperparams.ModelType`: DenseHMM by
+    co-occurrence, EM or both, standard and fair standard HMM), from the estimators' metadata."""
+    return [t for cls in model_classes() for t in cls.model_types]
+
+
+def model_type(key: str) -> Any:
+    """The model type ``key`` (e.g. ``"dense_cooc_em"``); ``ValueError`` naming the known ones."""
+    types = model_types()
+    for t in types:
+        if t.key == key:
+            return t
+    raise ValueError(f"unknown model type {key!r}; available: {', '.join(t.key for t in types)}")
 
 
 def model_from_config(kind: str, config: Mapping[str, Any]) -> Any:
@@ -66,10 +87,17 @@ def migrate_config(kind: str, config: Mapping[str, Any]) -> Dict[str, Any]:
     standard model's config, DenseHMM's EM iterations as ``em_iter`` and both its
     co-occurrence Adam steps and its Adam steps per M-step as ``steps``.  None of these
     old keys is an option today, so they are renamed wherever they appear (a v1 model
-    group copied into a newer file keeps its old keys).
+    group copied into a newer file keeps its old keys).  A config without ``init_method`` was
+    written before the spectral start became the default: it reads as ``"random"`` (a DenseHMM's
+    missing ``init_scale`` as 1.0), what those fits used.
     """
     cfg = dict(config)
     cfg.pop("kind", None)
+    # written before init_method existed (or before it was recorded): those fits started randomly,
+    # and a DenseHMM's random embeddings had standard deviation 1 (today's defaults: spectral, 0.2)
+    cfg.setdefault("init_method", "random")
+    if kind == "dense":
+        cfg.setdefault("init_scale", 1.0)
     if kind == "dense":
         if "em_iter" in cfg:
             em_iter = cfg.pop("em_iter")

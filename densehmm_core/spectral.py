@@ -8,9 +8,9 @@ symbols by the company they keep, instead of random ones:
    symbols share one "other" column on each side), read from the adjacent-pair counts
    (the same :class:`~densehmm_core.cooc_sparse.PairCounts` the co-occurrence fit uses).
    The counts are damped with ``log(1 + count)``.
-2. **Truncated SVD** of that ``m x 2 (n_context + 1)`` matrix to ``dim`` columns (the
-   eigenvectors of its small Gram matrix: deterministic, no random start), each row scaled
-   to unit length: ``E`` (``m x dim``).
+2. **Truncated SVD** of that ``m x 2 (n_context + 1)`` matrix to ``dim`` columns (the top
+   eigenvectors of its small Gram matrix, by Lanczos from a fixed start vector: deterministic),
+   each row scaled to unit length: ``E`` (``m x dim``).
 3. **Clusters.**  Weighted k-means (weights ``sqrt(count)``, k-means++ starts from the
    model's seeded generator, best of ``n_init``) of the rows of ``E`` of the
    ``n_cluster_symbols`` most frequent symbols into ``n`` clusters; ``c_i`` the unit-length
@@ -28,12 +28,12 @@ induction: docs/RESULTS.md, section 4.
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 import numpy as np
 
 __all__ = ["LOGIT_SCALE", "STANDARD_RANK", "context_matrix", "context_embeddings", "weighted_kmeans",
-           "boundary_counts", "spectral_embeddings", "spectral_matrices"]
+           "boundary_counts", "spectral_embeddings", "spectral_matrices", "spectral_unavailable"]
 
 LOGIT_SCALE = 36.0   # initial emission logits s * cos(c_i, e_k); 9 and 36 measured, 36 better (RESULTS.md)
 STANDARD_RANK = 32   # SVD rank of a StandardHMM's spectral start (it has no embedding length)
@@ -91,9 +91,17 @@ def context_embeddings(pairs, dim: int, n_context: int = 1000) -> np.ndarray:
 
 def _svd_rows(X, dim: int) -> np.ndarray:
     gram = (X.T @ X).toarray()
-    w, vecs = np.linalg.eigh(gram)
-    k = int(min(dim, gram.shape[0]))
-    top = vecs[:, ::-1][:, :k]
+    N = gram.shape[0]
+    k = int(min(dim, N))
+    if k < N - 1 and N > 64:
+        # only the top k eigenpairs, by Lanczos (ARPACK) from a fixed start vector (deterministic):
+        # about 0.1 s where the full decomposition of the 2,004 x 2,004 Gram matrix took seconds
+        from scipy.sparse.linalg import eigsh
+        w, vecs = eigsh(gram, k=k, which="LA", v0=np.ones(N) / np.sqrt(N), tol=0.0)
+        top = vecs[:, np.argsort(-w, kind="stable")]
+    else:
+        w, vecs = np.linalg.eigh(gram)
+        top = vecs[:, ::-1][:, :k]
     top = top * np.where(top[np.argmax(np.abs(top), axis=0), np.arange(k)] < 0, -1.0, 1.0)  # fixed signs
     E = np.zeros((X.shape[0], int(dim)))
     E[:, :k] = X @ top
@@ -101,23 +109,71 @@ def _svd_rows(X, dim: int) -> np.ndarray:
     return np.divide(E, norms, out=np.zeros_like(E), where=norms > 0)
 
 
-def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-                    n_init: int = 3) -> np.ndarray:
-    """Centroids (``k x d``) of weighted k-means (scikit-learn's ``KMeans``: greedy k-means++
-    starts, Lloyd iterations, best of ``n_init`` by inertia), seeded from ``rng``.  With fewer
-    distinct points than ``k`` some centroids coincide (those states start alike and are told
-    apart by their random transition embeddings); scikit-learn's warning about it is silenced."""
-    import warnings
+def _sq_dist(X: np.ndarray, C: np.ndarray, x2: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances of the rows of ``X`` to the rows of ``C`` (``x2`` = row norms of X)."""
+    return np.maximum(x2[:, None] - 2.0 * (X @ C.T) + np.einsum("kd,kd->k", C, C)[None, :], 0.0)
 
-    from sklearn.cluster import KMeans
-    from sklearn.exceptions import ConvergenceWarning
+
+def _kmeans_pp(X: np.ndarray, w: np.ndarray, k: int, rng: np.random.Generator, x2: np.ndarray) -> np.ndarray:
+    """Greedy weighted k-means++ starts (Arthur and Vassilvitskii, 2007, with local trials): the first
+    centre drawn by weight; for each next one ``2 + log k`` candidates are drawn by weight x squared
+    distance to the nearest centre so far, and the one that lowers the total weighted squared
+    distance most is kept (plain one-draw k-means++ clustered words measurably worse:
+    docs/RESULTS.md, section 4)."""
+    n_local = 2 + int(np.log(k))
+    C = np.empty((k, X.shape[1]))
+    C[0] = X[rng.choice(len(X), p=w / w.sum())]
+    closest = _sq_dist(X, C[:1], x2)[:, 0]
+    for j in range(1, k):
+        cum = np.cumsum(w * closest)
+        if cum[-1] <= 0:
+            C[j] = X[int(rng.integers(len(X)))]
+            continue
+        cand = np.minimum(np.searchsorted(cum, rng.random(n_local) * cum[-1]), len(X) - 1)
+        d = np.minimum(closest[None, :], _sq_dist(X, X[cand], x2).T)      # (n_local, N)
+        best = int(np.argmin(d @ w))
+        C[j] = X[cand[best]]
+        closest = d[best]
+    return C
+
+
+def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+                    n_init: int = 3, max_iter: int = 300) -> np.ndarray:
+    """Centroids (``k x d``) of weighted k-means: greedy weighted k-means++ starts from ``rng``, Lloyd
+    iterations until the assignment stops changing (at most ``max_iter``), the best of ``n_init``
+    runs by weighted inertia.  A cluster left empty takes the point farthest from its centre.
+    With fewer distinct points than ``k`` some centroids coincide (those states start alike and
+    are told apart by their random transition embeddings).  numpy only (no scikit-learn: its
+    import alone costs seconds at the start of every fit)."""
     X = np.asarray(points, np.float64)
+    w = np.asarray(weights, np.float64)
+    k = int(k)
     if X.shape[0] < k:
         raise ValueError(f"k-means needs at least {k} points, got {X.shape[0]}")
-    km = KMeans(n_clusters=int(k), n_init=int(n_init), random_state=int(rng.integers(2 ** 31 - 1)))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        return km.fit(X, sample_weight=np.asarray(weights, np.float64)).cluster_centers_
+    x2 = np.einsum("nd,nd->n", X, X)
+    best = None
+    for _ in range(int(n_init)):
+        C = _kmeans_pp(X, w, k, rng, x2)
+        labels = None
+        for _ in range(int(max_iter)):
+            D = _sq_dist(X, C, x2)
+            new = np.argmin(D, axis=1)
+            if labels is not None and np.array_equal(new, labels):
+                break
+            labels = new
+            mass = np.bincount(labels, weights=w, minlength=k)
+            sums = np.zeros_like(C)
+            np.add.at(sums, labels, w[:, None] * X)
+            empty = mass <= 0
+            C = np.divide(sums, mass[:, None], out=C.copy(), where=~empty[:, None])
+            if empty.any():
+                far = np.argsort(-D[np.arange(len(X)), labels], kind="stable")[:int(empty.sum())]
+                C[empty] = X[far]
+        inertia = float(np.sum(w * _sq_dist(X, C, x2)[np.arange(len(X)), np.argmin(_sq_dist(X, C, x2), axis=1)]))
+        if best is None or inertia < best[0]:
+            best = (inertia, C)
+    assert best is not None
+    return best[1]
 
 
 def boundary_counts(seqs, m: int):
@@ -126,6 +182,18 @@ def boundary_counts(seqs, m: int):
     lasts = np.array([s[-1] for s in seqs if len(s)], np.int64)
     return (np.bincount(firsts, minlength=m).astype(np.float64),
             np.bincount(lasts, minlength=m).astype(np.float64))
+
+
+def spectral_unavailable(seqs, n: int) -> Optional[str]:
+    """Why the training sequences cannot give ``n`` states a spectral start (None when they can):
+    no adjacent pairs, or fewer distinct symbols in adjacent pairs than states."""
+    pairs = [s for s in seqs if len(s) > 1]
+    if not pairs:
+        return "no adjacent pairs"
+    seen = np.unique(np.concatenate(pairs)).size
+    if seen < n:
+        return f"{seen} distinct symbols in adjacent pairs, fewer than the {n} states"
+    return None
 
 
 def spectral_embeddings(pairs, n: int, dim: int, rng: np.random.Generator, init_scale: float = 0.2,

@@ -6,18 +6,14 @@ from typing import Iterator, List, Optional
 
 import numpy as np
 
-from .events import ProgressEvent, Stopwatch, TrainingDiverged, snapshot
+from .em import DIAGNOSTICS_EVERY, EMHooks, EMSettings, run_em
+from .events import ProgressEvent, TrainingDiverged, snapshot
 from .hmm_base import BaseHMM
-from .sequences import n_tokens
+from .hyperparams import HyperParam, ModelType
 
 __all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
 
 ENGINES = ("auto", "numpy", "cupy", "hmmlearn")
-#: The co-occurrence MAD (``mean |Omega_data - B^T diag(pi) A B|``, pi stationary) is reported in
-#: every Baum-Welch event, like the DenseHMM's, up to this many symbols; above it the O(m^2)
-#: matrices are not formed and the exact MAD is computed from the observed pairs instead
-#: (:func:`densehmm_core.cooc_sparse.sparse_mad`).
-MAD_MAX_SYMBOLS = 2000
 
 
 def n_parameters_standard(n: int, m: int) -> int:
@@ -61,9 +57,9 @@ class StandardHMM(BaseHMM):
     n_iter : int
         Maximum number of Baum-Welch iterations (M-steps).
     tol : float
-        Convergence threshold on the gain of the total training log-likelihood
-        between two iterations (absolute, the same rule as hmmlearn's
-        ``ConvergenceMonitor``): training stops when ``ll_k - ll_{k-1} < tol``.
+        Convergence threshold on the relative change of the total training
+        log-likelihood between two iterations, ``|ll_k - ll_{k-1}| / |ll_{k-1}| < tol``
+        (the rule of every EM fit, :mod:`densehmm_core.em`); ``0`` or less disables it.
     seed : int, optional
         Seed of the initialisation: ``startprob`` and every row of ``transmat`` and
         ``emissionprob`` are drawn from a flat Dirichlet(1) (uniform on the simplex)
@@ -81,24 +77,30 @@ class StandardHMM(BaseHMM):
     snapshot_every : int
         A parameter snapshot is attached to every ``snapshot_every``-th event (and
         always to the last one).
-    init_method : {"random", "spectral"}
-        ``"random"``: the Dirichlet draws above.  ``"spectral"``: uniform ``startprob`` and
-        ``transmat``, emission rows from the training data's context clusters, the same
-        start as a spectral DenseHMM's emissions (:func:`densehmm_core.spectral.spectral_matrices`).
+    init_method : {"spectral", "random"}
+        ``"spectral"`` (the default): uniform ``startprob`` and ``transmat``, emission rows from
+        the training data's context clusters, the same start as a spectral DenseHMM's emissions
+        (:func:`densehmm_core.spectral.spectral_matrices`); where the data cannot give one (no
+        adjacent pairs, fewer symbols in pairs than states) the fit starts randomly and its first
+        event says so (``metrics["start"]``).  ``"random"``: the Dirichlet draws above.
     emission_pseudocount : float
         Additive smoothing of the emission M-step, ``B[i, k] = (N[i, k] + a) / (N[i] + m a)``
         with the expected counts ``N`` (the MAP estimate under a symmetric Dirichlet(1 + a)
         prior; hmmlearn's ``emissionprob_prior = 1 + a``).  0 (the default) is plain
         Baum-Welch, which gives probability 0 to every symbol the training data lacks, so
         held-out sequences with such symbols score ``-inf`` (words: use e.g. 0.01).
+    diagnostics_every : int
+        The co-occurrence MAD and the test NLL are computed every this many iterations (and on
+        the first and the last event); see :data:`densehmm_core.em.DIAGNOSTICS_EVERY`.
 
     Notes
     -----
     Training is :meth:`iter_fit`, a generator of :class:`ProgressEvent` (phase
-    ``"baum-welch"``).  Event ``step = k`` describes the model after ``k`` M-steps:
+    ``"baum-welch"``) from the one EM loop (:func:`densehmm_core.em.run_em`).  Event
+    ``step = k`` describes the model after ``k`` M-steps:
     ``train_ll`` is its total training log-likelihood (computed by the E-step that
     follows), ``loss = -train_ll / n_tokens`` and ``params`` its matrices.  The
-    stream ends (``done=True``) when the gain falls below ``tol`` (``"converged"``;
+    stream ends (``done=True``) when the relative change falls below ``tol`` (``"converged"``;
     the model is the one of the last event), after ``n_iter`` M-steps
     (``"max_steps"``) or when the cancel token is set (``"cancelled"``; the model
     keeps the parameters reached).  A non-finite log-likelihood or parameter raises
@@ -107,12 +109,51 @@ class StandardHMM(BaseHMM):
 
     kind = "standard"
     config_keys = ("n_states", "n_symbols", "n_iter", "tol", "seed", "engine", "snapshot_every", "device",
-                   "init_method", "emission_pseudocount")
+                   "init_method", "emission_pseudocount", "diagnostics_every")
+
+    # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
+    # the docs table are derived from it; defaults are read from __init__'s signature, never copied here
+    model_types = (
+        ModelType("standard", "standard", "baum-welch", "Standard HMM (Baum-Welch)", "Standard"),
+        ModelType("standard_fair", "standard", "baum-welch", "Fair standard HMM (n_fair states)", "Standard-fair",
+                  fair=True),
+    )
+    hyper_params = (
+        HyperParam("n_states", int, "States n", "Number of hidden states n.", low=1, flag="--states",
+                   short="-n", metavar="N", group="model"),
+        HyperParam("n_symbols", int, "Symbols m", "Number of observable symbols m (from the data when not given).",
+                   low=1, group="model"),
+        HyperParam("n_iter", int, "Baum-Welch iterations", "Maximum Baum-Welch iterations.", low=0,
+                   high=10_000_000, flag="--iter", metavar="K", form=True),
+        HyperParam("tol", float, "Tolerance", "Stop when the relative change of the total training "
+                   "log-likelihood, |ll_k - ll_k-1| / |ll_k-1|, falls below this (the rule of every EM fit; 0: "
+                   "never).", flag="--tol", metavar="TOL", form=True, log=True, high=1),
+        HyperParam("seed", int, "Seed", "Seeds the Dirichlet(1) initialisation.", low=0, group="model"),
+        HyperParam("engine", str, "Engine", "Inference engine (hmmlearn: its Baum-Welch iterations).",
+                   choices=ENGINES),
+        HyperParam("snapshot_every", int, "Snapshot every", "A parameter snapshot in every this many events.",
+                   low=1),
+        HyperParam("device", str, "Device", "Where training runs (auto, cpu, gpu, /GPU:1): E-step, M-step and "
+                   "diagnostics with CuPy when it works on that GPU, else numpy; cpu never touches a GPU.",
+                   flag="--device", group="model"),
+        HyperParam("init_method", str, "Start", "How training starts. spectral (the default): uniform start and "
+                   "transitions, emission rows from the training data's context clusters (random where the data "
+                   "has no adjacent pairs or fewer symbols than states, said in the log). random: Dirichlet "
+                   "draws.", choices=("random", "spectral"), flag="--init", form=True, group="model"),
+        HyperParam("emission_pseudocount", float, "Smoothing", "Additive smoothing of the emission M-step, "
+                   "(expected count + a) / (state total + m a); 0 is plain Baum-Welch, which gives probability 0 "
+                   "to symbols the training data lacks, so test sequences with them score -inf (words: try 0.01).",
+                   low=0, high=1000, flag="--pseudocount", metavar="A", form=True, group="model", decimals=4,
+                   step=0.01),
+        HyperParam("diagnostics_every", int, "Diagnostics every", "The co-occurrence MAD and the test NLL every "
+                   "this many iterations (and on the first and the last).", low=1, flag="--diagnostics-every",
+                   metavar="K"),
+    )
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
-                 tol: float = 1e-4, seed: Optional[int] = None, engine: str = "auto",
-                 snapshot_every: int = 1, device: str = "auto", init_method: str = "random",
-                 emission_pseudocount: float = 0.0) -> None:
+                 tol: float = 1e-6, seed: Optional[int] = None, engine: str = "auto",
+                 snapshot_every: int = 1, device: str = "auto", init_method: str = "spectral",
+                 emission_pseudocount: float = 0.0, diagnostics_every: int = DIAGNOSTICS_EVERY) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         super().__init__(n_states, n_symbols, seed, engine, device)
@@ -120,6 +161,8 @@ class StandardHMM(BaseHMM):
             raise ValueError("n_iter must be >= 0")
         self.n_iter = int(n_iter)
         self.tol = float(tol)
+        if np.isnan(self.tol):
+            raise ValueError("tol must be a number (0 or less: no early stopping)")
         self.snapshot_every = max(1, int(snapshot_every))
         if init_method not in ("random", "spectral"):
             raise ValueError(f"init_method must be 'random' or 'spectral', got {init_method!r}")
@@ -128,6 +171,9 @@ class StandardHMM(BaseHMM):
         if not (np.isfinite(a) and a >= 0):
             raise ValueError(f"emission_pseudocount must be a finite number >= 0, got {emission_pseudocount!r}")
         self.emission_pseudocount = a
+        if int(diagnostics_every) < 1:
+            raise ValueError("diagnostics_every must be >= 1")
+        self.diagnostics_every = int(diagnostics_every)
 
     # ---------------------------------------------------------------- surface
     @property
@@ -154,112 +200,23 @@ class StandardHMM(BaseHMM):
     @staticmethod
     def _mstep(stats, old_A, old_B, pseudocount: float = 0.0):
         """Closed-form M-step (emissions smoothed by ``pseudocount``); a state with no
-        expected counts keeps its old row."""
+        expected counts keeps its old row.  Works on numpy and CuPy arrays alike."""
         start = stats.start / stats.start.sum()
         tsum = stats.trans.sum(axis=1, keepdims=True)
-        A = np.where(tsum > 0, stats.trans / np.where(tsum > 0, tsum, 1.0), old_A)
+        A = (stats.trans / (tsum + (tsum <= 0))) * (tsum > 0) + old_A * (tsum <= 0)
         emit = stats.emit + pseudocount
         esum = emit.sum(axis=1, keepdims=True)
-        B = np.where(esum > 0, emit / np.where(esum > 0, esum, 1.0), old_B)
+        B = (emit / (esum + (esum <= 0))) * (esum > 0) + old_B * (esum <= 0)
         return start, A, B
 
     def _iter_fit(self, seqs: List[np.ndarray], *, init: bool, eval_seqs, cancel,
                   **kw) -> Iterator[ProgressEvent]:
         if kw:
             raise TypeError(f"unexpected fit options: {sorted(kw)}")
-        if (init or self.startprob_ is None) and self.init_method == "spectral":
-            from .spectral import spectral_matrices
-            self.startprob_, self.transmat_, self.emissionprob_ = spectral_matrices(
-                seqs, self.n_symbols, self.n_states, np.random.default_rng(self.seed))
-        elif init or self.startprob_ is None:
-            self.init_params()
-        self._check_params()
-        sw = Stopwatch()
-        tokens = n_tokens(seqs)
-        n = self.n_states
-        eng = self._engine()
-        data = eng.prepare(seqs, n)
-        edata = None if eval_seqs is None else eng.prepare(eval_seqs, n)
-        e_tokens = None if eval_seqs is None else n_tokens(eval_seqs)
-        hmm = self._hmmlearn_model() if self.engine == "hmmlearn" else None
-        if hmm is not None:
-            X = np.concatenate(seqs)[:, None]
-            lengths = np.array([len(s) for s in seqs])
-
-        from .cooc_sparse import pair_counts, sparse_mad
-        from .maths import analytic_cooc, empirical_cooc
-        from .metrics import cooc_mad
-        m = self.emissionprob_.shape[1]
-        omega_emp = pairs = None
-        if any(len(s) > 1 for s in seqs):
-            if m <= MAD_MAX_SYMBOLS:
-                omega_emp = empirical_cooc(seqs, m)
-            else:  # the same MAD, exactly, from the observed pairs: no m x m array
-                pairs = pair_counts(seqs, m)
-
-        prev_ll = None
-        for it in range(self.n_iter + 1):
-            if cancel is not None and cancel.cancelled:
-                yield ProgressEvent(step=it, total=self.n_iter, phase="baum-welch",
-                                    params=snapshot(self._param_arrays()), done=True, reason="cancelled",
-                                    elapsed=sw.elapsed)
-                return
-            last = it == self.n_iter
-            new = None
-            if hmm is None:
-                if last:
-                    ll = float(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, data).sum())
-                else:
-                    stats = eng.statistics(self.startprob_, self.transmat_, self.emissionprob_, data)
-                    ll = stats.total_loglik
-            else:
-                hmm.startprob_ = self.startprob_.copy()
-                hmm.transmat_ = self.transmat_.copy()
-                hmm.emissionprob_ = self.emissionprob_.copy()
-                if last:
-                    ll = float(hmm.score(X, lengths))
-                else:
-                    hmm.fit(X, lengths)
-                    ll = float(hmm.monitor_.history[-1])
-                    A_new, B_new = np.array(hmm.transmat_), np.array(hmm.emissionprob_)
-                    # hmmlearn leaves all-zero rows for states without counts: keep the old rows
-                    A_new[A_new.sum(axis=1) == 0] = self.transmat_[A_new.sum(axis=1) == 0]
-                    B_new[B_new.sum(axis=1) == 0] = self.emissionprob_[B_new.sum(axis=1) == 0]
-                    new = (np.array(hmm.startprob_), A_new, B_new)
-            if not np.isfinite(ll):
-                raise TrainingDiverged(
-                    f"Baum-Welch iteration {it}: training log-likelihood is {ll}; the model keeps "
-                    "its last finite parameters")
-            test_ll = None
-            metrics: dict = {"train_nll": -ll / tokens}
-            if edata is not None:
-                test_ll = float(eng.loglik(self.startprob_, self.transmat_, self.emissionprob_, edata).sum())
-                metrics["test_nll"] = -test_ll / e_tokens
-            if prev_ll is not None:
-                metrics["delta_ll"] = ll - prev_ll
-            if omega_emp is not None:
-                metrics["mad"] = cooc_mad(omega_emp, analytic_cooc(None, self.transmat_, self.emissionprob_))
-            elif pairs is not None:
-                metrics["mad"] = sparse_mad(None, self.transmat_, self.emissionprob_, pairs)
-            converged = prev_ll is not None and (ll - prev_ll) < self.tol
-            done = converged or last
-            yield ProgressEvent(
-                step=it, total=self.n_iter, phase="baum-welch", loss=-ll / tokens, train_ll=ll,
-                test_ll=test_ll, metrics=metrics,
-                params=snapshot(self._param_arrays()) if (done or it % self.snapshot_every == 0) else None,
-                done=done, reason=("converged" if converged else "max_steps") if done else "",
-                elapsed=sw.elapsed)
-            if done:
-                return
-            if new is None:
-                new = self._mstep(stats, self.transmat_, self.emissionprob_, self.emission_pseudocount)
-            start, A, B = new
-            if not (np.all(np.isfinite(start)) and np.all(np.isfinite(A)) and np.all(np.isfinite(B))):
-                raise TrainingDiverged(
-                    f"Baum-Welch iteration {it}: the M-step produced non-finite parameters; the model "
-                    "keeps its last finite parameters")
-            self.startprob_, self.transmat_, self.emissionprob_ = start, A, B
-            prev_ll = ll
+        hooks = _BaumWelch(self, seqs, init)
+        settings = EMSettings(n_iter=self.n_iter, tol=self.tol, phase="baum-welch",
+                              snapshot_every=self.snapshot_every, diagnostics_every=self.diagnostics_every)
+        yield from run_em(self, hooks, seqs, eval_seqs=eval_seqs, cancel=cancel, settings=settings)
 
     def _engine(self):
         if self.engine == "hmmlearn":      # hmmlearn fits; our numpy engine scores and decodes
@@ -274,3 +231,91 @@ class StandardHMM(BaseHMM):
         return CategoricalHMM(n_components=self.n_states, n_features=self.n_symbols, n_iter=1,
                               tol=-np.inf, params="ste", init_params="", implementation="scaling",
                               emissionprob_prior=1.0 + self.emission_pseudocount)
+
+
+class _BaumWelch(EMHooks):
+    """Baum-Welch in the one EM loop: the state is ``(pi, A, B)`` on the engine's device and the
+    M-step the closed form (:meth:`StandardHMM._mstep`); with ``engine="hmmlearn"`` every
+    E-step + M-step is one ``CategoricalHMM.fit`` iteration on the host."""
+
+    loss_is_nll = True
+
+    def __init__(self, model: "StandardHMM", seqs: List[np.ndarray], init: bool) -> None:
+        self.model, self.seqs, self.init = model, seqs, init
+        self.engine = model._engine()
+        self.backend = self.engine.backend
+        self.hmm = model._hmmlearn_model() if model.engine == "hmmlearn" else None
+        if self.hmm is not None:
+            self.X = np.concatenate(seqs)[:, None]
+            self.lengths = np.array([len(x) for x in seqs])
+        self.note: Optional[str] = None
+
+    def start(self, restart: int):
+        model = self.model
+        if self.init or model.startprob_ is None:
+            self.note = model.init_method
+            if model.init_method == "spectral":
+                from .spectral import spectral_matrices, spectral_unavailable
+                why = spectral_unavailable(self.seqs, model.n_states)
+                if why is None:
+                    with self.engine.compute():
+                        model.startprob_, model.transmat_, model.emissionprob_ = spectral_matrices(
+                            self.seqs, model.n_symbols, model.n_states, np.random.default_rng(model.seed))
+                else:
+                    self.note = f"random ({why})"
+                    model.init_params()
+            else:
+                model.init_params()
+        else:
+            self.note = "continued"
+        model._check_params()
+        be = self.backend
+        with be.context():
+            return tuple(be.to_device(np.asarray(a, dtype=np.float64))
+                         for a in (model.startprob_, model.transmat_, model.emissionprob_))
+
+    def start_note(self) -> Optional[str]:
+        return self.note
+
+    def matrices(self, state):
+        return state
+
+    def estep(self, engine, state, data, want_stats: bool):
+        if self.hmm is None:
+            return super().estep(engine, state, data, want_stats)
+        hmm = self.hmm
+        hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = (np.array(a) for a in state)
+        if not want_stats:
+            return None, float(hmm.score(self.X, self.lengths))
+        hmm.fit(self.X, self.lengths)
+        ll = float(hmm.monitor_.history[-1])
+        A_new, B_new = np.array(hmm.transmat_), np.array(hmm.emissionprob_)
+        # hmmlearn leaves all-zero rows for states without counts: keep the old rows
+        A_new[A_new.sum(axis=1) == 0] = state[1][A_new.sum(axis=1) == 0]
+        B_new[B_new.sum(axis=1) == 0] = state[2][B_new.sum(axis=1) == 0]
+        return (np.array(hmm.startprob_), A_new, B_new), ll
+
+    def mstep(self, state, stats, it: int):
+        be = self.backend
+        with self.engine.compute():
+            if self.hmm is not None:
+                new = stats
+            else:
+                new = StandardHMM._mstep(stats, state[1], state[2], self.model.emission_pseudocount)
+            xp = be.xp
+            ok = bool(xp.isfinite(new[0]).all() & xp.isfinite(new[1]).all() & xp.isfinite(new[2]).all())
+        if not ok:
+            self.adopt(state)
+            raise TrainingDiverged(
+                f"Baum-Welch iteration {it}: the M-step produced non-finite parameters; the model "
+                "keeps its last finite parameters")
+        return new, None
+
+    def adopt(self, state) -> None:
+        be = self.backend
+        self.model.startprob_, self.model.transmat_, self.model.emissionprob_ = (
+            np.array(be.to_host(a), dtype=np.float64) for a in state)
+
+    def snapshot(self, state) -> dict:
+        self.adopt(state)
+        return snapshot(self.model._param_arrays())

@@ -13,52 +13,18 @@ The co-occurrence loss is the sparse form (see :mod:`densehmm_core.cooc_sparse`)
     M = diag(pi) A,  G = B B^T,  Omega[i,j] = sum_a B[a,i] (M B)[a,j]
 
 costing ``O(nnz n + n^2 m)`` per step; no ``m x m`` tensor exists.  :class:`WordGraph`
-exposes the same operations as :mod:`densehmm_core.dense_tf` (Adam chunks for the cooc fit
-and the EM M-step, evaluation, value-and-gradient for L-BFGS) for one model shape and one
-data set.
+exposes the same operations as :mod:`densehmm_core.dense_tf` (Adam chunks for the cooc fit,
+evaluation, value-and-gradient for L-BFGS, and the EM M-step's loss as a test oracle) for one
+model shape and one data set.
 """
 from __future__ import annotations
 
-from typing import Dict
-
 import numpy as np
 
-from .dense_tf import DT, AdamState, Layout, _adam_loop, stationary, tf
+from .dense_layout import FeatureLayout, Layout
+from .dense_tf import DT, AdamState, _adam_loop, stationary, tf
 
 __all__ = ["FeatureLayout", "WordGraph", "DenseGraph"]
-
-
-class FeatureLayout(Layout):
-    """:class:`~densehmm_core.dense_tf.Layout` plus ``feature_V`` (F x l) at the end.
-
-    ``pack`` takes the effective ``V`` (and ``feature_V``, zeros when absent) and stores
-    ``V_own = V - S feature_V``; ``unpack`` returns the effective ``V`` and ``feature_V``.
-    """
-
-    def __init__(self, n: int, m: int, l: int, features=None) -> None:
-        super().__init__(n, m, l)
-        self.features = features
-        self.n_feat = 0 if features is None else int(features.n_features)
-        self.size += self.n_feat * self.l
-
-    def pack(self, emb: Dict[str, np.ndarray]) -> np.ndarray:
-        base = dict(emb)
-        if self.n_feat:
-            fv = np.asarray(emb.get("feature_V", np.zeros((self.n_feat, self.l))), dtype=np.float64)
-            if fv.shape != (self.n_feat, self.l):
-                raise ValueError(f"feature_V must have shape {(self.n_feat, self.l)}, got {fv.shape}")
-            base["V"] = self.features.own(emb["V"], fv)
-            return np.concatenate([super().pack(base), fv.ravel()])
-        return super().pack(base)
-
-    def unpack(self, theta: np.ndarray) -> Dict[str, np.ndarray]:
-        theta = np.asarray(theta, dtype=np.float64)
-        out = super().unpack(theta[:theta.size - self.n_feat * self.l])
-        if self.n_feat:
-            fv = theta[theta.size - self.n_feat * self.l:].reshape(self.n_feat, self.l).copy()
-            out["V"] = self.features.apply(out["V"], fv)
-            out["feature_V"] = fv
-        return out
 
 
 # ----------------------------------------------------------------- graph functions
@@ -117,19 +83,8 @@ def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, prow
     return th, mm, vv, tt, k, status, good, scale * err, abs_sum / float(m) ** 2
 
 
-def _adam_mstep_py(theta, m_, v_, t_, n_steps, lr, limit, c_start, c_trans, c_emit, norm, n, m, l, nf,
-                   fidx, fval, xla=False):
-    def loss_fn(th):
-        return _mstep_loss(th, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval, xla)
-    th, mm, vv, tt, k, status, good = _adam_loop(loss_fn, theta, m_, v_, t_, n_steps, lr, lr,
-                                                 tf.constant(0), tf.constant(1.0, DT), limit)
-    return th, mm, vv, tt, k, status, good, loss_fn(th)
-
-
 _adam_cooc = tf.function(_adam_cooc_py)
 _adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
-_adam_mstep = tf.function(_adam_mstep_py)
-_adam_mstep_xla = tf.function(_adam_mstep_py, jit_compile=True)
 
 
 @tf.function
@@ -192,17 +147,6 @@ class WordGraph:
             raise RuntimeError("this graph has no co-occurrence target")
         return self._prow, self._pcol, self._pval, self._gt_sq
 
-    def adam_mstep(self, theta, state: AdamState, n_steps: int, lr: float, limit: float,
-                   c_start, c_trans, c_emit, norm: float, jit: bool = False):
-        """As :func:`densehmm_core.dense_tf.adam_mstep`."""
-        fn = _adam_mstep_xla if jit else _adam_mstep
-        out = fn(tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
-                 tf.constant(float(lr), DT), tf.constant(float(limit), DT),
-                 tf.constant(c_start, DT), tf.constant(c_trans, DT), tf.constant(c_emit, DT),
-                 tf.constant(float(norm), DT), *self._shape(), bool(jit))
-        th, mm, vv, tt, k, status, good, loss = out
-        return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss)
-
     def adam_cooc(self, theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0: int, k_total: int,
                   limit: float, scale: float, stationary_grad: bool, jit: bool = False):
         """As :func:`densehmm_core.dense_tf.adam_cooc` on the sparse loss."""
@@ -228,7 +172,8 @@ class WordGraph:
         return float(loss), g.numpy()
 
     def mstep_value_and_grad(self, theta, c_start, c_trans, c_emit, norm: float):
-        """M-step loss and gradient, numpy (tests)."""
+        """M-step loss and its TensorFlow gradient, numpy: the test oracle of
+        :class:`densehmm_core.dense_mstep.MStep` (EM itself runs no TensorFlow)."""
         loss, g = _mstep_value_and_grad(tf.convert_to_tensor(theta, DT), tf.constant(c_start, DT),
                                         tf.constant(c_trans, DT), tf.constant(c_emit, DT),
                                         tf.constant(float(norm), DT), *self._shape())
@@ -245,10 +190,6 @@ class DenseGraph:
         self.layout = layout
         self.n, self.m, self.l = layout.n, layout.m, layout.l
         self._om = None if omega is None else tf.constant(omega, DT)
-
-    def adam_mstep(self, theta, state, n_steps, lr, limit, c_start, c_trans, c_emit, norm, jit=False):
-        return self._tfm.adam_mstep(tf.convert_to_tensor(theta, DT), state, n_steps, lr, limit, c_start, c_trans,
-                                    c_emit, norm, self.n, self.m, self.l, jit)
 
     def adam_cooc(self, theta, state, n_steps, lr0, lr1, k0, k_total, limit, scale, stationary_grad, jit=False):
         return self._tfm.adam_cooc(theta, state, n_steps, lr0, lr1, k0, k_total, limit, self._om, scale,

@@ -25,7 +25,8 @@ def test_demo_has_more_data_and_sets_a_longer_fit(qtbot, tmp_path):
     core_train, _, _ = demo_dataset(0, **DEMO_SIZE)           # the core's generator, same seed
     assert all((a == b).all() for a, b in zip(ds.train, core_train))
     spec = w.model_form.spec()
-    assert (spec.kind, spec.n, spec.l, spec.steps, spec.lr) == ("dense_cooc", 5, 3, DEMO_FORM["steps"], DEMO_FORM["lr"])
+    assert (spec.model_type, spec.n, spec.l, spec.options["cooc_steps"], spec.options["lr"]) == (
+        "dense_cooc", 5, 3, DEMO_FORM["cooc_steps"], DEMO_FORM["lr"])
 
 
 def test_about_shows_the_version_the_worker_reported(qtbot, tmp_path, monkeypatch):
@@ -72,9 +73,9 @@ def test_the_window_can_shrink_to_a_1400_x_900_screen(qtbot, tmp_path):
 
 # ------------------------------------------- TensorFlow learnt from a job (--no-tensorflow)
 def _dense_spec():
-    from app.modelspec import ModelSpec, paper_defaults
-    d = dict(paper_defaults("dense_cooc", "paper"), kind="dense_cooc", n=3, l=2, seed=0, steps=20)
-    return ModelSpec(**d)
+    from app.modelspec import ModelSpec, type_defaults
+    d = dict(type_defaults("dense_cooc", "paper"), model_type="dense_cooc", n=3, l=2, seed=0, cooc_steps=20)
+    return ModelSpec.make(**d)
 
 
 @pytest.mark.parametrize("executor", ["process", "thread"])

@@ -41,10 +41,10 @@ def window(qtbot, tmp_path, dialogs):
 
 
 def spec(kind="standard", **kw):
-    from app.modelspec import ModelSpec, paper_defaults
-    d = dict(paper_defaults(kind, kw.pop("preset", "paper")), kind=kind, n=5, l=3, seed=0)
+    from app.modelspec import ModelSpec, type_defaults
+    d = dict(type_defaults(kind, kw.pop("preset", "paper")), model_type=kind, n=5, l=3, seed=0)
     d.update(kw)
-    return ModelSpec(**d)
+    return ModelSpec.make(**d)
 
 
 def wait_final(qtbot, jobs, timeout=60000):
@@ -57,7 +57,7 @@ def test_standard_job_runs_and_heatmaps_equal_model(window, qtbot):
     window.model_form.set_spec(spec("standard", steps=15, tol=0.0))
     qtbot.mouseClick(window.model_form.train_button, Qt.LeftButton)
     job = window.jobs.jobs[-1]
-    assert job.spec["kind"] == "standard" and job.spec["steps"] == 15
+    assert job.spec["model_type"] == "standard" and job.spec["n_iter"] == 15
     assert window.jobs_panel.current_job() is job
     wait_final(qtbot, job)
     assert job.state == JobState.FINISHED, job.reason + job.error
@@ -212,8 +212,10 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
                                                      rel=1e-12)
     # compare the two loaded models: both scored on the current data set's test split (the same
     # NLL per token as Score on data), with the Jobs panel's elapsed time
-    window.compare_jobs(loaded[0], loaded[1])
-    from app.views.common import fmt_compact
+    compared = []
+    window.compare_jobs(loaded[0], loaded[1], on_done=lambda: compared.append(True))   # scored off the GUI thread
+    qtbot.waitUntil(lambda: bool(compared), timeout=30000)
+    from app.views.theme import fmt_compact
     rows = window.compare_view.table_rows()
     nll_row = [k for k in rows if k == "NLL / token, same data"]
     assert len(nll_row) == 1 and rows[nll_row[0]][0] == fmt_compact(res[0]["nll"])
@@ -270,7 +272,8 @@ def init(self, *a, **k):
     orig_init(self, *a, **k)
     def start():
         self.load_demo()
-        jobs = [self.start_training(ModelSpec(kind="standard", n=8, steps=10**6, tol=0.0)) for _ in range(2)]
+        jobs = [self.start_training(ModelSpec.make(model_type="standard", n=8, n_iter=10**6, tol=0.0))
+                for _ in range(2)]
         def poll():
             if all(j.step > 0 for j in jobs):
                 print("CLOSING", time.time(), flush=True)
@@ -390,7 +393,7 @@ sys.exit(m.main(["main.py"]))
 def _in_process_fit(job):
     """The same model trained here, on this thread, from the job's own spec (the oracle)."""
     from app.modelspec import ModelSpec, build_model
-    model, _, fit_kwargs = build_model(ModelSpec(**job.spec), job.dataset.n_symbols, device=job.device)
+    model, _, fit_kwargs = build_model(ModelSpec.from_dict(job.spec), job.dataset.n_symbols, device=job.device)
     return model.fit(job.train, eval_data=job.test, **fit_kwargs)
 
 
@@ -447,7 +450,7 @@ def test_without_worker_processes_jobs_train_in_the_app_and_say_so(window, qtbot
     from app.jobs import JobState
     from densehmm_core import worker
 
-    def refuse(self):
+    def refuse(self, needs_tensorflow=None):
         raise OSError("process creation not permitted")
     monkeypatch.setattr(worker.WorkerPool, "acquire", refuse)
     job = window.start_training(spec("standard", steps=6, tol=0.0, seed=5))

@@ -45,7 +45,7 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     assert ds.n_symbols == len(ds.corpus.tag_vocabulary) and ds.options["read"] == {"observe": "tags",
                                                                                      "tagset": "xpos"}
     p.tagset.setCurrentIndex(p.tagset.findData("upos"))
-    # words: lower-case (default on), all words, one unknown symbol; split and seed stay
+    # words: lower-case (default on), words seen once -> one unknown symbol; split and seed stay
     p.split.setValue(0.8)                              # the panel's, not the data set's (0.5, 0)
     p.seed.setValue(9)
     p.observe.setCurrentIndex(p.observe.findData("words"))
@@ -58,8 +58,12 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     assert "dog" in ds.vocabulary and len(ds.corpus.tag_vocabulary) == upos and ds.corpus.tags is not None
     assert (ds.options["split"], ds.options["seed"]) == (0.5, 0)
     assert p.fields["Symbols"].text() == str(len(want.vocabulary))
-    # the Model form's words hint (random start) appears
-    assert w.model_form.words_hint.isVisibleTo(w.model_form)
+    # the default start is spectral: no words hint; a random start on words shows it
+    form = w.model_form
+    start = form.fields["init_method"]
+    assert start.currentData() == "spectral" and not form.words_hint.isVisibleTo(form)
+    start.setCurrentIndex(start.findData("random"))
+    assert form.words_hint.isVisibleTo(form)
     # the panel shows how the data set was read
     w.select_dataset(0)
     assert p.observe.currentData() == "words" and p.tagset.currentData() == "upos"
@@ -96,15 +100,20 @@ def test_min_count_makes_rare_words(make_window, qtbot):
     ds = _open(qtbot, w, WORDS_CONLLU, 1)
     assert not _shown(p, p.min_count) and not _shown(p, p.keep_traces)     # CoNLL-U: no traces row
     p.observe.setCurrentIndex(p.observe.findData("words"))
-    assert _shown(p, p.min_count) and p.min_count.value() == 1 and not _shown(p, p.keep_traces)
-    p.min_count.setValue(2)
+    # issue 24.1: words default to min. count 2, so the model gets an unknown-word symbol
+    assert _shown(p, p.min_count) and p.min_count.value() == 2 and not _shown(p, p.keep_traces)
     ds = _reread(qtbot, w, ds)
     want = load(WORDS_CONLLU, observe="words", lowercase=True, min_count=2)
-    assert ds.n_symbols == len(want.vocabulary) < len(load(WORDS_CONLLU, observe="words", lowercase=True).vocabulary)
+    every = load(WORDS_CONLLU, observe="words", lowercase=True, min_count=1)
+    assert ds.vocabulary == list(want.vocabulary) and "<unk>" in ds.vocabulary and "<unk>" not in every.vocabulary
+    assert ds.n_symbols < len(every.vocabulary)
     assert ds.options["read"]["min_count"] == 2 and "drop_traces" not in ds.options["read"] and not w.errors
-    p.min_count.setValue(1)
+    p.min_count.setValue(1)                              # 1: every word
+    ds = _reread(qtbot, w, ds)
+    assert ds.vocabulary == list(every.vocabulary) and ds.options["read"]["min_count"] == 1
+    p.min_count.setValue(3)
     w.select_dataset(0)                                  # the group shows how it was read
-    assert p.min_count.value() == 2
+    assert p.min_count.value() == 1
 
 
 @pytest.mark.parametrize("observe", ["tags", "words"])
@@ -155,7 +164,7 @@ def test_a_session_with_a_words_data_set_reopens_as_words(make_window, session_f
     p.max_vocab.setValue(15)
     ds = _reread(qtbot, w, ds)
     assert ds.observes_words
-    job = w.start_training(ModelSpec(kind="standard", n=3, steps=2, tol=0.0))
+    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     path = tmp_path / "words.h5"
     assert session_files.save(w, path)
@@ -164,7 +173,7 @@ def test_a_session_with_a_words_data_set_reopens_as_words(make_window, session_f
     ds2 = restored[0].dataset
     assert ds2.observes_words and ds2.vocabulary == ds.vocabulary and ds2.options == ds.options
     assert ds2.options["read"] == {"observe": "words", "tagset": "upos", "lowercase": True, "max_vocab": 15,
-                                   "min_count": None, "rare": "shape"}
+                                   "min_count": 2, "rare": "shape"}
     for x, y in zip(ds2.train.sequences, ds.train.sequences):
         np.testing.assert_array_equal(x, y)
     assert w2.data_panel.observe.currentData() == "words" and w2.data_panel.max_vocab.value() == 15

@@ -41,7 +41,8 @@ def window(qtbot, tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                 dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
     yield c
     c.close()
 
@@ -84,6 +85,27 @@ def test_sweep_target_dialog_and_settings(window, qtbot):
     assert window.model_form.sweep_target_label.text() == "Runs on: this app's worker pool"
 
 
+def test_sweep_target_dialog_refuses_a_malformed_address(qtbot):
+    from PySide6.QtWidgets import QDialog
+
+    from app.panels.sweep_target import SweepTargetDialog
+    d = SweepTargetDialog("", "")
+    qtbot.addWidget(d)
+    d.show()
+    for text, why in (("", "enter the scheduler's address"), ("tcp://head", "invalid Dask scheduler address"),
+                      ("http://head:8786", "invalid Dask scheduler address")):
+        d.remote.setChecked(True)
+        d.address.setText(text)
+        d.accept()                       # OK: refused, the dialog stays open and says why
+        assert d.isVisible() and d.result() != QDialog.Accepted
+        assert d.problem.isVisible() and why in d.problem.text(), d.problem.text()
+    qtbot.keyClicks(d.address, "x")      # typing hides the old reason
+    assert not d.problem.isVisible()
+    d.address.setText("tls://head:8786")
+    d.accept()
+    assert d.result() == QDialog.Accepted and d.values() == ("tls://head:8786", "")
+
+
 def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbot, cluster, tmp_path):
     from app.jobs import JobState
     from app.modelspec import ModelSpec
@@ -91,7 +113,7 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     from app.remote_jobs import RemoteJob
     window.set_sweep_target(cluster.scheduler_address)
     assert window.model_form.sweep_target_label.text() == f"Runs on: the Dask scheduler {cluster.scheduler_address}"
-    jobs = window.start_sweep(ModelSpec(kind="standard", steps=6, tol=1e-4), 1)
+    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
     assert len(jobs) == 3 and all(isinstance(j, RemoteJob) for j in jobs)
     assert window.jobs_panel.groups[jobs[0].sweep].childCount() == 3      # listed at once, queued
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=120000)
@@ -118,7 +140,7 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     assert window.dashboard.model() is None
     # with a shared folder the workers save their models and the app shows them
     window.set_sweep_target(cluster.scheduler_address, str(tmp_path))
-    again = window.start_sweep(ModelSpec(kind="standard", steps=6, tol=1e-4), 1)
+    again = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
     qtbot.waitUntil(lambda: all(j.state.is_final for j in again), timeout=120000)
     for job in again:
         assert job.state == JobState.FINISHED and job.has_model
@@ -129,13 +151,13 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     assert not window.errors
 
 
-def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot):
+def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot, tmp_path):
     from app.jobs import JobState
     from app.modelspec import ModelSpec
     window.set_sweep_target("local")
     window.set_pool_size(2)
     # Baum-Welch that never converges: runs until cancelled
-    jobs = window.start_sweep(ModelSpec(kind="standard", steps=10 ** 7, tol=-np.inf), 1)
+    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
     qtbot.waitUntil(lambda: any(j.state == JobState.RUNNING and j.step > 0 for j in jobs), timeout=120000)
     running = next(j for j in jobs if j.state == JobState.RUNNING)
     queued = [j for j in jobs if j.state == JobState.QUEUED]
@@ -145,6 +167,14 @@ def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot):
     sweep = window.remote_sweeps.sweeps[-1]
     assert sweep.core.state(running.run_id) == "cancelled"
     client = sweep.core.client
+    # the app's local cluster is private (issue 25): TLS with its own credentials, loopback only
+    from listeners import assert_loopback_only, attack, listeners
+    address = sweep.core.cluster.scheduler_address
+    assert address.startswith("tls://127.0.0.1:")
+    assert_loopback_only(listeners(os.getpid()))
+    for mode in ("plain", "other-ca"):   # strangers without the credentials cannot run code
+        assert attack(address, mode, tmp_path / "pwned").startswith("REFUSED")
+    assert not (tmp_path / "pwned").exists()
 
     def executing(dask_worker):
         return dask_worker.state.executing_count
@@ -164,7 +194,7 @@ def test_cancel_while_connecting_submits_nothing(window, qtbot, cluster):
     from app.jobs import JobState
     from app.modelspec import ModelSpec
     window.set_sweep_target(cluster.scheduler_address)
-    jobs = window.start_sweep(ModelSpec(kind="standard", steps=10 ** 7, tol=-np.inf), 1)
+    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
     window.jobs.cancel_all()          # before the background connection is made
     assert all(j.state == JobState.CANCELLED and j.reason == "cancelled before start" for j in jobs)
     sweep = window.remote_sweeps.sweeps[-1]

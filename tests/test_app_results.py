@@ -32,7 +32,7 @@ def test_results_table_fills_from_jobs_and_sorts_numerically(window, qtbot):
     from densehmm_core.metrics import normalized_nll
     from densehmm_core.standard import n_parameters_standard
     from app.panels import jobs_panel as jp
-    jobs = [window.start_training(ModelSpec(kind="standard", n=n, steps=s, tol=0.0, seed=0))
+    jobs = [window.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=s, tol=0.0, seed=0))
             for n, s in ((2, 3), (4, 6), (3, 12))]
     _finish(qtbot, jobs)
     panel = window.jobs_panel
@@ -48,7 +48,7 @@ def test_results_table_fills_from_jobs_and_sorts_numerically(window, qtbot):
         assert row["result"] == row["test_nll"]
         assert row["train_nll"] == pytest.approx(train_nll, rel=1e-12)
         assert row["parameters"] == n_parameters_standard(n, ds.n_symbols)
-        assert (row["model"], row["n"], row["iterations"]) == ("Standard", n, job.spec["steps"])
+        assert (row["model"], row["n"], row["iterations"]) == ("Standard", n, job.spec["n_iter"])
         assert row["stop"] == job.reason and row["device"] == "cpu"
         assert item.text(jp.C_MODEL) == "Standard" and item.text(jp.C_N) == str(n)
         assert item.text(jp.C_RESULT) == f"{test_nll:.4f}"        # the final test NLL, not "max_steps"
@@ -70,8 +70,8 @@ def test_results_table_fills_from_jobs_and_sorts_numerically(window, qtbot):
 def test_sweep_jobs_are_grouped_and_the_first_is_shown(window, qtbot):
     from app.panels import jobs_panel as jp
     window.set_pool_size(1)
-    first = window.start_training(ModelSpec(kind="standard", n=2, steps=2, tol=0.0))
-    jobs = window.start_sweep(ModelSpec(kind="standard", steps=2, tol=0.0), 2)
+    first = window.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
+    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=2, tol=0.0), 2)
     tree = window.jobs_panel.tree
     assert tree.topLevelItemCount() == 2                # the single job and the sweep's group
     group = window.jobs_panel.groups[jobs[0].sweep]
@@ -94,8 +94,8 @@ def test_sweep_jobs_are_grouped_and_the_first_is_shown(window, qtbot):
 def test_new_jobs_stay_unselected_when_the_setting_says_so(window, qtbot):
     window.jobs_panel.select_new.setChecked(False)
     assert window.settings.select_new_jobs is False
-    a = window.start_training(ModelSpec(kind="standard", n=2, steps=2, tol=0.0))
-    b = window.start_training(ModelSpec(kind="standard", n=3, steps=2, tol=0.0))
+    a = window.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
+    b = window.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
     assert window.jobs_panel.current_job() is a       # the first job only (nothing was selected)
     assert window.current_job is a and b is not None
     _finish(qtbot, [a, b])
@@ -118,12 +118,12 @@ def test_jobs_table_fits_a_narrow_dock_without_scrolling_sideways(window, qtbot,
     window.show()
     window.open_files([_long_named_fasta(tmp_path)])
     qtbot.waitUntil(lambda: len(window.datasets) == 2 and not window.loading, timeout=30000)
-    jobs = [window.start_training(ModelSpec(kind="standard", n=3, steps=4, tol=0.0, seed=0)),
-            window.start_training(ModelSpec(kind="standard_fair", n=4, l=2, steps=4, tol=0.0, seed=1))]
+    jobs = [window.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=4, tol=0.0, seed=0)),
+            window.start_training(ModelSpec.make(model_type="standard_fair", n=4, l=2, n_iter=4, tol=0.0, seed=1))]
     window.select_dataset(0)   # the demo
-    jobs.append(window.start_training(ModelSpec(kind="standard", n=2, steps=4, tol=0.0, seed=2)))
+    jobs.append(window.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=4, tol=0.0, seed=2)))
     _finish(qtbot, jobs)
-    running = window.start_training(ModelSpec(kind="standard", n=6, steps=10 ** 6, tol=0.0, seed=3))
+    running = window.start_training(ModelSpec.make(model_type="standard", n=6, n_iter=10 ** 6, tol=0.0, seed=3))
     try:
         _check_narrow_and_wide(window, qtbot)
     finally:   # closing the window with a running job would ask first
@@ -169,7 +169,7 @@ def _check_narrow_and_wide(window, qtbot):
             assert btn is None or btn.isVisible() == (not job.state.is_final and jp.C_CANCEL in shown)
         if width == 420:
             assert jp.C_DATA not in shown and jp.C_DEVICE not in shown
-            assert shown[:3] == [jp.C_NAME, jp.C_STATE, jp.C_PROG]
+            assert shown[:4] == [jp.C_NAME, jp.C_ID, jp.C_STATE, jp.C_PROG]   # the job number fits too
             # the buttons wrap onto a second line rather than widening the dock
             assert panel.select_new.y() > panel.cancel_sel.geometry().bottom()
             assert all(w.geometry().right() <= panel.toolbar.width()

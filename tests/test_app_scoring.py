@@ -113,16 +113,65 @@ def test_a_model_scores_and_decodes_a_file_with_fewer_symbols(window, qtbot, tmp
     assert dec.find_sequence("no-such-id") is None and "No sequence id" in dec.status.text()
 
 
-def test_symbols_the_model_does_not_know_are_named(window, qtbot, tmp_path):
+def _answer(monkeypatch, pick):
+    """Answer the unknown-symbols dialog: ``pick(box)`` returns the button to click (None: Cancel);
+    the boxes shown are returned."""
+    from app.panels import unknown
+    shown = []
+
+    def ask(box):
+        shown.append((box.text(), [b.text() for b in box.buttons()]))
+        button = pick(box)
+        (button or box.button(QMessageBox.StandardButton.Cancel)).click()
+    monkeypatch.setattr(unknown, "_ask", ask)
+    return shown
+
+
+def _button(prefix):
+    return lambda box: next(b for b in box.buttons() if b.text().startswith(prefix))
+
+
+def test_symbols_the_model_does_not_know_are_counted_and_sentences_can_be_left_out(window, qtbot, tmp_path,
+                                                                                    monkeypatch):
+    """Issue 24.1: a model without an unknown symbol and a file with a symbol it lacks: the dialog says
+    how many (hand count: 'W' in 3 of 6 records, 12 of 48 tokens) and offers to leave those records
+    out; Cancel scores nothing; leaving them out scores exactly the other records."""
     from densehmm_core.standard import StandardHMM
     small = [(f"s{i}", "ACDEACDE" * 3) for i in range(6)]
-    other = [(f"t{i}", "ACDW" * 4) for i in range(6)]
+    other = [(f"t{i}", "ACDW" * 4 if i % 2 else "ACDA" * 2) for i in range(6)]
+    window.data_panel.split.setValue(0.0)          # no test part: every record of b is scored
     a, b = _open(qtbot, window, [_fasta(tmp_path / "small.fasta", small), _fasta(tmp_path / "other.fasta", other)])
+    assert b.test is None
     model = StandardHMM(2, n_iter=2, seed=0).fit(a.train)
     model.vocabulary = list(a.vocabulary)
     job = _finished_job(window, model, a)
+    shown = _answer(monkeypatch, lambda box: None)
     window.score_job(job, ds=b)
-    assert len(window.errors) == 1
-    msg = window.errors[0]
-    assert "other.fasta" in msg and "'W'" in msg and "tokens" in msg
-    assert "has 4" not in msg and "symbols but" not in msg     # no longer a count mismatch
+    assert len(shown) == 1 and not window.errors and not getattr(job, "scores", None)
+    text, buttons = shown[0]
+    assert "'other.fasta' holds 1 symbol(s) the model does not know (12 of 72 tokens, in 3 of 6 sequences)" in text
+    assert "'W'" in text and "no unknown symbol" in text
+    assert buttons.count("Leave out 3 sequences (3 left)") == 1 and not any("Read them as" in t for t in buttons)
+    shown = _answer(monkeypatch, _button("Leave out"))
+    res = []
+    window.score_job(job, ds=b, on_done=res.append)
+    qtbot.waitUntil(lambda: bool(res), timeout=30000)
+    kept = [np.array([model.vocabulary.index(c) for c in "ACDA" * 2]) for _ in range(3)]
+    assert res[0]["loglik"] == pytest.approx(model.score(kept), rel=1e-12) and not window.errors
+
+
+def test_a_model_with_an_unknown_symbol_offers_to_read_them_as_it(window, qtbot, tmp_path, monkeypatch):
+    from densehmm_core.standard import StandardHMM
+    window.data_panel.split.setValue(0.0)
+    a, b = _open(qtbot, window, [_fasta(tmp_path / "a.fasta", [(f"s{i}", "ACDE" * 3) for i in range(4)]),
+                                 _fasta(tmp_path / "b.fasta", [(f"t{i}", "ACWY") for i in range(4)])])
+    model = StandardHMM(2, n_iter=2, seed=0).fit([np.array([0, 1, 2, 3, 4] * 3)])
+    model.vocabulary = ["A", "C", "D", "E", "<unk>"]
+    job = _finished_job(window, model, a)
+    shown = _answer(monkeypatch, _button("Read them as '<unk>'"))
+    res = []
+    window.score_job(job, ds=b, on_done=res.append)
+    qtbot.waitUntil(lambda: bool(res), timeout=30000)
+    assert "2 symbol(s) the model does not know (8 of 16 tokens, in 4 of 4 sequences), e.g. 'W', 'Y'" in shown[0][0]
+    want = [np.array([0, 1, 4, 4])] * 4
+    assert res[0]["loglik"] == pytest.approx(model.score(want), rel=1e-12)

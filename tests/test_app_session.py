@@ -24,8 +24,8 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, sess
     w.open_files([fasta])
     qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
     ds = w.datasets[0]
-    a = w.start_training(ModelSpec(kind="standard", n=3, steps=4, tol=0.0, seed=2, init_method="spectral"))
-    sweep = w.start_sweep(ModelSpec(kind="standard", steps=2, tol=0.0), 1)
+    a = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=4, tol=0.0, seed=2, init_method="spectral"))
+    sweep = w.start_sweep(ModelSpec.make(model_type="standard", n_iter=2, tol=0.0), 1)
     jobs = [a] + sweep
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
     scored = []
@@ -69,7 +69,7 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, sess
         np.testing.assert_array_equal(x, y)
     # sweeps stay grouped; a new sweep gets a new name
     assert len(w2.jobs_panel.groups) == 1
-    more = w2.start_sweep(ModelSpec(kind="standard", steps=1, tol=0.0), 1)
+    more = w2.start_sweep(ModelSpec.make(model_type="standard", n_iter=1, tol=0.0), 1)
     assert more[0].sweep != sweep[0].sweep
     qtbot.waitUntil(lambda: all(j.state.is_final for j in more), timeout=60000)
 
@@ -79,7 +79,7 @@ def test_a_session_whose_data_file_is_gone_still_restores_its_jobs(make_window, 
     fasta = _fasta(tmp_path / "gone.fasta")
     w.open_files([fasta])
     qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
-    job = w.start_training(ModelSpec(kind="standard", n=2, steps=2, tol=0.0))
+    job = w.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     path = tmp_path / "s.h5"
     assert session_files.save(w, path)

@@ -98,10 +98,13 @@ def test_start_view_and_demo(window, qtbot):
     assert ds.n_symbols == 5
     s = window.data_panel.summary
     assert s["n_tokens"] == 20000 and s["n_sequences"] == 100
-    # the frequency chart shows the counts of the symbols
+    # the frequency chart shows the counts of the symbols, most frequent first (issue 24.7)
     counts = np.bincount(np.concatenate(ds.train + ds.test), minlength=5)
     heights = window.data_panel.freq_bars.opts["height"]
-    np.testing.assert_array_equal(np.asarray(heights), counts)
+    order = window.data_panel.freq_order
+    np.testing.assert_array_equal(np.asarray(heights), counts[order])
+    np.testing.assert_array_equal(np.asarray(heights), np.sort(counts)[::-1])
+    assert window.data_panel.freq_plot.getAxis("bottom").labels == [str(i) for i in order]
     # the form knows m for n_fair
     assert "m = 5" in window.model_form.n_fair.text()
     # loading the demo twice selects it instead of adding a copy
@@ -196,7 +199,7 @@ def test_settings_persist(qtbot, settings, dialogs, tmp_path):
     from app.modelspec import ModelSpec
     w = MainWindow(settings)
     qtbot.addWidget(w)
-    w.model_form.set_spec(ModelSpec(kind="dense_em", n=7, l=4, lr=0.02, steps=12, seed=9,
+    w.model_form.set_spec(ModelSpec.make(model_type="dense_em", n=7, l=4, lr=0.02, n_iter=12, seed=9,
                                     init_method="spectral", init_scale=0.3))
     w.set_pool_size(3)
     w.set_theme("dark")
@@ -205,10 +208,10 @@ def test_settings_persist(qtbot, settings, dialogs, tmp_path):
     w2 = MainWindow(settings)
     qtbot.addWidget(w2)
     spec = w2.model_form.spec()
-    assert (spec.kind, spec.n, spec.l, spec.steps, spec.seed) == ("dense_em", 7, 4, 12, 9)
-    assert abs(spec.lr - 0.02) < 1e-12
-    assert (spec.init_method, spec.init_scale) == ("spectral", 0.3)
-    assert w2.model_form.init_method.currentText().startswith("spectral")
+    assert (spec.model_type, spec.n, spec.l, spec.options["n_iter"], spec.seed) == ("dense_em", 7, 4, 12, 9)
+    assert abs(spec.options["lr"] - 0.02) < 1e-12
+    assert (spec.options["init_method"], spec.options["init_scale"]) == ("spectral", 0.3)
+    assert w2.model_form.fields["init_method"].currentText().startswith("spectral")
     assert w2.jobs.pool_size == 3 and w2.jobs_panel.pool.value() == 3
     assert settings.theme == "dark" and w2.theme_actions["dark"].isChecked()
     assert [a.text() for a in w2.recent_menu.actions()][0] == str(tmp_path / "x.fasta")
@@ -222,29 +225,34 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     from app.panels.model_form import ModelForm
     form = ModelForm()
     qtbot.addWidget(form)
-    assert form.spec().init_method == "random" and form.spec().init_scale == 1.0
-    assert form.init_method.toolTip() and form.init_scale.toolTip()
-    form.init_method.setCurrentIndex(form.init_method.findData("spectral"))
-    form.init_scale.setValue(0.5)
+    # the defaults: the core's tuned settings, spectral start, init scale 0.2
+    opts = form.spec().options
+    assert (form.spec().preset, opts["init_method"], opts["init_scale"]) == ("default", "spectral", 0.2)
+    assert form.fields["init_method"].toolTip() and form.fields["init_scale"].toolTip()
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
+    form.fields["init_scale"].setValue(0.5)
     with qtbot.waitSignal(form.train_requested) as sig:
         qtbot.mouseClick(form.train_button, Qt.LeftButton)
     spec = sig.args[0]
-    assert (spec.kind, spec.init_method, spec.init_scale) == ("dense_cooc", "spectral", 0.5)
+    assert (spec.model_type, spec.options["init_method"], spec.options["init_scale"]) == ("dense_cooc", "random", 0.5)
     model, _, _ = build_model(spec, 5, device="cpu")
-    assert model.get_config()["init_method"] == "spectral" and model.get_config()["init_scale"] == 0.5
+    assert model.get_config()["init_method"] == "random" and model.get_config()["init_scale"] == 0.5
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("spectral"))
     # a standard HMM keeps the start; init scale is a dense option (disabled, not in its config)
     form.kind.setCurrentIndex(form.kind.findData("standard_fair"))
-    assert form.init_method.isEnabled() and not form.init_scale.isEnabled()
+    assert form.fields["init_method"].isEnabled() and not form.fields["init_scale"].isEnabled()
     spec = form.spec()
-    assert spec.init_method == "spectral"
+    assert spec.options["init_method"] == "spectral"
     model, _, _ = build_model(spec, 5)
     assert model.get_config()["init_method"] == "spectral" and "init_scale" not in model.get_config()
-    # set_spec shows a saved spec's choice; Reset to defaults leaves it alone
-    form.set_spec(type(spec)(kind="dense_em", init_method="random", init_scale=2.0))
-    assert form.init_method.currentData() == "random" and form.init_scale.value() == 2.0
-    form.init_method.setCurrentIndex(form.init_method.findData("spectral"))
+    # set_spec shows a saved spec's choice; Reset to defaults restores the settings' start
+    form.set_spec(type(spec).make(model_type="dense_em", init_method="random", init_scale=2.0))
+    assert form.fields["init_method"].currentData() == "random" and form.fields["init_scale"].value() == 2.0
     form.defaults_button.click()
-    assert form.spec().init_method == "spectral"
+    assert (form.spec().options["init_method"], form.spec().options["init_scale"]) == ("spectral", 0.2)
+    # the paper's settings start randomly with init scale 1, as the core's "paper" preset
+    form.preset.setCurrentIndex(form.preset.findData("paper"))
+    assert (form.spec().options["init_method"], form.spec().options["init_scale"]) == ("random", 1.0)
 
 
 def test_model_form_smoothing_and_device_reach_standard_models(qtbot):
@@ -254,23 +262,24 @@ def test_model_form_smoothing_and_device_reach_standard_models(qtbot):
     from app.panels.model_form import ModelForm
     form = ModelForm()
     qtbot.addWidget(form)
+    smoothing = form.fields["emission_pseudocount"]
     form.set_devices(["/CPU:0", "/GPU:0"])
-    assert form.spec().pseudocount == 0.0 and not form.pseudocount.isEnabled()   # dense by default
+    assert form.spec().options["emission_pseudocount"] == 0.0 and not smoothing.isEnabled()   # dense by default
     form.kind.setCurrentIndex(form.kind.findData("standard"))
-    assert form.pseudocount.isEnabled() and form.device.isEnabled() and form.pseudocount.toolTip()
-    form.pseudocount.setValue(0.05)
+    assert smoothing.isEnabled() and form.device.isEnabled() and smoothing.toolTip()
+    smoothing.setValue(0.05)
     form.device.setCurrentIndex(form.device.findData("/CPU:0"))
     with qtbot.waitSignal(form.train_requested) as sig:
         qtbot.mouseClick(form.train_button, Qt.LeftButton)
     spec = sig.args[0]
-    assert (spec.kind, spec.pseudocount, spec.device) == ("standard", 0.05, "/CPU:0")
+    assert (spec.model_type, spec.options["emission_pseudocount"], spec.device) == ("standard", 0.05, "/CPU:0")
     model, _, _ = build_model(spec, 5)
     assert model.get_config()["emission_pseudocount"] == 0.05 and model.get_config()["device"] == "/CPU:0"
     form.kind.setCurrentIndex(form.kind.findData("dense_em"))
-    assert not form.pseudocount.isEnabled() and form.device.isEnabled()
+    assert not smoothing.isEnabled() and form.device.isEnabled()
     assert "emission_pseudocount" not in build_model(form.spec(), 5)[0].get_config()
-    form.set_spec(type(spec)(kind="standard_fair", pseudocount=0.5))
-    assert form.pseudocount.value() == 0.5 and form.spec().pseudocount == 0.5
+    form.set_spec(type(spec).make(model_type="standard_fair", emission_pseudocount=0.5))
+    assert smoothing.value() == 0.5 and form.spec().options["emission_pseudocount"] == 0.5
 
 
 WORDS_CONLLU = os.path.join(REPO, "tests", "fixtures", "data", "words.conllu")
@@ -294,7 +303,10 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     assert not hint_shown()                                    # no data set yet
     window.open_files([write_fasta(tmp_path / "p.fasta", random_protein_records(4, 6))])
     wait_loaded(qtbot, window, 1)
-    assert form.spec().init_method == "random" and not hint_shown()
+    assert form.spec().options["init_method"] == "spectral" and not hint_shown()   # the default: no hint
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
+    form.fields["init_scale"].setValue(1.0)
+    assert not hint_shown()                                    # FASTA: never
     window.open_files([WORDS_CONLLU])                          # a tagged corpus: its tags are the symbols
     wait_loaded(qtbot, window, 2)
     assert not window.current_dataset.observes_words and not hint_shown()
@@ -302,7 +314,7 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     assert window.current_dataset.observes_words and hint_shown()
     assert "spectral" in form.words_hint_label.text() and "0.46" in form.words_hint_label.toolTip()
     # only shown: the user's choice is untouched until the button is pressed
-    assert (form.spec().init_method, form.spec().init_scale) == ("random", 1.0)
+    assert (form.spec().options["init_method"], form.spec().options["init_scale"]) == ("random", 1.0)
     assert form.minimumSizeHint().width() <= 420               # wraps instead of widening the 420 px panel
     # another data set hides it, coming back shows it again
     window.select_dataset(0)
@@ -310,19 +322,20 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     window.select_dataset(2)
     assert hint_shown()
     # the button: spectral, and Init scale 0.2 for a dense model; the hint then goes
-    assert form.spec().kind == "dense_cooc"
+    assert form.spec().model_type == "dense_cooc"
     qtbot.mouseClick(form.use_spectral_button, Qt.LeftButton)
     spec = form.spec()
-    assert (spec.init_method, spec.init_scale) == ("spectral", 0.2) and not hint_shown()
+    assert (spec.options["init_method"], spec.options["init_scale"]) == ("spectral", 0.2) and not hint_shown()
     # back to random by hand: the hint again; a standard HMM keeps its (unused) Init scale
-    form.init_method.setCurrentIndex(form.init_method.findData("random"))
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
     assert hint_shown()
     form.kind.setCurrentIndex(form.kind.findData("standard"))
-    form.init_scale.setValue(1.5)
+    form.fields["init_scale"].setValue(1.5)
     qtbot.mouseClick(form.use_spectral_button, Qt.LeftButton)
-    assert (form.spec().init_method, form.spec().init_scale) == ("spectral", 1.5) and not hint_shown()
+    opts = form.spec().options
+    assert (opts["init_method"], opts["init_scale"]) == ("spectral", 1.5) and not hint_shown()
     # a saved spec with a random start (settings, sessions) brings it back
-    form.set_spec(type(spec)(kind="dense_em", init_method="random"))
+    form.set_spec(type(spec).make(model_type="dense_em", init_method="random"))
     assert hint_shown()
 
 

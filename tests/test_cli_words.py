@@ -59,7 +59,7 @@ def test_evaluate_prints_tagging_scores_read_like_the_training_data(model_file, 
     res = json.loads(out)
     model = load_model(model_file)
     # oracle: the data as written, each word lower-cased or sent to its shape class by hand
-    data = load(WORDS, observe="words")
+    data = load(WORDS, observe="words", min_count=1)
     from densehmm_core.data import word_shape
     idx = {w: i for i, w in enumerate(model.vocabulary)}
     seqs = [np.array([idx.get(w.lower(), idx.get(word_shape(w))) for w in data.decode(s)]) for s in data.sequences]
@@ -91,7 +91,7 @@ def test_decode_columns_words_gold_and_mapped_tags(model_file, capsys):
     header = lines[0].split("\t")
     assert header == ["index", "id", "length", "log_prob", "states", "symbols", "words", "gold_tags", "mapped_tags"]
     rows = [dict(zip(header, ln.split("\t"))) for ln in lines[1:]]
-    data = load(WORDS, observe="words")
+    data = load(WORDS, observe="words", min_count=1)
     assert [r["id"] for r in rows] == data.names
     assert [r["words"].split(" ") for r in rows] == [data.decode(s) for s in data.sequences]
     assert [r["gold_tags"].split(" ") for r in rows] == [[data.tag_vocabulary[t] for t in ts] for ts in data.tags]
@@ -150,9 +150,10 @@ def test_decode_another_format_with_an_unk_model(tmp_path, capsys):
 def test_pseudocount_makes_held_out_words_possible_and_evaluate_says_why(tmp_path, capsys):
     """Plain Baum-Welch on a word split: held-out sentences with words the training part lacks are
     impossible (-inf); train and evaluate say how many and name --pseudocount; with it they are finite."""
-    common = ["train", WORDS, "--observe", "words", "--model", "standard", "--states", "3", "--iter", "4",
+    common = ["train", WORDS, "--observe", "words", "--min-count", "1", "--model", "standard", "--states", "3",
+              "--iter", "4",
               "--split", "0.5", "--seed", "1", "-q"]
-    data = load(WORDS, observe="words")
+    data = load(WORDS, observe="words", min_count=1)
     plain, smooth = tmp_path / "plain.h5", tmp_path / "smooth.h5"
     rc, _, err = _run(capsys, [*common, "--out", plain])
     assert rc == 0, err
@@ -173,3 +174,43 @@ def test_pseudocount_makes_held_out_words_possible_and_evaluate_says_why(tmp_pat
         rc, out, err = _run(capsys, ["evaluate", path, WORDS, "--split", "0.5", "--seed", "1", "--part", "test"])
         assert ("--pseudocount" in out) is impossible
         assert (f"of {res['n_sequences']} sequences are impossible" in out) is impossible
+
+
+def test_default_word_model_reads_unseen_words_and_says_how_many(tmp_path, capsys):
+    """Issue 24.1: a word model trained with the default options has <unk>; evaluating another file
+    reads the words it never saw as <unk> and says how many; a model without <unk> (--min-count 1)
+    fails with the count and the way out, and --skip-unknown leaves those sentences out."""
+    default, every = tmp_path / "d.h5", tmp_path / "e.h5"
+    base = ["train", WORDS, "--observe", "words", "--model", "standard", "--states", "2", "--iter", "2",
+            "--split", "0", "-q"]
+    assert _run(capsys, [*base, "--out", default])[0] == 0
+    assert _run(capsys, [*base, "--min-count", "1", "--out", every])[0] == 0
+    assert load_model(default).vocabulary == [".", "The", "dog", "runs", "the", "<unk>"]
+    rc, out, err = _run(capsys, ["evaluate", default, EXTRA, "--json"])
+    assert rc == 0 and json.loads(out)["n_tokens"] == 7
+    assert "2 symbol(s) the model does not know (2 of 7 tokens; e.g. 'Vinken', 'ran'): read as '<unk>'" in err
+    rc, out, err = _run(capsys, ["evaluate", every, EXTRA])
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert rc == 2 and len(lines) == 1 and "1 symbol(s) not in the vocabulary: 'ran' (1 of 7 tokens)" in lines[0]
+    assert "--skip-unknown leaves out the 1 of 2 sequences" in lines[0]
+    rc, out, err = _run(capsys, ["evaluate", every, EXTRA, "--skip-unknown", "--json"])
+    model = load_model(every)
+    seq = np.array([model.vocabulary.index(w) for w in ["Vinken", "runs", "."]])
+    assert rc == 0 and json.loads(out)["loglik"] == pytest.approx(model.score([seq]))
+    assert "left out the 1 of 2 sequences holding them" in err
+
+
+def test_split_help_says_what_split_means_for_each_command(capsys):
+    """Issue 24.12: train's --split is the held-out fraction (default 0.5); evaluate's and decode's
+    choose the part of a split used for training (no default), without train's default."""
+    import re
+    texts = {}
+    for cmd in ("train", "evaluate", "decode"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        out = re.sub(r"\s+", " ", capsys.readouterr().out)
+        texts[cmd] = out[out.rindex("--split F") + 9:].split(" --seed")[0]   # the option, not the usage line
+    assert "held out as test data (default 0.5; 0 = no test set)" in texts["train"]
+    for cmd in ("evaluate", "decode"):
+        assert "the test fraction the model was trained with" in texts[cmd] and "0.5" not in texts[cmd]
+        assert "default: no split, all of DATA" in texts[cmd]

@@ -123,7 +123,7 @@ def test_medpost_ioc():
     assert c.names == ["P01234567A01", "P01234567A02", "P07654321A02"]
     assert seqs_as_strings(c, " ") == ["NN CC NN VBD VVN .", "DD NN VVD MC NN .", "NN NNS VVD RR ."]
     assert any("1 empty sentence skipped" in w for w in c.warnings)
-    w = load(FIX / "sentences.ioc", observe="words")
+    w = load(FIX / "sentences.ioc", observe="words", min_count=1)
     assert w.decode(w.sequences[0]) == ["Pain", "and", "fever", "were", "reported", "."]
 
 
@@ -131,7 +131,7 @@ def test_word_tag_last_underscore_and_malformed():
     c = load(FIX / "word_tag.txt")
     assert c.format == "word_tag"
     assert seqs_as_strings(c, " ") == ["NNP CD", "PRP$ NN TO NNP MD VB JJR .", "NNP VBZ JJ ."]
-    w = load(FIX / "word_tag.txt", observe="words")
+    w = load(FIX / "word_tag.txt", observe="words", min_count=1)
     assert w.decode(w.sequences[2]) == ["New_York", "is", "big", "."]
     mal = [x for x in c.warnings if "malformed" in x]
     assert len(mal) == 1 and mal[0].startswith("4 malformed tokens skipped")
@@ -146,7 +146,7 @@ def test_word_tag_last_underscore_and_malformed():
 def test_word_slash_tag_brown_and_collapse():
     c = load(FIX / "brown.txt")
     assert c.format == "word_slash_tag"
-    words = load(FIX / "brown.txt", observe="words")
+    words = load(FIX / "brown.txt", observe="words", min_count=1)
     assert "1-1/2" in words.vocabulary and "can't" in words.vocabulary
     assert seqs_as_strings(c, " ")[1] == "pps md* vb , ppss+bem jj fw-at-hl fw-np-hl ."
     col = load(FIX / "brown.txt", collapse_tags=True)
@@ -162,7 +162,7 @@ def test_ptb_leaves_traces_and_sentences():
     assert seqs_as_strings(c, " ") == ["NNP NNP , MD VB DT NN .", "PRP$ NN VBD CD NN -LRB- `` ."]
     k = load(FIX / "trees.mrg", drop_traces=False)
     assert k.decode(k.sequences[1])[0] == "-NONE-" and k.n_tokens == c.n_tokens + 1
-    w = load(FIX / "trees.mrg", observe="words")
+    w = load(FIX / "trees.mrg", observe="words", min_count=1)
     assert w.decode(w.sequences[0]) == ["Pierre", "Vinken", ",", "will", "join", "the", "board", "."]
 
 
@@ -183,7 +183,7 @@ def test_conll_columns():
     ch = load(FIX / "chunks.conll", column=2)
     assert seqs_as_strings(ch, " ") == ["B-NP B-PP B-NP I-NP O", "O B-VP O"]
     assert load(FIX / "chunks.conll", column=-1).vocabulary == ch.vocabulary
-    w = load(FIX / "chunks.conll", observe="words")
+    w = load(FIX / "chunks.conll", observe="words", min_count=1)
     assert w.decode(w.sequences[1]) == ["#", "rose", "."]
     with pytest.raises(DataFormatError, match="file has 3 columns"):
         load(FIX / "chunks.conll", column=3)
@@ -205,7 +205,7 @@ def test_conllu_upos_xpos_ranges_empty_nodes():
     x = load(FIX / "sentences.conllu", tagset="xpos")
     assert seqs_as_strings(x, " ") == ["PRP VBD RB VB .", "UH"]
     assert x.provenance["reader"]["n_malformed"] == 1  # XPOS '_'
-    w = load(FIX / "sentences.conllu", observe="words")
+    w = load(FIX / "sentences.conllu", observe="words", min_count=1)
     assert w.decode(w.sequences[0]) == ["I", "did", "n't", "go", "."]
 
 
@@ -221,8 +221,8 @@ def test_conllu_errors(tmp_path):
 
 
 def test_words_vocabulary_cap_and_unknown():
-    full = load(FIX / "word_tag.txt", observe="words")
-    capped = load(FIX / "word_tag.txt", observe="words", max_vocab=3, unknown_symbol="<UNK>")
+    full = load(FIX / "word_tag.txt", observe="words", min_count=1)
+    capped = load(FIX / "word_tag.txt", observe="words", min_count=1, max_vocab=3, unknown_symbol="<UNK>")
     counts = dict(zip(full.vocabulary, full.symbol_counts))
     top2 = sorted(counts, key=lambda s: (-counts[s], s))[:2]
     assert capped.vocabulary == sorted(top2) + ["<UNK>"]
@@ -231,7 +231,7 @@ def test_words_vocabulary_cap_and_unknown():
         fa, fb = full.decode(a), capped.decode(b)
         assert [x if x in top2 else "<UNK>" for x in fa] == fb
     assert any("vocabulary capped at 3" in w for w in capped.warnings)
-    low = load(FIX / "word_tag.txt", observe="words", lowercase=True)
+    low = load(FIX / "word_tag.txt", observe="words", min_count=1, lowercase=True)
     assert "your" in low.vocabulary and "Your" not in low.vocabulary
 
 
@@ -241,7 +241,7 @@ def test_undecodable_text(tmp_path):
     with pytest.raises(DataFormatError, match="not valid utf-8") as e:
         load(p, format="word_tag")
     assert e.value.line == 1
-    c = load(p, format="word_tag", encoding="latin-1", observe="words")
+    c = load(p, format="word_tag", encoding="latin-1", observe="words", min_count=1)
     assert "caf\u00e9" in c.vocabulary
 
 
@@ -359,3 +359,30 @@ def test_tagged_crlf_gzip_bom_equal_plain(tmp_path, fixture):
         assert c.format == base.format, kind
         assert c.vocabulary == base.vocabulary and c.names == base.names, kind
         assert all(np.array_equal(a, b) for a, b in zip(c.sequences, base.sequences)), kind
+
+
+# ----------------------------------------------------------------------------- truncated files (issue 24.8)
+@pytest.mark.parametrize("fmt,cut_line", [("conllu", "3\trockets\trock"), ("conll", "rockets")])
+def test_a_file_cut_short_reads_its_complete_sentences_on_request(tmp_path, fmt, cut_line):
+    """words.conllu cut in the middle of a token line of its third sentence (and again after the
+    fourth): refused with the line and skippable=True; with on_bad_sentence="skip" the complete
+    sentences are read (hand count: s1, s2, s4) and the two broken ones are counted."""
+    src = (FIX / "words.conllu").read_text().split("\n")
+    if fmt == "conll":   # the same sentences as "word TAG" columns
+        src = [" ".join(ln.split("\t")[1:4:2]) if "\t" in ln else ln for ln in src if not ln.startswith("#")]
+    third = next(i for i, ln in enumerate(src) if ln.startswith("rockets" if fmt == "conll" else "5\trockets"))
+    lines = src[:third] + [cut_line] + src[third + 1:]
+    fourth_end = max(i for i, ln in enumerate(lines) if ln.startswith("!" if fmt == "conll" else "6\t!"))
+    lines = lines[:fourth_end + 1] + ["", "The" if fmt == "conll" else "1\tThe\tthe"]   # the file ends mid-sentence
+    path = tmp_path / f"cut.{fmt}"
+    path.write_text("\n".join(lines))
+    with pytest.raises(DataFormatError, match="wrong column count") as err:
+        load(path, format=fmt)
+    assert err.value.skippable and err.value.line == third + 1
+    c = load(path, format=fmt, on_bad_sentence="skip", observe="words", min_count=1)
+    assert [c.decode(s) for s in c.sequences] == [["The", "dog", "runs", "quickly", "."], ["the", "dog", "barked", "."],
+                                                  ["Vinken", "runs", "to", "the", "dog", "!"]]
+    assert c.provenance["reader"]["n_bad_sentences"] == 2
+    assert any(w.startswith(f"2 incomplete or broken sentences skipped (first at line {third + 1}:")
+               for w in c.warnings)
+    assert not DataFormatError("x").skippable

@@ -35,7 +35,7 @@ def _rows(c: Corpus):
 
 # ----------------------------------------------------------------------------- gold tags
 def test_words_mode_has_aligned_gold_tags():
-    c = load(WORDS, observe="words")
+    c = load(WORDS, observe="words", min_count=1)
     assert c.tag_vocabulary == sorted({u for s in GOLD for _, u, _ in s})
     assert _rows(c) == [([w for w, _, _ in s], [u for _, u, _ in s]) for s in GOLD]
     assert all(t.dtype == np.int32 for t in c.tags) and c.has_tags and c.n_tags == 10
@@ -43,7 +43,7 @@ def test_words_mode_has_aligned_gold_tags():
     assert st["tag_counts"]["NOUN"] == 5 and st["tag_counts"]["PUNCT"] == 5 and st["n_untagged_tokens"] == 0
     assert sum(st["tag_counts"].values()) == c.n_tokens == 26
     assert c.names == ["s1", "s2", "s3", "s4", "s5"]
-    x = load(WORDS, observe="words", tagset="xpos")
+    x = load(WORDS, observe="words", min_count=1, tagset="xpos")
     assert [[x.tag_vocabulary[i] for i in t] for t in x.tags] == [[p for _, _, p in s] for s in GOLD]
 
 
@@ -75,7 +75,7 @@ def test_tags_validation():
 
 
 def test_split_select_and_every_preprocessing_step_keep_tags_aligned():
-    c = load(WORDS, observe="words", lowercase=True)
+    c = load(WORDS, observe="words", min_count=1, lowercase=True)
     rows = dict(zip(c.names, _rows(c)))
     # dedupe, subset, max_len, min_len, merge_below, shuffle: each one keeps (word, tag) pairs together
     p = c.preprocess(dedupe=True, subset=4, subset_seed=3, max_len=4, min_len=2, merge_below=0.2, shuffle_seed=1)
@@ -109,10 +109,10 @@ def test_lowercase_and_min_count_with_unk():
 
 
 def test_max_vocab_counts_the_unknown_symbol():
-    c = load(WORDS, observe="words", lowercase=True, max_vocab=6)
+    c = load(WORDS, observe="words", min_count=1, lowercase=True, max_vocab=6)
     # by count: the 4, . 3, dog 3, runs 2, then the count-1 words alphabetically: "!" first
     assert c.vocabulary == ["!", ".", "dog", "runs", "the", "<unk>"]
-    full = load(WORDS, observe="words", lowercase=True, max_vocab=18)   # 18 lower-cased types: no cap
+    full = load(WORDS, observe="words", min_count=1, lowercase=True, max_vocab=18)   # 18 lower-cased types: no cap
     assert "<unk>" not in full.vocabulary and full.n_symbols == 18
 
 
@@ -130,7 +130,7 @@ def test_rare_words_become_shape_classes():
 
 @pytest.mark.parametrize("max_vocab", [11, 12, 14, 16, 18, 25])
 def test_max_vocab_with_shapes_matches_brute_force(max_vocab):
-    c = load(WORDS, observe="words", lowercase=True, rare="shape", max_vocab=max_vocab)
+    c = load(WORDS, observe="words", min_count=1, lowercase=True, rare="shape", max_vocab=max_vocab)
     # oracle: the largest k such that the k most frequent types (ties alphabetical) plus the shape
     # classes of all other words fit into max_vocab
     tokens = [w for s in GOLD for w, _, _ in s]
@@ -146,13 +146,13 @@ def test_max_vocab_with_shapes_matches_brute_force(max_vocab):
 
 def test_max_vocab_too_small_for_the_shapes_and_bad_values():
     with pytest.raises(ValueError, match="too small"):
-        load(WORDS, observe="words", rare="shape", max_vocab=5)
+        load(WORDS, observe="words", min_count=1, rare="shape", max_vocab=5)
     with pytest.raises(ValueError, match="observe='words'"):
         load(WORDS, rare="shape")
     with pytest.raises(ValueError, match="min_count"):
         load(WORDS, observe="words", min_count=0)
     with pytest.raises(ValueError, match="rare must be"):
-        load(WORDS, observe="words", rare="drop")
+        load(WORDS, observe="words", min_count=1, rare="drop")
 
 
 @pytest.mark.parametrize("word,shape", [
@@ -189,14 +189,14 @@ def test_extra_files_make_one_training_corpus():
 
 
 def test_extra_file_with_explicit_format_and_errors():
-    c = load(WORDS, observe="words", extra=[(EXTRA, "brown")])
+    c = load(WORDS, observe="words", min_count=1, extra=[(EXTRA, "brown")])
     assert c.provenance["extra"][0]["format"] == "word_slash_tag"
     with pytest.raises(ValueError, match="not FASTA"):
-        load(WORDS, observe="words", extra=[FIX / "pdb_seqres_like.fasta"])
+        load(WORDS, observe="words", min_count=1, extra=[FIX / "pdb_seqres_like.fasta"])
     with pytest.raises(ValueError, match="tagged corpora"):
         load(FIX / "pdb_seqres_like.fasta", extra=[EXTRA])
     with pytest.raises(FileNotFoundError):
-        load(WORDS, observe="words", extra=[FIX / "missing.txt"])
+        load(WORDS, observe="words", min_count=1, extra=[FIX / "missing.txt"])
 
 
 # ------------------------------------------------------------------------ issue 16 items
@@ -227,11 +227,11 @@ def test_ptb_words_counts(shared_data):
     p = shared_data / "pos" / "ptb_wsj_sample_combined.mrg"
     if not p.exists():
         pytest.skip("PTB sample absent")
-    c = load(p, observe="words", lowercase=True)
+    c = load(p, observe="words", min_count=1, lowercase=True)
     # issue 14: 94,084 words without traces, 10,947 lower-cased types, 45 tags
     assert (c.n_tokens, c.n_symbols, c.n_tags) == (94_084, 10_947, 45)
     assert c.tag_counts()[c.tag_vocabulary.index("NN")] == 13_166
-    t = load(p, observe="words", drop_traces=False)
+    t = load(p, observe="words", min_count=1, drop_traces=False)
     assert t.n_tokens == 100_676 and "-NONE-" in t.tag_vocabulary
 
 
@@ -249,7 +249,7 @@ def test_ewt_with_conll2000_as_extra_text(shared_data):
 
 def test_encode_with_lowercase_and_shapes_keeps_tags():
     model_vocab = [".", "dog", "runs", "the", "<unk-num>", "<unk-caps>", "<unk-cap>", "<unk-ed>", "<unk>"]
-    data = load(WORDS, observe="words")          # as written: The, NASA, Vinken, ...
+    data = load(WORDS, observe="words", min_count=1)          # as written: The, NASA, Vinken, ...
     enc = data.encode_with(model_vocab, unknown="<unk>", lowercase=True, shapes=True)
     assert enc.decode(enc.sequences[0]) == ["the", "dog", "runs", "<unk>", "."]       # quickly: no <unk-ly>
     assert enc.decode(enc.sequences[2])[:3] == ["<unk-caps>", "<unk-ed>", "<unk-num>"]
@@ -260,3 +260,48 @@ def test_encode_with_lowercase_and_shapes_keeps_tags():
     # without lower-casing "The" is unknown; capitalised, so it takes <unk-cap> first
     plain = data.encode_with(model_vocab, unknown="<unk>", shapes=True)
     assert plain.decode(plain.sequences[0])[0] == "<unk-cap>"
+
+
+# ----------------------------------------------------------------------------- reusable word models (issue 24.1)
+def test_words_default_to_an_unknown_symbol_for_words_seen_once():
+    """observe="words" without min_count: words seen once (counted by hand: all but The 2, the 2, dog 3,
+    runs 2, . 3) become <unk>, so the model has one; tags keep min_count None (every tag)."""
+    from densehmm_core.data import WORDS_MIN_COUNT
+    c = load(WORDS, observe="words")
+    assert WORDS_MIN_COUNT == 2 and c.provenance["options"]["min_count"] == 2
+    assert c.vocabulary == [".", "The", "dog", "runs", "the", "<unk>"]
+    assert int(c.symbol_counts[-1]) == 26 - (2 + 2 + 3 + 2 + 3)
+    assert c.decode(c.sequences[0]) == ["The", "dog", "runs", "<unk>", "."]
+    assert load(WORDS, observe="words", min_count=2).vocabulary == c.vocabulary
+    assert "<unk>" not in load(WORDS, observe="words", min_count=1).vocabulary   # 1 keeps every word
+    assert load(WORDS).provenance["options"]["min_count"] is None
+
+
+def test_unknown_report_and_skipping_sentences_with_unknown_words():
+    """What a model does not know in a file, counted against the hand count of words_extra.txt
+    ("The dog ran ." and "Vinken runs ."), and the two ways out: <unk>, or leave the sentences out."""
+    from densehmm_core.data import encode_for_model, unknown_report
+    data = load(EXTRA, observe="words", min_count=1)
+    with_unk = [".", "The", "dog", "runs", "the", "<unk>"]
+    rep = unknown_report(data, with_unk)
+    assert rep == {"types": 2, "tokens": 2, "total_tokens": 7, "sentences": 2, "total_sentences": 2,
+                   "examples": ["Vinken", "ran"], "unknown_symbol": "<unk>"}
+    enc = encode_for_model(data, with_unk, len(with_unk))
+    assert [enc.decode(s) for s in enc.sequences] == [["The", "dog", "<unk>", "."], ["<unk>", "runs", "."]]
+    no_unk = [".", "The", "Vinken", "dog", "runs", "the"]
+    rep = unknown_report(data, no_unk)
+    assert (rep["types"], rep["tokens"], rep["sentences"], rep["examples"], rep["unknown_symbol"]) == \
+        (1, 1, 1, ["ran"], None)
+    with pytest.raises(ValueError, match=r"1 symbol\(s\) not in the vocabulary: 'ran' \(1 of 7 tokens\)"):
+        encode_for_model(data, no_unk, len(no_unk))
+    kept = encode_for_model(data, no_unk, len(no_unk), on_unknown="skip")
+    assert [kept.decode(s) for s in kept.sequences] == [["Vinken", "runs", "."]]
+    assert kept.names == [data.names[1]] and len(kept.tags) == 1
+    step = [s for s in kept.provenance["preprocessing"] if s["step"] == "skip_unknown"][0]
+    assert step["skipped_sequences"] == 1 and step["unknown_types"] == 1
+    # lower-cased look-up: "The" is found as "the", so only what is left counts
+    assert unknown_report(data, [".", "dog", "runs", "the", "<unk>"], lowercase=True)["examples"] == ["Vinken", "ran"]
+    with pytest.raises(ValueError, match="every one of the 2 sequences"):
+        encode_for_model(data, [".", "x"], 2, on_unknown="skip")
+    with pytest.raises(ValueError, match="on_unknown"):
+        encode_for_model(data, no_unk, 6, on_unknown="drop")

@@ -391,10 +391,13 @@ def test_prepared_sequences_belong_to_their_engine():
 # --------------------------------------------------------------- choosing engines
 @pytest.fixture
 def fresh_cupy_status(monkeypatch):
-    """An empty CuPy probe cache (and no fallback warned about yet), restored afterwards."""
+    """An empty CuPy probe cache, no cached engines (on a GPU machine get_engine("cupy") would
+    otherwise hand out the engine made before CuPy was hidden) and no fallback warned about yet,
+    restored afterwards."""
     import densehmm_core.engine as engine_pkg
     monkeypatch.setattr(backend_mod, "_CUPY_STATUS", {})
     monkeypatch.setattr(engine_pkg, "_WARNED", set())
+    monkeypatch.setattr(engine_pkg, "_CACHE", {})
 
 
 def test_missing_cupy_is_a_clear_error(monkeypatch, fresh_cupy_status, caplog):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from densehmm_core.experiments import factorization as fz
-from densehmm_core.experiments.runner import ResultStore, Task, run_tasks
+from densehmm_core.experiments.runner import ResultFileError, ResultStore, Task, run_tasks
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -139,11 +139,11 @@ def test_runner_resumes_and_retries_failures(tmp_path):
     rep2 = run_tasks(tasks, ResultStore(store_path), ["x"], out=lines.append)
     assert rep2.skipped == 3 and rep2.done == 1 and not rep2.failed
     assert sorted((int(r["x"]), int(r["y"])) for r in _rows(store_path)) == [(i, i * i) for i in range(4)]
-    # a truncated trailing line (crash mid-write of a non-atomic copy) is ignored on load
+    # a truncated trailing line (the file was cut: writes are atomic) is refused, naming the line
     with open(store_path, "a") as fh:
         fh.write("7")
-    st = ResultStore(store_path)
-    assert st.dropped_lines == 1 and len(st.rows) == 4
+    with pytest.raises(ResultFileError, match=r"r.csv line 6: the last line is cut short"):
+        ResultStore(store_path)
 
 
 def _die_task(x):

@@ -250,8 +250,10 @@ def test_exported_figures_contain_no_widgets(dashboard, tmp_path, monkeypatch):
 def test_default_file_names_come_from_job_and_view(dashboard, tmp_path, monkeypatch):
     from densehmm_core.dense import DenseHMM
     from app.export import file_stem, view_file_name
-    model = DenseHMM(10, 3, n_symbols=6, fit_method="em", seed=0)
-    assert file_stem(model) == "dense-em_n10_l3_seed0"
+    model = DenseHMM(10, 3, n_symbols=6, fit_method="em", seed=0, init_method="spectral")
+    assert file_stem(model) == "dense-em_n10_l3_seed0_spectral"   # the start method too (issue 24, item 4)
+    assert file_stem(DenseHMM(10, 3, n_symbols=6, fit_method="em", seed=0, init_method="random")) == \
+        "dense-em_n10_l3_seed0_random"
     assert view_file_name("dense-em_n10_l3_seed0", "transmat", "png") == "dense-em_n10_l3_seed0_transitions.png"
     dashboard.set_file_stem(file_stem(model))
     asked = []
@@ -262,10 +264,10 @@ def test_default_file_names_come_from_job_and_view(dashboard, tmp_path, monkeypa
     (tmp_path / "sub").mkdir()
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", staticmethod(fake_dialog))
     dashboard.transmat._export_actions[0].trigger()
-    assert os.path.basename(asked[0]) == "dense-em_n10_l3_seed0_transitions.png"
+    assert os.path.basename(asked[0]) == "dense-em_n10_l3_seed0_spectral_transitions.png"
     # the folder of that export is where the next dialog starts
     dashboard.curves._export_actions[0].trigger()
-    assert asked[1] == os.path.join(str(tmp_path / "sub"), "dense-em_n10_l3_seed0_training_curves.png")
+    assert asked[1] == os.path.join(str(tmp_path / "sub"), "dense-em_n10_l3_seed0_spectral_training_curves.png")
 
 
 def test_csv_export_from_the_dashboard_writes_the_cores_tables(dashboard, tmp_path, monkeypatch):
@@ -454,3 +456,12 @@ def test_emissions_export_what_shows_them_for_a_large_vocabulary(dashboard, tmp_
     assert "hover" not in texts.lower()  # a hint for the screen (in the tooltip), not for a figure
     word = dashboard.heatmaps.top_words.words()[0][0]
     assert word in texts
+
+
+def test_svg_heatmap_cells_stay_sharp(heatmaps, tmp_path):
+    """Heatmaps are small images scaled up: the SVG tells every viewer to draw them unsmoothed (issue 24,
+    item 4: blurred cells)."""
+    out = export_widget(heatmaps, tmp_path / "h.svg")
+    images = [el for el in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}image")]
+    assert images and all("image-rendering:pixelated" in (el.get("style") or "") for el in images)
+

@@ -21,7 +21,8 @@ from densehmm_core.synthetic import random_hmm  # noqa: E402
 
 @pytest.fixture(scope="module")
 def cluster():
-    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
+    c = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                 dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
     yield c
     c.close()
 

@@ -149,10 +149,44 @@ def test_unknown_init_method_is_an_error(cls, args):
         cls(*args, init_method="kmeans")
 
 
-def test_too_few_symbols_for_the_states_is_a_clear_error():
-    seqs = [np.array([0, 1, 0, 1, 0])]
-    with pytest.raises(ValueError, match="at least 3 symbols"):
-        StandardHMM(3, 2, n_iter=1, init_method="spectral").fit(seqs)
+@pytest.mark.parametrize("seqs,why", [([np.array([0, 1, 0, 1, 0])], "2 distinct symbols in adjacent pairs, fewer "
+                                                                  "than the 3 states"),
+                                       ([np.array([0]), np.array([1]), np.array([2])], "no adjacent pairs")])
+@pytest.mark.parametrize("make", [lambda: StandardHMM(3, 3, n_iter=1, seed=0),
+                                  lambda: DenseHMM(3, 2, 3, fit_method="em", n_iter=1, mstep_steps=1, seed=0),
+                                  lambda: DenseHMM(3, 2, 3, fit_method="cooc", cooc_steps=2, finish_steps=0,
+                                                   seed=0)])
+def test_a_spectral_start_the_data_cannot_give_starts_randomly_and_says_why(seqs, why, make):
+    """The default start is spectral; where the data cannot give one, the fit starts from the random
+    start (the same parameters as init_method="random") and its first event says why."""
+    model = make()
+    if why == "no adjacent pairs" and model.kind == "dense" and model.fit_method == "cooc":
+        return  # a co-occurrence fit needs pairs at all (its own clear error, tested in test_dense.py)
+    events = list(model.iter_fit(seqs))
+    assert events[0].metrics["start"] == f"random ({why})"
+    cfg = dict(model.get_config(), init_method="random")
+    twin = type(model)(**cfg)
+    first = list(twin.iter_fit(seqs))[0]
+    assert first.metrics["start"] == "random"
+    np.testing.assert_array_equal(first.params["emissionprob"], events[0].params["emissionprob"])
+
+
+def test_the_spectral_start_memory_does_not_grow_with_the_vocabulary():
+    """The spectral start's peak (its Gram matrix of at most 2 x 1002 context columns) is the same at
+    m = 3000 and m = 6000, and below an m x m float64 array at m = 6000 (288 MB)."""
+    import tracemalloc
+    peaks = []
+    for m in (3000, 6000):
+        rng = np.random.default_rng(0)
+        seqs = [rng.integers(0, m, size=20) for _ in range(50)] + [np.arange(m)]
+        tracemalloc.start()
+        try:
+            DenseHMM(3, 2, fit_method="em", seed=0, n_iter=1, mstep_steps=1).fit(seqs)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    assert peaks[1] < 1.3 * peaks[0]
+    assert peaks[1] < 6000 * 6000 * 8 / 2
 
 
 @pytest.mark.parametrize("argv,kind", [(["--model", "standard", "--iter", "1"], "standard"),

@@ -20,7 +20,7 @@ from densehmm_core.hmm_base import BaseHMM  # noqa: E402
 
 from app.views import (CompareView, Dashboard, DecodeView, EmbeddingScatter, MatrixHeatmap,  # noqa: E402
                        OverviewView, ParameterHeatmaps, TrainingCurves)
-from app.views.common import fmt_compact, state_colors  # noqa: E402
+from app.views.theme import fmt_compact, state_colors  # noqa: E402
 from app.views.projection import pca_2d  # noqa: E402
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
@@ -373,7 +373,8 @@ def test_compare_scores_both_models_on_the_same_data(qtbot):
     a = StandardHMM(2, n_symbols=4, n_iter=2, seed=0).fit(seqs)
     b = StandardHMM(3, n_symbols=4, n_iter=2, seed=1).fit(seqs)
     w = shown(qtbot, CompareView(), (1000, 600))
-    w.set_models("A", a, "B", b, data=seqs, data_name="test split")
+    from app.views.compare import score_both
+    w.set_models("A", a, "B", b, scores=score_both(a, b, seqs), data_name="test split")
     row = w.table_rows()["NLL / token, same data"]
     assert "test split" in w.note.text()
     assert row[0] == fmt_compact(normalized_nll(a, seqs)) and row[1] == fmt_compact(normalized_nll(b, seqs))
@@ -491,7 +492,7 @@ def _level_strings(axis, lo, hi, size=300.0):
                                             ([2.0e6, 2.5e6, 3.0e6], 5e5), ([1e-5, 2e-5, 3e-5], 1e-5),
                                             ([-1e-17, 0.5, 1.0], 0.5)])
 def test_tick_strings_are_distinct_and_true(values, spacing):
-    from app.views.common import tick_strings
+    from app.views.theme import tick_strings
     out = tick_strings(values, spacing)
     assert len(set(out)) == len(values)
     for v, s in zip(values, out):
@@ -615,7 +616,7 @@ EMBEDDING_KEYS = ("U", "Z", "W", "V", "z_start")
 
 
 def test_compare_table_is_not_elided(qtbot):
-    from app.views.common import fmt_compact
+    from app.views.theme import fmt_compact
     pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
     w = shown(qtbot, CompareView(), (900, 500))
     ma = {"test_nll": 355625.37, "mad": 0.000132808, "elapsed": 29.481, "train_nll": 0.0116691234}
@@ -804,7 +805,7 @@ def test_category_axis_tooltip_names_the_category_under_the_mouse(qtbot):
 
 
 def test_dashboard_header_never_clips(qtbot):
-    from app.views.common import HeaderLabel
+    from app.views.widgets import HeaderLabel
     text = ("Job 12: DenseHMM-EM n=10 l=3 seed 0 on pdb_seqres_2022_09_28__subsampled_1000.fasta  —  "
             "em 37/100  ·  −Q/token 2.91385  ·  train_nll 2.87654  ·  test_nll 2.99123  ·  mad 0.000123456")
     w = HeaderLabel(text, max_lines=2)
@@ -866,13 +867,15 @@ def test_standard_hmm_stream_fills_the_mad_plot(qtbot):
     from densehmm_core.standard import StandardHMM
     rng = np.random.default_rng(2)
     seqs = [rng.integers(0, 5, size=30) for _ in range(8)]
-    model = StandardHMM(3, n_symbols=5, n_iter=4, seed=0)
+    # the MAD is a diagnostic with a cadence (diagnostics_every): the curve has a point at each step
+    # that has one (0, 2, 4 here), and the last step always has one
+    model = StandardHMM(3, n_symbols=5, n_iter=4, seed=0, tol=0, diagnostics_every=2)
     c = TrainingCurves()
     qtbot.addWidget(c)
     for ev in model.iter_fit(seqs):
         c.add_event(ev)
     x, y = c.curve_data("mad")
-    assert len(y) == len(model.history_) and np.all(y > 0)
+    assert list(x) == [0, 2, 4] and len(model.history_) == 5 and np.all(y > 0)
     assert c.note("mad") == ""
     assert c.loss_title() == "Training NLL per token (Baum-Welch)"
 
@@ -914,7 +917,7 @@ def test_sweep_view_medians_and_quartiles_fill_as_jobs_finish(qtbot):
 
 
 def test_log_axis_draws_each_tick_value_once(qtbot):
-    from app.views.common import ThinLogAxis
+    from app.views.widgets import ThinLogAxis
     import pyqtgraph as pg
     ax = ThinLogAxis("left")
     for lo, hi in ((-5.0, -1.0), (-4.3, -1.7)):  # pyqtgraph puts the decades on two levels here
@@ -925,7 +928,7 @@ def test_log_axis_draws_each_tick_value_once(qtbot):
 
 
 def _log_ticks(lo, hi, size):
-    from app.views.common import ThinLogAxis
+    from app.views.widgets import ThinLogAxis
     ax = ThinLogAxis("left")
     ax.setLogMode(False, True)
     values = [v for _s, vals in ax.tickValues(np.log10(lo), np.log10(hi), size) for v in vals]
@@ -951,7 +954,7 @@ def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
     """The data panel's frequency chart is ~300 px wide: all 21 residues are named (a slightly smaller
     font) instead of every second one."""
     import pyqtgraph as pg
-    from app.views.common import LabelAxis
+    from app.views.widgets import LabelAxis
     ax = LabelAxis("bottom")
     w = pg.PlotWidget(axisItems={"bottom": ax})
     qtbot.addWidget(w)

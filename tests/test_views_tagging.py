@@ -14,7 +14,8 @@ from densehmm_core.hmm_base import BaseHMM  # noqa: E402
 from densehmm_core.metrics import tagging_scores  # noqa: E402
 
 from app.views import Dashboard, DecodeView, EmbeddingScatter, ParameterHeatmaps  # noqa: E402
-from app.views.tagging import StateTagView, TaggingCurves, TopWordsTable  # noqa: E402
+from app.views.tagging import StateTagView, TaggingCurves  # noqa: E402
+from app.views.topwords import TopWordsTable  # noqa: E402
 
 
 def shown(qtbot, w, size=(900, 600)):
@@ -162,3 +163,31 @@ def test_live_snapshots_are_scored_against_gold_tags_in_the_background(qtbot):
     assert d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
     d.clear()  # a result arriving after the job changed is dropped
     assert not d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page))
+
+
+def test_exported_top_words_table_shows_every_column(qtbot, tmp_path, monkeypatch):
+    """Issue 24 item 4: a figure cannot scroll, so an exported top-words table narrower than its words puts
+    all of its columns in the figure (long words elided), and is back to normal afterwards."""
+    from app import export
+    n, m = 4, 40
+    vocab = [f"internationalisation{i:02d}" for i in range(m)]
+    B = np.random.default_rng(3).dirichlet(np.ones(m), size=n)
+    t = shown(qtbot, TopWordsTable(), (420, 300))
+    t.set_emissions(B, vocab)
+    table = t.table
+
+    def right_edge():
+        last = table.columnCount() - 1
+        return table.columnViewportPosition(last) + table.columnWidth(last)
+    wide = [table.columnWidth(c) for c in range(table.columnCount())]
+    assert table.columnCount() == 10 and right_edge() > table.viewport().width()   # cut on screen (scrolls)
+    seen = []
+    real_render = export._render
+
+    def spy(widget, painter):
+        seen.append((right_edge(), table.viewport().width()))
+        real_render(widget, painter)
+    monkeypatch.setattr(export, "_render", spy)
+    export.export_widget(t, tmp_path / "top.png")
+    assert seen and seen[0][0] <= seen[0][1]          # every column inside the figure
+    assert [table.columnWidth(c) for c in range(table.columnCount())] == wide   # restored

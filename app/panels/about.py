@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import platform
 import sys
-from importlib import metadata
 from typing import Optional
 
 from PySide6.QtWidgets import QMessageBox, QWidget
+
+from densehmm_core.config import dist_version
 
 __all__ = ["versions", "about_text", "show_about", "TF_WHERE"]
 
@@ -15,12 +16,7 @@ TF_WHERE = "a training worker process"
 
 
 def _dist_version(*names: str) -> str:
-    for n in names:
-        try:
-            return metadata.version(n)
-        except metadata.PackageNotFoundError:
-            continue
-    return "not installed"
+    return dist_version(*names, missing="not installed")
 
 
 def versions(tf_loaded: Optional[str] = None, tf_where: str = TF_WHERE) -> dict:

@@ -7,19 +7,57 @@ from typing import List, Optional
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout,
-                               QLabel, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
+                               QGroupBox, QHBoxLayout,
+                               QLabel, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
+
+from densehmm_core.data import WORDS_MIN_COUNT
 
 from ..datasets import DataSet, dataset_summary, is_tagged, read_options
-from ..views.common import LabelAxis
+from ..views.widgets import LabelAxis
 
 __all__ = ["DataPanel", "PRESETS"]
 
+#: A frequency chart of more than twice this many symbols first shows the most frequent this many.
+FREQ_SHOWN = 60
 PRESETS = ["(none)", "paper_protein", "paper_medpost", "reference_code_protein", "reference_code_penn"]
 
 
-def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = None) -> pg.PlotWidget:
-    w = pg.PlotWidget(axisItems=axis_items)
+class PanelPlot(pg.PlotWidget):
+    """A chart inside the scrolling data panel: the mouse wheel scrolls the panel; with a modifier
+    held (Ctrl, Shift, Alt) it zooms the chart, and :meth:`reset_view` (the chart's Reset button,
+    or a double click) shows its first view again (``full_range``; the whole chart when None)."""
+
+    def __init__(self, axis_items: Optional[dict] = None) -> None:
+        super().__init__(axisItems=axis_items)
+        self.full_range = None   # (x0, x1) of the whole chart, set with the data
+
+    def wheelEvent(self, event) -> None:  # noqa: N802
+        if event.modifiers() == Qt.KeyboardModifier.NoModifier:
+            area = self.parentWidget()
+            while area is not None and not isinstance(area, QAbstractScrollArea):
+                area = area.parentWidget()
+            if area is not None:    # the panel's scroll area scrolls
+                QApplication.sendEvent(area.verticalScrollBar(), event)
+            else:
+                event.ignore()
+            return
+        super().wheelEvent(event)
+
+    def mouseDoubleClickEvent(self, event) -> None:  # noqa: N802
+        self.reset_view()
+        event.accept()
+
+    def reset_view(self) -> None:
+        if self.full_range is not None:
+            self.setXRange(*self.full_range, padding=0)
+        else:
+            self.getPlotItem().enableAutoRange(x=True)
+        self.getPlotItem().enableAutoRange(y=True)
+
+
+def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = None) -> PanelPlot:
+    w = PanelPlot(axis_items)
     w.setBackground(None)
     w.setTitle(title, size="9pt")
     w.setLabel("bottom", xlabel)
@@ -28,7 +66,29 @@ def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = Non
     w.setMinimumHeight(150)
     w.setMaximumHeight(280)   # in the dock's scroll area a plot must not grow to the panel's full height
     w.getPlotItem().hideButtons()
+    w.setToolTip("Ctrl + wheel zooms, dragging pans; double click or Reset shows the first view again")
     return w
+
+
+def _with_reset(plot: PanelPlot, name: str) -> QWidget:
+    """The chart with a small Reset button above its right corner."""
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    lay.setSpacing(0)
+    row = QHBoxLayout()
+    row.addStretch(1)
+    button = QToolButton()
+    button.setText("Reset")
+    button.setObjectName(f"{name}Reset")
+    button.setToolTip("Show the whole chart again (after zooming with Ctrl + wheel or dragging)")
+    button.setAutoRaise(True)
+    button.clicked.connect(plot.reset_view)
+    row.addWidget(button)
+    lay.addLayout(row)
+    lay.addWidget(plot)
+    plot.reset_button = button
+    return box
 
 
 class DataPanel(QWidget):
@@ -50,6 +110,9 @@ class DataPanel(QWidget):
         self.selector.setToolTip("The data set new jobs train on")
         self.selector.currentIndexChanged.connect(self.dataset_selected)
         lay.addWidget(self.selector)
+        # what the symbols are comes first: it decides everything below (issue 24.6)
+        self.observe_box = self._observe_group()
+        lay.addWidget(self.observe_box)
         self.info = QLabel("No data set yet: use the demo or open a file.")
         self.info.setWordWrap(True)
         lay.addWidget(self.info)
@@ -66,18 +129,19 @@ class DataPanel(QWidget):
         self.stats_form = stats
         lay.addLayout(stats)
         # category axis: every symbol named when the names fit (upright if needed), else a regular
-        # subset, with each full name in the axis tooltip (app.views.common.LabelAxis)
-        self.freq_plot = _plot("Symbol frequencies", "symbol", "count", {"bottom": LabelAxis("bottom")})
+        # subset, with each full name in the axis tooltip (app.views.widgets.LabelAxis)
+        self.freq_plot = _plot("Symbol frequencies (most frequent first)", "symbol", "count",
+                               {"bottom": LabelAxis("bottom")})
         self.freq_plot.setObjectName("frequencyChart")
-        lay.addWidget(self.freq_plot, 1)
+        self.freq_box = _with_reset(self.freq_plot, "frequencyChart")
+        lay.addWidget(self.freq_box, 1)
         self.len_plot = _plot("Sequence lengths", "length", "sequences")
         self.len_plot.setObjectName("lengthHistogram")
-        lay.addWidget(self.len_plot, 1)
+        self.len_box = _with_reset(self.len_plot, "lengthHistogram")
+        lay.addWidget(self.len_box, 1)
         self.freq_bars = None
         self.len_bars = None
-
-        self.observe_box = self._observe_group()
-        lay.addWidget(self.observe_box)
+        self.freq_order = np.zeros(0, dtype=np.int64)   # symbol index of each bar (by count)
 
         box = QGroupBox("Preprocessing")
         form = QFormLayout(box)
@@ -143,8 +207,12 @@ class DataPanel(QWidget):
         self.max_vocab.setToolTip("Keep the most frequent words (rare words included); 0: every word")
         form.addRow("Vocabulary size", self.max_vocab)
         self.min_count = QSpinBox(); self.min_count.setRange(1, 1_000_000)
-        self.min_count.setSpecialValueText("1 (off)")
-        self.min_count.setToolTip("Words seen fewer times than this are rare (min_count); 1: off")
+        self.min_count.setSpecialValueText("1 (every word)")
+        self.min_count.setValue(WORDS_MIN_COUNT)
+        self.min_count.setToolTip("Words seen fewer times than this are rare and read as the unknown symbol, "
+                                  "which also reads the words a model never saw when it scores other data "
+                                  f"(default {WORDS_MIN_COUNT}); 1: every word is kept and the model has no "
+                                  "unknown symbol")
         form.addRow("Min. count", self.min_count)
         self.rare = QComboBox()
         self.rare.addItem("one unknown symbol", "unk")
@@ -179,7 +247,7 @@ class DataPanel(QWidget):
             read["drop_traces"] = not self.keep_traces.isChecked()
         if read["observe"] == "words":
             read.update(lowercase=self.lowercase.isChecked(), max_vocab=self.max_vocab.value() or None,
-                        min_count=self.min_count.value() if self.min_count.value() > 1 else None,
+                        min_count=self.min_count.value(),
                         rare=self.rare.currentData())
         return read
 
@@ -198,7 +266,7 @@ class DataPanel(QWidget):
         if opts.get("observe") == "words":   # as read; for tags: the words' defaults stay offered
             self.lowercase.setChecked(bool(opts.get("lowercase")))
             self.max_vocab.setValue(int(opts.get("max_vocab") or 0))
-            self.min_count.setValue(int(opts.get("min_count") or 1))
+            self.min_count.setValue(int(opts.get("min_count") or WORDS_MIN_COUNT))
             self.rare.setCurrentIndex(max(0, self.rare.findData(opts.get("rare", "unk"))))
         self._observe_changed()
 
@@ -254,8 +322,8 @@ class DataPanel(QWidget):
         self.prep_box.setEnabled(ds is not None and ds.corpus is not None)
         self._show_read_options(ds)
         self.info.setVisible(ds is None)
-        self.freq_plot.setVisible(ds is not None)
-        self.len_plot.setVisible(ds is not None)
+        self.freq_box.setVisible(ds is not None)
+        self.len_box.setVisible(ds is not None)
         for key, value in self.fields.items():
             value.setText("")
             self.stats_form.setRowVisible(value, ds is not None)
@@ -286,11 +354,17 @@ class DataPanel(QWidget):
             self.stats_form.setRowVisible(value, key in shown)
         vocab = ds.vocabulary or [str(i) for i in range(s["n_symbols"])]
         freq = s["frequencies"]
+        # most frequent first (ties in vocabulary order): a word list reads like a Zipf curve
+        self.freq_order = np.lexsort((np.arange(len(freq)), -freq))
         x = np.arange(len(freq))
-        self.freq_bars = pg.BarGraphItem(x=x, height=freq, width=0.8, brush=pg.mkBrush(60, 120, 200))
+        self.freq_bars = pg.BarGraphItem(x=x, height=freq[self.freq_order], width=0.8, brush=pg.mkBrush(60, 120, 200))
         self.freq_plot.addItem(self.freq_bars)
-        self.freq_plot.getAxis("bottom").set_labels([str(v) for v in vocab])
-        self.freq_plot.setXRange(-0.6, len(freq) - 0.4, padding=0)
+        self.freq_plot.getAxis("bottom").set_labels([str(vocab[i]) for i in self.freq_order])
+        # a vocabulary of words: the FREQ_SHOWN most frequent at first (drag or Ctrl + wheel for the rest)
+        shown_bars = len(freq) if len(freq) <= 2 * FREQ_SHOWN else FREQ_SHOWN
+        self.freq_plot.full_range = (-0.6, shown_bars - 0.4)
+        self.freq_plot.setLimits(xMin=-0.6, xMax=len(freq) - 0.4)   # before the range: the last data set's
+        self.freq_plot.setXRange(-0.6, shown_bars - 0.4, padding=0)
         lengths = s["lengths"]
         if len(lengths):
             lo, hi = int(lengths.min()), int(lengths.max())

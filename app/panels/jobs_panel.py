@@ -19,7 +19,7 @@ import math
 import re
 from typing import Dict, List, Optional
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
@@ -27,13 +27,14 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
 
 from ..jobrows import job_row
 from ..jobs import Job, JobState
-from .flow import FlowLayout
+from ..flow import FlowLayout
 
 __all__ = ["JobsPanel", "format_seconds", "COLUMNS", "COLUMN_IDS", "PRIORITY"]
 
 #: (header, row key or None, tooltip)
 COLUMNS = [
     ("Job", "name", "The job's name; the jobs of a sweep are grouped under it"),
+    ("#", "job", "The job's number (as in the dashboard's title, the log and exported model names)"),
     ("State", "state", "queued, running, finished, cancelled, diverged or failed"),
     ("Progress", None, "Steps done of the maximum"),
     ("Model", "model", "Model kind"),
@@ -51,16 +52,16 @@ COLUMNS = [
     ("Result", "result", "Final test NLL per token (score on other data after it)"),
     ("", None, ""),
 ]
-(C_NAME, C_STATE, C_PROG, C_MODEL, C_N, C_L, C_PARAMS, C_TRAIN, C_TEST, C_MAD, C_ITER, C_STOP, C_TIME,
+(C_NAME, C_ID, C_STATE, C_PROG, C_MODEL, C_N, C_L, C_PARAMS, C_TRAIN, C_TEST, C_MAD, C_ITER, C_STOP, C_TIME,
  C_DEVICE, C_DATA, C_RESULT, C_CANCEL) = range(len(COLUMNS))
 _KEYS = {c: key for c, (_h, key, _t) in enumerate(COLUMNS) if key}
 #: the columns' names in the settings (``jobs/hidden_columns``)
 COLUMN_IDS = [key or {C_PROG: "progress", C_CANCEL: "cancel"}[c] for c, (_h, key, _t) in enumerate(COLUMNS)]
 #: most important first: where the columns do not fit, the last ones are hidden first
-PRIORITY = [C_NAME, C_STATE, C_PROG, C_RESULT, C_MODEL, C_TEST, C_N, C_L, C_CANCEL, C_TRAIN, C_TIME, C_DATA,
+PRIORITY = [C_NAME, C_STATE, C_PROG, C_ID, C_RESULT, C_MODEL, C_TEST, C_N, C_L, C_CANCEL, C_TRAIN, C_TIME, C_DATA,
             C_MAD, C_ITER, C_PARAMS, C_STOP, C_DEVICE]
 #: widths of the columns that keep theirs (pixels); Job and Data share what is left
-_WIDTHS = {C_STATE: 72, C_PROG: 100, C_MODEL: 96, C_N: 36, C_L: 32, C_PARAMS: 58, C_TRAIN: 74, C_TEST: 74,
+_WIDTHS = {C_ID: 40, C_STATE: 72, C_PROG: 100, C_MODEL: 96, C_N: 36, C_L: 32, C_PARAMS: 58, C_TRAIN: 74, C_TEST: 74,
            C_MAD: 70, C_ITER: 56, C_STOP: 84, C_TIME: 84, C_DEVICE: 60, C_RESULT: 130, C_CANCEL: 66}
 #: narrowest Job and Data columns (their text is elided below that; the tooltip holds it), and
 #: the widest they grow to before the columns after them get room: Job's full names come
@@ -68,7 +69,7 @@ _WIDTHS = {C_STATE: 72, C_PROG: 100, C_MODEL: 96, C_N: 36, C_L: 32, C_PARAMS: 58
 #: 300 only when all columns fit)
 _MIN_NAME, _MAX_NAME, _MIN_DATA, _MID_DATA, _MAX_DATA = 130, 320, 80, 200, 300
 C_GROW_NAME = C_TEST
-_NUMERIC = {C_N, C_L, C_PARAMS, C_TRAIN, C_TEST, C_MAD, C_ITER, C_TIME, C_RESULT}
+_NUMERIC = {C_ID, C_N, C_L, C_PARAMS, C_TRAIN, C_TEST, C_MAD, C_ITER, C_TIME, C_RESULT}
 
 SORT_ROLE = Qt.UserRole + 1
 
@@ -81,14 +82,20 @@ _STATE_COLOURS = {
 
 
 def format_seconds(s: Optional[float]) -> str:
+    """A duration as the Time column shows it, short enough for its width with an ETA beside
+    it: ``42 s``, ``12:05`` (minutes:seconds), ``1:03:00`` (hours:minutes:seconds)."""
     if s is None:
         return "—"
     s = int(round(s))
     if s < 60:
         return f"{s} s"
     if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {(s % 3600) // 60:02d} min"
+        return f"{s // 60}:{s % 60:02d}"
+    return f"{s // 3600}:{(s % 3600) // 60:02d}:{s % 60:02d}"
+
+
+#: the longest Time text the column is sized for (a running job: elapsed and ETA)
+TIME_SAMPLE = "59:59 · ETA 59:59"
 
 
 def _fmt(value) -> str:
@@ -135,13 +142,17 @@ class JobsPanel(QWidget):
 
     Signals: ``current_changed(job or None)``, ``cancel_requested(job)``, ``export_requested(list)``,
     ``compare_requested(job, job)``, ``score_requested(job)``, ``pool_size_changed(int)``,
-    ``select_new_changed(bool)``.
+    ``select_new_changed(bool)``, ``selection_changed(list of jobs)``, ``cancel_selected_requested(list)``,
+    ``compare_refused(int)``.
     """
 
     current_changed = Signal(object)
+    selection_changed = Signal(list)        # the selected jobs (app.state.AppState.selection follows)
     cancel_requested = Signal(object)
+    cancel_selected_requested = Signal(list)   # "Cancel selected": the window asks before cancelling several
     export_requested = Signal(object)
     compare_requested = Signal(object, object)
+    compare_refused = Signal(int)              # Compare with other than two selected models: how many there are
     score_requested = Signal(object)
     pool_size_changed = Signal(int)
     select_new_changed = Signal(bool)
@@ -171,7 +182,8 @@ class JobsPanel(QWidget):
         bar = FlowLayout(self.toolbar, spacing=6, right_from=4)
         bar.setContentsMargins(0, 0, 0, 0)
         self.cancel_sel = QPushButton("Cancel selected")
-        self.cancel_sel.clicked.connect(lambda: [self.cancel_requested.emit(j) for j in self.selected_jobs()])
+        self.cancel_sel.setToolTip("Cancel the selected jobs (asks first when there are several) (Ctrl+.)")
+        self.cancel_sel.clicked.connect(lambda: self.cancel_selected_requested.emit(self.selected_jobs()))
         self.export_btn = QPushButton("Export .h5…")
         self.export_btn.setToolTip("Save the selected jobs' models to an HDF5 file")
         self.export_btn.clicked.connect(lambda: self.export_requested.emit(self.selected_jobs()))
@@ -203,6 +215,8 @@ class JobsPanel(QWidget):
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(COLUMNS))
         self.tree.setHeaderLabels([c[0] for c in COLUMNS])
+        # the Time column fits a running job's "elapsed · ETA" in this font (cells were cut at 84 px)
+        self._time_width = max(_WIDTHS[C_TIME], self.tree.fontMetrics().horizontalAdvance(TIME_SAMPLE) + 14)
         for c, (_h, _k, tip) in enumerate(COLUMNS):
             self.tree.headerItem().setToolTip(c, tip)
         self.tree.setRootIsDecorated(True)
@@ -222,6 +236,7 @@ class JobsPanel(QWidget):
         h.customContextMenuRequested.connect(lambda pos: self.column_menu().exec(h.mapToGlobal(pos)))
         self.tree.headerItem().setToolTip(C_CANCEL, "Cancel a queued or running job")
         self.tree.currentItemChanged.connect(self._current_changed)
+        self.tree.itemSelectionChanged.connect(lambda: self.selection_changed.emit(self.selected_jobs()))
         self.tree.viewport().installEventFilter(self)
         lay.addWidget(self.tree, 1)
         self.fit_columns()
@@ -250,12 +265,17 @@ class JobsPanel(QWidget):
         return jobs
 
     def select(self, job: Job) -> None:
+        """Make ``job`` the current row and the whole selection (a new job replaces what was selected, so
+        that Cancel / Export / Score act on the job on screen, never on rows selected before).  The flags
+        are explicit: a plain ``setCurrentItem`` follows the keyboard's modifiers, and with Ctrl still down
+        from Ctrl+T it added the new job to the selection."""
         item = self.items.get(job.id)
         if item is not None:
             parent = item.parent()
             if parent is not None:
                 parent.setExpanded(True)
-            self.tree.setCurrentItem(item)
+            flags = QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows
+            self.tree.setCurrentItem(item, 0, flags)
             self.tree.scrollToItem(item)
 
     def row(self, job: Job) -> dict:
@@ -341,7 +361,7 @@ class JobsPanel(QWidget):
             widths = {C_NAME: _MIN_NAME}
             used = _MIN_NAME
             for c in wanted[1:]:
-                w = _MIN_DATA if c == C_DATA else _WIDTHS[c]
+                w = _MIN_DATA if c == C_DATA else (self._time_width if c == C_TIME else _WIDTHS[c])
                 if used + w > room:
                     break
                 widths[c] = w
@@ -522,7 +542,7 @@ class JobsPanel(QWidget):
             f"[{job.sweep}] ") else job.name
         texts[C_DATA] = row["data"] or "—"
         if job.state == JobState.RUNNING:
-            texts[C_TIME] = format_seconds(job.elapsed) + (f" (ETA {format_seconds(job.eta)})"
+            texts[C_TIME] = format_seconds(job.elapsed) + (f" · ETA {format_seconds(job.eta)}"
                                                            if job.eta is not None else "")
             ev = job.last_event
             if ev is not None and ev.loss is not None:
@@ -608,8 +628,9 @@ class JobsPanel(QWidget):
             self.current_changed.emit(job)
 
     def _compare(self) -> None:
+        """Compare needs exactly two selected jobs with models (never two picked out of more)."""
         jobs = [j for j in self.selected_jobs() if j.has_model]
-        if len(jobs) >= 2:
+        if len(jobs) == 2:
             self.compare_requested.emit(jobs[0], jobs[1])
         else:
-            self.compare_requested.emit(None, None)
+            self.compare_refused.emit(len(jobs))

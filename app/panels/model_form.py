@@ -1,13 +1,21 @@
-"""The model form: model type, sizes, training settings (paper defaults), device; Train and Sweep."""
+"""The model form: model type, sizes, training settings (paper defaults), device; Train and Sweep.
+
+The model types and the option fields (label, range, default, tooltip, which model types use them) come
+from the core's metadata (:mod:`densehmm_core.hyperparams`, through :mod:`app.modelspec`): a
+hyper-parameter an estimator marks ``form=True`` is a field here with its help text as tooltip, enabled
+for the model types whose estimator and fit method use it."""
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
                                QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
-from ..modelspec import INIT_METHODS, MODEL_TYPES, PAPER_GRID, ModelSpec, fair_states, paper_defaults
+from densehmm_core import hyperparams
+from densehmm_core.registry import model_class, model_type
+
+from ..modelspec import DEFAULT_TYPE, PAPER_GRID, ModelSpec, fair_states, form_params, type_defaults, type_labels
 
 __all__ = ["ModelForm", "SciSpinBox"]
 
@@ -49,8 +57,70 @@ class SciSpinBox(QDoubleSpinBox):
         self.setValue(v * (10.0 ** steps))
 
 
+def option_widget(hp) -> QWidget:
+    """The field for one hyper-parameter (:class:`densehmm_core.hyperparams.HyperParam`): a spin box in
+    its range (steps of x10 for ``log`` ones), a choice, or a check box."""
+    if hp.choices:
+        w = QComboBox()
+        for c in hp.choices:
+            w.addItem(c, c)
+        return w
+    if hp.type is bool:
+        return QCheckBox()
+    if hp.type is int:
+        w = QSpinBox()
+        w.setRange(int(hp.low if hp.low is not None else 0) + (1 if hp.low_open else 0),
+                   int(hp.high if hp.high is not None else 2 ** 31 - 1))
+        w.setSingleStep(max(1, int(hp.step)))
+        return w
+    tiny = 1e-8 if hp.log else 10.0 ** -hp.decimals
+    low = (hp.low if hp.low is not None else -1e12) + (tiny if hp.low_open else 0.0)
+    high = hp.high if hp.high is not None else 1e12
+    if hp.log:
+        w = SciSpinBox()
+    else:
+        w = QDoubleSpinBox()
+        w.setDecimals(hp.decimals)
+        w.setSingleStep(hp.step)
+    w.setRange(low, high)
+    return w
+
+
+def _value(w: QWidget) -> Any:
+    if isinstance(w, QComboBox):
+        return w.currentData()
+    if isinstance(w, QCheckBox):
+        return w.isChecked()
+    return w.value()
+
+
+def _set_value(w: QWidget, v: Any) -> None:
+    if isinstance(w, QComboBox):
+        i = w.findData(v)
+        if i >= 0:
+            w.setCurrentIndex(i)
+    elif isinstance(w, QCheckBox):
+        w.setChecked(bool(v))
+    elif isinstance(w, QSpinBox):
+        w.setValue(int(v))
+    else:
+        w.setValue(float(v))
+
+
+def _changed_signal(w: QWidget):
+    if isinstance(w, QComboBox):
+        return w.currentIndexChanged
+    if isinstance(w, QCheckBox):
+        return w.toggled
+    return w.valueChanged
+
+
 class ModelForm(QWidget):
-    """Edits a :class:`~app.modelspec.ModelSpec`; emits ``train_requested`` / ``sweep_requested``."""
+    """Edits a :class:`~app.modelspec.ModelSpec`; emits ``train_requested`` / ``sweep_requested``.
+
+    ``fields`` maps each option's configuration name (``"lr"``, ``"cooc_steps"``, ``"init_method"``,
+    ``"emission_pseudocount"``...) to its widget; ``field_labels`` to its label.
+    """
 
     train_requested = Signal(object)          # ModelSpec
     sweep_requested = Signal(object, int)     # ModelSpec, repeats
@@ -62,100 +132,58 @@ class ModelForm(QWidget):
         self._m: Optional[int] = None
         lay = QVBoxLayout(self)
         form = QFormLayout()
-        self.kind = QComboBox()
-        for key, label in MODEL_TYPES.items():
+        self.kind = QComboBox()   # the core's model types (key as item data)
+        for key, label in type_labels().items():
             self.kind.addItem(label, key)
         self.kind.setToolTip("Dense models learn embeddings U, Z, W (states) and V (symbols); "
                              "A = softmax(Z U^T), B = softmax(W V^T).")
         form.addRow("Model", self.kind)
         self.preset = QComboBox()
-        self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
         self.preset.addItem("Tuned (core defaults)", "default")
-        self.preset.setToolTip("Where the training settings come from: the paper's settings, or the "
-                               "core's measured defaults (normalised loss, schedule, L-BFGS finish)")
+        self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
+        self.preset.setToolTip("Where the training settings come from: the core's measured defaults "
+                               "(spectral start, normalised loss, schedule, L-BFGS finish), or the paper's "
+                               "settings (random start, plain Adam)")
         form.addRow("Settings", self.preset)
         self.n = QSpinBox(); self.n.setRange(1, 2000); self.n.setValue(5)
+        self.n.setToolTip(hyperparams.hyper_param(model_class("dense"), "n_states").help)
         form.addRow("States n", self.n)
         self.l = QSpinBox(); self.l.setRange(1, 1024); self.l.setValue(3)
+        self.l.setToolTip(hyperparams.hyper_param(model_class("dense"), "dim").help
+                          + " (A fair standard HMM: the l of the DenseHMM whose parameter count it matches.)")
         self.l_label = QLabel("Embedding length l")
         form.addRow(self.l_label, self.l)
         self.n_fair = QLabel("—")
         self.n_fair.setToolTip("States of a standard HMM with about the DenseHMM's number of free "
                                "parameters l(3n+m+1) (paper, section 5).")
         form.addRow("n_fair", self.n_fair)
-        self.lr = SciSpinBox(); self.lr.setRange(1e-8, 1e6)
-        self.lr_label = QLabel("Learning rate")
-        form.addRow(self.lr_label, self.lr)
-        self.steps = QSpinBox(); self.steps.setRange(1, 10_000_000)
-        self.steps_label = QLabel("Steps")
-        form.addRow(self.steps_label, self.steps)
-        self.mstep = QSpinBox(); self.mstep.setRange(1, 100000)
-        self.mstep_label = QLabel("Adam steps per M-step")
-        form.addRow(self.mstep_label, self.mstep)
-        self.tol = SciSpinBox(); self.tol.setRange(0.0, 1.0)
-        self.tol.setToolTip("Relative improvement below which training stops early (0: never)")
-        form.addRow("Tolerance", self.tol)
-        self.restarts = QSpinBox(); self.restarts.setRange(1, 100)
-        form.addRow("Restarts", self.restarts)
-        self.init_method = QComboBox()
-        for key, label in INIT_METHODS.items():
-            self.init_method.addItem(label, key)
-        self.init_method.setToolTip(
-            "How training starts.\n"
-            "random: random parameters (dense: normal embeddings with the Init scale's standard "
-            "deviation; standard: Dirichlet draws).\n"
-            "spectral: emissions from the training data's context counts: each symbol's left and "
-            "right neighbours are counted, reduced by an SVD, and the frequent symbols clustered "
-            "into n groups by k-means; state i starts by emitting group i, transitions start nearly "
-            "uniform. Restarts differ in their k-means starts. Needs at least as many symbols as states "
-            "(otherwise the job fails with that reason).")
-        form.addRow("Start", self.init_method)
-        # below Start, only on the words of a tagged corpus with a random start: the spectral
-        # start tags far better there (docs/RESULTS.md, section 4); one click switches, nothing
-        # changes by itself
-        self.words_hint = QWidget()
-        self.words_hint.setObjectName("wordsStartHint")
-        hint_row = QHBoxLayout(self.words_hint)
-        hint_row.setContentsMargins(0, 0, 0, 0)
-        self.words_hint_label = QLabel("Words: a spectral start tags far better.")
-        self.words_hint_label.setWordWrap(True)
-        font = self.words_hint_label.font()
-        font.setItalic(True)
-        self.words_hint_label.setFont(font)
-        self.words_hint_label.setToolTip(WORDS_HINT_TIP)
-        self.use_spectral_button = QPushButton("Use spectral")
-        self.use_spectral_button.setToolTip("Set Start to spectral (dense models: Init scale "
-                                            f"{WORDS_INIT_SCALE:g} too, as in those runs)")
-        self.use_spectral_button.clicked.connect(self.use_spectral_start)
-        hint_row.addWidget(self.words_hint_label, 1)
-        hint_row.addWidget(self.use_spectral_button)
-        form.addRow("", self.words_hint)
+        # the option fields, from the core's metadata
+        self.fields: Dict[str, QWidget] = {}
+        self.field_labels: Dict[str, QLabel] = {}
+        self._params = dict(form_params())
+        for name, per_class in self._params.items():
+            hp = next(iter(per_class.values()))
+            w = option_widget(hp)
+            self.fields[name] = w
+            self.field_labels[name] = QLabel(hp.label)
+            form.addRow(self.field_labels[name], w)
+            if name == "init_method":
+                form.addRow("", self._make_words_hint())
         self._form = form
         self._words = False
-        self.init_scale = QDoubleSpinBox(); self.init_scale.setRange(0.001, 100.0)
-        self.init_scale.setDecimals(3); self.init_scale.setSingleStep(0.1)
-        self.init_scale.setToolTip("Standard deviation of the random initial embeddings (all of U, Z, W, V "
-                                   "with a random start; U, Z and z_start with a spectral one)")
-        self.init_scale_label = QLabel("Init scale")
-        form.addRow(self.init_scale_label, self.init_scale)
-        self.pseudocount = QDoubleSpinBox(); self.pseudocount.setRange(0.0, 1000.0)
-        self.pseudocount.setDecimals(4); self.pseudocount.setSingleStep(0.01)
-        self.pseudocount.setToolTip(
-            "Standard HMMs: additive smoothing of the emission probabilities, (expected count + a) / "
-            "(state total + m a). 0 is plain Baum-Welch, which gives probability 0 to every symbol the "
-            "training data lacks, so test sequences with such symbols score -inf (words: try 0.01).")
-        self.pseudocount_label = QLabel("Smoothing")
-        form.addRow(self.pseudocount_label, self.pseudocount)
         self.seed = QSpinBox(); self.seed.setRange(0, 2**31 - 1)
+        self.seed.setToolTip(hyperparams.hyper_param(model_class("dense"), "seed").help)
         form.addRow("Seed", self.seed)
         self.device = QComboBox()
-        self.device.setToolTip("Where the job trains: the E-step runs on that GPU with CuPy when CuPy works "
-                               "there (else on the CPU), and dense models' TensorFlow steps when TensorFlow "
-                               "sees it. 'auto' spreads jobs over the GPUs; 'cpu' never touches a GPU.")
+        self.device.setToolTip("Where the job trains: EM (E-step, M-step, diagnostics) runs on that GPU with "
+                               "CuPy when CuPy works there (else on the CPU), the co-occurrence fits' TensorFlow "
+                               "steps when TensorFlow sees it. 'auto' spreads jobs over the GPUs; 'cpu' never "
+                               "touches a GPU.")
         form.addRow("Device", self.device)
         lay.addLayout(form)
         self.defaults_button = QPushButton("Reset to defaults")
-        self.defaults_button.setToolTip("Learning rate, steps and tolerance of the chosen settings for this model type")
+        self.defaults_button.setToolTip("The training settings (learning rate, steps, iterations, tolerance) of "
+                                        "the chosen settings for this model type")
         self.defaults_button.clicked.connect(self.apply_paper_defaults)
         self.train_button = QPushButton("Train")
         self.train_button.setObjectName("trainButton")
@@ -195,40 +223,37 @@ class ModelForm(QWidget):
         self.kind.currentIndexChanged.connect(self._kind_changed)
         for w in (self.n, self.l):
             w.valueChanged.connect(self._update_fair)
-        for w in (self.n, self.l, self.steps, self.mstep, self.restarts, self.seed):
+        for w in (self.n, self.l, self.seed):
             w.valueChanged.connect(self.changed)
-        for w in (self.lr, self.tol, self.init_scale, self.pseudocount):
-            w.valueChanged.connect(self.changed)
-        self.init_method.currentIndexChanged.connect(self.changed)
-        self.init_method.currentIndexChanged.connect(self._update_words_hint)
+        for w in self.fields.values():
+            _changed_signal(w).connect(self.changed)
+        self.fields["init_method"].currentIndexChanged.connect(self._update_words_hint)
         self.preset.currentIndexChanged.connect(self._kind_changed)
-        self.set_spec(ModelSpec(**{"kind": "dense_cooc", **paper_defaults("dense_cooc", "paper")}))
+        every = {k: v for name in type_labels() for k, v in type_defaults(name, "default").items()}
+        self.set_spec(ModelSpec(model_type=DEFAULT_TYPE, preset="default",
+                                options={**every, **type_defaults(DEFAULT_TYPE, "default")}))
         self._update_words_hint()
 
     # ---------------------------------------------------------------- values
     def spec(self) -> ModelSpec:
-        return ModelSpec(kind=self.kind.currentData(), n=self.n.value(), l=self.l.value(), lr=self.lr.value(),
-                         steps=self.steps.value(), mstep_steps=self.mstep.value(), tol=self.tol.value(),
-                         restarts=self.restarts.value(), seed=self.seed.value(),
-                         device=self.device.currentData() or "auto", preset=self.preset.currentData(),
-                         init_method=self.init_method.currentData(), init_scale=self.init_scale.value(),
-                         pseudocount=self.pseudocount.value())
+        return ModelSpec(model_type=self.kind.currentData(), n=self.n.value(), l=self.l.value(),
+                         seed=self.seed.value(), device=self.device.currentData() or "auto",
+                         preset=self.preset.currentData(),
+                         options={name: _value(w) for name, w in self.fields.items()})
 
     def set_spec(self, spec: ModelSpec) -> None:
-        i = self.kind.findData(spec.kind)
+        i = self.kind.findData(spec.model_type)
         self.kind.blockSignals(True)
         self.kind.setCurrentIndex(max(0, i))
         self.kind.blockSignals(False)
         self.preset.blockSignals(True)
         self.preset.setCurrentIndex(max(0, self.preset.findData(spec.preset)))
         self.preset.blockSignals(False)
-        self.n.setValue(int(spec.n)); self.l.setValue(int(spec.l)); self.lr.setValue(float(spec.lr))
-        self.steps.setValue(int(spec.steps)); self.mstep.setValue(int(spec.mstep_steps))
-        self.tol.setValue(float(spec.tol)); self.restarts.setValue(int(spec.restarts))
+        self.n.setValue(int(spec.n)); self.l.setValue(int(spec.l))
         self.seed.setValue(int(spec.seed))
-        self.init_method.setCurrentIndex(max(0, self.init_method.findData(spec.init_method)))
-        self.init_scale.setValue(float(spec.init_scale))
-        self.pseudocount.setValue(float(spec.pseudocount))
+        for name, value in spec.options.items():
+            if name in self.fields and value is not None:
+                _set_value(self.fields[name], value)
         j = self.device.findData(spec.device)
         if j >= 0:
             self.device.setCurrentIndex(j)
@@ -236,9 +261,15 @@ class ModelForm(QWidget):
         self._update_fair()
 
     def apply_paper_defaults(self) -> None:
-        d = paper_defaults(self.kind.currentData(), self.preset.currentData())
-        self.lr.setValue(d["lr"]); self.steps.setValue(d["steps"]); self.tol.setValue(d["tol"])
-        self.mstep.setValue(d["mstep_steps"])
+        """The training settings ("training" group of the metadata) and the start (Start, Init scale) of
+        the chosen preset for this type -- the paper's settings start randomly, the core's defaults from
+        the data; the model's other choices (smoothing, restarts) are kept."""
+        key = self.kind.currentData()
+        cls = model_class(model_type(key).kind)
+        for name, value in type_defaults(key, self.preset.currentData()).items():
+            start = name in ("init_method", "init_scale")
+            if (self._params[name][cls].group == "training" or start) and value is not None:
+                _set_value(self.fields[name], value)
 
     def set_sweep_target(self, text: str) -> None:
         """Say where Run sweep trains (see :func:`app.remote_jobs.describe_target`)."""
@@ -270,13 +301,34 @@ class ModelForm(QWidget):
 
     def use_spectral_start(self) -> None:
         """The hint's button: Start = spectral and, for dense models, Init scale = 0.2."""
-        self.init_method.setCurrentIndex(self.init_method.findData("spectral"))
-        if self.kind.currentData().startswith("dense"):
-            self.init_scale.setValue(WORDS_INIT_SCALE)
+        _set_value(self.fields["init_method"], "spectral")
+        if model_type(self.kind.currentData()).kind == "dense":
+            _set_value(self.fields["init_scale"], WORDS_INIT_SCALE)
 
     # -------------------------------------------------------------- updates
+    def _make_words_hint(self) -> QWidget:
+        """Below Start, only on the words of a tagged corpus with a random start: the spectral start tags
+        far better there (docs/RESULTS.md, section 4); one click switches, nothing changes by itself."""
+        self.words_hint = QWidget()
+        self.words_hint.setObjectName("wordsStartHint")
+        hint_row = QHBoxLayout(self.words_hint)
+        hint_row.setContentsMargins(0, 0, 0, 0)
+        self.words_hint_label = QLabel("Words: a spectral start tags far better.")
+        self.words_hint_label.setWordWrap(True)
+        font = self.words_hint_label.font()
+        font.setItalic(True)
+        self.words_hint_label.setFont(font)
+        self.words_hint_label.setToolTip(WORDS_HINT_TIP)
+        self.use_spectral_button = QPushButton("Use spectral")
+        self.use_spectral_button.setToolTip("Set Start to spectral (dense models: Init scale "
+                                            f"{WORDS_INIT_SCALE:g} too, as in those runs)")
+        self.use_spectral_button.clicked.connect(self.use_spectral_start)
+        hint_row.addWidget(self.words_hint_label, 1)
+        hint_row.addWidget(self.use_spectral_button)
+        return self.words_hint
+
     def _update_words_hint(self) -> None:
-        self._form.setRowVisible(self.words_hint, self._words and self.init_method.currentData() == "random")
+        self._form.setRowVisible(self.words_hint, self._words and self.fields["init_method"].currentData() == "random")
 
     def _kind_changed(self) -> None:
         self.apply_paper_defaults()
@@ -285,17 +337,23 @@ class ModelForm(QWidget):
         self.changed.emit()
 
     def _update_visibility(self) -> None:
-        kind = self.kind.currentData()
-        dense = kind.startswith("dense")
-        self.l.setEnabled(kind != "standard")
-        self.l_label.setEnabled(kind != "standard")
-        self.lr.setEnabled(dense); self.lr_label.setEnabled(dense)
-        self.mstep.setEnabled(kind == "dense_em"); self.mstep_label.setEnabled(kind == "dense_em")
+        """Enable the fields the current model type's estimator uses (for its fit method); each field's
+        label and tooltip are that estimator's."""
+        t = model_type(self.kind.currentData())
+        cls = model_class(t.kind)
+        dense = t.kind == "dense"
+        self.l.setEnabled(dense or t.fair)
+        self.l_label.setEnabled(dense or t.fair)
         self.preset.setEnabled(dense)
-        self.init_scale.setEnabled(dense); self.init_scale_label.setEnabled(dense)
-        self.pseudocount.setEnabled(not dense); self.pseudocount_label.setEnabled(not dense)
-        self.steps_label.setText({"dense_cooc": "Adam steps", "dense_em": "EM iterations"}.get(
-            kind, "Baum-Welch iterations"))
+        for name, per_class in self._params.items():
+            used = hyperparams.uses(cls, name, t.fit_method if dense else None)
+            hp = per_class.get(cls) or next(iter(per_class.values()))
+            self.fields[name].setEnabled(used)
+            self.field_labels[name].setEnabled(used)
+            self.field_labels[name].setText(hp.label)
+            users = ", ".join(c.kind + (f" ({', '.join(h.methods)})" if h.methods else "")
+                              for c, h in per_class.items())
+            self.fields[name].setToolTip(f"{hp.help}\n\nUsed by: {users} models (option {name}).")
 
     def _update_fair(self) -> None:
         if self._m is None:

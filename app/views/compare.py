@@ -19,10 +19,10 @@ from typing import Dict, List, Optional
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from .common import diverging_cmap, fmt_compact, state_labels, symbol_labels
+from .theme import diverging_cmap, fmt_compact, state_labels, symbol_labels
 from .heatmap import MatrixHeatmap
 
-__all__ = ["CompareView"]
+__all__ = ["CompareView", "score_both"]
 
 
 def _model_facts(model) -> Dict[str, object]:
@@ -52,6 +52,17 @@ SAME_DATA_ONLY = ("train_nll", "test_nll", "mad")
 
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def score_both(model_a, model_b, data) -> tuple:
+    """Both models' NLL per token on ``data`` (:func:`densehmm_core.metrics.normalized_nll`), for
+    :meth:`CompareView.set_models`'s ``scores``; ``(None, None, reason)`` when a model cannot score them
+    (e.g. symbols it does not know).  Slow on large data: the window runs it off the GUI thread."""
+    from densehmm_core.metrics import normalized_nll
+    try:
+        return normalized_nll(model_a, data), normalized_nll(model_b, data)
+    except Exception as exc:  # noqa: BLE001 - said in the view's note; the rest of the comparison stays
+        return None, None, str(exc)
 
 
 class CompareView(QtWidgets.QWidget):
@@ -121,7 +132,7 @@ class CompareView(QtWidgets.QWidget):
 
     def set_models(self, name_a: str, model_a, name_b: str, model_b,
                    metrics_a: Optional[dict] = None, metrics_b: Optional[dict] = None,
-                   data=None, data_name: str = "", same_data: Optional[bool] = None) -> None:
+                   scores=None, data_name: str = "", same_data: Optional[bool] = None) -> None:
         """Compare ``model_a`` and ``model_b``; the matrices shown are ``B - A`` after aligning B's states.
 
         Parameters
@@ -129,10 +140,11 @@ class CompareView(QtWidgets.QWidget):
         metrics_a, metrics_b : dict, optional
             Numbers of each job; only :data:`COMPARABLE` keys are shown (``elapsed``: pass the
             Jobs panel's time, ``step``: iterations).
-        data : Corpus or list of int arrays, optional
-            Both models are scored on it (NLL per token, :func:`densehmm_core.metrics.normalized_nll`).
+        scores : tuple, optional
+            :func:`score_both` of the two models on one data set (computed off the GUI thread by the
+            caller): ``(nll_a, nll_b)`` per token, or ``(None, None, reason)`` when they could not be scored.
         data_name : str
-            Names ``data`` in the table.
+            Names that data set in the table.
         same_data : bool, optional
             Whether both jobs trained on the same data; their own train / test NLL and MAD are
             listed only then (``None``: unknown, not listed).
@@ -147,14 +159,13 @@ class CompareView(QtWidgets.QWidget):
         for k in list(dict.fromkeys(list(fa) + list(fb))):
             rows.append((k, fa.get(k), fb.get(k)))
         notes = []
-        if data is not None:
-            from densehmm_core.metrics import normalized_nll
+        if scores is not None:
             label = "NLL / token, same data"
-            try:
-                rows.append((label, normalized_nll(model_a, data), normalized_nll(model_b, data)))
+            if scores[0] is not None:
+                rows.append((label, scores[0], scores[1]))
                 notes.append(f"“{label}”: both models scored on {data_name or 'the same data'}.")
-            except Exception as exc:  # noqa: BLE001 - e.g. symbols the model does not know: say so, keep the rest
-                notes.append(f"Could not score both models on {data_name or 'the data'}: {exc}")
+            else:
+                notes.append(f"Could not score both models on {data_name or 'the data'}: {scores[2]}")
         for key, label in COMPARABLE.items():
             a, b = metrics_a.get(key), metrics_b.get(key)
             if a is None and b is None:

@@ -28,7 +28,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from .common import ThinLogAxis, label_axis_text, make_graphics_widget, style_plot, theme_colors
+from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
+from .widgets import ThinLogAxis
 
 __all__ = ["TrainingCurves", "SERIES"]
 

@@ -1,8 +1,9 @@
 """The Dashboard: every view of one job or model, for the main window to embed.
 
-Tabs: "Dashboard" (matrices and embeddings on top, curves beneath; live during training),
-"Decode", "Overview" (before / after) and "Compare".  Each view has a right-click
-"Export figure..." menu (and "Export dashboard..."); :meth:`Dashboard.views` names
+Tabs, views, their export menus and what each is fed come from :mod:`app.view_registry`:
+"Dashboard" (matrices and embeddings on top, curves beneath; live during training), "Decode",
+"Overview" (before / after), "Compare", "Sweep" and "Tags" (tagged data only).  Each view has a
+right-click "Export figure..." menu (and "Export dashboard..."); :meth:`Dashboard.views` names
 them for File > Export figure.
 
 The main window calls (at most ~10 times a second while a job trains):
@@ -25,14 +26,20 @@ When to draw is not decided here: the parts of an update go through a
 """
 from __future__ import annotations
 
+import hashlib
+import importlib
 import time
+import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from .. import view_registry as registry
+from ..export import add_export_context_menu, ask_and_export_csv, file_stem
 from ..live import DrawQueue
-from .common import HeaderLabel, fmt_value
+from .theme import fmt_value
+from .widgets import HeaderLabel
 from .compare import CompareView
 from .curves import TrainingCurves
 from .decode import DecodeView
@@ -60,6 +67,13 @@ def _first_tokens(seqs, tags, limit: int):
 
 __all__ = ["Dashboard"]
 
+
+def _build_view(spec: str) -> QtWidgets.QWidget:
+    """A page named in the registry as ``"module:Class"`` (``".module"``: a module of ``app.views``)."""
+    module, cls = spec.split(":")
+    return getattr(importlib.import_module(module, __package__), cls)()
+
+
 #: milliseconds between the parts of one live update (each part is painted in between)
 STAGE_GAP_MS = 15
 
@@ -75,11 +89,19 @@ class Dashboard(QtWidgets.QWidget):
         Called with the path of every figure exported from a right-click menu.
     """
 
+    # pages built from the view registry (attributes named after their registry entries)
+    decode: DecodeView
+    overview: OverviewView
+    compare: CompareView
+    sweep: SweepView
+
     sigStatus = QtCore.Signal(str)
     #: A view could not show what it was given (message); the other views carry on.
     sigError = QtCore.Signal(str)
     #: All queued parts of a live update ran; seconds of GUI-thread time they took (object: float).
     sigLiveDrawn = QtCore.Signal(object)
+    #: Decode's "Data" box: the user chose the open data set of this index to decode.
+    decode_dataset_chosen = QtCore.Signal(int)
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None,
                  get_default_dir: Optional[Callable[[], str]] = None,
@@ -93,16 +115,14 @@ class Dashboard(QtWidgets.QWidget):
         self._stages = DrawQueue(self, gap_ms=STAGE_GAP_MS, visible=self.live_visible,
                                  on_drawn=self.sigLiveDrawn.emit)
 
+        # the live page's parts (fed by the live stream) and the tags page are built here; the other
+        # pages come from the view registry (app.view_registry), built in its order
         self.heatmaps = ParameterHeatmaps(fixed_range=False)
         self.transmat = self.heatmaps.transmat
         self.emission = self.heatmaps.emission
         self.startprob = self.heatmaps.startprob
         self.embeddings = EmbeddingScatter()
         self.curves = TrainingCurves(orientation="horizontal")
-        self.decode = DecodeView()
-        self.overview = OverviewView()
-        self.compare = CompareView()
-        self.sweep = SweepView()
         # tagged corpora: states x gold tags and the tagging scores over training
         self.state_tags = StateTagView()
         self.tag_curves = TaggingCurves()
@@ -118,10 +138,10 @@ class Dashboard(QtWidgets.QWidget):
         self._tag_last = float("-inf")
         self._tag_gen = 0
         self._tag_final_pending = False
+        self._tag_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> (data key, scores)
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
-        self.live.setObjectName("dashboard")
         live_lay = QtWidgets.QVBoxLayout(self.live)
         live_lay.setContentsMargins(2, 2, 2, 2)
         # the header changes with every event: fixed height (never re-lays out the plots), no
@@ -143,27 +163,28 @@ class Dashboard(QtWidgets.QWidget):
         live_lay.addWidget(self.v_split, 1)
 
         self.tabs = QtWidgets.QTabWidget()
-        self.tabs.addTab(self.live, "Dashboard")
-        self.tabs.addTab(self.decode, "Decode")
-        self.tabs.addTab(self.overview, "Overview")
-        self.tabs.addTab(self.compare, "Compare")
-        self.tabs.addTab(self.sweep, "Sweep")
-        self.tabs.addTab(self.tags_page, "Tags")
-        self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)  # shown for tagged corpora
+        self._views: Dict[str, QtWidgets.QWidget] = {}
+        builtin = {"live": self.live, "tags": self.tags_page}
+        for info in registry.VIEWS:
+            if info.builtin:
+                w = builtin[info.name]
+            elif info.widget is not None:
+                w = _build_view(info.widget)
+                setattr(self, info.name, w)  # self.decode, self.overview, self.compare, self.sweep
+            else:  # a part of a view built before it (of the dashboard for the builtin pages)
+                holder = self if registry.view_info(info.part_of).builtin else self._views[info.part_of]
+                w = getattr(holder, info.attr or info.name)
+            w.setObjectName(info.name)
+            self._views[info.name] = w
+            if info.page is not None:
+                self.tabs.setTabVisible(self.tabs.addTab(w, info.page), info.shown)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
+        self.decode.dataset_chosen.connect(self.decode_dataset_chosen)
 
-        names = {"transmat": self.transmat, "emission": self.emission, "startprob": self.startprob,
-                 "embeddings": self.embeddings, "curves": self.curves, "decode": self.decode,
-                 "overview": self.overview, "compare": self.compare, "matrices": self.heatmaps,
-                 "sweep": self.sweep, "state_tags": self.state_tags, "tagging": self.tag_curves,
-                 "top_words": self.heatmaps.top_words}
-        for name, w in names.items():
-            w.setObjectName(name)
         # innermost first: each plot gets its own figure, plus the whole dashboard page.  File names
         # come from the job and the view (file_name); the folder of the last export is remembered.
-        from ..export import add_export_context_menu, ask_and_export_csv  # here: app.export imports app.views
         self._file_stem: Optional[str] = None
         self._stem_from_model = True
         self._export_dir: Optional[str] = None
@@ -176,24 +197,19 @@ class Dashboard(QtWidgets.QWidget):
             ask_and_export_csv(self._model, self, self.export_dir(), self._file_stem or "model", exported)
         csv_action.is_action = True
         csv = ("Export matrices and embeddings (CSV)...", csv_action)
-        extra = [("Export dashboard...", self.export_target, lambda: self.file_name("dashboard")), csv]
-        for name in ("transmat", "emission", "startprob", "embeddings", "curves"):
-            add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v), extra=extra,
-                                    on_exported=exported)
-        add_export_context_menu(self.heatmaps, default_dir, name=lambda: self.file_name("matrices"), extra=extra,
-                                on_exported=exported)
-        for name in ("decode", "overview", "compare", "sweep", "state_tags", "tagging"):
-            add_export_context_menu(names[name], default_dir, name=lambda v=name: self.file_name(v),
-                                    extra=[csv] if name in ("decode", "overview") else (), on_exported=exported)
-        add_export_context_menu(self.live, default_dir, name=lambda: self.file_name("dashboard"), extra=[csv],
-                                on_exported=exported)
+        whole = ("Export dashboard...", self.export_target, lambda: self.file_name("dashboard"))
+        for info in reversed(registry.VIEWS):  # parts before the views holding them: the innermost menu wins
+            extra = ([whole] if info.name != "live" and registry.in_live_page(info.name) else []) + \
+                ([csv] if info.csv else [])
+            add_export_context_menu(self._views[info.name], default_dir,
+                                    name=lambda v=info.name: self.file_name(v), extra=extra, on_exported=exported)
         # while the live page is hidden (another tab, or the dashboard not shown) its views only
         # record events; they are drawn when it shows, or before any of them is exported
         self.tabs.currentChanged.connect(lambda _i: self._flush_if_visible())
         self.live.installEventFilter(self)
-        for w in (self.live, self.heatmaps, self.transmat, self.emission, self.startprob, self.embeddings,
-                  self.curves):
-            w.prepare_export = self.flush
+        for info in registry.VIEWS:
+            if registry.in_live_page(info.name):
+                self._views[info.name].prepare_export = self.flush
 
     def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt API)
         if obj is self.live and ev.type() == QtCore.QEvent.Type.Show:
@@ -238,23 +254,19 @@ class Dashboard(QtWidgets.QWidget):
 
     # ------------------------------------------------------------------ API
     def views(self) -> Dict[str, QtWidgets.QWidget]:
-        """Name -> widget of every exportable view; ``"dashboard"`` is the whole current page."""
-        return {"dashboard": self, "live": self.live, "matrices": self.heatmaps, "transmat": self.transmat,
-                "emission": self.emission, "startprob": self.startprob, "embeddings": self.embeddings,
-                "curves": self.curves, "decode": self.decode, "overview": self.overview,
-                "compare": self.compare, "sweep": self.sweep, "state_tags": self.state_tags,
-                "tagging": self.tag_curves, "top_words": self.heatmaps.top_words}
+        """Name -> widget of every view in :data:`app.view_registry.VIEWS`, plus ``"dashboard"`` (the
+        whole current page)."""
+        return {"dashboard": self, **self._views}
 
     def set_file_stem(self, stem: Optional[str]) -> None:
-        """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0``, see
+        """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0_spectral``, see
         :func:`app.export.file_stem`); ``None``: taken from the model shown."""
         self._file_stem = stem or None
         self._stem_from_model = stem is None
 
     def file_name(self, view: str, suffix: str = "") -> str:
         """Default export file name of a view: ``<job stem>_<view>`` (``suffix`` e.g. "png")."""
-        from ..export import view_file_name
-        return view_file_name(self._file_stem, view, suffix)
+        return registry.view_file_name(self._file_stem, view, suffix)
 
     def export_dir(self) -> Optional[str]:
         """Folder export dialogs start in: that of the last export, else the main window's."""
@@ -283,7 +295,7 @@ class Dashboard(QtWidgets.QWidget):
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
         """Symbol names (amino-acid letters, tags) in index order, or ``None`` for indices."""
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
-        for v in (self.heatmaps, self.embeddings, self.decode, self.overview, self.compare):
+        for v in self._needing("vocabulary"):
             v.set_vocabulary(self._vocab)
 
     def set_token_counts(self, train: Optional[int] = None, test: Optional[int] = None) -> None:
@@ -350,12 +362,12 @@ class Dashboard(QtWidgets.QWidget):
         """
         self._model = model
         if self._stem_from_model and model is not None:
-            from ..export import file_stem
             self._file_stem = file_stem(model)
         if not staged:
             self.run_stages()  # the queued live parts first: the model's own views below replace them
         if model is None:
-            self.decode.clear()
+            for v in self._needing("model"):
+                v.clear()
             return
         if self._vocab is None:
             vocab = getattr(corpus, "vocabulary", None) or getattr(model, "vocabulary", None)
@@ -368,6 +380,9 @@ class Dashboard(QtWidgets.QWidget):
             else:
                 self._safe(view, fn, *args)
 
+        # the symbol counts before the embeddings: a large vocabulary is drawn faint at once, not as
+        # thousands of full-size points first (issue 24.7)
+        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
         params = model.arrays()["params"]
         if params:
             if staged:
@@ -379,12 +394,29 @@ class Dashboard(QtWidgets.QWidget):
         if hist:
             self._stages.discard("curves")  # the history replaces whatever was drawn live
             part("history", "curves", self.curves.set_history, hist)
-        part("decode", "decode", self.decode.set_model, model, corpus)
+        for info in registry.VIEWS:
+            if "model" in info.needs:
+                part(info.name, info.name, self._views[info.name].set_model, model, corpus)
         part("tags", "tags", self._show_tagging, model, corpus)
-        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
 
     def model(self):
         return self._model
+
+    def add_sweep_row(self, row: dict) -> None:
+        """A finished sweep job's result in the Sweep tab (:func:`app.views.sweep.row_from_spec`)."""
+        self.sweep.add_row(row)
+
+    def set_decode_datasets(self, names: List[str], current: int) -> None:
+        """The open data sets offered in Decode's "Data" box (``current``: the one decoded)."""
+        self.decode.set_datasets(names, current)
+
+    def decode_on(self, model, data) -> None:
+        """Decode ``model`` on ``data`` (a data set chosen in Decode's "Data" box, read by the window)."""
+        self.decode.set_model(model, data)
+
+    def show_compare(self) -> None:
+        """Bring the Compare tab to the front."""
+        self.tabs.setCurrentWidget(self.compare)
 
     def set_tagged_data(self, corpus) -> None:
         """Data with gold tags (``tags``, ``tag_vocabulary``) on which the snapshots of a live job are
@@ -465,9 +497,12 @@ class Dashboard(QtWidgets.QWidget):
         step = hist[-1].get("step", 0) if hist else 0
         gen = self._tag_gen
         self._tag_final_pending = True
+        key = _fingerprint(seqs, gold, names)
+        cached = self._tag_cache.get(model)
 
         def done(scores) -> None:
             self._tag_final_pending = False
+            self._tag_cache[model] = (key, scores)   # shown again at once when the job is selected again
             if gen != self._tag_gen:
                 return
             self._tag_names = names
@@ -485,6 +520,9 @@ class Dashboard(QtWidgets.QWidget):
             self._tag_final_pending = False
             self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
 
+        if cached is not None and cached[0] == key:
+            done(cached[1])
+            return
         self._score_tags(mats, seqs, gold, len(names), done, failed)
 
     @staticmethod
@@ -526,8 +564,7 @@ class Dashboard(QtWidgets.QWidget):
         self._has_initial = False
         self._last_step = None
         self.title.setText("No job selected")
-        for v in (self.heatmaps, self.embeddings, self.curves, self.decode, self.overview, self.compare,
-                  self.state_tags, self.tag_curves):
+        for v in self._needing("job"):
             v.clear()
         self.embeddings.set_symbol_frequencies(None)
         self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
@@ -535,6 +572,10 @@ class Dashboard(QtWidgets.QWidget):
         self._tag_busy, self._tag_pending, self._tag_final_pending = False, None, False
 
     # ------------------------------------------------------------- internals
+    def _needing(self, need: str) -> List[QtWidgets.QWidget]:
+        """The views whose registry entry lists ``need`` (see :mod:`app.view_registry`)."""
+        return [self._views[v.name] for v in registry.VIEWS if need in v.needs]
+
     def _safe(self, name: str, fn, *args) -> None:
         """Run one view's update; a failure is reported (sigError, title) and never propagates."""
         try:
@@ -550,3 +591,14 @@ class Dashboard(QtWidgets.QWidget):
             self._safe("embeddings", self.embeddings.set_embeddings, params)
         elif self.embeddings.mode() != "none":
             self.embeddings.clear()
+
+
+def _fingerprint(seqs, gold, names) -> str:
+    """A digest of the tokens and gold tags scored (the same data, read again, give the same one)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in (seqs, gold):
+        for a in part:
+            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+            h.update(b"|")
+    h.update("\n".join(names).encode())
+    return h.hexdigest()

@@ -14,8 +14,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from .common import (LabelAxis, Placeholder, as_single, label_axis_text, make_graphics_widget,
-                     sequential_cmap, state_colors, style_plot, symbol_labels, theme_colors)
+from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
+                    symbol_labels, theme_colors)
+from .widgets import LabelAxis, Placeholder
 
 __all__ = ["DecodeView"]
 

@@ -12,8 +12,9 @@ Options
                     and PDF) into DIR, then exit (works with QT_QPA_PLATFORM=offscreen).
 --steps N           co-occurrence Adam steps (default 1500).
 --no-train          skip the DenseHMM training: show embeddings set directly (no TensorFlow).
---view NAME         show one view on its own (transmat, emission, embeddings, curves, decode,
-                    overview, compare, matrices); default: the whole Dashboard.
+--view NAME         show one view on its own (a name of app.view_registry.VIEWS: transmat,
+                    emission, embeddings, curves, decode, overview, compare, matrices, ...);
+                    default: the whole Dashboard.
 
 All maths is the core's (densehmm_core): sampling, fitting, decoding, metrics.
 """
@@ -116,6 +117,7 @@ def finish(dash, dense, corpus, test, n) -> None:
 def screenshots(args) -> int:
     from PySide6 import QtWidgets
     from app.export import export_widget
+    from app.view_registry import pages, parts_of
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     dash, dense, stream, corpus, test, n = build(args)
     dash.resize(1400, 860)
@@ -126,15 +128,20 @@ def screenshots(args) -> int:
     finish(dash, dense, corpus, test, n)
     os.makedirs(args.screenshots, exist_ok=True)
     written = []
-    for i, tab in enumerate(("dashboard", "decode", "overview", "compare")):
-        dash.tabs.setCurrentIndex(i)
-        app.processEvents()
-        written.append(export_widget(dash, os.path.join(args.screenshots, f"view_{tab}.png")))
-    dash.tabs.setCurrentIndex(0)
+    views = dash.views()
+    # every page shown (the registry's tabs; the tags page needs tagged data), then the live page's parts
+    for info in pages():
+        if dash.tabs.isTabVisible(dash.tabs.indexOf(views[info.name])):
+            dash.tabs.setCurrentWidget(views[info.name])
+            app.processEvents()
+            name = "dashboard" if info.name == "live" else info.name
+            written.append(export_widget(dash, os.path.join(args.screenshots, f"view_{name}.png")))
+    dash.tabs.setCurrentWidget(views["live"])
     app.processEvents()
-    for name in ("transmat", "emission", "embeddings", "curves"):
-        written.append(export_widget(dash.views()[name], os.path.join(args.screenshots, f"view_{name}.png"),
-                                     scale=2.0))
+    for info in parts_of("live") + parts_of("matrices"):
+        if views[info.name].isVisibleTo(dash):
+            written.append(export_widget(views[info.name], os.path.join(args.screenshots, f"view_{info.name}.png"),
+                                         scale=2.0))
     written.append(export_widget(dash, os.path.join(args.screenshots, "view_dashboard.svg")))
     written.append(export_widget(dash, os.path.join(args.screenshots, "view_dashboard.pdf")))
     for p in written:

@@ -21,8 +21,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtGui, QtWidgets
 
-from .common import (FlowLayout, LabelAxis, Placeholder, label_axis_text, make_graphics_widget, marker_icon,
-                     style_plot, theme_colors)
+from ..flow import FlowLayout
+from .theme import label_axis_text, make_graphics_widget, marker_icon, style_plot, theme_colors
+from .widgets import LabelAxis, Placeholder
 from .projection import pca_2d
 
 __all__ = ["EmbeddingScatter", "EMBEDDING_SETS"]
@@ -37,6 +38,9 @@ EMBEDDING_SETS = {
 }
 #: Label at most this many points of one set.
 MAX_LABELS = 150
+#: Places of a label beside its point (pyqtgraph TextItem anchors), tried in this order: right, left,
+#: above, below; a label that fits nowhere is hidden (its name stays in the point's hover tooltip).
+LABEL_ANCHORS = ((-0.35, 0.55), (1.25, 0.55), (0.5, 1.15), (0.5, -0.15))
 #: With symbol frequencies known, only this many most frequent symbols are drawn in full and
 #: labelled; the others are faint small points (their names in the hover tooltip).
 TOP_LABELLED = 50
@@ -59,10 +63,12 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._top_n = TOP_LABELLED
         self._label_idx: Dict[str, List[int]] = {k: [] for k in EMBEDDING_SETS}
         self._title = title
+        self._axes: Optional[np.ndarray] = None   # the PCA axes of the last frame (no sign flips)
 
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
-        row = FlowLayout(spacing=8)
+        row = FlowLayout(spacing=8, line_spacing=2)
+        row.setContentsMargins(0, 0, 0, 0)
         self.boxes: Dict[str, QtWidgets.QCheckBox] = {}
         for key, (desc, marker, color, _) in EMBEDDING_SETS.items():
             box = QtWidgets.QCheckBox(key)
@@ -249,6 +255,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
     def clear(self) -> None:
         self._emb = {}
         self._coords = {}
+        self._axes = None
         self._mode = "none"
         for sc in self.scatters.values():
             sc.setData([], [])
@@ -280,7 +287,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         else:
             self._mode = "pca"
             stacked = np.concatenate([self._emb[k] for k in keys], axis=0)
-            Y, _, self._explained = pca_2d(stacked)
+            Y, self._axes, self._explained = pca_2d(stacked, reference=self._axes)
             self._coords = {}
             start = 0
             for k in keys:
@@ -327,8 +334,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
             names = self._label_strings(key, a.shape[0])
             for i in idx:
                 s = names[i]
-                # anchored left of centre: the name sits beside its marker, not on it
-                t = pg.TextItem(s, color=color if key != "V" else fg, anchor=(-0.35, 0.55))
+                # anchored beside its marker, not on it (_declutter may move it to another side)
+                t = pg.TextItem(s, color=color if key != "V" else fg, anchor=LABEL_ANCHORS[0])
                 if key == "V":
                     f.setBold(True)
                 t.setFont(f)
@@ -379,10 +386,11 @@ class EmbeddingScatter(QtWidgets.QWidget):
         return [t.textItem.toPlainText() for t in self._labels[key] if t.isVisible()]
 
     def _declutter(self, *args) -> None:
-        """Show the labels of the selected sets, except those that would overlap a label already shown.
+        """Show the labels of the selected sets, each on the first side of its point (right, left,
+        above, below) where it overlaps no label already shown; a label that fits nowhere is hidden.
 
-        Symbol labels (V) come first, then z_start, then state labels; a hidden label's name
-        is in its point's hover tooltip, and zooming in brings it back.
+        Symbol labels (V) come first (the most frequent symbols first), then z_start, then state
+        labels; a hidden label's name is in its point's hover tooltip, and zooming in brings it back.
         """
         if getattr(self, "_updating", False):
             return
@@ -402,24 +410,40 @@ class EmbeddingScatter(QtWidgets.QWidget):
             for t, i in zip(self._labels[key], self._label_idx[key]):
                 show = on and show_labels
                 if show and pw > 0 and ph > 0 and xy is not None and i < len(xy):
-                    # the text's box in pixels (anchor as in _rebuild_labels), without the document margin
+                    # the text's box in pixels for each place beside the point (right, left, above,
+                    # below), without the document margin: the first place that overlaps no label
+                    # already placed is taken
                     size = getattr(t, "_box_size", None)
                     if size is None:  # the text never changes: measure once
                         br = t.textItem.boundingRect()
-                        size = t._box_size = (br.width(), br.height(), t.textItem.document().documentMargin(),
-                                              t.anchor.x(), t.anchor.y())
-                    bw, bh, dm, ax, ay = size
-                    x0 = xy[i, 0] / pw - ax * bw + dm
-                    y0 = -xy[i, 1] / ph - ay * bh + dm
-                    box = (x0, y0, x0 + bw - 2 * dm, y0 + bh - 2 * dm)
-                    if any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+                        size = t._box_size = (br.width(), br.height(), t.textItem.document().documentMargin())
+                    bw, bh, dm = size
+                    px0, py0 = xy[i, 0] / pw, -xy[i, 1] / ph
+                    for ax, ay in LABEL_ANCHORS:
+                        x0 = px0 - ax * bw + dm
+                        y0 = py0 - ay * bh + dm
+                        box = (x0, y0, x0 + bw - 2 * dm, y0 + bh - 2 * dm)
+                        if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
+                            taken.append(box)
+                            if (t.anchor.x(), t.anchor.y()) != (ax, ay):
+                                t.setAnchor((ax, ay))
+                            break
+                    else:
                         show = False
                         crowded.add(id(t))
-                    else:
-                        taken.append(box)
                 if t.isVisible() != show:
                     t.setVisible(show)
         self._crowded = crowded
+
+    def label_boxes(self, key: str) -> List[tuple]:
+        """Scene rectangles ``(x0, y0, x1, y1)`` of the shown labels of one set (tests: no overlap)."""
+        out = []
+        for t in self._labels[key]:
+            if t.isVisible():
+                r = t.textItem.mapRectToScene(t.textItem.boundingRect())
+                m = t.textItem.document().documentMargin()
+                out.append((r.left() + m, r.top() + m, r.right() - m, r.bottom() - m))
+        return out
 
     def _make_tip(self, key):
         def tip(x, y, data):

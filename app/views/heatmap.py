@@ -16,8 +16,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from .common import (LabelAxis, label_axis_text, make_graphics_widget, sequential_cmap, state_labels,
-                     style_plot, symbol_labels, theme_colors, tick_strings, use_precise_ticks)
+from .theme import (label_axis_text, make_graphics_widget, sequential_cmap, state_labels, style_plot, symbol_labels,
+                    theme_colors, tick_strings, use_precise_ticks)
+from .topwords import TopWordsTable
+from .widgets import LabelAxis
 
 __all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
 
@@ -340,7 +342,6 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         self.emission = MatrixHeatmap("Emission matrix B", "state", "symbol", symbol="B",
                                       fixed_range=fixed_range)
         # vocabulary-sized B (words): each state's top words instead of an unreadable n x m heatmap
-        from .tagging import TopWordsTable
         self.top_words = TopWordsTable()
         self.top_words.setObjectName("top_words")
         self.emission_stack = QtWidgets.QStackedWidget()

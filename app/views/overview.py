@@ -12,7 +12,8 @@ import numpy as np
 from PySide6 import QtWidgets
 
 from ..live import DrawQueue
-from .common import Placeholder, state_labels, symbol_labels
+from .theme import state_labels, symbol_labels
+from .widgets import Placeholder
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import MatrixHeatmap
 

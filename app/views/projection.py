@@ -5,28 +5,33 @@ This is display code, not model maths: it only decides where points go on screen
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import numpy as np
 
 __all__ = ["pca_2d"]
 
 
-def pca_2d(X: np.ndarray, k: int = 2) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pca_2d(X: np.ndarray, k: int = 2, reference: Optional[np.ndarray] = None
+           ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Project the rows of ``X`` (N x l, l > k) on their first ``k`` principal axes.
 
     Parameters
     ----------
     X : ndarray, shape (N, l)
     k : int
+    reference : ndarray, shape (k, l), optional
+        The axes of the previous frame of a live plot: each axis is then turned to point the
+        same way as its reference axis (positive dot product), so the picture never flips
+        between frames, also where the rule below would (two entries of nearly equal size).
 
     Returns
     -------
     Y : ndarray, shape (N, k)
         Centred coordinates along the principal axes.
     components : ndarray, shape (k, l)
-        The principal axes (unit rows).  Signs are fixed so that the entry of largest
-        magnitude in each axis is positive, so that a live plot does not flip.
+        The principal axes (unit rows).  Without ``reference``, signs are fixed so that the
+        entry of largest magnitude in each axis is positive.
     explained : ndarray, shape (k,)
         Fraction of the total variance along each axis (0 where the data has none).
     """
@@ -39,9 +44,16 @@ def pca_2d(X: np.ndarray, k: int = 2) -> Tuple[np.ndarray, np.ndarray, np.ndarra
     comps = np.zeros((k, X.shape[1]))
     r = min(k, vt.shape[0])
     comps[:r] = vt[:r]
+    ref = None if reference is None else np.asarray(reference, dtype=np.float64)
+    if ref is not None and ref.shape != comps.shape:
+        ref = None   # another dimension l: a new picture
     for i in range(r):
-        j = int(np.argmax(np.abs(comps[i])))
-        if comps[i, j] < 0:
+        if ref is not None and float(comps[i] @ ref[i]) != 0.0:
+            flip = float(comps[i] @ ref[i]) < 0
+        else:
+            j = int(np.argmax(np.abs(comps[i])))
+            flip = comps[i, j] < 0
+        if flip:
             comps[i] = -comps[i]
     var = s ** 2
     total = float(var.sum())

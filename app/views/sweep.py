@@ -21,8 +21,9 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
-from .common import (Placeholder, ThinLogAxis, label_axis_text, make_graphics_widget, state_colors, style_plot,
-                     theme_colors)
+from ..modelspec import ModelSpec
+from .theme import label_axis_text, make_graphics_widget, state_colors, style_plot, theme_colors
+from .widgets import Placeholder, ThinLogAxis
 
 __all__ = ["SweepView", "summarize_rows", "row_from_spec"]
 
@@ -241,12 +242,12 @@ class SweepView(QtWidgets.QWidget):
 
 
 def row_from_spec(spec: dict, metrics: Optional[dict] = None, job=None) -> dict:
-    """A :meth:`SweepView.add_row` row from a job's model spec (``ModelSpec.to_dict()``: kind, n,
+    """A :meth:`SweepView.add_row` row from a job's model spec (``ModelSpec.to_dict()``: model type, n,
     l, seed) and its final metrics (train_nll, test_nll, mad).  A fair standard HMM is placed at
     the (n, l) of the DenseHMM it is matched with, as in the paper's figures."""
-    spec = dict(spec or {})
-    kind = str(spec.get("kind") or "model").replace("_", "-")
+    form = ModelSpec.from_dict(spec)
+    kind = form.model_type.replace("_", "-")
     metrics = dict(metrics or {})
-    return {"job": job, "kind": kind, "n": spec.get("n"), "l": None if kind == "standard" else spec.get("l"),
-            "seed": spec.get("seed"), "train_nll": metrics.get("train_nll"),
+    return {"job": job, "kind": kind, "n": form.n, "l": None if kind == "standard" else form.l,
+            "seed": form.seed, "train_nll": metrics.get("train_nll"),
             "test_nll": metrics.get("test_nll"), "mad": metrics.get("mad")}

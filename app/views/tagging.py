@@ -4,8 +4,6 @@
   ``P(tag | state)``; the token counts are in the tooltip), rows labelled with each state's
   mapped tag (``"3 → NOUN"``), and M-1 / 1-1 / V-measure in the title.
 * :class:`TaggingCurves`: M-1, 1-1 and V-measure against training step (live curves).
-* :class:`TopWordsTable`: each state's 10 most probable words (with their probabilities),
-  readable where an n x 10,000 emission heatmap is not.
 
 They take plain arrays and dicts: the scores come from the core
 (:func:`densehmm_core.metrics.tagging_scores`, whose dict they accept as it is).
@@ -16,16 +14,13 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtWidgets
 
-from .common import (Placeholder, label_axis_text, make_graphics_widget, state_labels, style_plot,
-                     theme_colors)
+from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
+from .widgets import Placeholder
 from .heatmap import MatrixHeatmap
 
-__all__ = ["StateTagView", "TaggingCurves", "TopWordsTable", "state_tag_labels", "TOP_WORDS"]
-
-#: words listed per state
-TOP_WORDS = 10
+__all__ = ["StateTagView", "TaggingCurves", "state_tag_labels"]
 
 #: score key -> (legend name, colour)
 SCORES = {"m1": ("M-1", "#1f77b4"), "one_to_one": ("1-1", "#ff7f0e"), "v_measure": ("V-measure", "#2ca02c")}
@@ -188,65 +183,3 @@ class TaggingCurves(QtWidgets.QWidget):
         if x.size:
             lo, hi = min(0.0, float(x.min())), max(float(x.max()), 1.0)
             self.plot.setXRange(lo, hi + 0.08 * (hi - lo), padding=0.02)  # the last point off the border
-
-
-class TopWordsTable(QtWidgets.QWidget):
-    """Each state's :data:`TOP_WORDS` most probable symbols, ``word (probability)`` per cell."""
-
-    def __init__(self, parent: Optional[QtWidgets.QWidget] = None, top: int = TOP_WORDS) -> None:
-        super().__init__(parent)
-        self._top = int(top)
-        lay = QtWidgets.QVBoxLayout(self)
-        lay.setContentsMargins(2, 2, 2, 2)
-        self.title = QtWidgets.QLabel("")
-        f = self.title.font()
-        f.setBold(True)
-        self.title.setFont(f)
-        self.title.setWordWrap(True)
-        lay.addWidget(self.title)
-        self.table = QtWidgets.QTableWidget(0, self._top)
-        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(self._top)])
-        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
-        lay.addWidget(self.table, 1)
-        self.setMinimumSize(300, 200)
-
-    def set_emissions(self, emissionprob, vocabulary: Optional[Sequence[str]],
-                      row_labels: Optional[Sequence[str]] = None) -> None:
-        """Fill from an emission matrix (n x m) and the symbol names (``None``: indices)."""
-        B = np.asarray(emissionprob, dtype=np.float64)
-        n, m = B.shape
-        names = [str(v) for v in vocabulary] if vocabulary is not None and len(vocabulary) == m else \
-            [str(i) for i in range(m)]
-        top = min(self._top, m)
-        # the order to list the symbols in (display only): largest probability first, ties by index
-        order = np.argsort(-B, axis=1, kind="stable")[:, :top]
-        self.table.setRowCount(n)
-        self.table.setColumnCount(top)
-        self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(top)])
-        self.table.setVerticalHeaderLabels(list(row_labels) if row_labels is not None and len(row_labels) == n
-                                           else [f"state {s}" for s in state_labels(n)])
-        self._words = []
-        for i in range(n):
-            words = []
-            for j in range(top):
-                k = int(order[i, j])
-                item = QtWidgets.QTableWidgetItem(names[k])  # the words; probabilities in tooltips
-                item.setToolTip(f"state {i}: P({names[k]}) = {B[i, k]:.6g}")
-                self.table.setItem(i, j, item)
-                words.append(names[k])
-            self._words.append(words)
-        # the title is part of exported figures: the hint to hover is in the tooltip only
-        self.title.setText(f"Top {top} of {m} symbols per state, most probable first")
-        self.table.setToolTip("Hover a word for its emission probability")
-
-    def words(self) -> List[List[str]]:
-        """The words listed, one list per state."""
-        return [list(w) for w in getattr(self, "_words", [])]
-
-    def clear(self) -> None:
-        self.table.setRowCount(0)
-        self._words = []
-        self.title.setText("")

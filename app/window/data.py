@@ -5,7 +5,7 @@ import functools
 import os
 from typing import List, Optional
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from .. import tasks
 from ..modelspec import ModelSpec
@@ -29,28 +29,35 @@ class DataSetsMixin:
         # the demo's model settings: about 15-30 s of visible learning (DEMO_FORM)
         self.model_form.set_spec(ModelSpec.from_dict({**self.model_form.spec().to_dict(), **DEMO_FORM}))
         self.log_panel.log("Model form set for the demo: Dense-cooc n=5 l=3, "
-                           f"{DEMO_FORM['steps']:,} steps at learning rate {DEMO_FORM['lr']:g}")
+                           f"{DEMO_FORM['cooc_steps']:,} steps at learning rate {DEMO_FORM['lr']:g}")
         return ds
 
     def add_dataset(self, ds: DataSet) -> None:
-        self.datasets.append(ds)
-        self._sync_dataset_list(len(self.datasets) - 1)
         for w in ds.warnings:
             self.log_panel.log(f"{ds.name}: {w}", "warning")
         self.log_panel.log(f"Data set added: {ds.name}")
-        if self.current_job is not None and self._dashboard is not None:
-            self._offer_decode_datasets(self.current_job)
+        self.state.add_dataset(ds)
+        if self.stack.currentWidget() is self.start_view:   # the data are in: the views take the centre
+            self.stack.setCurrentWidget(self.dashboard)
+            if self.current_job is None:
+                self.dashboard.set_title(f"No job yet: press Train (Ctrl+T) to train a model on {ds.name}")
         self.dataset_added.emit(ds)
 
-    def _sync_dataset_list(self, current: int) -> None:
-        self.data_panel.set_datasets([d.name for d in self.datasets], current)
-        self.select_dataset(current)
-
     def select_dataset(self, index: int) -> None:
-        if not (0 <= index < len(self.datasets)):
-            return
-        ds = self.datasets[index]
-        self.current_dataset = ds
+        """Make the ``index``-th open data set the current one (what new jobs train on)."""
+        if 0 <= index < len(self.datasets):
+            self.state.set_current_dataset(self.datasets[index])
+
+    # listeners of the state (MainWindow._subscribe)
+    def _datasets_listed(self) -> None:
+        ds = self.current_dataset
+        self.data_panel.set_datasets([d.name for d in self.datasets], self.datasets.index(ds) if ds in self.datasets
+                                     else -1)
+        if self.current_job is not None and self._dashboard is not None:
+            self._offer_decode_datasets(self.current_job)
+
+    def _dataset_shown(self, ds: DataSet) -> None:
+        index = self.datasets.index(ds)
         if self.data_panel.selector.currentIndex() != index:
             self.data_panel.selector.blockSignals(True)
             self.data_panel.selector.setCurrentIndex(index)
@@ -60,14 +67,13 @@ class DataSetsMixin:
         self.model_form.set_words_data(ds.observes_words)
         self.data_dock.raise_()
 
-    def _dataset_selected(self, index: int) -> None:
-        self.select_dataset(index)
-
     def open_dialog(self) -> None:
-        """File > Open: the file-type list also chooses the format (e.g. "CoNLL-U" reads the
-        files as CoNLL-U whatever their names); "All supported files" detects it."""
+        """File > Open: every file is listed ("All files", the default; those that cannot be read
+        are reported together); the file-type list also chooses the format (e.g. "CoNLL-U" reads
+        the files as CoNLL-U whatever their names); "All files" and "All supported files" detect it."""
+        filters = data_filters()
         paths, chosen = QFileDialog.getOpenFileNames(self, "Open data or model files", self.settings.last_folder,
-                                                     data_filters())
+                                                     filters, filters.split(";;")[0])
         if paths:
             self.open_files(paths, format=format_of_filter(chosen))
 
@@ -89,12 +95,14 @@ class DataSetsMixin:
             options = self.data_panel.options()
             fn = functools.partial(load_path, path, split=options["split"], seed=options["seed"],
                                    format=format or "auto")
-            self._start_load(path, fn, batch, progress=not is_model_file(path))
+            self._start_load(path, fn, batch, progress=not is_model_file(path), retry=fn)
 
-    def _start_load(self, path: str, fn, batch: int, progress: bool, replace: Optional[DataSet] = None) -> None:
+    def _start_load(self, path: str, fn, batch: int, progress: bool, replace: Optional[DataSet] = None,
+                    retry=None) -> None:
         """Run ``fn`` (``fn(progress=report)`` when ``progress``) on a background thread as one
         file of ``batch``: the status bar's progress, the log and the one error dialog; the
-        data set it gives is added, or replaces ``replace``."""
+        data set it gives is added, or replaces ``replace``; ``retry`` (File > Open's ``load_path``):
+        a file cut short may be read again with ``read=...`` (:func:`offer_complete_sentences`)."""
         self._pending_loads += 1
         self._load_serial += 1
         key = self._load_serial
@@ -107,7 +115,8 @@ class DataSetsMixin:
             on_progress = functools.partial(self._load_step, key, path)
             fn = functools.partial(_load_with_progress, fn)
         tasks.run_background(fn, functools.partial(self._loaded_key, key, path, batch, replace=replace),
-                             functools.partial(self._load_error_key, key, path, batch), on_progress=on_progress)
+                             functools.partial(self._load_error_key, key, path, batch, fn=retry),
+                             on_progress=on_progress)
 
     def reread_dataset(self, ds: Optional[DataSet], read: dict) -> None:
         """The data panel's Observe group: read ``ds``'s file again with the reader options
@@ -122,6 +131,9 @@ class DataSetsMixin:
         options = {k: v for k, v in (ds.options or {}).items() if k != "read"}
         if read:
             options["read"] = dict(read)
+            kept = (ds.options or {}).get("read") or {}
+            if "on_bad_sentence" in kept:      # a file cut short stays read without its broken sentences
+                options["read"]["on_bad_sentence"] = kept["on_bad_sentence"]
         self._load_batch += 1
         batch = self._load_batch
         self._batches[batch] = {"pending": 1, "failed": []}
@@ -172,10 +184,15 @@ class DataSetsMixin:
         finally:
             self._batch_done(batch)
 
-    def _load_error_key(self, key: int, path: str, batch: int, exc, tb: str) -> None:
+    def _load_error_key(self, key: int, path: str, batch: int, exc, tb: str, fn=None) -> None:
         self._load_progress.pop(key, None)
         message = self._load_error(path, exc, tb)
-        self._batches[batch]["failed"].append((path, message))
+        if fn is not None and offer_complete_sentences(self, path, exc):
+            # a CoNLL / CoNLL-U file cut short: read again, keeping its complete sentences
+            self._batches[batch]["pending"] += 1
+            self._start_load(path, functools.partial(fn, read={"on_bad_sentence": "skip"}), batch, progress=True)
+        else:
+            self._batches[batch]["failed"].append((path, message))
         self._batch_done(batch)
 
     def _batch_done(self, batch: int) -> None:
@@ -210,10 +227,8 @@ class DataSetsMixin:
 
     def _replace_dataset(self, old: DataSet, new: DataSet) -> None:
         """``new`` (the same file read again) takes ``old``'s place and name."""
-        idx = self.datasets.index(old)
         new.name = old.name
-        self.datasets[idx] = new
-        self._sync_dataset_list(idx)
+        self.state.replace_dataset(old, new)
         for w in new.warnings:
             if w not in old.warnings:
                 self.log_panel.log(f"{new.name}: {w}", "warning")
@@ -221,8 +236,6 @@ class DataSetsMixin:
         s = self.data_panel.summary
         self.log_panel.log(f"{new.name}: read again ({_describe_options(read) or 'observe=tags'}): "
                            f"{s['n_sequences']:,} sequences, {s['n_tokens']:,} tokens, {s['n_symbols']} symbols")
-        if self.current_job is not None and self._dashboard is not None:
-            self._offer_decode_datasets(self.current_job)
 
     def _load_error(self, path: str, exc, tb: str) -> str:
         self._pending_loads -= 1
@@ -253,11 +266,8 @@ class DataSetsMixin:
             new_ds.options = dict(options)
             if (ds.options or {}).get("read"):   # how the file was read (the Observe group) stays
                 new_ds.options["read"] = dict(ds.options["read"])
-            idx = self.datasets.index(ds) if ds in self.datasets else -1
-            if idx < 0:
-                return
-            self.datasets[idx] = new_ds
-            self._sync_dataset_list(idx)
+            if not self.state.replace_dataset(ds, new_ds):
+                return   # closed meanwhile
             s = self.data_panel.summary
             self.log_panel.log(f"{ds.name}: preprocessing applied ({_describe_options(options)}): "
                                f"{s['n_sequences']:,} sequences, {s['n_tokens']:,} tokens, "
@@ -267,6 +277,21 @@ class DataSetsMixin:
             self._error_dialog("Preprocessing failed", str(exc))
 
         tasks.run_background(work, done, failed)
+
+
+def offer_complete_sentences(parent, path: str, exc) -> bool:
+    """A CoNLL / CoNLL-U file refused for one broken sentence (``DataFormatError.skippable``, e.g.
+    a file cut in the middle of a line): ask whether to read its complete sentences (the data
+    set's warnings then say how many were skipped)."""
+    from densehmm_core.data import DataFormatError
+    if not (isinstance(exc, DataFormatError) and exc.skippable):
+        return False
+    answer = QMessageBox.question(
+        parent, "File cut short?",
+        f"{exc}\n\n{os.path.basename(path)} has a sentence that is cut short or broken. Read its complete "
+        f"sentences and skip the broken ones? (The Data panel's Warnings and the log say how many.)",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.Yes)
+    return answer == QMessageBox.StandardButton.Yes
 
 
 def _reason(path: str, message: str) -> str:

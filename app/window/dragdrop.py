@@ -6,7 +6,7 @@ from typing import List
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
 
-__all__ = ["local_paths", "DropFilter", "DropMixin"]
+__all__ = ["local_paths", "DropFilter"]
 
 
 def local_paths(mime) -> List[str]:
@@ -17,11 +17,19 @@ def local_paths(mime) -> List[str]:
 
 
 class DropFilter(QObject):
-    """Application-wide filter: files dropped on ANY widget of the window are opened."""
+    """Drag and drop's controller: an application-wide event filter that opens the files dropped on the
+    window or ANY widget inside it (``window.open_files``); :meth:`install` / :meth:`remove`."""
 
     def __init__(self, window: QWidget) -> None:
         super().__init__(window)
         self.window = window
+
+    def install(self) -> None:
+        self.window.setAcceptDrops(True)
+        QApplication.instance().installEventFilter(self)
+
+    def remove(self) -> None:
+        QApplication.instance().removeEventFilter(self)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
         et = event.type()
@@ -32,31 +40,7 @@ class DropFilter(QObject):
         paths = local_paths(event.mimeData())
         if not paths:
             return False
+        event.acceptProposedAction()
         if et == QEvent.Drop:
-            event.acceptProposedAction()
             self.window.open_files(paths)
-        else:
-            event.acceptProposedAction()
         return True
-
-
-class DropMixin:
-    """Accepts drops on the window itself; :class:`DropFilter` catches them on every child widget."""
-
-    def install_drop_filter(self) -> None:
-        self.setAcceptDrops(True)
-        self._drop_filter = DropFilter(self)
-        QApplication.instance().installEventFilter(self._drop_filter)
-
-    def remove_drop_filter(self) -> None:
-        QApplication.instance().removeEventFilter(self._drop_filter)
-
-    def dragEnterEvent(self, event) -> None:  # noqa: N802
-        if local_paths(event.mimeData()):
-            event.acceptProposedAction()
-
-    def dropEvent(self, event) -> None:  # noqa: N802
-        paths = local_paths(event.mimeData())
-        if paths:
-            event.acceptProposedAction()
-            self.open_files(paths)

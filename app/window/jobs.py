@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from PySide6.QtWidgets import QMessageBox
+
 from ..datasets import DataSet, encode_for
 from ..export import file_stem
 from ..jobs import Job, JobState
 from ..modelspec import ModelSpec, build_model, sweep_grid
+from ..views.sweep import row_from_spec
+from .results import job_metrics
 
 __all__ = ["JobsMixin"]
 
@@ -78,7 +82,7 @@ class JobsMixin:
         if jobs and self.settings.select_new_jobs:
             self.jobs_panel.select(jobs[0])
         from ..remote_jobs import describe_target
-        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.kind}, {repeats} repeats) on {ds.name}, "
+        self.log_panel.log(f"{sweep}: {len(jobs)} jobs ({spec.model_type}, {repeats} repeats) on {ds.name}, "
                            f"run by {describe_target(target)}")
         return jobs
 
@@ -107,6 +111,25 @@ class JobsMixin:
     def cancel_job(self, job: Job) -> None:
         self.jobs.cancel(job)
 
+    def cancel_jobs(self, jobs: List[Job]) -> bool:
+        """Cancel selected jobs (Cancel selected, Ctrl+.): one at once; several only after the user
+        confirms (the list names them), so that a job not on screen is never cancelled by surprise.
+        Returns whether they were cancelled."""
+        jobs = [j for j in jobs if not j.state.is_final]
+        if not jobs:
+            return False
+        if len(jobs) > 1:
+            names = "\n".join(f"• Job {j.id}: {j.name}" for j in jobs[:12])
+            more = f"\n… and {len(jobs) - 12} more" if len(jobs) > 12 else ""
+            answer = QMessageBox.question(self, "Cancel jobs", f"Cancel these {len(jobs)} jobs?\n\n{names}{more}",
+                                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                                          QMessageBox.StandardButton.No)
+            if answer != QMessageBox.StandardButton.Yes:
+                return False
+        for j in jobs:
+            self.jobs.cancel(j)
+        return True
+
     def _job_added(self, job: Job) -> None:
         self.jobs_panel.add_job(job)
         self.jobs_dock.raise_()
@@ -119,11 +142,9 @@ class JobsMixin:
 
     def _job_finished(self, job: Job) -> None:
         self.jobs_panel.update_job(job)
-        if job.sweep and job.state == JobState.FINISHED and job.spec and hasattr(self.dashboard, "sweep"):
+        if job.sweep and job.state == JobState.FINISHED and job.spec:
             # the sweep summary (NLL and MAD against n, l per kind) fills as the sweep's jobs finish
-            from ..views.sweep import row_from_spec
-            from .results import job_metrics
-            self.dashboard.sweep.add_row(row_from_spec(job.spec, job_metrics(job), job.id))
+            self.dashboard.add_sweep_row(row_from_spec(job.spec, job_metrics(job), job.id))
         level = "info" if job.state in (JobState.FINISHED, JobState.CANCELLED) else "error"
         self.log_panel.log(f"Job {job.id} '{job.name}' {job.state.value}: {job.reason} "
                            f"after {job.elapsed:.1f} s", level)
@@ -142,9 +163,13 @@ class JobsMixin:
                 self.show_job(job)
 
     def show_job(self, job: Optional[Job]) -> None:
-        """Show a job (running, finished or loaded from a file) in the dashboard; its live
-        updates then reach the dashboard (``self.jobs.live``)."""
-        self.current_job = job
+        """Show a job (running, finished or loaded from a file) in the dashboard: it becomes the state's
+        current job, which the dashboard and the live feed follow (:meth:`_draw_job`)."""
+        self.state.set_current_job(job)
+
+    def _draw_job(self, job: Optional[Job]) -> None:
+        """The state's current job changed: the dashboard shows it, its live updates reach the
+        dashboard (``self.jobs.live``)."""
         self.jobs.live.current = None if self._closing else job
         d = self.dashboard
         d.clear()
@@ -154,7 +179,7 @@ class JobsMixin:
         if job.state.has_model and not job.has_model:
             title += "  (remote run: its model stayed on the cluster; metrics in the Jobs panel)"
         d.set_title(title)
-        # default export names: dense-em_n10_l3_seed0_transitions.png
+        # default export names: dense-em_n10_l3_seed0_spectral_transitions.png
         d.set_file_stem(file_stem(job.model) if job.model is not None else None)
         vocab = getattr(job.model, "vocabulary", None)
         if vocab is None and isinstance(job.dataset, DataSet):
@@ -166,8 +191,8 @@ class JobsMixin:
         if isinstance(ds, DataSet):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
         d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
-        if hasattr(d, "set_tagged_data"):  # gold tags: live snapshots scored (M-1, 1-1, V-measure)
-            d.set_tagged_data(None if job.state.is_final else self._decode_data(job))
+        # gold tags: live snapshots scored (M-1, 1-1, V-measure)
+        d.set_tagged_data(None if job.state.is_final else self._decode_data(job))
         if job.last_event is not None:
             d.update_from_event(job.last_event)
         if job.has_model:
@@ -194,7 +219,7 @@ class JobsMixin:
         """List the open data sets in Decode's "Data" box (the one decoded selected)."""
         own = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
         current = self.datasets.index(own) if own in self.datasets else -1
-        self.dashboard.decode.set_datasets([d.name for d in self.datasets], current)
+        self.dashboard.set_decode_datasets([d.name for d in self.datasets], current)
 
     def decode_on(self, index: int) -> None:
         """Decode the current job's model on data set ``index`` (Decode's "Data" box)."""
@@ -202,12 +227,17 @@ class JobsMixin:
         if job is None or not job.state.has_model or not (0 <= index < len(self.datasets)):
             return
         ds = self.datasets[index]
-        data = self._decode_data(job, ds)
-        if data is None:
-            self._error_dialog("Cannot decode", f"'{ds.name}' uses symbols the model of job {job.id} does "
-                                                f"not know (see the log).")
+        from ..panels.unknown import read_for_model
+        raw = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
+        try:  # symbols the model does not know: counted, the user chooses
+            data = read_for_model(self, job.model, raw, ds.name, "Decode")
+        except ValueError as exc:
+            self._error_dialog("Cannot decode", f"'{ds.name}': the model of job {job.id} cannot read these "
+                                                f"data: {exc}")
             return
-        self.dashboard.decode.set_model(job.model, data)
+        if data is None:
+            return
+        self.dashboard.decode_on(job.model, data)
 
 
 def _token_count(data) -> int:

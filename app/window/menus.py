@@ -6,6 +6,7 @@ import functools
 from PySide6.QtGui import QAction, QKeySequence
 
 from ..panels.about import show_about
+from .navigate import add_navigation
 
 __all__ = ["MenusMixin"]
 
@@ -60,8 +61,8 @@ class MenusMixin:
                                                                self.model_form.repeats.value()),
                                       "Ctrl+Shift+T", "n in {3, 5, 10} with their l values, repeated")
         self.act_cancel = self._action("&Cancel selected job",
-                                       lambda: [self.cancel_job(j) for j in self.jobs_panel.selected_jobs()],
-                                       "Ctrl+.")
+                                       lambda: self.cancel_jobs(self.jobs_panel.selected_jobs()),
+                                       "Ctrl+.", "Cancel the selected jobs (asks first when there are several)")
         self.act_cancel_all = self._action("Cancel &all jobs", self.jobs.cancel_all, "Ctrl+Shift+.")
         self.act_score = self._action("Sc&ore model on current data",
                                       lambda: [self.score_job(j) for j in self.jobs_panel.selected_jobs()],
@@ -90,5 +91,5 @@ class MenusMixin:
             self.theme_actions[key] = a
 
         h = mb.addMenu("&Help")
-        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version, self.tf_where),
-                                 QKeySequence.HelpContents))
+        h.addAction(self._action("&About DenseHMM Studio", lambda: show_about(self, self.tf_version, self.tf_where)))
+        add_navigation(self, v, h)   # F1 help, Ctrl+Tab and Alt+1..6 for the centre's tabs

@@ -6,11 +6,13 @@ import os
 import re
 from typing import List, Optional
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .. import tasks
 from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobState
+from ..view_registry import VIEWS
 
 __all__ = ["ResultsMixin", "job_metrics"]
 
@@ -29,8 +31,7 @@ class ResultsMixin:
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
-            self.jobs.jobs.append(job)
-            self.jobs_panel.add_job(job)
+            self.state.add_finished_job(job)
             first = first or job
         self.log_panel.log(f"{ms.name}: {len(ms.models)} model(s) loaded: "
                            + ", ".join(n for n, _ in ms.models))
@@ -89,11 +90,15 @@ class ResultsMixin:
             QMessageBox.information(self, "Score", "Select a model and load a data set first.")
             return
         data = ds.test if ds.test is not None else ds.train
-        from ..datasets import encode_for, score_model, unknown_note
-        try:  # symbols matched by name: any data set whose symbols the model knows
-            data = encode_for(job.model, data)
+        from ..datasets import score_model, unknown_note
+        from ..panels.unknown import read_for_model
+        try:  # symbols matched by name; symbols the model does not know: counted, the user chooses
+            data = read_for_model(self, job.model, data, ds.name, "Score")
         except ValueError as exc:
             self._error_dialog("Cannot score", f"'{ds.name}': the model cannot read these data: {exc}")
+            return
+        if data is None:
+            self.statusBar().showMessage(f"Score on {ds.name} cancelled", 5000)
             return
         note = unknown_note(data)
         if note:
@@ -103,41 +108,71 @@ class ResultsMixin:
             job.score_text = f"NLL/token on {ds.name}: {res['nll']:.5g}"
             job.scores = dict(res)
             self.jobs_panel.update_job(job)
-            self.log_panel.log(f"Job {job.id} '{job.name}' on {ds.name}: " +
-                               ", ".join(f"{k} = {v:.6g}" for k, v in res.items()))
+            text = ", ".join(f"{k} = {v:.6g}" for k, v in res.items())
+            self.log_panel.log(f"Job {job.id} '{job.name}' on {ds.name}: {text}")
+            self.show_score(job, ds.name, res, note)
             if on_done is not None:
                 on_done(res)
 
         tasks.run_background(functools.partial(score_model, job.model, data), done,
                              lambda exc, tb: self._error_dialog("Scoring failed", str(exc)))
 
-    def compare_jobs(self, a: Optional[Job], b: Optional[Job]) -> None:
+    def show_score(self, job: Job, data_name: str, res: dict, note: str = "") -> None:
+        """Score on data's result where the user looks: a (non-blocking) box with every value in full."""
+        rows = "".join(f"<tr><td>{k}</td><td align='right'>{v!r}</td></tr>" for k, v in res.items())
+        box = QMessageBox(QMessageBox.Icon.Information, "Score on data",
+                          f"<b>Job {job.id}: {job.name}</b><br>on {data_name}<table cellspacing='6'>{rows}</table>"
+                          + (f"<p>{note}</p>" if note else ""), QMessageBox.StandardButton.Ok, self)
+        box.setObjectName("scoreResult")
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        box.setModal(False)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.show()
+        self.score_box = box
+
+    def compare_refused(self, n_models: int) -> None:
+        """Compare with other than two selected jobs with models: say how many are selected."""
+        QMessageBox.information(self, "Compare", "Select exactly two jobs with models (Ctrl+click) to compare "
+                                                 f"them; {n_models} selected job(s) have a model.")
+
+    def compare_jobs(self, a: Optional[Job], b: Optional[Job], on_done=None) -> None:
+        """Compare two jobs' models in the Compare tab; both are scored on one split (NLL per token) off
+        the GUI thread first, then the view is filled (``on_done()`` after that)."""
         if a is None or b is None:
             QMessageBox.information(self, "Compare", "Select two jobs with models (Ctrl+click) to compare them.")
             return
-        try:
-            ma, mb = job_metrics(a), job_metrics(b)
-            ma["elapsed"], mb["elapsed"] = a.elapsed, b.elapsed  # the Jobs panel's time
-            same = isinstance(a.dataset, DataSet) and a.dataset is b.dataset
-            ds = a.dataset if isinstance(a.dataset, DataSet) else self.current_dataset
-            data, data_name = None, ""
-            if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
-                data = ds.test if ds.test is not None else ds.train
-                data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
-                va, vb = getattr(a.model, "vocabulary", None), getattr(b.model, "vocabulary", None)
-                try:  # read with the models' alphabet (by symbol name); only when they share it
-                    data = encode_for(a.model, data) if va == vb else None
-                except ValueError:
-                    data = None
-            self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb,
-                                         data=data, data_name=data_name, same_data=same)
-        except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
-            self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
+        ma, mb = job_metrics(a), job_metrics(b)
+        ma["elapsed"], mb["elapsed"] = a.elapsed, b.elapsed  # the Jobs panel's time
+        same = isinstance(a.dataset, DataSet) and a.dataset is b.dataset
+        ds = a.dataset if isinstance(a.dataset, DataSet) else self.current_dataset
+        data, data_name = None, ""
+        if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
+            data = ds.test if ds.test is not None else ds.train
+            data_name = f"{ds.name} ({'test' if ds.test is not None else 'training'} split)"
+            va, vb = a.model.vocabulary, b.model.vocabulary
+            try:  # read with the models' alphabet (by symbol name); only when they share it
+                data = encode_for(a.model, data) if va == vb else None
+            except ValueError:
+                data = None
+
+        def show(scores) -> None:
+            try:
+                self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb, scores=scores,
+                                             data_name=data_name, same_data=same)
+            except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
+                self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
+                return
+            self.dashboard.show_compare()
+            self.stack.setCurrentWidget(self.dashboard)
+            if on_done is not None:
+                on_done()
+
+        if data is None:
+            show(None)
             return
-        tabs = getattr(self.dashboard, "tabs", None)
-        if tabs is not None:
-            tabs.setCurrentWidget(self.compare_view)
-        self.stack.setCurrentWidget(self.dashboard)
+        from ..views.compare import score_both
+        tasks.run_background(functools.partial(score_both, a.model, b.model, data), show,
+                             lambda exc, tb: self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}"))
 
     def export_figure(self, widget: QWidget, path: str, scale: float = 1.0) -> None:
         from ..export import export_widget
@@ -148,14 +183,16 @@ class ResultsMixin:
 
     def export_figure_dialog(self) -> None:
         d = self.dashboard
-        views = {"Whole dashboard (current tab)": d.export_target()}
-        views.update({k: v for k, v in d.views().items() if k != "dashboard"})
-        names = list(views)
-        name, ok = QInputDialog.getItem(self, "Export figure", "Which view?", names, 0, False)
+        # the registry's titles (app.view_registry), the whole current page first
+        shown = d.views()
+        titles = {"Whole dashboard (current tab)": "dashboard"}
+        titles.update({info.title: info.name for info in VIEWS})
+        title, ok = QInputDialog.getItem(self, "Export figure", "Which view?", list(titles), 0, False)
         if not ok:
             return
-        # the job's stem and the view, e.g. dense-em_n10_l3_seed0_transitions.png
-        fname = d.file_name("dashboard" if name.startswith("Whole") else name, "png")
+        name = titles[title]
+        # the job's stem and the view, e.g. dense-em_n10_l3_seed0_spectral_transitions.png
+        fname = d.file_name(name, "png")
         start = os.path.join(d.export_dir() or self.settings.last_folder, fname)
         path, flt = QFileDialog.getSaveFileName(self, "Export figure", start,
                                                 "PNG image (*.png);;SVG vector graphics (*.svg);;PDF (*.pdf)")
@@ -170,7 +207,7 @@ class ResultsMixin:
                 return
             scale = float(choice[0])
         try:
-            self.export_figure(views[name], path, scale)
+            self.export_figure(d.export_target() if name == "dashboard" else shown[name], path, scale)
         except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Export failed", f"{type(exc).__name__}: {exc}")
 

@@ -5,12 +5,10 @@ import math
 import sys
 from typing import Optional
 
+from ..commandline import UserError, user_error_types as _user_error_types  # noqa: F401 (the commands' names)
+
 PROG = "densehmm"
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
-
-
-class UserError(Exception):
-    """A problem the user can fix (printed as one line, exit status 2)."""
 
 
 def _out(*a, **kw):
@@ -42,18 +40,6 @@ def _jsonable(x):
     return x
 
 
-def _user_error_types():
-    """The exception types that are the user's to fix (one line, exit status 2).
-
-    Imported when an error is handled, so that ``--help`` stays free of numpy.
-    """
-    from ..data.errors import DataFormatError
-    from ..device import DeviceError
-    from ..fileio import FileWriteError
-    from ..modelfile import ModelFileError
-    return (UserError, ModelFileError, DataFormatError, DeviceError, FileWriteError)
-
-
 def _safe(text) -> str:
     """``text`` with control characters escaped repr-style (``\\x1b``, ``\\n``): a symbol or
     name read from a file can neither move the cursor, clear the screen nor forge an output line."""
@@ -74,11 +60,25 @@ def _tty_safe(text) -> str:
 
 def _check_memory(nbytes: float, what: str) -> None:
     """Refuse work that cannot fit in memory before anything is allocated (one line, exit 2)."""
-    from ..modelfile.safety import gb, memory_budget
-    budget = memory_budget()
-    if nbytes > budget:
-        raise UserError(f"too large: {what} needs about {gb(nbytes)} of memory, more than the {gb(budget)} "
-                        f"allowed (half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES to change it)")
+    from ..memory import TooLargeError, check_fits
+    try:
+        check_fits(nbytes, what)
+    except TooLargeError as e:
+        raise UserError(str(e)) from None
+
+
+def _check_inference_memory(model, *parts, fitting: bool) -> None:
+    """Refuse training (``fitting``), scoring or decoding ``parts`` (lists of sequences; None
+    skipped) with ``model`` when the engine's buffers would not fit
+    (:func:`densehmm_core.memory.inference_bytes`: the largest chunk, which one long sequence
+    fills alone, and the data), before anything is allocated (one line, exit 2)."""
+    from ..memory import TooLargeError, check_inference
+    lengths = [len(s) for part in parts if part is not None for s in part]
+    try:
+        check_inference(lengths, model.n_states, model.n_symbols or 0,
+                        tensorflow=fitting and model.needs_tensorflow)
+    except TooLargeError as e:
+        raise UserError(str(e)) from None
 
 
 def _load_model(path: str, name: Optional[str]):

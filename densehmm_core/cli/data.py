@@ -4,7 +4,8 @@ from __future__ import annotations
 import os
 from typing import Optional
 
-from .common import UserError, _user_error_types
+from ..commandline import load_corpus as _load_corpus
+from .common import UserError, _check_inference_memory, _err
 
 
 def _is_demo(spec) -> bool:
@@ -22,69 +23,6 @@ def _demo(seed: int):
         return Corpus(part, vocabulary, provenance={
             "source": "synthetic demo (densehmm_core.synthetic.demo_dataset)", "seed": seed, "part": which})
     return wrap(train, "train"), wrap(test, "test"), true
-
-
-def _check_file(path: str) -> None:
-    """A one-line error for a DATA path that cannot be read ('-' is standard input)."""
-    if path != "-":
-        from ..data.source import check_data_path
-        check_data_path(path)
-
-
-def _load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = None):
-    """Read a data file through densehmm_core.data.load with the command's options.
-
-    Preprocessing options given on the command line override those of ``--preset``.
-    ``read_as`` (evaluate, decode): the reader options of the model's training data; its
-    ``observe``, ``tagset``, ``drop_traces`` and ``collapse_tags`` are used where they apply to
-    DATA's format and the command line does not set them.  Words are read as written
-    (``--lowercase`` and the rare-word classes act when encoding for the model).
-    """
-    _check_file(path)
-    from .. import data as data_mod
-    defaults = {k: v for k, v in (read_as or {}).items()
-                if k in ("observe", "tagset", "drop_traces", "collapse_tags")}
-    options = {}
-    observe = getattr(args, "observe", None)
-    if observe:
-        options["observe"] = observe
-    if getattr(args, "column", None) is not None:
-        options["column"] = args.column
-    if getattr(args, "tagset", None):
-        options["tagset"] = args.tagset
-    if getattr(args, "keep_traces", False):
-        options["drop_traces"] = False
-    extra = getattr(args, "extra", None) or None
-    if preprocess:  # train: the vocabulary is built here
-        if getattr(args, "lowercase", None):
-            options["lowercase"] = True
-        for opt in ("min_count", "max_vocab", "rare"):
-            if getattr(args, opt, None) is not None:
-                options[opt] = getattr(args, opt)
-        for e in extra or []:
-            _check_file(e)
-    if getattr(args, "lowercase", None) and (observe or defaults.get("observe")) != "words":
-        raise UserError("--lowercase needs --observe words")
-    if extra:
-        options["extra"] = list(extra)
-    preset = getattr(args, "preset", None)
-    if preset is not None and preset not in data_mod.PRESETS:
-        raise UserError(f"unknown preset {preset!r} (choose one of: {', '.join(sorted(data_mod.PRESETS))})")
-    if getattr(args, "subset", None) is not None:
-        options["subset"] = int(args.subset)
-    if getattr(args, "max_len", None) is not None:
-        options["max_len"] = int(args.max_len)
-    if preprocess:
-        if getattr(args, "min_len", None) is not None:
-            options["min_len"] = int(args.min_len)
-        if getattr(args, "merge_below", None) is not None:
-            options["merge_below"] = float(args.merge_below)
-    try:
-        return data_mod.load(path, format=args.format or "auto", preset=preset, defaults=defaults, **options)
-    except (TypeError, ValueError) as e:
-        if isinstance(e, _user_error_types()):
-            raise
-        raise UserError(f"{path}: {e}") from None
 
 
 def _check_split(fraction: Optional[float]) -> None:
@@ -111,17 +49,34 @@ def _training_read_options(model) -> dict:
     return dict(options) if isinstance(options, dict) else {}
 
 
-def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False):
+def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False, skip_unknown: bool = False,
+                      quiet: bool = False):
     """The corpus encoded with the model's vocabulary (:func:`densehmm_core.data.encode_for_model`,
-    also used by the app); data the model cannot read are a one-line error."""
-    from ..data import encode_for_model
+    also used by the app); data the model cannot read are a one-line error that says how many
+    symbols it lacks and what to do; symbols read as its unknown symbol (or sequences left
+    out with ``skip_unknown``) are counted on stderr."""
+    from ..data import encode_for_model, unknown_report
+    prov = getattr(model, "provenance_", None)
+    rep = unknown_report(corpus, model.vocabulary, provenance=prov, lowercase=lowercase)
     try:
-        return encode_for_model(corpus, model.vocabulary, model.n_symbols,
-                                provenance=getattr(model, "provenance_", None), lowercase=lowercase)
+        out = encode_for_model(corpus, model.vocabulary, model.n_symbols, provenance=prov, lowercase=lowercase,
+                               on_unknown="skip" if skip_unknown else "map")
     except ValueError as e:
         if model.vocabulary is None:
             raise UserError(f"{source}: {e}") from None
-        raise UserError(f"{source}: the model cannot read these data: {e}") from None
+        hint = ""
+        if rep["types"] and not skip_unknown:
+            hint = (f"; the model has no unknown symbol to read them as: --skip-unknown leaves out the "
+                    f"{rep['sentences']} of {rep['total_sentences']} sequences holding them (a word model "
+                    f"trained with the default --min-count 2 has <unk>)")
+        raise UserError(f"{source}: the model cannot read these data: {e}{hint}") from None
+    if rep["types"] and not quiet:
+        shown = ", ".join(repr(w) for w in rep["examples"][:5])
+        what = (f"left out the {rep['sentences']} of {rep['total_sentences']} sequences holding them"
+                if skip_unknown else f"read as {rep['unknown_symbol']!r}")
+        _err(f"note: {source}: {rep['types']} symbol(s) the model does not know ({rep['tokens']} of "
+                   f"{rep['total_tokens']} tokens; e.g. {shown}): {what}")
+    return out
 
 
 def _load_train_data(args):
@@ -170,7 +125,10 @@ def _load_eval_data(args, model):
         source = args.data
     data_corpus = corpus
     lowercase = bool(getattr(args, "lowercase", None) or read_as.get("lowercase"))
-    corpus = _encode_for_model(corpus, model, source, lowercase=lowercase)
+    corpus = _encode_for_model(corpus, model, source, lowercase=lowercase,
+                               skip_unknown=bool(getattr(args, "skip_unknown", False)),
+                               quiet=bool(getattr(args, "quiet", False)))
+    _check_inference_memory(model, corpus.sequences, fitting=False)
     return corpus.sequences, corpus, data_corpus
 
 

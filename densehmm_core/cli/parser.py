@@ -3,14 +3,44 @@ from __future__ import annotations
 
 import argparse
 
+from ..hyperparams import add_cli_options
+from ..registry import MODEL_KINDS, model_classes
 from .common import PROG, UserError
 from .inspection import cmd_decode, cmd_evaluate, cmd_export, cmd_info, cmd_sample
 from .train import cmd_train
 
 
 class _Parser(argparse.ArgumentParser):
+    """One clear error line; options may be added on first use (:meth:`add_later`): ``densehmm train``'s
+    hyper-parameter flags come from the estimators' metadata, and reading it imports the estimators
+    (numpy); ``densehmm --help`` and the other commands do not pay for that."""
+
     def error(self, message):  # one clear line instead of usage + error
         raise UserError(f"{message} (see '{self.prog} --help')")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._later: list = []
+
+    def add_later(self, fn) -> None:
+        self._later.append(fn)
+
+    def _populate(self) -> None:
+        later, self._later = self._later, []
+        for fn in later:
+            fn(self)
+
+    def parse_known_args(self, *args, **kwargs):
+        self._populate()
+        return super().parse_known_args(*args, **kwargs)
+
+    def format_help(self) -> str:
+        self._populate()
+        return super().format_help()
+
+    def format_usage(self) -> str:
+        self._populate()
+        return super().format_usage()
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -83,9 +113,13 @@ def _data_options(p, *, preprocess=True, split=True):
         g.add_argument("--merge-below", type=float, metavar="F",
                        help="merge the rarest symbols whose cumulative frequency stays below F "
                             "(e.g. 0.002) into one residual symbol")
-    if split:
+    if split == "eval":
         g.add_argument("--split", type=float, default=None, metavar="F",
-                       help="fraction held out as test data (default 0.5 for train; 0 = no test set)")
+                       help="the test fraction the model was trained with, to choose --part train or test "
+                            "(default: no split, all of DATA)")
+    elif split:
+        g.add_argument("--split", type=float, default=None, metavar="F",
+                       help="fraction of the sequences held out as test data (default 0.5; 0 = no test set)")
     g.add_argument("--seed", type=_seed, default=0, help="seed of the split, initialisation and demo data (default 0)")
     _word_options(p, vocabulary=preprocess)
 
@@ -95,7 +129,9 @@ def _word_options(p, *, vocabulary: bool) -> None:
     g = p.add_argument_group("words (tagged corpora with --observe words)")
     g.add_argument("--lowercase", action="store_true", help="lower-case the words")
     if vocabulary:
-        g.add_argument("--min-count", type=int, metavar="K", help="words seen fewer than K times are rare")
+        g.add_argument("--min-count", type=int, metavar="K",
+                       help="words seen fewer than K times are rare (default 2: words seen once become <unk>, "
+                            "which later also reads words the model never saw; 1 keeps every word)")
         g.add_argument("--max-vocab", type=int, metavar="M",
                        help="at most M symbols: the most frequent words plus the rare-word symbols")
         g.add_argument("--rare", choices=["unk", "shape"],
@@ -111,7 +147,10 @@ def _model_and_data_args(p, verb: str) -> None:
     p.add_argument("model_file", metavar="MODEL.h5")
     p.add_argument("data", metavar="DATA", help="data file, or 'demo'")
     _name_option(p)
-    _data_options(p, preprocess=False)
+    _data_options(p, preprocess=False, split="eval")
+    p.add_argument("--skip-unknown", action="store_true",
+                   help="leave out the sequences holding symbols the model does not know (instead of the "
+                        "error given when the model has no unknown/residual symbol to read them as)")
     p.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
     p.add_argument("--part", choices=["all", "train", "test"], default="all",
                    help=f"with --split: which part to {verb} (default all)")
@@ -152,55 +191,18 @@ Ctrl-C stops after the current chunk of work and saves what was trained so far (
 DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data set.""")
     p.add_argument("data", metavar="DATA", nargs="?", help="data file, or 'demo'")
     p.add_argument("--demo", action="store_true", help="use the built-in synthetic data set (same as DATA=demo)")
-    g = p.add_argument_group("model")
-    g.add_argument("--model", choices=["dense", "standard"], default=None, help="model type (default dense)")
-    g.add_argument("--method", choices=["cooc", "em", "cooc_em"], default=None,
-                   help="dense fit: direct co-occurrence fit (default), EM with a gradient M-step, or "
-                        "cooc_em (co-occurrence fit, then EM from it); "
-                        "standard HMMs always use Baum-Welch (em)")
-    g.add_argument("--symbol-features", metavar="NAME", default=None,
-                   help="dense: symbol features, e.g. orthographic (word form, suffixes, capitals, digits, "
-                        "hyphens: for words read without --lowercase); see docs/DENSEHMM.md")
-    g.add_argument("--init", choices=["random", "spectral"], default=None,
-                   help="how training starts: random (default) or spectral: emissions from the data's "
-                        "context counts (SVD + k-means; docs/DENSEHMM.md), dense and standard models")
-    g.add_argument("--init-scale", type=float, metavar="S",
-                   help="dense: standard deviation of the random initial embeddings (default 1.0)")
-    g.add_argument("--pseudocount", type=float, metavar="A",
-                   help="standard: additive smoothing of the emission M-step, (counts + A) / (total + m A) "
-                        "(default 0 = plain Baum-Welch, which gives probability 0 to symbols the training "
-                        "data lacks: held-out words then score -inf; e.g. 0.01 for words)")
-    g.add_argument("--states", "-n", type=int, metavar="N", help="number of hidden states n")
-    g.add_argument("--dim", "-l", type=int, metavar="L", help="representation length l (dense; --fair)")
-    g.add_argument("--fair", action="store_true",
-                   help="standard HMM with the number of states that gives about the parameter count of "
-                        "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
-    g.add_argument("--device", default=None, help="where training runs: auto, cpu, gpu or a device string "
-                                                      "such as /GPU:1 (default auto). The E-step runs there "
-                                                      "with CuPy when CuPy works on that GPU, else numpy on "
-                                                      "the CPU; dense models' TensorFlow steps run there too; "
-                                                      "cpu never touches a GPU")
+    model_group = p.add_argument_group("model")
+    model_group.add_argument("--model", choices=list(MODEL_KINDS), default=None, help="model type (default dense)")
+    model_group.add_argument("--fair", action="store_true",
+                             help="standard HMM with the number of states that gives about the parameter count of "
+                                  "a DenseHMM with --states and --dim (the paper's 'fair' standard HMM)")
     g = p.add_argument_group("training")
-    g.add_argument("--steps", type=int, metavar="K",
-                   help="dense cooc (and cooc_em's cooc phase): maximum Adam steps of the co-occurrence fit "
-                        "(option cooc_steps)")
-    g.add_argument("--iter", type=int, metavar="K",
-                   help="maximum EM iterations (dense em, cooc_em) or Baum-Welch iterations (standard) "
-                        "(option n_iter)")
-    g.add_argument("--mstep-steps", type=int, metavar="K",
-                   help="dense em, cooc_em: Adam steps per M-step (option mstep_steps)")
-    g.add_argument("--lr", type=float, metavar="RATE", help="dense: Adam learning rate")
-    g.add_argument("--tol", type=float, metavar="TOL",
-                   help="convergence tolerance (standard: gain of the log-likelihood; dense: relative change)")
-    g.add_argument("--restarts", type=int, metavar="R", help="dense: seeded restarts, the best one is kept")
-    g.add_argument("--finish", choices=["auto", "lm", "lbfgs", "none"],
-                   help="dense cooc: second-order finish after the Adam phase (Levenberg-Marquardt, "
-                        "L-BFGS, auto = by problem size, none)")
-    g.add_argument("--finish-steps", type=int, metavar="K",
-                   help="dense cooc: maximum iterations of the finish (0 = none)")
+    # every hyper-parameter flag comes from the estimators' metadata (densehmm_core.hyperparams), added
+    # when the train command is used (its --help too)
+    p.add_later(lambda _p, groups={"model": model_group, "training": g}: add_cli_options(groups, model_classes()))
     g.add_argument("--paper-settings", action="store_true",
-                   help="dense: the paper's optimiser settings (cooc: plain Adam, lr 0.001, 10,000 steps, "
-                        "raw Frobenius loss; em: 25 Adam steps at lr 0.01 per M-step, 40 iterations)")
+                   help="dense: the paper's settings (random start, init scale 1; cooc: plain Adam, lr 0.001, "
+                        "10,000 steps, raw Frobenius loss; em: 25 Adam steps at lr 0.01 per M-step, 40 iterations)")
     _data_options(p)
     g = p.add_argument_group("saving")
     g.add_argument("--out", "-o", metavar="FILE.h5", help="model file to write (other models in it are kept)")
@@ -226,8 +228,9 @@ examples:
   densehmm evaluate words.h5 en_ewt-ud-test.conllu
 
 Symbols are mapped to the model's vocabulary by their strings; symbols the model does not know
-go to its residual (merged) symbol when it has one, else they are an error. Words the model does
-not know go to their word-shape class or <unk> when the model has them. DATA is read the way the
+go to its residual (merged) symbol or <unk> when it has one (their number is printed), else they
+are an error naming how many there are (--skip-unknown leaves out the sequences holding them).
+Words the model does not know go to their word-shape class when the model has them. DATA is read the way the
 model's training data were (--observe, --tagset, --lowercase) unless given. When DATA has gold
 tags, the tagging scores are printed too: many-to-one (M-1) and one-to-one accuracy, V-measure.""")
     _model_and_data_args(p, "evaluate")

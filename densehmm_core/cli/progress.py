@@ -36,6 +36,10 @@ class ProgressPrinter:
 
     def __call__(self, ev) -> None:
         try:
+            start = ev.metrics.get("start")
+            if self.mode != "none" and isinstance(start, str) and start.startswith("random ("):
+                self.close()
+                print(f"note: training starts randomly: no spectral start, {start[8:-1]}", file=self.stream)
             self._show(ev)
         except (OSError, ValueError):  # stderr closed (e.g. a pipe into `head`): keep training, quietly
             self.mode = "none"
@@ -96,16 +100,28 @@ def _progress_mode(args) -> str:
         return "none"
 
 
+class SecondSignal(BaseException):
+    """A second Ctrl-C or SIGTERM: abort without saving.  Not a KeyboardInterrupt: raised by a
+    handler that interrupted the first one's message, a caught KeyboardInterrupt still ended
+    ``python -m densehmm_core`` with SIGINT (exit status -2 instead of 130 / 143; CPython 3.11)."""
+
+
 class _SigintCancel:
     """First Ctrl-C (SIGINT) or SIGTERM: cancel the token (training stops after its chunk and
-    what was reached is saved); a second one: KeyboardInterrupt (abort without saving).
-    ``signal_received`` tells which signal stopped the run (for the exit status)."""
+    what was reached is saved); a second one: :class:`SecondSignal` (abort without saving).
+
+    ``signal_received`` is the first signal (for the exit status: 130 or 143), ``aborted_by``
+    the second; ``phase`` ("training", "saving", "saved") is set by the caller, so that a
+    signal during the final save says that the save finishes first.
+    """
 
     def __init__(self, token, quiet: bool) -> None:
         self.token = token
         self.quiet = quiet
         self._old: dict = {}
         self.signal_received = None
+        self.aborted_by = None
+        self.phase = "training"
 
     def __enter__(self):
         for sig in (signal.SIGINT, getattr(signal, "SIGTERM", None)):
@@ -117,15 +133,30 @@ class _SigintCancel:
                 pass
         return self
 
+    @staticmethod
+    def _name(signum) -> str:
+        return "Ctrl-C" if signum in (None, signal.SIGINT) else "SIGTERM"
+
+    @property
+    def abort_name(self) -> str:
+        """How the abort is named in messages: "second Ctrl-C" or "second SIGTERM"."""
+        return f"second {self._name(self.aborted_by)}"
+
     def _handler(self, signum, frame):
-        if self.token.cancelled:
-            raise KeyboardInterrupt
+        if self.signal_received is not None:
+            self.aborted_by = signum
+            raise SecondSignal
         self.signal_received = signum
         self.token.cancel()
         if not self.quiet:
             what = "interrupt" if signum == signal.SIGINT else "terminate signal"
-            _err(f"\n{what}: stopping after the current chunk and saving what was reached "
-                 f"(Ctrl-C again to abort without saving)")
+            again = self._name(signum)
+            if self.phase == "training":
+                _err(f"\n{what}: stopping after the current chunk and saving what was reached "
+                     f"({again} again to abort without saving)")
+            elif self.phase == "saving":
+                _err(f"\n{what}: finishing the save first ({again} again to abort it; the file is then "
+                     f"left as it was)")
 
     def __exit__(self, *exc):
         for sig, old in self._old.items():

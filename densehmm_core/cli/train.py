@@ -7,10 +7,12 @@ import signal
 import time
 from typing import Tuple
 
-from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_memory, _err,
-                     _impossible_note, _load_model, _metric_values, _out, _user_error_types)
+from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_inference_memory,
+                     _check_memory, _err, _impossible_note, _load_model, _metric_values, _out, _user_error_types)
+from ..hyperparams import options_from_cli
+from ..registry import model_class, model_classes
 from .data import _load_train_data
-from .progress import ProgressPrinter, _progress_mode, _SigintCancel
+from .progress import ProgressPrinter, SecondSignal, _progress_mode, _SigintCancel
 
 
 _SIGTERM = getattr(signal, "SIGTERM", None)
@@ -43,86 +45,49 @@ def _model_config(args, n_symbols: int):
     kind = args.model or "dense"
     if args.states is None:
         raise UserError("--states N is required")
-    _check_positive(args, ("states", "dim", "lr", "steps", "iter", "mstep_steps", "restarts"))
-    if args.tol is not None and math.isnan(args.tol):
-        raise UserError("--tol must be a number")
-    if args.finish_steps is not None and args.finish_steps < 0:
-        raise UserError(f"--finish-steps must be >= 0, got {args.finish_steps}")
+    _check_positive(args, ("states", "dim"))
     if args.states > 10 ** 7 or (args.dim is not None and args.dim > 10 ** 7):
         _check_memory(8.0 * max(args.states, args.dim or 0) ** 2, f"--states {args.states}"
                       + (f" --dim {args.dim}" if args.dim is not None else ""))
+    cls = model_class(kind)
+    # the structural flags (which model, its sizes) are read here; every other hyper-parameter flag comes
+    # from the estimators' metadata (densehmm_core.hyperparams), checked against the model and fit method
+    structural = ("n_states", "dim", "fit_method")
     if kind == "standard":
         if args.method in ("cooc", "cooc_em"):
             raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
-        for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
-            if getattr(args, opt) is not None:
-                raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
         if args.paper_settings:
             raise UserError("--paper-settings applies to dense models only")
-        if args.symbol_features:
-            raise UserError("--symbol-features applies to dense models only")
-        if args.init_scale is not None:
-            raise UserError("--init-scale applies to dense models only")
+        method = None
+    else:
+        if args.fair:
+            raise UserError("--fair needs --model standard")
+        if args.dim is None:
+            raise UserError("--dim L is required for dense models")
+        method = args.method or "cooc"
+    try:
+        options = options_from_cli(args, cls, method, model_classes(), skip=structural)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if "symbol_features" in options:
+        from ..features import FEATURE_FUNCTIONS
+        if options["symbol_features"] not in FEATURE_FUNCTIONS:
+            raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
+                            f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
+    if kind == "standard":
         from ..standard import n_fair
         n = args.states
         if args.fair:
             if args.dim is None:
                 raise UserError("--fair needs --dim L (the DenseHMM whose parameter count to match)")
             n = int(n_fair(args.states, n_symbols, args.dim))
-        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": args.device or "auto"}
-        if args.init:
-            cfg["init_method"] = args.init
-        if args.iter is not None:
-            cfg["n_iter"] = args.iter
-        if args.tol is not None:
-            cfg["tol"] = args.tol
-        if args.pseudocount is not None:
-            if not (math.isfinite(args.pseudocount) and args.pseudocount >= 0):
-                raise UserError(f"--pseudocount must be a number >= 0, got {args.pseudocount}")
-            cfg["emission_pseudocount"] = args.pseudocount
+        cfg = {"n_states": n, "n_symbols": n_symbols, "seed": args.seed, "device": "auto", **options}
         _check_model_size("standard", cfg)
         return "standard", cfg
-    if args.fair:
-        raise UserError("--fair needs --model standard")
-    if args.pseudocount is not None:
-        raise UserError("--pseudocount applies to standard models only (dense emissions are never exactly 0)")
-    if args.dim is None:
-        raise UserError("--dim L is required for dense models")
-    method = args.method or "cooc"
     cfg = {"n_states": args.states, "dim": args.dim, "n_symbols": n_symbols, "fit_method": method,
-           "seed": args.seed, "device": args.device or "auto"}
+           "seed": args.seed, "device": "auto", **options}
     if args.paper_settings:
         cfg["preset"] = "paper"
-    if args.init:
-        cfg["init_method"] = args.init
-    if args.init_scale is not None:
-        if not args.init_scale > 0:
-            raise UserError(f"--init-scale must be > 0, got {args.init_scale}")
-        cfg["init_scale"] = args.init_scale
-    if args.symbol_features:
-        from ..features import FEATURE_FUNCTIONS
-        if args.symbol_features not in FEATURE_FUNCTIONS:
-            raise UserError(f"--symbol-features: unknown {args.symbol_features!r}; "
-                            f"available: {', '.join(sorted(FEATURE_FUNCTIONS))}")
-        cfg["symbol_features"] = args.symbol_features
-    for opt, key in (("lr", "lr"), ("tol", "tol"), ("restarts", "restarts")):
-        if getattr(args, opt) is not None:
-            cfg[key] = getattr(args, opt)
-    if method == "cooc":
-        if args.iter is not None or args.mstep_steps is not None:
-            raise UserError("--iter/--mstep-steps apply to --method em; use --steps for cooc")
-        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps")):
-            if getattr(args, opt) is not None:
-                cfg[key] = getattr(args, opt)
-    else:
-        if method == "em" and args.steps is not None:
-            raise UserError("--steps applies to --method cooc (and cooc_em); use --iter (and --mstep-steps) for em")
-        if method == "em" and (args.finish is not None or args.finish_steps is not None):
-            raise UserError("--finish/--finish-steps apply to --method cooc (and cooc_em)")
-        for opt, key in (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"),
-                         ("iter", "n_iter"), ("mstep_steps", "mstep_steps")):
-            if getattr(args, opt) is not None:
-                cfg[key] = getattr(args, opt)
     _check_model_size("dense", cfg)
     return "dense", cfg
 
@@ -148,10 +113,12 @@ def _final_metrics(model, train, test) -> dict:
 
 
 def cmd_train(args) -> int:
-    from ..events import CancelToken, TrainingDiverged
-    from ..modelfile import ModelFileError, list_models, read_model_infos, save_model
+    from ..events import CancelToken
+    from ..modelfile import list_models, read_model_infos
 
     out = args.out
+    if out is not None and not out.strip():
+        raise UserError("--out needs a file name (an empty name would train and save nothing)")
     if args.checkpoint_every is not None:
         if not out:
             raise UserError("--checkpoint-every needs --out")
@@ -213,9 +180,41 @@ def cmd_train(args) -> int:
         name = args.name
     if vocab is not None and model.vocabulary is None:
         model.vocabulary = list(vocab)
+    _check_inference_memory(model, train.sequences, test.sequences if test is not None else None, fitting=True)
 
+    if not args.quiet:
+        kind = model.kind
+        what = f"{kind} HMM, n={model.n_states}" + (f", l={model.dim}" if kind == "dense" else "")
+        ntok = sum(len(s) for s in train.sequences)
+        _err(f"training {what} on {len(train.sequences)} sequences ({ntok} tokens)"
+             + (f", testing on {len(test.sequences)}" if test is not None else "")
+             + (" [resumed]" if resume_from else ""))
     token = CancelToken()
     printer = ProgressPrinter(_progress_mode(args))
+    signals = _SigintCancel(token, args.quiet)
+    try:
+        # The handlers stay through the final save: a signal there lets the save finish
+        # (exit 130 / 143); a second one aborts it, leaving the file as it was.
+        with signals:
+            return _train_and_save(args, model, train, test, name, bool(resume_from), token, printer, signals)
+    except SecondSignal:
+        printer.close()
+        how = f"aborted ({signals.abort_name})"
+        if signals.phase == "saving" and out:
+            _err(f"{how} during the save: {out} was left as it was (no temporary or lock file remains)")
+        else:
+            _err(f"{how}: nothing saved" + (f"; {out} keeps its last checkpoint" if out else ""))
+        return EXIT_TERMINATED if signals.aborted_by == _SIGTERM else EXIT_INTERRUPTED
+    finally:
+        printer.close()
+
+
+def _train_and_save(args, model, train, test, name, resumed: bool, token, printer, signals) -> int:
+    """Train with progress and checkpoints, then compute the metrics and save; the exit status."""
+    from ..events import TrainingDiverged
+    from ..modelfile import ModelFileError, save_model
+
+    out = args.out
     last_params = None
     last_ckpt = time.monotonic()
     ckpt_failures = 0
@@ -223,45 +222,32 @@ def cmd_train(args) -> int:
     error = None
     saved_name = name
     kind = model.kind
-    if not args.quiet:
-        what = f"{kind} HMM, n={model.n_states}" + (f", l={model.dim}" if kind == "dense" else "")
-        ntok = sum(len(s) for s in train.sequences)
-        _err(f"training {what} on {len(train.sequences)} sequences ({ntok} tokens)"
-             + (f", testing on {len(test.sequences)}" if test is not None else "")
-             + (" [resumed]" if resume_from else ""))
     try:
-        with _SigintCancel(token, args.quiet) as signals:
-            stream = model.iter_fit(train, eval_data=test, cancel=token, init=not bool(resume_from))
-            for ev in stream:
-                printer(ev)
-                if ev.params:
-                    last_params = ev.params
-                if ev.done:
-                    stopped = ev.reason or "done"
-                if (args.checkpoint_every and not ev.done
-                        and time.monotonic() - last_ckpt >= args.checkpoint_every):
-                    try:
-                        saved_name = save_model(out, model, saved_name, train, test_corpus=test,
-                                                overwrite=True, params=_ckpt_params(model, last_params),
-                                                metrics={"checkpoint": True})
-                    except (ModelFileError, OSError) as e:  # e.g. a full disk: warn once, keep training
-                        ckpt_failures += 1
-                        if ckpt_failures == 1:
-                            _err(f"densehmm: warning: checkpoint failed: {e}; training goes on "
-                                 f"(later checkpoint failures are not reported)")
-                    except ValueError:
-                        pass  # no complete parameters yet: the next interval will try again
-                    last_ckpt = time.monotonic()
-    except KeyboardInterrupt:
-        printer.close()
-        _err("aborted (second Ctrl-C): nothing saved" + (f"; {out} keeps its last checkpoint" if out else ""))
-        return EXIT_INTERRUPTED
+        for ev in model.iter_fit(train, eval_data=test, cancel=token, init=not resumed):
+            printer(ev)
+            if ev.params:
+                last_params = ev.params
+            if ev.done:
+                stopped = ev.reason or "done"
+            if (args.checkpoint_every and not ev.done
+                    and time.monotonic() - last_ckpt >= args.checkpoint_every):
+                try:
+                    saved_name = save_model(out, model, saved_name, train, test_corpus=test,
+                                            overwrite=True, params=_ckpt_params(model, last_params),
+                                            metrics={"checkpoint": True})
+                except (ModelFileError, OSError) as e:  # e.g. a full disk: warn once, keep training
+                    ckpt_failures += 1
+                    if ckpt_failures == 1:
+                        _err(f"densehmm: warning: checkpoint failed: {e}; training goes on "
+                             f"(later checkpoint failures are not reported)")
+                except ValueError:
+                    pass  # no complete parameters yet: the next interval will try again
+                last_ckpt = time.monotonic()
     except TrainingDiverged as e:
-        printer.close()
         error = e
         stopped = "diverged"
-    finally:
-        printer.close()
+    printer.close()
+    signals.phase = "saving"       # metrics and the save: a signal lets them finish
 
     if token.cancelled:
         stopped = "cancelled"
@@ -269,7 +255,7 @@ def cmd_train(args) -> int:
         model._check_params()
     except (RuntimeError, ValueError):  # no parameters yet, or not stochastic
         _err(f"densehmm: error: training ended ({stopped}) before the model had parameters; nothing saved")
-        return EXIT_FAIL if error else EXIT_INTERRUPTED
+        return EXIT_FAIL if error else _signal_status(signals, EXIT_INTERRUPTED)
 
     metrics = {}
     if error is None:
@@ -282,7 +268,12 @@ def cmd_train(args) -> int:
     metrics["stop_reason"] = stopped
     if out:
         saved_name = save_model(out, model, saved_name, train, test_corpus=test, metrics=metrics,
-                                overwrite=bool(args.overwrite or resume_from or args.checkpoint_every))
+                                overwrite=bool(args.overwrite or resumed or args.checkpoint_every))
+        signals.phase = "saved"
+        if signals.aborted_by is not None:
+            # the abort reached the process where Python ignores exceptions (e.g. a fork
+            # callback of the save's file probe): the save finished regardless; say so
+            _err(f"densehmm: note: the {signals.abort_name} could not stop the save: {out} holds the model")
     if not args.quiet:
         parts = [f"stopped: {stopped}"]
         for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
@@ -297,9 +288,15 @@ def cmd_train(args) -> int:
         _err(f"densehmm: error: training diverged ({error}); "
              + (f"the last finite model was saved to {out}" if out else "the last finite model was kept"))
         return EXIT_FAIL
-    if stopped == "cancelled":
-        return EXIT_TERMINATED if signals.signal_received == _SIGTERM else EXIT_INTERRUPTED
-    return EXIT_OK
+    return _signal_status(signals, EXIT_OK)
+
+
+def _signal_status(signals, otherwise: int) -> int:
+    """143 after a SIGTERM, 130 after a Ctrl-C (whenever it came: training, metrics or the
+    save), else ``otherwise``."""
+    if signals.signal_received is None:
+        return otherwise
+    return EXIT_TERMINATED if signals.signal_received == _SIGTERM else EXIT_INTERRUPTED
 
 
 def _ckpt_params(model, last_params):

@@ -13,8 +13,8 @@ from .corpus import NO_TAG, Corpus
 from .detect import ALIASES, FORMATS, describe_formats, detect_format, file_dialog_filters
 from .errors import DataFormatError
 from .fasta import ALPHABETS
-from .loader import PREPROCESS_DEFAULTS, READER_DEFAULTS, load
-from .modelvocab import encode_for_model, residual_symbol
+from .loader import PREPROCESS_DEFAULTS, READER_DEFAULTS, WORDS_MIN_COUNT, load
+from .modelvocab import encode_for_model, residual_symbol, unknown_report
 from .presets import PRESETS, get_preset
 from .tagged import collapse_brown_tag
 from .wordshape import SHAPE_CLASSES, SUFFIXES, word_shape
@@ -22,4 +22,4 @@ from .wordshape import SHAPE_CLASSES, SUFFIXES, word_shape
 __all__ = ["load", "Corpus", "DataFormatError", "PRESETS", "get_preset", "FORMATS", "ALIASES", "ALPHABETS",
            "describe_formats", "file_dialog_filters", "detect_format", "READER_DEFAULTS",
            "PREPROCESS_DEFAULTS", "collapse_brown_tag", "NO_TAG", "word_shape", "SHAPE_CLASSES", "SUFFIXES",
-           "encode_for_model", "residual_symbol"]
+           "encode_for_model", "residual_symbol", "WORDS_MIN_COUNT", "unknown_report"]

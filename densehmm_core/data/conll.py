@@ -30,14 +30,22 @@ def read_conll(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str,
     ncols = None
     sent: List[Tuple[str, str]] = []
     start = 0
+    broken = False          # on_bad_sentence="skip": the current sentence is left out
     for lineno, line in lines:
         if not line.strip():
-            if sent or start:
+            if (sent or start) and not broken:
                 yield start, None, sent
-            sent, start = [], 0
+            sent, start, broken = [], 0, False
+            continue
+        if broken:
             continue
         fields = line.split(sep) if sep is not None else line.split()
         if fields and fields[0] == "-DOCSTART-":
+            continue
+        if ncols is not None and len(fields) != ncols:
+            report.bad_sentence(lineno, f"wrong column count: expected {ncols} columns (as on the first token "
+                                        f"line), found {len(fields)}")
+            broken = True
             continue
         if ncols is None:
             ncols = len(fields)
@@ -45,9 +53,6 @@ def read_conll(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str,
                 if not -ncols <= c < ncols:
                     raise DataFormatError(f"{what}={c} requested but the file has {ncols} column"
                                           f"{'s' if ncols != 1 else ''} (0-based indices)", path, lineno)
-        elif len(fields) != ncols:
-            raise DataFormatError(f"wrong column count: expected {ncols} columns (as on the first token line), "
-                                  f"found {len(fields)}", path, lineno)
         if not start:
             start = lineno
         word, tag = fields[word_column].strip(), fields[column].strip()
@@ -57,7 +62,7 @@ def read_conll(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str,
             report.malformed(lineno, line, "empty tag")
         else:
             sent.append((word, tag))
-    if sent or start:
+    if (sent or start) and not broken:
         yield start, None, sent
 
 
@@ -79,11 +84,14 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
     sent: List[Tuple[str, str]] = []
     sid: Optional[str] = None
     start = 0
+    broken = False          # on_bad_sentence="skip": the current sentence is left out
     for lineno, line in lines:
         if not line.strip():
-            if start:
+            if start and not broken:
                 yield start, sid, sent
-            sent, sid, start = [], None, 0
+            sent, sid, start, broken = [], None, 0, False
+            continue
+        if broken:
             continue
         if line.startswith("#"):
             body = line[1:].strip()
@@ -91,11 +99,13 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
                 sid = body.split("=", 1)[1].strip()
             continue
         fields = line.split("\t")
-        if len(fields) != 10:
-            raise DataFormatError(f"wrong column count: CoNLL-U needs 10 tab-separated columns, found "
-                                  f"{len(fields)}", path, lineno)
         if not start:
             start = lineno
+        if len(fields) != 10:
+            report.bad_sentence(lineno, f"wrong column count: CoNLL-U needs 10 tab-separated columns, found "
+                                        f"{len(fields)}")
+            broken = True
+            continue
         tid = fields[0]
         if _is_int(tid):
             pass
@@ -104,8 +114,10 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
         elif "." in tid and all(_is_int(p) for p in tid.split(".", 1)):
             continue  # empty node
         else:
-            raise DataFormatError(f"bad token ID {tid[:20]!r} (expected an integer, a range 3-4 or an "
-                                  f"empty node 8.1)", path, lineno)
+            report.bad_sentence(lineno, f"bad token ID {tid[:20]!r} (expected an integer, a range 3-4 or an "
+                                        f"empty node 8.1)")
+            broken = True
+            continue
         word, tag = fields[1], fields[col].strip()
         if not word:
             report.malformed(lineno, line[:60], "empty word")
@@ -113,5 +125,5 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
             report.malformed(lineno, line[:60], f"missing {tagset.upper()}")
         else:
             sent.append((word, tag))
-    if start:
+    if start and not broken:
         yield start, sid, sent

@@ -331,22 +331,7 @@ class Corpus:
         if unknown is not None and unknown not in index:
             raise ValueError(f"the unknown symbol {unknown!r} is not in the vocabulary to encode with")
         counts = self.symbol_counts
-        found: Dict[int, int] = {}   # corpus symbol -> target index found by lower-casing or shape
-        n_lower = n_shape = 0
-        if lowercase or shapes:
-            from .wordshape import word_shape
-            for i, v in enumerate(self.vocabulary):
-                if v in index or counts[i] == 0:
-                    continue
-                if lowercase and v.lower() in index:
-                    found[i] = index[v.lower()]
-                    n_lower += int(counts[i])
-                elif shapes:
-                    sh = word_shape(v, unknown or "<unk>")
-                    if sh != unknown and sh in index:
-                        found[i] = index[sh]
-                        n_shape += int(counts[i])
-        missing = [i for i, v in enumerate(self.vocabulary) if v not in index and i not in found and counts[i] > 0]
+        found, n_lower, n_shape, missing = self._match(index, unknown, lowercase, shapes)
         step: Dict[str, Any] = {"step": "encode_with", "n_symbols_before": self.n_symbols,
                                 "n_symbols_after": len(target)}
         if lowercase:
@@ -365,6 +350,37 @@ class Corpus:
         lut = np.array([index.get(v, found.get(i, fill)) for i, v in enumerate(self.vocabulary)], dtype=np.int32)
         return self._derive([lut[s] for s in self.sequences], vocabulary=target, names=self.names, step=step,
                             tags=self.tags)
+
+    def _match(self, index: Dict[str, int], unknown: Optional[str], lowercase: bool, shapes: bool):
+        """How this corpus's symbols meet a target vocabulary ``index`` (symbol -> position):
+        (corpus symbol -> target index found by lower-casing or word shape, tokens found
+        lower-cased, tokens found by shape, the used corpus symbols still not found)."""
+        counts = self.symbol_counts
+        found: Dict[int, int] = {}
+        n_lower = n_shape = 0
+        if lowercase or shapes:
+            from .wordshape import word_shape
+            for i, v in enumerate(self.vocabulary):
+                if v in index or counts[i] == 0:
+                    continue
+                if lowercase and v.lower() in index:
+                    found[i] = index[v.lower()]
+                    n_lower += int(counts[i])
+                elif shapes:
+                    sh = word_shape(v, unknown or "<unk>")
+                    if sh != unknown and sh in index:
+                        found[i] = index[sh]
+                        n_shape += int(counts[i])
+        missing = [i for i, v in enumerate(self.vocabulary) if v not in index and i not in found and counts[i] > 0]
+        return found, n_lower, n_shape, missing
+
+    def unmatched(self, vocabulary: Sequence[str], *, lowercase: bool = False, shapes: bool = False,
+                  unknown: Optional[str] = None) -> List[int]:
+        """Indices (in this corpus's vocabulary) of the symbols that occur and that ``vocabulary``
+        lacks, after the look-ups of :meth:`encode_with` (lower-cased, word shape): the symbols
+        ``encode_with`` sends to ``unknown``, or refuses without one."""
+        index = {str(v): i for i, v in enumerate(vocabulary)}
+        return self._match(index, unknown, lowercase, shapes)[3]
 
     def to_arrays(self) -> Tuple[np.ndarray, np.ndarray]:
         """hmmlearn's layout: ``(X, lengths)`` with ``X`` of shape (N, 1)."""

@@ -22,6 +22,10 @@ class DataFormatError(ValueError):
     line : int, optional
         1-based line number where the problem was found (of the decompressed text
         for ``.gz`` files).
+    skippable : bool, default False
+        The problem lies inside one sentence of a CoNLL / CoNLL-U file (e.g. a file cut
+        in the middle of a line): reading it with ``on_bad_sentence="skip"`` keeps the
+        complete sentences and counts the others.
 
     Attributes
     ----------
@@ -30,10 +34,13 @@ class DataFormatError(ValueError):
     file : str or None
         The file's base name.
     line : int or None
+    skippable : bool
     """
 
-    def __init__(self, reason: str, path: Union[str, os.PathLike, None] = None, line: Optional[int] = None):
+    def __init__(self, reason: str, path: Union[str, os.PathLike, None] = None, line: Optional[int] = None,
+                 skippable: bool = False):
         self.reason = str(reason)
+        self.skippable = bool(skippable)
         self.path = None if path is None else os.fspath(path)
         self.file = None if self.path is None else os.path.basename(self.path)
         self.line = None if line is None else int(line)
@@ -48,4 +55,4 @@ class DataFormatError(ValueError):
         return (", ".join(where) + ": " + self.reason) if where else self.reason
 
     def __reduce__(self):
-        return (type(self), (self.reason, self.path, self.line))
+        return (type(self), (self.reason, self.path, self.line, self.skippable))

@@ -14,9 +14,9 @@ from .presets import get_preset
 from .ptb import read_ptb
 from .source import open_source
 from .tagged import collapse_brown_tag, read_medpost, read_word_tag
-from .tokens import DEFAULT_UNKNOWN, TokenEncoder, TokenReport
+from .tokens import DEFAULT_UNKNOWN, WORDS_MIN_COUNT, TokenEncoder, TokenReport
 
-__all__ = ["load", "READER_DEFAULTS", "PREPROCESS_DEFAULTS"]
+__all__ = ["load", "READER_DEFAULTS", "PREPROCESS_DEFAULTS", "WORDS_MIN_COUNT"]
 
 log = logging.getLogger("densehmm_core.data")
 
@@ -33,8 +33,8 @@ READER_DEFAULTS: Dict[str, Dict[str, Any]] = {
     "word_tag": dict(_TOKEN_DEFAULTS),
     "word_slash_tag": dict(_TOKEN_DEFAULTS, collapse_tags=False),
     "ptb": dict(_TOKEN_DEFAULTS, drop_traces=True),
-    "conll": dict(_TOKEN_DEFAULTS, column=1, word_column=0, sep=None),
-    "conllu": dict(_TOKEN_DEFAULTS, tagset="upos"),
+    "conll": dict(_TOKEN_DEFAULTS, column=1, word_column=0, sep=None, on_bad_sentence="error"),
+    "conllu": dict(_TOKEN_DEFAULTS, tagset="upos", on_bad_sentence="error"),
 }
 
 #: Preprocessing options (see :meth:`Corpus.preprocess`) with their defaults.
@@ -98,12 +98,16 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         * FASTA: ``mol`` ("protein" | "na" | "all"), ``alphabet`` ("observed", a
           preset name from ``ALPHABETS`` or a string of symbols), ``uppercase``,
           ``strip_stop``, ``nucleotide`` (None | "dna" | "rna"), ``keep_names``.
-        * Tagged formats: ``observe`` ("tags" | "words"), ``max_vocab``, ``min_count``,
-          ``rare`` ("unk" | "shape": rare words become ``unknown_symbol`` or their
+        * Tagged formats: ``observe`` ("tags" | "words"), ``max_vocab``, ``min_count``
+          (words: :data:`WORDS_MIN_COUNT` = 2 when not given, so that words seen once, and
+          at scoring time words never seen, are read as ``unknown_symbol``; 1 keeps every
+          word), ``rare`` ("unk" | "shape": rare words become ``unknown_symbol`` or their
           word-shape class, see :mod:`densehmm_core.data.wordshape`),
           ``unknown_symbol``, ``lowercase`` (words), ``on_malformed`` ("skip" | "error"),
           ``encoding``; ``collapse_tags`` (word/TAG), ``drop_traces`` (PTB),
-          ``column``, ``word_column``, ``sep`` (CoNLL), ``tagset`` ("upos" | "xpos", CoNLL-U).
+          ``column``, ``word_column``, ``sep`` (CoNLL), ``tagset`` ("upos" | "xpos", CoNLL-U),
+          ``on_bad_sentence`` (CoNLL, CoNLL-U: "error", or "skip" to read the complete
+          sentences of a file cut short or holding a broken line, and count the others).
 
         and preprocessing options, applied after reading (see :meth:`Corpus.preprocess`):
         ``dedupe``, ``subset``, ``subset_seed``, ``max_len``, ``min_len``,
@@ -170,6 +174,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         opts.update({k: v for k, v in (defaults or {}).items() if k in fmt_defaults})
         opts.update(preset_reader)
         opts.update(reader_opts)
+        if opts.get("observe") == "words" and opts.get("min_count") is None:
+            opts["min_count"] = WORDS_MIN_COUNT   # words: rare ones (and unseen ones later) -> unknown_symbol
         if fmt == "fasta":
             result = read_fasta(src, **opts)
         else:
@@ -248,7 +254,7 @@ def _sentences(src, fmt: str, opts: Dict[str, Any], report: TokenReport):
 def _read_tokens(src, fmt: str, opts: Dict[str, Any], encoder: TokenEncoder, *, gold: bool,
                  name_prefix: str = "") -> Dict[str, Any]:
     """Feed one tagged file to ``encoder``; returns its counts and warnings."""
-    report = TokenReport(src.path, opts["on_malformed"])
+    report = TokenReport(src.path, opts["on_malformed"], opts.get("on_bad_sentence", "error"))
     tag_map = collapse_brown_tag if (fmt == "word_slash_tag" and opts.get("collapse_tags")) else None
     return encoder.add(_sentences(src, fmt, opts, report), report, gold=gold, tag_map=tag_map,
                        name_prefix=name_prefix)

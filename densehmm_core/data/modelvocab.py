@@ -5,13 +5,18 @@ alike, so both accept the same files and say the same thing about those they can
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
+
+import numpy as np
 
 from .corpus import DEFAULT_RESIDUAL, Corpus
 from .tokens import DEFAULT_UNKNOWN
 from .wordshape import SHAPE_CLASSES
 
-__all__ = ["residual_symbol", "encode_for_model"]
+__all__ = ["residual_symbol", "encode_for_model", "unknown_report", "ON_UNKNOWN"]
+
+#: What :func:`encode_for_model` does with symbols a model does not know.
+ON_UNKNOWN = ("map", "skip")
 
 
 def residual_symbol(vocabulary: Sequence[str], provenance: Optional[dict] = None) -> Optional[str]:
@@ -32,8 +37,44 @@ def residual_symbol(vocabulary: Sequence[str], provenance: Optional[dict] = None
     return None
 
 
+def _shapes(vocabulary: Sequence[str]) -> bool:
+    return any(c in vocabulary for c in SHAPE_CLASSES[:-1])
+
+
+def unknown_report(corpus: Any, vocabulary: Optional[Sequence[str]], *, provenance: Optional[dict] = None,
+                   lowercase: bool = False) -> Dict[str, Any]:
+    """What a model with ``vocabulary`` would not know in ``corpus`` (before encoding it).
+
+    Returns a dict: ``types`` (symbols the model lacks, after the look-ups of
+    :func:`encode_for_model`: lower-cased with ``lowercase``, word-shape class when the
+    model has them), ``tokens`` (their occurrences), ``total_tokens``, ``sentences``
+    (sequences holding at least one of them), ``total_sentences``, ``examples`` (up to 8 of
+    them, most frequent first) and ``unknown_symbol`` (the model's residual symbol that
+    would read them, or None: then :func:`encode_for_model` refuses them unless told to
+    ``skip`` the sentences).  Without symbol names (``vocabulary`` None or a list of arrays)
+    every count is 0.
+    """
+    n_seq = len(corpus.sequences) if isinstance(corpus, Corpus) else len(corpus)
+    out: Dict[str, Any] = {"types": 0, "tokens": 0, "total_tokens": 0, "sentences": 0, "total_sentences": n_seq,
+                           "examples": [], "unknown_symbol": None}
+    if vocabulary is None or not isinstance(corpus, Corpus):
+        return out
+    vocabulary = [str(v) for v in vocabulary]
+    unknown = residual_symbol(vocabulary, provenance)
+    missing = corpus.unmatched(vocabulary, lowercase=lowercase, shapes=_shapes(vocabulary), unknown=unknown)
+    counts = corpus.symbol_counts
+    bad = np.zeros(corpus.n_symbols, dtype=bool)
+    bad[missing] = True
+    order = sorted(missing, key=lambda i: (-int(counts[i]), corpus.vocabulary[i]))
+    out.update(types=len(missing), tokens=int(counts[missing].sum()) if missing else 0,
+               total_tokens=int(corpus.n_tokens), unknown_symbol=unknown,
+               sentences=int(sum(1 for s in corpus.sequences if len(s) and bad[s].any())) if missing else 0,
+               examples=[corpus.vocabulary[i] for i in order[:8]])
+    return out
+
+
 def encode_for_model(corpus: Any, vocabulary: Optional[Sequence[str]], n_symbols: int, *,
-                     provenance: Optional[dict] = None, lowercase: bool = False) -> Any:
+                     provenance: Optional[dict] = None, lowercase: bool = False, on_unknown: str = "map") -> Any:
     """``corpus`` re-encoded with a model's vocabulary (:meth:`Corpus.encode_with`).
 
     Symbols are matched by name, so a model trained on 21 amino acids reads a file whose
@@ -52,13 +93,21 @@ def encode_for_model(corpus: Any, vocabulary: Optional[Sequence[str]], n_symbols
         The model's number of symbols.
     provenance : dict, optional
         The model's ``provenance_`` (names its residual symbol).
+    on_unknown : {"map", "skip"}, default "map"
+        Symbols the model does not know: ``"map"`` reads them as its residual symbol (an
+        error when it has none); ``"skip"`` leaves out the sequences that hold them (the
+        provenance records a ``skip_unknown`` step with their number).  See
+        :func:`unknown_report` to count them first.
 
     Raises
     ------
     ValueError
-        The data use symbols the model does not know (named, with their token count), or,
-        without names, indices the model does not have.
+        The data use symbols the model does not know (named, with their token count) and
+        it has no residual symbol, or every sequence holds one with ``"skip"``, or, without
+        names, indices the model does not have.
     """
+    if on_unknown not in ON_UNKNOWN:
+        raise ValueError(f"on_unknown must be one of {ON_UNKNOWN}, got {on_unknown!r}")
     if vocabulary is None or not isinstance(corpus, Corpus):
         seqs = corpus.sequences if isinstance(corpus, Corpus) else corpus
         top = max((int(max(s)) for s in seqs if len(s)), default=-1)
@@ -67,5 +116,16 @@ def encode_for_model(corpus: Any, vocabulary: Optional[Sequence[str]], n_symbols
         return corpus
     vocabulary = [str(v) for v in vocabulary]
     unknown = residual_symbol(vocabulary, provenance)
-    shapes = any(c in vocabulary for c in SHAPE_CLASSES[:-1])
+    shapes = _shapes(vocabulary)
+    if on_unknown == "skip":
+        missing = corpus.unmatched(vocabulary, lowercase=lowercase, shapes=shapes, unknown=unknown)
+        if missing:
+            bad = np.zeros(corpus.n_symbols, dtype=bool)
+            bad[missing] = True
+            keep = [i for i, s in enumerate(corpus.sequences) if not bad[s].any()]
+            if not keep:
+                raise ValueError(f"every one of the {corpus.n_sequences} sequences holds a symbol the model "
+                                 f"does not know")
+            corpus = corpus.select(keep, step={"step": "skip_unknown", "skipped_sequences":
+                                               corpus.n_sequences - len(keep), "unknown_types": len(missing)})
     return corpus.encode_with(vocabulary, unknown=unknown, lowercase=lowercase, shapes=shapes)

@@ -154,6 +154,45 @@ class _CRToLF(io.RawIOBase):
             super().close()
 
 
+class _Capped(io.RawIOBase):
+    """The content stream, refused once it exceeds ``limit`` bytes (stdin or decompressed gzip:
+    an endless pipe or a ``.gz`` bomb stops here instead of filling the memory)."""
+
+    def __init__(self, stream, limit: int, path: Optional[str], what: str):
+        super().__init__()
+        self._s = stream
+        self.limit = int(limit)
+        self.count = 0
+        self._path = path
+        self._what = what
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        data = self._s.read(min(len(b), self.limit + 1 - self.count))
+        if not data:
+            return 0
+        self.count += len(data)
+        if self.count > self.limit:
+            raise DataFormatError(_too_much(self._what, self.limit), self._path)
+        n = len(data)
+        b[:n] = data
+        return n
+
+    def close(self):
+        try:
+            self._s.close()
+        finally:
+            super().close()
+
+
+def _too_much(what: str, limit: int) -> str:
+    from ..memory import TEXT_BYTES_PER_BYTE, budget_hint, gb
+    return (f"{what} holds more than {gb(limit)} of text: reading it would need more than the "
+            f"{gb(limit * TEXT_BYTES_PER_BYTE)} of memory allowed ({budget_hint()})")
+
+
 class Source:
     """An open data file: a binary line stream over its (decompressed) content.
 
@@ -177,11 +216,16 @@ class Source:
         self.is_stdin = self.path == STDIN
         self.name = "<stdin>" if self.is_stdin else os.path.basename(self.path)
         self.line_endings = "lf"
+        from ..memory import text_limit
+        limit = text_limit()
         if self.is_stdin:
             fh = open(sys.stdin.fileno(), "rb", buffering=0, closefd=False)
             self.size = 0
         else:
             fh, self.size = _open_regular(self.path)
+            if self.size > limit:
+                fh.close()
+                raise DataFormatError(_too_much("the file", limit), self.path)
         self._raw = _HashingRaw(fh, self.size, progress)
         self._buffered = io.BufferedReader(self._raw, buffer_size=_CHUNK)
         self.stream: io.BufferedReader[Any] = self._buffered
@@ -193,7 +237,11 @@ class Source:
             self.compressed = head == _GZIP_MAGIC
             if self.compressed:
                 gz = gzip.GzipFile(fileobj=self._buffered, mode="rb")
-                self.stream = io.BufferedReader(gz, buffer_size=_CHUNK)
+                self.stream = io.BufferedReader(_Capped(gz, limit, self.path, "the decompressed file"),
+                                                buffer_size=_CHUNK)
+            elif self.is_stdin:
+                self.stream = io.BufferedReader(_Capped(self._buffered, limit, None, "standard input"),
+                                                buffer_size=_CHUNK)
             self.sample = self._peek_sample()
             if b"\r" in self.sample and b"\n" not in self.sample:
                 # Old Mac line endings (CR only): read them as lines.

@@ -9,11 +9,14 @@ from .errors import DataFormatError
 from .wordshape import shape_classes, word_shape
 
 __all__ = ["TokenReport", "TokenEncoder", "build_token_corpus", "OBSERVE_VALUES", "RARE_VALUES",
-           "DEFAULT_UNKNOWN", "NO_TAG"]
+           "DEFAULT_UNKNOWN", "NO_TAG", "WORDS_MIN_COUNT"]
 
 OBSERVE_VALUES = ("tags", "words")
 RARE_VALUES = ("unk", "shape")
 DEFAULT_UNKNOWN = "<unk>"
+#: ``load(observe="words")`` without ``min_count``: words seen once become the unknown symbol, so a
+#: word model has one (and reads words it never saw as that symbol when it scores new data).
+WORDS_MIN_COUNT = 2
 #: The tag value of a token without a gold tag (sentences of extra, unlabelled files).
 NO_TAG = -1
 _MAX_EXAMPLES = 5
@@ -37,11 +40,16 @@ def _intern(table: dict, items) -> np.ndarray:
 class TokenReport:
     """Counts malformed tokens (and raises at the first one when ``on_malformed='error'``)."""
 
-    def __init__(self, path: str, on_malformed: str = "skip"):
+    def __init__(self, path: str, on_malformed: str = "skip", on_bad_sentence: str = "error"):
         if on_malformed not in ("skip", "error"):
             raise ValueError(f"on_malformed must be 'skip' or 'error', got {on_malformed!r}")
+        if on_bad_sentence not in ("skip", "error"):
+            raise ValueError(f"on_bad_sentence must be 'skip' or 'error', got {on_bad_sentence!r}")
         self.path = path
         self.on_malformed = on_malformed
+        self.on_bad_sentence = on_bad_sentence
+        self.n_bad_sentences = 0
+        self.first_bad: Optional[Tuple[int, str]] = None
         self.n_malformed = 0
         self.reasons: Dict[str, int] = {}
         self.examples: List[Tuple[int, str, str]] = []
@@ -53,6 +61,22 @@ class TokenReport:
         self.reasons[reason] = self.reasons.get(reason, 0) + 1
         if len(self.examples) < _MAX_EXAMPLES:
             self.examples.append((lineno, token, reason))
+
+    def bad_sentence(self, lineno: int, reason: str) -> None:
+        """A line that breaks its sentence's structure (CoNLL, CoNLL-U): an error naming
+        ``on_bad_sentence="skip"``, or, with it, the sentence is counted and left out."""
+        if self.on_bad_sentence == "error":
+            raise DataFormatError(reason, self.path, lineno, skippable=True)
+        self.n_bad_sentences += 1
+        if self.first_bad is None:
+            self.first_bad = (lineno, reason)
+
+    def bad_sentence_warning(self) -> Optional[str]:
+        if not self.n_bad_sentences:
+            return None
+        line, reason = self.first_bad or (0, "")
+        return (f"{self.n_bad_sentences} incomplete or broken sentence{'s' if self.n_bad_sentences != 1 else ''} "
+                f"skipped (first at line {line}: {reason})")
 
     def warning(self) -> Optional[str]:
         if not self.n_malformed:
@@ -140,9 +164,9 @@ class TokenEncoder:
                 self._tag_seqs.append(None)
             self._names.append(name_prefix + (sid if sid is not None else f"line {lineno}"))
         warnings: List[str] = []
-        w = report.warning()
-        if w:
-            warnings.append(w)
+        for w in (report.bad_sentence_warning(), report.warning()):
+            if w:
+                warnings.append(w)
         if n_empty:
             warnings.append(f"{n_empty} empty sentence{'s' if n_empty != 1 else ''} skipped "
                             f"(no usable token; first at line {first_empty})")
@@ -152,7 +176,7 @@ class TokenEncoder:
                                   (f" ({report.n_malformed} malformed tokens)" if report.n_malformed else ""),
                                   report.path)
         info = {"n_sentences_read": n_sent, "n_empty": n_empty, "n_malformed": report.n_malformed,
-                "n_sequences": n_seq, "n_tokens": n_tok}
+                "n_sequences": n_seq, "n_tokens": n_tok, "n_bad_sentences": report.n_bad_sentences}
         return {"info": info, "warnings": warnings}
 
     def _keys(self, forms: List[str]) -> List[str]:

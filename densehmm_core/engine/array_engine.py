@@ -184,7 +184,7 @@ class _Params:
     A: Any
     AT: Any
     BtT: Any            # B with an extra zero column: symbol -1 (padding) gathers zeros
-    host: Tuple[np.ndarray, np.ndarray, np.ndarray]
+    host: Any   # (pi, A, B) float64 host arrays; None when the parameters were given on the device
 
     @property
     def n(self) -> int:
@@ -216,6 +216,8 @@ class ArrayEngine(Engine):
     #: array-sized temporary (the transposed posteriors of the sparse emission
     #: counts), float64 each, plus a margin for the per-step temporaries
     BYTES_PER_ELEMENT = 4 * 8
+    #: Where the arrays of this engine live, as a device string (a DenseHMM's ``device_used_``).
+    device_name = "/CPU:0"
 
     def __init__(self, backend: ArrayBackend, chunk_elements: Optional[int] = 2 ** 23,
                  emit_method: str = "bincount", memory_fraction: float = 0.5) -> None:
@@ -265,6 +267,10 @@ class ArrayEngine(Engine):
         return p
 
     def _params(self, startprob, transmat, emissionprob) -> _Params:
+        xp = self.xp
+        if not self.backend.is_numpy and all(isinstance(a, xp.ndarray) for a in (startprob, transmat,
+                                                                                 emissionprob)):
+            return self._device_params(startprob, transmat, emissionprob)
         pi = np.asarray(startprob, dtype=np.float64)
         A = np.ascontiguousarray(transmat, dtype=np.float64)
         B = np.asarray(emissionprob, dtype=np.float64)
@@ -278,6 +284,27 @@ class ArrayEngine(Engine):
         dA = be.to_device(A)
         return _Params(pi=be.to_device(pi), A=dA, AT=self.xp.ascontiguousarray(dA.T), BtT=be.to_device(BtT),
                        host=(pi, A, B))
+
+    def _device_params(self, pi, A, B) -> _Params:
+        """Parameters that already live on this engine's device (an in-device caller: the EM loop)."""
+        xp = self.xp
+        n = pi.shape[0]
+        if A.shape != (n, n) or B.ndim != 2 or B.shape[0] != n:
+            raise ValueError(f"inconsistent parameter shapes: startprob {pi.shape}, transmat {A.shape}, "
+                             f"emissionprob {B.shape}")
+        BtT = xp.zeros((n, B.shape[1] + 1))
+        BtT[:, :-1] = B
+        A = xp.ascontiguousarray(A, dtype=xp.float64)
+        return _Params(pi=xp.asarray(pi, dtype=xp.float64), A=A, AT=xp.ascontiguousarray(A.T), BtT=BtT,
+                       host=None)
+
+    def compute(self):
+        """Context for an in-device caller's own array work between engine calls (the EM loop's
+        M-step): the same as around every engine call -- the backend's device current, no
+        floating-point warnings, and on the CPU BLAS limited to one thread (the products are
+        small; a multi-threaded BLAS only adds synchronisation, catastrophic on a loaded machine).
+        Hold it only around work that does not yield to other code (the limit is process-wide)."""
+        return self._calling()
 
     def _calling(self):
         """Context of one engine call: the backend's device, no floating-point warnings."""
@@ -335,12 +362,21 @@ class ArrayEngine(Engine):
 
     def loglik(self, startprob, transmat, emissionprob, seqs) -> np.ndarray:
         with self._calling():
-            P = self._params(startprob, transmat, emissionprob)
-            p = self._prep(seqs, P.n, P.m)
-            out = self.xp.empty(p.n_sequences)
-            for ch in p.chunks:
-                self._loglik_chunk(P, ch, out)
-            return self.backend.to_host(out)
+            return self.backend.to_host(self._loglik(startprob, transmat, emissionprob, seqs))
+
+    def loglik_device(self, startprob, transmat, emissionprob, seqs):
+        """:meth:`loglik` for an in-device caller: parameters may be arrays of this engine's module
+        (numpy or CuPy) and the result stays there (no transfer)."""
+        with self._calling():
+            return self._loglik(startprob, transmat, emissionprob, seqs)
+
+    def _loglik(self, startprob, transmat, emissionprob, seqs):
+        P = self._params(startprob, transmat, emissionprob)
+        p = self._prep(seqs, P.n, P.m)
+        out = self.xp.empty(p.n_sequences)
+        for ch in p.chunks:
+            self._loglik_chunk(P, ch, out)
+        return out
 
     def _loglik_chunk(self, P: _Params, ch: _Chunk, out) -> None:
         _, c = self._forward(P, ch, store=False)
@@ -382,20 +418,35 @@ class ArrayEngine(Engine):
 
     def statistics(self, startprob, transmat, emissionprob, seqs) -> SufficientStats:
         with self._calling():
-            P = self._params(startprob, transmat, emissionprob)
-            n, m = P.n, P.m
-            p = self._prep(seqs, n, m)
             # one buffer for all results: one transfer at the end
-            buf = self.xp.zeros(n + n * n + n * m + p.n_sequences)
-            start, trans = buf[:n], buf[n:n + n * n].reshape(n, n)
-            emit = buf[n + n * n:n + n * n + n * m].reshape(n, m)
-            lls = buf[n + n * n + n * m:]
-            for ch in p.chunks:
-                self._stats_chunk(P, ch, start, trans, emit, lls)
-            host = self.backend.to_host(buf)
-        return SufficientStats(start=host[:n], trans=host[n:n + n * n].reshape(n, n),
-                               emit=host[n + n * n:n + n * n + n * m].reshape(n, m),
-                               loglik=host[n + n * n + n * m:])
+            buf, n, m = self._statistics(startprob, transmat, emissionprob, seqs)
+            return self._split_stats(self.backend.to_host(buf), n, m)
+
+    def statistics_device(self, startprob, transmat, emissionprob, seqs) -> SufficientStats:
+        """:meth:`statistics` for an in-device caller (the EM loop): parameters may be arrays of this
+        engine's module (numpy or CuPy), and the expected counts and log-likelihoods stay on the
+        device (arrays of that module; nothing is transferred)."""
+        with self._calling():
+            buf, n, m = self._statistics(startprob, transmat, emissionprob, seqs)
+            return self._split_stats(buf, n, m)
+
+    def _statistics(self, startprob, transmat, emissionprob, seqs):
+        P = self._params(startprob, transmat, emissionprob)
+        n, m = P.n, P.m
+        p = self._prep(seqs, n, m)
+        buf = self.xp.zeros(n + n * n + n * m + p.n_sequences)
+        start, trans = buf[:n], buf[n:n + n * n].reshape(n, n)
+        emit = buf[n + n * n:n + n * n + n * m].reshape(n, m)
+        lls = buf[n + n * n + n * m:]
+        for ch in p.chunks:
+            self._stats_chunk(P, ch, start, trans, emit, lls)
+        return buf, n, m
+
+    @staticmethod
+    def _split_stats(buf, n: int, m: int) -> SufficientStats:
+        return SufficientStats(start=buf[:n], trans=buf[n:n + n * n].reshape(n, n),
+                               emit=buf[n + n * n:n + n * n + n * m].reshape(n, m),
+                               loglik=buf[n + n * n + n * m:])
 
     def _stats_chunk(self, P: _Params, ch: _Chunk, start, trans, emit, lls) -> None:
         """Batched E-step of one chunk, accumulated into ``start``, ``trans``, ``emit``, ``lls``."""

@@ -49,6 +49,7 @@ class CupyEngine(ArrayEngine):
     def __init__(self, device: int = 0, memory_fraction: float = 0.5, chunk_elements: Optional[int] = None,
                  backend: Optional[ArrayBackend] = None) -> None:
         self.device = int(device)
+        self.device_name = f"/GPU:{self.device}"
         super().__init__(backend if backend is not None else cupy_backend(self.device),
                          chunk_elements=chunk_elements, emit_method="sparse",
                          memory_fraction=memory_fraction)

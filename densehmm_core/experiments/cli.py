@@ -13,9 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from ..config import shared_data
+
 __all__ = ["add_reproduce_parser", "add_sweep_parser", "parse_grid", "DEFAULT_DATA"]
 
-_SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+_SHARED = shared_data()
 
 #: Default data files (used when ``--data`` is not given and the file exists).
 DEFAULT_DATA = {
@@ -162,7 +164,8 @@ def _pos_handler(args) -> int:
         kw["init_scale"] = args.init_scale
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
     out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
-    return run_pos_induction(s, out, jobs=max(1, args.jobs), executor=args.executor, run=not args.report_only)
+    jobs = _cap_jobs(max(1, args.jobs), args.executor, None)
+    return run_pos_induction(s, out, jobs=jobs, executor=args.executor, run=not args.report_only)
 
 
 def _default_jobs() -> int:
@@ -172,6 +175,24 @@ def _default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: ``--jobs`` above this many times the cores is lowered to it (with a note): more workers than
+#: that only add memory (each worker process holds its own imports and data).
+JOBS_PER_CORE = 4
+
+
+def _cap_jobs(jobs: int, executor: str, scheduler: Optional[str]) -> int:
+    """``jobs``, lowered to :data:`JOBS_PER_CORE` x the cores of this machine for work that runs
+    here (not for a remote Dask scheduler), with a note on stderr."""
+    if executor == "dask" and scheduler:
+        return jobs
+    cap = JOBS_PER_CORE * _default_jobs()
+    if jobs > cap:
+        print(f"note: --jobs {jobs} is more than {JOBS_PER_CORE} x the {_default_jobs()} cores here; "
+              f"using {cap}", file=sys.stderr)
+        return cap
+    return jobs
+
+
 def _handler(args) -> int:
     name = args.experiment
     out = Path(args.out) if args.out else Path("reproduce-results") / name
@@ -179,6 +200,7 @@ def _handler(args) -> int:
     if jobs < 1:
         print("error: --jobs must be >= 1")
         return 2
+    jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats is not None and args.repeats < 1:
         print("error: --repeats must be >= 1")
         return 2
@@ -239,7 +261,7 @@ def _handler(args) -> int:
         print(f"error: {exc}")
         return 2
     return _run_guarded(run_comparison, csettings, out, jobs=jobs, executor=args.executor,
-                        run=not args.report_only, scheduler=args.scheduler,
+                        run=not args.report_only, args=args,
                         save_models=getattr(args, "save_models", False))
 
 
@@ -249,18 +271,41 @@ def _executor_options(sp) -> None:
                          "default: thread, measured faster here, see docs/PERFORMANCE.md) or a Dask "
                          "cluster (docs/DISTRIBUTED.md)")
     sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                    help="--executor dask: address of a running Dask scheduler, e.g. tcp://host:8786 "
-                         "(default: start a local cluster of --jobs worker processes)")
+                    help="--executor dask: address of a running Dask scheduler, tcp://HOST:PORT or "
+                         "tls://HOST:PORT; its results come back as pickles, so name only a cluster you "
+                         "trust (default: a local cluster of --jobs worker processes, private to this "
+                         "command: TLS with credentials made for the run, 127.0.0.1 only)")
+    for opt, what in (("--tls-ca-file", "the CA certificate that signed the scheduler's certificate"),
+                      ("--tls-cert", "this client's certificate, which may also hold its key"),
+                      ("--tls-key", "this client's private key")):
+        sp.add_argument(opt, metavar="PEM", default=None,
+                        help=f"--scheduler tls://...: {what} (default: Dask's distributed.comm.tls settings)")
+    sp.add_argument("--dashboard", action="store_true",
+                    help="--executor dask, local cluster: also serve Dask's dashboard on 127.0.0.1 "
+                         "(its address is printed; needs the bokeh package)")
     sp.add_argument("--save-models", action="store_true",
                     help="also save every run's model to DIR/models/RUN.h5 (with a remote cluster DIR "
                          "must be on storage the workers share)")
 
 
-def _run_guarded(fn, *a, **kw) -> int:
-    """Run a sweep; a Dask set-up problem (bad address, Dask missing) is one line, exit 2."""
+def _dask_target(args):
+    """The :class:`~.dask_executor.DaskTarget` of the Dask options (which need ``--executor dask``)."""
+    from .dask_executor import DaskTarget
+    given = [opt for opt, v in (("--scheduler", args.scheduler), ("--tls-ca-file", args.tls_ca_file),
+                                ("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key),
+                                ("--dashboard", args.dashboard)) if v]
+    if given and args.executor != "dask":
+        raise ValueError(f"{given[0]} needs --executor dask")
+    return DaskTarget(args.scheduler, args.tls_ca_file, args.tls_cert, args.tls_key, args.dashboard)
+
+
+def _run_guarded(fn, *a, args, **kw) -> int:
+    """Run a sweep; a Dask set-up problem (bad address or options, Dask missing) is one line, exit 2."""
     from .dask_executor import DaskMissingError, SchedulerError
-    if kw.get("scheduler") and kw.get("executor") != "dask":
-        print("error: --scheduler needs --executor dask", file=sys.stderr)
+    try:
+        kw["scheduler"] = _dask_target(args).check()
+    except (ValueError, SchedulerError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
         return fn(*a, **kw)
@@ -320,8 +365,9 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
                     "every (n, l) of --grid for each model, --repeats seeded repetitions, each on a "
                     "seeded 50:50 train/test split. Writes sweep_runs.csv (one row per run), "
                     "sweep_summary.csv, sweep_tables.md and PNG figures to --out; a rerun of the same "
-                    "command runs only what is missing. Runs go to threads, processes or a Dask "
-                    "cluster (docs/DISTRIBUTED.md).",
+                    "command runs only what is missing (a rerun with other result settings or other data, "
+                    "or a second sweep on the same folder, is refused). Runs go to threads, processes or "
+                    "a Dask cluster (docs/DISTRIBUTED.md).",
         epilog='example:\n  densehmm sweep seqs.fasta --preset paper_protein '
                '--grid "n=3,5,10 l=1,2,3 model=dense-em,standard" --repeats 5 --out sweep/ '
                '--executor dask --jobs 4', **kw)
@@ -344,11 +390,46 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
     return p
 
 
+#: The data options of ``sweep`` (those of ``train``) that change what a run sees: all of them.
+SWEEP_DATA_OPTIONS = ("format", "preset", "observe", "column", "tagset", "keep_traces", "subset", "max_len",
+                      "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare")
+
+
+def sweep_data_options(args) -> dict:
+    """The options the data were read with, for the sweep's settings (and so its resume key):
+    every option given (a flag left off is left out, so folders made before it existed still
+    resume) and the extra files by their content (size and SHA-256)."""
+    from .runner import file_fingerprint
+    options = {k: getattr(args, k, None) for k in SWEEP_DATA_OPTIONS}
+    options = {k: v for k, v in options.items() if v is not None and v is not False}
+    if options.get("format") == "auto":
+        del options["format"]
+    extra = getattr(args, "extra", None) or []
+    if extra:
+        options["extra"] = [file_fingerprint(f) for f in extra]
+    return options
+
+
+def _data_fingerprint(path: str, corpus) -> str:
+    """The data's content as ``SIZE:SHA256`` of the file (of the sequences read, for standard input)."""
+    from .runner import file_fingerprint
+    if path != "-":
+        return file_fingerprint(path)
+    import hashlib
+    h = hashlib.sha256()
+    size = 0
+    for x in corpus.sequences:
+        b = x.astype("<i8").tobytes()
+        size += len(b)
+        h.update(len(b).to_bytes(8, "little") + b)
+    h.update("\n".join(map(str, corpus.vocabulary)).encode("utf-8", "surrogatepass"))
+    return f"stdin {size}:{h.hexdigest()}"
+
+
 def _sweep_handler(args) -> int:
     import numpy as np
 
-    from ..cli.common import UserError
-    from ..cli.data import _load_corpus as load_corpus_from_args
+    from ..commandline import UserError, load_corpus as load_corpus_from_args
     from .comparison import ComparisonSettings, run_comparison
     try:
         grid, models = parse_grid(args.grid)
@@ -357,6 +438,7 @@ def _sweep_handler(args) -> int:
     jobs = args.jobs if args.jobs is not None else _default_jobs()
     if jobs < 1:
         raise UserError("--jobs must be >= 1")
+    jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats < 1:
         raise UserError("--repeats must be >= 1")
     fraction = 0.5 if args.split is None else float(args.split)
@@ -367,11 +449,9 @@ def _sweep_handler(args) -> int:
     if len(seqs) < 2:
         raise UserError(f"{args.data}: need at least 2 sequences for a train/test split, got {len(seqs)}")
     m = int(getattr(corpus, "n_symbols", None) or len(corpus.vocabulary))
-    options = {k: getattr(args, k, None) for k in ("format", "preset", "observe", "column", "tagset",
-                                                   "subset", "max_len", "min_len", "merge_below")}
-    options = {k: v for k, v in options.items() if v is not None}
-    kw = dict(grid=grid, models=models, repeats=args.repeats, seed=args.seed,
-              dense_preset=args.dense_preset, test_fraction=fraction, data_options=options)
+    kw = dict(grid=grid, models=models, repeats=args.repeats, seed=args.seed, dense_preset=args.dense_preset,
+              test_fraction=fraction, data_options=sweep_data_options(args),
+              data_fingerprint=_data_fingerprint(args.data, corpus))
     if args.max_sequences is not None:
         kw["max_sequences"] = args.max_sequences
     settings = (ComparisonSettings.quick("sweep", data=args.data, **kw) if args.quick
@@ -380,6 +460,6 @@ def _sweep_handler(args) -> int:
         print(f"sweep: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} from {args.data}",
               flush=True)
     return _run_guarded(run_comparison, settings, args.out, jobs=jobs, executor=args.executor,
-                        run=not args.report_only, scheduler=args.scheduler,
+                        run=not args.report_only, args=args,
                         shared={"sequences": seqs, "n_symbols": m}, save_models=args.save_models,
                         quiet=bool(getattr(args, "quiet", False)))

@@ -37,11 +37,15 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Union
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .dask_executor import DaskTarget
 
 __all__ = ["ComparisonSettings", "PAPER_GRID", "MODELS", "run_one", "make_tasks", "summarize",
            "format_tables", "run_comparison", "COLUMNS"]
@@ -70,7 +74,17 @@ COLUMNS = list(KEY) + [
     "mad", "mad_sampled", "mad_paper", "mad_train_omega",
     "test_nll", "test_paper_nll", "train_nll", "test_ll", "train_ll",
     "iterations", "stop_reason", "fit_seconds", "eval_seconds", "task_seconds", "dense_preset",
+    "model_sha256",
 ]
+#: How every cell of a runs CSV must parse (a resume refuses a row that does not).
+INT_COLUMNS = ("n", "l", "rep", "n_states", "n_symbols", "n_parameters", "data_seed", "model_seed", "sample_seed",
+               "n_train_seqs", "n_test_seqs", "n_train_tokens", "n_test_tokens", "iterations")
+FLOAT_COLUMNS = ("mad", "mad_sampled", "mad_paper", "mad_train_omega", "test_nll", "test_paper_nll", "train_nll",
+                 "test_ll", "train_ll", "fit_seconds", "eval_seconds", "task_seconds")
+#: Floats of the engine's largest forward-backward chunk (``ArrayEngine``'s default ``chunk_elements``).
+_CHUNK_FLOATS = 2 ** 23
+#: Most runs one sweep may have (grid pairs x repeats x models): far above the paper's (500).
+MAX_RUNS = 100_000
 
 
 @dataclass(frozen=True)
@@ -88,7 +102,8 @@ class ComparisonSettings:
     em_steps: int = 25           # DenseHMM-EM: Adam steps per M-step
     cooc_steps: Optional[int] = None  # DenseHMM-direct: None = the preset's (paper: 10,000)
     bw_iter: int = 40            # standard HMMs: Baum-Welch iterations
-    bw_tol: float = 1e-2         # standard HMMs: hmmlearn's default tolerance (the reference's)
+    bw_tol: float = 1e-2         # standard HMMs: hmmlearn's default tolerance (the reference's), an
+    #                              absolute gain of the log-likelihood; see run_one for how it is applied
     test_fraction: float = 0.5
     max_sequences: Optional[int] = None
     # synthetic data
@@ -96,8 +111,10 @@ class ComparisonSettings:
     n_train_seqs: int = 10
     n_test_seqs: int = 10
     seq_len: int = 200
-    # "sweep": how the data file was read (format, preset and the other load/preprocess options)
+    # "sweep": how the data file was read (format, preset and every other load/preprocess option)
     data_options: Optional[dict] = None
+    # the data file's content, "SIZE:SHA256" (runner.file_fingerprint): what a resume checks
+    data_fingerprint: Optional[str] = None
 
     @classmethod
     def full(cls, dataset: str, data: Optional[str] = None, **kw) -> "ComparisonSettings":
@@ -144,15 +161,21 @@ class ComparisonSettings:
         d["models"] = tuple(d["models"])
         return cls(**d)
 
-    @property
-    def settings_id(self) -> str:
-        """Hash of what changes results (not the grid, repeats or models: rows carry those)."""
+    def result_settings(self) -> dict:
+        """Every setting that changes a run's result (not the grid, repeats or models: rows carry
+        those), the data by its content (size and SHA-256) and never by its name or place."""
         d = self.to_dict()
         for k in ("grid", "repeats", "models"):
             d.pop(k)
-        if d["data"]:
-            d["data"] = os.path.basename(d["data"])
-        return hashlib.sha1(json.dumps(d, sort_keys=True).encode()).hexdigest()[:10]
+        fingerprint = d.pop("data_fingerprint")
+        if d["data"] is not None:
+            d["data"] = fingerprint
+        return d
+
+    @property
+    def settings_id(self) -> str:
+        """Hash of :meth:`result_settings`: the key column that ties a row to its settings."""
+        return hashlib.sha1(json.dumps(self.result_settings(), sort_keys=True).encode()).hexdigest()[:10]
 
 
 # ------------------------------------------------------------------- seeds
@@ -244,11 +267,31 @@ def model_config(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed
     if model in ("standard", "standard-fair"):
         from ..standard import n_fair
         k = n if model == "standard" else n_fair(n, m, l)
-        return "standard", {"n_states": k, "n_symbols": m, "n_iter": s.bw_iter, "tol": s.bw_tol, "seed": seed}
+        return "standard", {"n_states": k, "n_symbols": m, "n_iter": s.bw_iter, "tol": s.bw_tol, "seed": seed,
+                            "init_method": "random"}
     cfg = {"n_states": n, "dim": l, "n_symbols": m, "seed": seed, "preset": s.dense_preset, "device": "cpu"}
     if model == "dense-em":
         return "dense", dict(cfg, fit_method="em", n_iter=s.em_iter, mstep_steps=s.em_steps)
     return "dense", dict(cfg, fit_method="cooc", cooc_steps=s.cooc_steps)
+
+
+def _fit_reference_rule(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed: int, train):
+    """Baum-Welch stopped by the reference's rule -- the first iteration whose absolute log-likelihood
+    gain is below ``bw_tol`` (hmmlearn's ``ConvergenceMonitor``; a loss counts too) -- while the
+    package's one EM rule is relative: fit without early stopping, find that iteration in the
+    history, and refit the same seeded model for exactly that many iterations (the first iterations
+    of a seeded fit are the same bits)."""
+    from ..registry import model_from_config
+    kind, cfg = model_config(s, model, n, l, m, seed)
+    est = model_from_config(kind, dict(cfg, tol=0.0)).fit(train)
+    lls = [r["train_ll"] for r in est.history_]
+    stop = next((k for k in range(1, len(lls)) if lls[k] - lls[k - 1] < s.bw_tol), None)
+    if stop is None:
+        return est
+    if stop < len(lls) - 1:
+        est = model_from_config(kind, dict(cfg, tol=0.0, n_iter=stop)).fit(train)
+    est.stop_reason_ = "converged"
+    return est
 
 
 def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
@@ -272,6 +315,8 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     try:
         if model == "dense-direct-gt":
             est.fit_cooc(analytic_cooc(None, truth.transmat, truth.emissionprob))
+        elif est.kind == "standard" and s.bw_tol > 0:
+            est = _fit_reference_rule(s, model, n, l, m, model_seed, train)
         else:
             est.fit(train)
     except TrainingDiverged as exc:
@@ -310,9 +355,20 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     }
     if save_dir:
         from ..modelfile import save_model
-        name = f"{dataset}_n{n}_l{l}_rep{rep}_{model}"
-        save_model(os.path.join(save_dir, name + ".h5"), est, name=name, overwrite=True)
+        from .runner import file_fingerprint
+        name = model_file_name(dataset, n, l, rep, model)
+        path = os.path.join(save_dir, name + ".h5")
+        if os.path.lexists(path):  # left by a run that ended before its row was written
+            os.unlink(path)
+        save_model(path, est, name=name, notes={"sweep": {"settings_id": s.settings_id, "dataset": dataset,
+                                                           "n": n, "l": l, "rep": rep, "model": model}})
+        row["model_sha256"] = file_fingerprint(path).split(":")[1]
     return [row]
+
+
+def model_file_name(dataset: str, n, l, rep, model: str) -> str:
+    """The name (and file name, plus ``.h5``) of a run's model in ``DIR/models/``."""
+    return f"{dataset}_n{n}_l{l}_rep{rep}_{model}"
 
 
 def _cost(s: ComparisonSettings, n: int, l: int, model: str) -> float:
@@ -419,13 +475,12 @@ def format_tables(summary: Sequence[dict], models: Sequence[str]) -> str:
 def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
     from .factorization import _atomic_text
     from .figures import comparison_figure
-    from .runner import ResultStore
+    from .runner import ResultStore, remove_result_file
     out = Path(out)
     name = s.dataset
     summary = summarize(rows)
     path = out / f"{name}_summary.csv"
-    if path.exists():
-        path.unlink()
+    remove_result_file(path)
     ResultStore(path, list(summary[0].keys()) if summary else []).add(summary)
     tables = format_tables(summary, s.models)
     _atomic_text(out / f"{name}_tables.md", tables + "\n")
@@ -442,53 +497,210 @@ def write_outputs(rows: Sequence[dict], s: ComparisonSettings, out) -> dict:
     return {"summary": summary, "tables": tables, "figures": figs}
 
 
+# ------------------------------------------------------------------ resume
+def check_resume(out: Path, s: "ComparisonSettings", store) -> None:
+    """Refuse (:class:`~.runner.ResultFileError`, one line) a folder whose runs were made with
+    other result settings, whose settings file is missing, damaged or edited by hand, or whose
+    rows belong to other settings.  Grid, repeats and models may change (rows carry them)."""
+    from .runner import ResultFileError, read_settings_file, settings_differences
+    path = out / f"{s.dataset}_settings.json"
+
+    def build(d: dict) -> ComparisonSettings:
+        if d.get("data") is not None and "data_fingerprint" not in d:
+            raise ResultFileError(path, "was written before result folders recorded their data's content "
+                                        "(size and SHA-256): DATA cannot be checked against it; use another "
+                                        "--out folder")
+        old = ComparisonSettings.from_dict(d)
+        old.validate()
+        return old
+    found = read_settings_file(path, build)
+    if found is None:
+        if store.rows:
+            raise ResultFileError(store.path, f"holds {len(store.rows)} runs but {path.name} is missing: which "
+                                              "settings made them cannot be checked; use another --out folder")
+        return
+    old, _ = found
+    if old.dataset != s.dataset:
+        raise ResultFileError(path, f"is the settings file of a {old.dataset} sweep, not of {s.dataset}")
+    diff = settings_differences(old.result_settings(), s.result_settings())
+    if diff:
+        raise ResultFileError(out, "holds runs made with other settings: " + "; ".join(diff)
+                              + "; use another --out folder (or the settings it was made with)")
+    sid = s.settings_id
+    for row, line in zip(store.rows, store.lines):
+        if row.get("dataset") != s.dataset or row.get("settings_id") != sid:
+            raise ResultFileError(store.path, f"a run of other settings (dataset {row.get('dataset')!r}, "
+                                              f"settings_id {row.get('settings_id')!r}; {path.name} says "
+                                              f"{s.dataset!r}, {sid!r})", line)
+
+
+def check_model_files(save_dir: Path, store) -> int:
+    """Every finished row that recorded a model file must find it unchanged in ``save_dir``
+    (its SHA-256 in the row's ``model_sha256``); returns how many rows have no model file."""
+    from .runner import ResultFileError, file_fingerprint
+    without = 0
+    for row, line in zip(store.rows, store.lines):
+        want = row.get("model_sha256", "")
+        if not want:
+            without += 1
+            continue
+        path = save_dir / (model_file_name(row["dataset"], row["n"], row["l"], row["rep"], row["model"]) + ".h5")
+        if os.path.islink(path) or (os.path.lexists(path) and not path.is_file()):
+            raise ResultFileError(path, "is not a plain file: refused")
+        if not path.exists():
+            raise ResultFileError(path, f"is missing: line {line} of {store.path.name} says the run saved it")
+        if file_fingerprint(path).split(":")[1] != want:
+            raise ResultFileError(path, f"does not match line {line} of {store.path.name} (the file changed "
+                                        "after the run saved it)")
+    return without
+
+
+def run_memory(n: int, l: int, model: str, m: int, tokens: int) -> float:
+    """Bytes one run needs at most, about: its matrices, their expected counts and the engine's
+    forward-backward buffers (8 copies of k^2 + k m floats, the T x k buffers of the largest chunk),
+    the embeddings with their Adam state (dense), and the data and its sampled copy."""
+    k = n
+    if model == "standard-fair":
+        from ..standard import n_fair
+        k = int(n_fair(n, m, l))
+    floats = 8.0 * (k * k + k * m) + 2.0 * m * m
+    if model.startswith("dense"):
+        floats += 4.0 * (3 * n + m + 1) * l
+    floats += 4.0 * min(float(tokens) * k, float(_CHUNK_FLOATS) + k)
+    return 8.0 * floats + 24.0 * tokens
+
+
+def check_size(s: "ComparisonSettings", m: int, tokens: int, jobs: int) -> None:
+    """Refuse a sweep that cannot fit (ValueError, one line) before anything is allocated: more
+    than :data:`MAX_RUNS` runs, or ``jobs`` of its largest run above the memory budget."""
+    from ..modelfile.safety import memory_budget
+    runs = len(s.grid) * s.repeats * len(s.models)
+    if runs > MAX_RUNS:
+        raise ValueError(f"too large: {len(s.grid)} (n, l) pairs x {s.repeats} repeats x {len(s.models)} models "
+                         f"= {runs} runs, more than the {MAX_RUNS} one sweep may have")
+    worst, what = 0.0, ""
+    for (n, l) in s.grid:
+        for model in s.models:
+            b = run_memory(n, l, model, m, tokens)
+            if b > worst:
+                worst, what = b, f"{model} with n={n}, l={l}, m={m}"
+    budget = memory_budget()
+    need = worst * max(1, min(jobs, runs))
+    if need > budget:
+        par = f" x {min(jobs, runs)} parallel jobs" if min(jobs, runs) > 1 else ""
+        raise ValueError(f"too large: a run of {what} needs about {worst / 1e9:.3g} GB{par}, more than the "
+                         f"{budget / 1e9:.3g} GB allowed (half this machine's memory; set "
+                         "DENSEHMM_MAX_MODEL_BYTES to change it)")
+
+
 def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "thread",
-                   quiet: bool = False, run: bool = True, scheduler: Optional[str] = None,
+                   quiet: bool = False, run: bool = True, scheduler: Union[None, str, "DaskTarget"] = None,
                    shared: Optional[dict] = None, save_models: bool = False) -> int:
     """Run (or resume) one comparison sweep into ``out``; returns an exit code.
 
-    ``executor``: ``"thread"``, ``"process"`` or ``"dask"`` (``scheduler``: an existing Dask
-    scheduler's address; none starts a local cluster of ``jobs`` workers).  ``shared``: the
+    ``executor``: ``"thread"``, ``"process"`` or ``"dask"`` (``scheduler``: a
+    :class:`~.dask_executor.DaskTarget` or an existing Dask scheduler's address; none starts a
+    local cluster of ``jobs`` workers).  ``shared``: the
     corpus of a ``"sweep"`` (``{"sequences", "n_symbols"}``), sent to the workers once.
     ``save_models``: every run also saves its model to ``out/models/`` (with a remote
     cluster that folder must be on storage the workers share).  Failed runs are listed in
     ``<name>_failed.csv`` (key, error) and retried by a rerun.
+
+    The folder is locked for the whole call (:class:`~.runner.FolderLock`: a second sweep on it
+    gets exit 2 and one line naming the first); a folder whose runs, settings or model files do
+    not fit these settings is refused (exit 2, one line naming file, line and reason) before
+    anything is computed.  docs/FILE_FORMAT.md, "Result folders", lists what each file promises.
     """
-    from .factorization import _atomic_text
-    from .runner import ResultStore, format_seconds, run_tasks
+    import sys
+
+    from .. import fileio
+    from .runner import FolderBusyError, FolderLock, ResultFileError, file_fingerprint
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        print(f"error: cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    if settings.data is not None and settings.data_fingerprint is None:
+        try:
+            settings = replace(settings, data_fingerprint=file_fingerprint(settings.data))
+        except OSError as e:
+            print(f"error: cannot read {settings.data}: {e.strerror or e}", file=sys.stderr)
+            return 2
+    try:
+        with FolderLock(out):
+            return _run_locked(settings, out, jobs=jobs, executor=executor, quiet=quiet, run=run,
+                               scheduler=scheduler, shared=shared, save_models=save_models)
+    except (FolderBusyError, ResultFileError, fileio.FileWriteError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quiet, run, scheduler, shared,
+                save_models) -> int:
+    import sys
+
+    from .factorization import _atomic_text
+    from .runner import ResultFileError, ResultStore, column_types, format_seconds, remove_result_file, run_tasks
     name = settings.dataset
-    _atomic_text(out / f"{name}_settings.json",
-                 json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
-    if settings.dataset not in ("synthetic", "sweep"):
+    types = column_types(INT_COLUMNS, FLOAT_COLUMNS)
+    store = ResultStore(out / f"{name}_runs.csv", COLUMNS, renames=OLD_COLUMNS, key=KEY, types=types)
+    check_resume(out, settings, store)
+    save_dir = None
+    if save_models:
+        save_dir = out / "models"
+        if save_dir.is_symlink() or (save_dir.exists() and not save_dir.is_dir()):
+            raise ResultFileError(save_dir, "is not a folder (a link or a file): refused")
+        save_dir.mkdir(exist_ok=True)
+        save_dir = save_dir.resolve()
+        if run:
+            without = check_model_files(save_dir, store)
+            if without:
+                say(f"note: {without} finished runs have no model file (they ran without --save-models)")
+    if settings.dataset == "sweep":
+        if shared is None:
+            raise ValueError("a sweep needs its corpus (shared=...)")
+        seqs, m = shared["sequences"], int(shared["n_symbols"])
+    elif settings.dataset == "synthetic":
+        seqs, m = [], 0
+    else:
         # fail early and clearly on a bad data file (in this process, before any worker starts)
         try:
             seqs, m = _corpus(settings.data, DATA_PRESETS[name], settings.max_sequences)
         except Exception as exc:  # noqa: BLE001 - reported as a clean error
-            say(f"error: cannot read {settings.data}: {exc}")
+            print(f"error: cannot read {settings.data}: {exc}", file=sys.stderr)
             return 2
         if len(seqs) < 2:
-            say(f"error: {settings.data}: need at least 2 sequences, got {len(seqs)}")
+            print(f"error: {settings.data}: need at least 2 sequences, got {len(seqs)}", file=sys.stderr)
             return 2
         say(f"{name}: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} "
             f"(preset {DATA_PRESETS[name]}) from {settings.data}")
-    store = ResultStore(out / f"{name}_runs.csv", COLUMNS, renames=OLD_COLUMNS)
-    save_dir = None
-    if save_models:
-        save_dir = (out / "models").resolve()
-        save_dir.mkdir(parents=True, exist_ok=True)
-    tasks = make_tasks(settings, save_dir=save_dir)
+    if settings.dataset == "synthetic":
+        tokens = (settings.n_train_seqs + settings.n_test_seqs) * settings.seq_len
+        m = max(n for n, _ in settings.grid)
+    else:
+        tokens = sum(len(x) for x in seqs)
+    try:
+        from .dask_executor import DaskTarget
+        remote = executor == "dask" and DaskTarget.of(scheduler).address is not None
+        check_size(settings, m, tokens, 1 if remote else jobs)  # a remote cluster: its own memory per worker
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _atomic_text(out / f"{name}_settings.json",
+                 json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
+    tasks = make_tasks(settings, save_dir=None if save_dir is None else str(save_dir))
     say(f"{name}: {len(tasks)} runs = {len(settings.grid)} (n, l) pairs x {settings.repeats} repeats x "
         f"{len(settings.models)} models; jobs={jobs}; results in {out}")
     if not run:
         tasks = []
         say(f"--report-only: {len(store.rows)} finished runs in {store.path}")
     failed_path = out / f"{name}_failed.csv"
-    if run and failed_path.exists():
-        failed_path.unlink()  # the failures of this run only; a rerun retries the old ones
-    rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor, import_tf=True,
+    if run:
+        remove_result_file(failed_path)  # the failures of this run only; a rerun retries the old ones
+    rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor,
+                    import_tf=any(model.startswith("dense") for model in settings.models),
                     describe=describe_rows, out=say, error_log=out / "errors.log",
                     scheduler=scheduler, shared=shared,
                     failed_store=ResultStore(failed_path, list(KEY) + ["status", "error"]))

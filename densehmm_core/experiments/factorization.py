@@ -385,15 +385,14 @@ def describe_rows(rows: Sequence[dict]) -> str:
 def write_outputs(rows: Sequence[dict], out) -> dict:
     """Summary CSV, markdown table and figure from the rows of a sweep."""
     from pathlib import Path
-    from .runner import ResultStore
+    from .runner import ResultStore, remove_result_file
     out = Path(out)
     summary = summarize(rows)
     cols = ["n", "l", "l_over_n", "method", "runs", "median", "q25", "q75", "best_median",
             "best_q25", "best_q75", "stopped_fraction", "median_steps", "paper_median",
             "paper_q25", "paper_q75"]
     path = out / "factorization_summary.csv"
-    if path.exists():
-        path.unlink()
+    remove_result_file(path)
     ResultStore(path, cols).add(summary)
     table = format_table(summary)
     _atomic_text(out / "factorization_table.md", table + "\n")
@@ -407,19 +406,80 @@ def _atomic_text(path, text: str) -> None:
     from .. import fileio
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fileio.write_text(path, text)
+    fileio.write_text(path, text, follow_links=False)
+
+
+#: Most rows one factorisation folder may have ((n, l) pairs x methods x matrices x restarts).
+MAX_ROWS = 1_000_000
+
+
+def _result_settings(s: FactorizationSettings) -> dict:
+    d = s.to_dict()
+    d.pop("grid")
+    d.pop("methods")
+    return d
+
+
+def check_size(s: FactorizationSettings, jobs: int) -> None:
+    """Refuse (ValueError, one line) a sweep with more than :data:`MAX_ROWS` rows or whose largest
+    batched fit (matrices x restarts problems of n x n, with Adam state) exceeds the memory budget."""
+    from ..modelfile.safety import memory_budget
+    rows = len(s.grid) * len(s.methods) * s.n_matrices * s.n_restarts
+    if rows > MAX_ROWS:
+        raise ValueError(f"too large: {len(s.grid)} (n, l) pairs x {len(s.methods)} methods x {s.n_matrices} "
+                         f"matrices x {s.n_restarts} restarts = {rows} runs, more than the {MAX_ROWS} allowed")
+    worst = max(8.0 * s.n_matrices * s.n_restarts * (8 * n * n + 8 * n * l) for n, l in s.grid)
+    budget = memory_budget()
+    if worst * max(1, jobs) > budget:
+        raise ValueError(f"too large: the largest fit needs about {worst * max(1, jobs) / 1e9:.3g} GB with "
+                         f"{max(1, jobs)} jobs, more than the {budget / 1e9:.3g} GB allowed (half this machine's "
+                         "memory; set DENSEHMM_MAX_MODEL_BYTES to change it)")
 
 
 def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,
                       executor: str = "thread", quiet: bool = False, run: bool = True) -> int:
-    """Run (or resume) the factorisation sweep into ``out``; returns an exit code."""
+    """Run (or resume) the factorisation sweep into ``out``; returns an exit code (2: too large, a
+    folder of other settings or with damaged files, or another sweep using it)."""
+    import sys
     from pathlib import Path
-    from .runner import ResultStore, format_seconds, run_tasks
+
+    from .. import fileio
+    from .runner import FolderBusyError, FolderLock, ResultFileError
+    try:
+        check_size(settings, jobs)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    _atomic_text(out / "factorization_settings.json",
-                 json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
-    store = ResultStore(out / "factorization_runs.csv", COLUMNS)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with FolderLock(out):
+            return _run_locked(settings, out, jobs=jobs, executor=executor, quiet=quiet, run=run)
+    except (FolderBusyError, ResultFileError, fileio.FileWriteError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_locked(settings: FactorizationSettings, out, *, jobs: int, executor: str, quiet: bool, run: bool) -> int:
+    from .runner import (ResultFileError, ResultStore, column_types, format_seconds, read_settings_file, run_tasks,
+                         settings_differences)
+    types = column_types(("n", "l", "matrix", "restart", "steps"), ("error", "initial_error", "task_seconds"))
+    store = ResultStore(out / "factorization_runs.csv", COLUMNS, key=KEY + ("matrix", "restart"), types=types)
+    spath = out / "factorization_settings.json"
+
+    def build(d: dict) -> FactorizationSettings:
+        return FactorizationSettings(**{**d, "grid": tuple(tuple(p) for p in d["grid"]),
+                                        "methods": tuple(d["methods"])})
+    found = read_settings_file(spath, build)
+    if found is None and store.rows:
+        raise ResultFileError(store.path, f"holds {len(store.rows)} runs but {spath.name} is missing: which "
+                                          "settings made them cannot be checked; use another --out folder")
+    if found is not None:
+        diff = settings_differences(_result_settings(found[0]), _result_settings(settings))
+        if diff:
+            raise ResultFileError(out, "holds runs made with other settings: " + "; ".join(diff)
+                                  + "; use another --out folder (or the settings it was made with)")
+    _atomic_text(spath, json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
     tasks = make_tasks(settings)
     say = (lambda s: None) if quiet else (lambda s: print(s, flush=True))
     say(f"factorization: {len(tasks)} tasks ({len(settings.grid)} (n, l) pairs x "

@@ -48,7 +48,7 @@ def _save(fig, path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fmt = path.suffix.lstrip(".").lower() or "png"
     from .. import fileio
-    with fileio.atomic_path(path) as tmp:
+    with fileio.atomic_path(path, follow_links=False) as tmp:
         fig.savefig(tmp, format=fmt, bbox_inches="tight")
     return path
 

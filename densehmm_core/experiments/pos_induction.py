@@ -44,8 +44,10 @@ __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "forma
 
 MODELS = ("baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct", "cooc-em")
 INIT_METHODS = ("spectral", "random")
-#: settings a resumed run must share with the runs already in its folder
-RESUME_KEYS = ("data", "extra", "n_states", "n_iter", "steps", "lr", "init_scale", "init_method", "max_sequences")
+#: settings a resumed run must share with the runs already in its folder (the data and extra
+#: files by their content: size and SHA-256, never by their names)
+RESUME_KEYS = ("data_fingerprint", "extra_fingerprints", "n_states", "n_iter", "steps", "lr", "init_scale",
+               "init_method", "max_sequences", "quick")
 KEY = ("model", "dim", "seed")
 COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
                  "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason")
@@ -70,6 +72,24 @@ class PosSettings:
     max_sequences: Optional[int] = None
     quick: bool = False
     direct_dims: Tuple[int, ...] = field(default=())  # l of the cooc-based models (default: dims)
+    data_fingerprint: str = ""           # "SIZE:SHA256" of data (runner.file_fingerprint); set by the run
+    extra_fingerprints: Tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PosSettings":
+        return cls(**{**d, "extra": tuple(d.get("extra", ())), "models": tuple(d["models"]),
+                      "dims": tuple(d["dims"]), "direct_dims": tuple(d.get("direct_dims", ())),
+                      "extra_fingerprints": tuple(d.get("extra_fingerprints", ()))})
+
+    def result_settings(self) -> dict:
+        """What changes a run's result (rows carry model, l and seed)."""
+        d = self.to_dict()
+        return {k: d[k] for k in RESUME_KEYS}
+
+    @property
+    def settings_id(self) -> str:
+        import hashlib
+        return hashlib.sha1(json.dumps(self.result_settings(), sort_keys=True).encode()).hexdigest()[:10]
 
     @classmethod
     def quick_settings(cls, data: str, **kw) -> "PosSettings":
@@ -80,6 +100,7 @@ class PosSettings:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["extra"] = list(self.extra)
+        d["extra_fingerprints"] = list(self.extra_fingerprints)
         return d
 
     def model_dims(self, model: str) -> Tuple[int, ...]:
@@ -92,7 +113,7 @@ class PosSettings:
 
 def _load(s: PosSettings, lowercase: bool):
     from ..data import load
-    corpus = load(s.data, observe="words", lowercase=lowercase, extra=list(s.extra) or None)
+    corpus = load(s.data, observe="words", lowercase=lowercase, min_count=1, extra=list(s.extra) or None)
     if s.max_sequences is not None:
         corpus = corpus.select(list(range(min(s.max_sequences, corpus.n_sequences))))
     if corpus.tags is None:
@@ -125,9 +146,7 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
 def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> List[dict]:
     """Train one model and score it: one result row."""
     from ..metrics import tagging_scores
-    s = PosSettings(**{**settings, "extra": tuple(settings.get("extra", ())),
-                       "models": tuple(settings["models"]), "dims": tuple(settings["dims"]),
-                       "direct_dims": tuple(settings.get("direct_dims", ()))})
+    s = PosSettings.from_dict(settings)
     corpus = _load(s, lowercase=(model != "dense-em-feat"))
     n = s.n_states or corpus.n_tags
     from ..registry import model_from_config
@@ -195,43 +214,113 @@ def format_table(summary: Sequence[dict]) -> str:
     return "\n".join(lines)
 
 
+#: Most runs one pos-induction folder may have (models x dims x seeds).
+MAX_RUNS = 100_000
+INT_COLUMNS = ("dim", "seed", "n_states", "n_symbols", "n_tokens", "n_iter")
+FLOAT_COLUMNS = ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit_wall_s")
+
+
+def check_resume(out: Path, s: PosSettings, store) -> None:
+    """Refuse (:class:`~.runner.ResultFileError`) a folder whose runs were made with other result
+    settings (:data:`RESUME_KEYS`), whose settings file is missing, damaged or edited by hand."""
+    from .runner import ResultFileError, read_settings_file, settings_differences
+    path = out / "pos_induction_settings.json"
+
+    def build(d: dict) -> PosSettings:
+        if "data_fingerprint" not in d:
+            raise ResultFileError(path, "was written before result folders recorded their data's content "
+                                        "(size and SHA-256): the data cannot be checked against it; use another "
+                                        "--out folder")
+        return PosSettings.from_dict(d)
+    try:
+        found = read_settings_file(path, build)
+    except ResultFileError as e:
+        if e.reason.startswith("is not a settings file") and store.rows:
+            raise ResultFileError(path, "was written before result folders recorded their data's content "
+                                        "(no settings_id): use another --out folder") from None
+        raise
+    if found is None:
+        if store.rows:
+            raise ResultFileError(store.path, f"holds {len(store.rows)} runs but {path.name} is missing: which "
+                                              "settings made them cannot be checked; use another --out folder")
+        return
+    diff = settings_differences(found[0].result_settings(), s.result_settings())
+    if diff:
+        raise ResultFileError(out, "holds runs made with other settings: " + "; ".join(diff)
+                              + "; use another --out folder (or the settings it was made with)")
+
+
 def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "thread", run: bool = True,
                       quiet: bool = False) -> int:
-    """Run (or resume) the experiment into ``out``; returns an exit code (2: bad data)."""
-    from .factorization import _atomic_text
-    from .runner import ResultStore, run_tasks
+    """Run (or resume) the experiment into ``out``; returns an exit code (2: bad data, a folder
+    that holds other settings' runs or damaged files, or another sweep using it)."""
+    import sys
+    from dataclasses import replace
+
+    from .. import fileio
+    from .runner import FolderBusyError, FolderLock, ResultFileError, file_fingerprint
+    runs = sum(len(s.model_dims(m)) for m in s.models) * s.seeds
+    if runs > MAX_RUNS:
+        print(f"error: too large: {runs} runs (models x dims x seeds), more than the {MAX_RUNS} one folder "
+              "may have", file=sys.stderr)
+        return 2
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        s = replace(s, data_fingerprint=file_fingerprint(s.data),
+                    extra_fingerprints=tuple(file_fingerprint(f) for f in s.extra))
+    except OSError as e:
+        print(f"error: {e.filename or out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    try:
+        with FolderLock(out):
+            return _run_locked(s, out, jobs=jobs, executor=executor, run=run, quiet=quiet)
+    except (FolderBusyError, ResultFileError, fileio.FileWriteError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: bool, quiet: bool) -> int:
+    import sys
+
+    from .factorization import _atomic_text
+    from .runner import ResultStore, column_types, remove_result_file, run_tasks
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
+    types = column_types(INT_COLUMNS, FLOAT_COLUMNS)
+    store = ResultStore(out / "pos_induction_runs.csv", COLUMNS, renames={"nll_per_token": "train_nll"},
+                        key=KEY, types=types)
+    check_resume(out, s, store)
     try:
         corpus = _load(s, lowercase=True)
     except Exception as exc:  # noqa: BLE001 - one clean line
-        say(f"error: cannot read {s.data}: {exc}")
+        print(f"error: cannot read {s.data}: {exc}", file=sys.stderr)
+        return 2
+    from ..modelfile.safety import memory_budget
+    from .comparison import run_memory
+    n = s.n_states or corpus.n_tags
+    worst = max(run_memory(n, dim, "dense" if model.startswith("dense") or model == "cooc-em" else "standard",
+                           corpus.n_symbols, corpus.n_tokens) for model in s.models for dim in s.model_dims(model))
+    if worst * max(1, jobs) > memory_budget():
+        print(f"error: too large: the largest run (n={n}, m={corpus.n_symbols}, l up to {max(max(s.dims), 1)}) "
+              f"needs about {worst * max(1, jobs) / 1e9:.3g} GB with {max(1, jobs)} jobs, more than the "
+              f"{memory_budget() / 1e9:.3g} GB allowed (half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES "
+              "to change it)", file=sys.stderr)
         return 2
     say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
         f"lower-cased word types, {corpus.n_tags} gold tags, from {s.data}")
-    old_path = out / "pos_induction_settings.json"
-    if old_path.is_file() and (out / "pos_induction_runs.csv").is_file():
-        old = json.loads(old_path.read_text())
-        old.setdefault("init_method", "random")  # folders written before init_method existed
-        new = s.to_dict()
-        diff = [k for k in RESUME_KEYS if k in old and old[k] != new[k]]
-        if diff:
-            say(f"error: {out} holds runs made with other settings ({', '.join(diff)}); "
-                "use another --out folder")
-            return 2
-    _atomic_text(out / "pos_induction_settings.json", json.dumps(s.to_dict(), indent=2) + "\n")
-    store = ResultStore(out / "pos_induction_runs.csv", COLUMNS, renames={"nll_per_token": "train_nll"})
+    _atomic_text(out / "pos_induction_settings.json",
+                 json.dumps({**s.to_dict(), "settings_id": s.settings_id}, indent=2) + "\n")
     code = 0
     if run:
-        report = run_tasks(make_tasks(s), store, KEY, jobs=jobs, executor=executor, import_tf=True,
+        failed = out / "pos_induction_failed.csv"
+        report = run_tasks(make_tasks(s), store, KEY, jobs=jobs, executor=executor,
+                           import_tf=any(not m.startswith("baum-welch") for m in s.models),
                            describe=describe, out=say, error_log=out / "pos_induction_errors.log",
-                           failed_store=ResultStore(out / "pos_induction_failed.csv", KEY + ("status", "error")))
+                           failed_store=ResultStore(failed, KEY + ("status", "error")))
         code = 0 if report.ok else 1
     summary = summarize(store.rows)
     path = out / "pos_induction_summary.csv"
-    if path.exists():
-        path.unlink()
+    remove_result_file(path)
     if summary:
         ResultStore(path, list(summary[0].keys())).add(summary)
     table = format_table(summary)

@@ -23,6 +23,10 @@ never on the caller's):
 also told to stop (a Dask :class:`~distributed.Event` that its cancel token polls
 twice a second), so its worker is free again within about a second.
 
+A local cluster (``scheduler="local"``) is private to this process: TLS with credentials made
+for it, every listener on 127.0.0.1, no dashboard (:mod:`.dask_executor`).  A named
+scheduler is trusted: results come back as pickles.
+
 Importing this module does not import Dask; :meth:`RemoteSweep.start` does.
 """
 from __future__ import annotations
@@ -33,11 +37,13 @@ import time
 import traceback
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ..events import CancelToken
+from .dask_executor import DaskTarget, SchedulerError, check_address
 
-__all__ = ["RemoteRun", "RunResult", "RemoteSweep", "train_run", "RUN_STATES"]
+__all__ = ["RemoteRun", "RunResult", "RemoteSweep", "train_run", "RUN_STATES", "DaskTarget", "SchedulerError",
+           "check_address"]
 
 #: The final states of a run.
 RUN_STATES = ("finished", "diverged", "failed", "cancelled")
@@ -178,8 +184,11 @@ class RemoteSweep:
     train, test : the data (anything :func:`densehmm_core.sequences.as_sequences` takes),
         sent to every worker once; ``test`` may be None.
     scheduler : ``"local"`` or None starts a :class:`~distributed.LocalCluster` of
-        ``workers`` single-threaded processes (closed by :meth:`close`); an address such as
-        ``tcp://host:8786`` uses that cluster.
+        ``workers`` single-threaded processes (closed by :meth:`close`), private to this
+        process (TLS with temporary credentials, 127.0.0.1 only, no dashboard); an address
+        such as ``tls://host:8786`` (or a
+        :class:`~densehmm_core.experiments.dask_executor.DaskTarget` with TLS files) uses that
+        cluster, which this process then trusts (results come back as pickles).
     workers : size of a local cluster.
     save_dir : each worker also saves its fitted model to ``save_dir/<run_id>.h5``
         (storage every worker can write; the caller creates the folder).
@@ -189,7 +198,7 @@ class RemoteSweep:
     """
 
     def __init__(self, runs: Sequence[RemoteRun], train: Any, test: Any = None, *,
-                 scheduler: Optional[str] = None, workers: int = 2, save_dir: Optional[str] = None,
+                 scheduler: Union[None, str, DaskTarget] = None, workers: int = 2, save_dir: Optional[str] = None,
                  on_result: Optional[Callable[[RunResult], None]] = None,
                  on_progress: Optional[Callable[[str, dict], None]] = None, retries: int = 1) -> None:
         from ..sequences import as_sequences
@@ -199,7 +208,8 @@ class RemoteSweep:
         self.runs = {r.run_id: r for r in runs}
         self._data = {"train": as_sequences(train),
                       "test": None if test is None else as_sequences(test)}
-        self.scheduler = None if scheduler in (None, "", "local") else str(scheduler)
+        self.target = DaskTarget.of(scheduler)
+        self.scheduler = self.target.address
         self.workers = max(1, int(workers))
         self.save_dir = None if save_dir is None else str(save_dir)
         self.on_result = on_result
@@ -231,7 +241,7 @@ class RemoteSweep:
         """
         from .dask_executor import connect
         from .runner import _worker_env
-        client, cluster = connect(self.workers, self.scheduler, env=_worker_env(self.workers))
+        client, cluster = connect(self.workers, self.target, env=_worker_env(self.workers))
         with self._close_lock:
             if self._closed:  # closed while connecting (e.g. the app quit): submit nothing
                 client.close()

@@ -14,10 +14,12 @@ large numpy operations release the GIL; the workers share one TensorFlow import
 and its traced functions) and ``executor="process"`` a
 :class:`~concurrent.futures.ProcessPoolExecutor` with the *spawn* start method,
 whose workers limit their BLAS / TensorFlow thread pools to
-``cpu_count // jobs`` threads and, if the sweep needs it, import TensorFlow once
-at start-up.  Threads were measured faster on the 2-core development machine and
-are the CLI's default (docs/PERFORMANCE.md).  A worker process that dies (killed,
-out of memory) fails only its task(s); the sweep goes on with fresh workers.
+``cpu_count // jobs`` threads (TensorFlow is imported only by the tasks whose models
+need it, never at start-up) and end with the parent process, ``kill -9`` included
+(:mod:`densehmm_core.worker.lifeline`).  Threads were
+measured faster on the 2-core development machine and are the CLI's default
+(docs/PERFORMANCE.md).  A worker process that dies (killed, out of memory) fails only
+its task(s); the sweep goes on with fresh workers.
 ``executor="dask"`` sends the tasks to a Dask distributed cluster (a ``LocalCluster``
 of ``jobs`` single-threaded worker processes, or an existing scheduler given by
 ``scheduler``); see :mod:`densehmm_core.experiments.dask_executor` and
@@ -30,10 +32,16 @@ the keyword argument ``shared``; the Dask executor sends them to the cluster onc
 from __future__ import annotations
 
 import csv
+import errno
+import hashlib
 import importlib
 import io
+import json
 import math
 import os
+import re
+import stat
+import sys
 import time
 import traceback
 from concurrent.futures.process import BrokenProcessPool
@@ -42,9 +50,14 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Union
 
-__all__ = ["Task", "ResultStore", "RunReport", "run_tasks", "call_task", "format_seconds",
-           "EXECUTORS", "progress_bar"]
+if TYPE_CHECKING:
+    from .dask_executor import DaskTarget
+
+__all__ = ["Task", "ResultStore", "ResultFileError", "FolderLock", "FolderBusyError", "RunReport", "run_tasks",
+           "call_task", "format_seconds", "EXECUTORS", "progress_bar", "file_fingerprint", "read_folder_file",
+           "canonical_int", "column_types", "remove_result_file", "read_settings_file", "settings_differences"]
 
 #: The executors :func:`run_tasks` knows.
 EXECUTORS = ("thread", "process", "dask")
@@ -100,8 +113,100 @@ def _cell(v) -> str:
     return str(v)
 
 
+class ResultFileError(ValueError):
+    """A file of a result folder cannot be used as it is: one line naming the file, the line
+    (when there is one) and the reason.  The CLI prints it and exits 2; nothing is run."""
+
+    def __init__(self, path, reason: str, line: Optional[int] = None) -> None:
+        self.path = str(path)
+        self.line = line
+        self.reason = " ".join(str(reason).split())
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path if self.line is None else f"{self.path} line {self.line}"
+        return f"{where}: {self.reason}"
+
+
+#: Largest results CSV read (bytes): far above any sweep's (the paper's largest: 1 MB).
+MAX_CSV_BYTES = 256 << 20
+#: Largest cell of a results CSV (the csv module's default field limit, 128 KiB).
+MAX_FIELD_CHARS = 128 * 1024
+#: Largest settings file of a result folder.
+MAX_SETTINGS_BYTES = 1 << 20
+
+
+def read_folder_file(path, max_bytes: int) -> Optional[bytes]:
+    """The bytes of a file in a result folder, or None when it does not exist.
+
+    Refused with :class:`ResultFileError` (never opened in a way that could block or follow
+    a link): a symbolic link, a folder, a FIFO / device / socket, or more than ``max_bytes``.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(os.fspath(path), flags)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ResultFileError(path, "is a symbolic link: refused (a result folder holds plain files)") from None
+        raise ResultFileError(path, f"cannot be read ({e.strerror or e})") from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ResultFileError(path, "is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ResultFileError(path, "is not a regular file (a FIFO, device or socket): refused")
+        if st.st_size > max_bytes:
+            raise ResultFileError(path, f"is {st.st_size} bytes, more than the {max_bytes} a result file may have")
+        chunks = []
+        size = 0
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            size += len(b)
+            if size > max_bytes:
+                raise ResultFileError(path, f"is more than the {max_bytes} bytes a result file may have")
+            chunks.append(b)
+        return b"".join(chunks)
+    except OSError as e:
+        raise ResultFileError(path, f"cannot be read ({e.strerror or e})") from None
+    finally:
+        os.close(fd)
+
+
+def canonical_int(text: str) -> int:
+    """A CSV cell holding an integer as the runner writes it (``3``, not ``03``, ``3.0`` or `` 3``)."""
+    value = int(text)
+    if str(value) != text:
+        raise ValueError(text)
+    return value
+
+
+def column_types(ints: Sequence[str] = (), floats: Sequence[str] = ()) -> Dict[str, Callable[[str], Any]]:
+    """``types`` for a :class:`ResultStore`: these columns hold integers, those numbers."""
+    types: Dict[str, Callable[[str], Any]] = {c: canonical_int for c in ints}
+    types.update({c: float for c in floats})
+    return types
+
+
+def _decode(path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[:e.start].count(b"\n") + 1
+        raise ResultFileError(path, f"is not UTF-8 text (byte 0x{data[e.start]:02x})", line) from None
+
+
 class ResultStore:
     """Rows of a sweep in one CSV file, rewritten atomically after every task.
+
+    Loading is strict: every problem is a :class:`ResultFileError` naming the file and line
+    (not UTF-8, a cell over 128 KiB, a line with another number of cells than the header, a
+    last line cut short, a cell that does not parse as its column's type, the same key twice,
+    a link / folder / FIFO in place of the file), so that a tampered or damaged file never
+    makes a sweep compute or count a run twice.
 
     Parameters
     ----------
@@ -109,29 +214,77 @@ class ResultStore:
     columns : the preferred column order; other columns are appended sorted.
     renames : old column name -> today's, applied when an existing file is read (files written
         before a column was renamed keep working; the next write uses the new names).
+    key : the key columns: every row must have them, and no two rows the same values.
+    types : column -> converter (e.g. ``int``, ``float``) that every non-empty cell of that
+        column must pass (``int`` cells must be written as integers).
     """
 
-    def __init__(self, path, columns: Sequence[str] = (), renames: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, path, columns: Sequence[str] = (), renames: Optional[Dict[str, str]] = None, *,
+                 key: Sequence[str] = (), types: Optional[Dict[str, Callable[[str], Any]]] = None) -> None:
         self.path = Path(path)
         self.columns = list(columns)
         self.renames = dict(renames or {})
+        self.key = tuple(key)
+        self.types = dict(types or {})
         self.rows: List[Dict[str, str]] = []
-        self.dropped_lines = 0
-        if self.path.exists():
-            self._load()
+        #: line number in the file of each row read (for messages about a row)
+        self.lines: List[int] = []
+        data = read_folder_file(self.path, MAX_CSV_BYTES)
+        if data is not None:
+            self._load(_decode(self.path, data))
 
-    def _load(self) -> None:
-        text = self.path.read_text(encoding="utf-8")
-        reader = csv.DictReader(io.StringIO(text))
-        header = reader.fieldnames or []
-        for row in reader:
-            # a truncated last line (crash during a non-atomic copy) has missing cells
-            if None in row.values() or None in row:
-                self.dropped_lines += 1
-                continue
-            self.rows.append({self.renames.get(k, k): v for k, v in row.items()})
+    def _fail(self, reason: str, line: Optional[int] = None):
+        raise ResultFileError(self.path, reason, line)
+
+    def _load(self, text: str) -> None:
+        if not text:
+            self._fail("is empty (not even a header line)")
+        if not text.endswith("\n"):
+            self._fail("the last line is cut short (no line end): the file was truncated",
+                       text.count("\n") + 1)
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        old_limit = csv.field_size_limit()
+        rows = []
+        try:
+            csv.field_size_limit(MAX_FIELD_CHARS)
+            for cells in reader:
+                rows.append((reader.line_num, cells))
+        except csv.Error as e:
+            self._fail(f"not a valid CSV line ({e})", max(1, reader.line_num))
+        finally:
+            csv.field_size_limit(old_limit)
+        if not rows:
+            self._fail("is empty (not even a header line)")
+        header = [self.renames.get(c, c) for c in rows[0][1]]
+        if len(set(header)) != len(header) or any(not c for c in header):
+            self._fail("the header has an empty or repeated column name", 1)
+        missing = [k for k in self.key if k not in header]
+        if missing:
+            self._fail(f"the header has no column {', '.join(missing)}", 1)
+        seen: Dict[Tuple[str, ...], int] = {}
+        for line, cells in rows[1:]:
+            if not cells:
+                continue  # a blank line holds no row
+            if len(cells) != len(header):
+                self._fail(f"{len(cells)} cells, the header (line 1) has {len(header)}", line)
+            row = dict(zip(header, cells))
+            for col, conv in self.types.items():
+                v = row.get(col)
+                if v:
+                    try:
+                        conv(v)
+                    except (TypeError, ValueError):
+                        kind = {canonical_int: "an integer", float: "a number"}.get(conv, "valid")
+                        self._fail(f"column {col}: {v[:40]!r} is not {kind}", line)
+            if self.key:
+                k = _key_of(row, self.key)
+                if k in seen:
+                    shown = ", ".join(f"{n}={v}" for n, v in zip(self.key, k))
+                    self._fail(f"the same run as line {seen[k]} ({shown}): a row is there twice", line)
+                seen[k] = line
+            self.rows.append(row)
+            self.lines.append(line)
         for c in header:
-            c = self.renames.get(c, c)
             if c not in self.columns:
                 self.columns.append(c)
 
@@ -147,16 +300,189 @@ class ResultStore:
                 if k not in self.columns:
                     self.columns.append(k)
         self.rows.extend(new)
+        self.lines.extend([0] * len(new))
         self.write()
 
     def write(self) -> None:
+        """Write every row (atomically; never through a symbolic link)."""
         from .. import fileio
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with fileio.atomic_open(self.path, "w", newline="", encoding="utf-8") as fh:
+        with fileio.atomic_open(self.path, "w", newline="", encoding="utf-8", follow_links=False) as fh:
             w = csv.DictWriter(fh, fieldnames=self.columns, restval="", extrasaction="raise")
             w.writeheader()
             for r in self.rows:
                 w.writerow(r)
+
+
+def _shown(v) -> str:
+    if v is None:
+        return "none"
+    return json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
+
+
+def settings_differences(old: dict, new: dict) -> List[str]:
+    """``"name (X recorded, Y now)"`` for every result setting that differs (data options one by one)."""
+    def flat(d: dict) -> dict:
+        d = dict(d)
+        options = d.pop("data_options", None) or {}
+        d.update({k: v for k, v in options.items()})
+        return d
+    a, b = flat(old), flat(new)
+    out = []
+    for k in sorted(set(a) | set(b)):
+        if a.get(k) != b.get(k):
+            if k in ("data", "data_fingerprint"):
+                out.append("data (the file's content differs: "
+                           f"{str(a.get(k)).split(':')[0]} bytes recorded, {str(b.get(k)).split(':')[0]} now)")
+            elif k in ("extra", "extra_fingerprints") and a.get(k) and b.get(k):
+                out.append(f"extra (the extra files' content differs: {len(a[k])} files recorded, "
+                           f"{len(b[k])} now)")
+            else:
+                out.append(f"{k} ({_shown(a.get(k))} recorded, {_shown(b.get(k))} now)")
+    return out
+
+
+def read_settings_file(path, build):
+    """``(settings, recorded_id)`` from a result folder's settings file, or None when there is none.
+
+    ``build(dict)`` makes the settings object; every problem is a :class:`ResultFileError`
+    (not a plain JSON object, a setting this version does not know, a ``settings_id`` that does
+    not match the content: the file was edited by hand).
+    """
+    data = read_folder_file(path, MAX_SETTINGS_BYTES)
+    if data is None:
+        return None
+    try:
+        d = json.loads(_decode(path, data))
+    except json.JSONDecodeError as e:
+        raise ResultFileError(path, f"is not valid JSON ({e.msg})", e.lineno) from None
+    except RecursionError:
+        raise ResultFileError(path, "is not a settings file (nested too deeply)") from None
+    if not isinstance(d, dict) or not isinstance(d.get("settings_id"), str):
+        raise ResultFileError(path, "is not a settings file (a JSON object with a settings_id)")
+    recorded = d.pop("settings_id")
+    try:
+        settings = build(d)
+    except ResultFileError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise ResultFileError(path, f"holds settings this version cannot use ({type(e).__name__}: {e})") from None
+    if settings.settings_id != recorded:
+        raise ResultFileError(path, f"was edited by hand: its settings_id {recorded} does not match its "
+                                    f"content ({settings.settings_id}); restore it or use another --out folder")
+    return settings, d
+
+
+class FolderBusyError(RuntimeError):
+    """Another sweep holds the result folder's lock (the message names it)."""
+
+
+#: The lock file of a result folder (kept; its content names the last holder).
+FOLDER_LOCK = ".densehmm-sweep.lock"
+
+
+class FolderLock:
+    """The exclusive lock of a result folder, held for a whole sweep (``with FolderLock(dir):``).
+
+    An ``fcntl`` lock on ``DIR/.densehmm-sweep.lock``: the kernel releases it when the holder
+    ends in any way (also ``kill -9``), so a lock file left behind never blocks a later sweep.
+    The holder writes its process id, host, start time and command line into the file; a second
+    sweep on the same folder is refused at once with :class:`FolderBusyError` naming that holder
+    (it never waits and never writes a row).
+    """
+
+    def __init__(self, folder, what: str = "") -> None:
+        self.folder = Path(folder)
+        self.path = self.folder / FOLDER_LOCK
+        self.what = what or " ".join(sys.argv)
+        self.fd = -1
+        self.removed = 0
+
+    def __enter__(self) -> "FolderLock":
+        import fcntl
+        import socket
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(self.path, flags, 0o666)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise ResultFileError(self.path, "is a symbolic link: refused (remove it)") from None
+            raise ResultFileError(self.path, f"cannot create the folder's lock file ({e.strerror or e})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ResultFileError(self.path, "is not a regular file: refused (remove it)")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip().replace("\n", " ")
+            os.close(fd)
+            raise FolderBusyError(f"{self.folder} is in use by another sweep ({holder or 'starting'}); "
+                                  "wait for it to finish or choose another --out folder") from None
+        self.fd = fd
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime())
+        text = f"pid {os.getpid()} on {socket.gethostname()}, started {started}: {self.what}"[:4000]
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode("utf-8", "replace") + b"\n", 0)
+        self.removed = remove_stale_temporaries(self.folder) + remove_stale_temporaries(self.folder / "models")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.fd >= 0:
+            try:
+                os.ftruncate(self.fd, 0)
+            except OSError:
+                pass
+            os.close(self.fd)  # releases the lock
+            self.fd = -1
+
+
+#: The temporary files of densehmm_core.fileio's writers (``.NAME.XXXXXXXX.tmp``, a probe file).
+_TEMPORARY = re.compile(r"^\.(.+\.|densehmm-probe\.)[a-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temporaries(folder) -> int:
+    """Remove the temporary files a writer killed before its rename left in ``folder`` (only
+    called under the folder's lock, when no writer of this folder runs); returns how many."""
+    removed = 0
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return 0
+    for name in names:
+        path = os.path.join(folder, name)
+        if _TEMPORARY.match(name) and stat.S_ISREG(os.lstat(path).st_mode):
+            try:
+                os.unlink(path)
+                removed += 1
+            except OSError:
+                pass
+    return removed
+
+
+def remove_result_file(path) -> None:
+    """Remove a file of a result folder that is rebuilt from scratch (a summary, this call's
+    failures): a link is removed, never followed; a folder in its place is a :class:`ResultFileError`."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise ResultFileError(path, "is a folder, not a file: remove it")
+    os.unlink(path)
+
+
+def file_fingerprint(path) -> str:
+    """``"SIZE:SHA256"`` of a file's content (what a resume checks, not the file's name)."""
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while True:
+            b = fh.read(1 << 20)
+            if not b:
+                break
+            size += len(b)
+            h.update(b)
+    return f"{size}:{h.hexdigest()}"
 
 
 @dataclass
@@ -209,23 +535,22 @@ def call_task(func: str, kwargs: dict, shared=None):
         return [], time.perf_counter() - t0, traceback.format_exc()
 
 
-def _init_worker(threads: int, import_tf: bool) -> None:
-    """Worker start-up: quiet TensorFlow, small thread pools, TF imported once."""
+def _init_worker(parent_pid: int) -> None:
+    """Worker start-up: end with the parent (``kill -9`` included); quiet TensorFlow.
+    TensorFlow itself is imported by the first task whose model needs it."""
+    from ..worker.lifeline import die_with_parent
+    die_with_parent(parent_pid)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    if import_tf:
-        import tensorflow as tf  # noqa: F401 - imported once per worker on purpose
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(max(1, threads))
-            tf.config.threading.set_inter_op_parallelism_threads(1)
-        except RuntimeError:  # already initialised
-            pass
 
 
-def _worker_env(jobs: int) -> Dict[str, str]:
-    """Environment of worker processes: BLAS/OpenMP pools of ``cpu_count // jobs`` threads."""
+def _worker_env(jobs: int, import_tf: bool = False) -> Dict[str, str]:
+    """Environment of worker processes: BLAS/OpenMP pools of ``cpu_count // jobs`` threads
+    (and TensorFlow's, read when a task imports it, with ``import_tf``)."""
     threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
     env = {k: str(threads) for k in _THREAD_ENV}
     env["TF_CPP_MIN_LOG_LEVEL"] = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")
+    if import_tf:
+        env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS="1")
     return env
 
 
@@ -255,7 +580,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
               jobs: int = 1, executor: str = "process", import_tf: bool = False,
               describe: Optional[Callable[[List[dict]], str]] = None,
               out: Callable[[str], None] = None, error_log: Optional[Path] = None,
-              scheduler: Optional[str] = None, shared=None,
+              scheduler: Union[None, str, "DaskTarget"] = None, shared=None,
               failed_store: Optional["ResultStore"] = None) -> RunReport:
     """Run the unfinished tasks, ``jobs`` at a time, saving rows as tasks finish.
 
@@ -266,12 +591,13 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     key_names : the key columns (the keys of every ``Task.key``).
     jobs : parallel workers (``1``: in this process, unless ``executor="dask"``).
     executor : ``"process"`` (spawned processes), ``"thread"`` or ``"dask"``.
-    import_tf : import TensorFlow once in each worker process at start-up.
+    import_tf : the tasks may use TensorFlow: its thread pools in worker processes are
+        sized like BLAS's (the tasks whose models need it import it; workers never do at start-up).
     describe : turns a task's rows into a short summary for its progress line.
     out : where progress lines go (default: print to stdout, flushed).
     error_log : file that receives the traceback of every failed task.
-    scheduler : ``executor="dask"`` only: address of an existing scheduler
-        (``tcp://host:8786``); ``None`` starts a local cluster of ``jobs`` workers.
+    scheduler : ``executor="dask"`` only: a :class:`~.dask_executor.DaskTarget` or the address of
+        an existing scheduler (``tls://host:8786``); ``None`` starts a local cluster of ``jobs`` workers.
     shared : an object passed to every task function as ``shared=`` (sent once).
     failed_store : where failed tasks are recorded as rows (their key columns,
         ``status="failed"`` and ``error``); a rerun retries them.
@@ -316,9 +642,9 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
                                    "error": err.strip().splitlines()[-1]}])
             out(f"{head}  FAILED after {format_seconds(secs)}: {err.strip().splitlines()[-1]}")
             if error_log is not None:
+                from .. import fileio
                 error_log.parent.mkdir(parents=True, exist_ok=True)
-                with open(error_log, "a", encoding="utf-8") as fh:
-                    fh.write(f"== {task.label} {task.key}\n{err}\n")
+                fileio.append_text(error_log, f"== {task.label} {task.key}\n{err}\n")
             return
         for r in rows:
             for k in key_names:
@@ -334,7 +660,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         from .dask_executor import run_on_dask
         try:
             run_on_dask(todo, finish, call=call_task, jobs=jobs, scheduler=scheduler, shared=shared, out=out,
-                        env=_worker_env(jobs))
+                        env=_worker_env(jobs, import_tf))
         except KeyboardInterrupt:
             report.interrupted = True
             out("interrupted: finished tasks are saved; rerun the same command to resume")
@@ -352,13 +678,12 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         report.seconds = time.perf_counter() - t_start
         return report
 
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    env = _worker_env(jobs)
+    env = _worker_env(jobs, import_tf)
 
     def new_pool():
         if executor == "process":
             return ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
-                                       initializer=_init_worker, initargs=(threads, import_tf))
+                                       initializer=_init_worker, initargs=(os.getpid(),))
         return ThreadPoolExecutor(max_workers=jobs)
 
     with _EnvPatch(env):

@@ -34,6 +34,8 @@ import threading
 import time
 from typing import Callable, Optional
 
+from .. import config
+from ..memory import budget_hint, gb, memory_budget
 from .schema import ModelFileError, _h5py
 
 #: HDF5 filter ids a model file may use (HDF5's built-ins and h5py's lzf; no plugins).
@@ -50,30 +52,11 @@ MAX_HISTORY_ROWS = 10_000_000
 HISTORY_VALUE_BYTES = 64
 
 
-def memory_budget() -> int:
-    """Bytes one read may allocate: ``$DENSEHMM_MAX_MODEL_BYTES`` or half the physical memory."""
-    env = os.environ.get("DENSEHMM_MAX_MODEL_BYTES")
-    if env:
-        try:
-            return max(1, int(float(env)))
-        except ValueError:
-            pass
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")) // 2
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return 8 << 30
-
-
-def gb(nbytes: float) -> str:
-    return f"{nbytes / 1e9:.3g} GB" if nbytes >= 1e8 else f"{nbytes / 1e6:.3g} MB"
-
-
 def check_budget(path, where: str, nbytes: int, what: str = "its arrays") -> None:
     budget = memory_budget()
     if nbytes > budget:
         raise ModelFileError(path, f"{where}: too large: {what} need {gb(nbytes)} of memory, more than the "
-                                   f"{gb(budget)} allowed (half this machine's memory; set "
-                                   f"DENSEHMM_MAX_MODEL_BYTES to change it)")
+                                   f"{gb(budget)} allowed ({budget_hint()})")
 
 
 def child(group, key: str, path, where: str, shown: Optional[str] = None):
@@ -240,7 +223,7 @@ def trust(path) -> None:
 
 
 def probe_enabled() -> bool:
-    return hasattr(os, "fork") and not _in_probe and os.environ.get("DENSEHMM_NO_PROBE", "") in ("", "0")
+    return hasattr(os, "fork") and not _in_probe and not config.probe_disabled()
 
 
 def probe(path, st: Optional[os.stat_result], read: Callable[[str], None]) -> None:
@@ -279,11 +262,7 @@ def _limit_memory(extra: int) -> None:  # pragma: no cover - runs in the probe p
 
 
 def _timeout(size: int) -> float:
-    try:
-        base = float(os.environ.get("DENSEHMM_PROBE_TIMEOUT", PROBE_TIMEOUT))
-    except ValueError:
-        base = PROBE_TIMEOUT
-    return base + size / 50e6
+    return config.probe_timeout(PROBE_TIMEOUT) + size / 50e6
 
 
 def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):

@@ -173,17 +173,8 @@ def _attr_value(value: Any) -> Any:
 
 def software_versions() -> Dict[str, str]:
     """Versions of the software that wrote a file (TensorFlow is never imported for this)."""
-    from importlib import metadata
-
-    def dist_version(*names):
-        for n in names:
-            try:
-                return metadata.version(n)
-            except metadata.PackageNotFoundError:
-                continue
-        return ""
-
     from .. import __version__
+    from ..config import dist_version
     tf = sys.modules.get("tensorflow")
     h5py = _h5py()
     return {

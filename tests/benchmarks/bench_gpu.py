@@ -30,6 +30,13 @@ Part 2, Baum-Welch fit: ``StandardHMM(45, n_symbols=11000)`` on about 100k token
 + closed-form M-step; differences of the progress events' elapsed times after
 the first iteration) and the final training log-likelihoods of both.
 
+Part 3, DenseHMM-EM fit: ``DenseHMM(45, 32, fit_method="em", symbol_features="orthographic")`` on
+words (m = 11,000 symbols with word-like strings, so the orthographic features are real: shared
+suffixes, capitals, digits, hyphens), 100k and 1M tokens of the same Zipf corpus, ``engine="numpy"`` vs
+``engine="cupy"``: median seconds per EM iteration (E-step + 25 Adam steps of the array-module
+M-step, all on the device) and the final training log-likelihoods of both.  Target (issue 22):
+the GPU >= 30x numpy at 1M tokens.
+
 ``--json PATH`` writes every figure, with the machine, card and versions.
 """
 from __future__ import annotations
@@ -51,10 +58,12 @@ from densehmm_core.engine.numpy_engine import NumpyEngine  # noqa: E402
 
 FULL = {"tokens": 1_000_000, "states": [10, 45, 256, 1024], "symbols": [20, 10_000],
         "fit": {"n": 45, "m": 11_000, "tokens": 100_000, "iters": 5},
+        "dense": {"n": 45, "l": 32, "m": 11_000, "tokens": [100_000, 1_000_000], "iters": 4},
         # flop budget of one numpy E-step (about 6 n^2 flops per token): sets the numpy prefix
         "numpy_flops": 3e10, "reps": 3}
 QUICK = {"tokens": 30_000, "states": [10, 45], "symbols": [20, 1000],
          "fit": {"n": 45, "m": 1100, "tokens": 10_000, "iters": 3},
+         "dense": {"n": 45, "l": 8, "m": 1100, "tokens": [10_000], "iters": 3},
          "numpy_flops": 1e9, "reps": 2}
 
 
@@ -224,6 +233,59 @@ def bench_fit(cfg, gpu, fake):
     return out
 
 
+def word_strings(m: int, seed: int = 3):
+    """``m`` distinct word-like strings: stems with shared suffixes, some capitalised, some with digits
+    or hyphens (what the orthographic features look at)."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    suffixes = ["", "s", "ed", "ing", "ly", "er", "tion", "al"]
+    out, seen = [], set()
+    while len(out) < m:
+        w = "".join(rng.choice(letters, size=int(rng.integers(2, 7)))) + suffixes[int(rng.integers(len(suffixes)))]
+        r = rng.random()
+        w = w.capitalize() if r < 0.15 else (w + str(int(rng.integers(10))) if r < 0.18 else
+                                             (w + "-" + w[:2] if r < 0.2 else w))
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+def bench_dense(cfg, gpu, fake):
+    from densehmm_core.data.corpus import Corpus
+    from densehmm_core.dense import DenseHMM
+    d = cfg["dense"]
+    vocab = word_strings(d["m"])
+    rows = []
+    for tokens in d["tokens"]:
+        seqs = make_corpus(tokens, d["m"], seed=4)
+        corpus = Corpus([s.astype(np.int32) for s in seqs], vocab)
+        out = {"n": d["n"], "l": d["l"], "m": d["m"], "tokens": corpus.n_tokens, "iterations": d["iters"]}
+        sides = [("numpy", "numpy", "cpu")] + ([("gpu", "cupy", "gpu")] if gpu is not None else [])
+        for side, engine, device in sides:
+            model = DenseHMM(d["n"], d["l"], fit_method="em", n_iter=d["iters"], tol=0, seed=0,
+                             symbol_features="orthographic",
+                             engine=engine if not (fake and side == "gpu") else "numpy", device=device)
+            if fake and side == "gpu":
+                model._engine = lambda: gpu          # the GPU code path on numpy (benchmark check only)
+            t0 = time.perf_counter()
+            elapsed = [ev.elapsed for ev in model.iter_fit(corpus)]
+            out[f"{side}_total_s"] = time.perf_counter() - t0
+            out[f"{side}_first_event_s"] = elapsed[0]
+            out[f"{side}_s_per_iter"] = float(np.median(np.diff(elapsed)[1:]))
+            out[f"{side}_final_ll"] = float(model.history_[-1]["train_ll"])
+        line = (f"DenseHMM-EM n={out['n']} l={out['l']} m={out['m']} features {out['tokens']} tokens: numpy "
+                f"{out['numpy_s_per_iter']:.3f} s/iter")
+        if gpu is not None:
+            out["speedup"] = out["numpy_s_per_iter"] / out["gpu_s_per_iter"]
+            out["final_ll_rel_diff"] = abs(out["gpu_final_ll"] - out["numpy_final_ll"]) / abs(out["numpy_final_ll"])
+            line += (f" | gpu {out['gpu_s_per_iter']:.4f} s/iter | x{out['speedup']:.1f} | final ll rel diff "
+                     f"{out['final_ll_rel_diff']:.1e}")
+        print(line, flush=True)
+        rows.append(out)
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="tiny sizes (checks the script, not a measurement)")
@@ -231,6 +293,7 @@ def main(argv=None) -> int:
                     help="run the GPU engine's code path on numpy (no GPU needed; timings mean nothing)")
     ap.add_argument("--json", metavar="PATH", help="write all figures as JSON")
     ap.add_argument("--skip-fit", action="store_true", help="E-step part only")
+    ap.add_argument("--skip-dense", action="store_true", help="no DenseHMM-EM part")
     args = ap.parse_args(argv)
     cfg = QUICK if args.quick else FULL
     gpu, gpu_desc = gpu_engine(args.fake_gpu)
@@ -242,6 +305,8 @@ def main(argv=None) -> int:
            "estep": bench_estep(cfg, gpu, cfg["reps"])}
     if not args.skip_fit:
         res["fit"] = bench_fit(cfg, gpu, args.fake_gpu)
+    if not args.skip_dense:
+        res["dense_em"] = bench_dense(cfg, gpu, args.fake_gpu)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(res, indent=1))
     return 0

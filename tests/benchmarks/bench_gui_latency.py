@@ -89,11 +89,13 @@ def summary(stalls):
 
 
 def run_jobs(app, win, seconds, throttle=True):
-    from app.modelspec import ModelSpec, paper_defaults
+    from app.modelspec import ModelSpec, type_defaults
     win.jobs.live.min_interval = 0.1 if throttle else 0.0
     win.jobs.live.max_busy_share = 0.25 if throttle else 1e9   # adaptive spacing only when throttled
-    specs = [ModelSpec(kind="dense_cooc", n=5, l=3, **dict(paper_defaults("dense_cooc", "paper"), steps=10 ** 7)),
-             ModelSpec(kind="dense_em", n=5, l=3, **dict(paper_defaults("dense_em", "paper"), steps=10 ** 6))]
+    specs = [ModelSpec.make(model_type="dense_cooc", n=5, l=3,
+                            **dict(type_defaults("dense_cooc", "paper"), cooc_steps=10 ** 7)),
+             ModelSpec.make(model_type="dense_em", n=5, l=3,
+                            **dict(type_defaults("dense_em", "paper"), n_iter=10 ** 6))]
     jobs = [win.start_training(s) for s in specs]
     win.jobs_panel.select(jobs[1])     # the EM job sends a parameter snapshot every iteration
     ok = wait_until(app, lambda: all(j.step > 0 for j in jobs), 300)
@@ -164,10 +166,10 @@ def main() -> int:
           f"unthrottled / throttled max stall: {results[False]['max_ms'] / max(t['max_ms'], 0.1):.1f}x")
 
     # closing with two running jobs
-    from app.modelspec import ModelSpec, paper_defaults
+    from app.modelspec import ModelSpec, type_defaults
     win.jobs.live.min_interval = 0.1
-    jobs = [win.start_training(ModelSpec(kind="dense_cooc", n=5, l=3,
-                                         **dict(paper_defaults("dense_cooc", "paper"), steps=10 ** 7)))
+    jobs = [win.start_training(ModelSpec.make(model_type="dense_cooc", n=5, l=3,
+                                         **dict(type_defaults("dense_cooc", "paper"), steps=10 ** 7)))
             for _ in range(2)]
     wait_until(app, lambda: all(j.step > 0 for j in jobs), 300)
     t0 = time.perf_counter()

@@ -42,10 +42,10 @@ def main() -> int:
     win.load_demo()
     win.set_pool_size(2)
     win.set_sweep_target("local")
-    done = win.start_sweep(ModelSpec(kind="standard", steps=30, tol=1e-6), 1)
+    done = win.start_sweep(ModelSpec.make(model_type="standard", n_iter=30, tol=1e-6), 1)
     if not wait_until(app, lambda: all(j.state.is_final for j in done), 180):
         raise SystemExit("the first sweep did not finish")
-    long = win.start_sweep(ModelSpec(kind="standard_fair", l=3, steps=10 ** 7, tol=-np.inf), 1)
+    long = win.start_sweep(ModelSpec.make(model_type="standard_fair", l=3, n_iter=10 ** 7, tol=-np.inf), 1)
     wait_until(app, lambda: sum(j.state == JobState.RUNNING and j.step > 0 for j in long) >= 2, 180)
     win.cancel_job(next(j for j in long if j.state == JobState.RUNNING))
     wait_until(app, lambda: sum(j.state == JobState.RUNNING and j.step > 0 for j in long) >= 2, 60)

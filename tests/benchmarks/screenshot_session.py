@@ -33,8 +33,8 @@ def main() -> int:
     first = window("first.ini")
     first.open_files([fasta])
     wait_until(app, lambda: len(first.datasets) == 1 and not first.loading, 60)
-    jobs = [first.start_training(ModelSpec(kind="standard", n=4, steps=30, tol=0.0, seed=0)),
-            first.start_training(ModelSpec(kind="standard_fair", n=6, l=3, steps=30, tol=0.0, seed=1))]
+    jobs = [first.start_training(ModelSpec.make(model_type="standard", n=4, n_iter=30, tol=0.0, seed=0)),
+            first.start_training(ModelSpec.make(model_type="standard_fair", n=6, l=3, n_iter=30, tol=0.0, seed=1))]
     wait_until(app, lambda: all(j.state.is_final for j in jobs), 300)
     saved = []
     first.save_session(session, on_done=saved.append)

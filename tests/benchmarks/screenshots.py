@@ -40,7 +40,7 @@ def main() -> int:
     from PySide6.QtWidgets import QApplication
     app = QApplication.instance() or QApplication(["densehmm-studio"])
     from app.mainwindow import MainWindow
-    from app.modelspec import ModelSpec, paper_defaults
+    from app.modelspec import ModelSpec, type_defaults
     from app.settings import Settings
     tmp = tempfile.mkdtemp()
     settings = Settings(QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat))
@@ -77,8 +77,8 @@ def main() -> int:
 
     win.start_background_init()
     wait_until(app, lambda: win.tf_status in ("ready", "failed"), 300)
-    spec = ModelSpec(kind="dense_cooc", n=10, l=5, **paper_defaults("dense_cooc", "default"), preset="default",
-                     seed=1)
+    spec = ModelSpec.make(model_type="dense_cooc", n=10, l=5, **type_defaults("dense_cooc", "default"),
+                          preset="default", seed=1)
     win.model_form.set_spec(spec)
     win.model_form.train_button.click()
     dense = win.jobs.jobs[-1]
@@ -89,7 +89,7 @@ def main() -> int:
         win.cancel_job(dense)
         wait_until(app, lambda: dense.state.is_final, 60)
     print(f"dense job {dense.state.value} after {time.perf_counter() - t0:.1f} s at step {dense.step}")
-    fair = win.start_training(ModelSpec(kind="standard_fair", n=10, l=5, steps=30, tol=1e-6, seed=1))
+    fair = win.start_training(ModelSpec.make(model_type="standard_fair", n=10, l=5, n_iter=30, tol=1e-6, seed=1))
     wait_until(app, lambda: fair.state.is_final, 120)
     win.model_form.set_spec(spec)
     win.jobs_panel.select(dense)

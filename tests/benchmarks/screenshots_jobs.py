@@ -57,8 +57,8 @@ def main() -> int:
     wait_until(app, lambda: win.tf_status in ("ready", "failed"), 300)
     demo = win.current_dataset
     win.set_pool_size(2)
-    sweep = win.start_sweep(ModelSpec(kind="dense_cooc", lr=0.01, steps=400, tol=0.0), 1)
-    std = win.start_sweep(ModelSpec(kind="standard", steps=25, tol=0.0), 2)
+    sweep = win.start_sweep(ModelSpec.make(model_type="dense_cooc", lr=0.01, cooc_steps=400, tol=0.0), 1)
+    std = win.start_sweep(ModelSpec.make(model_type="standard", n_iter=25, tol=0.0), 2)
     wait_until(app, lambda: all(j.state.is_final for j in sweep + std), 600)
     win.jobs_panel.tree.sortByColumn(C_TEST, Qt.AscendingOrder)
     win.jobs_dock.raise_()
@@ -69,7 +69,7 @@ def main() -> int:
 
     if have:
         win.select_dataset(win.datasets.index(a))
-        job = win.start_training(ModelSpec(kind="standard", n=6, steps=6, tol=0.0, seed=0))
+        job = win.start_training(ModelSpec.make(model_type="standard", n=6, n_iter=6, tol=0.0, seed=0))
         wait_until(app, lambda: job.state.is_final, 600)
         win.jobs_panel.select(job)
         d = win.dashboard

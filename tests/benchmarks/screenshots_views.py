@@ -123,12 +123,12 @@ def main() -> int:
         save(h, "heatmap_21_residues.png")
 
     if wanted("model_form.png"):
-        from app.modelspec import ModelSpec, paper_defaults
+        from app.modelspec import ModelSpec, type_defaults
         from app.panels.model_form import ModelForm
         form = ModelForm()
         form.set_n_symbols(5)
-        form.set_spec(ModelSpec(kind="dense_em", n=5, l=3, **paper_defaults("dense_em", "paper"),
-                                init_method="spectral"))
+        form.set_spec(ModelSpec.make(model_type="dense_em", n=5, l=3,
+                                     **dict(type_defaults("dense_em", "paper"), init_method="spectral")))
         form.resize(420, form.sizeHint().height())
         form.show()
         settle(app, 0.3)
@@ -138,14 +138,14 @@ def main() -> int:
 
     if wanted("model_form_words.png"):
         from app.datasets import dataset_from_corpus
-        from app.modelspec import ModelSpec, paper_defaults
+        from app.modelspec import ModelSpec, type_defaults
         from app.panels.model_form import ModelForm
         words_file = CONLLU if have_shared else os.path.join(REPO, "tests", "fixtures", "data", "words.conllu")
         ds = dataset_from_corpus(words_file, load(words_file, observe="words", lowercase=True))
         form = ModelForm()
         form.set_n_symbols(ds.n_symbols)            # what the window tells the form (app/window/data.py)
         form.set_words_data(ds.observes_words)
-        form.set_spec(ModelSpec(kind="dense_em", n=17, l=32, **paper_defaults("dense_em", "paper")))
+        form.set_spec(ModelSpec.make(model_type="dense_em", n=17, l=32, **type_defaults("dense_em", "paper")))
         form.resize(max(406, form.minimumSizeHint().width()), form.sizeHint().height())
         form.show()
         settle(app, 0.3)
@@ -187,6 +187,7 @@ def main() -> int:
         from densehmm_core.dense import DenseHMM
         from densehmm_core.synthetic import demo_dataset
         from app.views import CompareView
+        from app.views.compare import score_both
         demo = demo_dataset(seed=0)
         m = int(np.shape(demo.params.emissionprob)[1])
         a = DenseHMM(5, 3, n_symbols=m, fit_method="cooc", seed=0, cooc_steps=400).fit(demo.train, eval_data=demo.test)
@@ -199,7 +200,7 @@ def main() -> int:
                         {"test_nll": ha.get("test_nll"), "mad": ha.get("mad"), "step": ha.get("step"), "elapsed": 4.2},
                         {"test_nll": hb.get("test_nll"), "train_nll": hb.get("train_nll"), "mad": hb.get("mad"),
                          "step": hb.get("step"), "elapsed": 0.8},
-                        data=demo.test, data_name="the demo data's test split", same_data=True)
+                        scores=score_both(a, b, demo.test), data_name="the demo data's test split", same_data=True)
         save(view, "compare_aligned.png")
 
     words_figs = ("tags_state_x_tag.png", "words_top_words.png", "words_embeddings.png", "decode_words_tags.png")

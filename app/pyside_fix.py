@@ -12,7 +12,7 @@ in 50 redraws; "bool_dealloc" at exit).  From Python 3.12 on ``None``, ``True`` 
 :func:`ensure_none_survives` measures the leak with a harmless Qt call and, only when it
 is present, raises the reference counts of ``None``, ``True`` and ``False`` by 2**40 (no
 real program makes that many calls), which is what Python 3.12 does for immortal objects.  It is idempotent and
-is called on import of :mod:`app.views` and :mod:`app.export`.
+is applied on import of this module, which :mod:`app.views`, :mod:`app.export` and the main window import.
 """
 from __future__ import annotations
 

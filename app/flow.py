@@ -1,4 +1,5 @@
-"""A layout that wraps its widgets onto further lines when its width runs out (a narrow dock)."""
+"""THE wrapping layout of the app: widgets left to right, onto further lines when the width runs out
+(the Jobs panel's buttons in a narrow dock, the embeddings' legend row)."""
 from __future__ import annotations
 
 from typing import List, Optional
@@ -15,17 +16,21 @@ class FlowLayout(QLayout):
     Parameters
     ----------
     spacing : int
-        Pixels between items and between lines.
+        Pixels between items (and between lines, unless ``line_spacing`` is given).
+    line_spacing : int, optional
+        Pixels between lines.
     right_from : int, optional
         When every item fits on one line, the items from this index on sit at the line's
         right end (like a stretch before them in a :class:`QHBoxLayout`); once the items
         wrap they simply follow the others.
     """
 
-    def __init__(self, parent=None, spacing: int = 6, right_from: Optional[int] = None) -> None:
+    def __init__(self, parent=None, spacing: int = 6, right_from: Optional[int] = None,
+                 line_spacing: Optional[int] = None) -> None:
         super().__init__(parent)
         self._items: List[QLayoutItem] = []
         self._spacing = int(spacing)
+        self._line_spacing = self._spacing if line_spacing is None else int(line_spacing)
         self.right_from = right_from
 
     # QLayout's interface --------------------------------------------------
@@ -113,5 +118,5 @@ class FlowLayout(QLayout):
                                 - self._spacing * (len(tail) - 1))
                     item.setGeometry(QRect(QPoint(x, y + (height - size.height()) // 2), size))
                     x += size.width() + self._spacing
-            y += height + (self._spacing if k < len(lines) - 1 else 0)
+            y += height + (self._line_spacing if k < len(lines) - 1 else 0)
         return y - rect.y() + m.bottom()

@@ -1,0 +1,262 @@
+"""Theme and formatting helpers of the plotting views: colour maps, palette-following plot
+styles, axis titles, state colours, tick and number formatting.
+
+Functions only (the widgets built on them are in :mod:`app.views.widgets`); display code, no model maths.
+"""
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+__all__ = [
+    "theme_colors", "make_graphics_widget", "style_plot", "state_colors", "symbol_labels", "state_labels",
+    "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap", "diverging_cmap", "first_of", "fmt_value",
+    "as_single", "tick_strings", "use_precise_ticks", "marker_icon", "fmt_compact", "label_axis_text",
+]
+
+#: Perceptual sequential colour map for probabilities.
+SEQUENTIAL_CMAP = "viridis"
+#: Perceptual diverging colour map (blue - white - red) for differences.
+DIVERGING_CMAP = "CET-D1"
+
+_CMAP_CACHE: dict = {}
+
+
+def sequential_cmap() -> pg.ColorMap:
+    """The viridis colour map (cached)."""
+    if SEQUENTIAL_CMAP not in _CMAP_CACHE:
+        _CMAP_CACHE[SEQUENTIAL_CMAP] = pg.colormap.get(SEQUENTIAL_CMAP)
+    return _CMAP_CACHE[SEQUENTIAL_CMAP]
+
+
+def diverging_cmap() -> pg.ColorMap:
+    """A perceptual diverging colour map (CET-D1, cached)."""
+    if DIVERGING_CMAP not in _CMAP_CACHE:
+        _CMAP_CACHE[DIVERGING_CMAP] = pg.colormap.get(DIVERGING_CMAP)
+    return _CMAP_CACHE[DIVERGING_CMAP]
+
+
+def theme_colors(widget: Optional[QtWidgets.QWidget] = None):
+    """Background and foreground colours following the application palette (light/dark)."""
+    pal = widget.palette() if widget is not None else QtWidgets.QApplication.palette()
+    bg = pal.color(QtGui.QPalette.ColorRole.Base)
+    fg = pal.color(QtGui.QPalette.ColorRole.Text)
+    return bg, fg
+
+
+def make_graphics_widget(parent: Optional[QtWidgets.QWidget] = None) -> pg.GraphicsLayoutWidget:
+    """A GraphicsLayoutWidget whose background follows the palette."""
+    glw = pg.GraphicsLayoutWidget(parent=parent)
+    bg, _ = theme_colors(parent)
+    glw.setBackground(bg)
+    glw.ci.setContentsMargins(4, 4, 4, 4)
+    return glw
+
+
+def style_plot(plot: pg.PlotItem, widget: Optional[QtWidgets.QWidget] = None,
+               title: Optional[str] = None) -> None:
+    """Axis and title colours from the palette so labels are readable in light and dark themes.
+
+    Cheap to call repeatedly: pens and the title are only touched when they change
+    (each change makes pyqtgraph re-lay out the axes and re-render HTML labels).
+    """
+    _, fg = theme_colors(widget)
+    if getattr(plot, "_styled_fg", None) != fg.name():
+        plot._styled_fg = fg.name()
+        for name in ("left", "bottom", "right", "top"):
+            ax = plot.getAxis(name)
+            ax.setPen(pg.mkPen(fg))
+            ax.setTextPen(pg.mkPen(fg))
+        plot._styled_title = None
+    if title is not None and getattr(plot, "_styled_title", None) != title:
+        plot._styled_title = title
+        plot.setTitle(title, color=fg.name(), size="11pt")
+        _let_title_overflow(plot)
+
+
+def _let_title_overflow(plot: pg.PlotItem) -> None:
+    """Keep the title from setting the plot's minimum width.
+
+    pyqtgraph makes the title's text width the minimum width of the view box's column, so a
+    narrow heatmap grew wider than its widget and lost its colour bar off the right edge.
+    The (centred) title may now reach over the axes instead.
+    """
+    lbl = plot.titleLabel
+    if getattr(lbl, "_overflow_ok", False):
+        return
+    lbl._overflow_ok = True
+    orig = lbl.updateMin
+
+    def update_min():
+        orig()
+        h = lbl._sizeHint.get(QtCore.Qt.SizeHint.MinimumSize, (0, 0))[1]
+        lbl._sizeHint[QtCore.Qt.SizeHint.MinimumSize] = (0, h)
+        lbl.setMinimumWidth(0)
+        lbl.updateGeometry()
+
+    lbl.updateMin = update_min  # LabelItem calls it from setText and resizeEvent
+    update_min()
+
+
+def label_axis_text(plot: pg.PlotItem, side: str, text: str, widget=None) -> None:
+    """Axis title in the palette's text colour (no-op when unchanged)."""
+    ax = plot.getAxis(side)
+    if getattr(ax, "_styled_label", None) == text:
+        return
+    ax._styled_label = text
+    _, fg = theme_colors(widget)
+    plot.setLabel(side, text, color=fg.name())
+
+
+def tick_strings(values: Sequence[float], spacing: float) -> List[str]:
+    """Tick labels with just enough digits that ticks ``spacing`` apart read differently.
+
+    pyqtgraph's default drops digits when the range is narrow compared with the values
+    (every label of 355625.1 .. 355625.9 reads "355625", a colour bar of 0.1000 .. 0.1002
+    shows nothing or "0"); here the number of decimals follows the spacing, values of
+    1e6 and more (or below 1e-3) use scientific notation with enough significant digits,
+    and labels are made distinct by adding digits if rounding still merged two of them.
+    """
+    vals = [float(v) for v in values]
+    if not vals:
+        return []
+    finite = [abs(v) for v in vals if math.isfinite(v)]
+    big = max(finite) if finite else 0.0
+    spacing = abs(float(spacing)) if spacing and math.isfinite(spacing) else 0.0
+    if spacing <= 0:
+        diffs = [abs(b - a) for a, b in zip(vals, vals[1:]) if b != a]
+        spacing = min(diffs) if diffs else (big or 1.0)
+    sci = big >= 1e6 or (0 < big < 1e-3)
+
+    def fmt(v: float, extra: int) -> str:
+        if not math.isfinite(v):
+            return str(v)
+        if abs(v) < spacing * 1e-6:
+            v = 0.0  # no "-0.000" or "1e-17" at the zero tick
+        if sci:
+            digits = max(0, int(math.ceil(math.log10(max(big, 1e-300) / spacing) - 1e-9))) + extra
+            return f"{v:.{min(digits, 15)}e}".replace("e+0", "e").replace("e-0", "e-").replace("e+", "e")
+        dec = max(0, int(math.ceil(-math.log10(spacing) - 1e-9))) + extra
+        return f"{v:.{min(dec, 15)}f}"
+
+    for extra in range(0, 4):
+        out = [fmt(v, extra) for v in vals]
+        if len(set(out)) == len(set(vals)):
+            return out
+    return out
+
+
+def _precise_tick_strings(axis: pg.AxisItem, values, scale, spacing):
+    if axis.logMode:
+        return pg.AxisItem.logTickStrings(axis, values, scale, spacing)
+    return tick_strings([v * scale for v in values], spacing * scale)
+
+
+def use_precise_ticks(axis: pg.AxisItem) -> pg.AxisItem:
+    """Give an existing axis (e.g. a ColorBarItem's) :func:`tick_strings` labels."""
+    axis.tickStrings = lambda values, scale, spacing: _precise_tick_strings(axis, values, scale, spacing)
+    axis.picture = None
+    return axis
+
+
+#: tab10, then Kelly's colours of maximum contrast (without white, black and near-duplicates).
+_CATEGORICAL = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                "#bcbd22", "#17becf", "#f3c300", "#875692", "#a1caf1", "#be0032", "#c2b280", "#008856",
+                "#e68fac", "#0067a5", "#f99379", "#604e97", "#882d17", "#8db600", "#654522", "#2b3d26"]
+
+
+def state_colors(n: int) -> List[QtGui.QColor]:
+    """``n`` well-separated categorical colours for states (tab10, Kelly's colours, then a hue wheel)."""
+    if n <= len(_CATEGORICAL):
+        return [QtGui.QColor(c) for c in _CATEGORICAL[:n]]
+    return [pg.intColor(i, hues=n, values=1, maxValue=230, minValue=150) for i in range(n)]
+
+
+def state_labels(n: int) -> List[str]:
+    return [str(i) for i in range(n)]
+
+
+def symbol_labels(m: int, vocabulary: Optional[Sequence[str]]) -> List[str]:
+    """The vocabulary if it fits ``m`` symbols, else ``0..m-1``."""
+    if vocabulary is not None and len(vocabulary) == m:
+        return [str(s) for s in vocabulary]
+    return [str(i) for i in range(m)]
+
+
+def first_of(d: Optional[dict], *keys):
+    """First key present in ``d`` with a non-None value."""
+    if not d:
+        return None
+    for k in keys:
+        v = d.get(k)
+        if v is not None:
+            return v
+    return None
+
+
+def fmt_value(v) -> str:
+    """Compact exact-ish number formatting for tables and tooltips."""
+    if v is None:
+        return "—"
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if not math.isfinite(f):
+            return str(f)
+        return f"{f:.6g}"
+    return str(v)
+
+
+def fmt_compact(v, digits: int = 5) -> str:
+    """Short number text for tables: ``digits`` significant digits, no trailing zeros.
+
+    Integers stay exact; very large or small floats use scientific notation
+    (``0.000132808`` -> ``1.3281e-4``, ``-355625.37`` -> ``-355625``).
+    """
+    if isinstance(v, (float, np.floating)) and not isinstance(v, (bool, np.bool_)):
+        f = float(v)
+        if not math.isfinite(f):
+            return str(f)
+        if f == 0:
+            return "0"
+        a = abs(f)
+        if a >= 10 ** digits:  # keep the integer part: 355625 rather than 3.5562e5
+            return f"{f:.0f}" if a < 1e12 else f"{f:.{digits - 1}e}".replace("e+", "e")
+        if a < 1e-3:
+            m, e = f"{f:.{digits - 1}e}".split("e")
+            m = m.rstrip("0").rstrip(".")
+            return f"{m}e{int(e)}"
+        return f"{f:.{digits}g}"
+    return fmt_value(v)
+
+
+def as_single(result):
+    """First sequence of a result that may be a list of arrays or one array."""
+    if isinstance(result, (list, tuple)):
+        return np.asarray(result[0])
+    arr = np.asarray(result)
+    return arr
+
+
+def marker_icon(symbol: str, color, size: int = 14) -> QtGui.QIcon:
+    """A small icon of a scatter marker (for check boxes that double as the legend)."""
+    pm = QtGui.QPixmap(size, size)
+    pm.fill(QtCore.Qt.GlobalColor.transparent)
+    p = QtGui.QPainter(pm)
+    p.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing)
+    p.translate(size / 2.0, size / 2.0)
+    p.scale(size * 0.8, size * 0.8)
+    p.setPen(pg.mkPen("#333333", width=0))
+    p.setBrush(pg.mkBrush(color))
+    from pyqtgraph.graphicsItems.ScatterPlotItem import Symbols
+    path = Symbols.get(symbol, Symbols["o"])
+    p.drawPath(path)
+    p.end()
+    return QtGui.QIcon(pm)

@@ -1,0 +1,105 @@
+"""How B is shown for a large vocabulary (words): each state's most probable symbols in a table,
+readable where an n x 10,000 emission heatmap is not (:class:`app.views.heatmap.ParameterHeatmaps`
+switches to it).  Nothing here is about tagging."""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, List, Optional, Sequence
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from .theme import state_labels
+
+__all__ = ["TopWordsTable", "TOP_WORDS"]
+
+#: words listed per state
+TOP_WORDS = 10
+
+
+class TopWordsTable(QtWidgets.QWidget):
+    """Each state's :data:`TOP_WORDS` most probable symbols, ``word (probability)`` per cell."""
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None, top: int = TOP_WORDS) -> None:
+        super().__init__(parent)
+        self._top = int(top)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        self.title = QtWidgets.QLabel("")
+        f = self.title.font()
+        f.setBold(True)
+        self.title.setFont(f)
+        self.title.setWordWrap(True)
+        lay.addWidget(self.title)
+        self.table = QtWidgets.QTableWidget(0, self._top)
+        self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(self._top)])
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+        lay.addWidget(self.table, 1)
+        self.setMinimumSize(300, 200)
+
+    def set_emissions(self, emissionprob, vocabulary: Optional[Sequence[str]],
+                      row_labels: Optional[Sequence[str]] = None) -> None:
+        """Fill from an emission matrix (n x m) and the symbol names (``None``: indices)."""
+        B = np.asarray(emissionprob, dtype=np.float64)
+        n, m = B.shape
+        names = [str(v) for v in vocabulary] if vocabulary is not None and len(vocabulary) == m else \
+            [str(i) for i in range(m)]
+        top = min(self._top, m)
+        # the order to list the symbols in (display only): largest probability first, ties by index
+        order = np.argsort(-B, axis=1, kind="stable")[:, :top]
+        self.table.setRowCount(n)
+        self.table.setColumnCount(top)
+        self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(top)])
+        self.table.setVerticalHeaderLabels(list(row_labels) if row_labels is not None and len(row_labels) == n
+                                           else [f"state {s}" for s in state_labels(n)])
+        self._words = []
+        for i in range(n):
+            words = []
+            for j in range(top):
+                k = int(order[i, j])
+                item = QtWidgets.QTableWidgetItem(names[k])  # the words; probabilities in tooltips
+                item.setToolTip(f"state {i}: P({names[k]}) = {B[i, k]:.6g}")
+                self.table.setItem(i, j, item)
+                words.append(names[k])
+            self._words.append(words)
+        # the title is part of exported figures: the hint to hover is in the tooltip only
+        self.title.setText(f"Top {top} of {m} symbols per state, most probable first")
+        self.table.setToolTip("Hover a word for its emission probability")
+
+    @contextlib.contextmanager
+    def figure_mode(self) -> Iterator[None]:
+        """While the table is exported (:mod:`app.export`): every column inside the figure.  When the
+        words are wider than the room, the columns share the width and long words end in "…" (a figure
+        cannot scroll: without this, the PNG of a words dashboard stopped after column 7)."""
+        t, header = self.table, self.table.horizontalHeader()
+        cols = t.columnCount()
+        room = t.viewport().width()
+        needed = sum(t.columnWidth(c) for c in range(cols))
+        if cols == 0 or needed <= room:
+            yield
+            return
+        widths = [t.columnWidth(c) for c in range(cols)]
+        header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
+        t.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        share = max(1, room // cols)
+        for c in range(cols):
+            t.setColumnWidth(c, share if c < cols - 1 else max(1, room - share * (cols - 1)))
+        try:
+            yield
+        finally:
+            t.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+            for c, w in enumerate(widths):
+                t.setColumnWidth(c, w)
+            header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+
+    def words(self) -> List[List[str]]:
+        """The words listed, one list per state."""
+        return [list(w) for w in getattr(self, "_words", [])]
+
+    def clear(self) -> None:
+        self.table.setRowCount(0)
+        self._words = []
+        self.title.setText("")

@@ -1,0 +1,247 @@
+"""The DenseHMM M-step on the array module: ``-Q`` per token, its closed-form gradient, Adam.
+
+Written once against an array module ``xp`` (numpy or CuPy: the inference engine's
+:class:`~densehmm_core.engine.backend.ArrayBackend`), so that an EM fit runs where its E-step
+runs and nothing but scalars crosses to the host per iteration.  No TensorFlow: TensorFlow's
+autodiff of the same loss is the test oracle (``tests/test_dense_mstep.py``).
+
+The objective, with the E-step's expected counts ``c`` (start), ``C`` (transitions, from i to
+j), ``E`` (emissions) and a normaliser ``N`` (the token count)::
+
+    L(theta) = -( sum_i c_i log pi_i + sum_ij C_ij log A_ij + sum_ik E_ik log B_ik ) / N
+    A = softmax_rows(Z U^T),  B = softmax_rows(W V^T),  pi = softmax(U z_start),
+    V = V_own + S feature_V   (S: the 0/1 symbol x feature incidence; no features: V = V_own)
+
+For one softmax row with logits ``x`` and counts ``c``, ``d(-sum_k c_k log softmax(x)_k)/dx =
+(sum_k c_k) softmax(x) - c``.  With ``G_A = (C 1) * A - C``, ``g_pi = (sum c) pi - c`` and
+``G_B = (E 1) * B - E`` (each divided by ``N``), the chain rule through the kernels gives::
+
+    dZ = G_A U,   dU = G_A^T Z + g_pi z_start^T,   dz_start = U^T g_pi,
+    dW = G_B V,   dV_own = G_B^T W,                dfeature_V = S^T dV_own.
+
+Adam is Kingma & Ba's efficient form, step for step the loop the TensorFlow M-step ran
+(:func:`densehmm_core.dense_tf._adam_loop`): ``theta -= lr sqrt(1-b2^t)/(1-b1^t) m/(sqrt(v)+eps)``;
+a step whose loss, gradient or new parameters are not finite, or that moves an entry beyond
+``limit``, is not taken and ends the loop (the status says which).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Tuple
+
+import numpy as np
+
+__all__ = ["MStep", "AdamMoments", "STATUS_OK", "STATUS_NONFINITE", "STATUS_LIMIT", "BETA1", "BETA2", "EPS"]
+
+STATUS_OK, STATUS_NONFINITE, STATUS_LIMIT = 0, 1, 2
+BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
+
+
+@dataclass
+class AdamMoments:
+    """First and second moment estimates (arrays of the M-step's module) and the steps taken."""
+
+    m: Any
+    v: Any
+    t: float = 0.0
+
+
+class MStep:
+    """The M-step of one DenseHMM shape on one array backend.
+
+    Parameters
+    ----------
+    layout : densehmm_core.dense_layout.Layout or FeatureLayout
+        Packing of ``theta`` (with symbol features: their incidence ``layout.features``).
+    backend : densehmm_core.engine.backend.ArrayBackend
+        Where the arrays live (the E-step engine's backend).
+    """
+
+    def __init__(self, layout, backend) -> None:
+        self.layout = layout
+        self.backend = backend
+        self.xp = xp = backend.xp
+        n, m, l = layout.n, layout.m, layout.l
+        self.n, self.m, self.l = n, m, l
+        self.nf = int(layout.n_feat)
+        nl = n * l
+        self._cuts = (0, nl, 2 * nl, 3 * nl, 3 * nl + m * l, 3 * nl + m * l + l, layout.size)
+        self.S = self.ST = None
+        self._work = None
+        if self.nf:
+            f = layout.features
+            order = np.lexsort((f.cols, f.rows))
+            rows, cols = f.rows[order], f.cols[order]
+            indptr = np.zeros(m + 1, np.int64)
+            np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
+            self.S = backend.csr_matrix(np.ones(len(rows)), cols.astype(np.int32), indptr, (m, self.nf))
+            self.ST = self.S.T.tocsr()
+        del xp
+
+    # ----------------------------------------------------------------- parts
+    def to_device(self, theta: np.ndarray):
+        """Host ``theta`` -> a float64 array of this backend (a copy)."""
+        return self.xp.array(np.asarray(theta, dtype=np.float64), dtype=self.xp.float64)
+
+    def parts(self, theta):
+        """Views ``U, Z, W, V_own, z_start, feature_V`` of ``theta`` and the effective ``V``."""
+        c = self._cuts
+        n, m, l = self.n, self.m, self.l
+        U = theta[c[0]:c[1]].reshape(n, l)
+        Z = theta[c[1]:c[2]].reshape(n, l)
+        W = theta[c[2]:c[3]].reshape(n, l)
+        Vown = theta[c[3]:c[4]].reshape(m, l)
+        zs = theta[c[4]:c[5]]
+        F = theta[c[5]:c[6]].reshape(self.nf, l)
+        if self.nf:
+            V = self.S @ F
+            V += Vown
+        else:
+            V = Vown
+        return U, Z, W, Vown, zs, F, V
+
+    def _softmax_rows(self, X, scale=None):
+        """Row softmax of ``X`` in place, each row times ``scale`` (a vector or scalar, default 1);
+        returns ``(scaled softmax, logsumexp per row)``."""
+        xp = self.xp
+        mx = X.max(axis=1, keepdims=True)
+        X -= mx
+        xp.exp(X, out=X)
+        s = X.sum(axis=1, keepdims=True)
+        X *= (1.0 if scale is None else xp.reshape(scale, (-1, 1))) / s
+        return X, (mx + xp.log(s))[:, 0]
+
+    def matrices(self, theta):
+        """``(pi, A, B)`` of ``theta`` as arrays of the backend (``pi = softmax(U z_start)``)."""
+        U, Z, W, _, zs, _, V = self.parts(theta)
+        A, _ = self._softmax_rows(Z @ U.T)
+        B, _ = self._softmax_rows(W @ V.T)
+        pi, _ = self._softmax_rows((U @ zs)[None, :])
+        return pi[0], A, B
+
+    # ------------------------------------------------------ loss and gradient
+    def loss_and_grad(self, theta, c_start, c_trans, c_emit, norm: float, grad=None):
+        """``(L, dL/dtheta)``: the loss as a 0-d array of the backend and the gradient (written into
+        ``grad`` when given).  Counts are arrays of the backend (or numpy, for numpy)."""
+        cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
+        return self._loss_and_grad(theta, cs, ct, ce, tot_s, rs_a, rs_b, grad)
+
+    def _scaled(self, c_start, c_trans, c_emit, norm: float) -> tuple:
+        """The counts divided by ``norm`` and their row totals (once per M-step)."""
+        inv = 1.0 / float(norm)
+        cs, ct, ce = c_start * inv, c_trans * inv, c_emit * inv
+        return cs, ct, ce, cs.sum(), ct.sum(axis=1), ce.sum(axis=1)
+
+    def _loss_and_grad(self, theta, cs, ct, ce, tot_s, rs_a, rs_b, grad=None):
+        xp = self.xp
+        U, Z, W, _, zs, _, V = self.parts(theta)
+        c = self._cuts
+        n, l = self.n, self.l
+        g = xp.empty(self.layout.size) if grad is None else grad
+        # transitions: logits Z U^T, G_A = rs * A - C (in place)
+        X = Z @ U.T
+        q = xp.vdot(ct, X)
+        X, lse = self._softmax_rows(X, rs_a)
+        q -= rs_a @ lse
+        X -= ct
+        g[c[0]:c[1]].reshape(n, l)[...] = X.T @ Z
+        g[c[1]:c[2]].reshape(n, l)[...] = X @ U
+        # start: logits U z_start
+        xs = U @ zs
+        q += cs @ xs
+        ps, lse_s = self._softmax_rows(xs[None, :].copy(), tot_s)
+        q -= tot_s * lse_s[0]
+        gs = ps[0] - cs
+        g[c[0]:c[1]].reshape(n, l)[...] += gs[:, None] * zs[None, :]
+        g[c[4]:c[5]] = U.T @ gs
+        # emissions: logits W V^T, G_B = rs * B - E (in place); the n x m and l x m products write
+        # into buffers kept across steps (fresh multi-MB arrays cost page faults every step)
+        be = self.backend
+        if self._work is None:
+            self._work = (xp.empty((n, self.m)), xp.empty((l, self.m)))
+        X, T = self._work
+        be.matmul_into(W, V.T, X)
+        q += xp.vdot(ce, X)
+        X, lse = self._softmax_rows(X, rs_b)
+        q -= rs_b @ lse
+        X -= ce
+        be.matmul_into(X, V, g[c[2]:c[3]].reshape(n, l))
+        gV = g[c[3]:c[4]].reshape(self.m, l)
+        be.matmul_into(W.T, X, T)
+        gV[...] = T.T
+        if self.nf:
+            g[c[5]:c[6]].reshape(self.nf, l)[...] = self.ST @ gV
+        return -q, g
+
+    def loss(self, theta, c_start, c_trans, c_emit, norm: float) -> float:
+        """The loss alone, as a host float."""
+        xp = self.xp
+        U, Z, W, _, zs, _, V = self.parts(theta)
+
+        def term(X, C):
+            mx = X.max(axis=1, keepdims=True)
+            lse = (mx + xp.log(xp.exp(X - mx).sum(axis=1, keepdims=True)))[:, 0]
+            return xp.vdot(C, X) - C.sum(axis=1) @ lse
+
+        q = term(Z @ U.T, c_trans) + term((U @ zs)[None, :], c_start[None, :]) + term(W @ V.T, c_emit)
+        return float(-q / float(norm))
+
+    # ------------------------------------------------------------------ Adam
+    def zeros(self) -> AdamMoments:
+        xp = self.xp
+        return AdamMoments(xp.zeros(self.layout.size), xp.zeros(self.layout.size), 0.0)
+
+    def adam(self, theta, state: AdamMoments, n_steps: int, lr: float, limit: float,
+             c_start, c_trans, c_emit, norm: float) -> Tuple[Any, AdamMoments, int, int, Any, float]:
+        """``n_steps`` Adam steps (constant ``lr``) on the loss.
+
+        Returns ``(theta, state, steps_done, status, last_good_theta, loss)``: ``theta`` the last
+        accepted iterate, ``last_good_theta`` the last one whose loss was finite, ``loss`` (host
+        float) the loss at ``theta``.  One scalar pair crosses to the host per step (the checks).
+        ``theta`` is not modified in place.
+        """
+        xp = self.xp
+        th = theta
+        good = theta
+        mm, vv, t = state.m, state.v, float(state.t)
+        status = STATUS_OK
+        k = 0
+        size = self.layout.size
+        grad, tmp, den = xp.empty(size), xp.empty(size), xp.empty(size)
+        mm, vv = mm.copy(), vv.copy()   # updated in place below (the caller's state is not modified)
+        cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
+        while k < int(n_steps):
+            loss, grad = self._loss_and_grad(th, cs, ct, ce, tot_s, rs_a, rs_b, grad)
+            t1 = t + 1.0
+            # in place, with the same roundings as m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+            # theta - alpha m / (sqrt(v) + eps)
+            mm *= BETA1
+            xp.multiply(grad, 1.0 - BETA1, out=tmp)
+            mm += tmp
+            vv *= BETA2
+            xp.multiply(grad, grad, out=tmp)
+            tmp *= 1.0 - BETA2
+            vv += tmp
+            alpha = lr * math.sqrt(1.0 - BETA2 ** t1) / (1.0 - BETA1 ** t1)
+            xp.sqrt(vv, out=den)
+            den += EPS
+            xp.multiply(mm, alpha, out=tmp)
+            tmp /= den
+            th1 = th - tmp
+            checks = self.backend.to_host(xp.stack([loss, th1.max(), -th1.min()]))
+            f_loss, amax = float(checks[0]), float(np.max(checks[1:]))  # NaN propagates
+            if np.isfinite(f_loss):
+                good = th
+            t = t1
+            if not (np.isfinite(f_loss) and np.isfinite(amax)):
+                status = STATUS_NONFINITE
+                break
+            if amax > limit:
+                status = STATUS_LIMIT
+                break
+            th = th1
+            k += 1
+        final = self.loss(th, c_start, c_trans, c_emit, norm)
+        return th, AdamMoments(mm, vv, t), k, status, good, final
+

@@ -1,0 +1,509 @@
+"""The caller's side: :class:`TrainingWorker` (one worker process, one fit at a time) and
+:class:`WorkerPool` (persistent workers handed out per fit; :func:`shared_pool`)."""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from typing import Iterator, List, Optional
+
+from ..events import CancelToken, ProgressEvent, TrainingDiverged
+from ..memory import check_inference
+from .lifeline import start_process
+from .server import child_main, worker_main
+from .wire import WorkerError, as_plain_sequences, check_reply, decode_message, encode_message, supports
+
+__all__ = ["TrainingWorker", "WorkerPool", "shared_pool", "close_shared_pool"]
+
+
+def _context():
+    import multiprocessing
+    return multiprocessing.get_context("spawn")
+
+
+class TrainingWorker:
+    """One worker process (spawned, persistent), used by one fit at a time.
+
+    Parameters
+    ----------
+    nice : int
+        How much the worker lowers its CPU priority (``os.nice``; ignored where
+        unavailable).  ``0`` keeps the caller's priority.
+    silence_timeout : float
+        Seconds without any message (the worker sends "alive" every
+        :data:`~.wire.HEARTBEAT_S`) after which the worker is taken as stopped or hung: it is
+        killed and the fit ends with :class:`WorkerError`.
+    cancel_timeout : float
+        Seconds a cancelled fit's worker has to acknowledge the cancel (and then to keep
+        answering until the fit ends); past it the worker is killed, and the fit ends as
+        cancelled with the last parameters received.
+    send_timeout : float
+        Seconds a message to the worker may take to be written (a worker that does not
+        read its pipe is killed).
+
+    Every protocol error (a malformed or unknown message in either direction) ends the
+    worker with :class:`WorkerError` naming the reason.  The worker ends within
+    :data:`~.lifeline.CHECK_S` seconds when this process ends, ``kill -9`` included
+    (:mod:`.lifeline`).
+    """
+
+    def __init__(self, nice: int = 10, *, silence_timeout: float = 60.0, cancel_timeout: float = 5.0,
+                 send_timeout: float = 10.0, _target=None) -> None:
+        ctx = _context()
+        ctrl_recv, self._ctrl = ctx.Pipe(duplex=False)
+        self._data, data_send = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=worker_main,
+                                   args=(_target or child_main, os.getpid(), ctrl_recv, data_send, int(nice)),
+                                   name="densehmm-training-worker", daemon=True)
+        start_process(self.process)   # the worker ends with this process (lifeline.py)
+        ctrl_recv.close()
+        data_send.close()
+        self.silence_timeout = float(silence_timeout)
+        self.cancel_timeout = float(cancel_timeout)
+        self.send_timeout = float(send_timeout)
+        self._send_lock = threading.Lock()
+        self._jobs = 0            # fits sent so far: each fit and its cancel carry its number
+        self.broken = False
+        self.warm_info: Optional[dict] = None
+        #: ``{"tf_version": str, "devices": [...]}`` once the process has imported TensorFlow
+        #: (for a fit, or asked to by :meth:`warm`); set by the reader thread
+        self.tf_info: Optional[dict] = None
+        self._warm_pending = False
+        self._cancel_acked: set = set()
+        self._closing = threading.Event()
+        self._last_heard = time.monotonic()
+        # A reader thread drains the pipe at all times (the worker never blocks on a full
+        # pipe while this process is busy elsewhere); the bounded queue keeps back-pressure.
+        self._inbox: "queue.Queue" = queue.Queue(maxsize=256)
+        self._reader = threading.Thread(target=self._read_loop, name="densehmm-worker-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def alive(self) -> bool:
+        return not self.broken and self.process.is_alive()
+
+    # ------------------------------------------------------------- receiving
+    def _put(self, item) -> bool:
+        while not self._closing.is_set():
+            try:
+                self._inbox.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _read_loop(self) -> None:
+        while True:
+            try:
+                raw = self._data.recv_bytes()
+            except (EOFError, OSError):
+                self._put(("eof", None))
+                return
+            self._last_heard = time.monotonic()
+            try:
+                msg = check_reply(decode_message(raw))
+            except Exception as exc:  # noqa: BLE001 - any malformed reply is a protocol error
+                self._put(("bad", f"malformed reply from the training process: {exc}"))
+                return
+            op = msg["op"]
+            if op == "alive":
+                continue
+            if op == "cancel_ack":
+                self._cancel_acked.add(msg.get("job"))
+                continue
+            if op in ("tensorflow", "warm") and "error" not in msg:
+                self.tf_info = {"tf_version": msg["tf_version"], "devices": msg["devices"]}
+                if op == "tensorflow":
+                    continue
+            if op == "protocol_error":
+                self._put(("bad", f"the training process refused a message: {msg.get('message', '')}"))
+                return
+            if not self._put(("msg", msg)):
+                return
+
+    def _fail(self, reason: str) -> WorkerError:
+        """Kill the process (it is unusable) and return the error to raise."""
+        self.broken = True
+        self._kill()
+        return WorkerError(reason)
+
+    def _kill(self) -> None:
+        self.broken = True
+        if self.process.is_alive():
+            try:
+                self.process.kill()  # SIGKILL: also ends a stopped (SIGSTOP) process
+            except (OSError, ValueError):
+                pass
+        self.process.join(2.0)
+
+    def _next(self, wait: float = 0.05, silence: Optional[float] = None) -> Optional[dict]:
+        """The next reply, or None after ``wait`` seconds.
+
+        Raises :class:`WorkerError` when the process died, broke the protocol, or sent
+        nothing (not even "alive") for ``silence`` seconds (default ``silence_timeout``).
+        """
+        try:
+            kind, payload = self._inbox.get(timeout=max(0.0, wait))
+        except queue.Empty:
+            limit = self.silence_timeout if silence is None else silence
+            quiet = time.monotonic() - self._last_heard
+            if quiet > limit:
+                state = _process_state(self.process.pid)
+                how = "is stopped (SIGSTOP)" if state == "T" else "stopped answering"
+                raise self._fail(f"the training process {how}: no message for {quiet:.1f} s; it was killed")
+            if not self.process.is_alive() and quiet > 2.0:
+                self.broken = True
+                raise WorkerError(f"the training process ended unexpectedly (exit code {self.process.exitcode})")
+            return None
+        if kind == "eof":
+            self.broken = True
+            self.process.join(1.0)
+            raise WorkerError(f"the training process ended unexpectedly (exit code {self.process.exitcode})")
+        if kind == "bad":
+            raise self._fail(f"protocol error: {payload}")
+        if payload["op"] == "warm":
+            self._warm_pending = False
+            self.warm_info = payload
+        return payload
+
+    def _recv(self, timeout: Optional[float] = None) -> dict:
+        """The next reply (not "alive"); :class:`TimeoutError` after ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = 0.05 if deadline is None else min(0.05, deadline - time.monotonic())
+            if left < 0:
+                raise TimeoutError("the training process did not answer in time")
+            msg = self._next(left)
+            if msg is not None:
+                return msg
+
+    # --------------------------------------------------------------- sending
+    def _send(self, msg: dict, timeout: Optional[float] = None) -> None:
+        """Write a message; a worker that does not take it within ``timeout`` is killed (WorkerError)."""
+        payload = encode_message(msg)
+        limit = self.send_timeout if timeout is None else float(timeout)
+        box: List[BaseException] = []
+
+        def write():
+            try:
+                with self._send_lock:
+                    self._ctrl.send_bytes(payload)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                box.append(exc)
+
+        t = threading.Thread(target=write, name="densehmm-worker-send", daemon=True)
+        t.start()
+        t.join(limit)
+        if t.is_alive():
+            raise self._fail(f"the training process did not read its messages for {limit:g} s; it was killed")
+        if box:
+            exc = box[0]
+            if isinstance(exc, (OSError, ValueError, EOFError)):
+                self.broken = True
+                raise WorkerError(f"the training process cannot be reached ({type(exc).__name__}: {exc})")
+            raise exc
+
+    def warm(self) -> None:
+        """Ask the worker to import TensorFlow now (answered before the next fit starts)."""
+        self._send({"op": "warm"})
+        self._warm_pending = True
+
+    def _drain_warm(self) -> None:
+        while self._warm_pending:
+            self._recv()
+
+    # --------------------------------------------------------------- fitting
+    def iter_fit(self, model, data, *, eval_data=None, cancel: Optional[CancelToken] = None,
+                 params_interval: float = 0.05, **fit_kwargs) -> Iterator[ProgressEvent]:
+        """Like ``model.iter_fit(data, eval_data=..., cancel=..., **fit_kwargs)``, in the worker.
+
+        Work whose engine buffers would not fit the memory budget is refused before anything
+        is sent (:class:`densehmm_core.memory.TooLargeError`, a ValueError).  A cancel is sent
+        once; a worker that does not acknowledge it within
+        ``cancel_timeout`` seconds (stopped, hung) is killed, and the stream ends with a
+        final "cancelled" event: the model holds the last parameters received.  When the
+        worker dies or breaks the protocol, the model also holds the last parameters
+        received and :class:`WorkerError` is raised.
+        """
+        if not supports(model):
+            raise TypeError(f"{type(model).__name__} cannot be trained in a worker process")
+        if model.n_symbols is None:
+            model._resolve_n_symbols(data)
+        config = model.get_config()
+        train = as_plain_sequences(data, model.n_symbols)
+        test = as_plain_sequences(eval_data, model.n_symbols)
+        # the worker's engine buffers must fit (a single long sequence forms a chunk of its own)
+        check_inference([int(x) for part in (train, test) if part is not None for x in part["lengths"]],
+                        model.n_states, model.n_symbols, tensorflow=model.needs_tensorflow)
+        self._jobs += 1
+        job = self._jobs
+        msg = {"op": "fit", "job": job, "kind": model.kind, "config": config,
+               "vocabulary": list(model.vocabulary) if model.vocabulary is not None else None,
+               "train": train, "test": test,
+               "fit_kwargs": dict(fit_kwargs), "params_interval": float(params_interval)}
+        self._drain_warm()
+        self._send(msg)
+        model.history_ = []
+        ended = False
+        last: Optional[ProgressEvent] = None
+        last_params: Optional[dict] = None
+        cancel_at: Optional[float] = None
+        try:
+            while True:
+                if cancel is not None and cancel.cancelled and cancel_at is None:
+                    cancel_at = self._cancel(job)
+                if cancel_at is not None and job not in self._cancel_acked \
+                        and time.monotonic() - cancel_at > self.cancel_timeout:
+                    self._kill()
+                    ended = True
+                    ev = self._killed_on_cancel(model, last, last_params)
+                    model.record_event(ev)
+                    yield ev
+                    return
+                try:
+                    reply = self._next(0.05, silence=None if cancel_at is None else self.cancel_timeout)
+                except WorkerError:
+                    if cancel_at is not None and not self.process.is_alive():
+                        ended = True
+                        ev = self._killed_on_cancel(model, last, last_params)
+                        model.record_event(ev)
+                        yield ev
+                        return
+                    raise
+                if reply is None:
+                    continue
+                op = reply["op"]
+                if op == "event":
+                    ev = reply["event"]
+                    last = ev
+                    if ev.params:
+                        last_params = ev.params
+                    model.record_event(ev)
+                    yield ev
+                elif op == "end":
+                    ended = True
+                    outcome = reply["outcome"]
+                    if outcome == "failed":
+                        raise WorkerError(reply.get("message", "the fit failed"), reply.get("traceback", ""))
+                    model.set_arrays(reply["state"])
+                    if outcome == "diverged":
+                        raise TrainingDiverged(reply.get("message") or "training diverged")
+                    return
+        except WorkerError:
+            if not ended:
+                _apply_params(model, last_params)
+            raise
+        finally:
+            self._cancel_acked.discard(job)
+            if not ended and not self.broken:
+                # The caller stopped iterating early: stop the fit and wait for its end message.
+                try:
+                    if cancel_at is None:
+                        cancel_at = self._cancel(job)
+                    deadline = time.monotonic() + self.cancel_timeout
+                    while True:
+                        r = self._next(max(0.0, min(0.05, deadline - time.monotonic())), silence=self.cancel_timeout)
+                        if r is not None and r["op"] == "end":
+                            break
+                        if time.monotonic() > deadline:
+                            raise TimeoutError
+                except (WorkerError, OSError, TimeoutError):
+                    self._kill()  # released as broken: the pool replaces it
+
+    def _cancel(self, job: int) -> float:
+        """Send the cancel of fit ``job`` (once); returns when it was sent."""
+        try:
+            self._send({"op": "cancel", "job": job}, timeout=self.cancel_timeout)
+        except WorkerError:
+            pass  # a worker that cannot take it is killed; the caller notices
+        return time.monotonic()
+
+    @staticmethod
+    def _killed_on_cancel(model, last: Optional[ProgressEvent], last_params: Optional[dict]) -> ProgressEvent:
+        """The final event of a cancelled fit whose worker had to be killed."""
+        _apply_params(model, last_params)
+        model.stop_reason_ = "cancelled"
+        return ProgressEvent(step=last.step if last else 0, total=last.total if last else None,
+                             phase=last.phase if last else "", loss=last.loss if last else None,
+                             params=last_params, done=True, reason="cancelled",
+                             elapsed=last.elapsed if last else 0.0)
+
+    def close(self, timeout: float = 0.5) -> None:
+        """Stop the process: ask, then terminate, then kill (never blocks much longer than ``timeout``)."""
+        self._closing.set()
+        if not self.broken and self.process.is_alive():
+            try:
+                self._send({"op": "stop"}, timeout=min(timeout, 0.5))
+            except (WorkerError, OSError, ValueError):
+                pass
+        self.process.join(timeout)
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join(0.5)
+        if self.process.is_alive():  # a stopped process ignores SIGTERM until continued
+            self.process.kill()
+            self.process.join(0.5)
+        self.broken = True
+        for c in (self._ctrl, self._data):
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+def _process_state(pid: Optional[int]) -> str:
+    """The process's state letter from /proc ("R", "S", "T" = stopped, ...); "" if unknown."""
+    if pid is None:
+        return ""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            text = fh.read().decode("ascii", "replace")
+        return text[text.rindex(")") + 2]
+    except (OSError, ValueError, IndexError):
+        return ""
+
+
+def _apply_params(model, params: Optional[dict]) -> None:
+    """Give ``model`` the parameters of a progress event (after its worker was lost)."""
+    if params:
+        model.set_arrays({"params": params})
+
+
+class WorkerPool:
+    """Persistent worker processes, handed out one per running fit (thread-safe).
+
+    Parameters
+    ----------
+    max_idle : int
+        Workers kept alive while idle (more are started on demand and stopped when
+        released beyond this number).
+    nice : int
+        CPU priority decrease of the workers (see :class:`TrainingWorker`).
+    **worker_options
+        ``silence_timeout``, ``cancel_timeout``, ``send_timeout`` of the workers
+        (see :class:`TrainingWorker`).
+    """
+
+    def __init__(self, max_idle: int = 2, nice: int = 10, **worker_options) -> None:
+        self.max_idle = int(max_idle)
+        self.nice = int(nice)
+        self.worker_options = dict(worker_options)
+        self._idle: List[TrainingWorker] = []
+        self._busy: List[TrainingWorker] = []
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def acquire(self, needs_tensorflow: Optional[bool] = None) -> TrainingWorker:
+        """An idle worker (or a new one) for one fit, until :meth:`release`.
+
+        ``needs_tensorflow`` (the model's ``needs_tensorflow``): prefer an idle worker that
+        has already imported TensorFlow (True) or one that has not (False), so that fits
+        which need it start at once and the others leave TensorFlow-free workers free.
+        """
+        with self._lock:
+            if self._closed:
+                raise WorkerError("the worker pool is closed")
+            for w in [w for w in self._idle if not w.alive]:
+                self._idle.remove(w)
+                w.close(0)
+            if self._idle:
+                pick = self._idle[-1]
+                if needs_tensorflow is not None:
+                    pick = next((w for w in reversed(self._idle) if (w.tf_info is not None) == needs_tensorflow),
+                                pick)
+                self._idle.remove(pick)
+                self._busy.append(pick)
+                return pick
+        w = TrainingWorker(nice=self.nice, **self.worker_options)
+        with self._lock:
+            self._busy.append(w)
+        return w
+
+    def release(self, w: TrainingWorker) -> None:
+        with self._lock:
+            if w in self._busy:
+                self._busy.remove(w)
+            keep = not self._closed and w.alive and len(self._idle) < self.max_idle
+            if keep:
+                self._idle.append(w)
+        if not keep:
+            w.close()
+
+    def warm(self, count: int = 1) -> None:
+        """Start ``count`` idle workers now and let them import TensorFlow in the background."""
+        with self._lock:
+            missing = max(0, min(int(count), self.max_idle) - len(self._idle) - len(self._busy))
+        for _ in range(missing):
+            w = TrainingWorker(nice=self.nice, **self.worker_options)
+            w.warm()
+            with self._lock:
+                self._idle.append(w)
+
+    def query_tensorflow(self) -> dict:
+        """TensorFlow's version and devices as a worker sees them (imports TF there, not here).
+
+        Returns ``{"tf_version": str, "devices": [...]}`` (see
+        :func:`densehmm_core.device.list_devices`); raises :class:`WorkerError` on failure.
+        """
+        w = self.acquire()
+        try:
+            if w.warm_info is None:
+                if not w._warm_pending:
+                    w.warm()
+                w._drain_warm()
+            info = dict(w.warm_info or {})
+        finally:
+            self.release(w)
+        if "error" in info:
+            raise WorkerError(info["error"])
+        return info
+
+    def iter_fit(self, model, data, **kw) -> Iterator[ProgressEvent]:
+        """:meth:`TrainingWorker.iter_fit` on a worker taken from the pool for the fit's duration
+        (one that has TensorFlow loaded when the model needs it, if there is one)."""
+        return self.iter_fit_on(self.acquire(supports(model) and model.needs_tensorflow), model, data, **kw)
+
+    def iter_fit_on(self, worker: "TrainingWorker", model, data, **kw) -> Iterator[ProgressEvent]:
+        """Like :meth:`iter_fit` with a worker already :meth:`acquire`-d (released at the end)."""
+        try:
+            yield from worker.iter_fit(model, data, **kw)
+        finally:
+            self.release(worker)
+
+    @property
+    def n_processes(self) -> int:
+        with self._lock:
+            return sum(w.alive for w in self._idle + self._busy)
+
+    def close(self, timeout: float = 0.5) -> None:
+        """Stop every worker (busy ones too: their fits end with :class:`WorkerError`)."""
+        with self._lock:
+            self._closed = True
+            workers = self._idle + self._busy
+            self._idle, self._busy = [], []
+        for w in workers:
+            w.close(timeout)
+
+
+_shared: Optional[WorkerPool] = None
+_shared_lock = threading.Lock()
+
+
+def shared_pool() -> WorkerPool:
+    """The process-wide pool (created on first use, closed at interpreter exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or _shared._closed:
+            _shared = WorkerPool()
+            import atexit
+            atexit.register(_shared.close, 0.2)
+        return _shared
+
+
+def close_shared_pool(timeout: float = 0.5) -> None:
+    """Stop the process-wide pool's workers now (a later :func:`shared_pool` starts a new pool)."""
+    with _shared_lock:
+        pool = _shared
+    if pool is not None:
+        pool.close(timeout)

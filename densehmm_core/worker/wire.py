@@ -1,0 +1,254 @@
+"""The worker protocol's wire format and schema: JSON + ``.npy`` buffers (never pickles),
+plain data for models' inputs and events, and the checks every message passes.
+
+Control messages (parent -> worker) are :data:`CONTROL_OPS`, replies (worker -> parent)
+:data:`REPLY_OPS`; :func:`check_control` and :func:`check_reply` raise :class:`ValueError`
+naming what is wrong with a message, which either side treats as a protocol error.
+"""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import struct
+from typing import Any, List, Optional
+
+import numpy as np
+
+from ..events import ProgressEvent
+
+__all__ = ["WorkerError", "encode_message", "decode_message", "supports", "as_plain_sequences",
+           "from_plain_sequences", "event_to_plain", "CONTROL_OPS", "REPLY_OPS", "HEARTBEAT_S",
+           "check_control", "check_reply"]
+
+
+class WorkerError(RuntimeError):
+    """The worker process failed (an exception in the fit, or the process died).
+
+    ``remote_traceback`` holds the worker's formatted traceback when there is one.
+    """
+
+    def __init__(self, message: str, remote_traceback: str = "") -> None:
+        super().__init__(message)
+        self.remote_traceback = remote_traceback
+
+
+# ---------------------------------------------------------------- wire format
+_MAGIC = b"DHW1"
+
+
+def encode_message(msg: Any) -> bytes:
+    """Encode plain data (dict with str keys, list, tuple, str, int, float, bool, None,
+    numpy scalars and numeric arrays) as JSON + ``.npy`` buffers; never pickles."""
+    arrays: List[np.ndarray] = []
+
+    def enc(o):
+        if isinstance(o, np.ndarray):
+            if o.dtype.hasobject:
+                raise TypeError("object arrays cannot be sent to a worker")
+            arrays.append(o)
+            return {"__nd__": len(arrays) - 1}
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, dict):
+            if any(not isinstance(k, str) for k in o):
+                raise TypeError("only str keys can be sent to a worker")
+            if "__nd__" in o:
+                raise TypeError("the key '__nd__' is reserved")
+            return {k: enc(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [enc(v) for v in o]
+        if o is None or isinstance(o, (str, bool, int, float)):
+            return o
+        raise TypeError(f"{type(o).__name__} cannot be sent to a worker")
+
+    header = json.dumps(enc(msg), allow_nan=True).encode("utf-8")
+    out = io.BytesIO()
+    out.write(_MAGIC)
+    out.write(struct.pack("<QI", len(header), len(arrays)))
+    out.write(header)
+    for a in arrays:
+        np.lib.format.write_array(out, np.ascontiguousarray(a), allow_pickle=False)
+    return out.getvalue()
+
+
+def decode_message(data: bytes) -> Any:
+    """Inverse of :func:`encode_message` (arrays come back with their dtype and shape).
+
+    Any malformed input raises :class:`ValueError` (never a memory bomb: every array's
+    declared size is checked against the bytes present before it is allocated).
+    """
+    try:
+        return _decode(data)
+    except ValueError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - struct.error, UnicodeDecodeError, IndexError, KeyError, ...
+        raise ValueError(f"malformed worker message ({type(exc).__name__}: {exc})") from None
+
+
+def _decode(data: bytes) -> Any:
+    data = bytes(data)
+    if data[:4] != _MAGIC:
+        raise ValueError("not a worker message")
+    if len(data) < 16:
+        raise ValueError("truncated worker message")
+    hlen, narr = struct.unpack("<QI", data[4:16])
+    if 16 + hlen > len(data) or narr > len(data):
+        raise ValueError("truncated worker message")
+    header = json.loads(data[16:16 + hlen].decode("utf-8"))
+    buf = io.BytesIO(data[16 + hlen:])
+    arrays = [_read_npy(buf) for _ in range(narr)]
+
+    def dec(o):
+        if isinstance(o, dict):
+            if set(o) == {"__nd__"}:
+                i = o["__nd__"]
+                if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(arrays):
+                    raise ValueError(f"array reference {i!r} out of range")
+                return arrays[i]
+            return {k: dec(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return [dec(v) for v in o]
+        return o
+
+    return dec(header)
+
+
+def _read_npy(buf: io.BytesIO) -> np.ndarray:
+    """One ``.npy`` buffer, its size checked before anything is allocated (no pickles)."""
+    fmt = np.lib.format
+    version = fmt.read_magic(buf)
+    if version == (1, 0):
+        shape, fortran, dtype = fmt.read_array_header_1_0(buf)
+    elif version == (2, 0):
+        shape, fortran, dtype = fmt.read_array_header_2_0(buf)
+    else:
+        raise ValueError(f"unsupported array format version {version}")
+    if dtype.hasobject:
+        raise ValueError("object arrays are not accepted")
+    count = 1
+    for d in shape:
+        count *= int(d)
+    nbytes = count * dtype.itemsize
+    left = len(buf.getbuffer()) - buf.tell()
+    if nbytes > left:
+        raise ValueError(f"an array declares {nbytes} bytes but only {left} follow")
+    raw = bytearray(buf.read(nbytes))
+    arr = np.frombuffer(raw, dtype=dtype, count=count)
+    return arr.reshape(shape, order="F" if fortran else "C")
+
+
+# ------------------------------------------------------- model <-> plain data
+def supports(model: Any) -> bool:
+    """True for the models a worker can train: those of the registry
+    (:func:`densehmm_core.model_from_config` rebuilds them from ``kind`` and ``get_config()``)."""
+    from ..hmm_base import BaseHMM
+    from ..registry import MODEL_KINDS, model_class
+    return isinstance(model, BaseHMM) and model.kind in MODEL_KINDS and type(model) is model_class(model.kind)
+
+
+def as_plain_sequences(data, n_symbols) -> Optional[dict]:
+    if data is None:
+        return None
+    from ..sequences import as_sequences
+    seqs = as_sequences(data, n_symbols=n_symbols)
+    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    tokens = np.concatenate(seqs).astype(np.int32, copy=False) if len(seqs) else np.zeros(0, np.int32)
+    return {"tokens": tokens, "lengths": lengths}
+
+
+def from_plain_sequences(d: Optional[dict]):
+    if d is None:
+        return None
+    lengths = np.asarray(d["lengths"], dtype=np.int64)
+    return np.split(np.asarray(d["tokens"]), np.cumsum(lengths)[:-1]) if len(lengths) else []
+
+
+def event_to_plain(ev: ProgressEvent, with_params: bool) -> dict:
+    d = {f.name: getattr(ev, f.name) for f in dataclasses.fields(ev)}
+    if not with_params:
+        d["params"] = None
+    return d
+
+
+# ---------------------------------------------------------------- protocol
+#: control messages the worker accepts (parent -> worker)
+CONTROL_OPS = ("fit", "cancel", "stop", "warm")
+#: replies the parent accepts (worker -> parent)
+REPLY_OPS = ("event", "end", "warm", "tensorflow", "alive", "cancel_ack", "protocol_error")
+#: seconds between the worker's "alive" messages (so a stopped or hung worker is noticed)
+HEARTBEAT_S = 0.5
+
+
+def check_control(msg: Any) -> dict:
+    """A control message as the worker expects it; ValueError naming what is wrong."""
+    from ..registry import MODEL_KINDS
+    if not isinstance(msg, dict):
+        raise ValueError(f"a control message must be an object, not {type(msg).__name__}")
+    op = msg.get("op")
+    if op not in CONTROL_OPS:
+        raise ValueError(f"unknown control message {op!r}")
+    if op in ("fit", "cancel"):
+        job = msg.get("job")
+        if not isinstance(job, int) or isinstance(job, bool):
+            raise ValueError(f"{op} message without a job number")
+    if op == "fit":
+        if msg.get("kind") not in MODEL_KINDS:
+            raise ValueError(f"fit message with an unknown model kind {msg.get('kind')!r}")
+        if not isinstance(msg.get("config"), dict):
+            raise ValueError("fit message without a config object")
+        train = msg.get("train")
+        if not (isinstance(train, dict) and isinstance(train.get("tokens"), np.ndarray)
+                and isinstance(train.get("lengths"), np.ndarray)):
+            raise ValueError("fit message without training sequences")
+    return msg
+
+
+def _check_tf_info(msg: dict) -> None:
+    """The TensorFlow report of a "warm" or "tensorflow" reply: ``tf_version`` (a non-empty
+    string) and ``devices`` (objects whose "name", "type" and "spec" are strings)."""
+    version, devices = msg.get("tf_version"), msg.get("devices")
+    if not isinstance(version, str) or not version:
+        raise ValueError(f"{msg['op']} reply without TensorFlow's version")
+    if not isinstance(devices, list) or not all(
+            isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("name", "type", "spec"))
+            for d in devices):
+        raise ValueError(f"{msg['op']} reply with a bad device list")
+
+
+def check_reply(msg: Any) -> dict:
+    """A worker's reply as the parent expects it; ValueError naming what is wrong."""
+    if not isinstance(msg, dict):
+        raise ValueError(f"a reply must be an object, not {type(msg).__name__}")
+    op = msg.get("op")
+    if op not in REPLY_OPS:
+        raise ValueError(f"unknown reply {op!r}")
+    if op == "event":
+        ev = msg.get("event")
+        if not isinstance(ev, dict):
+            raise ValueError("event reply without an event")
+        try:
+            msg["event"] = ProgressEvent(**ev)
+        except TypeError as exc:
+            raise ValueError(f"bad event ({exc})") from None
+        if not isinstance(msg["event"].step, int) or not isinstance(msg["event"].metrics, dict):
+            raise ValueError("bad event (step or metrics of the wrong type)")
+        if msg["event"].params is not None and not isinstance(msg["event"].params, dict):
+            raise ValueError("bad event (params is not an object)")
+    elif op == "end":
+        outcome = msg.get("outcome")
+        if outcome not in ("done", "diverged", "failed"):
+            raise ValueError(f"end reply with an unknown outcome {outcome!r}")
+        if outcome != "failed" and not isinstance(msg.get("state"), dict):
+            raise ValueError("end reply without the model's state")
+    elif op == "tensorflow":
+        _check_tf_info(msg)
+    elif op == "warm":
+        if "error" in msg:
+            if not isinstance(msg["error"], str):
+                raise ValueError("warm reply with a bad error")
+        else:
+            _check_tf_info(msg)
+    return msg
+
+

@@ -1,0 +1,278 @@
+"""The DenseHMM M-step on the array module (densehmm_core.dense_mstep) and the one EM loop.
+
+Oracles: TensorFlow's autodiff of the same loss and TensorFlow's former Adam M-step
+(tests/tf_mstep_oracle.py), brute-force central differences, the closed-form Baum-Welch update,
+and whole EM fits with the TensorFlow M-step on the Penn Treebank sample.  The GPU code path
+(parameters handed to the engine as device arrays, counts returned as device arrays) runs here
+with numpy as its array module.
+"""
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from densehmm_core.dense import DenseHMM, _DenseEM, init_embeddings
+from densehmm_core.dense_layout import FeatureLayout, Layout
+from densehmm_core.dense_mstep import STATUS_LIMIT, STATUS_NONFINITE, STATUS_OK, MStep
+from densehmm_core.engine import get_engine
+from densehmm_core.engine.backend import numpy_backend
+from densehmm_core.engine.cupy_engine import CupyEngine
+from densehmm_core.features import build_features
+from densehmm_core.maths import softmax
+
+WORDS = ["the", "The", "cats", "cat", "dogs", "runs", "ran", "running", "walked", "walks", "a", "A",
+         "big-dog", "2020", "in", "on", "quickly", "slowly", "of", "to"]
+
+
+def _problem(n, l, seed, features):
+    rng = np.random.default_rng(seed)
+    m = len(WORDS)
+    layout = FeatureLayout(n, m, l, build_features(WORDS, "orthographic")) if features else Layout(n, m, l)
+    emb = init_embeddings(n, m, l, rng)
+    if features:
+        emb["feature_V"] = rng.standard_normal((layout.n_feat, l))
+    theta = layout.pack(emb)
+    counts = (rng.random(n) * 3, rng.random((n, n)) * 10, rng.random((n, m)) * 10 * (rng.random((n, m)) > 0.3))
+    return layout, theta, counts
+
+
+def _tf_oracle():
+    pytest.importorskip("tensorflow")
+    import tf_mstep_oracle
+    return tf_mstep_oracle
+
+
+# ------------------------------------------------------------------ loss and gradient
+@pytest.mark.parametrize("features", [False, True])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_loss_and_gradient_equal_tensorflows_autodiff(features, seed):
+    oracle = _tf_oracle()
+    layout, theta, counts = _problem(4, 3, seed, features)
+    ms = MStep(layout, numpy_backend())
+    loss, g = ms.loss_and_grad(theta, *counts, 7.0)
+    loss_tf, g_tf = oracle.TFMStep(layout).loss_and_grad(theta, *counts, 7.0)
+    assert float(loss) == pytest.approx(loss_tf, rel=1e-12)
+    assert ms.loss(theta, *counts, 7.0) == pytest.approx(loss_tf, rel=1e-12)
+    np.testing.assert_allclose(g, g_tf, rtol=1e-10, atol=1e-10 * np.max(np.abs(g_tf)))
+    if features:
+        assert np.max(np.abs(g[-layout.n_feat * layout.l:])) > 1e-3  # the feature part is not trivially 0
+
+
+def test_gradient_matches_central_differences_without_tensorflow():
+    layout, theta, counts = _problem(3, 2, 5, True)
+    ms = MStep(layout, numpy_backend())
+    _, g = ms.loss_and_grad(theta, *counts, 7.0)
+    h = 1e-6
+    fd = np.array([(ms.loss(theta + h * e, *counts, 7.0) - ms.loss(theta - h * e, *counts, 7.0)) / (2 * h)
+                   for e in np.eye(theta.size)])
+    np.testing.assert_allclose(g, fd, rtol=1e-6, atol=1e-8)
+
+
+def test_matrices_are_the_softmax_kernels():
+    layout, theta, _ = _problem(3, 2, 4, True)
+    pi, A, B = MStep(layout, numpy_backend()).matrices(theta)
+    emb = layout.unpack(theta)
+    np.testing.assert_allclose(A, softmax(emb["Z"] @ emb["U"].T, axis=1), rtol=1e-14)
+    np.testing.assert_allclose(B, softmax(emb["W"] @ emb["V"].T, axis=1), rtol=1e-13)
+    np.testing.assert_allclose(pi, softmax(emb["U"] @ emb["z_start"]), rtol=1e-14)
+
+
+# ----------------------------------------------------------------------------- Adam
+@pytest.mark.parametrize("features", [False, True])
+def test_adam_steps_equal_tensorflows_m_step(features):
+    """Two M-steps of 25 Adam steps (Adam's state carried over): the same iterates as TensorFlow's."""
+    oracle = _tf_oracle()
+    layout, theta, counts = _problem(4, 3, 7, features)
+    ms, tfs = MStep(layout, numpy_backend()), oracle.TFMStep(layout)
+    a_th, a_st = theta, ms.zeros()
+    b_th, b_st = theta, tfs.zeros()
+    for _ in range(2):
+        a_th, a_st, ka, sa, _, la = ms.adam(a_th, a_st, 25, 0.05, 1e4, *counts, 7.0)
+        b_th, b_st, kb, sb, _, lb = tfs.adam(b_th, b_st, 25, 0.05, 1e4, *counts, 7.0)
+        assert (ka, sa) == (kb, sb) == (25, STATUS_OK)
+        assert la == pytest.approx(lb, rel=1e-11)
+        np.testing.assert_allclose(a_th, b_th, rtol=1e-10, atol=1e-12)
+    assert a_st.t == 50.0
+    assert np.max(np.abs(a_th - theta)) > 0.1  # it moved
+
+
+def test_adam_stops_on_divergence_with_the_last_finite_parameters():
+    layout, theta, counts = _problem(3, 2, 0, False)
+    ms = MStep(layout, numpy_backend())
+    th, _, k, status, good, loss = ms.adam(theta, ms.zeros(), 50, 1e6, 1e4, *counts, 10.0)
+    assert status == STATUS_LIMIT and k == 0
+    np.testing.assert_array_equal(th, theta)
+    np.testing.assert_array_equal(good, theta)
+    assert np.isfinite(loss)
+    bad = theta.copy()
+    bad[0] = np.nan
+    th, _, k, status, good, loss = ms.adam(bad, ms.zeros(), 5, 0.01, 1e4, *counts, 10.0)
+    assert status == STATUS_NONFINITE and k == 0 and not np.isfinite(loss)
+
+
+def test_enough_adam_steps_reach_the_closed_form_baum_welch_update():
+    """l >= n: Adam on -Q reaches the closed-form M-step of a strongly non-reversible chain."""
+    n, m, l = 3, 4, 4
+    rng = np.random.default_rng(11)
+    c_trans = np.array([[1.0, 8.0, 1.0], [1.0, 1.0, 8.0], [8.0, 1.0, 1.0]]) * rng.uniform(0.5, 1.5, (3, 3))
+    c_emit = np.array([[7.0, 1, 1, 1], [1, 7.0, 1, 1], [1, 1, 1, 7.0]]) * rng.uniform(0.5, 1.5, (3, 4))
+    c_start = np.array([2.0, 1.0, 0.5])
+    layout = Layout(n, m, l)
+    ms = MStep(layout, numpy_backend())
+    th, st = layout.pack(init_embeddings(n, m, l, np.random.default_rng(2))), ms.zeros()
+    for lr, steps in ((0.05, 1500), (0.005, 1000)):
+        th, st, k, status, _, _ = ms.adam(th, st, steps, lr, 1e4, c_start, c_trans, c_emit, 30.0)
+        assert status == STATUS_OK and k == steps
+    pi, A, B = ms.matrices(th)
+    np.testing.assert_allclose(A, c_trans / c_trans.sum(1, keepdims=True), atol=1e-3)
+    np.testing.assert_allclose(B, c_emit / c_emit.sum(1, keepdims=True), atol=1e-3)
+    np.testing.assert_allclose(pi, c_start / c_start.sum(), atol=1e-3)
+
+
+# ------------------------------------------------------------------------- EM fits
+class _TFHooks(_DenseEM):
+    """DenseHMM-EM with TensorFlow's former M-step (the oracle)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.tf = _tf_oracle().TFMStep(self.layout)
+
+    def start(self, restart):
+        theta, _ = super().start(restart)
+        return theta, self.tf.zeros()
+
+    def mstep(self, state, stats, it):
+        th, st, _, status, _, loss = self.tf.adam(state[0], state[1], int(self.h["mstep_steps"]), float(self.h["lr"]),
+                                                 self.model.param_limit, stats.start, stats.trans, stats.emit,
+                                                 self.ntok)
+        assert status == STATUS_OK
+        return (th, st), loss
+
+
+def _words(shared_data, limit=None):
+    from densehmm_core import load
+    corpus = load(shared_data / "pos/ptb_wsj_sample_combined.mrg", observe="words")
+    return corpus if limit is None else corpus.select(range(limit))
+
+
+def test_em_likelihood_path_equals_the_tensorflow_m_step_on_the_treebank(shared_data, monkeypatch):
+    """Seeded DenseHMM-EM with orthographic features on the Penn Treebank sample words, 10 iterations:
+    every training log-likelihood equals the fit with TensorFlow's M-step to 1e-8 (relative)."""
+    import densehmm_core.dense as dense_mod
+    corpus = _words(shared_data)
+    kw = dict(n_states=12, dim=8, fit_method="em", seed=3, n_iter=10, tol=0, symbol_features="orthographic",
+              diagnostics_every=10)
+    ours = DenseHMM(**kw).fit(corpus)
+    monkeypatch.setattr(dense_mod, "_DenseEM", _TFHooks)
+    theirs = DenseHMM(**kw).fit(corpus)
+    a = np.array([r["train_ll"] for r in ours.history_])
+    b = np.array([r["train_ll"] for r in theirs.history_])
+    assert len(a) == len(b) == 11
+    np.testing.assert_allclose(a, b, rtol=1e-8)
+    assert a[-1] > a[0]
+
+
+def test_em_fit_imports_no_tensorflow_and_starts_at_once():
+    """A DenseHMM EM fit (with features) in a fresh process never imports TensorFlow, and its first
+    event comes soon (the 2 s target is measured by tests/benchmarks/bench_dense_em.py on a quiet
+    machine; here a generous bound, as the test machine may be loaded)."""
+    code = textwrap.dedent("""
+        import sys, time
+        import numpy as np
+        from densehmm_core import DenseHMM
+        from densehmm_core.data.corpus import Corpus
+        rng = np.random.default_rng(0)
+        vocab = ["w%d" % i for i in range(300)]
+        seqs = [rng.integers(0, 300, size=int(rng.integers(2, 30))).astype(np.int32) for _ in range(400)]
+        corpus = Corpus(seqs, vocab)
+        model = DenseHMM(8, 4, fit_method="em", seed=0, n_iter=2, symbol_features="orthographic")
+        t0 = time.perf_counter()
+        events = []
+        for ev in model.iter_fit(corpus):
+            events.append((time.perf_counter() - t0, ev))
+        print("tensorflow" in sys.modules, events[0][0], events[0][1].metrics["start"])
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    tf_loaded, first, start = out.stdout.split()
+    assert tf_loaded == "False"
+    assert float(first) < 10.0
+    assert start == "spectral"
+
+
+def _device_path_engine(recorded):
+    """The GPU engine's code path on numpy, with the device branch of the engine taken (arrays
+    handed in and out as device arrays) and every device-to-host transfer recorded (its size)."""
+    be = numpy_backend(free_bytes=lambda: 1 << 22)
+    be.is_numpy = False   # take the device branches (numpy arrays stand for CuPy's)
+    orig = be.to_host
+
+    def to_host(a):
+        recorded.append(int(np.size(a)))
+        return orig(a)
+    be.to_host = to_host
+    return CupyEngine(backend=be)
+
+
+@pytest.mark.parametrize("features", [False, True])
+def test_em_on_the_device_path_keeps_everything_on_the_device(features):
+    """The same fit as the numpy engine; per iteration only scalars cross to the host, plus the
+    snapshot every snapshot_every iterations."""
+    rng = np.random.default_rng(3)
+    seqs = [rng.integers(0, len(WORDS), size=int(rng.integers(2, 40))) for _ in range(60)]
+    from densehmm_core.data.corpus import Corpus
+    corpus = Corpus([s.astype(np.int32) for s in seqs], list(WORDS))
+    kw = dict(fit_method="em", seed=1, n_iter=6, tol=0, mstep_steps=5, snapshot_every=3, diagnostics_every=2,
+              symbol_features="orthographic" if features else None)
+    ref = DenseHMM(4, 3, **kw).fit(corpus, eval_data=seqs[:10])
+    sizes = []
+    model = DenseHMM(4, 3, **kw)
+    eng = _device_path_engine(sizes)
+    model._engine = lambda: eng
+    events = list(model.iter_fit(corpus, eval_data=seqs[:10]))
+    np.testing.assert_allclose([e.train_ll for e in events], [r["train_ll"] for r in ref.history_], rtol=1e-12)
+    np.testing.assert_allclose(model.emissionprob_, ref.emissionprob_, rtol=1e-10, atol=1e-14)
+    assert [e.params is not None for e in events] == [True, False, False, True, False, False, True]
+    big = [s for s in sizes if s > 3]
+    # the snapshots of events 0, 3 and 6 and the final (best-run) snapshot: theta each; the rest are
+    # the M-step's per-step checks (loss, max theta, -min theta): 6 iterations x 5 steps
+    assert big == [model.n_parameters] * 4
+    assert sizes.count(3) == 6 * 5 and len(sizes) == 4 + 30
+
+
+def test_em_restarts_keep_the_best_training_likelihood():
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 6, size=30) for _ in range(20)]
+    model = DenseHMM(3, 2, fit_method="em", seed=4, n_iter=3, restarts=3, init_method="random").fit(seqs)
+    lls = [-x for x in model.restart_losses_]
+    assert len(lls) == 3 and len(set(lls)) == 3
+    assert model.history_[-1]["train_ll"] == pytest.approx(max(lls))
+    assert model.history_[-1]["restart"] == int(np.argmax(lls))
+    assert model.score(seqs) == pytest.approx(max(lls), rel=1e-12)
+
+
+def test_numpy_engine_instance_is_the_default():
+    assert DenseHMM(2, 2, device="cpu")._engine() is get_engine("numpy")
+
+
+def test_em_on_a_real_gpu_equals_numpy():
+    """Where CuPy works (the GPU test machine): DenseHMM-EM with features and Baum-Welch on CuPy give
+    the numpy engine's fits (float64 both)."""
+    from densehmm_core.engine import available_engines
+    if "cupy" not in available_engines():
+        pytest.skip("CuPy cannot use a GPU here")
+    from densehmm_core.data.corpus import Corpus
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(8)
+    seqs = [rng.integers(0, len(WORDS), size=int(rng.integers(2, 40))).astype(np.int32) for _ in range(200)]
+    corpus = Corpus(seqs, list(WORDS))
+    for make in (lambda e: DenseHMM(5, 3, fit_method="em", seed=0, n_iter=5, tol=0, engine=e,
+                                    symbol_features="orthographic"),
+                 lambda e: StandardHMM(5, n_iter=5, tol=0, seed=0, engine=e)):
+        a, b = make("numpy").fit(corpus, eval_data=seqs[:20]), make("cupy").fit(corpus, eval_data=seqs[:20])
+        np.testing.assert_allclose([r["train_ll"] for r in b.history_], [r["train_ll"] for r in a.history_],
+                                   rtol=1e-10)
+        np.testing.assert_allclose(b.emissionprob_, a.emissionprob_, rtol=1e-8, atol=1e-13)
+    assert DenseHMM(2, 2, engine="cupy", device="gpu")._engine().device_name == "/GPU:0"
