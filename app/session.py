@@ -154,30 +154,38 @@ def _scores(v, field):
 
 
 def _spec(v, field):
-    """The model form's settings (``ModelSpec.to_dict()``): known settings with their types;
-    settings this version does not know (from another version of the app) are dropped."""
-    from .modelspec import INIT_METHODS, MODEL_TYPES, ModelSpec
+    """The model form's settings (``ModelSpec.to_dict()``): the model type one of the core's, the
+    sizes integers, every option of the form checked against its estimator's metadata (type, range,
+    choices); settings this version does not know (an older or newer form's) must be plain values
+    and are mapped or dropped by ``ModelSpec.from_dict``."""
+    from densehmm_core import hyperparams
+
+    from .modelspec import ModelSpec, form_params, type_labels
+    params = dict(form_params())
     out = {}
-    defaults = ModelSpec().to_dict()
     for k, x in _mapping(v, field).items():
-        f = f"{field}.{k}"
         _text(64, empty=False)(k, f"{field} key")
-        if k not in defaults:
-            _scalar(x, f)
-            continue
-        d = defaults[k]
-        if k == "kind":
-            out[k] = _text(64, choices=tuple(MODEL_TYPES))(x, f)
-        elif k == "init_method":
-            out[k] = _text(64, choices=tuple(INIT_METHODS))(x, f)
-        elif isinstance(d, bool):
-            out[k] = _bool(x, f)
-        elif isinstance(d, int):
+        f = f"{field}.{k}"
+        if k == "model_type":
+            out[k] = _text(64, choices=tuple(type_labels()))(x, f)
+        elif k in ("n", "l", "seed"):
             out[k] = _int(0, 2 ** 31 - 1)(x, f)
-        elif isinstance(d, float):
-            out[k] = _number(0.0, 1e12)(x, f)
+        elif k in params:
+            hp = next(iter(params[k].values()))
+            if hp.type is bool:
+                x = _bool(x, f)
+            elif hp.type is int:
+                x = _optional(_int(-2 ** 63, 2 ** 63 - 1))(x, f)
+            elif hp.type is float:
+                x = _optional(_number(-math.inf, math.inf))(x, f)
+            else:
+                x = _optional(_text(64))(x, f)
+            problem = hyperparams.check_value(hp, x)
+            if problem:
+                raise _Bad(f, problem)
+            out[k] = x
         else:
-            out[k] = _text(64)(x, f)
+            out[k] = _scalar(x, f)
     return ModelSpec.from_dict(out).to_dict() if out else {}
 
 

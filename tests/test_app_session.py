@@ -104,7 +104,7 @@ def _finished_jobs(k=3, dataset=None, steps=6):
     vocab = None if dataset is None else dataset.vocabulary
     return [finished_job(fitted_model("standard", n=3, m=4 if vocab is None else len(vocab), steps=steps, seed=i,
                                       vocabulary=vocab), f"job {i}", dataset=dataset,
-                         spec=ModelSpec(kind="standard", n=3, seed=i).to_dict()) for i in range(k)]
+                         spec=ModelSpec.make(model_type="standard", n=3, seed=i).to_dict()) for i in range(k)]
 
 
 def _saved(w, session_files, path, jobs):
@@ -206,7 +206,7 @@ def test_after_a_restore_the_first_job_is_drawn_with_its_metrics(make_window, se
     fasta = _fasta(tmp_path / "p.fasta")
     w.open_files([fasta])
     qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
-    job = w.start_training(ModelSpec(kind="standard", n=3, steps=5, tol=0.0, seed=1))
+    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=5, tol=0.0, seed=1))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     w.show_job(job)
     qtbot.waitUntil(lambda: not w.dashboard.live_update_pending, timeout=10000)

@@ -39,8 +39,8 @@ def jobs(k=3, path="/data/words.txt"):
         kind = "dense" if i % 3 == 2 else "standard"
         model = fitted_model(kind, n=3, m=4, l=2, steps=5, seed=i)
         out.append(finished_job(model, f"[sweep 1] job {i}", dataset=_DS(path), sweep="sweep 1" if i else None,
-                                spec=ModelSpec(kind="dense_cooc" if kind == "dense" else "standard", n=3, l=2,
-                                               seed=i).to_dict()))
+                                spec=ModelSpec.make(model_type="dense_cooc" if kind == "dense" else "standard",
+                                                    n=3, l=2, seed=i).to_dict()))
     return out
 
 
@@ -100,7 +100,8 @@ def test_every_field_comes_back_as_written(tmp_path):
     ("job_name", "", r"field 'job_name' is empty"),
     ("job_name", "x" * 4_000_000, r"field 'job_name' is 4,000,000 characters long \(at most 1,000\)"),
     ("reason", "a\x01b", r"field 'reason' holds control characters"),
-    ("spec", {"kind": "evil"}, r"field 'spec.kind' must be one of dense_cooc"),
+    ("spec", {"model_type": "evil"}, r"field 'spec.model_type' must be one of "),
+    ("spec", {"model_type": "standard", "tol": -1.0}, r"field 'spec.tol' must be >= 0"),
     ("spec", {"n": "5"}, r"field 'spec.n' must be an integer"),
     ("scores", {"nll": "low"}, r"field 'scores.nll' must be a number"),
     ("app_session", 99, r"field .app_session. is 99: the session was written by a newer DenseHMM Studio"),
@@ -120,7 +121,7 @@ def test_unknown_form_settings_are_dropped_and_missing_ones_defaulted(tmp_path):
     notes[0]["spec"] = {"kind": "standard", "n": 4, "from_a_newer_app": 3}
     session = sess.load_session(write(tmp_path / "s.h5", notes))
     from app.modelspec import ModelSpec
-    assert session.jobs[0].spec == ModelSpec(kind="standard", n=4).to_dict()
+    assert session.jobs[0].spec == ModelSpec.make(model_type="standard", n=4).to_dict()
 
 
 def test_a_plain_model_in_a_session_file_is_a_finished_job(tmp_path):
