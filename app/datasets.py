@@ -88,9 +88,10 @@ class ModelSet:
 
     @property
     def is_session(self) -> bool:
-        """Whether the file is a saved session of the app (File > Save session)."""
-        from .session import SESSION_KEY
-        return any(SESSION_KEY in (i.get("notes") or {}) for i in self.info)
+        """Whether the file is a saved session of the app (File > Save session): its models
+        are then not read here (``models`` is empty); the window opens it as a session."""
+        from .session import is_session_info
+        return any(is_session_info(i) for i in self.info)
 
 
 def _seqs(data) -> List[np.ndarray]:
@@ -148,14 +149,23 @@ def dataset_from_corpus(path: str, corpus, split: float = 0.5, seed: int = 0, pr
 
 def load_models(path: str) -> ModelSet:
     """Every model of an .h5 file, with what the file keeps beside it (``info``: the
-    ``read_model_info`` dicts, their ``notes`` holding a session's jobs)."""
+    ``read_model_info`` dicts).  A session file (its notes hold jobs) is only recognised:
+    its models are read by :func:`app.session.load_session`, with its checks."""
     from densehmm_core import modelfile
+
+    from .session import MAX_JOBS, is_session_info
     names = modelfile.list_models(path)
     if not names:
         raise modelfile.ModelFileError(path, "holds no models")
-    models = [(name, modelfile.load_model(path, name)) for name in names]
-    info = [modelfile.read_model_info(path, name, arrays=False) for name in names]
-    return ModelSet(path=os.path.abspath(path), models=models, info=info)
+    if len(names) > MAX_JOBS:
+        raise modelfile.ModelFileError(path, f"holds {len(names):,} models, more than the app opens "
+                                             f"({MAX_JOBS:,}): refused")
+    infos = modelfile.read_model_infos(path, arrays=False, history=False)
+    if any(is_session_info(i) for i in infos):
+        return ModelSet(path=os.path.abspath(path), models=[], info=infos)
+    pairs = modelfile.load_models(path)
+    return ModelSet(path=os.path.abspath(path), models=[(info["name"], model) for info, model in pairs],
+                    info=[info for info, _model in pairs])
 
 
 def load_path(path: str, split: float = 0.5, seed: int = 0, progress=None, format: str = "auto",
@@ -267,21 +277,15 @@ def preprocess_corpus(ds: "DataSet", options: dict):
 
 def save_models(path: str, items) -> List[str]:
     """Write ``(name, model, corpus, metrics[, extra])`` items into ONE new HDF5 file via the core
-    writer (``extra``: more keyword arguments of ``modelfile.save_model``, e.g. ``trained_utc``,
-    ``test_corpus``, ``notes``).
-
-    The models are written to a temporary file in the same folder (``densehmm_core.fileio``:
-    locked, then renamed over ``path``): an existing file is never half-overwritten.
-    """
-    from densehmm_core import fileio, modelfile
-    names = []
-    with fileio.atomic_path(path, suffix=".h5") as tmp:
-        os.unlink(tmp)  # the core writer creates it: a model file, not an empty one
-        for name, model, corpus, metrics, *extra in items:
-            metrics = {k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
-            kw = dict(extra[0]) if extra else {}
-            names.append(modelfile.save_model(tmp, model, name=name, corpus=corpus, metrics=metrics, **kw))
-    return names
+    writer (``extra``: more arguments of ``modelfile.save_model``, e.g. ``trained_utc``,
+    ``test_corpus``, ``notes``): :func:`densehmm_core.modelfile.save_models`, one atomic
+    replace (an existing file is never half-overwritten)."""
+    from densehmm_core import modelfile
+    entries = []
+    for name, model, corpus, metrics, *extra in items:
+        metrics = {k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float))}
+        entries.append(dict(extra[0] if extra else {}, name=name, model=model, corpus=corpus, metrics=metrics))
+    return modelfile.save_models(path, entries)
 
 
 def reopen_dataset(path: Optional[str], options: dict, progress=None, format: str = "auto") -> DataSet:

@@ -99,6 +99,9 @@ class Job:
         self.reason = ""          # why it ended (converged, max_steps, cancelled, divergence message)
         self.error = ""           # traceback of an unexpected failure
         self.notes: List[str] = []  # warnings for the log (e.g. trained without a worker process)
+        self.scores: Dict[str, float] = {}  # "Score on data": normalised NLL of the model on other data
+        self.score_text = ""      # ... as the Result column shows it
+        self.dataset_name = ""    # the data set's name when it is not open (a restored job)
         self.step = 0
         self.total: Optional[int] = None
         self.started_at: Optional[float] = None

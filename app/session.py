@@ -1,106 +1,474 @@
 """Sessions: every finished job in one ``.h5`` file, so that a day's work survives a restart.
 
 A session file is an ordinary model file (``densehmm info`` and File > Open read it): one
-model group per job, written by the core's :func:`densehmm_core.modelfile.save_model`
-(locked and atomic through ``densehmm_core.fileio``) with the model's history, its
-training data's provenance, its final metrics, ``trained_utc`` = when the job ended, and
-``notes`` holding the job itself: name, form settings, sweep, state, stop reason, run
-time, device, scores, and the data set it trained on (file, split, seed, preprocessing).
-No Qt here; the window restores the Jobs panel and reopens the data sets.
+model group per job, written in ONE atomic replace by the core's
+:func:`densehmm_core.modelfile.save_models` (locked; temporary file, fsync, rename) with the
+model's history, its training data's provenance, its final metrics, ``trained_utc`` = when
+the job ended, and ``notes`` holding the job itself: name, form settings, sweep, state, stop
+reason, run time, device, scores, and the data set it trained on (file, split, seed,
+reading and preprocessing options).
+
+Opening one (:func:`load_session`) treats the file as hostile: the core's reader refuses
+links, external storage, virtual datasets and size bombs and reads in a forked, memory-capped,
+time-limited child (docs/FILE_FORMAT.md); here the job count and the memory all jobs need
+together are checked before any array is read, and every field of every job's notes is
+checked against :data:`NOTES_SCHEMA` (types, ranges, string sizes): the first bad field is
+reported (:class:`SessionError`) and nothing is restored.  Stored data-file paths are only
+validated and returned; reading them again is the window's decision (after the user
+confirms).  No Qt here.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
-from typing import Any, Dict, List, Optional
+import re
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-__all__ = ["SESSION_KEY", "SessionEntry", "session_notes", "save_session", "read_session", "is_session"]
+__all__ = ["SESSION_KEY", "VERSION", "MAX_JOBS", "MAX_NAME", "MAX_TEXT", "MAX_PATH", "SessionError",
+           "SessionCancelled", "DataRef", "SessionJob", "Session", "session_notes", "save_session",
+           "load_session", "is_session_info", "validate_notes", "NOTES_SCHEMA"]
 
 #: ``notes`` key that marks a model group as a session entry (value: format version)
 SESSION_KEY = "app_session"
+#: the version this app writes and the newest it reads
 VERSION = 1
+#: most jobs a session may hold (a file declaring more is refused before anything is read)
+MAX_JOBS = 2000
+#: longest job, sweep, data-set and device name (characters)
+MAX_NAME = 1000
+#: longest free text (stop reason, score text)
+MAX_TEXT = 10_000
+#: longest stored data-file path
+MAX_PATH = 4096
+#: most entries of a dict field (scores, options)
+MAX_ENTRIES = 64
+#: jobs read per forked read (progress and cancel between batches); at least this many
+BATCH = 8
+
+
+class SessionError(ValueError):
+    """A session file that cannot be restored; the message names the file, the job and the field."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path, self.problem = path, problem
+        super().__init__(f"{path}: {problem}")
+
+
+class SessionCancelled(Exception):
+    """The user cancelled opening a session (nothing was restored)."""
+
+
+class _Bad(ValueError):
+    """One field failed its check: ``field`` (dotted path) and ``problem``."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field, self.problem = field, problem
+        super().__init__(f"field {field!r} {problem}")
+
+
+# ------------------------------------------------------------------ field checks
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:40] + f"... ({len(text):,} characters)"
+
+
+def _text(limit: int, *, empty: bool = True, choices: Optional[Tuple[str, ...]] = None):
+    def check(v, field):
+        if not isinstance(v, str):
+            raise _Bad(field, f"must be text, got {_shown(v)}")
+        if len(v) > limit:
+            raise _Bad(field, f"is {len(v):,} characters long (at most {limit:,})")
+        if not empty and not v.strip():
+            raise _Bad(field, "is empty")
+        if any(ord(c) < 32 and c not in "\t\n" for c in v):
+            raise _Bad(field, "holds control characters")
+        if choices is not None and v not in choices:
+            raise _Bad(field, f"must be one of {', '.join(choices)}, got {_shown(v)}")
+        return v
+    return check
+
+
+def _int(lo: int, hi: int):
+    def check(v, field):
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise _Bad(field, f"must be an integer, got {_shown(v)}")
+        if not lo <= v <= hi:
+            raise _Bad(field, f"must be between {lo} and {hi}, got {v}")
+        return v
+    return check
+
+
+def _number(lo: float, hi: float):
+    def check(v, field):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise _Bad(field, f"must be a number, got {_shown(v)}")
+        if not (lo <= v <= hi):  # NaN fails it
+            raise _Bad(field, f"must be a number between {lo:g} and {hi:g}, got {v!r}")
+        return float(v)
+    return check
+
+
+def _bool(v, field):
+    if not isinstance(v, bool):
+        raise _Bad(field, f"must be true or false, got {_shown(v)}")
+    return v
+
+
+def _optional(check):
+    def opt(v, field):
+        return None if v is None else check(v, field)
+    return opt
+
+
+def _scalar(v, field):
+    """A plain setting: None, true/false, a finite number or a short text."""
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return _int(-2 ** 63, 2 ** 63 - 1)(v, field)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise _Bad(field, f"must be a finite number, got {v!r}")
+        return v
+    return _text(MAX_NAME)(v, field)
+
+
+def _mapping(v, field) -> dict:
+    if not isinstance(v, dict):
+        raise _Bad(field, f"must be a mapping, got {_shown(v)}")
+    if len(v) > MAX_ENTRIES:
+        raise _Bad(field, f"has {len(v)} entries (at most {MAX_ENTRIES})")
+    return v
+
+
+def _scores(v, field):
+    out = {}
+    for k, x in _mapping(v, field).items():
+        _text(64, empty=False)(k, f"{field} key")
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise _Bad(f"{field}.{k}", f"must be a number, got {_shown(x)}")
+        out[k] = float(x)   # -inf is a score (an impossible sequence)
+    return out
+
+
+def _spec(v, field):
+    """The model form's settings (``ModelSpec.to_dict()``): the model type one of the core's, the
+    sizes integers, every option of the form checked against its estimator's metadata (type, range,
+    choices); settings this version does not know (an older or newer form's) must be plain values
+    and are mapped or dropped by ``ModelSpec.from_dict``."""
+    from densehmm_core import hyperparams
+
+    from .modelspec import ModelSpec, form_params, type_labels
+    params = dict(form_params())
+    out = {}
+    for k, x in _mapping(v, field).items():
+        _text(64, empty=False)(k, f"{field} key")
+        f = f"{field}.{k}"
+        if k == "model_type":
+            out[k] = _text(64, choices=tuple(type_labels()))(x, f)
+        elif k in ("n", "l", "seed"):
+            out[k] = _int(0, 2 ** 31 - 1)(x, f)
+        elif k in params:
+            hp = next(iter(params[k].values()))
+            if hp.type is bool:
+                x = _bool(x, f)
+            elif hp.type is int:
+                x = _optional(_int(-2 ** 63, 2 ** 63 - 1))(x, f)
+            elif hp.type is float:
+                x = _optional(_number(-math.inf, math.inf))(x, f)
+            else:
+                x = _optional(_text(64))(x, f)
+            problem = hyperparams.check_value(hp, x)
+            if problem:
+                raise _Bad(f, problem)
+            out[k] = x
+        else:
+            out[k] = _scalar(x, f)
+    return ModelSpec.from_dict(out).to_dict() if out else {}
+
+
+#: the data panel's preprocessing and split (``DataSet.options`` besides ``read``)
+_OPTION_CHECKS: Dict[str, Callable] = {
+    "split": _number(0.0, 1.0),
+    "seed": _int(-2 ** 63, 2 ** 63 - 1),
+    "preset": _optional(_text(64)),
+    "subset": _optional(_int(0, 2 ** 63 - 1)),
+    "subset_random": _bool,
+    "max_length": _optional(_int(0, 2 ** 63 - 1)),
+    "min_length": _optional(_int(0, 2 ** 63 - 1)),
+    "merge_below": _optional(_number(0.0, 1.0)),
+    "dedupe": _bool,
+}
+
+
+def _read_options(v, field):
+    """The reader options of the Observe group: names the core's readers know, plain values."""
+    from densehmm_core.data import READER_DEFAULTS
+    known = set().union(*READER_DEFAULTS.values())
+    out = {}
+    for k, x in _mapping(v, field).items():
+        if k not in known:
+            raise _Bad(f"{field}.{k}" if isinstance(k, str) and len(k) <= 64 else f"{field} key",
+                       f"is not a reader option (known: {', '.join(sorted(known))})")
+        out[k] = _scalar(x, f"{field}.{k}")
+    return out
+
+
+def _options(v, field):
+    from densehmm_core.data import PRESETS
+    out = {}
+    for k, x in _mapping(v, field).items():
+        f = f"{field}.{k}"
+        if k == "read":
+            out[k] = _read_options(x, f)
+        elif k in _OPTION_CHECKS:
+            out[k] = _OPTION_CHECKS[k](x, f)
+            if k == "preset" and out[k] is not None and out[k] not in PRESETS:
+                raise _Bad(f, f"is not a preset (known: {', '.join(PRESETS)})")
+        else:
+            raise _Bad(f if isinstance(k, str) and len(k) <= 64 else f"{field} key",
+                       f"is not a data-set option (known: {', '.join(sorted(_OPTION_CHECKS))}, read)")
+    return out
+
+
+def _path(v, field):
+    p = _text(MAX_PATH, empty=False)(v, field)
+    if not os.path.isabs(p):
+        raise _Bad(field, f"must be an absolute path, got {_shown(p)}")
+    return os.path.normpath(p)
+
+
+def _dataset(v, field):
+    d = _mapping(v, field)
+    for k in d:
+        if k not in ("name", "path", "options"):
+            raise _Bad(f"{field}.{k}" if isinstance(k, str) and len(k) <= 64 else f"{field} key",
+                       "is not a data-set field (name, path, options)")
+    return DataRef(name=_text(MAX_NAME)(d.get("name", ""), f"{field}.name"),
+                   path=_optional(_path)(d.get("path"), f"{field}.path"),
+                   options=_options(d.get("options") or {}, f"{field}.options"))
+
+
+#: every field of a session entry's notes: name -> (required, check)
+NOTES_SCHEMA: Dict[str, Tuple[bool, Callable]] = {
+    SESSION_KEY: (True, _int(1, 2 ** 31 - 1)),
+    "job_name": (True, _text(MAX_NAME, empty=False)),
+    "spec": (False, _optional(_spec)),
+    "sweep": (False, _optional(_text(MAX_NAME, empty=False))),
+    "state": (False, _text(16, choices=("finished", "cancelled", "diverged"))),
+    "reason": (False, _text(MAX_TEXT)),
+    "elapsed_s": (False, _number(0.0, 1e9)),
+    "step": (False, _optional(_int(0, 2 ** 31 - 1))),
+    "total": (False, _optional(_int(1, 2 ** 31 - 1))),
+    "device": (False, _text(100)),
+    "scores": (False, _scores),
+    "score_text": (False, _text(MAX_TEXT)),
+    "dataset": (False, _optional(_dataset)),
+}
+
+
+def validate_notes(notes: dict) -> dict:
+    """The checked values of a session entry's notes (:data:`NOTES_SCHEMA`); raises ValueError
+    ``field 'x' ...`` naming the first bad field."""
+    version = notes.get(SESSION_KEY)
+    if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+        raise _Bad(SESSION_KEY, f"is {version}: the session was written by a newer DenseHMM Studio "
+                                f"(this one reads up to {VERSION})")
+    out = {}
+    for key in notes:
+        if key not in NOTES_SCHEMA:
+            raise _Bad(key if len(key) <= 64 else key[:40] + "...", "is not a session field")
+    for key, (required, check) in NOTES_SCHEMA.items():
+        if key in notes:
+            out[key] = check(notes[key], key)
+        elif required:
+            raise _Bad(key, "is missing")
+    return out
+
+
+# ------------------------------------------------------------------ what a session holds
+@dataclasses.dataclass(frozen=True)
+class DataRef:
+    """The data set a job trained on: its name, its file (None: the app's demo) and options."""
+    name: str
+    path: Optional[str]
+    options: dict
+
+    @property
+    def key(self) -> tuple:
+        """Jobs with the same key trained on the same data set."""
+        return self.path, repr(sorted(self.options.items(), key=lambda kv: kv[0]))
 
 
 @dataclasses.dataclass
-class SessionEntry:
-    """One job read back from a session file."""
-    name: str             # the model group's name in the file
+class SessionJob:
+    """One job read back from a session file, every field checked."""
+    group: str                  # the model group's name in the file
     model: Any
-    notes: Dict[str, Any]
+    name: str
+    spec: dict
+    sweep: Optional[str]
+    state: str                  # finished | cancelled | diverged
+    reason: str
+    elapsed_s: Optional[float]  # None: not recorded (a plain model file's model)
+    step: Optional[int]
+    total: Optional[int]
+    device: str
+    scores: Dict[str, float]
+    score_text: str
+    dataset: Optional[DataRef]
 
-    @property
-    def dataset_key(self) -> tuple:
-        """(file path or None for the demo, options as sorted JSON-able items): jobs that share it
-        trained on the same data set."""
-        ds = self.notes.get("dataset") or {}
-        return ds.get("path"), tuple(sorted((k, repr(v)) for k, v in (ds.get("options") or {}).items()))
+
+@dataclasses.dataclass
+class Session:
+    path: str
+    jobs: List[SessionJob]
+
+    def data_refs(self) -> List[DataRef]:
+        """The distinct data sets of the jobs, in the order of their first job."""
+        seen: Dict[tuple, DataRef] = {}
+        for j in self.jobs:
+            if j.dataset is not None:
+                seen.setdefault(j.dataset.key, j.dataset)
+        return list(seen.values())
+
+
+def is_session_info(info: dict) -> bool:
+    """Whether a ``read_model_info`` dict is a session entry."""
+    return SESSION_KEY in (info.get("notes") or {})
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = "".join(c if ord(c) >= 32 or c in "\t\n" else " " for c in str(text or ""))
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def session_notes(job, dataset: Any = None) -> dict:
-    """The ``notes`` of a job's session entry (plain JSON-able values)."""
+    """The ``notes`` of a job's session entry (plain JSON-able values that pass
+    :func:`validate_notes`: over-long texts are shortened)."""
     ds = dataset if dataset is not None else job.dataset
     ref = None
     if ds is not None and hasattr(ds, "options"):
-        ref = {"name": ds.name, "path": getattr(ds, "path", None), "options": dict(ds.options or {})}
+        ref = {"name": _clip(ds.name, MAX_NAME), "path": getattr(ds, "path", None), "options": dict(ds.options or {})}
     return {
         SESSION_KEY: VERSION,
-        "job_name": job.name,
+        "job_name": _clip(job.name, MAX_NAME) or "job",
         "spec": dict(job.spec or {}),
-        "sweep": job.sweep,
+        "sweep": _clip(job.sweep, MAX_NAME) if job.sweep else None,
         "state": job.state.value,
-        "reason": job.reason,
+        "reason": _clip(job.reason, MAX_TEXT),
         "elapsed_s": float(job.elapsed),
         "step": int(job.step),
         "total": int(job.total) if job.total else None,
-        "device": job.device,
-        "scores": {k: float(v) for k, v in (getattr(job, "scores", None) or {}).items()
-                   if isinstance(v, (int, float))},
-        "score_text": getattr(job, "score_text", ""),
+        "device": _clip(job.device, 100),
+        "scores": {k: float(v) for k, v in (job.scores or {}).items()
+                   if isinstance(v, (int, float)) and not isinstance(v, bool)},
+        "score_text": _clip(job.score_text, MAX_TEXT),
         "dataset": ref,
     }
 
 
-def save_session(path: str, items: List[tuple]) -> List[str]:
+def save_session(path: str, items: List[tuple], progress: Optional[Callable[[int, int], None]] = None) -> List[str]:
     """Write ``(name, job, corpus, test_corpus, metrics)`` items (finished jobs) as one session file.
 
-    Runs on a background thread; the whole file is replaced atomically (``app.datasets.save_models``).
+    Runs on a background thread; the whole file is replaced atomically in one write
+    (:func:`densehmm_core.modelfile.save_models`): after a crash at any moment the file holds
+    the previous session or the new one, complete.  ``progress(done, total)`` per job.
     """
-    from .datasets import save_models
-    rows = []
+    from densehmm_core import modelfile
+    entries = []
     for name, job, corpus, test_corpus, metrics in items:
-        rows.append((name, job.model, corpus, metrics,
-                     {"test_corpus": test_corpus, "trained_utc": job.finished_utc,
-                      "notes": session_notes(job)}))
-    return save_models(path, rows)
+        entries.append({"name": name, "model": job.model, "corpus": corpus, "test_corpus": test_corpus,
+                        "metrics": {k: v for k, v in (metrics or {}).items()
+                                    if isinstance(v, (int, float)) and not isinstance(v, bool)},
+                        "trained_utc": job.finished_utc, "notes": session_notes(job)})
+    return modelfile.save_models(path, entries, progress=progress, compress=False)
 
 
-def is_session(path: str) -> bool:
-    """Whether an .h5 file holds at least one session entry."""
+# ------------------------------------------------------------------ reading
+def _entry(path: str, index: int, info: dict, model) -> SessionJob:
+    """One job from its validated model and its notes (checked here)."""
+    group = info["name"]
+    notes = info.get("notes") or {}
+    if not is_session_info(info):   # a plain model in a session file: a finished job
+        return SessionJob(group, model, group, {}, None, "finished", "", None, None, None, "file", {}, "", None)
+    try:
+        n = validate_notes(notes)
+    except _Bad as e:
+        raise SessionError(path, f"job {index + 1} ({_shown(group)}): {e}") from None
+    return SessionJob(group=group, model=model, name=n["job_name"], spec=n.get("spec") or {},
+                      sweep=n.get("sweep"), state=n.get("state", "finished"), reason=n.get("reason", ""),
+                      elapsed_s=n.get("elapsed_s", 0.0), step=n.get("step"), total=n.get("total"),
+                      device=n.get("device") or "file", scores=n.get("scores") or {},
+                      score_text=n.get("score_text", ""), dataset=n.get("dataset"))
+
+
+def _needed_bytes(summary: dict) -> int:
+    """Memory one job's arrays need once read (float64; the vocabulary as Python strings), from
+    its model's attributes (:func:`densehmm_core.modelfile.model_summaries`); values that are
+    not sizes count 0 here (the model's own read refuses them)."""
+    from densehmm_core.modelfile import HISTORY_VALUE_BYTES
+
+    def size(key):
+        v = summary.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2 ** 40 else 0
+    n, m, l = size("n_states"), size("n_symbols"), size("dim")
+    return 8 * (n + n * n + n * m + 3 * n * l + m * l + l) + m * HISTORY_VALUE_BYTES
+
+
+def load_session(path: str, progress: Optional[Callable[[int, int], None]] = None,
+                 cancel: Optional[threading.Event] = None) -> Session:
+    """Read and check a session file (runs on a background thread).
+
+    1. The job count (at most :data:`MAX_JOBS`) and the memory all jobs' arrays need together
+       (the core's budget) are checked from the models' attributes, before any array is read.
+    2. The models are read in batches (each in the core's forked, capped, time-limited
+       reader) and every job's notes checked (:data:`NOTES_SCHEMA`): the first bad field
+       raises :class:`SessionError` naming the job and the field.  ``progress(jobs read,
+       jobs)`` after each batch; ``cancel`` (a ``threading.Event``) is honoured between
+       batches (:class:`SessionCancelled`).
+
+    Raises ModelFileError for what the core's reader refuses.  Nothing is half-returned.
+    """
     from densehmm_core import modelfile
-    for name in modelfile.list_models(path):
-        if SESSION_KEY in (modelfile.read_model_info(path, name, arrays=False).get("notes") or {}):
-            return True
-    return False
+    spath = os.path.abspath(os.fspath(path))
+    names = modelfile.list_models(spath)
+    if not names:
+        raise SessionError(spath, "holds no jobs")
+    if len(names) > MAX_JOBS:
+        raise SessionError(spath, f"holds {len(names):,} jobs, more than a session may hold ({MAX_JOBS:,}): refused")
+
+    def check_cancel() -> None:
+        if cancel is not None and cancel.is_set():
+            raise SessionCancelled(spath)
+
+    check_cancel()
+    need = sum(_needed_bytes(summary) for summary in modelfile.model_summaries(spath))
+    budget = modelfile.memory_budget()
+    if need > budget:
+        raise SessionError(spath, f"too large: its {len(names):,} jobs need {need / 1e9:.3g} GB of memory, more "
+                                  f"than the {budget / 1e9:.3g} GB allowed (DENSEHMM_MAX_MODEL_BYTES)")
+    total = len(names)
+    batch = max(BATCH, math.ceil(total / 50))
+    jobs: List[SessionJob] = []
+    if progress is not None:
+        progress(0, total)
+    for start in range(0, total, batch):
+        check_cancel()
+        for info, model in modelfile.load_models(spath, names[start:start + batch]):
+            jobs.append(_entry(spath, len(jobs), info, model))
+        if progress is not None:
+            progress(len(jobs), total)
+    check_cancel()
+    return Session(spath, jobs)
 
 
-def read_session(path: str) -> List[SessionEntry]:
-    """Every model of a session file with its notes (models without session notes too: they
-    become plain finished jobs).  Runs on a background thread; raises ModelFileError."""
-    from densehmm_core import modelfile
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such file")
-    out = []
-    for name in modelfile.list_models(path):
-        notes = modelfile.read_model_info(path, name, arrays=False).get("notes") or {}
-        out.append(SessionEntry(name, modelfile.load_model(path, name), dict(notes)))
-    return out
+_SWEEP_NAME = re.compile(r"sweep (\d+)")
 
 
-def session_state(notes: dict, default: str = "finished") -> str:
-    state = str(notes.get("state") or default)
-    return state if state in ("finished", "cancelled", "diverged") else default
-
-
-def entry_dataset_options(entry: SessionEntry) -> Optional[dict]:
-    ds = entry.notes.get("dataset")
-    return dict(ds.get("options") or {}) if isinstance(ds, dict) else None
+def sweep_number(name: Optional[str]) -> int:
+    """The number of an app sweep's name ("sweep 3" -> 3; anything else 0)."""
+    m = _SWEEP_NAME.fullmatch(name or "")
+    return int(m.group(1)) if m else 0

@@ -68,10 +68,18 @@ def make_window(qtbot, tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def session_files(qtbot):
+def session_files(qtbot, monkeypatch):
     """``save(window, path)`` -> the names File > Save session wrote; ``open(window, path,
-    ready=bool)`` -> the jobs File > Open session restored, once ``ready(jobs)`` holds."""
+    ready=bool)`` -> the jobs File > Open session restored, once ``ready(jobs)`` holds.
+
+    The question whether to read a session's data files again is answered ``Sessions.answer``
+    (Yes by default); ``Sessions.asked`` records ``(title, text)`` of each question."""
+    from PySide6.QtWidgets import QMessageBox
+
     class Sessions:
+        answer = QMessageBox.StandardButton.Yes
+        asked: list = []
+
         @staticmethod
         def save(w, path):
             names = []
@@ -85,6 +93,9 @@ def session_files(qtbot):
             w.open_session(str(path), on_done=restored.extend)
             qtbot.waitUntil(lambda: ready(restored), timeout=30000)
             return restored
+    Sessions.asked = []
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(
+        lambda parent, title, text, *a, **k: Sessions.asked.append((title, text)) or Sessions.answer))
     return Sessions
 
 

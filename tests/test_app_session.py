@@ -96,3 +96,138 @@ def test_a_session_whose_data_file_is_gone_still_restores_its_jobs(make_window, 
     qtbot.waitUntil(lambda: len(w3.jobs.jobs) == 1 and not w3.loading, timeout=30000)
     j3 = w3.jobs.jobs[0]
     assert j3.name == job.name and j3.spec == job.spec and j3.device == job.device
+
+
+# ------------------------------------------------------------------ issues 24 (item 11), 25 and 27 (item 8)
+def _finished_jobs(k=3, dataset=None, steps=6):
+    from sessionfakes import finished_job, fitted_model
+    vocab = None if dataset is None else dataset.vocabulary
+    return [finished_job(fitted_model("standard", n=3, m=4 if vocab is None else len(vocab), steps=steps, seed=i,
+                                      vocabulary=vocab), f"job {i}", dataset=dataset,
+                         spec=ModelSpec.make(model_type="standard", n=3, seed=i).to_dict()) for i in range(k)]
+
+
+def _saved(w, session_files, path, jobs):
+    from sessionfakes import add_jobs
+    add_jobs(w, jobs)
+    return session_files.save(w, path)
+
+
+def test_a_bad_field_is_one_dialog_naming_it_and_nothing_is_restored(make_window, qtbot, tmp_path):
+    from densehmm_core import modelfile
+    from app.session import session_notes
+    jobs = _finished_jobs(3)
+    notes = [session_notes(j) for j in jobs]
+    notes[2]["elapsed_s"] = "abc"      # issue 27: this raised inside a Qt slot and half-restored the session
+    path = tmp_path / "bad.h5"
+    modelfile.save_models(path, [{"name": f"job{i}", "model": j.model, "notes": n}
+                                 for i, (j, n) in enumerate(zip(jobs, notes))])
+    w = make_window("a")
+    w.open_session(str(path))
+    qtbot.waitUntil(lambda: bool(w.errors), timeout=30000)
+    qtbot.wait(200)
+    assert w.errors == [("Cannot open the session",
+                         f"{path}: job 3 ('job2'): field 'elapsed_s' must be a number, got 'abc'")]
+    assert w.jobs.jobs == [] and w.jobs_panel.jobs == {}
+
+
+def test_cancel_while_reading_or_while_adding_restores_nothing(make_window, session_files, qtbot, tmp_path,
+                                                                monkeypatch):
+    from PySide6.QtWidgets import QProgressDialog
+
+    import app.window.sessions as ws
+    from app.session import load_session
+    w = make_window("a")
+    path = tmp_path / "s.h5"
+    _saved(w, session_files, path, _finished_jobs(60))
+
+    def slow(path, progress, cancel):      # reading takes until the user cancels
+        cancel.wait(10)
+        return load_session(path, progress=progress, cancel=cancel)
+    monkeypatch.setattr(ws, "load_session", slow)
+    w2 = make_window("b")
+    w2.open_session(str(path))
+    dialog = w2.findChild(QProgressDialog)
+    assert dialog.labelText().startswith("Reading s.h5")
+    from PySide6.QtWidgets import QPushButton
+    dialog.findChild(QPushButton).click()           # its Cancel button
+    qtbot.waitUntil(lambda: any("cancelled: nothing restored" in t for _, t in w2.log_panel.lines), timeout=10000)
+    assert w2.jobs.jobs == [] and not w2.errors
+    # cancelled while the jobs are being added (25 per turn of the event loop): those added go again
+    import threading
+    session = load_session(str(path))
+    cancel, restored = threading.Event(), []
+    w2.restore_session(session, on_done=restored.extend, cancel=cancel)
+    assert len(w2.jobs.jobs) == ws.ADD_CHUNK and len(w2.jobs_panel.jobs) == ws.ADD_CHUNK
+    cancel.set()
+    qtbot.waitUntil(lambda: not w2.jobs.jobs, timeout=10000)
+    assert w2.jobs_panel.jobs == {} and w2.jobs_panel.tree.topLevelItemCount() == 0 and restored == []
+    # and without cancel, all 60 arrive, in order
+    w2.restore_session(session, on_done=restored.extend)
+    qtbot.waitUntil(lambda: len(restored) == 60, timeout=30000)
+    assert [j.name for j in w2.jobs.jobs] == [f"job {i}" for i in range(60)]
+
+
+def test_stored_data_paths_are_shown_and_read_only_when_the_user_says_so(make_window, session_files, qtbot,
+                                                                         tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    import app.window.sessions as ws
+    w = make_window("a")
+    fasta = _fasta(tmp_path / "p.fasta")
+    w.open_files([fasta])
+    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
+    path = tmp_path / "s.h5"
+    _saved(w, session_files, path, _finished_jobs(2, dataset=w.datasets[0]))
+    reads = []
+    monkeypatch.setattr(ws, "reopen_dataset", lambda *a, **k: reads.append(a) or pytest.fail("read"))
+    session_files.answer = QMessageBox.StandardButton.No
+    w2 = make_window("b")
+    restored = session_files.open(w2, path)
+    assert [t for t, _ in session_files.asked] == ["Read the session's data files?"]
+    assert os.path.abspath(fasta) in session_files.asked[0][1]       # the full path, as stored
+    qtbot.wait(300)
+    assert reads == [] and w2.datasets == [] and all(j.dataset is None for j in restored)
+    assert any("not read again" in t and fasta in t for _, t in w2.log_panel.lines)
+    # a data set open already (same file, same options) is attached without asking
+    session_files.asked.clear()
+    w.jobs.jobs.clear()
+    restored = session_files.open(w, path)
+    assert session_files.asked == [] and all(j.dataset is w.datasets[0] for j in restored)
+
+
+def test_after_a_restore_the_first_job_is_drawn_with_its_metrics(make_window, session_files, qtbot, tmp_path):
+    """Issue 24: the first job's curves were empty until another job was selected, the header
+    lost its metrics, and models from a file showed Time "0 s"."""
+    from densehmm_core import modelfile
+    from app.panels.jobs_panel import C_TIME
+    from app.session import session_notes
+    w = make_window("a")
+    fasta = _fasta(tmp_path / "p.fasta")
+    w.open_files([fasta])
+    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
+    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=5, tol=0.0, seed=1))
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+    w.show_job(job)
+    qtbot.waitUntil(lambda: not w.dashboard.live_update_pending, timeout=10000)
+    header = w.dashboard.title.text()
+    assert "train_nll" in header
+    path = tmp_path / "s.h5"
+    session_files.save(w, path)
+    w2 = make_window("b")
+    restored = session_files.open(w2, path)
+    qtbot.waitUntil(lambda: w2.current_job is restored[0] and restored[0].dataset is not None
+                    and not w2.dashboard.live_update_pending, timeout=30000)
+    assert w2.dashboard.title.text().replace(f"Job {restored[0].id}", "") == header.replace(f"Job {job.id}", "")
+    x, y = w2.dashboard.curves.curve_data("train_nll")
+    np.testing.assert_array_equal(x, [h["step"] for h in job.history])
+    np.testing.assert_allclose(y, [h["train_nll"] for h in job.history], rtol=0)
+    # a plain model file's model restored as a job: its training time from its history, not "0 s"
+    plain = tmp_path / "plain.h5"
+    modelfile.save_models(plain, [{"name": "m", "model": job.model}] + [
+        {"name": "s", "model": job.model, "notes": session_notes(job)}])
+    w3 = make_window("c")
+    got = session_files.open(w3, plain)
+    seconds = job.history[-1]["elapsed"]
+    assert got[0].elapsed == pytest.approx(seconds)
+    assert w3.jobs_panel.items[got[0].id].text(C_TIME) == f"{int(round(seconds))} s"

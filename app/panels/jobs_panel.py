@@ -174,6 +174,7 @@ class JobsPanel(QWidget):
         self._n_active = 0
         self._measured: Dict[int, tuple] = {}  # job id -> (final?, Data, Job texts) when last measured
         self._fitting = False
+        self._deferred_groups: Optional[set] = None   # sweeps whose group row add_jobs updates at its end
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         # the buttons wrap onto a second line in a narrow dock; the options sit at the right end
@@ -478,6 +479,37 @@ class JobsPanel(QWidget):
         if self.tree.currentItem() is None:
             self.tree.setCurrentItem(item)
 
+    def add_jobs(self, jobs: List[Job]) -> None:
+        """Add many jobs at once (a restored session): the table is sorted once and each sweep's
+        group row summarised once, so the time grows linearly with the number of jobs."""
+        sorting = self.tree.isSortingEnabled()
+        self.tree.setSortingEnabled(False)
+        self._deferred_groups = set()
+        updates = self.updatesEnabled()
+        self.setUpdatesEnabled(False)   # a shown progress bar repaints at once on setValue: 14 ms each
+        try:
+            for job in jobs:
+                self.add_job(job)
+        finally:
+            groups, self._deferred_groups = self._deferred_groups, None
+            for sweep in groups:
+                self._update_group(sweep)
+            self._measure()
+            self.tree.setSortingEnabled(sorting)
+            self.setUpdatesEnabled(updates)
+
+    def remove_jobs(self, jobs: List[Job]) -> None:
+        """Remove many jobs at once (a cancelled session restore): the rows are measured once."""
+        self._deferred_groups = set()
+        try:
+            for job in jobs:
+                self.remove_job(job)
+        finally:
+            groups, self._deferred_groups = self._deferred_groups, None
+            for sweep in groups:
+                self._update_group(sweep)
+            self._measure()
+
     def remove_job(self, job: Job) -> None:
         item = self.items.pop(job.id, None)
         if item is not None:
@@ -491,7 +523,10 @@ class JobsPanel(QWidget):
                 self.tree.takeTopLevelItem(self.tree.indexOfTopLevelItem(item))
         for d in (self.bars, self.cancel_buttons, self.jobs, self._styled, self.rows, self._measured):
             d.pop(job.id, None)
-        self._measure()
+        if self._deferred_groups is None:
+            self._measure()
+        elif job.sweep in self.groups:
+            self._deferred_groups.add(job.sweep)
 
     def update_job(self, job: Job) -> None:
         item = self.items.get(job.id)
@@ -565,12 +600,16 @@ class JobsPanel(QWidget):
             btn.setEnabled(False)
             btn.hide()   # nothing to cancel any more: the column stays quiet
         if job.sweep:
-            self._update_group(job.sweep)
+            if self._deferred_groups is not None:   # add_jobs: summarised once at the end
+                self._deferred_groups.add(job.sweep)
+            else:
+                self._update_group(job.sweep)
         self._name_tip(job)
         measured = (job.state.is_final, texts[C_DATA], texts[C_NAME])
         if self._measured.get(job.id) != measured:   # the widest Data name, Cancel column or not
             self._measured[job.id] = measured
-            self._measure(item)
+            if self._deferred_groups is None:        # add_jobs measures all rows once at its end
+                self._measure(item)
 
     def set_pool_size(self, n: int) -> None:
         self.pool.blockSignals(True)

@@ -217,10 +217,8 @@ class DataSetsMixin:
         self.settings.last_folder = os.path.dirname(path)
         self.settings.add_recent_file(path)
         self._refresh_recent()
-        if isinstance(result, ModelSet) and result.is_session:   # a saved session: restore it
-            from ..session import SessionEntry
-            self._restore_jobs(path, [SessionEntry(name, model, dict(info.get("notes") or {}))
-                                      for (name, model), info in zip(result.models, result.info)])
+        if isinstance(result, ModelSet) and result.is_session:   # a saved session: read, checked, restored
+            self.open_session(path)
         elif isinstance(result, ModelSet):
             self._add_model_set(result)
         else:

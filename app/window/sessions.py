@@ -1,20 +1,89 @@
-"""Sessions of the main window: File > Save session / Open session (see ``app.session``)."""
+"""Sessions of the main window: File > Save session / Open session (see ``app.session``).
+
+Saving and reading run off the GUI thread with a progress dialog (reading can be cancelled);
+a session is restored all at once or not at all: the file is read and every field checked
+first (``app.session.load_session``), then the jobs are added in one go.  The data files a
+session refers to are listed and read again only when the user says so.
+"""
 from __future__ import annotations
 
 import functools
 import os
-import re
+import threading
 from typing import Callable, Dict, List, Optional
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
 
 from .. import tasks
 from ..datasets import DataSet, reopen_dataset
 from ..jobs import Job, JobState
-from ..session import SessionEntry, read_session, save_session, session_state
+from ..session import DataRef, Session, SessionCancelled, SessionJob, load_session, save_session, sweep_number
 from .results import _safe_name, job_metrics
 
-__all__ = ["SessionsMixin"]
+__all__ = ["SessionsMixin", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
+
+
+def restored_event(job: Job):
+    """The final progress event of a restored job, rebuilt from its history's last record and the
+    saved step/total and stop reason: the dashboard's header then shows the final metrics, as
+    it did for the job before saving (None without a history)."""
+    from densehmm_core.events import ProgressEvent
+    hist = job.history
+    if not hist:
+        return None
+    last = hist[-1]
+
+    def num(key):
+        v = last.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    metrics = {k: num(k) for k in ("train_nll", "test_nll", "mad") if num(k) is not None}
+    return ProgressEvent(step=job.step, total=job.total, phase=str(last.get("phase") or ""), loss=num("loss"),
+                         train_ll=num("train_ll"), test_ll=num("test_ll"), metrics=metrics, done=True,
+                         reason=job.reason, elapsed=job.elapsed)
+
+
+#: jobs added to the Jobs panel per turn of the event loop while a session is restored
+ADD_CHUNK = 25
+#: the first restored job waits this long for its data set before it is drawn without it
+SHOW_WITHOUT_DATA_MS = 1500
+
+
+def restored_job(path: str, sj: SessionJob) -> Job:
+    """The app's job of one session entry (a plain object: built off the GUI thread)."""
+    job = Job(sj.name, sj.model, None, None, device=sj.device, sweep=sj.sweep, spec=sj.spec or None)
+    job.state = JobState(sj.state)
+    job.reason = sj.reason or f"restored from {os.path.basename(path)}"
+    hist = job.history
+    elapsed = sj.elapsed_s
+    if elapsed is None and hist and isinstance(hist[-1].get("elapsed"), (int, float)):
+        elapsed = float(hist[-1]["elapsed"])      # a plain model: its training time as recorded
+    if elapsed is not None:
+        job.started_at, job.finished_at = 0.0, float(elapsed)
+    job.scores = dict(sj.scores)
+    job.score_text = sj.score_text
+    if hist:
+        job.step = int(hist[-1].get("step") or 0)
+    if sj.step is not None:                        # sessions written before had no step/total
+        job.step = sj.step
+    if sj.total is not None:
+        job.total = sj.total                       # the progress bar shows "30/30", as before saving
+    job.last_params = sj.model.arrays()["params"]
+    job.last_event = restored_event(job)
+    if sj.dataset is not None:
+        job.dataset_name = sj.dataset.name
+    return job
+
+
+def restored_jobs(session: Session) -> List[Job]:
+    return [restored_job(session.path, sj) for sj in session.jobs]
+
+
+def _finish(dialog: QProgressDialog) -> None:
+    """Close a progress dialog.  Not deleted here: a window-modal dialog's ``setValue`` runs the
+    event loop, so this may run inside its own ``setValue`` (deleting it there crashed); it goes
+    with the window."""
+    dialog.close()
 
 
 class SessionsMixin:
@@ -33,13 +102,27 @@ class SessionsMixin:
                 path += ".h5"
             self.save_session(path)
 
+    def _session_progress(self, title: str, text: str, cancel: Optional[threading.Event]) -> QProgressDialog:
+        """A progress dialog that shows itself after 0.3 s (quick work never flashes one)."""
+        dlg = QProgressDialog(text, "Cancel" if cancel is not None else None, 0, 0, self)
+        dlg.setWindowTitle(title)
+        dlg.setWindowModality(Qt.WindowModal)
+        dlg.setMinimumDuration(300)
+        dlg.setAutoClose(False)
+        dlg.setAutoReset(False)
+        if cancel is not None:
+            dlg.canceled.connect(cancel.set)
+        dlg.setValue(0)
+        return dlg
+
     def save_session(self, path: str, on_done: Optional[Callable[[List[str]], None]] = None) -> None:
-        """Write every finished (or cancelled, or diverged) job to ``path`` (background thread)."""
+        """Write every finished (or cancelled, or diverged) job to ``path`` (background thread,
+        one atomic write; a progress dialog after 0.3 s)."""
         items, used = [], set()
         for job in self.jobs.jobs:
             if not job.state.has_model:
                 continue
-            name = _safe_name(f"job{job.id}_{job.name}")
+            name = _safe_name(f"job{job.id}_{job.name}")[:200]
             while name in used:
                 name += "_"
             used.add(name)
@@ -47,16 +130,29 @@ class SessionsMixin:
             corpus = ds.processed if ds is not None else None
             test = ds.test if ds is not None and hasattr(ds.test, "provenance") else None
             items.append((name, job, corpus, test, job_metrics(job)))
+        dlg = self._session_progress("Save session", f"Saving {len(items)} job(s) to {os.path.basename(path)}…",
+                                     None)
+        self.statusBar().showMessage(f"Saving the session to {path}…")
+
+        def progress(done, total):
+            dlg.setRange(0, total)
+            dlg.setValue(done)
 
         def done(names):
+            _finish(dlg)
             self.settings.last_folder = os.path.dirname(os.path.abspath(path))
             self.log_panel.log(f"Session saved: {len(names)} job(s) in {path}")
             self.statusBar().showMessage(f"Session saved to {path}", 5000)
             if on_done is not None:
                 on_done(names)
 
-        tasks.run_background(functools.partial(save_session, path, items), done,
-                             lambda exc, tb: self._error_dialog("Cannot save the session", str(exc)))
+        def failed(exc, tb):
+            _finish(dlg)
+            self.statusBar().clearMessage()
+            self._error_dialog("Cannot save the session", str(exc))
+
+        tasks.run_background(lambda report: save_session(path, items, progress=report), done, failed,
+                             on_progress=progress)
 
     # ------------------------------------------------------------ opening
     def open_session_dialog(self) -> None:
@@ -66,81 +162,177 @@ class SessionsMixin:
             self.open_session(path)
 
     def open_session(self, path: str, on_done: Optional[Callable[[List[Job]], None]] = None) -> None:
-        """Restore a session: its jobs go to the Jobs panel at once; their data sets are opened
-        again (background threads) and attached to the jobs as they arrive."""
+        """Restore a session: read and check it off the GUI thread (progress, Cancel), then add
+        its jobs (all or none: a bad file is one dialog naming the first bad field); the data
+        files it names are read again if the user confirms.  ``on_done(jobs)`` once restored."""
         path = os.path.abspath(path)
+        cancel = threading.Event()
+        name = os.path.basename(path)
+        dlg = self._session_progress("Open session", f"Reading {name}…", cancel)
+        self.statusBar().showMessage(f"Reading the session {name}…")
 
-        def done(entries: List[SessionEntry]) -> None:
-            jobs = self._restore_jobs(path, entries)
-            self.settings.add_recent_file(path)
-            self.log_panel.log(f"Session {os.path.basename(path)}: {len(jobs)} job(s) restored")
+        def progress(done, total):
+            dlg.setRange(0, total)
+            dlg.setValue(done)
+            dlg.setLabelText(f"Reading {name}: {done} of {total} job(s)")
+
+        def done(result) -> None:
+            self.statusBar().clearMessage()
+            session, jobs = result
+            self.restore_session(session, jobs, on_done=on_done, dialog=dlg, cancel=cancel)
+
+        def failed(exc, tb) -> None:
+            _finish(dlg)
+            self.statusBar().clearMessage()
+            if isinstance(exc, SessionCancelled):
+                self.log_panel.log(f"Opening the session {path} was cancelled: nothing restored", "warning")
+                return
+            self.log_panel.log(f"Could not open the session {path}: {exc}", "error")
+            self._error_dialog("Cannot open the session", str(exc))
+
+        def read(report):
+            session = load_session(path, progress=report, cancel=cancel)
+            return session, restored_jobs(session)      # plain objects: built here, off the GUI thread
+
+        tasks.run_background(read, done, failed, on_progress=progress)
+
+    def restore_session(self, session: Session, jobs: Optional[List[Job]] = None,
+                        on_done: Optional[Callable[[List[Job]], None]] = None,
+                        dialog: Optional[QProgressDialog] = None, cancel: Optional[threading.Event] = None) -> None:
+        """Add the jobs of a checked session (``jobs``: :func:`restored_jobs` of it, built if not
+        given) to the Jobs panel, :data:`ADD_CHUNK` per turn of the event loop (the window keeps
+        drawing; ``dialog`` shows the count); ``cancel`` set meanwhile removes those added
+        (all or none).  Then the first job is shown and reading the data files again is
+        offered; ``on_done(jobs)`` (not called when cancelled)."""
+        jobs = restored_jobs(session) if jobs is None else jobs
+        panel = self.jobs_panel
+        added: List[Job] = []
+
+        def undo() -> None:
+            for job in added:
+                if job in self.jobs.jobs:
+                    self.jobs.jobs.remove(job)
+            panel.remove_jobs(added)
+            if dialog is not None:
+                _finish(dialog)
+
+        def step() -> None:
+            if cancel is not None and cancel.is_set():
+                undo()
+                self.log_panel.log(f"Opening the session {session.path} was cancelled: nothing restored", "warning")
+                return
+            part = jobs[len(added):len(added) + ADD_CHUNK]
+            blocked = panel.blockSignals(True)      # one job shown at the end, not each one the table selects
+            try:
+                self.jobs.jobs.extend(part)
+                added.extend(part)
+                panel.add_jobs(part)
+            except Exception as exc:  # noqa: BLE001 - reported; nothing half-restored
+                undo()
+                self._error_dialog("Cannot open the session", f"{session.path}: {type(exc).__name__}: {exc}")
+                return
+            finally:
+                panel.blockSignals(blocked)
+            if len(added) < len(jobs):
+                if dialog is not None:
+                    dialog.setRange(0, len(jobs))
+                    dialog.setValue(len(added))
+                    dialog.setLabelText(f"Adding the jobs: {len(added)} of {len(jobs)}")
+                QTimer.singleShot(0, step)
+                return
+            if dialog is not None:
+                _finish(dialog)
+            self._session_restored(session, jobs)
             if on_done is not None:
                 on_done(jobs)
 
-        tasks.run_background(functools.partial(read_session, path), done,
-                             lambda exc, tb: self._error_dialog("Cannot open the session", str(exc)))
+        step()
 
-    def _restore_jobs(self, path: str, entries: List[SessionEntry]) -> List[Job]:
-        jobs: List[Job] = []
-        groups: Dict[tuple, List[Job]] = {}
-        refs: Dict[tuple, dict] = {}
-        for e in entries:
-            n = e.notes
-            job = Job(str(n.get("job_name") or e.name), e.model, None, None, device=str(n.get("device") or "file"),
-                      sweep=n.get("sweep") or None, spec=n.get("spec") or None)
-            job.state = JobState(session_state(n))
-            job.reason = str(n.get("reason") or "") or f"restored from {os.path.basename(path)}"
-            job.started_at, job.finished_at = 0.0, float(n.get("elapsed_s") or 0.0)
-            job.scores = dict(n.get("scores") or {})
-            job.score_text = str(n.get("score_text") or "")
-            hist = job.history
-            if hist:
-                job.step = int(hist[-1].get("step") or 0)
-            if isinstance(n.get("step"), int):            # sessions written before had no step/total
-                job.step = n["step"]
-            if isinstance(n.get("total"), int) and n["total"] > 0:
-                job.total = n["total"]                    # the progress bar shows "30/30", as before saving
-            ref = n.get("dataset")
-            if isinstance(ref, dict):
-                job.dataset_name = str(ref.get("name") or "")
-                groups.setdefault(e.dataset_key, []).append(job)
-                refs[e.dataset_key] = ref
-            self.jobs.jobs.append(job)
-            self.jobs_panel.add_job(job)
-            jobs.append(job)
+    def _session_restored(self, session: Session, jobs: List[Job]) -> None:
         # new sweeps of this session must not reuse a restored sweep's name
-        for j in jobs:
-            m = re.fullmatch(r"sweep (\d+)", j.sweep or "")
-            if m:
-                self._sweeps = max(self._sweeps, int(m.group(1)))
-        for key, members in groups.items():
-            self._reattach_dataset(refs[key], members)
-        if jobs:
-            self.jobs_panel.select(jobs[0])
-            self.show_job(jobs[0])
-        return jobs
-
-    def _reattach_dataset(self, ref: dict, jobs: List[Job]) -> None:
-        """Give ``jobs`` their data set again: an open one with the same file and options, else
-        the file read again (a missing file is logged; the jobs keep their models)."""
-        path, options = ref.get("path"), dict(ref.get("options") or {})
-        for ds in self.datasets:
-            if ds.path == path and ds.options == options:
-                self._attach(ds, jobs)
-                return
-        if path is not None and not os.path.exists(path):
-            self.log_panel.log(f"Session: the data set {path} is missing; {len(jobs)} job(s) kept without it",
-                               "warning")
+        self._sweeps = max([self._sweeps] + [sweep_number(j.sweep) for j in jobs])
+        self.settings.add_recent_file(session.path)
+        self.log_panel.log(f"Session {os.path.basename(session.path)}: {len(jobs)} job(s) restored")
+        if not jobs:
             return
+        self.jobs_dock.raise_()
+        first = jobs[0]
+        panel = self.jobs_panel
+        blocked = panel.blockSignals(True)
+        panel.select(first)
+        panel.blockSignals(blocked)
+        waiting = self._reattach_datasets(session, jobs, first)
+        if not waiting:
+            self.show_job(first)
+            return
+        # drawn once its data set is attached (Decode, tags and token counts need it); a slow
+        # read does not leave it blank: shown after SHOW_WITHOUT_DATA_MS anyway
+        QTimer.singleShot(SHOW_WITHOUT_DATA_MS, lambda: self._show_restored(first))
 
+    def _show_restored(self, job: Job) -> None:
+        """Show ``job`` unless it is shown already or the user has moved on to another job."""
+        if self.current_job is not job and self.jobs_panel.current_job() is job:
+            self.show_job(job)
+
+    # ------------------------------------------------------------ data sets
+    def _reattach_datasets(self, session: Session, jobs: List[Job], first: Job) -> bool:
+        """Give the jobs their data sets again: open ones (same file and options) at once; files
+        are read again only after the user confirms the list (a session's paths come from a
+        file).  True when ``first``'s data set is being read (it is shown once attached)."""
+        groups: Dict[tuple, List[Job]] = {}
+        for sj, job in zip(session.jobs, jobs):
+            if sj.dataset is not None:
+                groups.setdefault(sj.dataset.key, []).append(job)
+        to_read: List[DataRef] = []
+        reading: List[DataRef] = []
+        for ref in session.data_refs():
+            members = groups[ref.key]
+            open_ds = next((ds for ds in self.datasets if ds.path == ref.path and ds.options == ref.options), None)
+            if open_ds is not None:
+                self._attach(open_ds, members)
+            elif ref.path is None:                     # the demo: generated again, no file read
+                reading.append(ref)
+            else:
+                to_read.append(ref)
+        missing = [r for r in to_read if not os.path.isfile(r.path)]
+        for r in missing:
+            self.log_panel.log(f"Session: the data set {r.path} is missing; {len(groups[r.key])} job(s) kept "
+                               f"without it", "warning")
+        present = [r for r in to_read if r not in missing]
+        if present and self._confirm_reading(session.path, present):
+            reading += present
+        elif present:
+            self.log_panel.log("Session: data files not read again: " + ", ".join(r.path for r in present))
+        for ref in reading:
+            self._reopen(ref, groups[ref.key], first)
+        return any(first in groups[ref.key] for ref in reading)
+
+    def _confirm_reading(self, path: str, refs: List[DataRef]) -> bool:
+        """Ask before reading the data files a session names (shown in full)."""
+        lines = "\n".join(f"• {r.path}" for r in refs[:20]) + (f"\n… and {len(refs) - 20} more" if len(refs) > 20
+                                                                 else "")
+        answer = QMessageBox.question(
+            self, "Read the session's data files?",
+            f"The jobs of {os.path.basename(path)} trained on {len(refs)} data file(s):\n\n{lines}\n\n"
+            f"Read them again (for Decode, scores and new jobs on the same data)? The jobs are restored "
+            f"either way.", QMessageBox.Yes | QMessageBox.No, QMessageBox.Yes)
+        return answer == QMessageBox.Yes
+
+    def _reopen(self, ref: DataRef, jobs: List[Job], first: Optional[Job] = None) -> None:
         def done(ds: DataSet) -> None:
-            if ref.get("name"):
-                ds.name = str(ref["name"])
+            if ref.name:
+                ds.name = ref.name
             self.add_dataset(ds)
             self._attach(ds, jobs)
+            if first is not None and first in jobs:
+                self._show_restored(first)
 
-        tasks.run_background(functools.partial(reopen_dataset, path, options), done,
-                             lambda exc, tb: self.log_panel.log(f"Session: cannot reopen {path}: {exc}", "error"))
+        def failed(exc, tb) -> None:
+            self.log_panel.log(f"Session: cannot reopen {ref.path}: {exc}", "error")
+            if first is not None and first in jobs:
+                self._show_restored(first)
+
+        tasks.run_background(functools.partial(reopen_dataset, ref.path, dict(ref.options)), done, failed)
 
     def _attach(self, ds: DataSet, jobs: List[Job]) -> None:
         for job in jobs:

@@ -107,8 +107,8 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split())
 
 
-def _resolve_name(f, path, name: Optional[str]) -> str:
-    names = list(f["models"].keys())
+def _resolve_name(f, path, name: Optional[str], names: Optional[List[str]] = None) -> str:
+    names = list(f["models"].keys()) if names is None else names
     if not names:
         raise ModelFileError(path, "holds no models")
     if name is None:
@@ -436,7 +436,8 @@ def _read_infos(path, names, arrays, history) -> List[dict]:
         spath = os.fspath(path)
         f = _open_existing(path)
         try:
-            chosen = list(f["models"].keys()) if names is None else [_resolve_name(f, spath, n) for n in names]
+            existing = list(f["models"].keys())
+            chosen = existing if names is None else [_resolve_name(f, spath, n, existing) for n in names]
             root = _read_attrs(f, spath, "the root group")
             out = []
             for nm in chosen:
@@ -511,6 +512,22 @@ def load_model(path, name: Optional[str] = None):
         raise
     except (TypeError, ValueError) as e:
         raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
+
+
+def load_models(path, names: Optional[List[str]] = None) -> List[tuple]:
+    """``[(info, model)]`` of several models (default: all, in file order), read in ONE pass
+    (:func:`read_model_infos`; one forked read instead of two per model): ``info`` as
+    :func:`read_model_info` returns it, ``model`` as :func:`load_model` returns it."""
+    spath = os.fspath(path)
+    out = []
+    for info in read_model_infos(spath, names):
+        try:
+            out.append((info, _build_model(spath, info)))
+        except ModelFileError:
+            raise
+        except (TypeError, ValueError) as e:
+            raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
+    return out
 
 
 #: Model-group attributes that hold the fitted attributes of ``model.arrays()`` (same names).

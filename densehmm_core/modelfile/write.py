@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
@@ -75,7 +75,7 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
 
 def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpus, metrics,
                  extra_attrs: Mapping[str, Any], trained_utc: Optional[str] = None,
-                 notes: Optional[Mapping[str, Any]] = None) -> None:
+                 notes: Optional[Mapping[str, Any]] = None, compress: bool = True) -> None:
     h5py = _h5py()
     kind = model.kind
     n = int(arrays["transmat"].shape[0])
@@ -107,7 +107,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
 
     for key, arr in arrays.items():
         kw = {}
-        if arr.size >= 4096:
+        if compress and arr.size >= 4096:
             kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True}
         mg.create_dataset(key, data=arr, **kw)
     mg["startprob"].attrs["description"] = "initial state distribution pi[i]"
@@ -174,7 +174,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
     _write_attrs(sg, software_versions())
 
 
-def _atomic_rewrite(path, write_fn) -> None:
+def _atomic_rewrite(path, write_fn, keep_old: bool = True) -> None:
     """Write a new version of ``path`` through :mod:`densehmm_core.fileio`.
 
     Under the file's lock (so concurrent writers serialise and none loses another's
@@ -182,7 +182,9 @@ def _atomic_rewrite(path, write_fn) -> None:
     ``write_fn(old, models_group)`` (HDF5 never writes to disk, so a full disk cannot
     leave it in a broken state), and the bytes are written to a temporary file that
     atomically replaces ``path``.  Every failure is a one-line :class:`ModelFileError`
-    and leaves the previous file unchanged.
+    and leaves the previous file unchanged.  ``keep_old=False`` (a file written anew):
+    the current file is not opened, only checked to be a densehmm model file, and
+    ``write_fn`` gets ``None`` for it.
     """
     import io
 
@@ -196,6 +198,9 @@ def _atomic_rewrite(path, write_fn) -> None:
         with fileio.file_lock(spath):
             fileio.check_writable(spath, what="model file")  # read-only, a folder, a FIFO: refused now
             old = _open_existing(spath) if os.path.lexists(spath) else None
+            if old is not None and not keep_old:  # only checked: never overwrite a foreign file
+                old.close()
+                old = None
             buf = io.BytesIO()
             try:
                 with h5py.File(buf, "w", track_order=True) as f:
@@ -317,6 +322,45 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
 
     _atomic_rewrite(spath, write_fn)
     return chosen["name"]
+
+
+def save_models(path, entries, progress: Optional[Callable[[int, int], None]] = None,
+                compress: bool = True) -> List[str]:
+    """Write a NEW file at ``path`` holding exactly ``entries`` (a whole-file atomic replace).
+
+    Each entry is a mapping of :func:`save_model`'s arguments: ``model`` and ``name`` (required,
+    distinct), and optionally ``corpus``, ``test_corpus``, ``metrics``, ``params``,
+    ``trained_utc``, ``notes``.  Unlike calling :func:`save_model` once per model (which
+    re-reads and rewrites the file each time: quadratic), the file is built once in memory and
+    written once (temporary file, fsync, rename): after a crash at any moment ``path`` holds its
+    previous content or all of ``entries``.  An existing ``path`` must be a densehmm model
+    file (it is replaced, its models are not kept).  ``progress(done, total)`` is called after
+    each model is built.  ``compress=False`` stores the arrays uncompressed (trained
+    probabilities hardly compress: gzip saves under 10 % and costs most of the writing time).
+    Returns the names.
+    """
+    spath = os.fspath(path)
+    items = []
+    seen = set()
+    for e in entries:
+        name = _check_name(e["name"])
+        if name in seen:
+            raise ValueError(f"two models are named {name!r}")
+        seen.add(name)
+        items.append((name, e, _file_arrays(e["model"], e.get("params"))))
+    total = len(items)
+
+    def write_fn(old, models):
+        for i, (name, e, arrays) in enumerate(items):
+            mg = models.create_group(name, track_order=True)
+            _write_model(mg, e["model"], arrays, corpus=e.get("corpus"), test_corpus=e.get("test_corpus"),
+                         metrics=e.get("metrics"), extra_attrs={"name": name}, trained_utc=e.get("trained_utc"),
+                         notes=e.get("notes"), compress=compress)
+            if progress is not None:
+                progress(i + 1, total)
+
+    _atomic_rewrite(spath, write_fn, keep_old=False)
+    return [name for name, _e, _a in items]
 
 
 def delete_model(path, name: str) -> None:

@@ -4,8 +4,9 @@
     xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python tests/benchmarks/screenshot_session.py
 
 Trains two standard HMMs (seconds, no TensorFlow) on a small generated FASTA file, saves
-the session, opens it in a fresh window (its own settings: nothing carried over) and takes
-``docs/screenshots/session_restored.png`` of that window.
+the session, opens it in a fresh window (its own settings: nothing carried over; "read the data
+files again?" answered Yes), waits until the first job is drawn (nothing selected by hand) and
+takes ``docs/screenshots/session_restored.png`` of that window.
 """
 from __future__ import annotations
 
@@ -41,12 +42,14 @@ def main() -> int:
     print("saved", session, saved)
     first.close()
 
+    from PySide6.QtWidgets import QMessageBox
+    QMessageBox.question = staticmethod(lambda *a, **k: QMessageBox.Yes)   # "Read the session's data files?"
     win = window("second.ini")
     restored = []
     win.open_session(session, on_done=restored.extend)
-    wait_until(app, lambda: len(restored) == 2 and all(j.dataset is not None for j in restored), 60)
+    wait_until(app, lambda: len(restored) == 2 and all(j.dataset is not None for j in restored)
+               and win.current_job is restored[0] and not win.dashboard.live_update_pending, 60)
     win.jobs_dock.raise_()
-    win.jobs_panel.select(restored[0])
     print("restored", [(j.name, j.state.value, j.dataset.name if j.dataset else None) for j in restored])
     settle(app, 0.2)
     saver(app, out, win)("session_restored.png")
