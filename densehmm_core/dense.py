@@ -379,7 +379,8 @@ class DenseHMM(BaseHMM):
                    "every this many iterations (and on the first and the last).",
                    methods=("em", "cooc_em", "marginal"), low=1, flag="--diagnostics-every", metavar="K"),
         HyperParam("l2", float, "L2 penalty", "Weight of the L2 penalty: l2/2 times the squared norm of all "
-                   "embeddings (features included), added to EM's M-step loss (-Q per token) and to the direct fit's NLL per token (0: none).",
+                   "embeddings (features included), added to EM's M-step loss (-Q per token) and to the direct "
+                   "fit's NLL per token (0: none).",
                    methods=("em", "cooc_em", "marginal"), low=0, high=1e6, flag="--l2", metavar="LAMBDA",
                    form=True),
     )
