@@ -382,7 +382,7 @@ class DenseHMM(BaseHMM):
                    "embeddings (features included), added to EM's M-step loss (-Q per token) and to the direct "
                    "fit's NLL per token (0: none).",
                    methods=("em", "cooc_em", "marginal"), low=0, high=1e6, flag="--l2", metavar="LAMBDA",
-                   form=True),
+                   form=True, log=True),
     )
 
     @classmethod
