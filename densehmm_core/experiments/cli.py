@@ -105,7 +105,7 @@ def _add_pos_induction(sub) -> None:
     sp.add_argument("--seeds", type=int, default=None, help="seeds per (model, l) (default 5)")
     sp.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     sp.add_argument("--iterations", type=int, default=None,
-                    help="Baum-Welch / EM iterations (default 100)")
+                    help="Baum-Welch / EM iterations, L-BFGS iterations of the direct fit (default 100)")
     sp.add_argument("--max-sequences", type=int, default=None, metavar="K",
                     help="use only the first K sentences")
     sp.add_argument("--init-scale", type=float, default=None, metavar="S",
