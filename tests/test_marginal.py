@@ -268,3 +268,22 @@ def test_cli_trains_saves_and_resumes_the_direct_fit(tmp_path):
     assert len(resumed.history_) == n0 + 3 and resumed.history_[-1]["loss"] <= first.history_[-1]["loss"]
     assert main(["train", "demo", "--states", "3", "--dim", "2", "--method", "marginal", "--lr", "0.1",
                  "--out", out, "--quiet"]) == 2
+
+
+def test_failed_line_search_leaves_the_iterate_and_stops_spending_e_steps():
+    """When no trial point satisfies the Armijo condition (here: the point's recorded objective is
+    lowered by hand, so nothing nearby can beat it), the step backtracks MAX_BACKTRACKS times along the
+    L-BFGS direction, then as often along -g, and returns the iterate itself, marked stuck; a stuck
+    iterate costs no further E-steps."""
+    from densehmm_core.dense_marginal import MAX_BACKTRACKS
+    layout, theta, seqs, eng, ms, ntok = _problem(3, 2, 4, False)
+    lb = MarginalLBFGS(ms, eng, ntok)
+    data = eng.prepare(seqs, n_states=3)
+    p = lb.step(lb.evaluate(Point(theta.copy()), data), data)   # one good step: memory holds a pair
+    assert not p.stuck and len(p.S) == 1
+    p.f -= 1.0
+    before = lb.evaluations
+    q = lb.step(p, data)
+    assert q is p and q.stuck and lb.evaluations - before == 2 * MAX_BACKTRACKS
+    np.testing.assert_array_equal(q.theta, p.theta)
+    assert lb.step(q, data) is q and lb.evaluations - before == 2 * MAX_BACKTRACKS
