@@ -298,7 +298,7 @@ class DenseHMM(BaseHMM):
         ModelType("dense_cooc", "dense", "cooc", "DenseHMM — direct co-occurrence", "Dense-cooc"),
         ModelType("dense_em", "dense", "em", "DenseHMM — EM (gradient M-step)", "Dense-EM"),
         ModelType("dense_cooc_em", "dense", "cooc_em", "DenseHMM — co-occurrence + EM", "Dense-cooc-EM"),
-        ModelType("dense_marginal", "dense", "marginal", "DenseHMM — direct likelihood fit (L-BFGS)",
+        ModelType("dense_marginal", "dense", "marginal", "DenseHMM — likelihood (L-BFGS)",
                   "Dense-marginal"),
     )
     hyper_params = (
