@@ -385,20 +385,6 @@ class DenseHMM(BaseHMM):
                    form=True, log=True),
     )
 
-    @classmethod
-    def resolve_defaults(cls, values: dict, fit_method: Optional[str] = None, preset: Optional[str] = None) -> dict:
-        """Options left at ``None`` take the preset's value for the fit method (as :meth:`hyper` does)."""
-        out = dict(values)
-        method = out["fit_method"] = fit_method or out["fit_method"]
-        name = out["preset"] = preset or out["preset"]
-        table, cooc = PRESETS[name]["em" if method == "cooc_em" else method], PRESETS[name]["cooc"]
-        for key in PRESET_KEYS:
-            if out.get(key) is None:
-                out[key] = (cooc if method == "cooc_em" and key in COOC_ONLY_KEYS else table).get(key)
-        if out.get("snapshot_every") is None:
-            out["snapshot_every"] = 1000 if method == "cooc" else 1
-        return out
-
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
                  fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",
                  lr: Optional[float] = None, lr_final: Optional[float] = None,

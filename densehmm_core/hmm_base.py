@@ -59,12 +59,6 @@ class BaseHMM:
     hyper_params: Tuple[Any, ...] = ()
     model_types: Tuple[Any, ...] = ()
 
-    @classmethod
-    def resolve_defaults(cls, values: dict, fit_method: Optional[str] = None, preset: Optional[str] = None) -> dict:
-        """``values`` (constructor defaults) with what the estimator decides at fit time filled in;
-        estimators whose defaults are all plain values return them unchanged."""
-        return dict(values)
-
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, seed: Optional[int] = None,
                  engine: str = "auto", device: str = "auto") -> None:
         if int(n_states) < 1:

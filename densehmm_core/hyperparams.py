@@ -95,10 +95,22 @@ def defaults(cls) -> Dict[str, Any]:
     return {hp.name: default(cls, hp.name) for hp in cls.hyper_params}
 
 
+#: The constructor arguments without a default, with the placeholder values :func:`resolved_defaults`
+#: builds a model with (they are reported as None: the user sets them).
+_REQUIRED = {"n_states": 1, "dim": 1}
+
+
 def resolved_defaults(cls, fit_method: Optional[str] = None, preset: Optional[str] = None) -> Dict[str, Any]:
-    """The values a model of ``cls`` trains with when nothing is set: the constructor's defaults, with
-    those left at ``None`` resolved by the estimator (DenseHMM: from ``preset`` for ``fit_method``)."""
-    return cls.resolve_defaults(defaults(cls), fit_method, preset)
+    """The values a model of ``cls`` trains with when nothing is set: a model of ``cls`` built from
+    its configuration and read back with ``get_config``, which resolves what the estimator decides
+    itself (DenseHMM: the options left to ``preset`` for ``fit_method``) -- the estimator's own
+    resolution, not a copy of it.  (``cls`` is given: this module sits below the registry.)"""
+    cfg: Dict[str, Any] = {k: v for k, v in _REQUIRED.items() if k in cls.config_keys}
+    for key, value in (("fit_method", fit_method), ("preset", preset)):
+        if value is not None and key in cls.config_keys:
+            cfg[key] = value
+    full = cls(**cfg).get_config()
+    return {hp.name: (None if hp.name in _REQUIRED else full[hp.name]) for hp in cls.hyper_params}
 
 
 def uses(cls, name: str, fit_method: Optional[str] = None) -> bool:
@@ -155,7 +167,7 @@ def default_text(cls, name: str) -> str:
         return "required"
     d = default(cls, name)
     if d is None:
-        return "from the preset" if cls.resolve_defaults(defaults(cls)).get(name) is not None else "none"
+        return "from the preset" if resolved_defaults(cls).get(name) is not None else "none"
     return repr(d) if isinstance(d, str) else str(d)
 
 

@@ -177,6 +177,15 @@ class PreparedSequences:
         return [flat[s:s + L] for s, L in zip(self.starts.tolist(), self.lengths.tolist())]
 
 
+def _check_shapes(pi, A, B) -> int:
+    """``n`` of consistent ``(pi, A, B)``, else a ``ValueError`` naming the shapes."""
+    n = pi.shape[0]
+    if A.shape != (n, n) or B.ndim != 2 or B.shape[0] != n:
+        raise ValueError(f"inconsistent parameter shapes: startprob {pi.shape}, transmat {A.shape}, "
+                         f"emissionprob {B.shape}")
+    return n
+
+
 @dataclass
 class _Params:
     """Parameters of one call: host float64 originals and their device copies."""
@@ -274,10 +283,7 @@ class ArrayEngine(Engine):
         pi = np.asarray(startprob, dtype=np.float64)
         A = np.ascontiguousarray(transmat, dtype=np.float64)
         B = np.asarray(emissionprob, dtype=np.float64)
-        n = pi.shape[0]
-        if A.shape != (n, n) or B.ndim != 2 or B.shape[0] != n:
-            raise ValueError(f"inconsistent parameter shapes: startprob {pi.shape}, transmat {A.shape}, "
-                             f"emissionprob {B.shape}")
+        n = _check_shapes(pi, A, B)
         BtT = np.zeros((n, B.shape[1] + 1))
         BtT[:, :-1] = B
         be = self.backend
@@ -288,10 +294,7 @@ class ArrayEngine(Engine):
     def _device_params(self, pi, A, B) -> _Params:
         """Parameters that already live on this engine's device (an in-device caller: the EM loop)."""
         xp = self.xp
-        n = pi.shape[0]
-        if A.shape != (n, n) or B.ndim != 2 or B.shape[0] != n:
-            raise ValueError(f"inconsistent parameter shapes: startprob {pi.shape}, transmat {A.shape}, "
-                             f"emissionprob {B.shape}")
+        n = _check_shapes(pi, A, B)
         BtT = xp.zeros((n, B.shape[1] + 1))
         BtT[:, :-1] = B
         A = xp.ascontiguousarray(A, dtype=xp.float64)
