@@ -589,6 +589,7 @@ def test_embedding_labels_never_overlap_and_controls_fit(qtbot):
     w.set_embeddings(p)
     w.state_labels_box.setChecked(True)
     qtbot.wait(10)
+    w.finish_labels()   # label items are made a batch per event-loop turn (issue 24.13): all of them now
     visible = [t for k in EMBEDDING_KEYS for t in w._labels[k] if t.isVisible()]
     assert "A" in w.visible_labels("V") and 0 < len(visible) < 3 * n + m
     # glyphs lie inside the text's document margin

@@ -247,6 +247,7 @@ class Dashboard(QtWidgets.QWidget):
         """Draw what the hidden live page recorded: the newest snapshot and the curves."""
         self.run_stages()
         self._safe("curves", self.curves.redraw)
+        self.embeddings.finish_labels()   # label items still to be made from the event loop
 
     def _flush_if_visible(self) -> None:
         if self.live_visible():

@@ -19,7 +19,7 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..flow import FlowLayout
 from .theme import label_axis_text, make_graphics_widget, marker_icon, style_plot, theme_colors
@@ -44,6 +44,9 @@ LABEL_ANCHORS = ((-0.35, 0.55), (1.25, 0.55), (0.5, 1.15), (0.5, -0.15))
 #: With symbol frequencies known, only this many most frequent symbols are drawn in full and
 #: labelled; the others are faint small points (their names in the hover tooltip).
 TOP_LABELLED = 50
+#: label items made per event-loop turn, LABEL_GAP_MS apart (each batch is painted in between)
+LABEL_BATCH = 10
+LABEL_GAP_MS = 15
 
 
 class EmbeddingScatter(QtWidgets.QWidget):
@@ -62,6 +65,10 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._freq: Optional[np.ndarray] = None  # symbol counts: label the most frequent only
         self._top_n = TOP_LABELLED
         self._labels_stale = False      # the counts changed since the labels were made
+        self._label_todo: List[tuple] = []   # (set, text, colour) of label items still to make
+        self._label_timer = QtCore.QTimer(self)
+        self._label_timer.setSingleShot(True)
+        self._label_timer.timeout.connect(self._more_labels)
         self._no_pen = pg.mkPen(None)   # the faint points' (one object: one symbol in pyqtgraph's atlas)
         self._label_idx: Dict[str, List[int]] = {k: [] for k in EMBEDDING_SETS}
         self._title = title
@@ -190,6 +197,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def labelled_symbols(self) -> List[int]:
         """Indices of the symbols (V) that have a label item."""
+        self.finish_labels()
         return list(self._label_idx.get("V", []))
 
     def set_embeddings(self, params: Optional[dict], force_labels: bool = False) -> None:
@@ -262,6 +270,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         return (self.plot.getAxis("bottom").labelText, self.plot.getAxis("left").labelText)
 
     def label_texts(self, key: str) -> List[str]:
+        self.finish_labels()
         return [t.textItem.toPlainText() for t in self._labels[key]]
 
     def clear(self) -> None:
@@ -325,9 +334,12 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def _rebuild_labels(self) -> None:
         """One text item per labelled point.  The items of a set are reused (text and colour set
-        again) and only the surplus removed or the missing created: building 50 label items took
-        50-70 ms of the GUI thread each time a words model was shown (issue 24.13)."""
+        again) and only the surplus removed; missing ones are made :data:`LABEL_BATCH` at a time,
+        the rest from the event loop (:meth:`finish_labels` makes them all at once): making 50
+        label items at once took 50-400 ms of the GUI thread when a words model was shown
+        (issue 24.13)."""
         _, fg = theme_colors(self)
+        self._label_todo = []
         for key, items in self._labels.items():
             a = self._emb.get(key)
             idx: List[int] = []
@@ -345,23 +357,57 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 continue
             color = EMBEDDING_SETS[key][2] if key != "V" else fg
             names = self._label_strings(key, a.shape[0])
-            f = None
             for pos, i in enumerate(idx):
                 s = names[i]
                 if pos < len(items):
                     t = items[pos]
                     if t.textItem.toPlainText() != s or t.color != pg.mkColor(color):
                         t.setText(s, color=color)
-                    continue
-                if f is None:
-                    f = QtGui.QFont()
-                    f.setPointSizeF(max(6.5, f.pointSizeF() - 1.5))
-                    f.setBold(key == "V")
-                # anchored beside its marker, not on it (_declutter may move it to another side)
-                t = pg.TextItem(s, color=color, anchor=LABEL_ANCHORS[0])
-                t.setFont(f)
-                self.plot.addItem(t)
-                items.append(t)
+                else:
+                    self._label_todo.append((key, s, color))
+        self._make_labels(LABEL_BATCH)
+        if self._label_todo:
+            self._label_timer.start(LABEL_GAP_MS)
+        else:
+            self._label_timer.stop()
+
+    def _make_labels(self, budget: int) -> None:
+        """Make up to ``budget`` of the label items still to make (in order: each set's list
+        stays aligned with its ``_label_idx``)."""
+        fonts: Dict[bool, QtGui.QFont] = {}
+        while self._label_todo and budget > 0:
+            key, s, color = self._label_todo.pop(0)
+            bold = key == "V"
+            f = fonts.get(bold)
+            if f is None:
+                f = fonts[bold] = QtGui.QFont()
+                f.setPointSizeF(max(6.5, f.pointSizeF() - 1.5))
+                f.setBold(bold)
+            # anchored beside its marker, not on it (_declutter may move it to another side)
+            t = pg.TextItem(s, color=color, anchor=LABEL_ANCHORS[0])
+            t.setFont(f)
+            self.plot.addItem(t)
+            self._labels[key].append(t)
+            budget -= 1
+
+    def _more_labels(self) -> None:
+        """The next batch of label items (from the event loop), placed and decluttered."""
+        self._make_labels(LABEL_BATCH)
+        self._place_labels()
+        self._refresh_visibility()
+        if self._label_todo:
+            self._label_timer.start(LABEL_GAP_MS)
+
+    def finish_labels(self) -> None:
+        """Make every label item still to make now (before labels are read or exported)."""
+        if self._label_todo:
+            self._label_timer.stop()
+            self._make_labels(len(self._label_todo))
+            self._place_labels()
+            self._refresh_visibility()
+
+    #: :func:`app.export.export_widget` calls this before rendering the view
+    prepare_export = finish_labels
 
     def _place_labels(self) -> None:
         for key, items in self._labels.items():
@@ -403,6 +449,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def visible_labels(self, key: str) -> List[str]:
         """Texts of the labels of one set that are drawn (not hidden by a box or by crowding)."""
+        self.finish_labels()
         return [t.textItem.toPlainText() for t in self._labels[key] if t.isVisible()]
 
     def _declutter(self, *args) -> None:
@@ -457,6 +504,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def label_boxes(self, key: str) -> List[tuple]:
         """Scene rectangles ``(x0, y0, x1, y1)`` of the shown labels of one set (tests: no overlap)."""
+        self.finish_labels()
         out = []
         for t in self._labels[key]:
             if t.isVisible():
