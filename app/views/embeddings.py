@@ -398,6 +398,11 @@ class EmbeddingScatter(QtWidgets.QWidget):
         if self._label_todo:
             self._label_timer.start(LABEL_GAP_MS)
 
+    @property
+    def labels_pending(self) -> bool:
+        """Whether label items are still to be made from the event loop."""
+        return bool(self._label_todo)
+
     def finish_labels(self) -> None:
         """Make every label item still to make now (before labels are read or exported)."""
         if self._label_todo:

@@ -214,8 +214,8 @@ def main() -> int:
                                                  "else a generated corpus)")
     ap.add_argument("--finish-n", type=int, default=20)
     ap.add_argument("--finish-l", type=int, default=10)
-    ap.add_argument("--finish-steps", type=int, default=300, help="co-occurrence steps of the finish phase")
-    ap.add_argument("--finish-iters", type=int, default=3, help="EM iterations of the finish phase")
+    ap.add_argument("--finish-steps", type=int, default=100, help="co-occurrence steps of the finish phase")
+    ap.add_argument("--finish-iters", type=int, default=20, help="EM iterations of the finish phase")
     ap.add_argument("--profile", default="", help="cProfile the GUI thread during the finish phase into this file")
     args = ap.parse_args()
     os.environ["DENSEHMM_JOB_EXECUTOR"] = args.executor
