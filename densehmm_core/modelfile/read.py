@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -464,19 +464,23 @@ def probe_read(path) -> None:
         f.close()
 
 
+def _summaries(f, spath: str) -> List[dict]:
+    out = []
+    for nm in f["models"].keys():
+        mg = safety.model_group(f, spath, nm, check=False)
+        a = _read_attrs(mg, spath, f"model {nm!r}")
+        out.append({"name": nm, **{k: a.get(k) for k in
+                                   ("kind", "n_states", "n_symbols", "dim", "fit_method", "created_utc")}})
+    return out
+
+
 @_isolated
 def model_summaries(path) -> List[dict]:
     """One small dict per model (name, kind, n_states, n_symbols, dim, fit_method, created_utc)."""
     def run():
         f = _open_existing(path)
         try:
-            out = []
-            for nm in f["models"].keys():
-                mg = safety.model_group(f, os.fspath(path), nm, check=False)
-                a = _read_attrs(mg, os.fspath(path), f"model {nm!r}")
-                out.append({"name": nm, **{k: a.get(k) for k in
-                                           ("kind", "n_states", "n_symbols", "dim", "fit_method", "created_utc")}})
-            return out
+            return _summaries(f, os.fspath(path))
         finally:
             f.close()
     return _guard(path, run)
@@ -519,15 +523,77 @@ def load_models(path, names: Optional[List[str]] = None) -> List[tuple]:
     (:func:`read_model_infos`; one forked read instead of two per model): ``info`` as
     :func:`read_model_info` returns it, ``model`` as :func:`load_model` returns it."""
     spath = os.fspath(path)
-    out = []
-    for info in read_model_infos(spath, names):
+    return [(info, _rebuilt(spath, info)) for info in read_model_infos(spath, names)]
+
+
+def _rebuilt(spath: str, info: dict):
+    try:
+        return _build_model(spath, info)
+    except ModelFileError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
+
+
+def _stream(path, batch: int) -> Iterator[Any]:
+    """The child's side of :class:`ModelStream`: the summaries, then the infos in parts."""
+    spath = os.fspath(path)
+    f = _guard(path, lambda: _open_existing(path))
+    try:
+        names, root, summaries = _guard(path, lambda: (list(f["models"].keys()),
+                                                       _read_attrs(f, spath, "the root group"), _summaries(f, spath)))
+        yield {"names": names, "summaries": summaries}
+        for start in range(0, len(names), batch):
+            part = names[start:start + batch]
+
+            def read(part=part):
+                infos = [_read_model_group(f, spath, nm) for nm in part]
+                for info in infos:
+                    info["file"] = root
+                return infos
+            yield _guard(path, read)
+    finally:
+        f.close()
+
+
+class ModelStream:
+    """Every model of a file in ONE forked read, streamed in parts (:func:`safety.run_isolated_iter`).
+
+    Opening reads only the models' names and summaries (:attr:`names`, :attr:`summaries`, as
+    :func:`model_summaries` returns them), so that a caller can refuse the file (too many
+    models, too much memory) before it takes any array; then :meth:`parts` yields lists of
+    ``(info, model)`` of up to ``batch`` models each, in file order (``info`` and ``model`` as
+    :func:`load_models` returns them).  The child reads and checks the next part while this
+    process rebuilds the models of the last one.  :meth:`close` (or leaving a ``with``
+    block) stops the read: the child is killed.  One fork for the whole file instead of one
+    for the names, one for the summaries and one per part.
+    """
+
+    def __init__(self, path, batch: int = 8) -> None:
+        self.path = os.fspath(path)
+        self._items = safety.run_isolated_iter(self.path, lambda: _stream(self.path, max(1, int(batch))))
         try:
-            out.append((info, _build_model(spath, info)))
-        except ModelFileError:
+            head = next(self._items)
+        except StopIteration:
+            raise ModelFileError(self.path, "is damaged: the reading process ended without an answer") from None
+        except BaseException:
+            self._items.close()
             raise
-        except (TypeError, ValueError) as e:
-            raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
-    return out
+        self.names: List[str] = [str(n) for n in head["names"]]
+        self.summaries: List[dict] = list(head["summaries"])
+
+    def parts(self) -> Iterator[List[tuple]]:
+        for infos in self._items:
+            yield [(info, _rebuilt(self.path, info)) for info in infos]
+
+    def close(self) -> None:
+        self._items.close()
+
+    def __enter__(self) -> "ModelStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 #: Model-group attributes that hold the fitted attributes of ``model.arrays()`` (same names).
