@@ -184,3 +184,25 @@ def test_replacing_a_model_file_reads_only_its_root(tmp_path, monkeypatch):
     with pytest.raises(ModelFileError, match="not a densehmm model file"):
         save_models(foreign, [{"name": "n", "model": standard_model()}])
     assert foreign.read_bytes() == before
+
+
+def test_plain_history_columns_are_written_as_the_general_writer_writes_them(tmp_path, monkeypatch):
+    """Saving: columns that every record holds as floats, ints or strings are written in one go
+    (issue 24.11); the datasets equal what the general, value-by-value writer makes."""
+    from densehmm_core.modelfile import write
+    model = standard_model()
+    model.history_ = [{"step": s, "loss": 1.0 / (s + 1), "phase": "bw", "flag": s % 2 == 0, "big": 2 ** 62 + s,
+                       "maybe": None if s == 3 else 0.5, "np": np.float64(s), **({"late": s} if s > 4 else {})}
+                      for s in range(10)]
+    save_models(tmp_path / "fast.h5", [{"name": "m", "model": model}])
+    monkeypatch.setattr(write, "_write_plain_column", lambda *a: False)
+    save_models(tmp_path / "general.h5", [{"name": "m", "model": model}])
+    with h5py.File(tmp_path / "fast.h5") as a, h5py.File(tmp_path / "general.h5") as b:
+        ha, hb = a["models/m/history"], b["models/m/history"]
+        assert dict(ha.attrs) == dict(hb.attrs) and list(ha) == list(hb)
+        for col in ha:
+            assert ha[col].dtype == hb[col].dtype, col
+            assert dict(ha[col].attrs).keys() == dict(hb[col].attrs).keys(), col
+            va, vb = ha[col][()], hb[col][()]
+            assert va.tolist() == vb.tolist() or np.array_equal(va, vb, equal_nan=True), col
+    assert load_models(tmp_path / "fast.h5")[0][1].history_ == load_models(tmp_path / "general.h5")[0][1].history_

@@ -27,6 +27,28 @@ def _file_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.nda
     return {(k if k in MATRICES else "embeddings/" + k): np.asarray(src[k]) for k in names}
 
 
+def _write_plain_column(group, col: str, history: List[Mapping[str, Any]]) -> bool:
+    """Write a column that every record holds, all Python floats, all ints or all strings (the usual
+    case: step, loss, elapsed, phase ...) at once; False (nothing written) for any other column,
+    which the general code below writes (the same dataset either way)."""
+    try:
+        vals = [rec[col] for rec in history]
+    except KeyError:
+        return False
+    kinds = set(map(type, vals))
+    if kinds == {float}:
+        group.create_dataset(col, data=np.array(vals, dtype=np.float64))
+    elif kinds == {int}:
+        if not all(-2 ** 63 <= v < 2 ** 63 for v in (min(vals), max(vals))):
+            return False
+        group.create_dataset(col, data=np.array(vals, dtype=np.int64))
+    elif kinds == {str}:
+        group.create_dataset(col, data=np.array(vals, dtype=object), dtype=_h5py().string_dtype("utf-8"))
+    else:
+        return False
+    return True
+
+
 def _write_history(group, history: List[Mapping[str, Any]]) -> None:
     h5py = _h5py()
     columns: List[str] = []
@@ -37,6 +59,8 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
     group.attrs["columns"] = json.dumps(columns)
     group.attrs["n_records"] = np.int64(len(history))
     for col in columns:
+        if _write_plain_column(group, col, history):
+            continue
         mask = np.zeros(len(history), dtype=np.int8)
         vals: List[Any] = []
         for i, rec in enumerate(history):
