@@ -455,7 +455,7 @@ def load_session(path: str, progress: Optional[Callable[[int, int], None]] = Non
             raise SessionCancelled(spath)
 
     check_cancel()
-    with modelfile.ModelStream(spath, batch=BATCH) as stream:   # one forked read, in parts
+    with modelfile.ModelStream(spath, batch=BATCH, max_parts=50) as stream:   # one forked read, in parts
         names = stream.names
         if not names:
             raise SessionError(spath, "holds no jobs")

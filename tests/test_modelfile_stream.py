@@ -206,3 +206,9 @@ def test_plain_history_columns_are_written_as_the_general_writer_writes_them(tmp
             va, vb = ha[col][()], hb[col][()]
             assert va.tolist() == vb.tolist() or np.array_equal(va, vb, equal_nan=True), col
     assert load_models(tmp_path / "fast.h5")[0][1].history_ == load_models(tmp_path / "general.h5")[0][1].history_
+
+
+def test_a_large_file_comes_in_at_most_max_parts_parts(tmp_path):
+    path = _file(tmp_path / "m.h5", k=7)
+    with ModelStream(path, batch=1, max_parts=3) as stream:
+        assert [len(p) for p in stream.parts()] == [3, 3, 1]

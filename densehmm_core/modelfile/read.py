@@ -561,7 +561,7 @@ def _rebuilt(spath: str, info: dict):
         raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
 
 
-def _stream(path, batch: int) -> Iterator[Any]:
+def _stream(path, batch: int, max_parts: Optional[int] = None) -> Iterator[Any]:
     """The child's side of :class:`ModelStream`: the summaries, then the infos in parts."""
     spath = os.fspath(path)
     f = _guard(path, lambda: _open_existing(path))
@@ -569,6 +569,8 @@ def _stream(path, batch: int) -> Iterator[Any]:
         names, root, summaries = _guard(path, lambda: (list(f["models"].keys()),
                                                        _read_attrs(f, spath, "the root group"), _summaries(f, spath)))
         yield {"names": names, "summaries": summaries}
+        if max_parts:
+            batch = max(batch, -(-len(names) // max_parts))
         for start in range(0, len(names), batch):
             part = names[start:start + batch]
 
@@ -588,16 +590,18 @@ class ModelStream:
     Opening reads only the models' names and summaries (:attr:`names`, :attr:`summaries`, as
     :func:`model_summaries` returns them), so that a caller can refuse the file (too many
     models, too much memory) before it takes any array; then :meth:`parts` yields lists of
-    ``(info, model)`` of up to ``batch`` models each, in file order (``info`` and ``model`` as
-    :func:`load_models` returns them).  The child reads and checks the next part while this
-    process rebuilds the models of the last one.  :meth:`close` (or leaving a ``with``
-    block) stops the read: the child is killed.  One fork for the whole file instead of one
-    for the names, one for the summaries and one per part.
+    ``(info, model)`` of up to ``batch`` models each (more where ``max_parts`` parts would not
+    hold them all), in file order (``info`` and ``model`` as :func:`load_models` returns them).
+    The child reads and checks the next part while this process rebuilds the models of the
+    last one.  :meth:`close` (or leaving a ``with`` block) stops the read: the child is
+    killed.  One fork for the whole file instead of one for the names, one for the summaries
+    and one per part.
     """
 
-    def __init__(self, path, batch: int = 8) -> None:
+    def __init__(self, path, batch: int = 8, max_parts: Optional[int] = None) -> None:
         self.path = os.fspath(path)
-        self._items = safety.run_isolated_iter(self.path, lambda: _stream(self.path, max(1, int(batch))))
+        self._items = safety.run_isolated_iter(self.path,
+                                               lambda: _stream(self.path, max(1, int(batch)), max_parts))
         try:
             head = next(self._items)
         except StopIteration:
