@@ -33,7 +33,7 @@ import signal
 import struct
 import threading
 import time
-from typing import Callable, Iterator, Optional
+from typing import Callable, Generator, Iterator, Optional
 
 from .. import config
 from ..memory import budget_hint, gb, memory_budget
@@ -419,7 +419,7 @@ def run_isolated(path, fn: Callable[[], object]):
     raise ModelFileError(spath, problem)
 
 
-def run_isolated_iter(path, gen_fn: Callable[[], Iterator]) -> Iterator:
+def run_isolated_iter(path, gen_fn: Callable[[], Iterator]) -> Generator:
     """Like :func:`run_isolated` for a generator: ``gen_fn()`` runs in ONE forked, memory-capped
     child and each item it yields comes back (a worker message) as soon as it is produced, so
     the caller works on one part while the child reads the next.
