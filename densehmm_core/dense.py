@@ -57,7 +57,7 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                  "finish_steps": 500, "loss": "normalized", "restarts": 1, "stationary_grad": True,
                  "init_method": "spectral", "init_scale": 0.2},
         "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 1e-6, "restarts": 1,
-               "init_method": "spectral", "init_scale": 0.2},
+               "init_method": "spectral", "init_scale": 0.2, "mstep_dtype": "float32"},
         "marginal": {"n_iter": 100, "tol": 1e-7, "restarts": 1, "init_method": "spectral", "init_scale": 0.2},
     },
     # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
@@ -67,19 +67,21 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                  "finish_steps": 0, "loss": "frobenius", "restarts": 1, "stationary_grad": False,
                  "init_method": "random", "init_scale": 1.0},
         "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 0.0, "restarts": 1,
-               "init_method": "random", "init_scale": 1.0},
+               "init_method": "random", "init_scale": 1.0, "mstep_dtype": "float64"},
         # not in the paper: its start and stopping rule, L-BFGS on the marginal likelihood
         "marginal": {"n_iter": 100, "tol": 0.0, "restarts": 1, "init_method": "random", "init_scale": 1.0},
     },
 }
 
 FIT_METHODS = ("cooc", "em", "cooc_em", "marginal")
+#: Floating-point types of EM's M-step (:class:`densehmm_core.dense_mstep.MStep`).
+MSTEP_DTYPES = ("float32", "float64")
 INIT_METHODS = ("random", "spectral")
 #: Above this many symbols the co-occurrence fit uses the sparse loss (``sparse_cooc=None``).
 SPARSE_COOC_MIN_SYMBOLS = 1000
 #: The options a preset resolves (a ``None`` constructor argument takes the preset's value).
 PRESET_KEYS = ("lr", "lr_final", "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps",
-               "loss", "restarts", "stationary_grad", "init_method", "init_scale")
+               "loss", "restarts", "stationary_grad", "init_method", "init_scale", "mstep_dtype")
 #: Options of the co-occurrence fit only (a ``cooc_em`` fit's cooc phase takes these, and
 #: ``restarts``, ``init_method`` and ``init_scale``, from the arguments; its other settings from
 #: the preset).
@@ -289,7 +291,7 @@ class DenseHMM(BaseHMM):
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
-                   "diagnostics_every", "l2")
+                   "diagnostics_every", "l2", "mstep_dtype")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
@@ -329,6 +331,11 @@ class DenseHMM(BaseHMM):
                    high=10_000_000, flag="--iter", metavar="K", form=True),
         HyperParam("mstep_steps", int, "Adam steps per M-step", "Adam steps per M-step.",
                    methods=("em", "cooc_em"), low=1, high=100_000, flag="--mstep-steps", metavar="K", form=True),
+        HyperParam("mstep_dtype", str, "M-step precision", "Floating-point type of EM's M-step (the Adam "
+                   "steps on -Q: parameters, gradient, Adam's moments; the E-step, the likelihoods and the model's "
+                   "matrices stay float64). float32 (the default; the paper preset: float64) halves the M-step's "
+                   "time and gives the same tagging scores (docs/PERFORMANCE.md).",
+                   methods=("em", "cooc_em"), choices=MSTEP_DTYPES, flag="--mstep-dtype"),
         HyperParam("tol", float, "Tolerance", "Early stopping: cooc, the relative loss improvement of a chunk; "
                    "em and marginal, the relative change of the training log-likelihood, the rule of every EM fit "
                    "(0: never).",
@@ -398,7 +405,7 @@ class DenseHMM(BaseHMM):
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
                  init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY,
-                 l2: float = 0.0) -> None:
+                 l2: float = 0.0, mstep_dtype: Optional[str] = None) -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -432,6 +439,9 @@ class DenseHMM(BaseHMM):
         if not (np.isfinite(l2) and float(l2) >= 0):
             raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
         self.l2 = float(l2)
+        if mstep_dtype is not None and mstep_dtype not in MSTEP_DTYPES:
+            raise ValueError(f"mstep_dtype must be one of {MSTEP_DTYPES}, got {mstep_dtype!r}")
+        self.mstep_dtype = mstep_dtype
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -937,10 +947,14 @@ class _DenseEM(EMHooks):
         from .dense_mstep import MStep
         self.model, self.layout, self.h, self.init = model, layout, h, init
         self.engine, self.backend = engine, engine.backend
-        self.mstep_ = MStep(layout, engine.backend, l2=model.l2)
+        self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype())
         self.ntok = float(n_tokens(seqs))
         self.seqs, self.pairs, self.bounds = seqs, None, None   # pairs: counted by the first start_steps
         self.note: Optional[str] = None
+
+    def mstep_dtype(self) -> str:
+        """The M-step's floating-point type: the resolved ``mstep_dtype``."""
+        return str(self.h["mstep_dtype"])
 
     def start(self, restart: int):
         from .spectral import finish
@@ -982,7 +996,7 @@ class _DenseEM(EMHooks):
         return (th, moments), loss
 
     def adopt(self, state) -> None:
-        self.model._adopt(self.backend.to_host(state[0]), self.layout, stationary=False)
+        self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False)
 
     def snapshot(self, state) -> dict:
         self.adopt(state)
@@ -1001,6 +1015,10 @@ class _DenseMarginal(_DenseEM):
         self.lbfgs = MarginalLBFGS(self.mstep_, engine, self.ntok)
         self.data = None
         model.evaluations_ = 0
+
+    def mstep_dtype(self) -> str:
+        """float64: L-BFGS's line search and curvature pairs need the exact gradient."""
+        return "float64"
 
     def initial_state(self, theta):
         from .dense_marginal import Point
