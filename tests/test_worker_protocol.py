@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from densehmm_core.events import CancelToken
+from densehmm_core.events import START_PHASE, CancelToken
 from densehmm_core.standard import StandardHMM
 from densehmm_core.synthetic import demo_dataset
 from densehmm_core.worker import (TrainingWorker, WorkerError, WorkerPool, decode_message, encode_message)
@@ -145,7 +145,7 @@ def test_a_malformed_control_message_ends_the_worker_and_close_returns(train, ba
         np.testing.assert_array_equal(model.emissionprob_, seen[-1].params["emissionprob"])
         # a new worker takes its place
         again = StandardHMM(3, n_iter=2, tol=-np.inf, seed=0)
-        assert len(list(pool.iter_fit(again, train))) == 3
+        assert len([e for e in pool.iter_fit(again, train) if e.phase != START_PHASE]) == 3
     finally:
         t0 = time.monotonic()
         pool.close()
@@ -179,7 +179,7 @@ def test_a_stopped_worker_is_killed_after_cancel_and_the_model_keeps_what_it_rec
         np.testing.assert_array_equal(model.startprob_, last.params["startprob"])
         assert pool.n_processes == 0
         again = StandardHMM(3, n_iter=2, tol=-np.inf, seed=0)
-        assert len(list(pool.iter_fit(again, train))) == 3  # replaced
+        assert len([e for e in pool.iter_fit(again, train) if e.phase != START_PHASE]) == 3  # replaced
     finally:
         t0 = time.monotonic()
         pool.close()
