@@ -797,10 +797,12 @@ class DenseHMM(BaseHMM):
         gstep = 0
         with tf.device(self.device_used_):
             for r in range(nr):
+                def start_event(st: StartStep, r: int = r, g: int = gstep) -> ProgressEvent:
+                    return ProgressEvent(step=g, total=total, phase=START_PHASE, metrics=st.metrics(r, nr),
+                                         elapsed=clock.elapsed)
                 started, theta_note = yield from run_start(
                     self._start_steps(layout, r, init, h, omega if sparse else spairs, report_pairs=True), cancel,
-                    lambda st, r=r, g=gstep: ProgressEvent(step=g, total=total, phase=START_PHASE,
-                                                           metrics=st.metrics(r, nr), elapsed=clock.elapsed))
+                    start_event)
                 if not started:     # cancelled during the start: this restart has no model
                     reason = "cancelled"
                     break

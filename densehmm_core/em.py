@@ -37,7 +37,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .events import START_PHASE, CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, run_start
+from .events import START_PHASE, CancelToken, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start
 from .sequences import n_tokens
 
 __all__ = ["EMSettings", "EMHooks", "run_em", "relative_change", "DIAGNOSTICS_EVERY"]
@@ -168,10 +168,10 @@ def run_em(model, hooks: EMHooks, seqs: List[np.ndarray], *, eval_seqs, cancel: 
     reason = "max_steps"
     gstep = 0
     for r in range(nr):
-        started, state = yield from run_start(
-            hooks.start_steps(r), cancel,
-            lambda st, r=r, g=gstep: ProgressEvent(step=g, total=total, phase=START_PHASE, metrics=st.metrics(r, nr),
-                                                   elapsed=clock.elapsed))
+        def start_event(st: StartStep, r: int = r, g: int = gstep) -> ProgressEvent:
+            return ProgressEvent(step=g, total=total, phase=START_PHASE, metrics=st.metrics(r, nr),
+                                 elapsed=clock.elapsed)
+        started, state = yield from run_start(hooks.start_steps(r), cancel, start_event)
         if not started:   # cancelled during this run's start
             reason = "cancelled"
             break

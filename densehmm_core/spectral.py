@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Dict, Generator, Optional, TypeVar
+from typing import Any, Callable, Dict, Generator, Optional, TypeVar
 
 import numpy as np
 
@@ -142,7 +142,7 @@ def _top_vectors(X, k: int) -> np.ndarray:
     return vecs[:, ::-1][:, :k]
 
 
-def _background(step: StartStep, fn, *args) -> Generator[StartStep, None, T]:
+def _background(step: StartStep, fn: Callable[..., T], *args: Any) -> Generator[StartStep, None, T]:
     """``fn(*args)`` on a helper thread, yielding ``step`` every :data:`TICK_S` seconds while it runs;
     its result (its exception re-raised).  Closed early (a cancel), the generator leaves the thread
     to finish alone and drops its result: a long call that cannot be interrupted (ARPACK's Lanczos,
@@ -326,7 +326,7 @@ def pairs_steps(seqs, m: int) -> Generator[StartStep, None, tuple]:
     step = StartStep("pairs", 0.0, f"{ntok} tokens in {len(seqs)} sequences")
     yield step
 
-    def count():
+    def count() -> tuple:
         return (pair_counts(seqs, m) if any(len(x) > 1 for x in seqs) else None), boundary_counts(seqs, m)
     pairs, bounds = yield from _background(step, count)
     yield StartStep("pairs", 1.0, "no adjacent pairs" if pairs is None else

@@ -275,7 +275,7 @@ def test_em_fit_imports_no_tensorflow_and_starts_at_once():
         events = []
         for ev in model.iter_fit(corpus):
             events.append((time.perf_counter() - t0, ev))
-        first = next((t, e) for t, e in events if e.phase != "start")   # the first iteration, after the start's progress
+        first = next((t, e) for t, e in events if e.phase != "start")  # the first iteration
         print("tensorflow" in sys.modules, first[0], first[1].metrics["start"])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -35,7 +35,7 @@ class ProgressPrinter:
         self.stream = stream or sys.stderr
         self._last_draw = 0.0
         self._drawn = False
-        self._phase = None
+        self._phase: object = None
         self._said_random = False
 
     def __call__(self, ev) -> None:
