@@ -29,8 +29,11 @@ __all__ = [
     "ProgressCallback",
     "START_PHASE",
     "START_STAGES",
+    "START_SHORT",
     "StartStep",
     "start_text",
+    "start_fraction",
+    "start_label",
     "run_start",
 ]
 
@@ -39,6 +42,8 @@ START_PHASE = "start"
 #: The stages of a spectral start, in order, with what they are called on screen; a start that
 #: falls back to random reports one step of stage ``"random"``.
 START_STAGES = {"pairs": "reading pairs", "svd": "SVD", "kmeans": "k-means"}
+#: Their short names (a progress bar's text: "SVD 2/3").
+START_SHORT = {"pairs": "pairs", "svd": "SVD", "kmeans": "k-means"}
 
 
 class TrainingDiverged(RuntimeError):
@@ -193,6 +198,14 @@ class StartStep:
                 "restart": int(restart), "restarts": int(restarts)}
 
 
+def start_label(metrics: Mapping[str, Any]) -> str:
+    """The short form of :func:`start_text` for a progress bar: ``"SVD 2/3"``, ``"random start"``."""
+    stage = str(metrics.get("stage", ""))
+    if stage not in START_SHORT:
+        return "random start" if stage == "random" else "start"
+    return f"{START_SHORT[stage]} {metrics.get('stage_index', 1)}/{metrics.get('stages', len(START_STAGES))}"
+
+
 def start_text(metrics: Mapping[str, Any], detail: bool = False) -> str:
     """``"start 2/3: SVD"`` (with ``detail``: ``"start 2/3: SVD 40% (rank 32 of 2004 columns)"``) from
     the metrics of a start event; ``"start: random (no adjacent pairs)"`` for a random start."""
@@ -208,6 +221,14 @@ def start_text(metrics: Mapping[str, Any], detail: bool = False) -> str:
         if metrics.get("detail"):
             text += f"  {metrics['detail']}"
     return text
+
+
+def start_fraction(metrics: Mapping[str, Any]) -> float:
+    """The share of the whole start done (0..1) that a start event reports (its stage and the stage's share)."""
+    stages = max(1, int(metrics.get("stages", 1) or 1))
+    index = min(stages, max(1, int(metrics.get("stage_index", 1) or 1)))
+    done = float(min(1.0, max(0.0, float(metrics.get("stage_done", 0.0) or 0.0))))
+    return (index - 1 + done) / stages
 
 
 T = TypeVar("T")

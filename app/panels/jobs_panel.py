@@ -25,6 +25,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
+from densehmm_core.events import START_PHASE, start_fraction, start_label, start_text
+
 from ..jobrows import job_row
 from ..jobs import Job, JobState
 from ..flow import FlowLayout
@@ -545,7 +547,9 @@ class JobsPanel(QWidget):
             texts[C_TIME] = format_seconds(job.elapsed) + (f" · ETA {format_seconds(job.eta)}"
                                                            if job.eta is not None else "")
             ev = job.last_event
-            if ev is not None and ev.loss is not None:
+            if ev is not None and ev.phase == START_PHASE:     # the start being prepared: its stage
+                texts[C_RESULT] = start_text(ev.metrics, detail=True)
+            elif ev is not None and ev.loss is not None:
                 texts[C_RESULT] = f"loss {ev.loss:.6g}"
         else:
             texts[C_TIME] = format_seconds(row["time_s"]) if row["time_s"] is not None else "—"
@@ -583,7 +587,18 @@ class JobsPanel(QWidget):
         bar = self.bars.get(job.id)
         if bar is not None:
             frac = job.fraction
-            if frac is None and job.state == JobState.RUNNING:
+            ev = job.last_event
+            starting = job.state == JobState.RUNNING and ev is not None and ev.phase == START_PHASE
+            if starting:    # the start's own progress, named by its stage ("start 2/3: SVD")
+                if bar.maximum() != 1000:
+                    bar.setRange(0, 1000)
+                value = int(round(1000 * start_fraction(ev.metrics)))
+                if bar.value() != value:
+                    bar.setValue(value)
+                fmt = start_label(ev.metrics)     # "SVD 2/3" (the Result cell has the whole text)
+                if bar.format() != fmt:
+                    bar.setFormat(fmt)
+            elif frac is None and job.state == JobState.RUNNING:
                 if bar.maximum() != 0:
                     bar.setRange(0, 0)   # busy indicator
             else:

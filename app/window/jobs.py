@@ -176,7 +176,7 @@ class JobsMixin:
         if job is None:
             return
         title = f"Job {job.id}: {job.name}"
-        if job.state.has_model and not job.has_model:
+        if job.state.has_model and not job.has_model and job.remote:
             title += "  (remote run: its model stayed on the cluster; metrics in the Jobs panel)"
         d.set_title(title)
         # default export names: dense-em_n10_l3_seed0_spectral_transitions.png
@@ -185,6 +185,7 @@ class JobsMixin:
         if vocab is None and isinstance(job.dataset, DataSet):
             vocab = job.dataset.vocabulary
         d.set_vocabulary(list(vocab) if vocab is not None else None)
+        d.set_job_model(job.model)   # axes and placeholders right before the first parameters
         if job.initial_params is not None:
             d.set_initial_params(job.initial_params)
         ds = job.dataset
