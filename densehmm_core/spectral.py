@@ -34,7 +34,8 @@ interrupted -- counting the pairs, building the context matrix, the Gram matrix 
 (``eigsh``: 0.15-0.3 s for the Penn Treebank sample's words on the 2-core development machine, more
 than 0.5 s when it is loaded) -- run on a helper thread that a cancel abandons (it finishes alone
 and its result is dropped); k-means reports between its Lloyd iterations.  So a cancel takes effect
-within about :data:`TICK_S` seconds at any stage (docs/PERFORMANCE.md, "Start").
+within about :data:`TICK_S` seconds at any stage (docs/PERFORMANCE.md, "The start in the progress
+stream").
 """
 from __future__ import annotations
 
