@@ -20,7 +20,7 @@ import re
 from typing import Dict, List, Optional
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
@@ -34,6 +34,11 @@ from ..flow import FlowLayout
 __all__ = ["JobsPanel", "format_seconds", "COLUMNS", "COLUMN_IDS", "PRIORITY"]
 
 #: (header, row key or None, tooltip)
+#: The progress bars' fill: a green of its own, never the selection's blue (on a selected row a bar
+#: filled with the highlight colour disappeared into the row, its text unreadable in the dark theme);
+#: white text on it has a contrast ratio of about 5:1.
+BAR_FILL = QColor(30, 125, 70)
+
 COLUMNS = [
     ("Job", "name", "The job's name; the jobs of a sweep are grouped under it"),
     ("#", "job", "The job's number (as in the dashboard's title, the log and exported model names)"),
@@ -468,6 +473,11 @@ class JobsPanel(QWidget):
         bar.setRange(0, 1000)
         bar.setTextVisible(True)
         bar.setMaximumHeight(18)
+        pal = bar.palette()   # only these roles are the bar's own: the rest follows the theme
+        for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+            pal.setColor(group, QPalette.ColorRole.Highlight, BAR_FILL)
+            pal.setColor(group, QPalette.ColorRole.HighlightedText, QColor(255, 255, 255))
+        bar.setPalette(pal)
         self.bars[job.id] = bar
         self.tree.setItemWidget(item, C_PROG, bar)
         if not job.state.is_final:

@@ -52,7 +52,8 @@ class JobsMixin:
             self.jobs_panel.select(job)
         return job
 
-    def start_sweep(self, spec: ModelSpec, repeats: int) -> List[Job]:
+    def start_sweep(self, spec: ModelSpec, repeats: int, grid=None) -> List[Job]:
+        """Jobs for ``spec`` over ``grid`` ((n, l) pairs; None: the paper's grid), ``repeats`` seeds each."""
         ds = self._training_dataset()
         if ds is None:
             return []
@@ -65,7 +66,7 @@ class JobsMixin:
             job_class = RemoteJob
         jobs = []
         try:
-            for s in sweep_grid(spec, repeats):
+            for s in sweep_grid(spec, repeats, grid):
                 job = self.make_job(s, ds, sweep=sweep, job_class=job_class)
                 job.name = f"[{sweep}] {job.name}"
                 jobs.append(job)

@@ -249,6 +249,30 @@ def _client(distributed, address, timeout: float, security):
     return client
 
 
+def _client_within(distributed, address, timeout: float, security):
+    """:func:`_client` in a thread of its own, waited for ``timeout`` (+ 2 s for its clean-up): Dask's
+    ``Client`` waits for the scheduler's handshake without a deadline, so a server that answered the
+    probe and then stops answering would hold the caller forever.  Past the deadline the thread is
+    left behind (a daemon, holding one half-open connection) and SchedulerError is raised."""
+    outcome: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["client"] = _client(distributed, address, timeout, security)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="densehmm-dask-client", daemon=True)
+    thread.start()
+    thread.join(timeout + 2.0)
+    if thread.is_alive():
+        raise SchedulerError(f"cannot connect to the Dask scheduler at {address}: no answer within {timeout:g} s "
+                             "(it answered a first probe, then stopped answering)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["client"]
+
+
 def _local_cluster(distributed, jobs: int, env: Optional[Dict[str, str]], dashboard: bool):
     """A LocalCluster private to this process (module docstring); ``(cluster, security)``."""
     import dask
@@ -285,7 +309,9 @@ def connect(jobs: int, scheduler: Union[None, str, DaskTarget] = None, env: Opti
         security = _security(target)
         _probe(target.address, security, timeout)
         try:
-            return _client(distributed, target.address, timeout, security), None
+            return _client_within(distributed, target.address, timeout, security), None
+        except SchedulerError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure to connect is one user-facing line
             raise SchedulerError(f"cannot connect to the Dask scheduler at {target.address}: "
                                  f"{_one_line(exc)}") from None
