@@ -38,7 +38,7 @@ from typing import Any, Dict, Iterator, List, Optional, cast
 import numpy as np
 
 from .em import DIAGNOSTICS_EVERY, EMHooks, EMSettings, run_em
-from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
+from .events import START_PHASE, CancelToken, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start, snapshot
 from .dense_layout import FeatureLayout, Layout
 from .hyperparams import HyperParam, ModelType
 from .hmm_base import BaseHMM
@@ -57,7 +57,7 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                  "finish_steps": 500, "loss": "normalized", "restarts": 1, "stationary_grad": True,
                  "init_method": "spectral", "init_scale": 0.2},
         "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 1e-6, "restarts": 1,
-               "init_method": "spectral", "init_scale": 0.2},
+               "init_method": "spectral", "init_scale": 0.2, "mstep_dtype": "float32"},
         "marginal": {"n_iter": 100, "tol": 1e-7, "restarts": 1, "init_method": "spectral", "init_scale": 0.2},
     },
     # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
@@ -67,19 +67,21 @@ PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
                  "finish_steps": 0, "loss": "frobenius", "restarts": 1, "stationary_grad": False,
                  "init_method": "random", "init_scale": 1.0},
         "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 0.0, "restarts": 1,
-               "init_method": "random", "init_scale": 1.0},
+               "init_method": "random", "init_scale": 1.0, "mstep_dtype": "float64"},
         # not in the paper: its start and stopping rule, L-BFGS on the marginal likelihood
         "marginal": {"n_iter": 100, "tol": 0.0, "restarts": 1, "init_method": "random", "init_scale": 1.0},
     },
 }
 
 FIT_METHODS = ("cooc", "em", "cooc_em", "marginal")
+#: Floating-point types of EM's M-step (:class:`densehmm_core.dense_mstep.MStep`).
+MSTEP_DTYPES = ("float32", "float64")
 INIT_METHODS = ("random", "spectral")
 #: Above this many symbols the co-occurrence fit uses the sparse loss (``sparse_cooc=None``).
 SPARSE_COOC_MIN_SYMBOLS = 1000
 #: The options a preset resolves (a ``None`` constructor argument takes the preset's value).
 PRESET_KEYS = ("lr", "lr_final", "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps",
-               "loss", "restarts", "stationary_grad", "init_method", "init_scale")
+               "loss", "restarts", "stationary_grad", "init_method", "init_scale", "mstep_dtype")
 #: Options of the co-occurrence fit only (a ``cooc_em`` fit's cooc phase takes these, and
 #: ``restarts``, ``init_method`` and ``init_scale``, from the arguments; its other settings from
 #: the preset).
@@ -289,7 +291,7 @@ class DenseHMM(BaseHMM):
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
-                   "diagnostics_every", "l2")
+                   "diagnostics_every", "l2", "mstep_dtype")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
@@ -329,6 +331,11 @@ class DenseHMM(BaseHMM):
                    high=10_000_000, flag="--iter", metavar="K", form=True),
         HyperParam("mstep_steps", int, "Adam steps per M-step", "Adam steps per M-step.",
                    methods=("em", "cooc_em"), low=1, high=100_000, flag="--mstep-steps", metavar="K", form=True),
+        HyperParam("mstep_dtype", str, "M-step precision", "Floating-point type of EM's M-step (the Adam "
+                   "steps on -Q: parameters, gradient, Adam's moments; the E-step, the likelihoods and the model's "
+                   "matrices stay float64). float32 (the default; the paper preset: float64) halves the M-step's "
+                   "time and gives the same tagging scores (docs/PERFORMANCE.md).",
+                   methods=("em", "cooc_em"), choices=MSTEP_DTYPES, flag="--mstep-dtype"),
         HyperParam("tol", float, "Tolerance", "Early stopping: cooc, the relative loss improvement of a chunk; "
                    "em and marginal, the relative change of the training log-likelihood, the rule of every EM fit "
                    "(0: never).",
@@ -398,7 +405,7 @@ class DenseHMM(BaseHMM):
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
                  init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY,
-                 l2: float = 0.0) -> None:
+                 l2: float = 0.0, mstep_dtype: Optional[str] = None) -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -432,6 +439,9 @@ class DenseHMM(BaseHMM):
         if not (np.isfinite(l2) and float(l2) >= 0):
             raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
         self.l2 = float(l2)
+        if mstep_dtype is not None and mstep_dtype not in MSTEP_DTYPES:
+            raise ValueError(f"mstep_dtype must be one of {MSTEP_DTYPES}, got {mstep_dtype!r}")
+        self.mstep_dtype = mstep_dtype
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -720,6 +730,15 @@ class DenseHMM(BaseHMM):
         (:class:`~densehmm_core.cooc_sparse.PairCounts` of the training data, None when it has no
         adjacent pairs) and ``bounds`` (sequence boundaries, when known) feed the spectral start;
         where they cannot give one the start is random and the note says why."""
+        from .spectral import finish
+        return finish(self._start_steps(layout, restart, init, h, pairs, bounds))
+
+    def _start_steps(self, layout, restart: int, init: bool, h: dict, pairs=None, bounds=None,
+                     report_pairs: bool = False):
+        """:meth:`_start_theta` reporting its progress: a generator of
+        :class:`~densehmm_core.events.StartStep` (the spectral start's stages; one ``"random"`` step when
+        the data cannot give a spectral start) that returns ``(packed start, note)``.
+        ``report_pairs``: the pairs were counted by the caller; say so as the stage's end."""
         if not init and self._embeddings is not None and restart == 0:
             if self._embeddings["V"].shape[0] != layout.m:
                 raise ValueError("init=False but the current embeddings have another n_symbols")
@@ -734,10 +753,14 @@ class DenseHMM(BaseHMM):
                 why = (None if seen >= layout.n else
                        f"{seen} distinct symbols in adjacent pairs, fewer than the {layout.n} states")
             if why is None:
-                from .spectral import spectral_embeddings
-                return layout.pack(spectral_embeddings(pairs, layout.n, layout.l, self._rng(restart),
-                                                       scale, bounds=bounds)), note
+                from .spectral import spectral_embeddings_steps
+                if report_pairs:
+                    yield StartStep("pairs", 1.0, f"{len(pairs.vals)} distinct pairs of {layout.m} symbols")
+                emb = yield from spectral_embeddings_steps(pairs, layout.n, layout.l, self._rng(restart), scale,
+                                                           bounds=bounds)
+                return layout.pack(emb), note
             note = f"random ({why})"
+            yield StartStep("random", 1.0, why, note)
         return layout.pack(init_embeddings(layout.n, layout.m, layout.l, self._rng(restart), scale)), note
 
     # ......................................................... cooc scheme
@@ -774,7 +797,16 @@ class DenseHMM(BaseHMM):
         gstep = 0
         with tf.device(self.device_used_):
             for r in range(nr):
-                theta0, note = self._start_theta(layout, r, init, h, omega if sparse else spairs)
+                def start_event(st: StartStep, r: int = r, g: int = gstep) -> ProgressEvent:
+                    return ProgressEvent(step=g, total=total, phase=START_PHASE, metrics=st.metrics(r, nr),
+                                         elapsed=clock.elapsed)
+                started, theta_note = yield from run_start(
+                    self._start_steps(layout, r, init, h, omega if sparse else spairs, report_pairs=True), cancel,
+                    start_event)
+                if not started:     # cancelled during the start: this restart has no model
+                    reason = "cancelled"
+                    break
+                theta0, note = theta_note
                 theta = tf.constant(theta0, tfm.DT)
                 state = tfm.AdamState.zeros(layout.size)
                 loss, mad = graph.cooc_eval(theta, scale)
@@ -853,6 +885,10 @@ class DenseHMM(BaseHMM):
                 if r < nr - 1:
                     continue
                 reason = "max_steps" if gstep >= total else "converged"
+        if best is None:        # cancelled during the first start: the model stays as it was
+            yield ProgressEvent(step=gstep, total=total, phase="cooc", done=True, reason="cancelled",
+                                elapsed=clock.elapsed)
+            return
         self._adopt(best[1], layout, stationary=True)
         loss = best[0]
         if sparse:
@@ -913,22 +949,34 @@ class _DenseEM(EMHooks):
         from .dense_mstep import MStep
         self.model, self.layout, self.h, self.init = model, layout, h, init
         self.engine, self.backend = engine, engine.backend
-        self.mstep_ = MStep(layout, engine.backend, l2=model.l2)
+        self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype())
         self.ntok = float(n_tokens(seqs))
-        self.pairs = self.bounds = None
-        if h["init_method"] == "spectral" and init:
-            from .cooc_sparse import pair_counts
-            from .spectral import boundary_counts
-            if any(len(x) > 1 for x in seqs):
-                self.pairs = pair_counts(seqs, model.n_symbols)
-            self.bounds = boundary_counts(seqs, model.n_symbols)
+        self.seqs, self.pairs, self.bounds = seqs, None, None   # pairs: counted by the first start_steps
         self.note: Optional[str] = None
 
+    def mstep_dtype(self) -> str:
+        """The M-step's floating-point type: the resolved ``mstep_dtype``."""
+        return str(self.h["mstep_dtype"])
+
     def start(self, restart: int):
+        from .spectral import finish
+        return finish(self.start_steps(restart))
+
+    def start_steps(self, restart: int):
+        """The start of run ``restart`` with its progress (the adjacent pairs counted by the first
+        spectral start, the SVD, k-means: :meth:`DenseHMM._start_steps`)."""
+        from .spectral import pairs_steps, within
+        if self.h["init_method"] == "spectral" and self.init and self.bounds is None:
+            self.pairs, self.bounds = yield from within(self.engine.compute,
+                                                        pairs_steps(self.seqs, self.model.n_symbols))
+        theta, self.note = yield from within(self.engine.compute, self.model._start_steps(
+            self.layout, restart, self.init, self.h, self.pairs, self.bounds))
         with self.engine.compute():
-            theta, self.note = self.model._start_theta(self.layout, restart, self.init, self.h, self.pairs,
-                                                       self.bounds)
-            return self.mstep_.to_device(theta), self.mstep_.zeros()
+            return self.initial_state(self.mstep_.to_device(theta))
+
+    def initial_state(self, theta):
+        """The loop's state at the packed start ``theta`` (on the device): Adam's moments at zero."""
+        return theta, self.mstep_.zeros()
 
     def start_note(self) -> Optional[str]:
         return self.note
@@ -950,7 +998,7 @@ class _DenseEM(EMHooks):
         return (th, moments), loss
 
     def adopt(self, state) -> None:
-        self.model._adopt(self.backend.to_host(state[0]), self.layout, stationary=False)
+        self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False)
 
     def snapshot(self, state) -> dict:
         self.adopt(state)
@@ -970,9 +1018,13 @@ class _DenseMarginal(_DenseEM):
         self.data = None
         model.evaluations_ = 0
 
-    def start(self, restart: int):
+    def mstep_dtype(self) -> str:
+        """float64: L-BFGS's line search and curvature pairs need the exact gradient."""
+        return "float64"
+
+    def initial_state(self, theta):
         from .dense_marginal import Point
-        return Point(super().start(restart)[0])
+        return Point(theta)
 
     def matrices(self, state):
         with self.engine.compute():

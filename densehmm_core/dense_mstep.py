@@ -63,9 +63,12 @@ class MStep:
         Weight of the L2 penalty ``(l2/2) ||theta||^2`` added to the loss (0: none).
     """
 
-    def __init__(self, layout, backend, l2: float = 0.0) -> None:
+    def __init__(self, layout, backend, l2: float = 0.0, dtype: Any = np.float64) -> None:
         if not (np.isfinite(l2) and l2 >= 0):
             raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"the M-step's dtype must be float32 or float64, got {self.dtype}")
         self.l2 = float(l2)
         self.layout = layout
         self.backend = backend
@@ -83,14 +86,18 @@ class MStep:
             rows, cols = f.rows[order], f.cols[order]
             indptr = np.zeros(m + 1, np.int64)
             np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
-            self.S = backend.csr_matrix(np.ones(len(rows)), cols.astype(np.int32), indptr, (m, self.nf))
+            self.S = backend.csr_matrix(np.ones(len(rows), self.dtype), cols.astype(np.int32), indptr, (m, self.nf))
             self.ST = self.S.T.tocsr()
         del xp
 
     # ----------------------------------------------------------------- parts
     def to_device(self, theta: np.ndarray):
-        """Host ``theta`` -> a float64 array of this backend (a copy)."""
-        return self.xp.array(np.asarray(theta, dtype=np.float64), dtype=self.xp.float64)
+        """Host ``theta`` -> an array of this backend in the M-step's dtype (a copy)."""
+        return self.xp.array(np.asarray(theta, dtype=self.dtype), dtype=self.dtype)
+
+    def _f64(self, theta):
+        """``theta`` as float64 (itself when it is already)."""
+        return theta if theta.dtype == np.float64 else theta.astype(np.float64)
 
     def parts(self, theta):
         """Views ``U, Z, W, V_own, z_start, feature_V`` of ``theta`` and the effective ``V``."""
@@ -121,8 +128,8 @@ class MStep:
         return X, (mx + xp.log(s))[:, 0]
 
     def matrices(self, theta):
-        """``(pi, A, B)`` of ``theta`` as arrays of the backend (``pi = softmax(U z_start)``)."""
-        U, Z, W, _, zs, _, V = self.parts(theta)
+        """``(pi, A, B)`` of ``theta`` as float64 arrays of the backend (``pi = softmax(U z_start)``)."""
+        U, Z, W, _, zs, _, V = self.parts(self._f64(theta))
         A, _ = self._softmax_rows(Z @ U.T)
         B, _ = self._softmax_rows(W @ V.T)
         pi, _ = self._softmax_rows((U @ zs)[None, :])
@@ -138,7 +145,8 @@ class MStep:
     def _scaled(self, c_start, c_trans, c_emit, norm: float) -> tuple:
         """The counts divided by ``norm`` and their row totals (once per M-step)."""
         inv = 1.0 / float(norm)
-        cs, ct, ce = c_start * inv, c_trans * inv, c_emit * inv
+        xp, dt = self.xp, self.dtype
+        cs, ct, ce = (xp.asarray(c * inv, dtype=dt) for c in (c_start, c_trans, c_emit))
         return cs, ct, ce, cs.sum(), ct.sum(axis=1), ce.sum(axis=1)
 
     def _loss_and_grad(self, theta, cs, ct, ce, tot_s, rs_a, rs_b, grad=None):
@@ -146,7 +154,7 @@ class MStep:
         U, Z, W, _, zs, _, V = self.parts(theta)
         c = self._cuts
         n, l = self.n, self.l
-        g = xp.empty(self.layout.size) if grad is None else grad
+        g = xp.empty(self.layout.size, self.dtype) if grad is None else grad
         # transitions: logits Z U^T, G_A = rs * A - C (in place)
         X = Z @ U.T
         q = xp.vdot(ct, X)
@@ -167,7 +175,7 @@ class MStep:
         # into buffers kept across steps (fresh multi-MB arrays cost page faults every step)
         be = self.backend
         if self._work is None:
-            self._work = (xp.empty((n, self.m)), xp.empty((l, self.m)))
+            self._work = (xp.empty((n, self.m), self.dtype), xp.empty((l, self.m), self.dtype))
         X, T = self._work
         be.matmul_into(W, V.T, X)
         q += xp.vdot(ce, X)
@@ -186,8 +194,9 @@ class MStep:
         return -q, g
 
     def loss(self, theta, c_start, c_trans, c_emit, norm: float) -> float:
-        """The loss alone, as a host float."""
+        """The loss alone, as a host float (computed in float64)."""
         xp = self.xp
+        theta = self._f64(theta)
         U, Z, W, _, zs, _, V = self.parts(theta)
 
         def term(X, C):
@@ -201,7 +210,7 @@ class MStep:
     # ------------------------------------------------------------------ Adam
     def zeros(self) -> AdamMoments:
         xp = self.xp
-        return AdamMoments(xp.zeros(self.layout.size), xp.zeros(self.layout.size), 0.0)
+        return AdamMoments(xp.zeros(self.layout.size, self.dtype), xp.zeros(self.layout.size, self.dtype), 0.0)
 
     def adam(self, theta, state: AdamMoments, n_steps: int, lr: float, limit: float,
              c_start, c_trans, c_emit, norm: float) -> Tuple[Any, AdamMoments, int, int, Any, float]:
@@ -219,7 +228,7 @@ class MStep:
         status = STATUS_OK
         k = 0
         size = self.layout.size
-        grad, tmp, den = xp.empty(size), xp.empty(size), xp.empty(size)
+        grad, tmp, den = (xp.empty(size, self.dtype) for _ in range(3))
         mm, vv = mm.copy(), vv.copy()   # updated in place below (the caller's state is not modified)
         cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
         while k < int(n_steps):

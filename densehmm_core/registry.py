@@ -89,7 +89,7 @@ def migrate_config(kind: str, config: Mapping[str, Any]) -> Dict[str, Any]:
     old keys is an option today, so they are renamed wherever they appear (a v1 model
     group copied into a newer file keeps its old keys).  A config without ``init_method`` was
     written before the spectral start became the default: it reads as ``"random"`` (a DenseHMM's
-    missing ``init_scale`` as 1.0), what those fits used.
+    missing ``init_scale`` as 1.0, its missing ``mstep_dtype`` as ``"float64"``), what those fits used.
     """
     cfg = dict(config)
     cfg.pop("kind", None)
@@ -98,6 +98,8 @@ def migrate_config(kind: str, config: Mapping[str, Any]) -> Dict[str, Any]:
     cfg.setdefault("init_method", "random")
     if kind == "dense":
         cfg.setdefault("init_scale", 1.0)
+        # written before EM's M-step had a float32 mode: those fits ran it in float64
+        cfg.setdefault("mstep_dtype", "float64")
     if kind == "dense":
         if "em_iter" in cfg:
             em_iter = cfg.pop("em_iter")

@@ -79,13 +79,15 @@ def test_v1_option_names_migrate():
     assert migrate_config("standard", {"kind": "standard", "n_states": 2, "n_iter": 3}) == {"n_states": 2, "n_iter": 3,
                                                                                              **rnd}
     em = migrate_config("dense", {"fit_method": "em", "steps": 25, "em_iter": 40, "n_states": 2, "dim": 1})
+    # (and dense ones ran EM's M-step in float64)
+    f64 = {"mstep_dtype": "float64"}
     assert em == {"fit_method": "em", "mstep_steps": 25, "n_iter": 40, "n_states": 2, "dim": 1, **rnd,
-                  "init_scale": 1.0}
+                  "init_scale": 1.0, **f64}
     cooc = migrate_config("dense", {"fit_method": "cooc", "steps": 900, "em_iter": None})
-    assert cooc == {"fit_method": "cooc", "cooc_steps": 900, "n_iter": None, **rnd, "init_scale": 1.0}
-    # a config that names its start keeps it
-    assert migrate_config("dense", {"init_method": "spectral", "init_scale": 0.2}) == {"init_method": "spectral",
-                                                                                       "init_scale": 0.2}
+    assert cooc == {"fit_method": "cooc", "cooc_steps": 900, "n_iter": None, **rnd, "init_scale": 1.0, **f64}
+    # a config that names its start and precision keeps them
+    assert migrate_config("dense", {"init_method": "spectral", "init_scale": 0.2, "mstep_dtype": "float32"}) == {
+        "init_method": "spectral", "init_scale": 0.2, "mstep_dtype": "float32"}
 
 
 def test_arrays_round_trip_bit_for_bit():
@@ -124,7 +126,7 @@ def test_v1_fixture_loads_with_migrated_config(name):
     # written before the spectral start existed: a random start (and a DenseHMM's init scale 1)
     assert loaded_cfg["init_method"] == "random"
     if kind == "dense":
-        assert loaded_cfg["init_scale"] == 1.0
+        assert loaded_cfg["init_scale"] == 1.0 and loaded_cfg["mstep_dtype"] == "float64"
     info = read_model_info(path)
     assert "em_iter" not in info["config"] and "steps" not in info["config"]
     assert len(model.history_) > 1 and model.stop_reason_ == "max_steps"
@@ -139,7 +141,8 @@ def test_seeded_fits_are_bit_identical_to_the_v1_fixtures(name, tmp_path):
     train, test = _data()
     # the v1 files were trained from random starts (today's default is spectral; old files that
     # lack init_method read as random: test_v1_fixture_loads_with_migrated_config)
-    start = {"init_method": "random", **({"init_scale": 1.0} if kind == "dense" else {})}
+    # (and ran EM's M-step in float64: today's default is float32, old files read as float64)
+    start = {"init_method": "random", **({"init_scale": 1.0, "mstep_dtype": "float64"} if kind == "dense" else {})}
     model = model_from_config(kind, dict(cfg, **start)).fit(train, eval_data=test)
     old = load_model(FIXTURES / f"v1_{name}.h5")
     new_params, old_params = model.arrays()["params"], old.arrays()["params"]

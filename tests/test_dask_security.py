@@ -343,6 +343,86 @@ def test_a_scheduler_that_never_answers_ends_within_the_timeout(server):
     assert time.monotonic() - t0 < 1.5 + 2.5
 
 
+class ProbeThenSilence:
+    """A TCP proxy in front of a real scheduler that forwards the first connection (the probe: it
+    gets a true scheduler's handshake and identity) and then accepts connections and never answers."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @staticmethod
+    def _pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+            if len(self.accepted) == 1:
+                up = socket.create_connection(("127.0.0.1", self.target_port))
+                self.accepted.append(up)
+                threading.Thread(target=self._pipe, args=(conn, up), daemon=True).start()
+                threading.Thread(target=self._pipe, args=(up, conn), daemon=True).start()
+
+    def close(self):
+        self.sock.close()
+        for c in self.accepted:
+            c.close()
+
+
+def test_a_scheduler_that_answers_the_probe_then_stops_ends_within_the_timeout():
+    """The case the probe alone does not cover (issue 27, item 6): the server answers the probe as a
+    real scheduler, then never answers the Client's own handshake; connect ends within the timeout
+    + 2 s (+ margin) with one line, and the CLI exits 2 without a traceback."""
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                                       dashboard_address=None,
+                                       scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+    proxy = ProbeThenSilence(int(cluster.scheduler_address.rsplit(":", 1)[1]))
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(SchedulerError, match="no answer within 1.5 s .*stopped answering"):
+            connect(1, f"tcp://127.0.0.1:{proxy.port}", timeout=1.5)
+        assert time.monotonic() - t0 < 1.5 + 1.5 + 2 + 2.5
+        assert len(proxy.accepted) >= 3   # the probe (and its upstream) and the Client's silent connection
+    finally:
+        proxy.close()
+        cluster.close()
+
+
+def test_cli_scheduler_that_answers_the_probe_then_stops_exits_2(tmp_path):
+    cluster = distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1",
+                                       dashboard_address=None,
+                                       scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+    proxy = ProbeThenSilence(int(cluster.scheduler_address.rsplit(":", 1)[1]))
+    try:
+        r, seconds = _cli("sweep", str(FASTA), "--grid", "n=2 l=1 model=standard", "--out", str(tmp_path / "o"),
+                          "--executor", "dask", "--scheduler", f"tcp://127.0.0.1:{proxy.port}",
+                          env_extra={"DENSEHMM_DASK_TIMEOUT": "2"}, timeout=120)
+        line = _one_line_exit_2(r)
+        assert f"cannot connect to the Dask scheduler at tcp://127.0.0.1:{proxy.port}" in line, line
+        assert "stopped answering" in line
+        assert seconds < 25, seconds
+    finally:
+        proxy.close()
+        cluster.close()
+
+
 def test_a_scheduler_without_workers_is_one_line_within_the_timeout(monkeypatch):
     from densehmm_core.experiments.dask_executor import run_on_dask
     from densehmm_core.experiments.runner import Task, call_task

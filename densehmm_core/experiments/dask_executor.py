@@ -249,6 +249,39 @@ def _client(distributed, address, timeout: float, security):
     return client
 
 
+def _client_within(distributed, address, timeout: float, security):
+    """:func:`_client` in a thread of its own, waited for ``timeout`` (+ 2 s for its clean-up): Dask's
+    ``Client`` waits for the scheduler's handshake without a deadline, so a server that answered the
+    probe and then stops answering would hold the caller forever.  Past the deadline the thread is
+    left behind (a daemon, holding one half-open connection) and SchedulerError is raised."""
+    outcome: Dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["client"] = _client(distributed, address, timeout, security)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run, name="densehmm-dask-client", daemon=True)
+    thread.start()
+    thread.join(timeout + 2.0)
+    if thread.is_alive():
+        raise SchedulerError(f"cannot connect to the Dask scheduler at {address}: no answer within {timeout:g} s "
+                             "(it answered a first probe, then stopped answering)")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["client"]
+
+
+def _start_method() -> str:
+    """How the local cluster's nannies start their workers: ``forkserver`` where the platform has it
+    (a clean server process forks each worker: the cluster starts in about half the time of
+    ``spawn`` and closes at once, docs/PERFORMANCE.md), else Dask's ``spawn``.  Never ``fork``: the
+    caller has threads (Dask's event loop) and may hold TensorFlow."""
+    import multiprocessing
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
 def _local_cluster(distributed, jobs: int, env: Optional[Dict[str, str]], dashboard: bool):
     """A LocalCluster private to this process (module docstring); ``(cluster, security)``."""
     import dask
@@ -261,7 +294,8 @@ def _local_cluster(distributed, jobs: int, env: Optional[Dict[str, str]], dashbo
     routes = [r for r in dask.config.get("distributed.scheduler.http.routes") if r != "distributed.http.proxy"]
     http = f"{LOOPBACK}:0"   # any free port of the loopback interface, never a clash
     with dask.config.set({"distributed.scheduler.http.routes": routes if dashboard else [],
-                          "distributed.worker.http.routes": []}):   # the nannies pass it on to the workers
+                          "distributed.worker.http.routes": [],   # the nannies pass it on to the workers
+                          "distributed.worker.multiprocessing-method": _start_method()}):
         cluster = distributed.LocalCluster(
             n_workers=max(1, int(jobs)), threads_per_worker=1, processes=True, host=LOOPBACK, security=security,
             dashboard_address=http if dashboard else None,
@@ -285,7 +319,9 @@ def connect(jobs: int, scheduler: Union[None, str, DaskTarget] = None, env: Opti
         security = _security(target)
         _probe(target.address, security, timeout)
         try:
-            return _client(distributed, target.address, timeout, security), None
+            return _client_within(distributed, target.address, timeout, security), None
+        except SchedulerError:
+            raise
         except Exception as exc:  # noqa: BLE001 - any failure to connect is one user-facing line
             raise SchedulerError(f"cannot connect to the Dask scheduler at {target.address}: "
                                  f"{_one_line(exc)}") from None
