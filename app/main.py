@@ -72,7 +72,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"startup_seconds={shown:.3f}", flush=True)
     QTimer.singleShot(0, win.finish_startup)
     if args.demo:
-        QTimer.singleShot(0, win.load_demo)
+        QTimer.singleShot(0, win.data_ctl.load_demo)
     if args.files:
         QTimer.singleShot(0, lambda: win.open_files(args.files))
     if not args.no_tensorflow:

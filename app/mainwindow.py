@@ -1,21 +1,24 @@
-"""The main window: docks, settings, start-up, closing; the rest by concern in ``app.window``.
+"""The main window: the shell (docks, centre, status bar, settings, start-up, closing) composing
+the controllers of ``app.window``.
 
 Layout: the central area holds the start view and, once a job exists, the dashboard
 (the views of ``app/views``); docks hold the data panel, the model form, the jobs
 panel, the log and the comparison view.  Everything slow (reading files, TensorFlow,
 training, scoring, writing HDF5) runs off the GUI thread.
 
-Concerns, one module each (mixed into :class:`MainWindow`):
+Controllers, one object each, made here with what each uses (the state, the JobManager, the
+panels, the settings) and wired here (they never call each other):
 
-* ``app.window.menus``: menus and actions;
-* ``app.window.data``: data sets and opening files;
-* ``app.window.jobs``: starting, following and showing jobs;
-* ``app.window.results``: model files, scoring, comparing, exporting models and figures;
-* ``app.window.sessions``: File > Save session / Open session;
-* ``app.window.dragdrop``: drag and drop (a controller object, ``self.drops``, not a mixin).
+* ``self.data_ctl`` (``app.window.data.DataController``): data sets and opening files;
+* ``self.jobs_ctl`` (``app.window.jobs.JobsController``): starting, following and showing jobs;
+* ``self.results_ctl`` (``app.window.results.ResultsController``): model files, scoring, comparing,
+  exporting models and figures;
+* ``self.sessions_ctl`` (``app.window.sessions.SessionsController``): File > Save / Open session;
+* ``self.menus`` (``app.window.menus.Menus``): menus and actions;
+* ``self.drops`` (``app.window.dragdrop.DropFilter``): drag and drop.
 
 The state (open data sets, jobs, the job shown, the selection, the form's values) is one
-:class:`app.state.AppState` (``self.state``); the window's controllers change it through its methods
+:class:`app.state.AppState` (``self.state``); the controllers change it through its methods
 and the panels and views follow its signals (:meth:`MainWindow._subscribe`).  Live updates of the
 selected job are :class:`app.live.LiveFeed`'s (``self.jobs.live``).
 """
@@ -47,12 +50,12 @@ from .settings import Settings
 from .state import AppState
 from .pyside_fix import ensure_none_survives
 from .views.dashboard import Dashboard
-from .window.data import DataSetsMixin
+from .window.data import DataController
 from .window.dragdrop import DropFilter, local_paths
-from .window.jobs import JobsMixin
-from .window.menus import MenusMixin
-from .window.results import ResultsMixin
-from .window.sessions import SessionsMixin
+from .window.jobs import JobsController
+from .window.menus import Menus
+from .window.results import ResultsController
+from .window.sessions import SessionsController
 
 ensure_none_survives()  # PySide6 6.12 on Python 3.11 leaks references to None/True/False (see app.pyside_fix)
 
@@ -65,7 +68,7 @@ CLOSE_WAIT_S = 1.4
 NARROW_SCREEN = 1600
 
 
-class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMixin, QMainWindow):
+class MainWindow(QMainWindow):
     """DenseHMM Studio's main window.
 
     Parameters
@@ -74,10 +77,6 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         Persistent settings (tests pass one backed by a temporary INI file).
     """
 
-    dataset_added = Signal(object)
-    models_loaded = Signal(object)
-    load_failed = Signal(str, str)      # path, message
-    load_progress = Signal(str, object, object)  # path, bytes read, total bytes (None: unknown)
     background_ready = Signal()
 
     def __init__(self, settings: Optional[Settings] = None) -> None:
@@ -89,15 +88,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.tf_version: Optional[str] = None   # reported by the process that loaded TensorFlow
         self.tf_where = TF_WHERE            # that process, for About
         self.devices: List[str] = []
-        self._pending_loads = 0
-        self._load_serial = 0
-        self._load_progress = {}            # load serial -> (bytes read, total or None)
-        self._load_batch = 0
-        self._batches = {}                  # open_files call -> {"pending": n, "failed": [(path, message)]}
-        self._sweeps = 0
-        self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         self._closing = False
-        self.score_box: Optional[QMessageBox] = None   # the last Score on data result (app.window.results)
         self.jobs = JobManager(self, pool_size=self.settings.pool_size, gpu_slots=self.settings.gpu_slots)
         self.jobs.tensorflow_loaded.connect(self._tf_loaded_by_job)
         # THE application state (app/state.py): changes go through it; what shows them subscribes below
@@ -106,9 +97,6 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         # central area
         self.stack = QStackedWidget()
         self.start_view = StartView()
-        self.start_view.demo_requested.connect(self.load_demo)
-        self.start_view.open_requested.connect(self.open_dialog)
-        self.start_view.recent_requested.connect(lambda p: self.open_files([p]))
         self.log_panel = LogPanel()
         self._dashboard = None     # built on first use or right after the window shows (faster start)
         self.stack.addWidget(self.start_view)
@@ -116,13 +104,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
 
         # docks
         self.data_panel = DataPanel()
-        self.data_panel.dataset_selected.connect(self.select_dataset)
-        self.data_panel.preprocess_requested.connect(self.preprocess_current)
-        self.data_panel.reread_requested.connect(lambda read: self.reread_dataset(self.current_dataset, read))
         self.model_form = ModelForm()
-        self.model_form.train_requested.connect(self.start_training)
-        self.model_form.sweep_requested.connect(self.start_sweep)
-        self.model_form.sweep_target_requested.connect(self.sweep_target_dialog)
         self.jobs_panel = JobsPanel()
         self.jobs_panel.set_pool_size(self.jobs.pool_size)
         self.jobs_panel.pool_size_changed.connect(self.set_pool_size)
@@ -132,14 +114,6 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs_panel.set_hidden_columns(self.settings.jobs_hidden_columns)
         self.jobs_panel.hidden_columns_changed.connect(
             lambda ids: setattr(self.settings, "jobs_hidden_columns", ids))
-        self.jobs_panel.current_changed.connect(self.show_job)
-        self.jobs_panel.selection_changed.connect(self.state.set_selection)
-        self.jobs_panel.cancel_requested.connect(self.cancel_job)
-        self.jobs_panel.export_requested.connect(self.export_models_dialog)
-        self.jobs_panel.compare_requested.connect(self.compare_jobs)
-        self.jobs_panel.compare_refused.connect(self.compare_refused)
-        self.jobs_panel.cancel_selected_requested.connect(self.cancel_jobs)
-        self.jobs_panel.score_requested.connect(self.score_job)
         self.data_dock = self._dock("Data", "dataDock", self.data_panel, Qt.LeftDockWidgetArea, scroll=True)
         self.model_dock = self._dock("Model", "modelDock", self.model_form, Qt.RightDockWidgetArea, scroll=True)
         self.jobs_dock = self._dock("Jobs", "jobsDock", self.jobs_panel, Qt.BottomDockWidgetArea)
@@ -158,26 +132,67 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.statusBar().addPermanentWidget(self.busy)
         self.statusBar().addPermanentWidget(self.tf_label)
 
+        # the controllers: each told what it uses; they act on the state and the panels' public API
+        self.data_ctl = DataController(self, self.state, self.settings, self.data_panel, self.model_form,
+                                       self.log_panel, self.data_dock, self.busy)
+        self.jobs_ctl = JobsController(self, self.state, self.jobs, self.settings, self.model_form, self.jobs_panel,
+                                       self.log_panel, self.jobs_dock, self.data_ctl.training_dataset)
+        self.results_ctl = ResultsController(self, self.state, self.jobs, self.settings, self.jobs_panel,
+                                             self.log_panel)
+        self.sessions_ctl = SessionsController(self, self.state, self.jobs, self.settings, self.jobs_panel,
+                                               self.log_panel, self.jobs_dock)
+        self._connect_panels()
         self._subscribe()
-        self._build_actions()
-        self.drops = DropFilter(self)   # files dropped anywhere on the window are opened
+        self.menus = Menus(self, data=self.data_ctl, jobs=self.jobs_ctl, results=self.results_ctl,
+                           sessions=self.sessions_ctl, job_manager=self.jobs, model_form=self.model_form,
+                           jobs_panel=self.jobs_panel,
+                           docks=[self.data_dock, self.model_dock, self.jobs_dock, self.log_dock])
+        self.drops = DropFilter(self, self.data_ctl.open_files)   # files dropped anywhere on the window are opened
         self.drops.install()
         self._restore_settings()
-        self._refresh_recent()
+        self.refresh_recent()
         self.statusBar().showMessage("Ready — use the demo data set, open a file or drop files on the window.")
+
+    def _connect_panels(self) -> None:
+        """The panels' requests, each to the controller that does it; the controllers' notices to
+        each other (they never call one another)."""
+        data, jobs, results, sessions = self.data_ctl, self.jobs_ctl, self.results_ctl, self.sessions_ctl
+        self.start_view.demo_requested.connect(data.load_demo)
+        self.start_view.open_requested.connect(data.open_dialog)
+        self.start_view.recent_requested.connect(lambda p: data.open_files([p]))
+        self.data_panel.dataset_selected.connect(data.select_dataset)
+        self.data_panel.preprocess_requested.connect(data.preprocess_current)
+        self.data_panel.reread_requested.connect(lambda read: data.reread_dataset(self.state.current_dataset, read))
+        self.model_form.train_requested.connect(jobs.start_training)
+        self.model_form.sweep_requested.connect(jobs.start_sweep)
+        self.model_form.sweep_target_requested.connect(jobs.sweep_target_dialog)
+        self.jobs_panel.current_changed.connect(jobs.show_job)
+        self.jobs_panel.selection_changed.connect(self.state.set_selection)
+        self.jobs_panel.cancel_requested.connect(jobs.cancel_job)
+        self.jobs_panel.export_requested.connect(results.export_models_dialog)
+        self.jobs_panel.compare_requested.connect(results.compare_jobs)
+        self.jobs_panel.compare_refused.connect(results.compare_refused)
+        self.jobs_panel.cancel_selected_requested.connect(jobs.cancel_jobs)
+        self.jobs_panel.score_requested.connect(results.score_job)
+        data.recent_changed.connect(self.refresh_recent)
+        data.models_read.connect(results.add_model_set)        # an .h5 file's models become jobs
+        data.session_read.connect(sessions.open_session)       # a session file opened with File > Open
+        sessions.dataset_reopened.connect(data.add_dataset)    # a session's data file read again
+        sessions.sweeps_restored.connect(jobs.reserve_sweeps)  # new sweeps numbered after restored ones
 
     def _subscribe(self) -> None:
         """Who listens to the application state (docs/ARCHITECTURE.md, "The app's map")."""
         st = self.state
-        st.datasets_changed.connect(self._datasets_listed)         # data panel's list, Decode's data box
-        st.current_dataset_changed.connect(self._dataset_shown)    # data panel, model form (m, words hint)
-        st.job_added.connect(self._job_added)                      # Jobs panel, centre shows the dashboard
-        st.job_changed.connect(self._job_changed)                  # Jobs panel row
-        st.job_finished.connect(self._job_finished)                # Jobs panel, log, sweep summary, final model
-        st.current_job_changed.connect(self._draw_job)             # dashboard, live feed
+        st.datasets_changed.connect(self.data_ctl.datasets_listed)       # data panel's list
+        st.datasets_changed.connect(self.jobs_ctl.datasets_listed)       # Decode's data box
+        st.current_dataset_changed.connect(self.data_ctl.dataset_shown)  # data panel, model form (m, words hint)
+        st.job_added.connect(self.jobs_ctl.job_added)                    # Jobs panel, centre shows the dashboard
+        st.job_changed.connect(self.jobs_ctl.job_changed)                # Jobs panel row
+        st.job_finished.connect(self.jobs_ctl.job_finished)              # Jobs panel, log, sweep summary, final model
+        st.current_job_changed.connect(self.jobs_ctl.draw_job)           # dashboard, live feed
         self.model_form.changed.connect(lambda: st.set_spec(self.model_form.spec()))
 
-    # the state's values, read where the window's controllers need them
+    # the state's values (read-only views of ``self.state``)
     @property
     def datasets(self) -> List[DataSet]:
         return self.state.datasets
@@ -199,12 +214,41 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
                                         on_exported=self._exported)
             self.stack.addWidget(self._dashboard)
             self.jobs.live.set_view(self._dashboard)
-            self._dashboard.decode_dataset_chosen.connect(self.decode_on)
+            self._dashboard.decode_dataset_chosen.connect(self.jobs_ctl.decode_on)
         return self._dashboard
+
+    @property
+    def dashboard_built(self) -> bool:
+        """Whether the dashboard exists yet (it is built on first use)."""
+        return self._dashboard is not None
 
     @property
     def compare_view(self):
         return self.dashboard.compare
+
+    @property
+    def closing(self) -> bool:
+        """The window is closing: nothing is drawn any more."""
+        return self._closing
+
+    # the centre: the start page or the dashboard
+    def show_start_page(self) -> None:
+        self.stack.setCurrentWidget(self.start_view)
+
+    def show_dashboard(self) -> None:
+        self.stack.setCurrentWidget(self.dashboard)
+
+    def leave_start_page(self) -> bool:
+        """The dashboard takes the centre if the start page shows it (data or a job came in);
+        returns whether it did."""
+        if self.stack.currentWidget() is self.start_view:
+            self.show_dashboard()
+            return True
+        return False
+
+    def open_files(self, paths: List[str], format: Optional[str] = None) -> None:
+        """Open data, model and session files (``self.data_ctl.open_files``)."""
+        self.data_ctl.open_files(paths, format=format)
 
     def finish_startup(self) -> None:
         """Build the remaining views after the window is on screen."""
@@ -276,7 +320,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
 
     def set_theme(self, theme: str, save: bool = True) -> None:
         """"system" follows the desktop's light/dark setting; "light"/"dark" force it."""
-        for k, a in self.theme_actions.items():
+        for k, a in self.menus.theme_actions.items():
             a.setChecked(k == theme)
         from .window.appearance import apply_theme
         apply_theme(theme)   # widgets and plots (app/window/appearance.py)
@@ -288,21 +332,23 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.settings.pool_size = n
         self.jobs_panel.set_pool_size(n)
 
-    def _refresh_recent(self) -> None:
+    def refresh_recent(self) -> None:
+        """File > Open recent and the start page's list, from the settings' recent files."""
         files = self.settings.recent_files()
-        self.recent_menu.clear()
+        menu = self.menus.recent_menu
+        menu.clear()
         for p in files:
-            a = self.recent_menu.addAction(p)
-            a.triggered.connect(functools.partial(lambda path, _=False: self.open_files([path]), p))
+            a = menu.addAction(p)
+            a.triggered.connect(functools.partial(lambda path, _=False: self.data_ctl.open_files([path]), p))
         if files:
-            self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear list", self._clear_recent)
-        self.recent_menu.setEnabled(bool(files))
+            menu.addSeparator()
+            menu.addAction("Clear list", self._clear_recent)
+        menu.setEnabled(bool(files))
         self.start_view.set_recent_files(files)
 
     def _clear_recent(self) -> None:
         self.settings.clear_recent_files()
-        self._refresh_recent()
+        self.refresh_recent()
 
     def start_background_init(self) -> None:
         """Import TensorFlow and list its devices off the GUI thread (after the window shows)."""
@@ -381,9 +427,6 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.settings.export_folder = os.path.dirname(os.path.abspath(os.fspath(path)))
         self.log_panel.log(f"Saved: {path}")
 
-    def _error_dialog(self, title: str, message: str) -> None:
-        QMessageBox.critical(self, title, message)
-
     def closeEvent(self, event) -> None:  # noqa: N802
         active = self.jobs.active_jobs()
         if active and not self._closing:
@@ -398,8 +441,7 @@ class MainWindow(MenusMixin, DataSetsMixin, JobsMixin, ResultsMixin, SessionsMix
         self.jobs.live.current = None   # nothing is drawn any more
         self.hide()
         self.jobs.cancel_all()
-        if self._remote_sweeps is not None:
-            self._remote_sweeps.close_all()   # disconnect from Dask; a local cluster shuts down
+        self.jobs_ctl.close()   # disconnect from Dask; a local cluster shuts down
         self.jobs.wait(CLOSE_WAIT_S)
         self.save_settings()
         self.drops.remove()

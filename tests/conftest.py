@@ -83,14 +83,14 @@ def session_files(qtbot, monkeypatch):
         @staticmethod
         def save(w, path):
             names = []
-            w.save_session(str(path), on_done=names.extend)
+            w.sessions_ctl.save_session(str(path), on_done=names.extend)
             qtbot.waitUntil(lambda: bool(names), timeout=30000)
             return names
 
         @staticmethod
         def open(w, path, ready=bool):
             restored = []
-            w.open_session(str(path), on_done=restored.extend)
+            w.sessions_ctl.open_session(str(path), on_done=restored.extend)
             qtbot.waitUntil(lambda: ready(restored), timeout=30000)
             return restored
     Sessions.asked = []

@@ -60,7 +60,7 @@ def test_a_words_job_finishing_does_no_heavy_work_on_the_gui_thread(make_window,
                                                                          "read": {"observe": "words"}})
     m = len(ds.vocabulary)
     assert m > 5000
-    w.add_dataset(ds)
+    w.data_ctl.add_dataset(ds)
     model = fitted_model("dense", n=20, m=m, l=10, steps=5, seed=3, vocabulary=ds.vocabulary)
     reads = []
     real_encode = window_jobs.encode_for
@@ -83,7 +83,7 @@ def _show_and_finish(w, qtbot, job, model, ds, reads) -> None:
     from app.views.embeddings import TOP_LABELLED
     from densehmm_core.events import ProgressEvent
     m = len(ds.vocabulary)
-    w.show_job(job)
+    w.jobs_ctl.show_job(job)
     params = model.arrays()["params"]
     w.dashboard.update_from_event(ProgressEvent(step=1, total=5, loss=1.0, params=params, phase="cooc"))
     d = w.dashboard
@@ -95,7 +95,7 @@ def _show_and_finish(w, qtbot, job, model, ds, reads) -> None:
     # it finishes: the handler, then the final model drawn in parts from the event loop
     job.state, job.reason = JobState.FINISHED, "max_steps"
     from PySide6.QtCore import QTimer
-    QTimer.singleShot(0, lambda: w._job_finished(job))
+    QTimer.singleShot(0, lambda: w.jobs_ctl.job_finished(job))
     stall = _heartbeat(qtbot, lambda: d.model() is model and not d.live_update_pending
                        and not d.embeddings.labels_pending and not d.live_tagging_busy())
     assert stall < MAX_STALL_S, f"the GUI thread stalled {stall * 1000:.0f} ms when the job finished"

@@ -19,7 +19,7 @@ def test_demo_has_more_data_and_sets_a_longer_fit(qtbot, tmp_path):
     from densehmm_core.synthetic import demo_dataset
     from app.datasets import DEMO_FORM, DEMO_SIZE
     w = _window(qtbot, tmp_path)
-    ds = w.load_demo()
+    ds = w.data_ctl.load_demo()
     assert len(ds.train) == DEMO_SIZE["n_train"] == 50 and len(ds.test) == 50
     assert {len(s) for s in ds.train} == {DEMO_SIZE["length"]}
     core_train, _, _ = demo_dataset(0, **DEMO_SIZE)           # the core's generator, same seed
@@ -63,7 +63,7 @@ def test_the_window_can_shrink_to_a_1400_x_900_screen(qtbot, tmp_path):
     w = _window(qtbot, tmp_path)
     w.show()
     w.finish_startup()
-    w.load_demo()
+    w.data_ctl.load_demo()
     long_name = "a_protein_file_with_a_really_long_name_from_some_database_dump_2024.fasta"
     w.dashboard.decode.set_datasets([long_name, "other.fasta"], 0)
     qtbot.wait(50)
@@ -88,9 +88,9 @@ def test_a_job_that_loads_tensorflow_tells_about_its_version(qtbot, tmp_path, mo
     from app.panels.about import about_text
     monkeypatch.setenv("DENSEHMM_JOB_EXECUTOR", executor)
     w = _window(qtbot, tmp_path)
-    w.load_demo()
+    w.data_ctl.load_demo()
     assert w.tf_version is None and w.devices == []
-    job = w.start_training(_dense_spec())
+    job = w.jobs_ctl.start_training(_dense_spec())
     qtbot.waitUntil(lambda: job.state.is_final, timeout=90000)
     assert job.state == JobState.FINISHED, job.reason + job.error
     qtbot.waitUntil(lambda: w.tf_version is not None, timeout=5000)

@@ -34,7 +34,7 @@ def window(qtbot, tmp_path, dialogs):
     w = MainWindow(Settings(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)))
     qtbot.addWidget(w)
     w.show()
-    w.load_demo()
+    w.data_ctl.load_demo()
     yield w
     w.jobs.cancel_all()
     w.jobs.wait(20)
@@ -85,14 +85,14 @@ def test_every_job_trains_on_the_device_it_was_placed_on(window):
     ds = window.current_dataset
     for kind in ("standard", "standard_fair", "dense_em"):
         for device, placed in (("cpu", "cpu"), ("/GPU:0", "/GPU:0"), ("auto", "/GPU:0")):
-            job = window.make_job(spec(kind, device=device), ds)
+            job = window.jobs_ctl.make_job(spec(kind, device=device), ds)
             assert job.device == placed, (kind, device)
             assert job.model.get_config()["device"] == placed, (kind, device)
 
 
 def test_dense_job_on_demo_updates_views(window, qtbot):
     from app.jobs import JobState
-    job = window.start_training(spec("dense_cooc", steps=500, preset="paper"))
+    job = window.jobs_ctl.start_training(spec("dense_cooc", steps=500, preset="paper"))
     wait_final(qtbot, job, timeout=120000)
     assert job.state == JobState.FINISHED, job.reason + job.error
     m = job.model
@@ -106,7 +106,7 @@ def test_dense_job_on_demo_updates_views(window, qtbot):
 
 def test_cancel_mid_job_keeps_model(window, qtbot):
     from app.jobs import JobState
-    job = window.start_training(spec("standard", n=8, steps=100000, tol=0.0))
+    job = window.jobs_ctl.start_training(spec("standard", n=8, steps=100000, tol=0.0))
     qtbot.waitUntil(lambda: job.step >= 3, timeout=60000)
     window.jobs_panel.cancel_buttons[job.id].click()
     wait_final(qtbot, job, timeout=20000)
@@ -122,18 +122,18 @@ def test_cancel_mid_job_keeps_model(window, qtbot):
 def test_queued_job_cancels_at_once(window, qtbot):
     from app.jobs import JobState
     window.set_pool_size(1)
-    a = window.start_training(spec("standard", steps=100000, tol=0.0))
-    b = window.start_training(spec("standard", steps=10, tol=0.0))
+    a = window.jobs_ctl.start_training(spec("standard", steps=100000, tol=0.0))
+    b = window.jobs_ctl.start_training(spec("standard", steps=10, tol=0.0))
     assert b.state == JobState.QUEUED
-    window.cancel_job(b)
+    window.jobs_ctl.cancel_job(b)
     assert b.state == JobState.CANCELLED and b.started_at is None
-    window.cancel_job(a)
+    window.jobs_ctl.cancel_job(a)
     wait_final(qtbot, a, timeout=20000)
 
 
 def test_diverging_job_turns_red_and_keeps_finite_model(window, qtbot):
     from app.jobs import JobState
-    job = window.start_training(spec("dense_cooc", lr=1e6, steps=300, preset="paper"))
+    job = window.jobs_ctl.start_training(spec("dense_cooc", lr=1e6, steps=300, preset="paper"))
     wait_final(qtbot, job, timeout=120000)
     assert job.state == JobState.DIVERGED, (job.state, job.reason)
     assert job.reason
@@ -146,7 +146,7 @@ def test_diverging_job_turns_red_and_keeps_finite_model(window, qtbot):
 
 def test_sweep_creates_the_paper_grid(window, qtbot):
     window.set_pool_size(1)
-    jobs = window.start_sweep(spec("dense_cooc", steps=50), 2)
+    jobs = window.jobs_ctl.start_sweep(spec("dense_cooc", steps=50), 2)
     grid = sorted({(j.spec["n"], j.spec["l"]) for j in jobs})
     assert grid == [(3, 1), (3, 2), (3, 3), (5, 2), (5, 3), (5, 5), (10, 2), (10, 3), (10, 5), (10, 10)]
     assert len(jobs) == 20 and len({j.spec["seed"] for j in jobs}) == 2
@@ -158,7 +158,7 @@ def test_sweep_creates_the_paper_grid(window, qtbot):
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
     # fair standard HMM: n_fair states from the core
     from densehmm_core.standard import n_fair
-    fair = window.start_sweep(spec("standard_fair", steps=5), 1)
+    fair = window.jobs_ctl.start_sweep(spec("standard_fair", steps=5), 1)
     assert sorted(j.model.n_states for j in fair) == sorted(n_fair(n, 5, l) for n, l in grid)
     window.jobs.cancel_all()
     qtbot.waitUntil(lambda: all(j.state.is_final for j in fair), timeout=60000)
@@ -177,7 +177,7 @@ def test_sweep_over_the_forms_grid(window, qtbot):
     got = []
     form.sweep_requested.connect(lambda *a: got.append(a))
     before = list(window.jobs.jobs)
-    window.act_sweep.trigger()
+    window.menus.act_sweep.trigger()
     jobs = [j for j in window.jobs.jobs if j not in before]
     assert len(got) == 1 and got[0][1] == 2 and got[0][2] == ((4, 2), (4, 3), (6, 2), (6, 3))
     seed = form.spec().seed
@@ -200,7 +200,7 @@ def test_sweep_over_the_forms_grid(window, qtbot):
 
 def test_finished_sweep_jobs_fill_the_sweep_view(window, qtbot):
     from app.jobs import JobState
-    jobs = window.start_sweep(spec("standard", steps=3), 1)
+    jobs = window.jobs_ctl.start_sweep(spec("standard", steps=3), 1)
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=120000)
     done = [j for j in jobs if j.state == JobState.FINISHED]
     view = window.dashboard.sweep
@@ -215,12 +215,12 @@ def test_finished_sweep_jobs_fill_the_sweep_view(window, qtbot):
 def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_path):
     from app.jobs import JobState
     from densehmm_core.modelfile import list_models, load_model
-    a = window.start_training(spec("standard", steps=5, tol=0.0))
-    b = window.start_training(spec("dense_cooc", steps=200))
+    a = window.jobs_ctl.start_training(spec("standard", steps=5, tol=0.0))
+    b = window.jobs_ctl.start_training(spec("dense_cooc", steps=200))
     wait_final(qtbot, [a, b], timeout=120000)
     path = str(tmp_path / "models.h5")
     names = []
-    window.export_models([a, b], path, on_done=names.extend)
+    window.results_ctl.export_models([a, b], path, on_done=names.extend)
     qtbot.waitUntil(lambda: len(names) == 2, timeout=30000)
     assert list_models(path) == names
     for job, name in zip([a, b], names):
@@ -239,7 +239,7 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
     window.jobs_panel.select(loaded[1])
     np.testing.assert_array_equal(window.dashboard.image_data("transmat"), b.model.transmat_)
     res = []
-    window.score_job(loaded[0], on_done=res.append)
+    window.results_ctl.score_job(loaded[0], on_done=res.append)
     qtbot.waitUntil(lambda: bool(res), timeout=30000)
     tokens = sum(len(s) for s in window.current_dataset.test)
     assert res[0]["nll"] == pytest.approx(-a.model.score(window.current_dataset.test) / tokens,
@@ -247,7 +247,8 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
     # compare the two loaded models: both scored on the current data set's test split (the same
     # NLL per token as Score on data), with the Jobs panel's elapsed time
     compared = []
-    window.compare_jobs(loaded[0], loaded[1], on_done=lambda: compared.append(True))   # scored off the GUI thread
+    # scored off the GUI thread
+    window.results_ctl.compare_jobs(loaded[0], loaded[1], on_done=lambda: compared.append(True))
     qtbot.waitUntil(lambda: bool(compared), timeout=30000)
     from app.views.theme import fmt_compact
     rows = window.compare_view.table_rows()
@@ -258,8 +259,8 @@ def test_h5_export_reloads_identically_and_opens_in_views(window, qtbot, tmp_pat
 
 def test_closing_with_running_jobs_exits_cleanly(window, qtbot, dialogs):
     from app.jobs import JobState
-    jobs = [window.start_training(spec("standard", n=8, steps=100000, tol=0.0)),
-            window.start_training(spec("dense_cooc", steps=1000000, preset="paper"))]
+    jobs = [window.jobs_ctl.start_training(spec("standard", n=8, steps=100000, tol=0.0)),
+            window.jobs_ctl.start_training(spec("dense_cooc", steps=1000000, preset="paper"))]
     qtbot.waitUntil(lambda: all(j.state == JobState.RUNNING and j.step > 0 for j in jobs), timeout=120000)
     # "No" keeps the window and the jobs
     from PySide6.QtWidgets import QMessageBox
@@ -305,8 +306,8 @@ orig_init = MainWindow.__init__
 def init(self, *a, **k):
     orig_init(self, *a, **k)
     def start():
-        self.load_demo()
-        jobs = [self.start_training(ModelSpec.make(model_type="standard", n=8, n_iter=10**6, tol=0.0))
+        self.data_ctl.load_demo()
+        jobs = [self.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=8, n_iter=10**6, tol=0.0))
                 for _ in range(2)]
         def poll():
             if all(j.step > 0 for j in jobs):
@@ -437,7 +438,7 @@ def test_jobs_train_in_worker_processes_with_the_same_result(window, qtbot):
     from app.jobs import JobState
     from densehmm_core.worker import shared_pool
     assert window.jobs.executor == "process"
-    job = window.start_training(spec("standard", steps=12, tol=0.0, seed=3))
+    job = window.jobs_ctl.start_training(spec("standard", steps=12, tol=0.0, seed=3))
     wait_final(qtbot, job)
     assert job.state == JobState.FINISHED, job.reason + job.error
     assert shared_pool().n_processes >= 1
@@ -457,9 +458,9 @@ def test_thread_executor_still_trains(qtbot, tmp_path, dialogs, monkeypatch):
     w = MainWindow(Settings(QSettings(str(tmp_path / "settings.ini"), QSettings.IniFormat)))
     qtbot.addWidget(w)
     w.show()
-    w.load_demo()
+    w.data_ctl.load_demo()
     assert w.jobs.executor == "thread"
-    job = w.start_training(spec("standard", steps=8, tol=0.0, seed=4))
+    job = w.jobs_ctl.start_training(spec("standard", steps=8, tol=0.0, seed=4))
     wait_final(qtbot, job)
     assert job.state == JobState.FINISHED, job.reason + job.error
     oracle = _in_process_fit(job)
@@ -487,7 +488,7 @@ def test_without_worker_processes_jobs_train_in_the_app_and_say_so(window, qtbot
     def refuse(self, needs_tensorflow=None):
         raise OSError("process creation not permitted")
     monkeypatch.setattr(worker.WorkerPool, "acquire", refuse)
-    job = window.start_training(spec("standard", steps=6, tol=0.0, seed=5))
+    job = window.jobs_ctl.start_training(spec("standard", steps=6, tol=0.0, seed=5))
     wait_final(qtbot, job)
     assert job.state == JobState.FINISHED, job.reason + job.error
     np.testing.assert_array_equal(job.model.transmat_, _in_process_fit(job).transmat_)
@@ -505,14 +506,14 @@ def test_tagged_corpus_job_fills_the_tags_tab(window, qtbot):
     window.open_files([str(path)])
     qtbot.waitUntil(lambda: len(window.datasets) == n_before + 1 and window.current_dataset is window.datasets[-1],
                     timeout=30000)
-    job = window.start_training(spec("standard", n=3, steps=5))
+    job = window.jobs_ctl.start_training(spec("standard", n=3, steps=5))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     assert job.state == JobState.FINISHED
-    window.show_job(job)
+    window.jobs_ctl.show_job(job)
     d = window.dashboard
     qtbot.waitUntil(lambda: d.tabs.isTabVisible(d.tabs.indexOf(d.tags_page)) and not d.live_tagging_busy(),
                     timeout=10000)
-    data = window._decode_data(job)
+    data = window.jobs_ctl._decode_data(job)
     want = tagging_scores(job.model.predict(data.sequences), data.tags, n_states=3,
                           n_tags=len(data.tag_vocabulary))
     np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])

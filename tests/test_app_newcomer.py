@@ -16,7 +16,7 @@ WORDS = FIX / "words.conllu"
 
 
 def _wait_loaded(qtbot, w):
-    qtbot.waitUntil(lambda: not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: not w.data_ctl.loading, timeout=30000)
 
 
 # ----------------------------------------------------------------------------- 24.8 files dropped without a word
@@ -34,7 +34,7 @@ def test_open_lists_all_files_and_reports_each_one_it_cannot_read(make_window, q
         seen.update(filters=filters.split(";;"), selected=selected)
         return [str(rnd), str(prog), str(good)], selected
     monkeypatch.setattr(QFileDialog, "getOpenFileNames", fake)
-    w.open_dialog()
+    w.data_ctl.open_dialog()
     _wait_loaded(qtbot, w)
     assert seen["filters"][0] == "All files (*)" and seen["selected"] == "All files (*)"
     assert any(f.startswith("All supported files") for f in seen["filters"])
@@ -63,7 +63,7 @@ def test_a_conllu_file_cut_short_offers_its_complete_sentences(make_window, qtbo
         lambda parent, title, text, *a, **k: asked.append((title, text)) or answer))
     w.open_files([str(path)])
     _wait_loaded(qtbot, w)
-    qtbot.waitUntil(lambda: not w.loading and bool(w.datasets or w.errors), timeout=30000)
+    qtbot.waitUntil(lambda: not w.data_ctl.loading and bool(w.datasets or w.errors), timeout=30000)
     assert len(asked) == 1 and f"cut.conllu, line {line}: wrong column count" in asked[0][1]
     if answer == QMessageBox.StandardButton.No:
         assert not w.datasets and len(w.errors) == 1 and "wrong column count" in w.errors[0][1]
@@ -78,7 +78,7 @@ def test_a_conllu_file_cut_short_offers_its_complete_sentences(make_window, qtbo
     p = w.data_panel
     p.observe.setCurrentIndex(p.observe.findData("words"))
     p.reread_button.click()
-    qtbot.waitUntil(lambda: w.datasets[0] is not ds and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: w.datasets[0] is not ds and not w.data_ctl.loading, timeout=30000)
     assert w.datasets[0].observes_words and w.datasets[0].corpus.n_sequences == 2 and not w.errors
 
 
@@ -151,13 +151,13 @@ def test_help_has_every_section_and_f1_opens_it_at_the_part_in_use(make_window, 
     # on the dashboard's Decode tab
     w.stack.setCurrentWidget(w.dashboard)
     w.dashboard.tabs.setCurrentWidget(w.dashboard.decode)
-    w.act_help.trigger()
+    w.menus.act_help.trigger()
     assert w.findChildren(HelpDialog) == [dlg] and dlg.topic == "decode"
     top = dlg.browser.verticalScrollBar().value()
     # focus in the Model panel
     w.model_form.setFocus()
     w.model_form.focusNextChild()
-    w.act_help.trigger()
+    w.menus.act_help.trigger()
     assert dlg.topic == "model" and dlg.browser.verticalScrollBar().value() < top    # Model comes before Decode
 
 
@@ -297,7 +297,7 @@ def test_view_theme_dark_colours_the_widgets_and_the_plots(make_window, qtbot):
     import pyqtgraph as pg
     from PySide6.QtGui import QPalette
     w = make_window()
-    w.load_demo()
+    w.data_ctl.load_demo()
     qtbot.waitUntil(lambda: w.data_panel.freq_plot.isVisible(), timeout=10000)
     d = w.dashboard
     views = [v for v in d.findChildren(pg.GraphicsView) if v.backgroundBrush().style() != Qt.BrushStyle.NoBrush]
@@ -306,11 +306,11 @@ def test_view_theme_dark_colours_the_widgets_and_the_plots(make_window, qtbot):
     def lightness(c):
         return c.lightness()
     try:
-        w.theme_actions["dark"].trigger()
+        w.menus.theme_actions["dark"].trigger()
         pal = QApplication.palette()
         assert lightness(pal.color(QPalette.ColorRole.Window)) < 80
         assert lightness(pal.color(QPalette.ColorRole.Text)) > 180
-        assert w.settings.theme == "dark" and w.theme_actions["dark"].isChecked()
+        assert w.settings.theme == "dark" and w.menus.theme_actions["dark"].isChecked()
         for v in views:                                          # every plot background is dark
             assert lightness(v.backgroundBrush().color()) < 80
         axes = [it for v in views for it in v.scene().items() if isinstance(it, pg.AxisItem)]
@@ -323,7 +323,7 @@ def test_view_theme_dark_colours_the_widgets_and_the_plots(make_window, qtbot):
         assert notes and all(lightness(it.color) > 180 for it in notes)
         # the widgets get the palette by posted events
         qtbot.waitUntil(lambda: lightness(w.data_panel.palette().color(QPalette.ColorRole.Window)) < 80, timeout=5000)
-        w.theme_actions["light"].trigger()
+        w.menus.theme_actions["light"].trigger()
         assert lightness(QApplication.palette().color(QPalette.ColorRole.Window)) > 180
         assert all(lightness(v.backgroundBrush().color()) > 180 for v in views)
         assert all(lightness(a.textPen().color()) < 80 for a in axes)
@@ -337,10 +337,10 @@ def test_start_page_gives_way_jobs_have_numbers_and_time_and_status_are_not_cut(
     from app.panels import jobs_panel as jp
     w = make_window()
     assert w.stack.currentWidget() is w.start_view
-    w.load_demo()
+    w.data_ctl.load_demo()
     assert w.stack.currentWidget() is w.dashboard and "press Train (Ctrl+T)" in w.dashboard.title.text()
     spec = ModelSpec.make(model_type="standard", n=2, n_iter=3, tol=0.0)
-    jobs = [w.start_training(spec) for _ in range(2)]              # the same settings twice
+    jobs = [w.jobs_ctl.start_training(spec) for _ in range(2)]              # the same settings twice
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
     assert jobs[0].name == jobs[1].name                           # same name, told apart by their number
     items = [w.jobs_panel.items[j.id] for j in jobs]
@@ -374,7 +374,7 @@ def test_a_large_vocabulary_shows_its_most_frequent_words_first(make_window, qtb
     p.min_count.setValue(1)
     old = w.datasets[0]
     p.reread_button.click()
-    qtbot.waitUntil(lambda: old not in w.datasets and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: old not in w.datasets and not w.data_ctl.loading, timeout=30000)
     assert w.datasets[0].n_symbols == 300
     labels = p.freq_plot.getAxis("bottom").labels
     assert labels[:3] == ["w299", "w298", "w297"] and list(p.freq_bars.opts["height"][:3]) == [300, 299, 298]

@@ -15,13 +15,13 @@ WORDS_CONLLU = os.path.join(DATA, "words.conllu")
 
 def _open(qtbot, w, path, n):
     w.open_files([path])
-    qtbot.waitUntil(lambda: len(w.datasets) == n and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: len(w.datasets) == n and not w.data_ctl.loading, timeout=30000)
     return w.datasets[-1]
 
 
 def _reread(qtbot, w, old):
     qtbot.mouseClick(w.data_panel.reread_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: old not in w.datasets and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: old not in w.datasets and not w.data_ctl.loading, timeout=30000)
     return w.current_dataset
 
 
@@ -65,13 +65,13 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     start.setCurrentIndex(start.findData("random"))
     assert form.words_hint.isVisibleTo(form)
     # the panel shows how the data set was read
-    w.select_dataset(0)
+    w.data_ctl.select_dataset(0)
     assert p.observe.currentData() == "words" and p.tagset.currentData() == "upos"
     # a too-small vocabulary: one error dialog, the data set stays
     p.max_vocab.setValue(5)
     p.rare.setCurrentIndex(p.rare.findData("shape"))
     qtbot.mouseClick(p.reread_button, Qt.LeftButton)
-    qtbot.waitUntil(lambda: bool(w.errors) and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: bool(w.errors) and not w.data_ctl.loading, timeout=30000)
     assert len(w.errors) == 1 and "max_vocab=5" in w.errors[0][1] and w.datasets == [ds]
     # back to tags
     p.observe.setCurrentIndex(p.observe.findData("tags"))
@@ -112,7 +112,7 @@ def test_min_count_makes_rare_words(make_window, qtbot):
     ds = _reread(qtbot, w, ds)
     assert ds.vocabulary == list(every.vocabulary) and ds.options["read"]["min_count"] == 1
     p.min_count.setValue(3)
-    w.select_dataset(0)                                  # the group shows how it was read
+    w.data_ctl.select_dataset(0)                                  # the group shows how it was read
     assert p.min_count.value() == 1
 
 
@@ -134,7 +134,7 @@ def test_keep_traces_for_penn_treebank(make_window, qtbot, observe):
     assert n_tokens == sum(len(x) for x in kept.sequences) != sum(len(x) for x in dropped.sequences)
     assert ds.options["read"]["drop_traces"] is False and not w.errors
     p.keep_traces.setChecked(False)
-    w.select_dataset(0)
+    w.data_ctl.select_dataset(0)
     assert p.keep_traces.isChecked() and _shown(p, p.keep_traces)
     p.keep_traces.setChecked(False)                      # back to the default: traces dropped
     ds = _reread(qtbot, w, ds)
@@ -146,11 +146,11 @@ def test_fasta_and_demo_hide_the_observe_group(make_window, qtbot):
     p = w.data_panel
     _open(qtbot, w, os.path.join(DATA, "nucleotides.fasta"), 1)
     assert not p.observe_box.isVisibleTo(p)
-    w.load_demo()
+    w.data_ctl.load_demo()
     assert not p.observe_box.isVisibleTo(p)
     _open(qtbot, w, WORDS_CONLLU, 3)
     assert p.observe_box.isVisibleTo(p)
-    w.select_dataset(0)
+    w.data_ctl.select_dataset(0)
     assert not p.observe_box.isVisibleTo(p)
 
 
@@ -164,7 +164,7 @@ def test_a_session_with_a_words_data_set_reopens_as_words(make_window, session_f
     p.max_vocab.setValue(15)
     ds = _reread(qtbot, w, ds)
     assert ds.observes_words
-    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
+    job = w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     path = tmp_path / "words.h5"
     assert session_files.save(w, path)

@@ -35,9 +35,9 @@ def test_several_bad_files_give_one_dialog_naming_each_file_and_reason(window, q
     empty.write_text("")
     missing = tmp_path / "missing.conllu"
     failed = []
-    window.load_failed.connect(lambda p, m: failed.append(p))
+    window.data_ctl.load_failed.connect(lambda p, m: failed.append(p))
     window.open_files([str(binary), str(good), str(csv), str(empty), str(missing)])
-    qtbot.waitUntil(lambda: not window.loading, timeout=30000)
+    qtbot.waitUntil(lambda: not window.data_ctl.loading, timeout=30000)
     assert len(window.datasets) == 1 and window.datasets[0].name == "good.fasta"
     assert len(failed) == 4
     assert len(window.dialogs) == 1                       # one dialog, not one per file
@@ -53,7 +53,7 @@ def test_one_bad_file_gives_one_plain_dialog(window, qtbot, tmp_path):
     bad = tmp_path / "x.dat"
     bad.write_bytes(b"\x00\x01\x02" * 100)
     window.open_files([str(bad)])
-    qtbot.waitUntil(lambda: not window.loading, timeout=30000)
+    qtbot.waitUntil(lambda: not window.data_ctl.loading, timeout=30000)
     assert len(window.dialogs) == 1 and window.dialogs[0][0] == "Cannot open file"
     assert "x.dat" in window.dialogs[0][1] and "format=" not in window.dialogs[0][1]
 
@@ -69,8 +69,8 @@ def test_the_open_dialogs_file_type_chooses_the_format(window, qtbot, tmp_path, 
     assert format_of_filter("All supported files (*.fasta)") is None and format_of_filter("") is None
     monkeypatch.setattr(QFileDialog, "getOpenFileNames",
                         lambda *a, **k: ([str(renamed)], f"{label} (*.conllu *.conllu.gz)"))
-    window.open_dialog()
-    qtbot.waitUntil(lambda: not window.loading, timeout=30000)
+    window.data_ctl.open_dialog()
+    qtbot.waitUntil(lambda: not window.data_ctl.loading, timeout=30000)
     assert not window.dialogs and len(window.datasets) == 1
     ds = window.datasets[0]
     expected = load(str(src), format="conllu")

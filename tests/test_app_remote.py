@@ -34,8 +34,7 @@ def window(qtbot, tmp_path, monkeypatch):
     w.show()
     yield w
     w.jobs.cancel_all()
-    if w._remote_sweeps is not None:
-        w._remote_sweeps.close_all()
+    w.jobs_ctl.close()   # the Dask sweeps, if any
     w.jobs.wait(10)
 
 
@@ -78,10 +77,10 @@ def test_sweep_target_dialog_and_settings(window, qtbot):
     qtbot.keyClicks(d.address, "tcp://head:8786")                  # typing an address picks it
     d.shared.setText("/shared/models")
     assert d.values() == ("tcp://head:8786", "/shared/models")
-    window.set_sweep_target(*d.values())
+    window.jobs_ctl.set_sweep_target(*d.values())
     assert (window.settings.sweep_target, window.settings.sweep_shared_dir) == ("tcp://head:8786", "/shared/models")
     assert window.model_form.sweep_target_label.text() == "Runs on: the Dask scheduler tcp://head:8786"
-    window.set_sweep_target("")
+    window.jobs_ctl.set_sweep_target("")
     assert window.model_form.sweep_target_label.text() == "Runs on: this app's worker pool"
 
 
@@ -111,9 +110,9 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     from app.modelspec import ModelSpec
     from app.panels import jobs_panel as jp
     from app.remote_jobs import RemoteJob
-    window.set_sweep_target(cluster.scheduler_address)
+    window.jobs_ctl.set_sweep_target(cluster.scheduler_address)
     assert window.model_form.sweep_target_label.text() == f"Runs on: the Dask scheduler {cluster.scheduler_address}"
-    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
+    jobs = window.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
     assert len(jobs) == 3 and all(isinstance(j, RemoteJob) for j in jobs)
     assert window.jobs_panel.groups[jobs[0].sweep].childCount() == 3      # listed at once, queued
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=120000)
@@ -135,12 +134,12 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
     # the sweep summary view filled with the three rows
     assert len(window.dashboard.sweep.rows()) == 3
     # showing a remote run without its model: its curves and a title that says so
-    window.show_job(jobs[0])
+    window.jobs_ctl.show_job(jobs[0])
     assert "model stayed on the cluster" in window.dashboard.title.text()
     assert window.dashboard.model() is None
     # with a shared folder the workers save their models and the app shows them
-    window.set_sweep_target(cluster.scheduler_address, str(tmp_path))
-    again = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
+    window.jobs_ctl.set_sweep_target(cluster.scheduler_address, str(tmp_path))
+    again = window.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=6, tol=1e-4), 1)
     qtbot.waitUntil(lambda: all(j.state.is_final for j in again), timeout=120000)
     for job in again:
         assert job.state == JobState.FINISHED and job.has_model
@@ -154,17 +153,17 @@ def test_sweep_on_a_scheduler_fills_the_jobs_panel_with_remote_runs(window, qtbo
 def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot, tmp_path):
     from app.jobs import JobState
     from app.modelspec import ModelSpec
-    window.set_sweep_target("local")
+    window.jobs_ctl.set_sweep_target("local")
     window.set_pool_size(2)
     # Baum-Welch that never converges: runs until cancelled
-    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
+    jobs = window.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
     qtbot.waitUntil(lambda: any(j.state == JobState.RUNNING and j.step > 0 for j in jobs), timeout=120000)
     running = next(j for j in jobs if j.state == JobState.RUNNING)
     queued = [j for j in jobs if j.state == JobState.QUEUED]
     window.jobs_panel.cancel_buttons[running.id].click()
     assert running.state == JobState.CANCELLED and not window.jobs_panel.cancel_buttons[running.id].isEnabled()
     assert window.jobs_panel.rows[running.id]["state"] == "cancelled"
-    sweep = window.remote_sweeps.sweeps[-1]
+    sweep = window.jobs_ctl.remote_sweeps.sweeps[-1]
     assert sweep.core.state(running.run_id) == "cancelled"
     client = sweep.core.client
     # the app's local cluster is private (issue 25): TLS with its own credentials, loopback only
@@ -193,11 +192,11 @@ def test_cancel_cancels_a_remote_run_on_a_local_cluster(window, qtbot, tmp_path)
 def test_cancel_while_connecting_submits_nothing(window, qtbot, cluster):
     from app.jobs import JobState
     from app.modelspec import ModelSpec
-    window.set_sweep_target(cluster.scheduler_address)
-    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
+    window.jobs_ctl.set_sweep_target(cluster.scheduler_address)
+    jobs = window.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=10 ** 7, tol=-np.inf), 1)
     window.jobs.cancel_all()          # before the background connection is made
     assert all(j.state == JobState.CANCELLED and j.reason == "cancelled before start" for j in jobs)
-    sweep = window.remote_sweeps.sweeps[-1]
+    sweep = window.jobs_ctl.remote_sweeps.sweeps[-1]
     qtbot.waitUntil(lambda: sweep.closed and sweep.started and sweep.core.client is None, timeout=60000)
     prefix = f"densehmm-{sweep.core.sweep_id}"
     qtbot.waitUntil(lambda: not any(str(k).startswith(prefix) for k in cluster.scheduler.tasks), timeout=20000)

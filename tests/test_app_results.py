@@ -17,7 +17,7 @@ def window(qtbot, tmp_path):
     from app.settings import Settings
     w = MainWindow(Settings(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)))
     qtbot.addWidget(w)
-    w.load_demo()
+    w.data_ctl.load_demo()
     yield w
     w.jobs.cancel_all()
     w.jobs.wait(20)
@@ -32,7 +32,7 @@ def test_results_table_fills_from_jobs_and_sorts_numerically(window, qtbot):
     from densehmm_core.metrics import normalized_nll
     from densehmm_core.standard import n_parameters_standard
     from app.panels import jobs_panel as jp
-    jobs = [window.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=s, tol=0.0, seed=0))
+    jobs = [window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=s, tol=0.0, seed=0))
             for n, s in ((2, 3), (4, 6), (3, 12))]
     _finish(qtbot, jobs)
     panel = window.jobs_panel
@@ -70,8 +70,8 @@ def test_results_table_fills_from_jobs_and_sorts_numerically(window, qtbot):
 def test_sweep_jobs_are_grouped_and_the_first_is_shown(window, qtbot):
     from app.panels import jobs_panel as jp
     window.set_pool_size(1)
-    first = window.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
-    jobs = window.start_sweep(ModelSpec.make(model_type="standard", n_iter=2, tol=0.0), 2)
+    first = window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
+    jobs = window.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=2, tol=0.0), 2)
     tree = window.jobs_panel.tree
     assert tree.topLevelItemCount() == 2                # the single job and the sweep's group
     group = window.jobs_panel.groups[jobs[0].sweep]
@@ -94,8 +94,8 @@ def test_sweep_jobs_are_grouped_and_the_first_is_shown(window, qtbot):
 def test_new_jobs_stay_unselected_when_the_setting_says_so(window, qtbot):
     window.jobs_panel.select_new.setChecked(False)
     assert window.settings.select_new_jobs is False
-    a = window.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
-    b = window.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
+    a = window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
+    b = window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=2, tol=0.0))
     assert window.jobs_panel.current_job() is a       # the first job only (nothing was selected)
     assert window.current_job is a and b is not None
     _finish(qtbot, [a, b])
@@ -117,17 +117,19 @@ def test_jobs_table_fits_a_narrow_dock_without_scrolling_sideways(window, qtbot,
     from app.panels import jobs_panel as jp
     window.show()
     window.open_files([_long_named_fasta(tmp_path)])
-    qtbot.waitUntil(lambda: len(window.datasets) == 2 and not window.loading, timeout=30000)
-    jobs = [window.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=4, tol=0.0, seed=0)),
-            window.start_training(ModelSpec.make(model_type="standard_fair", n=4, l=2, n_iter=4, tol=0.0, seed=1))]
-    window.select_dataset(0)   # the demo
-    jobs.append(window.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=4, tol=0.0, seed=2)))
+    qtbot.waitUntil(lambda: len(window.datasets) == 2 and not window.data_ctl.loading, timeout=30000)
+    jobs = [window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=4, tol=0.0, seed=0)),
+            window.jobs_ctl.start_training(
+                ModelSpec.make(model_type="standard_fair", n=4, l=2, n_iter=4, tol=0.0, seed=1))]
+    window.data_ctl.select_dataset(0)   # the demo
+    jobs.append(window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=4, tol=0.0, seed=2)))
     _finish(qtbot, jobs)
-    running = window.start_training(ModelSpec.make(model_type="standard", n=6, n_iter=10 ** 6, tol=0.0, seed=3))
+    running = window.jobs_ctl.start_training(
+        ModelSpec.make(model_type="standard", n=6, n_iter=10 ** 6, tol=0.0, seed=3))
     try:
         _check_narrow_and_wide(window, qtbot)
     finally:   # closing the window with a running job would ask first
-        window.cancel_job(running)
+        window.jobs_ctl.cancel_job(running)
     _finish(qtbot, [running])
     # no job active: no Cancel column
     qtbot.waitUntil(lambda: window.jobs_panel.tree.isColumnHidden(jp.C_CANCEL), timeout=5000)

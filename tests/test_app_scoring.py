@@ -61,7 +61,7 @@ def _fasta(path, records):
 def _open(qtbot, window, paths):
     n = len(window.datasets)
     window.open_files(paths)
-    qtbot.waitUntil(lambda: len(window.datasets) == n + len(paths) and not window.loading, timeout=30000)
+    qtbot.waitUntil(lambda: len(window.datasets) == n + len(paths) and not window.data_ctl.loading, timeout=30000)
     by_path = {d.path: d for d in window.datasets[n:]}      # loads finish in any order
     return [by_path[os.path.abspath(p)] for p in paths]
 
@@ -86,9 +86,9 @@ def test_a_model_scores_and_decodes_a_file_with_fewer_symbols(window, qtbot, tmp
     model = StandardHMM(3, n_iter=3, seed=0).fit(a.train)
     model.vocabulary = list(a.vocabulary)
     job = _finished_job(window, model, a)
-    window.select_dataset(window.datasets.index(b))
+    window.data_ctl.select_dataset(window.datasets.index(b))
     res = []
-    window.score_job(job, on_done=res.append)
+    window.results_ctl.score_job(job, on_done=res.append)
     qtbot.waitUntil(lambda: bool(res), timeout=30000)
     assert not window.errors
     expected = _by_name(b.test, model.vocabulary)
@@ -146,7 +146,7 @@ def test_symbols_the_model_does_not_know_are_counted_and_sentences_can_be_left_o
     model.vocabulary = list(a.vocabulary)
     job = _finished_job(window, model, a)
     shown = _answer(monkeypatch, lambda box: None)
-    window.score_job(job, ds=b)
+    window.results_ctl.score_job(job, ds=b)
     assert len(shown) == 1 and not window.errors and not getattr(job, "scores", None)
     text, buttons = shown[0]
     assert "'other.fasta' holds 1 symbol(s) the model does not know (12 of 72 tokens, in 3 of 6 sequences)" in text
@@ -154,7 +154,7 @@ def test_symbols_the_model_does_not_know_are_counted_and_sentences_can_be_left_o
     assert buttons.count("Leave out 3 sequences (3 left)") == 1 and not any("Read them as" in t for t in buttons)
     shown = _answer(monkeypatch, _button("Leave out"))
     res = []
-    window.score_job(job, ds=b, on_done=res.append)
+    window.results_ctl.score_job(job, ds=b, on_done=res.append)
     qtbot.waitUntil(lambda: bool(res), timeout=30000)
     kept = [np.array([model.vocabulary.index(c) for c in "ACDA" * 2]) for _ in range(3)]
     assert res[0]["loglik"] == pytest.approx(model.score(kept), rel=1e-12) and not window.errors
@@ -170,7 +170,7 @@ def test_a_model_with_an_unknown_symbol_offers_to_read_them_as_it(window, qtbot,
     job = _finished_job(window, model, a)
     shown = _answer(monkeypatch, _button("Read them as '<unk>'"))
     res = []
-    window.score_job(job, ds=b, on_done=res.append)
+    window.results_ctl.score_job(job, ds=b, on_done=res.append)
     qtbot.waitUntil(lambda: bool(res), timeout=30000)
     assert "2 symbol(s) the model does not know (8 of 16 tokens, in 4 of 4 sequences), e.g. 'W', 'Y'" in shown[0][0]
     want = [np.array([0, 1, 4, 4])] * 4

@@ -16,12 +16,12 @@ from app.modelspec import ModelSpec  # noqa: E402
 
 def long_job(window, n=3):
     """A standard HMM that trains until cancelled (the demo data set)."""
-    return window.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=10 ** 7, tol=-1e300))
+    return window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=10 ** 7, tol=-1e300))
 
 
 def test_a_new_job_replaces_the_selection(make_window, qtbot):
     w = make_window()
-    w.load_demo()
+    w.data_ctl.load_demo()
     panel = w.jobs_panel
     a, b = long_job(w), long_job(w, 4)
     for job in (a, b):                                  # the user selects both rows (Ctrl+click)
@@ -38,7 +38,7 @@ def test_a_new_job_replaces_the_selection(make_window, qtbot):
     qtbot_patch.setattr(QMessageBox, "question", staticmethod(lambda *a, **k: asked.append(a) or
                                                               QMessageBox.StandardButton.No))
     try:
-        w.act_cancel.trigger()
+        w.menus.act_cancel.trigger()
         qtbot.waitUntil(lambda: c.state.is_final, timeout=20000)
         assert not asked and not a.state.is_final and not b.state.is_final
         # several selected: asked first; "No" cancels nothing, "Yes" cancels exactly those
@@ -57,32 +57,32 @@ def test_a_new_job_replaces_the_selection(make_window, qtbot):
 
 def test_compare_needs_exactly_two_models(make_window, qtbot, monkeypatch):
     w = make_window()
-    w.load_demo()
-    jobs = [w.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=2, tol=0.0)) for n in (2, 3, 4)]
+    w.data_ctl.load_demo()
+    jobs = [w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=2, tol=0.0)) for n in (2, 3, 4)]
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
     said = []
     monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda *a, **k: said.append(a[2])))
     compared = []
-    monkeypatch.setattr(w, "compare_jobs", lambda a, b, on_done=None: compared.append((a, b)))
+    monkeypatch.setattr(w.results_ctl, "compare_jobs", lambda a, b, on_done=None: compared.append((a, b)))
     w.jobs_panel.tree.selectAll()
-    w.act_compare.trigger()
+    w.menus.act_compare.trigger()
     assert not compared and said and "exactly two" in said[0] and "3 selected" in said[0]
     w.jobs_panel.tree.clearSelection()
     for job in jobs[:2]:
         w.jobs_panel.items[job.id].setSelected(True)
-    w.act_compare.trigger()
+    w.menus.act_compare.trigger()
     assert compared == [(jobs[0], jobs[1])]
 
 
 def test_score_on_data_shows_the_result_in_full(make_window, qtbot):
     w = make_window()
-    w.load_demo()
-    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=3, tol=0.0))
+    w.data_ctl.load_demo()
+    job = w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=3, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     res = []
-    w.score_job(job, on_done=res.append)
+    w.results_ctl.score_job(job, on_done=res.append)
     qtbot.waitUntil(lambda: bool(res), timeout=30000)
-    box = w.score_box
+    box = w.results_ctl.score_box
     assert box is not None and box.isVisible() and not box.isModal()
     for key, value in res[0].items():   # every value, at full precision (repr), not a cut-off cell
         assert key in box.text() and repr(value) in box.text()

@@ -22,14 +22,15 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, sess
     w = make_window("a")
     fasta = _fasta(tmp_path / "p.fasta")
     w.open_files([fasta])
-    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.data_ctl.loading, timeout=30000)
     ds = w.datasets[0]
-    a = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=4, tol=0.0, seed=2, init_method="spectral"))
-    sweep = w.start_sweep(ModelSpec.make(model_type="standard", n_iter=2, tol=0.0), 1)
+    a = w.jobs_ctl.start_training(
+        ModelSpec.make(model_type="standard", n=3, n_iter=4, tol=0.0, seed=2, init_method="spectral"))
+    sweep = w.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=2, tol=0.0), 1)
     jobs = [a] + sweep
     qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
     scored = []
-    w.score_job(a, ds, on_done=scored.append)
+    w.results_ctl.score_job(a, ds, on_done=scored.append)
     qtbot.waitUntil(lambda: bool(scored), timeout=30000)
     path = str(tmp_path / "day.h5")
     names = session_files.save(w, path)
@@ -69,7 +70,7 @@ def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, sess
         np.testing.assert_array_equal(x, y)
     # sweeps stay grouped; a new sweep gets a new name
     assert len(w2.jobs_panel.groups) == 1
-    more = w2.start_sweep(ModelSpec.make(model_type="standard", n_iter=1, tol=0.0), 1)
+    more = w2.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=1, tol=0.0), 1)
     assert more[0].sweep != sweep[0].sweep
     qtbot.waitUntil(lambda: all(j.state.is_final for j in more), timeout=60000)
 
@@ -78,8 +79,8 @@ def test_a_session_whose_data_file_is_gone_still_restores_its_jobs(make_window, 
     w = make_window("a")
     fasta = _fasta(tmp_path / "gone.fasta")
     w.open_files([fasta])
-    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
-    job = w.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
+    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.data_ctl.loading, timeout=30000)
+    job = w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=2, tol=0.0))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
     path = tmp_path / "s.h5"
     assert session_files.save(w, path)
@@ -93,7 +94,7 @@ def test_a_session_whose_data_file_is_gone_still_restores_its_jobs(make_window, 
     # File > Open (or a drop) of a session file restores it as a session too
     w3 = make_window("c")
     w3.open_files([path])
-    qtbot.waitUntil(lambda: len(w3.jobs.jobs) == 1 and not w3.loading, timeout=30000)
+    qtbot.waitUntil(lambda: len(w3.jobs.jobs) == 1 and not w3.data_ctl.loading, timeout=30000)
     j3 = w3.jobs.jobs[0]
     assert j3.name == job.name and j3.spec == job.spec and j3.device == job.device
 
@@ -123,7 +124,7 @@ def test_a_bad_field_is_one_dialog_naming_it_and_nothing_is_restored(make_window
     modelfile.save_models(path, [{"name": f"job{i}", "model": j.model, "notes": n}
                                  for i, (j, n) in enumerate(zip(jobs, notes))])
     w = make_window("a")
-    w.open_session(str(path))
+    w.sessions_ctl.open_session(str(path))
     qtbot.waitUntil(lambda: bool(w.errors), timeout=30000)
     qtbot.wait(200)
     assert w.errors == [("Cannot open the session",
@@ -146,7 +147,7 @@ def test_cancel_while_reading_or_while_adding_restores_nothing(make_window, sess
         return load_session(path, progress=progress, cancel=cancel)
     monkeypatch.setattr(ws, "load_session", slow)
     w2 = make_window("b")
-    w2.open_session(str(path))
+    w2.sessions_ctl.open_session(str(path))
     dialog = w2.findChild(QProgressDialog)
     assert dialog.labelText().startswith("Reading s.h5")
     from PySide6.QtWidgets import QPushButton
@@ -157,13 +158,13 @@ def test_cancel_while_reading_or_while_adding_restores_nothing(make_window, sess
     import threading
     session = load_session(str(path))
     cancel, restored = threading.Event(), []
-    w2.restore_session(session, on_done=restored.extend, cancel=cancel)
+    w2.sessions_ctl.restore_session(session, on_done=restored.extend, cancel=cancel)
     assert len(w2.jobs.jobs) == ws.ADD_CHUNK and len(w2.jobs_panel.jobs) == ws.ADD_CHUNK
     cancel.set()
     qtbot.waitUntil(lambda: not w2.jobs.jobs, timeout=10000)
     assert w2.jobs_panel.jobs == {} and w2.jobs_panel.tree.topLevelItemCount() == 0 and restored == []
     # and without cancel, all 60 arrive, in order
-    w2.restore_session(session, on_done=restored.extend)
+    w2.sessions_ctl.restore_session(session, on_done=restored.extend)
     qtbot.waitUntil(lambda: len(restored) == 60, timeout=30000)
     assert [j.name for j in w2.jobs.jobs] == [f"job {i}" for i in range(60)]
 
@@ -176,7 +177,7 @@ def test_stored_data_paths_are_shown_and_read_only_when_the_user_says_so(make_wi
     w = make_window("a")
     fasta = _fasta(tmp_path / "p.fasta")
     w.open_files([fasta])
-    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.data_ctl.loading, timeout=30000)
     path = tmp_path / "s.h5"
     _saved(w, session_files, path, _finished_jobs(2, dataset=w.datasets[0]))
     reads = []
@@ -205,10 +206,10 @@ def test_after_a_restore_the_first_job_is_drawn_with_its_metrics(make_window, se
     w = make_window("a")
     fasta = _fasta(tmp_path / "p.fasta")
     w.open_files([fasta])
-    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.loading, timeout=30000)
-    job = w.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=5, tol=0.0, seed=1))
+    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.data_ctl.loading, timeout=30000)
+    job = w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=5, tol=0.0, seed=1))
     qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
-    w.show_job(job)
+    w.jobs_ctl.show_job(job)
     qtbot.waitUntil(lambda: not w.dashboard.live_update_pending, timeout=10000)
     header = w.dashboard.title.text()
     assert "train_nll" in header
@@ -246,7 +247,7 @@ def test_models_opened_from_a_plain_model_file_show_their_recorded_training_time
     modelfile.save_models(path, [{"name": "timed", "model": timed}, {"name": "untimed", "model": untimed}])
     w = make_window("a")
     w.open_files([str(path)])
-    qtbot.waitUntil(lambda: len(w.jobs.jobs) == 2 and not w.loading, timeout=30000)
+    qtbot.waitUntil(lambda: len(w.jobs.jobs) == 2 and not w.data_ctl.loading, timeout=30000)
     a, b = w.jobs.jobs
     assert a.elapsed == pytest.approx(75.0) and b.started_at is None
     assert w.jobs_panel.items[a.id].text(C_TIME) == "1:15"

@@ -30,13 +30,13 @@ def _words_window(make_window, qtbot):
         pytest.skip("../shared/data is not present")
     w = make_window()
     w.open_files([str(PTB)])
-    qtbot.waitUntil(lambda: bool(w.datasets) and not w.loading, timeout=60000)
+    qtbot.waitUntil(lambda: bool(w.datasets) and not w.data_ctl.loading, timeout=60000)
     p = w.data_panel
     p.observe.setCurrentIndex(p.observe.findData("words"))
     p.min_count.setValue(1)
     old = w.datasets[0]
     p.reread_button.click()
-    qtbot.waitUntil(lambda: old not in w.datasets and not w.loading, timeout=60000)
+    qtbot.waitUntil(lambda: old not in w.datasets and not w.data_ctl.loading, timeout=60000)
     return w
 
 
@@ -47,7 +47,7 @@ def test_a_words_job_in_its_start_shows_its_stage_axes_and_model_type(make_windo
     w = _words_window(make_window, qtbot)
     m = w.datasets[0].n_symbols
     assert m > 5000
-    job = w.start_training(ModelSpec.make(model_type=kind, n=45, l=32, n_iter=3))
+    job = w.jobs_ctl.start_training(ModelSpec.make(model_type=kind, n=45, l=32, n_iter=3))
     assert w.current_job is job
     d = w.dashboard
     # from the first frame: the heatmaps' axes are those of 45 states and m words, B is the words table

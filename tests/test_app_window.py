@@ -81,7 +81,7 @@ def drop(widget, paths):
 
 
 def wait_loaded(qtbot, window, n_datasets, timeout=20000):
-    qtbot.waitUntil(lambda: len(window.datasets) >= n_datasets and not window.loading, timeout=timeout)
+    qtbot.waitUntil(lambda: len(window.datasets) >= n_datasets and not window.data_ctl.loading, timeout=timeout)
 
 
 # ----------------------------------------------------------------------------- start
@@ -108,7 +108,7 @@ def test_start_view_and_demo(window, qtbot):
     # the form knows m for n_fair
     assert "m = 5" in window.model_form.n_fair.text()
     # loading the demo twice selects it instead of adding a copy
-    window.load_demo()
+    window.data_ctl.load_demo()
     assert len(window.datasets) == 1
 
 
@@ -155,7 +155,7 @@ def test_drop_real_fasta(window, qtbot, shared_data):
 
 
 def test_bad_file_error_dialog_and_no_state_change(window, qtbot, dialogs, tmp_path):
-    window.load_demo()
+    window.data_ctl.load_demo()
     before = (list(window.datasets), window.current_dataset, window.data_panel.selector.count(),
               window.settings.recent_files())
     bad = tmp_path / "broken.fasta"
@@ -167,7 +167,7 @@ def test_bad_file_error_dialog_and_no_state_change(window, qtbot, dialogs, tmp_p
     after = (list(window.datasets), window.current_dataset, window.data_panel.selector.count(),
              window.settings.recent_files())
     assert after == before
-    assert not window.loading
+    assert not window.data_ctl.loading
     # a missing file too, and the app stays usable
     window.open_files([str(tmp_path / "missing.fasta")])
     qtbot.waitUntil(lambda: sum(c[0] == "critical" for c in dialogs) == 2, timeout=20000)
@@ -213,8 +213,8 @@ def test_settings_persist(qtbot, settings, dialogs, tmp_path):
     assert (spec.options["init_method"], spec.options["init_scale"]) == ("spectral", 0.3)
     assert w2.model_form.fields["init_method"].currentText().startswith("spectral")
     assert w2.jobs.pool_size == 3 and w2.jobs_panel.pool.value() == 3
-    assert settings.theme == "dark" and w2.theme_actions["dark"].isChecked()
-    assert [a.text() for a in w2.recent_menu.actions()][0] == str(tmp_path / "x.fasta")
+    assert settings.theme == "dark" and w2.menus.theme_actions["dark"].isChecked()
+    assert [a.text() for a in w2.menus.recent_menu.actions()][0] == str(tmp_path / "x.fasta")
     w2.set_theme("system")
 
 
@@ -310,16 +310,16 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     window.open_files([WORDS_CONLLU])                          # a tagged corpus: its tags are the symbols
     wait_loaded(qtbot, window, 2)
     assert not window.current_dataset.observes_words and not hint_shown()
-    window.add_dataset(words_dataset())                        # the same file's words
+    window.data_ctl.add_dataset(words_dataset())                        # the same file's words
     assert window.current_dataset.observes_words and hint_shown()
     assert "spectral" in form.words_hint_label.text() and "0.46" in form.words_hint_label.toolTip()
     # only shown: the user's choice is untouched until the button is pressed
     assert (form.spec().options["init_method"], form.spec().options["init_scale"]) == ("random", 1.0)
     assert form.minimumSizeHint().width() <= 420               # wraps instead of widening the 420 px panel
     # another data set hides it, coming back shows it again
-    window.select_dataset(0)
+    window.data_ctl.select_dataset(0)
     assert not hint_shown()
-    window.select_dataset(2)
+    window.data_ctl.select_dataset(2)
     assert hint_shown()
     # the button: spectral, and Init scale 0.2 for a dense model; the hint then goes
     assert form.spec().model_type == "dense_cooc"
@@ -525,9 +525,10 @@ def test_loading_shows_real_progress_from_the_reader(window, qtbot, tmp_path):
     """The reader's progress(bytes_read, total) reaches the status bar's bar (determinate, 100 % at the end)."""
     path = write_fasta(tmp_path / "progress.fasta", random_protein_records(3, 40))
     seen = []
-    window.load_progress.connect(lambda p, d, t: seen.append((p, d, t, window.busy.maximum(), window.busy.value())))
+    window.data_ctl.load_progress.connect(
+        lambda p, d, t: seen.append((p, d, t, window.busy.maximum(), window.busy.value())))
     window.open_files([path])
-    assert window.busy.isVisible() or window.loading
+    assert window.busy.isVisible() or window.data_ctl.loading
     wait_loaded(qtbot, window, 1)
     size = os.path.getsize(path)
     assert seen and all(p == os.path.abspath(path) for p, *_ in seen)
@@ -558,7 +559,8 @@ def test_loading_progress_is_throttled_and_unknown_sizes_stay_busy(window, qtbot
     monkeypatch.setattr(core_data, "load", slow_load)
     path = write_fasta(tmp_path / "slow.fasta", random_protein_records(4, 5))
     seen = []
-    window.load_progress.connect(lambda p, d, t: seen.append((d, t, window.busy.maximum(), window.busy.value())))
+    window.data_ctl.load_progress.connect(
+        lambda p, d, t: seen.append((d, t, window.busy.maximum(), window.busy.value())))
     window.open_files([path])
     # nothing reported yet: an indeterminate busy indicator
     assert window.busy.isVisible() and window.busy.maximum() == 0
@@ -581,20 +583,20 @@ def test_model_file_loads_show_a_busy_indicator(window, qtbot, tmp_path):
     h5 = tmp_path / "m.h5"
     save_model(str(h5), model, name="m")
     loaded = []
-    window.models_loaded.connect(loaded.append)
+    window.results_ctl.models_loaded.connect(loaded.append)
     window.open_files([str(h5)])
     assert window.busy.isVisible() and window.busy.maximum() == 0
-    qtbot.waitUntil(lambda: bool(loaded) and not window.loading, timeout=20000)
+    qtbot.waitUntil(lambda: bool(loaded) and not window.data_ctl.loading, timeout=20000)
     assert not window.busy.isVisible()
 
 
 def test_main_opens_files_from_argv(tmp_path):
     path = write_fasta(tmp_path / "argv.fasta", random_protein_records(6, 7))
-    code = ("import sys; from app import main as m; from app.mainwindow import MainWindow\n"
-            "orig = MainWindow._loaded\n"
+    code = ("import sys; from app import main as m; from app.window.data import DataController\n"
+            "orig = DataController._loaded\n"
             "def loaded(self, p, r):\n"
-            "    orig(self, p, r); print('LOADED', len(r.all_sequences), flush=True); self.close()\n"
-            "MainWindow._loaded = loaded\n"
+            "    orig(self, p, r); print('LOADED', len(r.all_sequences), flush=True); self.window.close()\n"
+            "DataController._loaded = loaded\n"
             f"sys.exit(m.main(['main.py', '--no-tensorflow', '--quit-after', '30', {path!r}]))\n")
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "cfg"),
                XDG_STATE_HOME=str(tmp_path / "state"))

@@ -128,7 +128,7 @@ def test_export_figure_dialog_lists_titles_and_names_files(make_window, monkeypa
     monkeypatch.setattr(QtWidgets.QInputDialog, "getItem", staticmethod(get_item))
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", staticmethod(get_save))
     window = make_window()
-    window.export_figure_dialog()
+    window.results_ctl.export_figure_dialog()
     assert seen["items"] == ["Whole dashboard (current tab)"] + [v.title for v in registry.VIEWS]
     assert os.path.basename(seen["start"]) == "transitions.png"
     assert (tmp_path / "a.png").stat().st_size > 1000

@@ -196,7 +196,7 @@ class JobsPanel(QWidget):
         self.export_btn.clicked.connect(lambda: self.export_requested.emit(self.selected_jobs()))
         self.compare_btn = QPushButton("Compare")
         self.compare_btn.setToolTip("Select two finished jobs: metrics table and matrix differences")
-        self.compare_btn.clicked.connect(self._compare)
+        self.compare_btn.clicked.connect(self.request_compare)
         self.score_btn = QPushButton("Score on data")
         self.score_btn.setToolTip("Score the selected model on the current data set (normalised NLL)")
         self.score_btn.clicked.connect(lambda: [self.score_requested.emit(j) for j in self.selected_jobs()])
@@ -646,16 +646,17 @@ class JobsPanel(QWidget):
         self.select_new.setChecked(bool(on))
         self.select_new.blockSignals(False)
 
-    # ------------------------------------------------------------ private
-    def _current_changed(self, cur, _prev) -> None:
-        job = self.job_for_item(cur)
-        if job is not None or cur is None:
-            self.current_changed.emit(job)
-
-    def _compare(self) -> None:
-        """Compare needs exactly two selected jobs with models (never two picked out of more)."""
+    def request_compare(self) -> None:
+        """The Compare button (and Train > Compare two jobs): ``compare_requested`` with the two
+        selected jobs with models, else ``compare_refused`` (never two picked out of more)."""
         jobs = [j for j in self.selected_jobs() if j.has_model]
         if len(jobs) == 2:
             self.compare_requested.emit(jobs[0], jobs[1])
         else:
             self.compare_refused.emit(len(jobs))
+
+    # ------------------------------------------------------------ private
+    def _current_changed(self, cur, _prev) -> None:
+        job = self.job_for_item(cur)
+        if job is not None or cur is None:
+            self.current_changed.emit(job)

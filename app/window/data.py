@@ -5,22 +5,89 @@ import functools
 import os
 from typing import List, Optional
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressBar, QWidget
 
 from .. import tasks
 from ..modelspec import ModelSpec
 from ..datasets import (DEMO_FORM, DataSet, ModelSet, data_filters, dataset_from_corpus, demo_dataset, format_of_filter,
                         is_model_file, load_path, reopen_dataset)
+from .common import error_dialog
 
-__all__ = ["DataSetsMixin"]
+__all__ = ["DataController", "offer_complete_sentences"]
 
 
-class DataSetsMixin:
-    """What the user opened: data sets (``self.datasets``, ``self.current_dataset``) and model files."""
+class DataController(QObject):
+    """What the user opens: data sets (into the state) and files (model files and sessions handed on).
+
+    Parameters
+    ----------
+    window : QWidget
+        The shell: dialogs' parent, its status bar, ``window.dashboard`` and
+        ``window.leave_start_page()`` (the centre shows the views once data are in).
+    state : AppState
+        The open data sets and the current one (changed only through its methods).
+    settings : Settings
+        Last folder and recent files.
+    data_panel, model_form, log_panel :
+        The panels it talks to (their public API): the data panel's list, summary and reading
+        options; the model form's spec and sizes; the log.
+    data_dock : QDockWidget
+        Raised when a data set is shown.
+    busy : QProgressBar
+        The status bar's progress of the pending loads.
+
+    Signals
+    -------
+    dataset_added(DataSet), load_failed(str path, str message), load_progress(str path, bytes read, total)
+        For whoever follows loading (tests, benchmarks).
+    models_read(ModelSet)
+        An .h5 file of models was read (the window hands it to the results' controller).
+    session_read(str path)
+        A session file was recognised (the window hands it to the sessions' controller).
+    recent_changed()
+        A file joined the recent files (the window refreshes File > Open recent and the start page).
+    """
+
+    dataset_added = Signal(object)
+    load_failed = Signal(str, str)      # path, message
+    load_progress = Signal(str, object, object)  # path, bytes read, total bytes (None: unknown)
+    models_read = Signal(object)
+    session_read = Signal(str)
+    recent_changed = Signal()
+
+    def __init__(self, window: QWidget, state, settings, data_panel, model_form, log_panel, data_dock,
+                 busy: QProgressBar) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.settings = settings
+        self.data_panel = data_panel
+        self.model_form = model_form
+        self.log_panel = log_panel
+        self.data_dock = data_dock
+        self.busy = busy
+        self._pending_loads = 0
+        self._load_serial = 0
+        self._load_progress: dict = {}      # load serial -> (bytes read, total or None)
+        self._load_batch = 0
+        self._batches: dict = {}            # open_files call -> {"pending": n, "failed": [(path, message)]}
+
+    def _error_dialog(self, title: str, message: str) -> None:
+        error_dialog(self.window, title, message)
+
+    def _status(self, text: str, ms: int = 0) -> None:
+        self.window.statusBar().showMessage(text, ms)
+
+    def training_dataset(self) -> Optional[DataSet]:
+        """The data set new jobs train on: the current one, the demo's when none is open."""
+        if self.state.current_dataset is None:
+            self.load_demo()
+        return self.state.current_dataset
 
     def load_demo(self, seed: int = 0) -> Optional[DataSet]:
         """Add (or select) the built-in demo data set."""
-        for i, ds in enumerate(self.datasets):
+        for i, ds in enumerate(self.state.datasets):
             if ds.is_demo:
                 self.select_dataset(i)
                 return ds
@@ -37,27 +104,26 @@ class DataSetsMixin:
             self.log_panel.log(f"{ds.name}: {w}", "warning")
         self.log_panel.log(f"Data set added: {ds.name}")
         self.state.add_dataset(ds)
-        if self.stack.currentWidget() is self.start_view:   # the data are in: the views take the centre
-            self.stack.setCurrentWidget(self.dashboard)
-            if self.current_job is None:
-                self.dashboard.set_title(f"No job yet: press Train (Ctrl+T) to train a model on {ds.name}")
+        if self.window.leave_start_page():   # the data are in: the views take the centre
+            if self.state.current_job is None:
+                self.window.dashboard.set_title(f"No job yet: press Train (Ctrl+T) to train a model on {ds.name}")
         self.dataset_added.emit(ds)
 
     def select_dataset(self, index: int) -> None:
         """Make the ``index``-th open data set the current one (what new jobs train on)."""
-        if 0 <= index < len(self.datasets):
-            self.state.set_current_dataset(self.datasets[index])
+        datasets = self.state.datasets
+        if 0 <= index < len(datasets):
+            self.state.set_current_dataset(datasets[index])
 
     # listeners of the state (MainWindow._subscribe)
-    def _datasets_listed(self) -> None:
-        ds = self.current_dataset
-        self.data_panel.set_datasets([d.name for d in self.datasets], self.datasets.index(ds) if ds in self.datasets
-                                     else -1)
-        if self.current_job is not None and self._dashboard is not None:
-            self._offer_decode_datasets(self.current_job)
+    def datasets_listed(self) -> None:
+        """``datasets_changed``: the data panel's list."""
+        ds, datasets = self.state.current_dataset, self.state.datasets
+        self.data_panel.set_datasets([d.name for d in datasets], datasets.index(ds) if ds in datasets else -1)
 
-    def _dataset_shown(self, ds: DataSet) -> None:
-        index = self.datasets.index(ds)
+    def dataset_shown(self, ds: DataSet) -> None:
+        """``current_dataset_changed``: the data panel and the model form follow."""
+        index = self.state.datasets.index(ds)
         if self.data_panel.selector.currentIndex() != index:
             self.data_panel.selector.blockSignals(True)
             self.data_panel.selector.setCurrentIndex(index)
@@ -72,7 +138,7 @@ class DataSetsMixin:
         are reported together); the file-type list also chooses the format (e.g. "CoNLL-U" reads
         the files as CoNLL-U whatever their names); "All files" and "All supported files" detect it."""
         filters = data_filters()
-        paths, chosen = QFileDialog.getOpenFileNames(self, "Open data or model files", self.settings.last_folder,
+        paths, chosen = QFileDialog.getOpenFileNames(self.window, "Open data or model files", self.settings.last_folder,
                                                      filters, filters.split(";;")[0])
         if paths:
             self.open_files(paths, format=format_of_filter(chosen))
@@ -108,7 +174,7 @@ class DataSetsMixin:
         key = self._load_serial
         self._load_progress[key] = (0, None)
         self._update_busy()
-        self.statusBar().showMessage(f"Loading {os.path.basename(path)}…")
+        self._status(f"Loading {os.path.basename(path)}…")
         self.log_panel.log(f"Loading {path}")
         on_progress = None
         if progress:
@@ -174,11 +240,11 @@ class DataSetsMixin:
     def _loaded_key(self, key: int, path: str, batch: int, result, replace: Optional[DataSet] = None) -> None:
         self._load_progress.pop(key, None)
         try:
-            if replace is not None and isinstance(result, DataSet) and replace in self.datasets:
+            if replace is not None and isinstance(result, DataSet) and replace in self.state.datasets:
                 self._pending_loads -= 1
                 self._update_busy()
                 self._replace_dataset(replace, result)
-                self.statusBar().showMessage(f"Read {os.path.basename(path)} again", 5000)
+                self._status(f"Read {os.path.basename(path)} again", 5000)
             else:
                 self._loaded(path, result)
         finally:
@@ -187,7 +253,7 @@ class DataSetsMixin:
     def _load_error_key(self, key: int, path: str, batch: int, exc, tb: str, fn=None) -> None:
         self._load_progress.pop(key, None)
         message = self._load_error(path, exc, tb)
-        if fn is not None and offer_complete_sentences(self, path, exc):
+        if fn is not None and offer_complete_sentences(self.window, path, exc):
             # a CoNLL / CoNLL-U file cut short: read again, keeping its complete sentences
             self._batches[batch]["pending"] += 1
             self._start_load(path, functools.partial(fn, read={"on_bad_sentence": "skip"}), batch, progress=True)
@@ -216,14 +282,14 @@ class DataSetsMixin:
         self._update_busy()
         self.settings.last_folder = os.path.dirname(path)
         self.settings.add_recent_file(path)
-        self._refresh_recent()
+        self.recent_changed.emit()
         if isinstance(result, ModelSet) and result.is_session:   # a saved session: read, checked, restored
-            self.open_session(path)
+            self.session_read.emit(path)
         elif isinstance(result, ModelSet):
-            self._add_model_set(result)
+            self.models_read.emit(result)
         else:
             self.add_dataset(result)
-        self.statusBar().showMessage(f"Opened {os.path.basename(path)}", 5000)
+        self._status(f"Opened {os.path.basename(path)}", 5000)
 
     def _replace_dataset(self, old: DataSet, new: DataSet) -> None:
         """``new`` (the same file read again) takes ``old``'s place and name."""
@@ -246,13 +312,13 @@ class DataSetsMixin:
         if "name the format to read it as" in message:  # the core's unknown-format error
             message += " (choose its type in the file-type list of File > Open)"
         self.log_panel.log(f"Could not open {path}: {message}", "error")
-        self.statusBar().showMessage(f"Could not open {os.path.basename(path)}", 5000)
+        self._status(f"Could not open {os.path.basename(path)}", 5000)
         self.load_failed.emit(path, message)
         return message
 
     def preprocess_current(self, options: dict) -> None:
         """Re-run the core's preprocessing and split on the current data set (off the GUI thread)."""
-        ds = self.current_dataset
+        ds = self.state.current_dataset
         if ds is None or ds.corpus is None:
             return
         from ..datasets import preprocess_corpus

@@ -1,7 +1,7 @@
 """Drag and drop: files dropped anywhere on the window are opened."""
 from __future__ import annotations
 
-from typing import List
+from typing import Callable, List
 
 from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QWidget
@@ -18,11 +18,12 @@ def local_paths(mime) -> List[str]:
 
 class DropFilter(QObject):
     """Drag and drop's controller: an application-wide event filter that opens the files dropped on the
-    window or ANY widget inside it (``window.open_files``); :meth:`install` / :meth:`remove`."""
+    window or ANY widget inside it (``open_files(paths)``); :meth:`install` / :meth:`remove`."""
 
-    def __init__(self, window: QWidget) -> None:
+    def __init__(self, window: QWidget, open_files: Callable[[List[str]], None]) -> None:
         super().__init__(window)
         self.window = window
+        self.open_files = open_files
 
     def install(self) -> None:
         self.window.setAcceptDrops(True)
@@ -42,5 +43,5 @@ class DropFilter(QObject):
             return False
         event.acceptProposedAction()
         if et == QEvent.Drop:
-            self.window.open_files(paths)
+            self.open_files(paths)
         return True

@@ -2,30 +2,72 @@
 from __future__ import annotations
 
 import weakref
-from typing import List, Optional
+from typing import Callable, List, Optional
 
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QMessageBox, QWidget
 
 from ..datasets import DataSet, encode_for
 from ..export import file_stem
-from ..jobs import Job, JobState
+from ..jobs import Job, JobManager, JobState
 from ..modelspec import ModelSpec, build_model, sweep_grid
 from ..views.sweep import row_from_spec
-from .results import job_metrics
+from .common import error_dialog, job_metrics
 
-__all__ = ["JobsMixin"]
+__all__ = ["JobsController"]
 
-#: job -> (key, data, data read with its model's alphabet): see JobsMixin._decode_data
+#: job -> (key, data, data read with its model's alphabet): see JobsController._decode_data
 _DECODED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-class JobsMixin:
-    """Training jobs: ``self.jobs`` (a :class:`~app.jobs.JobManager`) and ``self.current_job``."""
+class JobsController(QObject):
+    """Training jobs: starting them (and sweeps), following them, the job the dashboard shows.
 
-    def _training_dataset(self) -> Optional[DataSet]:
-        if self.current_dataset is None:
-            self.load_demo()
-        return self.current_dataset
+    Parameters
+    ----------
+    window : QWidget
+        The shell: dialogs' parent, ``window.dashboard``, ``window.dashboard_built``,
+        ``window.leave_start_page()`` and ``window.closing`` (nothing is drawn once it closes).
+    state : AppState
+        The open data sets, the jobs and the job shown (``set_current_job``).
+    jobs : JobManager
+        Runs the jobs (placement on devices, submit, cancel, the live feed).
+    settings : Settings
+        Form defaults, "show new jobs", the sweep target.
+    model_form, jobs_panel, log_panel :
+        The panels it talks to (their public API).
+    jobs_dock : QDockWidget
+        Raised when a job is added.
+    training_dataset : callable
+        ``() -> DataSet or None``: the data set new jobs train on (the demo's when none is open).
+    """
+
+    def __init__(self, window: QWidget, state, jobs: JobManager, settings, model_form, jobs_panel, log_panel,
+                 jobs_dock, training_dataset: Callable[[], Optional[DataSet]]) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.jobs = jobs
+        self.settings = settings
+        self.model_form = model_form
+        self.jobs_panel = jobs_panel
+        self.log_panel = log_panel
+        self.jobs_dock = jobs_dock
+        self.training_dataset = training_dataset
+        self._sweeps = 0                    # sweeps started (or restored): the next is "sweep <n + 1>"
+        self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
+
+    def _error_dialog(self, title: str, message: str) -> None:
+        error_dialog(self.window, title, message)
+
+    def reserve_sweeps(self, number: int) -> None:
+        """Sweeps up to "sweep ``number``" exist (a restored session's): new ones are numbered after."""
+        self._sweeps = max(self._sweeps, int(number))
+
+    def close(self) -> None:
+        """The window closes: disconnect from Dask (a local cluster shuts down)."""
+        if self._remote_sweeps is not None:
+            self._remote_sweeps.close_all()
 
     def make_job(self, spec: ModelSpec, ds: DataSet, sweep: Optional[str] = None, job_class=Job) -> Job:
         """A job of ``job_class`` (a :class:`~app.remote_jobs.RemoteJob` runs on Dask: its device
@@ -42,7 +84,7 @@ class JobsMixin:
                          spec=spec.to_dict(), fit_kwargs=fit_kwargs)
 
     def start_training(self, spec: ModelSpec) -> Optional[Job]:
-        ds = self._training_dataset()
+        ds = self.training_dataset()
         if ds is None:
             return None
         try:
@@ -58,7 +100,7 @@ class JobsMixin:
 
     def start_sweep(self, spec: ModelSpec, repeats: int, grid=None) -> List[Job]:
         """Jobs for ``spec`` over ``grid`` ((n, l) pairs; None: the paper's grid), ``repeats`` seeds each."""
-        ds = self._training_dataset()
+        ds = self.training_dataset()
         if ds is None:
             return []
         self._sweeps += 1
@@ -95,7 +137,7 @@ class JobsMixin:
         """Choose where Run sweep trains (this app, a local Dask cluster, a scheduler) and the
         shared folder of remote runs' models; saved in the settings."""
         from ..panels.sweep_target import SweepTargetDialog
-        dlg = SweepTargetDialog(self.settings.sweep_target, self.settings.sweep_shared_dir, self)
+        dlg = SweepTargetDialog(self.settings.sweep_target, self.settings.sweep_shared_dir, self.window)
         if dlg.exec():
             self.set_sweep_target(*dlg.values())
 
@@ -110,7 +152,7 @@ class JobsMixin:
         """The Dask sweeps (:class:`app.remote_jobs.RemoteSweeps`), created by the first one."""
         if self._remote_sweeps is None:
             from ..remote_jobs import RemoteSweeps
-            self._remote_sweeps = RemoteSweeps(self.jobs, self.log_panel.log, self)
+            self._remote_sweeps = RemoteSweeps(self.jobs, self.log_panel.log, self.window)
         return self._remote_sweeps
 
     def cancel_job(self, job: Job) -> None:
@@ -126,7 +168,8 @@ class JobsMixin:
         if len(jobs) > 1:
             names = "\n".join(f"• Job {j.id}: {j.name}" for j in jobs[:12])
             more = f"\n… and {len(jobs) - 12} more" if len(jobs) > 12 else ""
-            answer = QMessageBox.question(self, "Cancel jobs", f"Cancel these {len(jobs)} jobs?\n\n{names}{more}",
+            answer = QMessageBox.question(self.window, "Cancel jobs",
+                                          f"Cancel these {len(jobs)} jobs?\n\n{names}{more}",
                                           QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
                                           QMessageBox.StandardButton.No)
             if answer != QMessageBox.StandardButton.Yes:
@@ -135,21 +178,24 @@ class JobsMixin:
             self.jobs.cancel(j)
         return True
 
-    def _job_added(self, job: Job) -> None:
+    # listeners of the state (MainWindow._subscribe)
+    def job_added(self, job: Job) -> None:
+        """``job_added``: the Jobs panel lists it; the centre leaves the start page."""
         self.jobs_panel.add_job(job)
         self.jobs_dock.raise_()
-        if self.stack.currentWidget() is self.start_view:
-            self.stack.setCurrentWidget(self.dashboard)
+        self.window.leave_start_page()
 
-    def _job_changed(self, job: Job) -> None:
-        if not self._closing:
+    def job_changed(self, job: Job) -> None:
+        """``job_changed``: its row in the Jobs panel."""
+        if not self.window.closing:
             self.jobs_panel.update_job(job)
 
-    def _job_finished(self, job: Job) -> None:
+    def job_finished(self, job: Job) -> None:
+        """``job_finished``: its row, the log, the sweep summary, the final model when it is shown."""
         self.jobs_panel.update_job(job)
         if job.sweep and job.state == JobState.FINISHED and job.spec:
             # the sweep summary (NLL and MAD against n, l per kind) fills as the sweep's jobs finish
-            self.dashboard.add_sweep_row(row_from_spec(job.spec, job_metrics(job), job.id))
+            self.window.dashboard.add_sweep_row(row_from_spec(job.spec, job_metrics(job), job.id))
         level = "info" if job.state in (JobState.FINISHED, JobState.CANCELLED) else "error"
         self.log_panel.log(f"Job {job.id} '{job.name}' {job.state.value}: {job.reason} "
                            f"after {job.elapsed:.1f} s", level)
@@ -157,8 +203,8 @@ class JobsMixin:
             self.log_panel.log(job.error, "error")
         for note in getattr(job, "notes", ()):
             self.log_panel.log(f"Job {job.id}: {note}", "warning")
-        if job is self.current_job and not self._closing:
-            d = self.dashboard
+        if job is self.state.current_job and not self.window.closing:
+            d = self.window.dashboard
             if d.model() is not None:
                 self.show_job(job)
             elif job.has_model:
@@ -169,14 +215,14 @@ class JobsMixin:
 
     def show_job(self, job: Optional[Job]) -> None:
         """Show a job (running, finished or loaded from a file) in the dashboard: it becomes the state's
-        current job, which the dashboard and the live feed follow (:meth:`_draw_job`)."""
+        current job, which the dashboard and the live feed follow (:meth:`draw_job`)."""
         self.state.set_current_job(job)
 
-    def _draw_job(self, job: Optional[Job]) -> None:
-        """The state's current job changed: the dashboard shows it, its live updates reach the
+    def draw_job(self, job: Optional[Job]) -> None:
+        """``current_job_changed``: the dashboard shows the job, its live updates reach the
         dashboard (``self.jobs.live``)."""
-        self.jobs.live.current = None if self._closing else job
-        d = self.dashboard
+        self.jobs.live.current = None if self.window.closing else job
+        d = self.window.dashboard
         d.clear()
         if job is None:
             return
@@ -204,14 +250,13 @@ class JobsMixin:
         if job.has_model:
             d.set_model(job.model, self._decode_data(job), staged=True)
         self._offer_decode_datasets(job)
-        if self.stack.currentWidget() is self.start_view:
-            self.stack.setCurrentWidget(self.dashboard)
+        self.window.leave_start_page()
 
     def _decode_data(self, job: Job, ds: Optional[DataSet] = None):
         """The sequences Decode offers for ``job``: a data set (by default the job's own, else the
         current one) read with the model's alphabet, or None (Decode then samples from the model)."""
         if ds is None:
-            ds = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
+            ds = job.dataset if isinstance(job.dataset, DataSet) else self.state.current_dataset
         if ds is None or job.model is None:
             return None
         data = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
@@ -234,29 +279,35 @@ class JobsMixin:
         _DECODED[job] = (key, data, out)
         return out
 
+    def datasets_listed(self) -> None:
+        """``datasets_changed``: Decode's "Data" box of the job shown (once the views exist)."""
+        if self.state.current_job is not None and self.window.dashboard_built:
+            self._offer_decode_datasets(self.state.current_job)
+
     def _offer_decode_datasets(self, job: Job) -> None:
         """List the open data sets in Decode's "Data" box (the one decoded selected)."""
-        own = job.dataset if isinstance(job.dataset, DataSet) else self.current_dataset
-        current = self.datasets.index(own) if own in self.datasets else -1
-        self.dashboard.set_decode_datasets([d.name for d in self.datasets], current)
+        datasets = self.state.datasets
+        own = job.dataset if isinstance(job.dataset, DataSet) else self.state.current_dataset
+        current = datasets.index(own) if own in datasets else -1
+        self.window.dashboard.set_decode_datasets([d.name for d in datasets], current)
 
     def decode_on(self, index: int) -> None:
         """Decode the current job's model on data set ``index`` (Decode's "Data" box)."""
-        job = self.current_job
-        if job is None or not job.state.has_model or not (0 <= index < len(self.datasets)):
+        job = self.state.current_job
+        if job is None or not job.state.has_model or not (0 <= index < len(self.state.datasets)):
             return
-        ds = self.datasets[index]
+        ds = self.state.datasets[index]
         from ..panels.unknown import read_for_model
         raw = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
         try:  # symbols the model does not know: counted, the user chooses
-            data = read_for_model(self, job.model, raw, ds.name, "Decode")
+            data = read_for_model(self.window, job.model, raw, ds.name, "Decode")
         except ValueError as exc:
             self._error_dialog("Cannot decode", f"'{ds.name}': the model of job {job.id} cannot read these "
                                                 f"data: {exc}")
             return
         if data is None:
             return
-        self.dashboard.decode_on(job.model, data)
+        self.window.dashboard.decode_on(job.model, data)
 
 
 def _token_count(data) -> int:

@@ -32,7 +32,7 @@ def show_tab(window, name: str) -> bool:
     if i < 0 or not tabs.isTabVisible(i):
         window.statusBar().showMessage(f"No {name} tab for the job shown", 4000)
         return False
-    window.stack.setCurrentWidget(window.dashboard)
+    window.show_dashboard()
     tabs.setCurrentIndex(i)
     return True
 
@@ -41,8 +41,7 @@ def step_tab(window, step: int) -> None:
     """The next (``step`` 1) or previous (-1) visible tab of the centre, wrapping around; from the
     start page, the dashboard's current tab."""
     tabs = window.dashboard.tabs
-    if window.stack.currentWidget() is not window.dashboard:
-        window.stack.setCurrentWidget(window.dashboard)
+    if window.leave_start_page():
         return
     n = tabs.count()
     i = tabs.currentIndex()
@@ -53,8 +52,9 @@ def step_tab(window, step: int) -> None:
             return
 
 
-def add_navigation(window, view_menu, help_menu) -> None:
-    """Add the centre's tab actions to ``view_menu`` and Help > Contents (F1) to ``help_menu``."""
+def add_navigation(window, view_menu, help_menu) -> dict:
+    """Add the centre's tab actions to ``view_menu`` and Help > Contents (F1) to ``help_menu``;
+    returns them: ``{"next_tab": .., "prev_tab": .., "tabs": {name: action}, "help": ..}``."""
     def action(text, slot, keys):
         a = QAction(text, window)
         a.setShortcuts([QKeySequence(k) for k in keys])
@@ -62,15 +62,16 @@ def add_navigation(window, view_menu, help_menu) -> None:
         a.triggered.connect(lambda _=False: slot())
         return a
     tabs = view_menu.addMenu("Centre &tab")
-    window.act_next_tab = action("&Next tab", lambda: step_tab(window, 1), ["Ctrl+Tab", "Ctrl+PgDown"])
-    window.act_prev_tab = action("&Previous tab", lambda: step_tab(window, -1), ["Ctrl+Shift+Tab", "Ctrl+PgUp"])
-    tabs.addActions([window.act_next_tab, window.act_prev_tab])
+    next_tab = action("&Next tab", lambda: step_tab(window, 1), ["Ctrl+Tab", "Ctrl+PgDown"])
+    prev_tab = action("&Previous tab", lambda: step_tab(window, -1), ["Ctrl+Shift+Tab", "Ctrl+PgUp"])
+    tabs.addActions([next_tab, prev_tab])
     tabs.addSeparator()
-    window.tab_actions = {}
+    tab_actions = {}
     for pos, name in enumerate(TAB_NAMES, 1):
         a = action(name, functools.partial(show_tab, window, name), [f"Alt+{pos}"])
         tabs.addAction(a)
-        window.tab_actions[name] = a
-    window.act_help = action("&Help contents", lambda: show_help(window), ["F1"])
-    window.act_help.setStatusTip("What HMMs and DenseHMMs are, each view, the metrics, the shortcuts")
-    help_menu.insertAction(help_menu.actions()[0] if help_menu.actions() else None, window.act_help)
+        tab_actions[name] = a
+    act_help = action("&Help contents", lambda: show_help(window), ["F1"])
+    act_help.setStatusTip("What HMMs and DenseHMMs are, each view, the metrics, the shortcuts")
+    help_menu.insertAction(help_menu.actions()[0] if help_menu.actions() else None, act_help)
+    return {"next_tab": next_tab, "prev_tab": prev_tab, "tabs": tab_actions, "help": act_help}

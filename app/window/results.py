@@ -3,25 +3,62 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from typing import List, Optional
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 
 from .. import tasks
 from ..datasets import DataSet, ModelSet, encode_for
-from ..jobs import Job, JobState
+from ..jobs import Job, JobManager, JobState
 from ..session import recorded_training_time
 from ..view_registry import VIEWS
+from .common import error_dialog, job_metrics, safe_name
 
-__all__ = ["ResultsMixin", "job_metrics"]
+__all__ = ["ResultsController"]
 
 
-class ResultsMixin:
-    """Finished jobs and loaded models: score, compare, export."""
+class ResultsController(QObject):
+    """Finished jobs and loaded models: score, compare, export.
 
-    def _add_model_set(self, ms: ModelSet) -> None:
+    Parameters
+    ----------
+    window : QWidget
+        The shell: dialogs' parent, its status bar, ``window.dashboard`` and ``window.show_dashboard()``.
+    state : AppState
+        The current data set and job; models read from files join it as finished jobs.
+    jobs : JobManager
+        The jobs of a sweep (Export sweep).
+    settings : Settings
+        Last folder, export folder.
+    jobs_panel, log_panel :
+        The panels it talks to (their public API).
+
+    Signals
+    -------
+    models_loaded(ModelSet)
+        The models of an .h5 file were added as jobs.
+    """
+
+    models_loaded = Signal(object)
+
+    def __init__(self, window: QWidget, state, jobs: JobManager, settings, jobs_panel, log_panel) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.jobs = jobs
+        self.settings = settings
+        self.jobs_panel = jobs_panel
+        self.log_panel = log_panel
+        self.score_box: Optional[QMessageBox] = None   # the last Score on data result
+
+    def _error_dialog(self, title: str, message: str) -> None:
+        error_dialog(self.window, title, message)
+
+    def _status(self, text: str, ms: int = 0) -> None:
+        self.window.statusBar().showMessage(text, ms)
+
+    def add_model_set(self, ms: ModelSet) -> None:
         """Each model of an .h5 file becomes a (finished) job, shown in the same views."""
         first = None
         for name, model in ms.models:
@@ -42,7 +79,7 @@ class ResultsMixin:
         self.models_loaded.emit(ms)
         if first is not None:
             self.jobs_panel.select(first)
-            self.show_job(first)
+            self.state.set_current_job(first)
 
     def export_models(self, jobs: List[Job], path: str, on_done=None) -> None:
         """Write the jobs' models to one HDF5 file (core writer; whole file replaced atomically)."""
@@ -50,12 +87,12 @@ class ResultsMixin:
         items = []
         for job in jobs:
             corpus = job.dataset.processed if isinstance(job.dataset, DataSet) else None
-            items.append((_safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job),
+            items.append((safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job),
                           {"trained_utc": job.finished_utc}))
 
         def done(names):
             self.log_panel.log(f"Saved {len(names)} model(s) to {path}: {', '.join(names)}")
-            self.statusBar().showMessage(f"Saved {path}", 5000)
+            self._status(f"Saved {path}", 5000)
             if on_done is not None:
                 on_done(names)
 
@@ -67,19 +104,19 @@ class ResultsMixin:
     def export_models_dialog(self, jobs: List[Job]) -> None:
         jobs = [j for j in jobs if j.has_model]
         if not jobs:
-            QMessageBox.information(self, "Export model", "Select a finished (or cancelled) job first.")
+            QMessageBox.information(self.window, "Export model", "Select a finished (or cancelled) job first.")
             return
-        start = os.path.join(self.settings.last_folder, _safe_name(jobs[0].name) + ".h5")
-        path, _ = QFileDialog.getSaveFileName(self, "Export model(s) to HDF5", start, "HDF5 model files (*.h5)")
+        start = os.path.join(self.settings.last_folder, safe_name(jobs[0].name) + ".h5")
+        path, _ = QFileDialog.getSaveFileName(self.window, "Export model(s) to HDF5", start, "HDF5 model files (*.h5)")
         if path:
             if not path.lower().endswith(".h5"):
                 path += ".h5"
             self.export_models(jobs, path)
 
     def export_sweep_dialog(self) -> None:
-        job = self.current_job
+        job = self.state.current_job
         if job is None or not job.sweep:
-            QMessageBox.information(self, "Export sweep", "Select a job of a sweep first.")
+            QMessageBox.information(self.window, "Export sweep", "Select a job of a sweep first.")
             return
         jobs = [j for j in self.jobs.sweep_jobs(job.sweep) if j.has_model]
         unfinished = len(self.jobs.sweep_jobs(job.sweep)) - len(jobs)
@@ -89,20 +126,20 @@ class ResultsMixin:
 
     def score_job(self, job: Job, ds: Optional[DataSet] = None, on_done=None) -> None:
         """Score a model on a data set's test part (or all of it): normalised NLL, off the GUI thread."""
-        ds = ds or self.current_dataset
+        ds = ds or self.state.current_dataset
         if ds is None or not job.has_model:
-            QMessageBox.information(self, "Score", "Select a model and load a data set first.")
+            QMessageBox.information(self.window, "Score", "Select a model and load a data set first.")
             return
         data = ds.test if ds.test is not None else ds.train
         from ..datasets import score_model, unknown_note
         from ..panels.unknown import read_for_model
         try:  # symbols matched by name; symbols the model does not know: counted, the user chooses
-            data = read_for_model(self, job.model, data, ds.name, "Score")
+            data = read_for_model(self.window, job.model, data, ds.name, "Score")
         except ValueError as exc:
             self._error_dialog("Cannot score", f"'{ds.name}': the model cannot read these data: {exc}")
             return
         if data is None:
-            self.statusBar().showMessage(f"Score on {ds.name} cancelled", 5000)
+            self._status(f"Score on {ds.name} cancelled", 5000)
             return
         note = unknown_note(data)
         if note:
@@ -126,7 +163,7 @@ class ResultsMixin:
         rows = "".join(f"<tr><td>{k}</td><td align='right'>{v!r}</td></tr>" for k, v in res.items())
         box = QMessageBox(QMessageBox.Icon.Information, "Score on data",
                           f"<b>Job {job.id}: {job.name}</b><br>on {data_name}<table cellspacing='6'>{rows}</table>"
-                          + (f"<p>{note}</p>" if note else ""), QMessageBox.StandardButton.Ok, self)
+                          + (f"<p>{note}</p>" if note else ""), QMessageBox.StandardButton.Ok, self.window)
         box.setObjectName("scoreResult")
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         box.setModal(False)
@@ -136,19 +173,19 @@ class ResultsMixin:
 
     def compare_refused(self, n_models: int) -> None:
         """Compare with other than two selected jobs with models: say how many are selected."""
-        QMessageBox.information(self, "Compare", "Select exactly two jobs with models (Ctrl+click) to compare "
+        QMessageBox.information(self.window, "Compare", "Select exactly two jobs with models (Ctrl+click) to compare "
                                                  f"them; {n_models} selected job(s) have a model.")
 
     def compare_jobs(self, a: Optional[Job], b: Optional[Job], on_done=None) -> None:
         """Compare two jobs' models in the Compare tab; both are scored on one split (NLL per token) off
         the GUI thread first, then the view is filled (``on_done()`` after that)."""
         if a is None or b is None:
-            QMessageBox.information(self, "Compare", "Select two jobs with models (Ctrl+click) to compare them.")
+            QMessageBox.information(self.window, "Compare", "Select two jobs with models (Ctrl+click) to compare them.")
             return
         ma, mb = job_metrics(a), job_metrics(b)
         ma["elapsed"], mb["elapsed"] = a.elapsed, b.elapsed  # the Jobs panel's time
         same = isinstance(a.dataset, DataSet) and a.dataset is b.dataset
-        ds = a.dataset if isinstance(a.dataset, DataSet) else self.current_dataset
+        ds = a.dataset if isinstance(a.dataset, DataSet) else self.state.current_dataset
         data, data_name = None, ""
         if isinstance(ds, DataSet):  # both models scored on one split (NLL per token)
             data = ds.test if ds.test is not None else ds.train
@@ -161,13 +198,13 @@ class ResultsMixin:
 
         def show(scores) -> None:
             try:
-                self.compare_view.set_models(a.name, a.model, b.name, b.model, ma, mb, scores=scores,
+                self.window.dashboard.compare.set_models(a.name, a.model, b.name, b.model, ma, mb, scores=scores,
                                              data_name=data_name, same_data=same)
             except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
                 self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
                 return
-            self.dashboard.show_compare()
-            self.stack.setCurrentWidget(self.dashboard)
+            self.window.dashboard.show_compare()
+            self.window.show_dashboard()
             if on_done is not None:
                 on_done()
 
@@ -181,24 +218,24 @@ class ResultsMixin:
     def export_figure(self, widget: QWidget, path: str, scale: float = 1.0) -> None:
         from ..export import export_widget
         export_widget(widget, path, scale=scale)
-        self.dashboard.remember_export(path)
+        self.window.dashboard.remember_export(path)
         self.settings.export_folder = os.path.dirname(os.path.abspath(path))
         self.log_panel.log(f"Figure saved: {path}")
 
     def export_figure_dialog(self) -> None:
-        d = self.dashboard
+        d = self.window.dashboard
         # the registry's titles (app.view_registry), the whole current page first
         shown = d.views()
         titles = {"Whole dashboard (current tab)": "dashboard"}
         titles.update({info.title: info.name for info in VIEWS})
-        title, ok = QInputDialog.getItem(self, "Export figure", "Which view?", list(titles), 0, False)
+        title, ok = QInputDialog.getItem(self.window, "Export figure", "Which view?", list(titles), 0, False)
         if not ok:
             return
         name = titles[title]
         # the job's stem and the view, e.g. dense-em_n10_l3_seed0_spectral_transitions.png
         fname = d.file_name(name, "png")
         start = os.path.join(d.export_dir() or self.settings.last_folder, fname)
-        path, flt = QFileDialog.getSaveFileName(self, "Export figure", start,
+        path, flt = QFileDialog.getSaveFileName(self.window, "Export figure", start,
                                                 "PNG image (*.png);;SVG vector graphics (*.svg);;PDF (*.pdf)")
         if not path:
             return
@@ -206,7 +243,8 @@ class ResultsMixin:
             path += {"SVG": ".svg", "PDF": ".pdf"}.get(flt[:3], ".png")
         scale = 1.0
         if path.lower().endswith(".png"):
-            choice, ok = QInputDialog.getItem(self, "PNG resolution", "Scale", ["1×", "2×", "3×", "4×"], 1, False)
+            choice, ok = QInputDialog.getItem(self.window, "PNG resolution", "Scale", ["1×", "2×", "3×", "4×"], 1,
+                                              False)
             if not ok:
                 return
             scale = float(choice[0])
@@ -215,22 +253,3 @@ class ResultsMixin:
         except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Export failed", f"{type(exc).__name__}: {exc}")
 
-
-def job_metrics(job: Job) -> dict:
-    """Numbers describing a job's result (last history record, sizes, scores)."""
-    out = {}
-    hist = job.history
-    if hist:
-        for k, v in hist[-1].items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v is not None:
-                out[k] = float(v)
-    model = job.model
-    for k, v in (getattr(model, "metrics_", None) or {}).items():
-        if isinstance(v, (int, float)):
-            out.setdefault(k, float(v))
-    out.update(getattr(job, "scores", {}) or {})
-    return out
-
-
-def _safe_name(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_") or "model"

@@ -12,17 +12,17 @@ import os
 import threading
 from typing import Callable, Dict, List, Optional
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 
 from .. import tasks
 from ..datasets import DataSet, reopen_dataset
-from ..jobs import Job, JobState
+from ..jobs import Job, JobManager, JobState
 from ..session import (DataRef, Session, SessionCancelled, SessionJob, load_session, recorded_training_time,
                        save_session, sweep_number)
-from .results import _safe_name, job_metrics
+from .common import error_dialog, job_metrics, safe_name
 
-__all__ = ["SessionsMixin", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
+__all__ = ["SessionsController", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
 
 
 def restored_event(job: Job):
@@ -97,17 +97,60 @@ def _finish(dialog: QProgressDialog) -> None:
     dialog.close()
 
 
-class SessionsMixin:
-    """Save every finished job to one .h5 file; open it again: Jobs panel and data sets restored."""
+class SessionsController(QObject):
+    """Save every finished job to one .h5 file; open it again: Jobs panel and data sets restored.
+
+    Parameters
+    ----------
+    window : QWidget
+        The shell: dialogs' parent (and the timers' context: nothing runs once it is gone), its
+        status bar and ``window.dashboard`` (built while a session is read).
+    state : AppState
+        The open data sets, the job shown (``set_current_job``).
+    jobs : JobManager
+        The jobs saved; restored jobs join its list.
+    settings : Settings
+        Last folder, recent files.
+    jobs_panel, log_panel :
+        The panels it talks to (their public API).
+    jobs_dock : QDockWidget
+        Raised once a session is restored.
+
+    Signals
+    -------
+    dataset_reopened(DataSet)
+        A data file the session names was read again: the window adds it (the data sets' controller).
+    sweeps_restored(int)
+        The highest sweep number restored: new sweeps are numbered after it (the jobs' controller).
+    """
+
+    dataset_reopened = Signal(object)
+    sweeps_restored = Signal(int)
+
+    def __init__(self, window: QWidget, state, jobs: JobManager, settings, jobs_panel, log_panel, jobs_dock) -> None:
+        super().__init__(window)
+        self.window = window
+        self.state = state
+        self.jobs = jobs
+        self.settings = settings
+        self.jobs_panel = jobs_panel
+        self.log_panel = log_panel
+        self.jobs_dock = jobs_dock
+
+    def _error_dialog(self, title: str, message: str) -> None:
+        error_dialog(self.window, title, message)
+
+    def _status(self):
+        return self.window.statusBar()
 
     # ------------------------------------------------------------ saving
     def save_session_dialog(self) -> None:
         jobs = [j for j in self.jobs.jobs if j.state.has_model]
         if not jobs:
-            QMessageBox.information(self, "Save session", "No finished job yet: a session keeps finished jobs.")
+            QMessageBox.information(self.window, "Save session", "No finished job yet: a session keeps finished jobs.")
             return
         start = os.path.join(self.settings.last_folder, "session.h5")
-        path, _ = QFileDialog.getSaveFileName(self, "Save session", start, "DenseHMM session (*.h5)")
+        path, _ = QFileDialog.getSaveFileName(self.window, "Save session", start, "DenseHMM session (*.h5)")
         if path:
             if not path.lower().endswith(".h5"):
                 path += ".h5"
@@ -115,7 +158,7 @@ class SessionsMixin:
 
     def _session_progress(self, title: str, text: str, cancel: Optional[threading.Event]) -> QProgressDialog:
         """A progress dialog that shows itself after 0.3 s (quick work never flashes one)."""
-        dlg = QProgressDialog(text, "Cancel" if cancel is not None else None, 0, 0, self)
+        dlg = QProgressDialog(text, "Cancel" if cancel is not None else None, 0, 0, self.window)
         dlg.setWindowTitle(title)
         dlg.setWindowModality(Qt.WindowModal)
         dlg.setMinimumDuration(300)
@@ -133,7 +176,7 @@ class SessionsMixin:
         for job in self.jobs.jobs:
             if not job.state.has_model:
                 continue
-            name = _safe_name(f"job{job.id}_{job.name}")[:200]
+            name = safe_name(f"job{job.id}_{job.name}")[:200]
             while name in used:
                 name += "_"
             used.add(name)
@@ -143,7 +186,7 @@ class SessionsMixin:
             items.append((name, job, corpus, test, job_metrics(job)))
         dlg = self._session_progress("Save session", f"Saving {len(items)} job(s) to {os.path.basename(path)}…",
                                      None)
-        self.statusBar().showMessage(f"Saving the session to {path}…")
+        self._status().showMessage(f"Saving the session to {path}…")
 
         def progress(done, total):
             dlg.setRange(0, total)
@@ -153,13 +196,13 @@ class SessionsMixin:
             _finish(dlg)
             self.settings.last_folder = os.path.dirname(os.path.abspath(path))
             self.log_panel.log(f"Session saved: {len(names)} job(s) in {path}")
-            self.statusBar().showMessage(f"Session saved to {path}", 5000)
+            self._status().showMessage(f"Session saved to {path}", 5000)
             if on_done is not None:
                 on_done(names)
 
         def failed(exc, tb):
             _finish(dlg)
-            self.statusBar().clearMessage()
+            self._status().clearMessage()
             self._error_dialog("Cannot save the session", str(exc))
 
         tasks.run_background(lambda report: save_session(path, items, progress=report), done, failed,
@@ -167,7 +210,7 @@ class SessionsMixin:
 
     # ------------------------------------------------------------ opening
     def open_session_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open session", self.settings.last_folder,
+        path, _ = QFileDialog.getOpenFileName(self.window, "Open session", self.settings.last_folder,
                                               "DenseHMM session (*.h5);;All files (*)")
         if path:
             self.open_session(path)
@@ -180,7 +223,7 @@ class SessionsMixin:
         cancel = threading.Event()
         name = os.path.basename(path)
         dlg = self._session_progress("Open session", f"Reading {name}…", cancel)
-        self.statusBar().showMessage(f"Reading the session {name}…")
+        self._status().showMessage(f"Reading the session {name}…")
 
         def progress(done, total):
             dlg.setRange(0, total)
@@ -188,13 +231,13 @@ class SessionsMixin:
             dlg.setLabelText(f"Reading {name}: {done} of {total} job(s)")
 
         def done(result) -> None:
-            self.statusBar().clearMessage()
+            self._status().clearMessage()
             session, jobs = result
             self.restore_session(session, jobs, on_done=on_done, dialog=dlg, cancel=cancel)
 
         def failed(exc, tb) -> None:
             _finish(dlg)
-            self.statusBar().clearMessage()
+            self._status().clearMessage()
             if isinstance(exc, SessionCancelled):
                 self.log_panel.log(f"Opening the session {path} was cancelled: nothing restored", "warning")
                 return
@@ -210,10 +253,10 @@ class SessionsMixin:
         tasks.run_background(read, done, failed, on_progress=progress)
         # The GUI thread is idle while the file is read: build the views now (the first job is
         # drawn in them once restored), not after the read.
-        QTimer.singleShot(0, self, self._prepare_views)
+        QTimer.singleShot(0, self.window, self._prepare_views)
 
     def _prepare_views(self) -> None:
-        self.dashboard  # noqa: B018 - built on first use
+        self.window.dashboard  # noqa: B018 - built on first use
 
     def restore_session(self, session: Session, jobs: Optional[List[Job]] = None,
                         on_done: Optional[Callable[[List[Job]], None]] = None,
@@ -257,7 +300,7 @@ class SessionsMixin:
                     dialog.setRange(0, len(jobs))
                     dialog.setValue(len(added))
                     dialog.setLabelText(f"Adding the jobs: {len(added)} of {len(jobs)}")
-                QTimer.singleShot(0, self, step)
+                QTimer.singleShot(0, self.window, step)
                 return
             if dialog is not None:
                 _finish(dialog)
@@ -269,7 +312,7 @@ class SessionsMixin:
 
     def _session_restored(self, session: Session, jobs: List[Job]) -> None:
         # new sweeps of this session must not reuse a restored sweep's name
-        self._sweeps = max([self._sweeps] + [sweep_number(j.sweep) for j in jobs])
+        self.sweeps_restored.emit(max([0] + [sweep_number(j.sweep) for j in jobs]))
         self.settings.add_recent_file(session.path)
         self.log_panel.log(f"Session {os.path.basename(session.path)}: {len(jobs)} job(s) restored")
         if not jobs:
@@ -282,17 +325,17 @@ class SessionsMixin:
         panel.blockSignals(blocked)
         waiting = self._reattach_datasets(session, jobs, first)
         if not waiting:
-            self.show_job(first)
+            self.state.set_current_job(first)
             return
         # drawn once its data set is attached (Decode, tags and token counts need it); a slow
         # read does not leave it blank: shown after SHOW_WITHOUT_DATA_MS anyway (not once the
         # window is gone: the timer's context)
-        QTimer.singleShot(SHOW_WITHOUT_DATA_MS, self, lambda: self._show_restored(first))
+        QTimer.singleShot(SHOW_WITHOUT_DATA_MS, self.window, lambda: self._show_restored(first))
 
     def _show_restored(self, job: Job) -> None:
         """Show ``job`` unless it is shown already or the user has moved on to another job."""
-        if self.current_job is not job and self.jobs_panel.current_job() is job:
-            self.show_job(job)
+        if self.state.current_job is not job and self.jobs_panel.current_job() is job:
+            self.state.set_current_job(job)
 
     # ------------------------------------------------------------ data sets
     def _reattach_datasets(self, session: Session, jobs: List[Job], first: Job) -> bool:
@@ -307,7 +350,8 @@ class SessionsMixin:
         reading: List[DataRef] = []
         for ref in session.data_refs():
             members = groups[ref.key]
-            open_ds = next((ds for ds in self.datasets if ds.path == ref.path and ds.options == ref.options), None)
+            open_ds = next((ds for ds in self.state.datasets if ds.path == ref.path and ds.options == ref.options),
+                           None)
             if open_ds is not None:
                 self._attach(open_ds, members)
             elif ref.path is None:                     # the demo: generated again, no file read
@@ -332,7 +376,7 @@ class SessionsMixin:
         lines = "\n".join(f"• {r.path}" for r in refs[:20]) + (f"\n… and {len(refs) - 20} more" if len(refs) > 20
                                                                  else "")
         answer = QMessageBox.question(
-            self, "Read the session's data files?",
+            self.window, "Read the session's data files?",
             f"The jobs of {os.path.basename(path)} trained on {len(refs)} data file(s):\n\n{lines}\n\n"
             f"Read them again (for Decode, scores and new jobs on the same data)? The jobs are restored "
             f"either way.", QMessageBox.Yes | QMessageBox.No, QMessageBox.Yes)
@@ -342,7 +386,7 @@ class SessionsMixin:
         def done(ds: DataSet) -> None:
             if ref.name:
                 ds.name = ref.name
-            self.add_dataset(ds)
+            self.dataset_reopened.emit(ds)
             self._attach(ds, jobs)
             if first is not None and first in jobs:
                 self._show_restored(first)
@@ -358,5 +402,5 @@ class SessionsMixin:
         for job in jobs:
             job.dataset, job.train, job.test = ds, ds.train, ds.test
             self.jobs_panel.update_job(job)
-        if self.current_job in jobs:
-            self.show_job(self.current_job)
+        if self.state.current_job in jobs:
+            self.state.set_current_job(self.state.current_job)

@@ -110,7 +110,7 @@ def run_jobs(app, win, seconds, throttle=True):
                             **dict(type_defaults("dense_cooc", "paper"), cooc_steps=10 ** 7)),
              ModelSpec.make(model_type="dense_em", n=5, l=3,
                             **dict(type_defaults("dense_em", "paper"), n_iter=10 ** 6))]
-    jobs = [win.start_training(s) for s in specs]
+    jobs = [win.jobs_ctl.start_training(s) for s in specs]
     win.jobs_panel.select(jobs[1])     # the EM job sends a parameter snapshot every iteration
     ok = wait_until(app, lambda: all(j.step > 0 for j in jobs), 300)
     if not ok:
@@ -151,7 +151,7 @@ def run_finish(app, win, specs, settle: float = 3.0, timeout: float = 600.0, pro
     ``settle`` s after the last one ended and its final model is drawn (staged parts, tagging
     scores).  Returns the stalls split into "training" (before the first finish - 0.1 s) and
     "finish" (from then on), and where the worst tick was (seconds after the first finish)."""
-    jobs = [win.start_training(s) for s in specs]
+    jobs = [win.jobs_ctl.start_training(s) for s in specs]
     if any(j is None for j in jobs):
         raise SystemExit("the finish-phase jobs could not start")
     win.jobs_panel.select(jobs[1])   # the EM job is shown live, as a user watching it would
@@ -190,7 +190,7 @@ def run_finish(app, win, specs, settle: float = 3.0, timeout: float = 600.0, pro
 
 def finish_phase(app, win, args) -> dict:
     ds = words_dataset(args.words)
-    win.add_dataset(ds)
+    win.data_ctl.add_dataset(ds)
     settle_events(app, 1.0)   # loading's own redraws (the data panel's charts) are not the finish's
     print(f"finish phase: {ds.name}, m = {ds.n_symbols:,} words, "
           f"{sum(len(x) for x in ds.train.sequences):,} training tokens; two jobs n={args.finish_n} "
@@ -251,7 +251,7 @@ def main() -> int:
     # the paper's demo size (10 + 10 sequences of length 200), as in the measurements before
     # the app's demo grew to 50 + 50: the EM job then sends the same ~60 snapshots per second
     app_datasets.DEMO_SIZE = {"n_train": 10, "n_test": 10, "length": 200}
-    win.load_demo()
+    win.data_ctl.load_demo()
     ready = []
     win.background_ready.connect(lambda: ready.append(1))
     win.start_background_init()   # TensorFlow: in a worker process (default) or here (thread executor)
@@ -286,11 +286,11 @@ def main() -> int:
     if not args.no_finish:
         demo = win.current_dataset
         finish_phase(app, win, args)
-        win.select_dataset(win.datasets.index(demo))
+        win.data_ctl.select_dataset(win.datasets.index(demo))
 
     # closing with two running jobs
     from app.modelspec import ModelSpec, type_defaults
-    jobs = [win.start_training(ModelSpec.make(model_type="dense_cooc", n=5, l=3,
+    jobs = [win.jobs_ctl.start_training(ModelSpec.make(model_type="dense_cooc", n=5, l=3,
                                          **dict(type_defaults("dense_cooc", "paper"), steps=10 ** 7)))
             for _ in range(2)]
     wait_until(app, lambda: all(j.step > 0 for j in jobs), 300)

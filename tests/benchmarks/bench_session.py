@@ -72,8 +72,8 @@ def old_read(path):
 
 def session_items(window):
     """What File > Save session writes (the window's own list)."""
-    from app.window.results import _safe_name, job_metrics
-    return [(_safe_name(f"job{j.id}_{j.name}"), j, j.dataset.processed if j.dataset else None,
+    from app.window.common import job_metrics, safe_name
+    return [(safe_name(f"job{j.id}_{j.name}"), j, j.dataset.processed if j.dataset else None,
              j.dataset.test if j.dataset else None, job_metrics(j)) for j in window.jobs.jobs]
 
 
@@ -93,14 +93,14 @@ def save_and_open(app, tmp, jobs, dataset, tag, started=False):
     _no_question(QMessageBox.Yes)
     w = fresh_window(app, tmp, f"{tag}-a.ini", start=False)
     if dataset is not None:
-        w.add_dataset(dataset)
+        w.data_ctl.add_dataset(dataset)
     for j in jobs:
         w.jobs.jobs.append(j)
         w.jobs_panel.add_job(j)
     path = os.path.join(tmp, f"{tag}.h5")
     saved = []
     t0, c0 = time.perf_counter(), _cpu()
-    w.save_session(path, on_done=saved.append)
+    w.sessions_ctl.save_session(path, on_done=saved.append)
     wait_until(app, lambda: bool(saved), 300, step=0.002)
     t_save = time.perf_counter() - t0
     CPU["save"].append(_cpu() - c0)
@@ -109,7 +109,7 @@ def save_and_open(app, tmp, jobs, dataset, tag, started=False):
     wait_until(app, lambda: False, 0.3)
     restored = []
     t0, c0 = time.perf_counter(), _cpu()
-    w2.open_session(path, on_done=restored.extend)
+    w2.sessions_ctl.open_session(path, on_done=restored.extend)
     wait_until(app, lambda: bool(restored), 300, step=0.002)
     t_open = time.perf_counter() - t0
     wait_until(app, lambda: all(j.dataset is not None for j in restored) and w2.current_job is restored[0]
@@ -198,7 +198,7 @@ def scale(app, sizes, repeats):
             path = os.path.join(tmp, f"s{size}-{r}.h5")
             saved = []
             t0 = time.perf_counter()
-            w.save_session(path, on_done=saved.append)
+            w.sessions_ctl.save_session(path, on_done=saved.append)
             wait_until(app, lambda: bool(saved), 600, step=0.002)
             saves.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
@@ -214,7 +214,7 @@ def scale(app, sizes, repeats):
             timer.start(5)
             restored = []
             t0 = time.perf_counter()
-            w2.restore_session(session, on_done=restored.extend)
+            w2.sessions_ctl.restore_session(session, on_done=restored.extend)
             wait_until(app, lambda: bool(restored), 600, step=0.001)
             t1 = time.perf_counter()
             timer.stop()

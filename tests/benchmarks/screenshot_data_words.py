@@ -40,14 +40,14 @@ def main() -> int:
     settle(app, 0.5)
     path = CONLLU if os.path.exists(CONLLU) else FIXTURE
     w.open_files([path])
-    wait_until(app, lambda: len(w.datasets) == 1 and not w.loading, 60)
+    wait_until(app, lambda: len(w.datasets) == 1 and not w.data_ctl.loading, 60)
     p = w.data_panel
     p.observe.setCurrentIndex(p.observe.findData("words"))
     p.max_vocab.setValue(2000)
     p.rare.setCurrentIndex(p.rare.findData("shape"))
     old = w.datasets[0]
     p.reread_button.click()
-    wait_until(app, lambda: old not in w.datasets and not w.loading, 60)
+    wait_until(app, lambda: old not in w.datasets and not w.data_ctl.loading, 60)
     w.data_dock.raise_()
     area = w.data_dock.widget()
     settle(app, 0.5)

@@ -38,13 +38,15 @@ def main() -> int:
     shot = saver(app, out, win)
 
     win.open_files([fasta])
-    wait_until(app, lambda: len(win.datasets) == 1 and not win.loading, 60)
-    jobs = [win.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=20, tol=0.0, seed=1)) for n in (4, 6)]
-    win.load_demo()
-    jobs += [win.start_training(ModelSpec.make(model_type="standard_fair", n=5, l=3, n_iter=20, tol=0.0, seed=2)),
-             win.start_training(ModelSpec.make(model_type="standard", n=5, n_iter=30, tol=0.0, seed=3))]
+    wait_until(app, lambda: len(win.datasets) == 1 and not win.data_ctl.loading, 60)
+    jobs = [win.jobs_ctl.start_training(
+        ModelSpec.make(model_type="standard", n=n, n_iter=20, tol=0.0, seed=1)) for n in (4, 6)]
+    win.data_ctl.load_demo()
+    jobs += [win.jobs_ctl.start_training(
+        ModelSpec.make(model_type="standard_fair", n=5, l=3, n_iter=20, tol=0.0, seed=2)),
+             win.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=5, n_iter=30, tol=0.0, seed=3))]
     wait_until(app, lambda: all(j.state.is_final for j in jobs), 300)
-    running = win.start_training(ModelSpec.make(model_type="standard", n=8, n_iter=100000, tol=0.0, seed=4))
+    running = win.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=8, n_iter=100000, tol=0.0, seed=4))
     wait_until(app, lambda: running.step >= 3, 60)
     win.jobs_dock.raise_()
     win.jobs_panel.select(jobs[0])

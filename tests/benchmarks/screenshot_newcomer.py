@@ -45,12 +45,12 @@ def main() -> int:
 
     # 1. the data panel: words with the defaults
     w.open_files([dev])
-    wait_until(app, lambda: len(w.datasets) == 1 and not w.loading, 120)
+    wait_until(app, lambda: len(w.datasets) == 1 and not w.data_ctl.loading, 120)
     p = w.data_panel
     p.observe.setCurrentIndex(p.observe.findData("words"))
     old = w.datasets[0]
     p.reread_button.click()
-    wait_until(app, lambda: old not in w.datasets and not w.loading, 120)
+    wait_until(app, lambda: old not in w.datasets and not w.data_ctl.loading, 120)
     w.data_dock.raise_()
     words = w.datasets[0]
     print(f"words: {words.n_symbols} symbols, <unk> in vocabulary: {'<unk>' in words.vocabulary}", flush=True)
@@ -65,11 +65,11 @@ def main() -> int:
     dlg.close()
 
     # 3. a DenseHMM on the words; its embedding scatter
-    w.select_dataset(0)
-    job = w.start_training(ModelSpec.make(model_type="dense_cooc", n=12, l=3, cooc_steps=300, lr=0.05, tol=0.0,
+    w.data_ctl.select_dataset(0)
+    job = w.jobs_ctl.start_training(ModelSpec.make(model_type="dense_cooc", n=12, l=3, cooc_steps=300, lr=0.05, tol=0.0,
                                           seed=0))
     wait_until(app, lambda: job.state.is_final, 600)
-    w.show_job(job)
+    w.jobs_ctl.show_job(job)
     d = w.dashboard
     wait_until(app, lambda: not d.live_update_pending and not d.live_tagging_busy(), 60)
     settle(app, 1.0)
@@ -82,16 +82,16 @@ def main() -> int:
     p.min_count.setValue(1)
     old = w.datasets[0]
     p.reread_button.click()
-    wait_until(app, lambda: old not in w.datasets and not w.loading, 120)
-    every = w.start_training(ModelSpec.make(model_type="standard", n=5, n_iter=2, tol=0.0, seed=0))
+    wait_until(app, lambda: old not in w.datasets and not w.data_ctl.loading, 120)
+    every = w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=5, n_iter=2, tol=0.0, seed=0))
     wait_until(app, lambda: every.state.is_final, 600)
     w.open_files([test])
-    wait_until(app, lambda: len(w.datasets) == 2 and not w.loading, 120)
+    wait_until(app, lambda: len(w.datasets) == 2 and not w.data_ctl.loading, 120)
     p.observe.setCurrentIndex(p.observe.findData("words"))
     p.min_count.setValue(1)
     old = w.datasets[1]
     p.reread_button.click()
-    wait_until(app, lambda: old not in w.datasets and not w.loading, 120)
+    wait_until(app, lambda: old not in w.datasets and not w.data_ctl.loading, 120)
     from app.panels import unknown
 
     def grab_box(box):
@@ -99,7 +99,7 @@ def main() -> int:
         shot("unknown_symbols.png", box)
         box.button(QMessageBox.StandardButton.Cancel).click()
     unknown._ask = grab_box
-    w.score_job(every, ds=w.datasets[1])
+    w.results_ctl.score_job(every, ds=w.datasets[1])
 
     # 5. a CoNLL-U file cut short
     with open(dev, encoding="utf-8") as f:
@@ -117,13 +117,14 @@ def main() -> int:
     QMessageBox.question = staticmethod(question)
     n = len(w.datasets)
     w.open_files([cut])
-    wait_until(app, lambda: len(w.datasets) == n + 1 and not w.loading, 120)
+    wait_until(app, lambda: len(w.datasets) == n + 1 and not w.data_ctl.loading, 120)
     print("cut file:", w.datasets[-1].warnings, flush=True)
 
     # 6. dark theme while a demo job trains
     w.set_theme("dark")
-    w.load_demo()
-    demo = w.start_training(ModelSpec.make(model_type="dense_cooc", n=5, l=3, cooc_steps=20000, lr=0.001, tol=0.0,
+    w.data_ctl.load_demo()
+    demo = w.jobs_ctl.start_training(
+        ModelSpec.make(model_type="dense_cooc", n=5, l=3, cooc_steps=20000, lr=0.001, tol=0.0,
                                           seed=0))
     wait_until(app, lambda: demo.step > 200 or demo.state.is_final, 120)
     settle(app, 1.5)

@@ -32,12 +32,13 @@ def main() -> int:
 
     first = window("first.ini")
     first.open_files([fasta])
-    wait_until(app, lambda: len(first.datasets) == 1 and not first.loading, 60)
-    jobs = [first.start_training(ModelSpec.make(model_type="standard", n=4, n_iter=30, tol=0.0, seed=0)),
-            first.start_training(ModelSpec.make(model_type="standard_fair", n=6, l=3, n_iter=30, tol=0.0, seed=1))]
+    wait_until(app, lambda: len(first.datasets) == 1 and not first.data_ctl.loading, 60)
+    jobs = [first.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=4, n_iter=30, tol=0.0, seed=0)),
+            first.jobs_ctl.start_training(
+                ModelSpec.make(model_type="standard_fair", n=6, l=3, n_iter=30, tol=0.0, seed=1))]
     wait_until(app, lambda: all(j.state.is_final for j in jobs), 300)
     saved = []
-    first.save_session(session, on_done=saved.append)
+    first.sessions_ctl.save_session(session, on_done=saved.append)
     wait_until(app, lambda: bool(saved), 60)
     print("saved", session, saved)
     first.close()
@@ -46,7 +47,7 @@ def main() -> int:
     QMessageBox.question = staticmethod(lambda *a, **k: QMessageBox.Yes)   # "Read the session's data files?"
     win = window("second.ini")
     restored = []
-    win.open_session(session, on_done=restored.extend)
+    win.sessions_ctl.open_session(session, on_done=restored.extend)
     wait_until(app, lambda: len(restored) == 2 and all(j.dataset is not None for j in restored)
                and win.current_job is restored[0] and not win.dashboard.live_update_pending, 60)
     win.jobs_dock.raise_()

@@ -58,12 +58,12 @@ def main() -> int:
 
     if os.path.exists(FASTA):
         settings.add_recent_file(FASTA)
-        win._refresh_recent()
+        win.refresh_recent()
     shot("start.png")
 
     if os.path.exists(FASTA):
         win.open_files([FASTA])
-        if not wait_until(app, lambda: win.datasets and not win.loading, 120):
+        if not wait_until(app, lambda: win.datasets and not win.data_ctl.loading, 120):
             raise SystemExit("the FASTA did not load")
         panel = win.data_panel
         panel.max_len.setValue(512)
@@ -73,7 +73,7 @@ def main() -> int:
         wait_until(app, lambda: panel.summary["n_symbols"] != before, 60)
     else:
         print("shared data missing: using the demo data set")
-        win.load_demo()
+        win.data_ctl.load_demo()
 
     win.start_background_init()
     wait_until(app, lambda: win.tf_status in ("ready", "failed"), 300)
@@ -86,10 +86,11 @@ def main() -> int:
     wait_until(app, lambda: dense.step > 0, 300)
     wait_until(app, lambda: dense.state.is_final, args.train_seconds)
     if not dense.state.is_final:
-        win.cancel_job(dense)
+        win.jobs_ctl.cancel_job(dense)
         wait_until(app, lambda: dense.state.is_final, 60)
     print(f"dense job {dense.state.value} after {time.perf_counter() - t0:.1f} s at step {dense.step}")
-    fair = win.start_training(ModelSpec.make(model_type="standard_fair", n=10, l=5, n_iter=30, tol=1e-6, seed=1))
+    fair = win.jobs_ctl.start_training(
+        ModelSpec.make(model_type="standard_fair", n=10, l=5, n_iter=30, tol=1e-6, seed=1))
     wait_until(app, lambda: fair.state.is_final, 120)
     win.model_form.set_spec(spec)
     win.jobs_panel.select(dense)
@@ -100,7 +101,7 @@ def main() -> int:
     shot("decode.png")
     d.tabs.setCurrentWidget(d.overview)
     shot("overview.png")
-    win.compare_jobs(dense, fair)
+    win.results_ctl.compare_jobs(dense, fair)
     shot("compare.png")
     d.tabs.setCurrentIndex(0)
     win.log_dock.raise_()

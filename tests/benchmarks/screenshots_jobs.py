@@ -37,7 +37,8 @@ def main() -> int:
         box = QMessageBox(QMessageBox.Critical, title, message, QMessageBox.Ok, win)
         box.show()
         shown_dialogs.append(box)
-    win._error_dialog = dialog
+    # the window's error dialogs (app.window.common.error_dialog), shown non-modal here
+    QMessageBox.critical = staticmethod(lambda parent, title, message, *a, **k: dialog(title, message))
     win.show()
     settle(app, 1.0)
     screen = QGuiApplication.primaryScreen()
@@ -49,16 +50,16 @@ def main() -> int:
     have = os.path.exists(FASTA_A) and os.path.exists(FASTA_B)
     if have:
         win.open_files([FASTA_A, FASTA_B])
-        wait_until(app, lambda: len(win.datasets) == 2 and not win.loading, 120)
+        wait_until(app, lambda: len(win.datasets) == 2 and not win.data_ctl.loading, 120)
         a = next(d for d in win.datasets if d.path == FASTA_A)
         b = next(d for d in win.datasets if d.path == FASTA_B)
-        win.select_dataset(win.datasets.index(a))
-    win.load_demo()
+        win.data_ctl.select_dataset(win.datasets.index(a))
+    win.data_ctl.load_demo()
     wait_until(app, lambda: win.tf_status in ("ready", "failed"), 300)
     demo = win.current_dataset
     win.set_pool_size(2)
-    sweep = win.start_sweep(ModelSpec.make(model_type="dense_cooc", lr=0.01, cooc_steps=400, tol=0.0), 1)
-    std = win.start_sweep(ModelSpec.make(model_type="standard", n_iter=25, tol=0.0), 2)
+    sweep = win.jobs_ctl.start_sweep(ModelSpec.make(model_type="dense_cooc", lr=0.01, cooc_steps=400, tol=0.0), 1)
+    std = win.jobs_ctl.start_sweep(ModelSpec.make(model_type="standard", n_iter=25, tol=0.0), 2)
     wait_until(app, lambda: all(j.state.is_final for j in sweep + std), 600)
     win.jobs_panel.tree.sortByColumn(C_TEST, Qt.AscendingOrder)
     win.jobs_dock.raise_()
@@ -68,8 +69,8 @@ def main() -> int:
     shot("jobs_sweep_tab.png")
 
     if have:
-        win.select_dataset(win.datasets.index(a))
-        job = win.start_training(ModelSpec.make(model_type="standard", n=6, n_iter=6, tol=0.0, seed=0))
+        win.data_ctl.select_dataset(win.datasets.index(a))
+        job = win.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=6, n_iter=6, tol=0.0, seed=0))
         wait_until(app, lambda: job.state.is_final, 600)
         win.jobs_panel.select(job)
         d = win.dashboard
@@ -83,7 +84,7 @@ def main() -> int:
             d.decode.find_sequence(d.decode.find_edit.text())
         shot("decode_other_dataset.png")
         res = []
-        win.score_job(job, b, on_done=res.append)
+        win.results_ctl.score_job(job, b, on_done=res.append)
         wait_until(app, lambda: bool(res), 120)
         print("scored on", b.name, res)
 
@@ -95,7 +96,7 @@ def main() -> int:
             f.write(data)
         bad.append(p)
     win.open_files(bad + [os.path.join(tmp, "missing.conllu")])
-    wait_until(app, lambda: not win.loading and bool(shown_dialogs), 60)
+    wait_until(app, lambda: not win.data_ctl.loading and bool(shown_dialogs), 60)
     shot("open_errors.png", shown_dialogs[-1])
     shown_dialogs[-1].close()
 
