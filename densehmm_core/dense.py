@@ -38,6 +38,7 @@ from typing import Any, Dict, Iterator, List, Optional, cast
 import numpy as np
 
 from .em import DIAGNOSTICS_EVERY, EMHooks, EMSettings, run_em
+from .posterior_sparsity import check_sparsity, sparsity_estep
 from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
 from .dense_layout import FeatureLayout, Layout
 from .hyperparams import HyperParam, ModelType
@@ -244,6 +245,11 @@ class DenseHMM(BaseHMM):
         EM and marginal: weight of the L2 penalty ``(l2/2) ||theta||^2`` on all embeddings (features
         included), added to EM's M-step loss ``-Q / n_tokens`` and to the direct fit's
         ``-log p(X) / n_tokens``; 0 (the default): none.
+    posterior_sparsity : float
+        EM: ``sigma`` of the posterior-sparsity E-step (Graca et al. 2011): the token posteriors are
+        projected so that each symbol uses few states before the M-step counts them
+        (:mod:`densehmm_core.posterior_sparsity`); 0 (the default): the plain E-step.  The direct
+        fit (``"marginal"``) ignores it.
     diagnostics_every : int
         EM and marginal: the co-occurrence MAD and the test NLL every this many iterations (and on the first
         and the last event; :data:`densehmm_core.em.DIAGNOSTICS_EVERY`).
@@ -291,7 +297,7 @@ class DenseHMM(BaseHMM):
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
-                   "diagnostics_every", "l2", "mstep_dtype")
+                   "diagnostics_every", "l2", "mstep_dtype", "posterior_sparsity")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
@@ -390,6 +396,10 @@ class DenseHMM(BaseHMM):
                    "fit's NLL per token (0: none).",
                    methods=("em", "cooc_em", "marginal"), low=0, high=1e6, flag="--l2", metavar="LAMBDA",
                    form=True, log=True),
+        HyperParam("posterior_sparsity", float, "Posterior sparsity", "sigma of the posterior-sparsity E-step "
+                   "(Graca et al. 2011): each symbol's token posteriors are projected to use few states (an "
+                   "L1/Linf penalty) before the M-step counts them (0: the plain E-step).",
+                   methods=("em", "cooc_em"), low=0, high=1000, flag="--posterior-sparsity", metavar="SIGMA"),
     )
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
@@ -405,7 +415,7 @@ class DenseHMM(BaseHMM):
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
                  init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY,
-                 l2: float = 0.0, mstep_dtype: Optional[str] = None) -> None:
+                 l2: float = 0.0, mstep_dtype: Optional[str] = None, posterior_sparsity: float = 0.0) -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -442,6 +452,7 @@ class DenseHMM(BaseHMM):
         if mstep_dtype is not None and mstep_dtype not in MSTEP_DTYPES:
             raise ValueError(f"mstep_dtype must be one of {MSTEP_DTYPES}, got {mstep_dtype!r}")
         self.mstep_dtype = mstep_dtype
+        self.posterior_sparsity = check_sparsity(posterior_sparsity)
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -924,6 +935,7 @@ class _DenseEM(EMHooks):
         self.model, self.layout, self.h, self.init = model, layout, h, init
         self.engine, self.backend = engine, engine.backend
         self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype())
+        self.sparsity = sparsity_estep(model.posterior_sparsity)
         self.ntok = float(n_tokens(seqs))
         self.pairs = self.bounds = None
         if h["init_method"] == "spectral" and init:

@@ -80,6 +80,9 @@ class EMHooks:
     #: True when the event ``loss`` is the training NLL per token (Baum-Welch), False when the
     #: M-step reports its own objective (None on the first event).
     loss_is_nll = False
+    #: Posterior sparsity of the E-step (a :class:`~densehmm_core.posterior_sparsity.PosteriorSparsity`
+    #: the model sets when its ``posterior_sparsity`` is > 0), or None: the plain E-step.
+    sparsity: Any = None
 
     def start(self, restart: int) -> Any:
         """The initial state of run ``restart`` (0-based)."""
@@ -110,7 +113,10 @@ class EMHooks:
         """``(stats or None, total log-likelihood)`` of ``state`` on the prepared training data."""
         pi, A, B = self.matrices(state)
         if want_stats:
-            st = engine.statistics_device(pi, A, B, data)
+            if self.sparsity is not None:
+                st = self.sparsity.estep(engine, pi, A, B, data)
+            else:
+                st = engine.statistics_device(pi, A, B, data)
             return st, float(st.loglik.sum())
         return None, float(engine.loglik_device(pi, A, B, data).sum())
 
