@@ -144,8 +144,9 @@ class Job:
     @property
     def has_model(self) -> bool:
         """A fitted model is here to show, export, compare and score (a remote job's only
-        once its saved model has been read: :class:`app.remote_jobs.RemoteJob`)."""
-        return self.state.has_model
+        once its saved model has been read: :class:`app.remote_jobs.RemoteJob`); a job cancelled
+        during its start has none (its model never had parameters)."""
+        return self.state.has_model and getattr(self.model, "emissionprob_", None) is not None
 
     def __repr__(self) -> str:  # pragma: no cover - debugging aid
         return f"<Job {self.id} {self.name!r} {self.state.value}>"

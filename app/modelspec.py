@@ -10,14 +10,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional, Tuple
 
+from densehmm_core import grid as grid_mod
 from densehmm_core import hyperparams
 from densehmm_core.registry import model_class, model_classes, model_type, model_types
 
 __all__ = ["ModelSpec", "build_model", "model_config", "type_defaults", "sweep_grid", "PAPER_GRID", "fair_states",
            "type_labels", "short_label", "form_params", "DEFAULT_TYPE"]
 
-#: the paper's (n, l) grid (Sicking et al. 2020, section 5)
-PAPER_GRID = {3: (1, 2, 3), 5: (2, 3, 5), 10: (2, 3, 5, 10)}
+#: the paper's (n, l) grid (Sicking et al. 2020, section 5): the core's
+PAPER_GRID = grid_mod.PAPER_GRID
 #: the form's model type at first start
 DEFAULT_TYPE = "dense_cooc"
 #: what the form sets itself (its own widgets), not as option fields
@@ -172,16 +173,18 @@ def build_model(spec: ModelSpec, n_symbols: int, device: Optional[str] = None):
     return model_from_config(kind, cfg), cfg["n_states"], {}
 
 
-def sweep_grid(spec: ModelSpec, repeats: int) -> List[ModelSpec]:
-    """The paper's grid as form values: n in {3, 5, 10} with their l values, ``repeats`` seeds each.
+def sweep_grid(spec: ModelSpec, repeats: int, grid: Optional[grid_mod.Grid] = None) -> List[ModelSpec]:
+    """The form's values over ``grid`` ((n, l) pairs; default: the paper's), ``repeats`` seeds each.
 
-    For a plain standard HMM (which has no l) only the n values are repeated.
+    For a plain standard HMM (which has no l) only the distinct n values are repeated.
     """
     specs = []
     plain_standard = not spec.is_dense and not spec.fair
-    for n, ls in PAPER_GRID.items():
-        for l in (ls if not plain_standard else (spec.l,)):
-            for r in range(int(repeats)):
-                specs.append(dataclasses.replace(spec, n=n, l=l, seed=int(spec.seed) + r,
-                                                 options=dict(spec.options)))
+    pairs = PAPER_GRID if grid is None else tuple(grid)
+    if plain_standard:
+        pairs = tuple((n, spec.l) for n in dict.fromkeys(n for n, _ in pairs))
+    for n, l in pairs:
+        for r in range(int(repeats)):
+            specs.append(dataclasses.replace(spec, n=n, l=l, seed=int(spec.seed) + r,
+                                             options=dict(spec.options)))
     return specs

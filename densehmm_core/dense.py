@@ -38,8 +38,8 @@ from typing import Any, Dict, Iterator, List, Optional, cast
 import numpy as np
 
 from .em import DIAGNOSTICS_EVERY, EMHooks, EMSettings, run_em
+from .events import START_PHASE, CancelToken, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start, snapshot
 from .posterior_sparsity import check_sparsity, sparsity_estep
-from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged, snapshot
 from .dense_layout import FeatureLayout, Layout
 from .hyperparams import HyperParam, ModelType
 from .hmm_base import BaseHMM
@@ -741,6 +741,15 @@ class DenseHMM(BaseHMM):
         (:class:`~densehmm_core.cooc_sparse.PairCounts` of the training data, None when it has no
         adjacent pairs) and ``bounds`` (sequence boundaries, when known) feed the spectral start;
         where they cannot give one the start is random and the note says why."""
+        from .spectral import finish
+        return finish(self._start_steps(layout, restart, init, h, pairs, bounds))
+
+    def _start_steps(self, layout, restart: int, init: bool, h: dict, pairs=None, bounds=None,
+                     report_pairs: bool = False):
+        """:meth:`_start_theta` reporting its progress: a generator of
+        :class:`~densehmm_core.events.StartStep` (the spectral start's stages; one ``"random"`` step when
+        the data cannot give a spectral start) that returns ``(packed start, note)``.
+        ``report_pairs``: the pairs were counted by the caller; say so as the stage's end."""
         if not init and self._embeddings is not None and restart == 0:
             if self._embeddings["V"].shape[0] != layout.m:
                 raise ValueError("init=False but the current embeddings have another n_symbols")
@@ -755,10 +764,14 @@ class DenseHMM(BaseHMM):
                 why = (None if seen >= layout.n else
                        f"{seen} distinct symbols in adjacent pairs, fewer than the {layout.n} states")
             if why is None:
-                from .spectral import spectral_embeddings
-                return layout.pack(spectral_embeddings(pairs, layout.n, layout.l, self._rng(restart),
-                                                       scale, bounds=bounds)), note
+                from .spectral import spectral_embeddings_steps
+                if report_pairs:
+                    yield StartStep("pairs", 1.0, f"{len(pairs.vals)} distinct pairs of {layout.m} symbols")
+                emb = yield from spectral_embeddings_steps(pairs, layout.n, layout.l, self._rng(restart), scale,
+                                                           bounds=bounds)
+                return layout.pack(emb), note
             note = f"random ({why})"
+            yield StartStep("random", 1.0, why, note)
         return layout.pack(init_embeddings(layout.n, layout.m, layout.l, self._rng(restart), scale)), note
 
     # ......................................................... cooc scheme
@@ -795,7 +808,16 @@ class DenseHMM(BaseHMM):
         gstep = 0
         with tf.device(self.device_used_):
             for r in range(nr):
-                theta0, note = self._start_theta(layout, r, init, h, omega if sparse else spairs)
+                def start_event(st: StartStep, r: int = r, g: int = gstep) -> ProgressEvent:
+                    return ProgressEvent(step=g, total=total, phase=START_PHASE, metrics=st.metrics(r, nr),
+                                         elapsed=clock.elapsed)
+                started, theta_note = yield from run_start(
+                    self._start_steps(layout, r, init, h, omega if sparse else spairs, report_pairs=True), cancel,
+                    start_event)
+                if not started:     # cancelled during the start: this restart has no model
+                    reason = "cancelled"
+                    break
+                theta0, note = theta_note
                 theta = tf.constant(theta0, tfm.DT)
                 state = tfm.AdamState.zeros(layout.size)
                 loss, mad = graph.cooc_eval(theta, scale)
@@ -874,6 +896,10 @@ class DenseHMM(BaseHMM):
                 if r < nr - 1:
                     continue
                 reason = "max_steps" if gstep >= total else "converged"
+        if best is None:        # cancelled during the first start: the model stays as it was
+            yield ProgressEvent(step=gstep, total=total, phase="cooc", done=True, reason="cancelled",
+                                elapsed=clock.elapsed)
+            return
         self._adopt(best[1], layout, stationary=True)
         loss = best[0]
         if sparse:
@@ -937,13 +963,7 @@ class _DenseEM(EMHooks):
         self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype())
         self.sparsity = sparsity_estep(model.posterior_sparsity)
         self.ntok = float(n_tokens(seqs))
-        self.pairs = self.bounds = None
-        if h["init_method"] == "spectral" and init:
-            from .cooc_sparse import pair_counts
-            from .spectral import boundary_counts
-            if any(len(x) > 1 for x in seqs):
-                self.pairs = pair_counts(seqs, model.n_symbols)
-            self.bounds = boundary_counts(seqs, model.n_symbols)
+        self.seqs, self.pairs, self.bounds = seqs, None, None   # pairs: counted by the first start_steps
         self.note: Optional[str] = None
 
     def mstep_dtype(self) -> str:
@@ -951,10 +971,24 @@ class _DenseEM(EMHooks):
         return str(self.h["mstep_dtype"])
 
     def start(self, restart: int):
+        from .spectral import finish
+        return finish(self.start_steps(restart))
+
+    def start_steps(self, restart: int):
+        """The start of run ``restart`` with its progress (the adjacent pairs counted by the first
+        spectral start, the SVD, k-means: :meth:`DenseHMM._start_steps`)."""
+        from .spectral import pairs_steps, within
+        if self.h["init_method"] == "spectral" and self.init and self.bounds is None:
+            self.pairs, self.bounds = yield from within(self.engine.compute,
+                                                        pairs_steps(self.seqs, self.model.n_symbols))
+        theta, self.note = yield from within(self.engine.compute, self.model._start_steps(
+            self.layout, restart, self.init, self.h, self.pairs, self.bounds))
         with self.engine.compute():
-            theta, self.note = self.model._start_theta(self.layout, restart, self.init, self.h, self.pairs,
-                                                       self.bounds)
-            return self.mstep_.to_device(theta), self.mstep_.zeros()
+            return self.initial_state(self.mstep_.to_device(theta))
+
+    def initial_state(self, theta):
+        """The loop's state at the packed start ``theta`` (on the device): Adam's moments at zero."""
+        return theta, self.mstep_.zeros()
 
     def start_note(self) -> Optional[str]:
         return self.note
@@ -1000,9 +1034,9 @@ class _DenseMarginal(_DenseEM):
         """float64: L-BFGS's line search and curvature pairs need the exact gradient."""
         return "float64"
 
-    def start(self, restart: int):
+    def initial_state(self, theta):
         from .dense_marginal import Point
-        return Point(super().start(restart)[0])
+        return Point(theta)
 
     def matrices(self, state):
         with self.engine.compute():

@@ -9,6 +9,10 @@ estimator provides (closed form for :class:`~densehmm_core.standard.StandardHMM`
   on the engine's device for the M-step (``Engine.statistics_device``);
 * **one convergence rule**: stop when the relative change of the training log-likelihood,
   ``|ll_k - ll_{k-1}| / |ll_{k-1}|``, falls below ``tol`` (``0`` or less disables it);
+* the start of every run (:meth:`EMHooks.start_steps`): its stages reported as events of phase
+  ``"start"`` (:data:`~densehmm_core.events.START_PHASE`) with the token polled after each, so a
+  cancel during a spectral start ends the fit within a fraction of a second; a fit cancelled during
+  its first start ends with a ``"cancelled"`` event without parameters and the model as it was;
 * cancel (the token is polled once per iteration), seeded restarts (the run with the highest
   training log-likelihood is kept), divergence (the model keeps its last finite parameters and
   :class:`~densehmm_core.events.TrainingDiverged` is raised);
@@ -33,7 +37,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .events import CancelToken, ProgressEvent, Stopwatch, TrainingDiverged
+from .events import START_PHASE, CancelToken, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start
 from .sequences import n_tokens
 
 __all__ = ["EMSettings", "EMHooks", "run_em", "relative_change", "DIAGNOSTICS_EVERY"]
@@ -87,6 +91,13 @@ class EMHooks:
     def start(self, restart: int) -> Any:
         """The initial state of run ``restart`` (0-based)."""
         raise NotImplementedError
+
+    def start_steps(self, restart: int):
+        """:meth:`start` reporting its progress: a generator of
+        :class:`~densehmm_core.events.StartStep` that returns the initial state.  It must leave the
+        model untouched until its last step (a cancel closes it after any step).  Default: no steps."""
+        return self.start(restart)
+        yield  # pragma: no cover - makes this a generator
 
     def start_note(self) -> Optional[str]:
         """How the last :meth:`start` began (e.g. ``"spectral"``), for the first event, or None."""
@@ -163,7 +174,13 @@ def run_em(model, hooks: EMHooks, seqs: List[np.ndarray], *, eval_seqs, cancel: 
     reason = "max_steps"
     gstep = 0
     for r in range(nr):
-        state = hooks.start(r)
+        def start_event(st: StartStep, r: int = r, g: int = gstep) -> ProgressEvent:
+            return ProgressEvent(step=g, total=total, phase=START_PHASE, metrics=st.metrics(r, nr),
+                                 elapsed=clock.elapsed)
+        started, state = yield from run_start(hooks.start_steps(r), cancel, start_event)
+        if not started:   # cancelled during this run's start
+            reason = "cancelled"
+            break
         note = hooks.start_note()
         stats, ll = hooks.estep(eng, state, data, want_stats=n_iter > 0)
         if not np.isfinite(ll):
@@ -212,7 +229,9 @@ def run_em(model, hooks: EMHooks, seqs: List[np.ndarray], *, eval_seqs, cancel: 
         reason = run_reason
         if run_reason == "cancelled":
             break
-    assert best is not None
+    if best is None:      # cancelled during the first start: no parameters, the model as it was
+        yield ProgressEvent(step=0, total=total, phase=s.phase, done=True, reason="cancelled", elapsed=clock.elapsed)
+        return
     _, state, src, r_best = best
     params = hooks.snapshot(state)
     yield dataclasses.replace(src, step=gstep, total=total, params=params, done=True, reason=reason,

@@ -4,13 +4,20 @@ Every training procedure in :mod:`densehmm_core` is written as a generator
 (``model.iter_fit(...)``) that yields :class:`ProgressEvent` objects.  ``fit``
 is just a loop over that generator; the CLI prints the events, the GUI plots
 them.  A :class:`CancelToken` is polled by the trainers between chunks of work.
+
+Before its first step a fit may report how its **start** is being prepared: events of phase
+:data:`START_PHASE` (``"start"``), one or more per stage of a spectral start (:data:`START_STAGES`:
+reading the adjacent pairs, the SVD of the context matrix, k-means) or one saying that the start is
+random and why.  They carry no loss and no parameters, are not recorded in ``history_``, and the
+cancel token is polled after each (:func:`run_start`): a fit cancelled during its start ends within
+a fraction of a second and leaves the model as it was before the fit.
 """
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Generator, Mapping, Optional, Tuple, TypeVar
 
 import numpy as np
 
@@ -20,7 +27,23 @@ __all__ = [
     "TrainingCancelled",
     "TrainingDiverged",
     "ProgressCallback",
+    "START_PHASE",
+    "START_STAGES",
+    "START_SHORT",
+    "StartStep",
+    "start_text",
+    "start_fraction",
+    "start_label",
+    "run_start",
 ]
+
+#: ``ProgressEvent.phase`` of the events that report a fit's start before its first step.
+START_PHASE = "start"
+#: The stages of a spectral start, in order, with what they are called on screen; a start that
+#: falls back to random reports one step of stage ``"random"``.
+START_STAGES = {"pairs": "reading pairs", "svd": "SVD", "kmeans": "k-means"}
+#: Their short names (a progress bar's text: "SVD 2/3").
+START_SHORT = {"pairs": "pairs", "svd": "SVD", "kmeans": "k-means"}
 
 
 class TrainingDiverged(RuntimeError):
@@ -64,10 +87,14 @@ class ProgressEvent:
     step : int
         Step (Adam step for co-occurrence fits) or EM / Baum-Welch iteration,
         counted from 1.  ``step == 0`` is the event describing the initial model.
+        Start events (phase ``"start"``) carry the number of steps done before that start
+        (0, or the steps of earlier restarts).
     total : int or None
         The maximum number of steps the trainer will run (for progress bars).
     phase : str
-        What produced it: ``"baum-welch"``, ``"em"``, ``"cooc"``, ...
+        What produced it: ``"baum-welch"``, ``"em"``, ``"cooc"``, ..., or ``"start"``
+        (:data:`START_PHASE`: the start is being prepared; metrics ``stage``, ``stage_index``,
+        ``stages``, ``stage_done`` (0..1), ``detail``, ``start``, ``restart``, ``restarts``).
     loss : float or None
         The objective being minimised (for Baum-Welch: the negative normalised
         log-likelihood).
@@ -111,6 +138,8 @@ class ProgressEvent:
 
     def summary(self) -> str:
         """One human-readable line (used by the CLI's verbose mode)."""
+        if self.phase == START_PHASE:
+            return start_text(self.metrics, detail=True)
         parts = [f"{self.phase or 'step'} {self.step}" + (f"/{self.total}" if self.total else "")]
         if self.loss is not None:
             parts.append(f"loss={self.loss:.6g}")
@@ -143,3 +172,79 @@ class Stopwatch:
 def snapshot(arrays: Mapping[str, Any]) -> dict:
     """Copy a mapping of arrays so that a consumer on another thread owns them."""
     return {k: np.array(v, copy=True) for k, v in arrays.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class StartStep:
+    """What a start in progress reports (:func:`run_start` turns it into a start event).
+
+    ``stage``: a key of :data:`START_STAGES` or ``"random"``; ``done``: the share of the stage
+    done (0 when it begins, 1 when it ends); ``detail``: a short text (sizes, the k-means run);
+    ``note``: how the fit starts (``"spectral"``, ``"random (no adjacent pairs)"``).
+    """
+
+    stage: str
+    done: float = 0.0
+    detail: str = ""
+    note: str = "spectral"
+
+    def metrics(self, restart: int = 0, restarts: int = 1) -> dict:
+        """The metrics of its start event."""
+        keys = list(START_STAGES)
+        index = keys.index(self.stage) + 1 if self.stage in START_STAGES else 1
+        return {"stage": self.stage, "stage_index": index,
+                "stages": len(keys) if self.stage in START_STAGES else 1,
+                "stage_done": float(min(1.0, max(0.0, self.done))), "detail": self.detail, "start": self.note,
+                "restart": int(restart), "restarts": int(restarts)}
+
+
+def start_label(metrics: Mapping[str, Any]) -> str:
+    """The short form of :func:`start_text` for a progress bar: ``"SVD 2/3"``, ``"random start"``."""
+    stage = str(metrics.get("stage", ""))
+    if stage not in START_SHORT:
+        return "random start" if stage == "random" else "start"
+    return f"{START_SHORT[stage]} {metrics.get('stage_index', 1)}/{metrics.get('stages', len(START_STAGES))}"
+
+
+def start_text(metrics: Mapping[str, Any], detail: bool = False) -> str:
+    """``"start 2/3: SVD"`` (with ``detail``: ``"start 2/3: SVD 40% (rank 32 of 2004 columns)"``) from
+    the metrics of a start event; ``"start: random (no adjacent pairs)"`` for a random start."""
+    stage = str(metrics.get("stage", ""))
+    if stage not in START_STAGES:
+        return f"start: {metrics.get('start') or stage}"
+    text = f"start {metrics.get('stage_index', 1)}/{metrics.get('stages', len(START_STAGES))}: {START_STAGES[stage]}"
+    if int(metrics.get("restarts", 1) or 1) > 1:
+        text += f" (restart {int(metrics.get('restart', 0)) + 1}/{int(metrics['restarts'])})"
+    if detail:
+        done = float(metrics.get("stage_done", 0.0) or 0.0)
+        text += f" {100 * done:.0f}%"
+        if metrics.get("detail"):
+            text += f"  {metrics['detail']}"
+    return text
+
+
+def start_fraction(metrics: Mapping[str, Any]) -> float:
+    """The share of the whole start done (0..1) that a start event reports (its stage and the stage's share)."""
+    stages = max(1, int(metrics.get("stages", 1) or 1))
+    index = min(stages, max(1, int(metrics.get("stage_index", 1) or 1)))
+    done = float(min(1.0, max(0.0, float(metrics.get("stage_done", 0.0) or 0.0))))
+    return (index - 1 + done) / stages
+
+
+T = TypeVar("T")
+
+
+def run_start(steps: Generator[StartStep, None, T], cancel: Optional[CancelToken],
+              event: Callable[[StartStep], ProgressEvent]) -> Generator[ProgressEvent, None, Tuple[bool, Optional[T]]]:
+    """Drive a start: each :class:`StartStep` of ``steps`` becomes ``event(step)``, yielded at once, and
+    the cancel token is polled after each.  Returns ``(True, the start)``, or ``(False, None)``
+    when it was cancelled (``steps`` is closed: it leaves nothing half done)."""
+    while True:
+        if cancel is not None and cancel.cancelled:
+            steps.close()
+            return False, None
+        try:
+            step = next(steps)
+        except StopIteration as stop:
+            return True, stop.value
+        yield event(step)

@@ -21,7 +21,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .events import CancelToken, ProgressCallback, ProgressEvent
+from .events import START_PHASE, CancelToken, ProgressCallback, ProgressEvent
 from .maths import check_stochastic
 from .sequences import as_sequences, infer_n_symbols, n_tokens
 
@@ -259,8 +259,11 @@ class BaseHMM:
         """Append ``ev``'s record to :attr:`history_` (and keep the stop reason of the last event).
 
         The one place history is recorded: :meth:`iter_fit`, the co-occurrence fit and the
-        relay of a fit that runs in a worker process all call it.
+        relay of a fit that runs in a worker process all call it.  Start events (phase ``"start"``:
+        progress before the first step, no numbers of the model) are not recorded.
         """
+        if ev.phase == START_PHASE:
+            return
         self.history_.append(history_record(ev))
         if ev.done:
             self.stop_reason_ = ev.reason

@@ -25,18 +25,58 @@ This is the distributional idea behind Brown clustering and spectral word embedd
 (context counts, low-rank factorisation), here used only to start EM.  Everything comes from
 the training data itself; no outside text or vectors.  Measured effect on part-of-speech
 induction: docs/RESULTS.md, section 4.
+
+**Progress and cancel.**  The ``*_steps`` generators do the same work and yield a
+:class:`~densehmm_core.events.StartStep` when each stage (pairs, SVD, k-means) begins and ends and
+at most every :data:`TICK_S` seconds while it works; the fits turn them into start events and poll
+their cancel token after each (:func:`densehmm_core.events.run_start`).  Calls that cannot be
+interrupted -- counting the pairs, building the context matrix, the Gram matrix and ARPACK's Lanczos
+(``eigsh``: 0.15-0.3 s for the Penn Treebank sample's words on the 2-core development machine, more
+than 0.5 s when it is loaded) -- run on a helper thread that a cancel abandons (it finishes alone
+and its result is dropped); k-means reports between its Lloyd iterations.  So a cancel takes effect
+within about :data:`TICK_S` seconds at any stage (docs/PERFORMANCE.md, "The start in the progress
+stream").
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+import threading
+import time
+from typing import Any, Callable, Dict, Generator, Optional, TypeVar
 
 import numpy as np
 
-__all__ = ["LOGIT_SCALE", "STANDARD_RANK", "context_matrix", "context_embeddings", "weighted_kmeans",
-           "boundary_counts", "spectral_embeddings", "spectral_matrices", "spectral_unavailable"]
+from .events import StartStep
+
+__all__ = ["LOGIT_SCALE", "STANDARD_RANK", "TICK_S", "context_matrix", "context_embeddings", "weighted_kmeans",
+           "boundary_counts", "spectral_embeddings", "spectral_matrices", "spectral_unavailable",
+           "spectral_embeddings_steps", "spectral_matrices_steps", "pairs_steps", "within", "finish"]
 
 LOGIT_SCALE = 36.0   # initial emission logits s * cos(c_i, e_k); 9 and 36 measured, 36 better (RESULTS.md)
 STANDARD_RANK = 32   # SVD rank of a StandardHMM's spectral start (it has no embedding length)
+TICK_S = 0.1         # inside k-means, a progress step (and a cancel check) at least this often
+
+T = TypeVar("T")
+
+
+def within(context, steps: Generator[StartStep, None, T]) -> Generator[StartStep, None, T]:
+    """``steps`` with each piece of its work inside ``context()`` (e.g. an engine's ``compute``: one BLAS
+    thread, no floating-point warnings), left at every step (such a context must not span a yield)."""
+    while True:
+        with context():
+            try:
+                step = next(steps)
+            except StopIteration as stop:
+                return stop.value
+        yield step
+
+
+def finish(steps: Generator[StartStep, None, T]) -> T:
+    """Run a ``*_steps`` generator to its end, without progress; its result."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as stop:
+            return stop.value
 
 
 def _counts(pairs) -> np.ndarray:
@@ -86,22 +126,53 @@ def context_embeddings(pairs, dim: int, n_context: int = 1000) -> np.ndarray:
 
     Columns beyond the matrix's rank are zero; symbols never seen in a pair get zero rows.
     """
-    return _svd_rows(context_matrix(pairs, n_context)[0], dim)
+    return finish(_svd_rows(context_matrix(pairs, n_context)[0], dim))
 
 
-def _svd_rows(X, dim: int) -> np.ndarray:
+def _top_vectors(X, k: int) -> np.ndarray:
+    """The top ``k`` eigenvectors of the Gram matrix ``X^T X`` (columns, largest eigenvalue first)."""
     gram = (X.T @ X).toarray()
     N = gram.shape[0]
-    k = int(min(dim, N))
     if k < N - 1 and N > 64:
         # only the top k eigenpairs, by Lanczos (ARPACK) from a fixed start vector (deterministic):
         # about 0.1 s where the full decomposition of the 2,004 x 2,004 Gram matrix took seconds
         from scipy.sparse.linalg import eigsh
         w, vecs = eigsh(gram, k=k, which="LA", v0=np.ones(N) / np.sqrt(N), tol=0.0)
-        top = vecs[:, np.argsort(-w, kind="stable")]
-    else:
-        w, vecs = np.linalg.eigh(gram)
-        top = vecs[:, ::-1][:, :k]
+        return vecs[:, np.argsort(-w, kind="stable")]
+    w, vecs = np.linalg.eigh(gram)
+    return vecs[:, ::-1][:, :k]
+
+
+def _background(step: StartStep, fn: Callable[..., T], *args: Any) -> Generator[StartStep, None, T]:
+    """``fn(*args)`` on a helper thread, yielding ``step`` every :data:`TICK_S` seconds while it runs;
+    its result (its exception re-raised).  Closed early (a cancel), the generator leaves the thread
+    to finish alone and drops its result: a long call that cannot be interrupted (ARPACK's Lanczos,
+    ``np.unique`` of many pairs) so never delays a cancel.  Only deterministic work goes here (no
+    random generator), so the result is the same as on the calling thread."""
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["value"] = fn(*args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            out["error"] = exc
+
+    worker = threading.Thread(target=run, name="densehmm-start", daemon=True)
+    worker.start()
+    worker.join(TICK_S)
+    while worker.is_alive():
+        yield step
+        worker.join(TICK_S)
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+def _svd_rows(X, dim: int) -> Generator[StartStep, None, np.ndarray]:
+    N = X.shape[1]
+    k = int(min(dim, N))
+    what = f"rank {k} of {X.shape[0]} x {N}"
+    top = yield from _background(StartStep("svd", 0.3, what), _top_vectors, X, k)
     top = top * np.where(top[np.argmax(np.abs(top), axis=0), np.arange(k)] < 0, -1.0, 1.0)  # fixed signs
     E = np.zeros((X.shape[0], int(dim)))
     E[:, :k] = X @ top
@@ -145,6 +216,13 @@ def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.ran
     With fewer distinct points than ``k`` some centroids coincide (those states start alike and
     are told apart by their random transition embeddings).  numpy only (no scikit-learn: its
     import alone costs seconds at the start of every fit)."""
+    return finish(_kmeans_steps(points, weights, k, rng, n_init, max_iter))
+
+
+def _kmeans_steps(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
+                  n_init: int = 3, max_iter: int = 300) -> Generator[StartStep, None, np.ndarray]:
+    """:func:`weighted_kmeans` reporting progress: a step when each run begins and at most every
+    :data:`TICK_S` seconds between its Lloyd iterations."""
     X = np.asarray(points, np.float64)
     w = np.asarray(weights, np.float64)
     k = int(k)
@@ -152,10 +230,17 @@ def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.ran
         raise ValueError(f"k-means needs at least {k} points, got {X.shape[0]}")
     x2 = np.einsum("nd,nd->n", X, X)
     best = None
-    for _ in range(int(n_init)):
+    runs = int(n_init)
+    for run in range(runs):
+        what = f"{k} clusters of {X.shape[0]} symbols, run {run + 1} of {runs}"
+        yield StartStep("kmeans", run / runs, what)
+        tick = time.perf_counter()
         C = _kmeans_pp(X, w, k, rng, x2)
         labels = None
-        for _ in range(int(max_iter)):
+        for it in range(int(max_iter)):
+            if time.perf_counter() - tick >= TICK_S:
+                yield StartStep("kmeans", (run + min(0.9, it / 50.0)) / runs, f"{what}, iteration {it + 1}")
+                tick = time.perf_counter()
             D = _sq_dist(X, C, x2)
             new = np.argmin(D, axis=1)
             if labels is not None and np.array_equal(new, labels):
@@ -173,6 +258,7 @@ def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.ran
         if best is None or inertia < best[0]:
             best = (inertia, C)
     assert best is not None
+    yield StartStep("kmeans", 1.0, f"{k} clusters of {X.shape[0]} symbols, best of {runs} runs")
     return best[1]
 
 
@@ -204,29 +290,63 @@ def spectral_embeddings(pairs, n: int, dim: int, rng: np.random.Generator, init_
     columns (known when fitting sequences, not when fitting a co-occurrence matrix).  The
     random parts are drawn from ``rng`` first (same order as
     :func:`densehmm_core.dense.init_embeddings`), then the k-means starts."""
+    return finish(spectral_embeddings_steps(pairs, n, dim, rng, init_scale, bounds, n_context, n_cluster_symbols,
+                                            n_init, logit_scale))
+
+
+def spectral_embeddings_steps(pairs, n: int, dim: int, rng: np.random.Generator, init_scale: float = 0.2,
+                              bounds=None, n_context: int = 1000, n_cluster_symbols: int = 1000, n_init: int = 3,
+                              logit_scale: float = LOGIT_SCALE) -> Generator[StartStep, None, Dict[str, np.ndarray]]:
+    """:func:`spectral_embeddings` reporting its stages (SVD, k-means; the pairs are counted by the caller)."""
     U = init_scale * rng.standard_normal((n, dim))
     Z = init_scale * rng.standard_normal((n, dim))
     zs = init_scale * rng.standard_normal(dim)
     starts, ends = bounds if bounds is not None else (None, None)
-    X, freq = context_matrix(pairs, n_context, starts, ends)
-    E = _svd_rows(X, dim)
+    step = StartStep("svd", 0.0, f"context of {int(pairs.m)} symbols")
+    yield step
+    X, freq = yield from _background(step, context_matrix, pairs, n_context, starts, ends)
+    E = yield from _svd_rows(X, dim)
+    yield StartStep("svd", 1.0, f"rank {min(int(dim), X.shape[1])} of {X.shape[0]} x {X.shape[1]}")
     seen = np.flatnonzero(np.linalg.norm(E, axis=1) > 0)
     top = seen[np.argsort(-freq[seen], kind="stable")][:max(int(n_cluster_symbols), n)]
     if top.size < n:
         raise ValueError(f"spectral initialisation needs at least {n} symbols seen in adjacent pairs "
                          f"(one per state), the data has {top.size}")
-    C = weighted_kmeans(E[top], np.sqrt(freq[top]), n, rng, n_init=n_init)
+    C = yield from _kmeans_steps(E[top], np.sqrt(freq[top]), n, rng, n_init=n_init)
     norms = np.linalg.norm(C, axis=1, keepdims=True)
     C = np.divide(C, norms, out=np.zeros_like(C), where=norms > 0)
     root = float(np.sqrt(logit_scale))
     return {"U": U, "Z": Z, "W": root * C, "V": root * E, "z_start": zs}
 
 
+def pairs_steps(seqs, m: int) -> Generator[StartStep, None, tuple]:
+    """``(PairCounts, boundary counts)`` of the training sequences (the pairs stage); the
+    pair counts are None when no sequence has two symbols."""
+    from .cooc_sparse import pair_counts
+    ntok = sum(len(x) for x in seqs)
+    step = StartStep("pairs", 0.0, f"{ntok} tokens in {len(seqs)} sequences")
+    yield step
+
+    def count() -> tuple:
+        return (pair_counts(seqs, m) if any(len(x) > 1 for x in seqs) else None), boundary_counts(seqs, m)
+    pairs, bounds = yield from _background(step, count)
+    yield StartStep("pairs", 1.0, "no adjacent pairs" if pairs is None else
+                    f"{len(pairs.vals)} distinct pairs of {int(pairs.n_pairs)}")
+    return pairs, bounds
+
+
 def spectral_matrices(seqs, m: int, n: int, rng: np.random.Generator, rank: int = STANDARD_RANK):
     """``(pi, A, B)`` of a standard HMM started like a spectral DenseHMM: ``B`` the same
     emission rows ``softmax_k(s cos(c_i, e_k))``, ``pi`` and ``A`` uniform."""
-    from .cooc_sparse import pair_counts
+    return finish(spectral_matrices_steps(seqs, m, n, rng, rank))
+
+
+def spectral_matrices_steps(seqs, m: int, n: int, rng: np.random.Generator, rank: int = STANDARD_RANK):
+    """:func:`spectral_matrices` reporting its stages (pairs, SVD, k-means)."""
     from .maths import softmax
-    emb = spectral_embeddings(pair_counts(seqs, m), n, rank, rng, 0.0, bounds=boundary_counts(seqs, m))
+    pairs, bounds = yield from pairs_steps(seqs, m)
+    if pairs is None:
+        raise ValueError("a spectral start needs adjacent pairs")
+    emb = yield from spectral_embeddings_steps(pairs, n, rank, rng, 0.0, bounds=bounds)
     B = softmax(emb["W"] @ emb["V"].T, axis=1)
     return np.full(n, 1.0 / n), np.full((n, n), 1.0 / n), B

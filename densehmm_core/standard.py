@@ -266,18 +266,26 @@ class _BaumWelch(EMHooks):
         self.sparsity = sparsity_estep(model.posterior_sparsity)
 
     def start(self, restart: int):
+        from .spectral import finish
+        return finish(self.start_steps(restart))
+
+    def start_steps(self, restart: int):
+        """The start with its progress (spectral: pairs, SVD, k-means); the model's matrices are set
+        only after the last step, so a cancel during the start leaves them as they were."""
+        from .events import StartStep
         model = self.model
         if self.init or model.startprob_ is None:
             self.note = model.init_method
             if model.init_method == "spectral":
-                from .spectral import spectral_matrices, spectral_unavailable
+                from .spectral import spectral_matrices_steps, spectral_unavailable, within
                 why = spectral_unavailable(self.seqs, model.n_states)
                 if why is None:
-                    with self.engine.compute():
-                        model.startprob_, model.transmat_, model.emissionprob_ = spectral_matrices(
-                            self.seqs, model.n_symbols, model.n_states, np.random.default_rng(model.seed))
+                    mats = yield from within(self.engine.compute, spectral_matrices_steps(
+                        self.seqs, model.n_symbols, model.n_states, np.random.default_rng(model.seed)))
+                    model.startprob_, model.transmat_, model.emissionprob_ = mats
                 else:
                     self.note = f"random ({why})"
+                    yield StartStep("random", 1.0, why, self.note)
                     model.init_params()
             else:
                 model.init_params()

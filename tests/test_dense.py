@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from densehmm_core.dense import DenseHMM, PRESETS, init_embeddings
-from densehmm_core.events import CancelToken, TrainingDiverged
+from densehmm_core.events import START_PHASE, CancelToken, TrainingDiverged
 
 
 def ground_truth(seed, n=5, m=8, l=3, start_mode="embedding"):
@@ -126,6 +126,7 @@ def test_cooc_depends_on_data_only_through_omega_and_streams_events(em_data):
     kw = dict(seed=5, cooc_steps=300, finish_steps=20, chunk=100, snapshot_every=200)
     events = []
     a = DenseHMM(5, 3, **kw).fit(train, eval_data=train[:5], callback=events.append)
+    events = [e for e in events if e.phase != START_PHASE]   # the spectral start's progress: test_start_progress.py
     b = DenseHMM(5, 3, **kw).fit_cooc(empirical_cooc(train, 8))
     for k in a.embeddings_:
         np.testing.assert_array_equal(a.embeddings_[k], b.embeddings_[k])
@@ -175,6 +176,8 @@ def test_em_reaches_ground_truth_heldout_likelihood(em_data):
     events = []
     model = DenseHMM(5, 3, fit_method="em", seed=0)
     model.fit(train, eval_data=test, callback=events.append, restarts=5)
+    assert sorted({e.metrics["restart"] for e in events if e.phase == START_PHASE}) == list(range(5))
+    events = [e for e in events if e.phase != START_PHASE]   # each restart's start: before its steps
     ll_gt = gt.score(test)
     ll = model.score(test)
     assert abs(ll - ll_gt) <= 0.02 * abs(ll_gt), (ll, ll_gt)
@@ -229,6 +232,7 @@ def test_huge_learning_rate_raises_training_diverged_and_keeps_finite_parameters
     events = []
     with pytest.raises(TrainingDiverged, match="diverged"):
         model.fit(train[:20], callback=events.append)
+    events = [e for e in events if e.phase != START_PHASE]
     for arr in list(model.embeddings_.values()) + [model.startprob_, model.transmat_, model.emissionprob_]:
         assert np.all(np.isfinite(arr))
     assert np.isfinite(model.score(train[:20]))

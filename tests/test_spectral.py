@@ -7,6 +7,7 @@ import pytest
 from densehmm_core import model_from_config
 from densehmm_core.cooc_sparse import pair_counts
 from densehmm_core.dense import DenseHMM
+from densehmm_core.events import START_PHASE
 from densehmm_core.maths import softmax
 from densehmm_core.metrics import tagging_scores
 from densehmm_core.spectral import (LOGIT_SCALE, boundary_counts, context_embeddings, context_matrix,
@@ -158,17 +159,28 @@ def test_unknown_init_method_is_an_error(cls, args):
                                                    seed=0)])
 def test_a_spectral_start_the_data_cannot_give_starts_randomly_and_says_why(seqs, why, make):
     """The default start is spectral; where the data cannot give one, the fit starts from the random
-    start (the same parameters as init_method="random") and its first event says why."""
+    start (the same parameters as init_method="random"); the stream says why in a start event before
+    the first step (issue 22), and again on its first step's event.  A random start has no start events."""
     model = make()
     if why == "no adjacent pairs" and model.kind == "dense" and model.fit_method == "cooc":
         return  # a co-occurrence fit needs pairs at all (its own clear error, tested in test_dense.py)
     events = list(model.iter_fit(seqs))
-    assert events[0].metrics["start"] == f"random ({why})"
+    starts = [e for e in events if e.phase == START_PHASE]
+    steps = [e for e in events if e.phase != START_PHASE]
+    assert events == starts + steps            # the start's events come first (reading the pairs, maybe)
+    said = starts[-1]
+    assert said.params is None and said.loss is None
+    assert said.metrics["stage"] == "random" and said.metrics["start"] == f"random ({why})"
+    assert said.summary() == f"start: random ({why})"
+    assert {e.metrics["stage"] for e in starts[:-1]} <= {"pairs"}
+    assert steps[0].metrics["start"] == f"random ({why})"
     cfg = dict(model.get_config(), init_method="random")
     twin = type(model)(**cfg)
-    first = list(twin.iter_fit(seqs))[0]
+    twin_events = list(twin.iter_fit(seqs))
+    assert not any(e.phase == START_PHASE for e in twin_events)
+    first = twin_events[0]
     assert first.metrics["start"] == "random"
-    np.testing.assert_array_equal(first.params["emissionprob"], events[0].params["emissionprob"])
+    np.testing.assert_array_equal(first.params["emissionprob"], steps[0].params["emissionprob"])
 
 
 def test_the_spectral_start_memory_does_not_grow_with_the_vocabulary():

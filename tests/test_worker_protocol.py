@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from densehmm_core.events import CancelToken
+from densehmm_core.events import START_PHASE, CancelToken
 from densehmm_core.standard import StandardHMM
 from densehmm_core.synthetic import demo_dataset
 from densehmm_core.worker import (TrainingWorker, WorkerError, WorkerPool, decode_message, encode_message)
@@ -75,6 +75,19 @@ def _child_silent(ctrl, data, nice):  # pragma: no cover
     time.sleep(60)
 
 
+def _child_slow_start(ctrl, data, nice):  # pragma: no cover
+    time.sleep(3.0)   # a process still importing on a loaded machine: reads nothing, says nothing
+    ctrl.recv_bytes()
+    data.send_bytes(encode_message({"op": "event", "event": {"step": 0, "phase": "em", "metrics": {}}}))
+    data.send_bytes(encode_message({"op": "end", "outcome": "failed", "message": "slow but alive"}))
+    time.sleep(60)
+
+
+def _child_alive_then_deaf(ctrl, data, nice):  # pragma: no cover
+    data.send_bytes(encode_message({"op": "alive"}))   # it runs, and then never reads its pipe
+    time.sleep(60)
+
+
 @pytest.mark.parametrize("target,reason", [
     (_child_unknown_reply, "unknown reply 'dance'"),
     (_child_garbage_reply, "not a worker message"),
@@ -121,6 +134,35 @@ def test_a_silent_worker_is_noticed_and_killed(train):
     assert time.monotonic() - t0 < 20
 
 
+def test_a_worker_that_starts_slowly_is_not_killed_by_the_write_limit():
+    """A worker process that takes longer than send_timeout to start (imports on a loaded machine)
+    gets the silence limit for its first message, not the write limit: its fit runs."""
+    rng = np.random.default_rng(0)
+    train = [rng.integers(0, 5, size=400) for _ in range(600)]   # a fit message well over a pipe's 64 KB
+    w = TrainingWorker(nice=0, silence_timeout=20.0, send_timeout=1.0, _target=_child_slow_start)
+    try:
+        with pytest.raises(WorkerError, match="slow but alive"):
+            list(w.iter_fit(long_model(), train))
+    finally:
+        w.close()
+
+
+def test_a_started_worker_that_does_not_read_is_killed_after_the_write_limit():
+    rng = np.random.default_rng(0)
+    train = [rng.integers(0, 5, size=400) for _ in range(600)]
+    w = TrainingWorker(nice=0, silence_timeout=30.0, send_timeout=1.0, _target=_child_alive_then_deaf)
+    try:
+        deadline = time.monotonic() + 20
+        while not w._heard.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        with pytest.raises(WorkerError, match="did not read its messages for 1 s"):
+            list(w.iter_fit(long_model(), train))
+        assert time.monotonic() - t0 < 1.0 + 5.0
+    finally:
+        w.close()
+
+
 @pytest.mark.parametrize("bad", [b"garbage", encode_message({"op": "dance"}), encode_message({"op": "cancel"}),
                                  encode_message([1, 2]), encode_message({"op": "fit", "job": 9, "kind": "x"})],
                          ids=["garbage", "unknown-op", "cancel-without-job", "not-an-object", "bad-fit"])
@@ -145,7 +187,7 @@ def test_a_malformed_control_message_ends_the_worker_and_close_returns(train, ba
         np.testing.assert_array_equal(model.emissionprob_, seen[-1].params["emissionprob"])
         # a new worker takes its place
         again = StandardHMM(3, n_iter=2, tol=-np.inf, seed=0)
-        assert len(list(pool.iter_fit(again, train))) == 3
+        assert len([e for e in pool.iter_fit(again, train) if e.phase != START_PHASE]) == 3
     finally:
         t0 = time.monotonic()
         pool.close()
@@ -179,7 +221,7 @@ def test_a_stopped_worker_is_killed_after_cancel_and_the_model_keeps_what_it_rec
         np.testing.assert_array_equal(model.startprob_, last.params["startprob"])
         assert pool.n_processes == 0
         again = StandardHMM(3, n_iter=2, tol=-np.inf, seed=0)
-        assert len(list(pool.iter_fit(again, train))) == 3  # replaced
+        assert len([e for e in pool.iter_fit(again, train) if e.phase != START_PHASE]) == 3  # replaced
     finally:
         t0 = time.monotonic()
         pool.close()

@@ -20,10 +20,12 @@ import re
 from typing import Dict, List, Optional
 
 from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
+
+from densehmm_core.events import START_PHASE, start_fraction, start_label, start_text
 
 from ..jobrows import job_row
 from ..jobs import Job, JobState
@@ -32,6 +34,11 @@ from ..flow import FlowLayout
 __all__ = ["JobsPanel", "format_seconds", "COLUMNS", "COLUMN_IDS", "PRIORITY"]
 
 #: (header, row key or None, tooltip)
+#: The progress bars' fill: a green of its own, never the selection's blue (on a selected row a bar
+#: filled with the highlight colour disappeared into the row, its text unreadable in the dark theme);
+#: white text on it has a contrast ratio of about 5:1.
+BAR_FILL = QColor(30, 125, 70)
+
 COLUMNS = [
     ("Job", "name", "The job's name; the jobs of a sweep are grouped under it"),
     ("#", "job", "The job's number (as in the dashboard's title, the log and exported model names)"),
@@ -466,6 +473,11 @@ class JobsPanel(QWidget):
         bar.setRange(0, 1000)
         bar.setTextVisible(True)
         bar.setMaximumHeight(18)
+        pal = bar.palette()   # only these roles are the bar's own: the rest follows the theme
+        for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+            pal.setColor(group, QPalette.ColorRole.Highlight, BAR_FILL)
+            pal.setColor(group, QPalette.ColorRole.HighlightedText, QColor(255, 255, 255))
+        bar.setPalette(pal)
         self.bars[job.id] = bar
         self.tree.setItemWidget(item, C_PROG, bar)
         if not job.state.is_final:
@@ -545,7 +557,9 @@ class JobsPanel(QWidget):
             texts[C_TIME] = format_seconds(job.elapsed) + (f" · ETA {format_seconds(job.eta)}"
                                                            if job.eta is not None else "")
             ev = job.last_event
-            if ev is not None and ev.loss is not None:
+            if ev is not None and ev.phase == START_PHASE:     # the start being prepared: its stage
+                texts[C_RESULT] = start_text(ev.metrics, detail=True)
+            elif ev is not None and ev.loss is not None:
                 texts[C_RESULT] = f"loss {ev.loss:.6g}"
         else:
             texts[C_TIME] = format_seconds(row["time_s"]) if row["time_s"] is not None else "—"
@@ -583,7 +597,18 @@ class JobsPanel(QWidget):
         bar = self.bars.get(job.id)
         if bar is not None:
             frac = job.fraction
-            if frac is None and job.state == JobState.RUNNING:
+            ev = job.last_event
+            starting = job.state == JobState.RUNNING and ev is not None and ev.phase == START_PHASE
+            if starting:    # the start's own progress, named by its stage ("start 2/3: SVD")
+                if bar.maximum() != 1000:
+                    bar.setRange(0, 1000)
+                value = int(round(1000 * start_fraction(ev.metrics)))
+                if bar.value() != value:
+                    bar.setValue(value)
+                fmt = start_label(ev.metrics)     # "SVD 2/3" (the Result cell has the whole text)
+                if bar.format() != fmt:
+                    bar.setFormat(fmt)
+            elif frac is None and job.state == JobState.RUNNING:
                 if bar.maximum() != 0:
                     bar.setRange(0, 0)   # busy indicator
             else:

@@ -10,8 +10,9 @@ from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
-                               QPushButton, QSpinBox, QVBoxLayout, QWidget)
+                               QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
+from densehmm_core import grid as grid_mod
 from densehmm_core import hyperparams
 from densehmm_core.registry import model_class, model_type
 
@@ -123,7 +124,7 @@ class ModelForm(QWidget):
     """
 
     train_requested = Signal(object)          # ModelSpec
-    sweep_requested = Signal(object, int)     # ModelSpec, repeats
+    sweep_requested = Signal(object, int, object)     # ModelSpec, repeats, (n, l) pairs
     sweep_target_requested = Signal()         # "Change…" where sweeps run
     changed = Signal()
 
@@ -194,19 +195,35 @@ class ModelForm(QWidget):
         row.addStretch(1)
         row.addWidget(self.train_button)
         lay.addLayout(row)
-        sweep = QGroupBox("Sweep: the paper's grid")
+        sweep = QGroupBox("Sweep")
         sweep_rows = QVBoxLayout(sweep)
+        gl = QHBoxLayout()
+        sweep_rows.addLayout(gl)
+        gl.addWidget(QLabel("Grid"))
+        self.sweep_grid = QLineEdit()
+        self.sweep_grid.setObjectName("sweepGrid")
+        self.sweep_grid.setPlaceholderText("the paper's grid, or e.g. n=3,5,10 l=2,4")
+        self.sweep_grid.setToolTip("Which (n, l) pairs the sweep trains, as the command line's --grid: "
+                                   "\"n=3,5,10 l=2,4\" is every combination of those n (hidden states) and l "
+                                   "(embedding length) values. Empty: the paper's grid "
+                                   f"({grid_mod.describe_grid(PAPER_GRID)}). A standard HMM has no l: "
+                                   "its sweep repeats the n values only.")
+        gl.addWidget(self.sweep_grid, 1)
         sl = QHBoxLayout()
         sweep_rows.addLayout(sl)
-        grid = ", ".join(f"n={n}: l∈{{{', '.join(map(str, ls))}}}" for n, ls in PAPER_GRID.items())
-        info = QLabel(grid); info.setWordWrap(True)
-        sl.addWidget(info, 1)
+        self.sweep_info = QLabel(); self.sweep_info.setWordWrap(True)
+        self.sweep_info.setObjectName("sweepInfo")
+        sl.addWidget(self.sweep_info, 1)
         self.repeats = QSpinBox(); self.repeats.setRange(1, 100); self.repeats.setValue(3)
         self.repeats.setPrefix("× "); self.repeats.setToolTip("Repeats (seeds) per (n, l)")
         sl.addWidget(self.repeats)
         self.sweep_button = QPushButton("Run sweep")
-        self.sweep_button.clicked.connect(lambda: self.sweep_requested.emit(self.spec(), self.repeats.value()))
+        self.sweep_button.setToolTip("Train every (n, l) of the grid, repeated with seeds seed, seed + 1, ... "
+                                     "(Ctrl+Shift+T)")
+        self.sweep_button.clicked.connect(self.request_sweep)
         sl.addWidget(self.sweep_button)
+        self.sweep_grid.textChanged.connect(self._update_sweep_info)
+        self.repeats.valueChanged.connect(self._update_sweep_info)
         target_row = QHBoxLayout()   # where the sweep runs: this app or a Dask cluster (app.remote_jobs)
         self.sweep_target_label = QLabel()
         self.sweep_target_label.setWordWrap(True)
@@ -217,6 +234,7 @@ class ModelForm(QWidget):
         target_row.addWidget(self.sweep_target_button)
         sweep_rows.addLayout(target_row)
         self.set_sweep_target("this app's worker pool")
+        self._update_sweep_info()
         lay.addWidget(sweep)
         lay.addStretch(1)
         self.set_devices([])
@@ -270,6 +288,37 @@ class ModelForm(QWidget):
             start = name in ("init_method", "init_scale")
             if (self._params[name][cls].group == "training" or start) and value is not None:
                 _set_value(self.fields[name], value)
+
+    # ------------------------------------------------------------------ sweep
+    def sweep_pairs(self):
+        """The grid's (n, l) pairs (the paper's when the field is empty); ValueError with the reason."""
+        text = self.sweep_grid.text().strip()
+        return PAPER_GRID if not text else grid_mod.parse_grid(text)[0]
+
+    def _update_sweep_info(self) -> None:
+        try:
+            pairs = self.sweep_pairs()
+        except ValueError as exc:
+            self.sweep_info.setText(f"Grid: {exc}")
+            self.sweep_info.setStyleSheet("color: #c0392b;")
+            self.sweep_button.setEnabled(False)
+        else:
+            which = "the paper's grid: " if not self.sweep_grid.text().strip() else ""
+            runs = len(pairs) * self.repeats.value()
+            self.sweep_info.setText(f"{which}{grid_mod.describe_grid(pairs)} — up to {runs} jobs")
+            self.sweep_info.setStyleSheet("")
+            self.sweep_button.setEnabled(True)
+
+    def request_sweep(self) -> bool:
+        """Emit ``sweep_requested`` with the form, the repeats and the grid; False (nothing emitted)
+        when the grid text is not valid (the form says why)."""
+        try:
+            pairs = self.sweep_pairs()
+        except ValueError:
+            self._update_sweep_info()
+            return False
+        self.sweep_requested.emit(self.spec(), self.repeats.value(), pairs)
+        return True
 
     def set_sweep_target(self, text: str) -> None:
         """Say where Run sweep trains (see :func:`app.remote_jobs.describe_target`)."""

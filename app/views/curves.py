@@ -202,6 +202,17 @@ class TrainingCurves(QtWidgets.QWidget):
         if redraw:
             self._redraw()
 
+    def set_total(self, total: Optional[float]) -> None:
+        """The stream's number of steps, known before its first point (a job in its start): the x axis
+        spans it from the first frame."""
+        if total and not self._steps and self._total != float(total):
+            self._total = float(total)
+            xs = (0.0, float(total))
+            lead = self.plots["loss"]
+            lead._fitted_x = xs
+            for p in ([lead] if self._orientation == "vertical" else self.plots.values()):
+                p.setXRange(xs[0], xs[1], padding=0.02)
+
     def redraw(self) -> None:
         """Draw points recorded with ``add_event(..., redraw=False)`` (no-op when up to date)."""
         if getattr(self, "_dirty", False):

@@ -35,6 +35,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from densehmm_core.events import START_PHASE, start_text
+
 from .. import view_registry as registry
 from ..export import add_export_context_menu, ask_and_export_csv, file_stem
 from ..live import DrawQueue
@@ -304,8 +306,27 @@ class Dashboard(QtWidgets.QWidget):
         token.  Kept across :meth:`clear` until set again (call it when the job changes)."""
         self.curves.set_token_counts(train, test)
 
+    def set_job_model(self, model) -> None:
+        """The shown job's model before its first parameters (a job in its start): the heatmaps get their
+        final axes (n states, m symbols) and the placeholders name the model's type, from the first frame."""
+        if model is None:
+            return
+        kind = getattr(model, "kind", None)
+        n, m = getattr(model, "n_states", None), getattr(model, "n_symbols", None)
+        if n is not None and m is not None:
+            self._safe("matrices", self.heatmaps.set_shape, n, m)
+        self.embeddings.set_model_kind(kind, n, getattr(model, "dim", None))
+
     def update_from_event(self, ev) -> None:
-        """Show one progress event: curves always, matrices and embeddings when it has params."""
+        """Show one progress event: curves always, matrices and embeddings when it has params; a start
+        event (the start being prepared) only in the title and the status."""
+        if ev.phase == START_PHASE:
+            text = start_text(ev.metrics, detail=True)
+            self._safe("curves", self.curves.set_total, ev.total)
+            base = self.title.text().split("  —  ")[0]
+            self.title.setText(f"{base}  —  {text}")
+            self.sigStatus.emit(text)
+            return
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
@@ -334,6 +355,10 @@ class Dashboard(QtWidgets.QWidget):
                 parts.append(f"{k} {fmt_value(v)}")
         if ev.done:
             parts.append(f"[{ev.reason or 'done'}]")
+            if not ev.params and not self._has_initial:   # ended in its start: say so where the model would be
+                note = f"No parameters: the fit ended ({ev.reason or 'done'}) before its start was ready."
+                self.embeddings.placeholder.setText(note)
+                self.heatmaps.top_words.title.setText(note)
         text = "  ·  ".join(parts)
         base = self.title.text().split("  —  ")[0]
         self.title.setText(f"{base}  —  {text}")
@@ -567,6 +592,7 @@ class Dashboard(QtWidgets.QWidget):
         for v in self._needing("job"):
             v.clear()
         self.embeddings.set_symbol_frequencies(None)
+        self.embeddings.set_model_kind(None)
         self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
         self._tag_gen += 1  # a snapshot still being scored belongs to the old job
         self._tag_busy, self._tag_pending, self._tag_final_pending = False, None, False

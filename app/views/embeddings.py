@@ -46,6 +46,10 @@ LABEL_ANCHORS = ((-0.35, 0.55), (1.25, 0.55), (0.5, 1.15), (0.5, -0.15))
 TOP_LABELLED = 50
 
 
+#: The embedding view's placeholder when no model is shown.
+NO_EMBEDDINGS = "No embeddings: this view shows DenseHMM models (a standard HMM has no dense representation)."
+
+
 class EmbeddingScatter(QtWidgets.QWidget):
     """The embedding scatter; ``set_embeddings(dict)`` with keys U, Z, W, V, z_start."""
 
@@ -99,8 +103,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         lay.addWidget(self.controls)
 
         self.stack = QtWidgets.QStackedWidget()
-        self.placeholder = Placeholder("No embeddings: this view shows DenseHMM models "
-                                       "(a standard HMM has no dense representation).")
+        self.placeholder = Placeholder(NO_EMBEDDINGS)
         self.graphics = make_graphics_widget(self)
         self._left = LabelAxis("left")
         self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left})
@@ -235,6 +238,20 @@ class EmbeddingScatter(QtWidgets.QWidget):
             self._updating = False
         self._refresh_visibility()
         self.stack.setCurrentWidget(self.graphics)
+
+    def set_model_kind(self, kind: Optional[str], n: Optional[int] = None, l: Optional[int] = None) -> None:
+        """What the placeholder says while there are no embeddings to draw: for a DenseHMM (``kind``
+        "dense") that its embeddings come with the model's first parameters (a job in its start), for a
+        standard HMM that it has none, for no model (None) the general note."""
+        if kind == "dense":
+            size = f" (n = {n} states, l = {l})" if n is not None and l is not None else ""
+            text = (f"DenseHMM embeddings{size}: drawn with the model's first parameters, "
+                    "once its start is ready.")
+        elif kind is not None:
+            text = "No embeddings: a standard HMM has no dense representation (this view shows DenseHMM models)."
+        else:
+            text = NO_EMBEDDINGS
+        self.placeholder.setText(text)
 
     def coordinates(self, key: str) -> Optional[np.ndarray]:
         """The 2-D coordinates plotted for one set (a copy), or ``None``."""

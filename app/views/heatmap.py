@@ -132,6 +132,15 @@ class MatrixHeatmap(QtWidgets.QWidget):
             self._reset_range()
         self._update_annotations()
 
+    def set_shape(self, rows: int, cols: int, row_labels: Optional[Sequence[str]] = None,
+                  col_labels: Optional[Sequence[str]] = None) -> None:
+        """Axes for a ``rows x cols`` matrix before it has values (a job in its start): labels and
+        ranges as they will be, no image.  Ignored once a matrix is shown."""
+        if self._data is not None or rows < 1 or cols < 1:
+            return
+        self._set_labels(row_labels, col_labels, (int(rows), int(cols)))
+        self._reset_range((int(rows), int(cols)))
+
     def set_labels(self, row_labels: Optional[Sequence[str]], col_labels: Optional[Sequence[str]]) -> None:
         """Axis labels for rows and columns (``None``: indices)."""
         shape = self._data.shape if self._data is not None else (len(row_labels or []), len(col_labels or []))
@@ -250,8 +259,8 @@ class MatrixHeatmap(QtWidgets.QWidget):
             self._cbar_width = width
             ax.setWidth(width)
 
-    def _reset_range(self) -> None:
-        rows, cols = self._data.shape
+    def _reset_range(self, shape=None) -> None:
+        rows, cols = shape if shape is not None else self._data.shape
         self.plot.vb.setLimits(xMin=-0.5, xMax=cols - 0.5, yMin=-0.5, yMax=rows - 0.5)
         self.plot.setRange(xRange=(-0.5, cols - 0.5), yRange=(-0.5, rows - 0.5), padding=0)
 
@@ -422,6 +431,25 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             else:
                 self.emission.set_matrix(B)
             self.info.setText(f"n = {n} states, m = {m} symbols")
+
+    def set_shape(self, n: int, m: int) -> None:
+        """Axes and layout for ``n`` states and ``m`` symbols before the first parameters arrive (a job in
+        its start): pi, A and B get their final ranges and labels, a vocabulary-sized B its (empty) table
+        of top words.  Ignored once parameters are shown."""
+        if self._params is not None or n is None or m is None:
+            return
+        n, m = int(n), int(m)
+        self.startprob.set_shape(1, n)
+        self.transmat.set_shape(n, n, state_labels(n), state_labels(n))
+        if m > HEATMAP_MAX_SYMBOLS:
+            self.top_words.set_pending(n, m)
+            self.emission_stack.setCurrentWidget(self.top_words)
+            self._grid.setColumnStretch(0, 1)
+            self._grid.setColumnStretch(1, 3)
+        else:
+            self.emission_stack.setCurrentWidget(self.emission)
+            self.emission.set_shape(n, m, state_labels(n), symbol_labels(m, self._vocab))
+        self.info.setText(f"n = {n} states, m = {m} symbols")
 
     def set_state_names(self, names: Optional[Sequence[str]]) -> None:
         """Row names of the top-words table (e.g. ``"3 → NOUN"``); ``None``: "state i"."""

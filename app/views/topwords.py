@@ -95,6 +95,18 @@ class TopWordsTable(QtWidgets.QWidget):
                 t.setColumnWidth(c, w)
             header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
 
+    def set_pending(self, n: int, m: int) -> None:
+        """The table of ``n`` states before the model has parameters (a job in its start): rows named,
+        cells empty, the title saying what will come."""
+        self.table.clearContents()
+        self.table.setRowCount(int(n))
+        top = min(self._top, int(m))
+        self.table.setColumnCount(top)
+        self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(top)])
+        self.table.setVerticalHeaderLabels([f"state {s}" for s in state_labels(int(n))])
+        self._words = []
+        self.title.setText(f"Top {top} of {int(m)} symbols per state: filled in with the model's first parameters")
+
     def words(self) -> List[List[str]]:
         """The words listed, one list per state."""
         return [list(w) for w in getattr(self, "_words", [])]

@@ -52,7 +52,8 @@ class JobsMixin:
             self.jobs_panel.select(job)
         return job
 
-    def start_sweep(self, spec: ModelSpec, repeats: int) -> List[Job]:
+    def start_sweep(self, spec: ModelSpec, repeats: int, grid=None) -> List[Job]:
+        """Jobs for ``spec`` over ``grid`` ((n, l) pairs; None: the paper's grid), ``repeats`` seeds each."""
         ds = self._training_dataset()
         if ds is None:
             return []
@@ -65,7 +66,7 @@ class JobsMixin:
             job_class = RemoteJob
         jobs = []
         try:
-            for s in sweep_grid(spec, repeats):
+            for s in sweep_grid(spec, repeats, grid):
                 job = self.make_job(s, ds, sweep=sweep, job_class=job_class)
                 job.name = f"[{sweep}] {job.name}"
                 jobs.append(job)
@@ -176,7 +177,7 @@ class JobsMixin:
         if job is None:
             return
         title = f"Job {job.id}: {job.name}"
-        if job.state.has_model and not job.has_model:
+        if job.state.has_model and not job.has_model and job.remote:
             title += "  (remote run: its model stayed on the cluster; metrics in the Jobs panel)"
         d.set_title(title)
         # default export names: dense-em_n10_l3_seed0_spectral_transitions.png
@@ -185,6 +186,7 @@ class JobsMixin:
         if vocab is None and isinstance(job.dataset, DataSet):
             vocab = job.dataset.vocabulary
         d.set_vocabulary(list(vocab) if vocab is not None else None)
+        d.set_job_model(job.model)   # axes and placeholders right before the first parameters
         if job.initial_params is not None:
             d.set_initial_params(job.initial_params)
         ds = job.dataset

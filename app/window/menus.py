@@ -56,10 +56,9 @@ class MenusMixin:
         t = mb.addMenu("&Train")
         self.act_train = self._action("&Start job", lambda: self.start_training(self.model_form.spec()),
                                       "Ctrl+T", "Train a model with the form's settings")
-        self.act_sweep = self._action("Run paper &sweep",
-                                      lambda: self.start_sweep(self.model_form.spec(),
-                                                               self.model_form.repeats.value()),
-                                      "Ctrl+Shift+T", "n in {3, 5, 10} with their l values, repeated")
+        self.act_sweep = self._action("Run &sweep", self.model_form.request_sweep,
+                                      "Ctrl+Shift+T", "The form's model over the sweep grid (default: the "
+                                      "paper's n and l values), repeated")
         self.act_cancel = self._action("&Cancel selected job",
                                        lambda: self.cancel_jobs(self.jobs_panel.selected_jobs()),
                                        "Ctrl+.", "Cancel the selected jobs (asks first when there are several)")

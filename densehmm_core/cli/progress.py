@@ -10,6 +10,8 @@ from typing import Optional
 
 from .common import _err
 
+START_PHASE = "start"   # densehmm_core.events.START_PHASE (not imported here: --help loads no numpy)
+
 
 def _fmt_duration(s: Optional[float]) -> str:
     if s is None or not math.isfinite(s):
@@ -23,8 +25,9 @@ def _fmt_duration(s: Optional[float]) -> str:
 class ProgressPrinter:
     """Prints a ProgressEvent stream: a bar on a terminal, lines with --verbose, nothing when quiet.
 
-    The bar shows the step, the rate (steps per second), the ETA and the current loss;
-    it redraws at most ten times a second.
+    The bar shows the step, the rate (steps per second), the ETA and the current loss (while the
+    start is prepared: its stage, e.g. ``start 2/3: SVD``); it redraws at most ten times a second
+    and at every change of phase or start stage.
     """
 
     def __init__(self, mode: str, stream=None) -> None:
@@ -32,12 +35,15 @@ class ProgressPrinter:
         self.stream = stream or sys.stderr
         self._last_draw = 0.0
         self._drawn = False
-        self._phase = None
+        self._phase: object = None
+        self._said_random = False
 
     def __call__(self, ev) -> None:
         try:
             start = ev.metrics.get("start")
-            if self.mode != "none" and isinstance(start, str) and start.startswith("random ("):
+            if self.mode != "none" and isinstance(start, str) and start.startswith("random (") \
+                    and not self._said_random:
+                self._said_random = True
                 self.close()
                 print(f"note: training starts randomly: no spectral start, {start[8:-1]}", file=self.stream)
             self._show(ev)
@@ -50,13 +56,23 @@ class ProgressPrinter:
             self.stream.flush()
         elif self.mode == "bar":
             now = time.monotonic()
-            if ev.done or now - self._last_draw >= 0.1 or ev.phase != self._phase:
-                self._phase = ev.phase
+            phase = (ev.phase, ev.metrics.get("stage")) if ev.phase == START_PHASE else ev.phase
+            if ev.done or now - self._last_draw >= 0.1 or phase != self._phase:
+                self._phase = phase
                 self._last_draw = now
                 self._draw(ev)
 
     def _draw(self, ev) -> None:
         width = shutil.get_terminal_size((80, 20)).columns
+        if ev.phase == START_PHASE:   # the start being prepared (pairs, SVD, k-means): its stage and share
+            from ..events import start_text
+            barw = 20 if width >= 90 else 10
+            fill = int(round(float(ev.metrics.get("stage_done", 0.0) or 0.0) * barw))
+            line = f"{start_text(ev.metrics)} [{'#' * fill}{'.' * (barw - fill)}]  {_fmt_duration(ev.elapsed)}"
+            self.stream.write("\r" + line[: width - 1].ljust(width - 1))
+            self.stream.flush()
+            self._drawn = True
+            return
         rate = ev.step / ev.elapsed if ev.elapsed > 0 and ev.step > 0 else None
         eta = None
         if rate and ev.total:

@@ -335,40 +335,18 @@ GRID_HELP = ('the sweep, e.g. "n=3,5,10 l=1,2,3 model=dense-em,dense-cooc,standa
 
 
 def parse_grid(text: str):
-    """``"n=3,5 l=1,2 model=dense-em,standard"`` -> ``((n, l) pairs, models)``.
+    """``"n=3,5 l=1,2 model=dense-em,standard"`` -> ``((n, l) pairs, models)``
+    (:func:`densehmm_core.grid.parse_grid`, with this command's model names).
 
     ``model`` defaults to all four sweep models; ``n`` and ``l`` are required.
     """
+    from ..grid import parse_grid as parse
     from .comparison import SWEEP_MODELS
-    parts = {}
-    for item in str(text).replace(";", " ").split():
-        if "=" not in item:
-            raise ValueError(f"--grid: {item!r} is not NAME=VALUES")
-        k, v = item.split("=", 1)
-        k = {"models": "model", "states": "n", "dim": "l"}.get(k.strip().lower(), k.strip().lower())
-        if k not in ("n", "l", "model"):
-            raise ValueError(f"--grid: unknown name {k!r} (use n, l and model)")
-        if k in parts:
-            raise ValueError(f"--grid: {k} is given twice")
-        parts[k] = [x.strip() for x in v.split(",") if x.strip()]
-        if not parts[k]:
-            raise ValueError(f"--grid: {k} has no values")
-    for k in ("n", "l"):
-        if k not in parts:
-            raise ValueError(f"--grid: {k}=... is missing")
     try:
-        ns = [int(x) for x in parts["n"]]
-        ls = [int(x) for x in parts["l"]]
-    except ValueError:
-        raise ValueError("--grid: n and l take positive integers, e.g. n=3,5 l=1,2") from None
-    if min(ns) < 1 or min(ls) < 1:
-        raise ValueError("--grid: n and l must be >= 1")
-    models = parts.get("model", list(SWEEP_MODELS))
-    bad = [m for m in models if m not in SWEEP_MODELS]
-    if bad:
-        raise ValueError(f"--grid: unknown model(s) {', '.join(bad)} (choose from {', '.join(SWEEP_MODELS)})")
-    grid = tuple((n, l) for n in dict.fromkeys(ns) for l in dict.fromkeys(ls))
-    return grid, tuple(dict.fromkeys(models))
+        grid, models = parse(text, SWEEP_MODELS)
+    except ValueError as exc:
+        raise ValueError(f"--grid: {exc}") from None
+    return grid, models or tuple(SWEEP_MODELS)
 
 
 def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse.ArgumentParser:

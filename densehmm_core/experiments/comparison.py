@@ -44,14 +44,14 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
+from ..grid import PAPER_GRID
+
 if TYPE_CHECKING:
     from .dask_executor import DaskTarget
 
 __all__ = ["ComparisonSettings", "PAPER_GRID", "MODELS", "run_one", "make_tasks", "summarize",
            "format_tables", "run_comparison", "COLUMNS"]
 
-PAPER_GRID: Tuple[Tuple[int, int], ...] = (
-    (3, 1), (3, 2), (3, 3), (5, 2), (5, 3), (5, 5), (10, 2), (10, 3), (10, 5), (10, 10))
 QUICK_GRID: Tuple[Tuple[int, int], ...] = ((3, 1), (3, 2))
 MODELS = ("dense-em", "dense-direct", "standard-fair", "standard")
 EXTRA_MODELS = ("dense-direct-gt",)

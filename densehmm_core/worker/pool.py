@@ -40,7 +40,9 @@ class TrainingWorker:
         cancelled with the last parameters received.
     send_timeout : float
         Seconds a message to the worker may take to be written (a worker that does not
-        read its pipe is killed).
+        read its pipe is killed).  Until the worker has sent its first message (it says
+        "alive" as soon as it runs) the limit is ``silence_timeout`` instead: a worker
+        process can take many seconds to start on a loaded machine.
 
     Every protocol error (a malformed or unknown message in either direction) ends the
     worker with :class:`WorkerError` naming the reason.  The worker ends within
@@ -73,6 +75,7 @@ class TrainingWorker:
         self._cancel_acked: set = set()
         self._closing = threading.Event()
         self._last_heard = time.monotonic()
+        self._heard = threading.Event()   # set by the first message: the process runs
         # A reader thread drains the pipe at all times (the worker never blocks on a full
         # pipe while this process is busy elsewhere); the bounded queue keeps back-pressure.
         self._inbox: "queue.Queue" = queue.Queue(maxsize=256)
@@ -101,6 +104,7 @@ class TrainingWorker:
                 self._put(("eof", None))
                 return
             self._last_heard = time.monotonic()
+            self._heard.set()
             try:
                 msg = check_reply(decode_message(raw))
             except Exception as exc:  # noqa: BLE001 - any malformed reply is a protocol error
@@ -183,6 +187,8 @@ class TrainingWorker:
         """Write a message; a worker that does not take it within ``timeout`` is killed (WorkerError)."""
         payload = encode_message(msg)
         limit = self.send_timeout if timeout is None else float(timeout)
+        if not self._heard.is_set():   # still starting (imports): the silence limit, not the write limit
+            limit = max(limit, self.silence_timeout)
         box: List[BaseException] = []
 
         def write():

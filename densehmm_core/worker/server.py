@@ -95,11 +95,14 @@ def child_main(ctrl, data, nice: int) -> None:  # pragma: no cover - runs in the
                 return
 
     def heartbeat():
-        while not stopping.wait(HEARTBEAT_S):
+        # the first "alive" at once: the parent then knows the process has started
+        while True:
             try:
                 send({"op": "alive"})
             except (OSError, ValueError):
                 stop_all()
+                return
+            if stopping.wait(HEARTBEAT_S):
                 return
 
     told_tf: List[bool] = []           # non-empty once the parent knows this process's TensorFlow
