@@ -7,6 +7,9 @@ estimator provides (closed form for :class:`~densehmm_core.standard.StandardHMM`
 
 * the E-step through the model's inference engine (numpy or CuPy), its expected counts kept
   on the engine's device for the M-step (``Engine.statistics_device``);
+  with ``EMHooks.sparsity`` set (a model's ``posterior_sparsity > 0``), the E-step's start and
+  emission counts are those of posteriors projected to use few states per symbol
+  (:mod:`densehmm_core.posterior_sparsity`);
 * **one convergence rule**: stop when the relative change of the training log-likelihood,
   ``|ll_k - ll_{k-1}| / |ll_{k-1}|``, falls below ``tol`` (``0`` or less disables it);
 * the start of every run (:meth:`EMHooks.start_steps`): its stages reported as events of phase
