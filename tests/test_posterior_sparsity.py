@@ -208,3 +208,19 @@ def test_dense_em_with_sparsity_makes_emissions_sparser_per_type():
                      init_method="random", posterior_sparsity=sigma, engine="numpy", device="cpu").fit(seqs)
         pens.append(penalty(np.concatenate(m.predict_proba(seqs)), sym))
     assert pens[1] < pens[0]
+
+
+def test_pos_induction_rows_take_sigma_and_old_folders_keep_their_ids():
+    from densehmm_core.experiments.pos_induction import PosSettings, model_config
+    s = PosSettings(data="x", models=("baum-welch-spectral-ps", "dense-em-ps"), sparsity=2.5)
+    kind, cfg = model_config(s, "baum-welch-spectral-ps", 0, 45, 0)
+    assert kind == "standard" and cfg["posterior_sparsity"] == 2.5 and cfg["init_method"] == "spectral"
+    kind, cfg = model_config(s, "dense-em-ps", 32, 45, 0)
+    assert kind == "dense" and cfg["posterior_sparsity"] == 2.5 and cfg["fit_method"] == "em"
+    assert "posterior_sparsity" not in model_config(s, "dense-em", 32, 45, 0)[1]
+    assert "posterior_sparsity" not in model_config(s, "baum-welch-spectral", 0, 45, 0)[1]
+    assert s.result_settings()["sparsity"] == 2.5
+    assert PosSettings(data="x", sparsity=3.0, models=("dense-em",)).settings_id == \
+        PosSettings(data="x", models=("dense-em",)).settings_id       # folders without -ps rows keep their id
+    assert PosSettings(data="x", sparsity=3.0, models=("dense-em-ps",)).settings_id != \
+        PosSettings(data="x", models=("dense-em-ps",)).settings_id
