@@ -99,7 +99,7 @@ def _add_pos_induction(sub) -> None:
     sp.add_argument("--models", default=None,
                     help="comma-separated subset of spectral-clusters,baum-welch,baum-welch-spectral,dense-em,"
                          "dense-em-feat,dense-direct,cooc-em,dense-marginal,dense-marginal-feat,baum-welch-spectral-ps,"
-                         "dense-em-ps (default: all)")
+                         "dense-em-ps,dense-em-feat-ps (default: all)")
     sp.add_argument("--dims", default=None, metavar="L,...", help="embedding lengths (default 16,32,64)")
     sp.add_argument("--direct-dims", default=None, metavar="L,...",
                     help="embedding lengths of dense-direct and cooc-em (default: --dims)")

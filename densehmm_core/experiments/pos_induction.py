@@ -24,6 +24,7 @@ Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
                     (``posterior_sparsity = sigma``, the setting ``sparsity``; Graca et al. 2011,
                     :mod:`densehmm_core.posterior_sparsity`)
 ``dense-em-ps``     ``dense-em`` with the posterior-sparsity E-step (the same sigma)
+``dense-em-feat-ps``  ``dense-em-feat`` with the posterior-sparsity E-step (the same sigma)
 ``spectral-clusters``  no HMM training: each word tagged by the argmax over states of the spectral
                     start's emission column ``B[:, w]`` (restart 0 of seed ``seed``, embedding
                     length l): the start every spectral model begins from, scored alone
@@ -57,7 +58,8 @@ import numpy as np
 __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "format_table", "run_pos_induction"]
 
 MODELS = ("spectral-clusters", "baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct",
-          "cooc-em", "dense-marginal", "dense-marginal-feat", "baum-welch-spectral-ps", "dense-em-ps")
+          "cooc-em", "dense-marginal", "dense-marginal-feat", "baum-welch-spectral-ps", "dense-em-ps",
+          "dense-em-feat-ps")
 INIT_METHODS = ("spectral", "random")
 #: settings a resumed run must share with the runs already in its folder (the data and extra
 #: files by their content: size and SHA-256, never by their names)
@@ -154,8 +156,8 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
     marginal: Dict[str, Any] = dict(fit_method="marginal", n_iter=s.n_iter, tol=0.0, snapshot_every=10 ** 9, l2=s.l2)
     if model in ("dense-em", "dense-em-ps"):
         return "dense", dict(base, fit_method="em", **em, **ps)
-    if model == "dense-em-feat":
-        return "dense", dict(base, fit_method="em", symbol_features="orthographic", **em)
+    if model in ("dense-em-feat", "dense-em-feat-ps"):
+        return "dense", dict(base, fit_method="em", symbol_features="orthographic", **em, **ps)
     if model == "dense-marginal":
         return "dense", dict(base, **marginal)
     if model == "dense-marginal-feat":
@@ -173,7 +175,7 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
     """Train one model and score it: one result row."""
     from ..metrics import tagging_scores
     s = PosSettings.from_dict(settings)
-    corpus = _load(s, lowercase=not model.endswith("-feat"))
+    corpus = _load(s, lowercase=not model.endswith(("-feat", "-feat-ps")))
     n = s.n_states or corpus.n_tags
     gold = corpus.labelled()
     if model == "spectral-clusters":
@@ -215,7 +217,8 @@ def make_tasks(s: PosSettings):
     from .runner import Task
     cost = {"baum-welch": 1.0, "baum-welch-spectral": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5,
             "dense-direct": 1.5, "cooc-em": 3.0, "dense-marginal": 1.5, "dense-marginal-feat": 2.0,
-            "spectral-clusters": 0.1, "baum-welch-spectral-ps": 3.0, "dense-em-ps": 4.0}
+            "spectral-clusters": 0.1, "baum-welch-spectral-ps": 3.0, "dense-em-ps": 4.0,
+            "dense-em-feat-ps": 5.0}
     tasks = []
     for model in s.models:
         for dim in s.model_dims(model):
