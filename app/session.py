@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = ["SESSION_KEY", "VERSION", "MAX_JOBS", "MAX_NAME", "MAX_TEXT", "MAX_PATH", "SessionError",
            "SessionCancelled", "DataRef", "SessionJob", "Session", "session_notes", "save_session",
-           "load_session", "is_session_info", "validate_notes", "NOTES_SCHEMA"]
+           "load_session", "is_session_info", "recorded_training_time", "validate_notes", "NOTES_SCHEMA"]
 
 #: ``notes`` key that marks a model group as a session entry (value: format version)
 SESSION_KEY = "app_session"
@@ -44,8 +44,9 @@ MAX_TEXT = 10_000
 MAX_PATH = 4096
 #: most entries of a dict field (scores, options)
 MAX_ENTRIES = 64
-#: jobs read per forked read (progress and cancel between batches); at least this many
-BATCH = 8
+#: jobs per part of the (one, forked) read: progress and cancel between parts; the reading
+#: process reads the next part while this one rebuilds the models of the last
+BATCH = 4
 
 
 class SessionError(ValueError):
@@ -335,6 +336,16 @@ class Session:
         return list(seen.values())
 
 
+def recorded_training_time(model: Any) -> Optional[float]:
+    """How long ``model`` trained, as its history recorded it (the last record's ``elapsed``,
+    seconds), or None when the history does not say (a model file from elsewhere)."""
+    hist = getattr(model, "history_", None) or []
+    v = hist[-1].get("elapsed") if hist and isinstance(hist[-1], dict) else None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        return None
+    return float(v)
+
+
 def is_session_info(info: dict) -> bool:
     """Whether a ``read_model_info`` dict is a session entry."""
     return SESSION_KEY in (info.get("notes") or {})
@@ -422,46 +433,53 @@ def load_session(path: str, progress: Optional[Callable[[int, int], None]] = Non
                  cancel: Optional[threading.Event] = None) -> Session:
     """Read and check a session file (runs on a background thread).
 
+    The whole file is read by ONE forked, memory-capped, time-limited child of the core
+    (:class:`densehmm_core.modelfile.ModelStream`), which sends it in parts of :data:`BATCH`
+    jobs: this thread checks and rebuilds one part while the child reads the next.
+
     1. The job count (at most :data:`MAX_JOBS`) and the memory all jobs' arrays need together
-       (the core's budget) are checked from the models' attributes, before any array is read.
-    2. The models are read in batches (each in the core's forked, capped, time-limited
-       reader) and every job's notes checked (:data:`NOTES_SCHEMA`): the first bad field
-       raises :class:`SessionError` naming the job and the field.  ``progress(jobs read,
-       jobs)`` after each batch; ``cancel`` (a ``threading.Event``) is honoured between
-       batches (:class:`SessionCancelled`).
+       (the core's budget) are checked from the models' attributes, which the child sends
+       first: this process takes no array of a file refused here (the child is stopped).
+    2. Every job's notes are checked (:data:`NOTES_SCHEMA`): the first bad field raises
+       :class:`SessionError` naming the job and the field.  ``progress(jobs read, jobs)``
+       after each part; ``cancel`` (a ``threading.Event``) is honoured between parts
+       (:class:`SessionCancelled`; the child is stopped).
 
     Raises ModelFileError for what the core's reader refuses.  Nothing is half-returned.
     """
     from densehmm_core import modelfile
     spath = os.path.abspath(os.fspath(path))
-    names = modelfile.list_models(spath)
-    if not names:
-        raise SessionError(spath, "holds no jobs")
-    if len(names) > MAX_JOBS:
-        raise SessionError(spath, f"holds {len(names):,} jobs, more than a session may hold ({MAX_JOBS:,}): refused")
 
     def check_cancel() -> None:
         if cancel is not None and cancel.is_set():
             raise SessionCancelled(spath)
 
     check_cancel()
-    need = sum(_needed_bytes(summary) for summary in modelfile.model_summaries(spath))
-    budget = modelfile.memory_budget()
-    if need > budget:
-        raise SessionError(spath, f"too large: its {len(names):,} jobs need {need / 1e9:.3g} GB of memory, more "
-                                  f"than the {budget / 1e9:.3g} GB allowed (DENSEHMM_MAX_MODEL_BYTES)")
-    total = len(names)
-    batch = max(BATCH, math.ceil(total / 50))
-    jobs: List[SessionJob] = []
-    if progress is not None:
-        progress(0, total)
-    for start in range(0, total, batch):
-        check_cancel()
-        for info, model in modelfile.load_models(spath, names[start:start + batch]):
-            jobs.append(_entry(spath, len(jobs), info, model))
+    with modelfile.ModelStream(spath, batch=BATCH, max_parts=50) as stream:   # one forked read, in parts
+        names = stream.names
+        if not names:
+            raise SessionError(spath, "holds no jobs")
+        if len(names) > MAX_JOBS:
+            raise SessionError(spath, f"holds {len(names):,} jobs, more than a session may hold ({MAX_JOBS:,}): "
+                                      f"refused")
+        need = sum(_needed_bytes(summary) for summary in stream.summaries)
+        budget = modelfile.memory_budget()
+        if need > budget:
+            raise SessionError(spath, f"too large: its {len(names):,} jobs need {need / 1e9:.3g} GB of memory, "
+                                      f"more than the {budget / 1e9:.3g} GB allowed (DENSEHMM_MAX_MODEL_BYTES)")
+        total = len(names)
+        jobs: List[SessionJob] = []
         if progress is not None:
-            progress(len(jobs), total)
-    check_cancel()
+            progress(0, total)
+        for part in stream.parts():
+            check_cancel()
+            for info, model in part:
+                jobs.append(_entry(spath, len(jobs), info, model))
+            if progress is not None:
+                progress(len(jobs), total)
+        check_cancel()
+    if len(jobs) != total:
+        raise SessionError(spath, f"is damaged: {len(jobs)} of its {total} jobs could be read")
     return Session(spath, jobs)
 
 

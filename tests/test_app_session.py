@@ -231,3 +231,23 @@ def test_after_a_restore_the_first_job_is_drawn_with_its_metrics(make_window, se
     seconds = job.history[-1]["elapsed"]
     assert got[0].elapsed == pytest.approx(seconds)
     assert w3.jobs_panel.items[got[0].id].text(C_TIME) == f"{int(round(seconds))} s"
+
+
+def test_models_opened_from_a_plain_model_file_show_their_recorded_training_time(make_window, qtbot, tmp_path):
+    """Issue 24.11: File > Open of a plain .h5 model file gave its jobs Time "—" though the file
+    records how long each model trained (its history's last ``elapsed``); none recorded: "—"."""
+    from densehmm_core import modelfile
+    from app.panels.jobs_panel import C_TIME
+    from sessionfakes import fitted_model
+    timed = fitted_model("standard", n=3, m=4, steps=749, seed=0)      # elapsed 0.1 s per step: 75 s
+    untimed = fitted_model("standard", n=3, m=4, steps=3, seed=1)
+    untimed.history_ = [{"step": s, "loss": 1.0 / (s + 1)} for s in range(4)]
+    path = tmp_path / "models.h5"
+    modelfile.save_models(path, [{"name": "timed", "model": timed}, {"name": "untimed", "model": untimed}])
+    w = make_window("a")
+    w.open_files([str(path)])
+    qtbot.waitUntil(lambda: len(w.jobs.jobs) == 2 and not w.loading, timeout=30000)
+    a, b = w.jobs.jobs
+    assert a.elapsed == pytest.approx(75.0) and b.started_at is None
+    assert w.jobs_panel.items[a.id].text(C_TIME) == "1:15"
+    assert w.jobs_panel.items[b.id].text(C_TIME) == "—"

@@ -214,6 +214,28 @@ def test_cancel_is_honoured_between_batches_and_progress_is_reported(tmp_path, m
         sess.load_session(path, progress=report, cancel=cancel)
 
 
+def test_a_session_is_read_by_one_process_in_parts_and_cancel_stops_it(tmp_path, monkeypatch):
+    """Issue 24.11: one forked read for the whole session (it was one for the names, one for the
+    summaries and one per batch); the reading process is stopped when the user cancels."""
+    import threading
+
+    from densehmm_core.modelfile import safety
+    monkeypatch.setattr(sess, "BATCH", 2)
+    path = write(tmp_path / "s.h5", good_notes(7))
+    pids = []
+    real = safety._spawn
+    monkeypatch.setattr(safety, "_spawn", lambda *a: (lambda got: pids.append(got[0]) or got)(real(*a)))
+    seen = []
+    session = sess.load_session(path, progress=lambda done, total: seen.append((done, total)))
+    assert len(pids) == 1 and seen == [(0, 7), (2, 7), (4, 7), (6, 7), (7, 7)]
+    assert [j.name for j in session.jobs] == [n["job_name"] for n in good_notes(7)]
+    cancel = threading.Event()
+    with pytest.raises(sess.SessionCancelled):
+        sess.load_session(path, progress=lambda done, total: done >= 2 and cancel.set(), cancel=cancel)
+    with pytest.raises(ProcessLookupError):        # stopped and reaped, not left reading
+        os.kill(pids[-1], 0)
+
+
 def test_saving_shortens_what_reading_would_refuse(tmp_path):
     js = jobs(1)
     js[0].name = "n" * 5000 + "\x01"

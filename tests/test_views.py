@@ -589,6 +589,7 @@ def test_embedding_labels_never_overlap_and_controls_fit(qtbot):
     w.set_embeddings(p)
     w.state_labels_box.setChecked(True)
     qtbot.wait(10)
+    w.finish_labels()   # label items are made a batch per event-loop turn (issue 24.13): all of them now
     visible = [t for k in EMBEDDING_KEYS for t in w._labels[k] if t.isVisible()]
     assert "A" in w.visible_labels("V") and 0 < len(visible) < 3 * n + m
     # glyphs lie inside the text's document margin
@@ -972,6 +973,40 @@ def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
     assert not _drawn_boxes_overlap(ax.drawn_labels())
     font = ax.style["tickFont"]
     assert font is None or font.pointSizeF() >= LabelAxis.MIN_POINT_SIZE
+
+
+def test_category_axis_measures_its_labels_once_per_font(qtbot):
+    """Issue 24.11: a word model's axis (5,166 words) measured every word again at each point size
+    it tried, on every resize and range change (0.3-0.5 s of a restored job's first drawing).
+    The widths are now kept per font (and set of labels): the same as measuring afresh."""
+    import pyqtgraph as pg
+    from PySide6 import QtGui
+    from app.views.widgets import LabelAxis
+    words = [f"w{i}" * (1 + i % 7) for i in range(3000)]
+    ax = LabelAxis("bottom")
+    w = pg.PlotWidget(axisItems={"bottom": ax})
+    qtbot.addWidget(w)
+    ax.set_labels(words)
+    w.plot(np.arange(3000), np.arange(3000))
+    w.resize(500, 220)
+    w.show()
+    qtbot.waitExposed(w)
+    w.grab()
+    measured = dict(ax._widths_by_font)
+    assert measured                                       # the sizes tried, each measured once
+    for lo in (0, 100, 1000):                             # range changes and resizes: nothing measured again
+        w.setXRange(lo, lo + 200, padding=0)
+        w.resize(480 + lo // 50, 220)
+        w.grab()
+    assert {k: id(v) for k, v in ax._widths_by_font.items() if k in measured} == {k: id(v) for k, v in
+                                                                                   measured.items()}
+    for (family, size, *_rest), widths in ax._widths_by_font.items():
+        f = QtGui.QFont(ax._base_font())
+        f.setPointSizeF(size)
+        assert widths == [QtGui.QFontMetricsF(f).horizontalAdvance(s) for s in words]
+    ax.set_labels(words[:10])                             # new labels: measured anew
+    fm = QtGui.QFontMetricsF(ax.style.get("tickFont") or ax.font())
+    assert ax._label_widths() == [fm.horizontalAdvance(s) for s in words[:10]]
 
 
 def test_infinite_test_nll_is_explained_in_the_plot(qtbot):

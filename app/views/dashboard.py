@@ -249,6 +249,7 @@ class Dashboard(QtWidgets.QWidget):
         """Draw what the hidden live page recorded: the newest snapshot and the curves."""
         self.run_stages()
         self._safe("curves", self.curves.redraw)
+        self.embeddings.finish_labels()   # label items still to be made from the event loop
 
     def _flush_if_visible(self) -> None:
         if self.live_visible():
@@ -407,8 +408,11 @@ class Dashboard(QtWidgets.QWidget):
 
         # the symbol counts before the embeddings: a large vocabulary is drawn faint at once, not as
         # thousands of full-size points first (issue 24.7)
-        part("frequencies", "embeddings", self._show_frequencies, model, corpus)
         params = model.arrays()["params"]
+        # (the embeddings drawn next take the counts: no drawing of their own then; staged: decided
+        # when the part runs, by whether the embeddings' part is still queued)
+        part("frequencies", "embeddings", self._show_frequencies, model, corpus,
+             None if staged else not any(params.get(k) is not None for k in EMBEDDING_SETS))
         if params:
             if staged:
                 self._stage_params(params)
@@ -566,15 +570,19 @@ class Dashboard(QtWidgets.QWidget):
         from ..tasks import run_background
         run_background(work, done, failed)
 
-    def _show_frequencies(self, model, corpus) -> None:
-        """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled."""
+    def _show_frequencies(self, model, corpus, redraw: Optional[bool] = True) -> None:
+        """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled
+        (``redraw=False``: the counts wait for the embeddings' update that follows; ``None``: so
+        when that update is a queued part)."""
         seqs = getattr(corpus, "sequences", None)
         m = getattr(model, "n_symbols", None)
+        if redraw is None:
+            redraw = not self._stages.has("embeddings")
         if not seqs or not m:
-            self.embeddings.set_symbol_frequencies(None)
+            self.embeddings.set_symbol_frequencies(None, redraw=redraw)
             return
         counts = np.bincount(np.concatenate([np.asarray(s).reshape(-1) for s in seqs]), minlength=int(m))[:int(m)]
-        self.embeddings.set_symbol_frequencies(counts)
+        self.embeddings.set_symbol_frequencies(counts, redraw=redraw)
 
     def image_data(self, name: str) -> Optional[np.ndarray]:
         """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``

@@ -19,7 +19,7 @@ from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..flow import FlowLayout
 from .theme import label_axis_text, make_graphics_widget, marker_icon, style_plot, theme_colors
@@ -44,6 +44,9 @@ LABEL_ANCHORS = ((-0.35, 0.55), (1.25, 0.55), (0.5, 1.15), (0.5, -0.15))
 #: With symbol frequencies known, only this many most frequent symbols are drawn in full and
 #: labelled; the others are faint small points (their names in the hover tooltip).
 TOP_LABELLED = 50
+#: label items made per event-loop turn, LABEL_GAP_MS apart (each batch is painted in between)
+LABEL_BATCH = 10
+LABEL_GAP_MS = 15
 
 
 #: The embedding view's placeholder when no model is shown.
@@ -65,6 +68,12 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._crowded: set = set()  # ids of labels hidden because they would overlap another
         self._freq: Optional[np.ndarray] = None  # symbol counts: label the most frequent only
         self._top_n = TOP_LABELLED
+        self._labels_stale = False      # the counts changed since the labels were made
+        self._label_todo: List[tuple] = []   # (set, text, colour) of label items still to make
+        self._label_timer = QtCore.QTimer(self)
+        self._label_timer.setSingleShot(True)
+        self._label_timer.timeout.connect(self._more_labels)
+        self._no_pen = pg.mkPen(None)   # the faint points' (one object: one symbol in pyqtgraph's atlas)
         self._label_idx: Dict[str, List[int]] = {k: [] for k in EMBEDDING_SETS}
         self._title = title
         self._axes: Optional[np.ndarray] = None   # the PCA axes of the last frame (no sign flips)
@@ -171,12 +180,16 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._title = title
         style_plot(self.plot, self, self._title)
 
-    def set_symbol_frequencies(self, counts: Optional[Sequence[float]], top: int = TOP_LABELLED) -> None:
+    def set_symbol_frequencies(self, counts: Optional[Sequence[float]], top: int = TOP_LABELLED,
+                               redraw: bool = True) -> None:
         """Symbol counts of the data (``None``: unknown).  With more than ``top`` symbols, only the
-        ``top`` most frequent are drawn in full and labelled; the rest are faint points."""
+        ``top`` most frequent are drawn in full and labelled; the rest are faint points.
+        ``redraw=False``: only kept for the next :meth:`set_embeddings` (which the caller is about
+        to make: the points are then drawn once, not twice)."""
         self._freq = None if counts is None else np.asarray(counts, dtype=np.float64).reshape(-1)
         self._top_n = int(top)
-        if self._emb:
+        self._labels_stale = True
+        if self._emb and redraw:
             self.set_embeddings(dict(self._emb), force_labels=True)
 
     def _top_symbols(self, m: int) -> Optional[np.ndarray]:
@@ -187,6 +200,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def labelled_symbols(self) -> List[int]:
         """Indices of the symbols (V) that have a label item."""
+        self.finish_labels()
         return list(self._label_idx.get("V", []))
 
     def set_embeddings(self, params: Optional[dict], force_labels: bool = False) -> None:
@@ -214,21 +228,27 @@ class EmbeddingScatter(QtWidgets.QWidget):
             if xy is None:
                 sc.setData([], [])
             elif key == "V" and self._top_symbols(xy.shape[0]) is not None:
-                top = set(self._top_symbols(xy.shape[0]).tolist())
                 desc, marker, color, _ = EMBEDDING_SETS[key]
                 faint = pg.mkBrush(QtGui.QColor(color).red(), QtGui.QColor(color).green(),
                                    QtGui.QColor(color).blue(), 55)
                 full = pg.mkBrush(color)
-                in_top = np.array([i in top for i in range(xy.shape[0])])
+                in_top = np.zeros(xy.shape[0], dtype=bool)
+                in_top[self._top_symbols(xy.shape[0])] = True
                 # the faint points first, the frequent ones drawn over them
                 order = np.concatenate([np.flatnonzero(~in_top), np.flatnonzero(in_top)])
+                top_sorted = in_top[order]
+                # ONE pen and brush object per kind: pyqtgraph renders a symbol per distinct object
+                # (a new pen per point rendered 5,000 symbols, 0.3-0.5 s a frame for words, issue 24.13)
+                brushes, pens = np.empty(2, dtype=object), np.empty(2, dtype=object)
+                brushes[0], brushes[1] = faint, full
+                pens[0], pens[1] = self._no_pen, sc.opts["pen"]
+                pick = top_sorted.astype(np.intp)
                 sc.setData(x=xy[order, 0], y=xy[order, 1], data=order,
-                           size=np.where(in_top[order], 9, 4),
-                           brush=[full if in_top[i] else faint for i in order],
-                           pen=[sc.opts["pen"] if in_top[i] else pg.mkPen(None) for i in order])
+                           size=np.where(top_sorted, 9, 4), brush=list(brushes[pick]), pen=list(pens[pick]))
             else:
                 sc.setData(x=xy[:, 0], y=xy[:, 1], data=np.arange(xy.shape[0]))
-        if counts_changed or force_labels:
+        if counts_changed or force_labels or self._labels_stale:
+            self._labels_stale = False
             self._rebuild_labels()
         self._place_labels()
         self._updating = True  # one declutter pass below, not one per range signal
@@ -267,6 +287,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         return (self.plot.getAxis("bottom").labelText, self.plot.getAxis("left").labelText)
 
     def label_texts(self, key: str) -> List[str]:
+        self.finish_labels()
         return [t.textItem.toPlainText() for t in self._labels[key]]
 
     def clear(self) -> None:
@@ -329,36 +350,86 @@ class EmbeddingScatter(QtWidgets.QWidget):
         return [f"{key.lower()}{i}" for i in range(count)]
 
     def _rebuild_labels(self) -> None:
+        """One text item per labelled point.  The items of a set are reused (text and colour set
+        again) and only the surplus removed; missing ones are made :data:`LABEL_BATCH` at a time,
+        the rest from the event loop (:meth:`finish_labels` makes them all at once): making 50
+        label items at once took 50-400 ms of the GUI thread when a words model was shown
+        (issue 24.13)."""
         _, fg = theme_colors(self)
+        self._label_todo = []
         for key, items in self._labels.items():
-            for t in items:
-                self.plot.removeItem(t)
-            self._labels[key] = []
-            self._label_idx[key] = []
             a = self._emb.get(key)
-            if a is None:
+            idx: List[int] = []
+            if a is not None:
+                idx = list(range(a.shape[0]))
+                if key == "V" and self._top_symbols(a.shape[0]) is not None:
+                    idx = [int(i) for i in self._top_symbols(a.shape[0])]
+                if len(idx) > MAX_LABELS or (EMBEDDING_SETS[key][3] and not self.state_labels_box.isChecked()):
+                    idx = []  # too many to label; state points: names in the hover tooltip unless asked for
+            for t in items[len(idx):]:
+                self.plot.removeItem(t)
+            del items[len(idx):]
+            self._label_idx[key] = idx
+            if not idx:
                 continue
-            idx = list(range(a.shape[0]))
-            if key == "V" and self._top_symbols(a.shape[0]) is not None:
-                idx = [int(i) for i in self._top_symbols(a.shape[0])]
-            if len(idx) > MAX_LABELS:
-                continue
-            if EMBEDDING_SETS[key][3] and not self.state_labels_box.isChecked():
-                continue  # state points: names in the hover tooltip unless asked for
-            color = EMBEDDING_SETS[key][2]
-            f = QtGui.QFont()
-            f.setPointSizeF(max(6.5, f.pointSizeF() - 1.5))
+            color = EMBEDDING_SETS[key][2] if key != "V" else fg
             names = self._label_strings(key, a.shape[0])
-            for i in idx:
+            for pos, i in enumerate(idx):
                 s = names[i]
-                # anchored beside its marker, not on it (_declutter may move it to another side)
-                t = pg.TextItem(s, color=color if key != "V" else fg, anchor=LABEL_ANCHORS[0])
-                if key == "V":
-                    f.setBold(True)
-                t.setFont(f)
-                self.plot.addItem(t)
-                self._labels[key].append(t)
-                self._label_idx[key].append(i)
+                if pos < len(items):
+                    t = items[pos]
+                    if t.textItem.toPlainText() != s or t.color != pg.mkColor(color):
+                        t.setText(s, color=color)
+                else:
+                    self._label_todo.append((key, s, color))
+        self._make_labels(LABEL_BATCH)
+        if self._label_todo:
+            self._label_timer.start(LABEL_GAP_MS)
+        else:
+            self._label_timer.stop()
+
+    def _make_labels(self, budget: int) -> None:
+        """Make up to ``budget`` of the label items still to make (in order: each set's list
+        stays aligned with its ``_label_idx``)."""
+        fonts: Dict[bool, QtGui.QFont] = {}
+        while self._label_todo and budget > 0:
+            key, s, color = self._label_todo.pop(0)
+            bold = key == "V"
+            f = fonts.get(bold)
+            if f is None:
+                f = fonts[bold] = QtGui.QFont()
+                f.setPointSizeF(max(6.5, f.pointSizeF() - 1.5))
+                f.setBold(bold)
+            # anchored beside its marker, not on it (_declutter may move it to another side)
+            t = pg.TextItem(s, color=color, anchor=LABEL_ANCHORS[0])
+            t.setFont(f)
+            self.plot.addItem(t)
+            self._labels[key].append(t)
+            budget -= 1
+
+    def _more_labels(self) -> None:
+        """The next batch of label items (from the event loop), placed and decluttered."""
+        self._make_labels(LABEL_BATCH)
+        self._place_labels()
+        self._refresh_visibility()
+        if self._label_todo:
+            self._label_timer.start(LABEL_GAP_MS)
+
+    @property
+    def labels_pending(self) -> bool:
+        """Whether label items are still to be made from the event loop."""
+        return bool(self._label_todo)
+
+    def finish_labels(self) -> None:
+        """Make every label item still to make now (before labels are read or exported)."""
+        if self._label_todo:
+            self._label_timer.stop()
+            self._make_labels(len(self._label_todo))
+            self._place_labels()
+            self._refresh_visibility()
+
+    #: :func:`app.export.export_widget` calls this before rendering the view
+    prepare_export = finish_labels
 
     def _place_labels(self) -> None:
         for key, items in self._labels.items():
@@ -400,6 +471,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def visible_labels(self, key: str) -> List[str]:
         """Texts of the labels of one set that are drawn (not hidden by a box or by crowding)."""
+        self.finish_labels()
         return [t.textItem.toPlainText() for t in self._labels[key] if t.isVisible()]
 
     def _declutter(self, *args) -> None:
@@ -454,6 +526,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def label_boxes(self, key: str) -> List[tuple]:
         """Scene rectangles ``(x0, y0, x1, y1)`` of the shown labels of one set (tests: no overlap)."""
+        self.finish_labels()
         out = []
         for t in self._labels[key]:
             if t.isVisible():

@@ -98,12 +98,20 @@ class LabelAxis(pg.AxisItem):
         return self._base
 
     def _label_widths(self, font: Optional[QtGui.QFont] = None) -> List[float]:
+        """The labels' widths at ``font``, measured once per font and set of labels (choosing a
+        layout tries several point sizes on every resize and range change: 5,166 words measured
+        at each size each time took 0.3-0.5 s of a restored word model's first drawing)."""
         f = font or self.style.get("tickFont") or self.font()
-        key = (f.family(), f.pointSizeF(), tuple(self._labels))
-        if getattr(self, "_widths_key", None) != key:
+        labels = tuple(self._labels)
+        if getattr(self, "_widths_labels", None) != labels:
+            self._widths_labels, self._widths_by_font = labels, {}
+        key = (f.family(), f.pointSizeF(), f.weight(), f.italic(), f.stretch())
+        widths = self._widths_by_font.get(key)
+        if widths is None:
             fm = self._fm(f)
-            self._widths_key, self._widths = key, [fm.horizontalAdvance(s) for s in self._labels]
-        return self._widths
+            widths = self._widths_by_font[key] = [fm.horizontalAdvance(s) for s in self._labels]
+        self._widths = widths
+        return widths
 
     def _elide(self, text: str) -> str:
         return self._fm().elidedText(text, QtCore.Qt.TextElideMode.ElideRight, self._max_px)

@@ -1,6 +1,7 @@
 """Jobs of the main window: starting jobs and sweeps, following them, showing one in the dashboard."""
 from __future__ import annotations
 
+import weakref
 from typing import List, Optional
 
 from PySide6.QtWidgets import QMessageBox
@@ -13,6 +14,9 @@ from ..views.sweep import row_from_spec
 from .results import job_metrics
 
 __all__ = ["JobsMixin"]
+
+#: job -> (key, data, data read with its model's alphabet): see JobsMixin._decode_data
+_DECODED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class JobsMixin:
@@ -211,11 +215,24 @@ class JobsMixin:
         if ds is None or job.model is None:
             return None
         data = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
+        # the same data read with the same alphabet again (the job shown while it trains, then its
+        # final model): the copy made then (re-encoding a treebank took 20-30 ms of the GUI thread
+        # in the finish handler, issue 24.13)
+        from densehmm_core.data import residual_symbol
+        model = job.model
+        vocab = getattr(model, "vocabulary", None)
+        key = (id(data), getattr(model, "n_symbols", None), None if vocab is None else tuple(str(v) for v in vocab),
+               residual_symbol(vocab, getattr(model, "provenance_", None)) if vocab is not None else None)
+        cached = _DECODED.get(job)
+        if cached is not None and cached[0] == key and cached[1] is data:
+            return cached[2]
         try:
-            return encode_for(job.model, data)
+            out = encode_for(model, data)
         except ValueError as exc:
             self.log_panel.log(f"Decode: '{ds.name}' cannot be read by job {job.id}'s model: {exc}", "warning")
             return None
+        _DECODED[job] = (key, data, out)
+        return out
 
     def _offer_decode_datasets(self, job: Job) -> None:
         """List the open data sets in Decode's "Data" box (the one decoded selected)."""

@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
 from .. import tasks
 from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobState
+from ..session import recorded_training_time
 from ..view_registry import VIEWS
 
 __all__ = ["ResultsMixin", "job_metrics"]
@@ -31,6 +32,9 @@ class ResultsMixin:
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
+            elapsed = recorded_training_time(model)
+            if elapsed is not None:                # the Jobs panel's Time: the training time the file recorded
+                job.started_at, job.finished_at = 0.0, elapsed
             self.state.add_finished_job(job)
             first = first or job
         self.log_panel.log(f"{ms.name}: {len(ms.models)} model(s) loaded: "

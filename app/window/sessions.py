@@ -18,7 +18,8 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog
 from .. import tasks
 from ..datasets import DataSet, reopen_dataset
 from ..jobs import Job, JobState
-from ..session import DataRef, Session, SessionCancelled, SessionJob, load_session, save_session, sweep_number
+from ..session import (DataRef, Session, SessionCancelled, SessionJob, load_session, recorded_training_time,
+                       save_session, sweep_number)
 from .results import _safe_name, job_metrics
 
 __all__ = ["SessionsMixin", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
@@ -56,8 +57,8 @@ def restored_job(path: str, sj: SessionJob) -> Job:
     job.reason = sj.reason or f"restored from {os.path.basename(path)}"
     hist = job.history
     elapsed = sj.elapsed_s
-    if elapsed is None and hist and isinstance(hist[-1].get("elapsed"), (int, float)):
-        elapsed = float(hist[-1]["elapsed"])      # a plain model: its training time as recorded
+    if elapsed is None:
+        elapsed = recorded_training_time(sj.model)  # a plain model: its training time as recorded
     if elapsed is not None:
         job.started_at, job.finished_at = 0.0, float(elapsed)
     job.scores = dict(sj.scores)
@@ -77,6 +78,16 @@ def restored_job(path: str, sj: SessionJob) -> Job:
 
 def restored_jobs(session: Session) -> List[Job]:
     return [restored_job(session.path, sj) for sj in session.jobs]
+
+
+def warm_decoding() -> None:
+    """Load what the first decode of a restored job needs (the numpy engine: scipy.sparse,
+    0.2 s the first time in a process) here, off the GUI thread."""
+    try:
+        from densehmm_core.engine import get_engine
+        get_engine("numpy")
+    except Exception:  # noqa: BLE001 - only a head start: the decode itself reports problems
+        pass
 
 
 def _finish(dialog: QProgressDialog) -> None:
@@ -192,9 +203,17 @@ class SessionsMixin:
 
         def read(report):
             session = load_session(path, progress=report, cancel=cancel)
-            return session, restored_jobs(session)      # plain objects: built here, off the GUI thread
+            jobs = restored_jobs(session)                # plain objects: built here, off the GUI thread
+            warm_decoding()
+            return session, jobs
 
         tasks.run_background(read, done, failed, on_progress=progress)
+        # The GUI thread is idle while the file is read: build the views now (the first job is
+        # drawn in them once restored), not after the read.
+        QTimer.singleShot(0, self, self._prepare_views)
+
+    def _prepare_views(self) -> None:
+        self.dashboard  # noqa: B018 - built on first use
 
     def restore_session(self, session: Session, jobs: Optional[List[Job]] = None,
                         on_done: Optional[Callable[[List[Job]], None]] = None,
@@ -238,7 +257,7 @@ class SessionsMixin:
                     dialog.setRange(0, len(jobs))
                     dialog.setValue(len(added))
                     dialog.setLabelText(f"Adding the jobs: {len(added)} of {len(jobs)}")
-                QTimer.singleShot(0, step)
+                QTimer.singleShot(0, self, step)
                 return
             if dialog is not None:
                 _finish(dialog)
@@ -266,8 +285,9 @@ class SessionsMixin:
             self.show_job(first)
             return
         # drawn once its data set is attached (Decode, tags and token counts need it); a slow
-        # read does not leave it blank: shown after SHOW_WITHOUT_DATA_MS anyway
-        QTimer.singleShot(SHOW_WITHOUT_DATA_MS, lambda: self._show_restored(first))
+        # read does not leave it blank: shown after SHOW_WITHOUT_DATA_MS anyway (not once the
+        # window is gone: the timer's context)
+        QTimer.singleShot(SHOW_WITHOUT_DATA_MS, self, lambda: self._show_restored(first))
 
     def _show_restored(self, job: Job) -> None:
         """Show ``job`` unless it is shown already or the user has moved on to another job."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import numpy as np
 
@@ -238,8 +238,13 @@ def _history_columns(hg, path, where, objs=None):
     return columns, n or 0, dss
 
 
-def _read_history(hg, path, where, rows: Optional[int] = None, objs=None):
-    """``(records, n_records)``; with ``rows=k`` only the first k and the last k records are read."""
+def _read_history(hg, path, where, rows: Optional[int] = None, objs=None, columns_only: bool = False):
+    """``(records, n_records)``; with ``rows=k`` only the first k and the last k records are read.
+
+    ``columns_only``: ``records`` is instead ``{"columns": [...], "values": {column: values},
+    "masks": {column: int8 array}}`` (:func:`history_records` turns it into the records): numeric
+    columns stay numpy arrays, which cross a process boundary as raw buffers (a streamed read
+    sends 1,000 records this way instead of walking 7,000 values one by one)."""
     h5py = _h5py()
     columns, n, dss = _history_columns(hg, path, where, objs)
     if rows is None or n <= 2 * rows:
@@ -248,7 +253,8 @@ def _read_history(hg, path, where, rows: Optional[int] = None, objs=None):
         index = np.concatenate([np.arange(rows), np.arange(n - rows, n)])
     safety.check_budget(path, where, len(index) * max(1, len(columns)) * safety.HISTORY_VALUE_BYTES,
                         f"its {n} history records")
-    cols = {}
+    values: Dict[str, Any] = {}
+    masks: Dict[str, np.ndarray] = {}
     for col, ds in dss.items():
         mask = ds.attrs.get("missing", None)
         mask = np.zeros(n, dtype=np.int8) if mask is None else np.asarray(mask)
@@ -257,21 +263,40 @@ def _read_history(hg, path, where, rows: Optional[int] = None, objs=None):
         mask = mask[index]
         part = ds[()] if len(index) == n else np.concatenate([ds[:rows], ds[n - rows:]])
         if ds.dtype.kind == "O" or h5py.check_string_dtype(ds.dtype) is not None:
-            vals = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in part.tolist()]
+            vals: Any = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in part.tolist()]
             if _as_str(ds.attrs.get("encoding", "")) == "json":
                 vals = [json.loads(v) if mask[i] == _PRESENT else None for i, v in enumerate(vals)]
         else:
-            vals = part.tolist()
-        cols[col] = (vals, mask)
+            vals = np.asarray(part)
+        values[col], masks[col] = vals, mask.astype(np.int8, copy=False)
+    cols = {"columns": list(dss), "values": values, "masks": masks, "length": len(index)}
+    return (cols if columns_only else history_records(cols)), n
+
+
+def history_records(cols: dict) -> List[dict]:
+    """The records of a history read with ``columns_only`` (see :func:`_read_history`)."""
+    names = cols["columns"]
+    k = int(cols["length"])
+    lists = []
+    plain = True
+    for col in names:
+        vals, mask = cols["values"][col], np.asarray(cols["masks"][col])
+        vals = vals.tolist() if isinstance(vals, np.ndarray) else list(vals)
+        if len(vals) != k or mask.shape != (k,):
+            raise ValueError(f"history column {col!r} has {len(vals)} values for {k} records")
+        lists.append((vals, mask))
+        plain = plain and not mask.any()
+    if plain:  # nothing absent and no None: one dict per row, built in C
+        return [dict(zip(names, row)) for row in zip(*(v for v, _m in lists))] if names else [{} for _ in range(k)]
     out = []
-    for i in range(len(index)):
+    for i in range(k):
         rec = {}
-        for col, (vals, mask) in cols.items():
+        for col, (vals, mask) in zip(names, lists):
             if mask[i] == _ABSENT:
                 continue
             rec[col] = None if mask[i] == _NONE else vals[i]
         out.append(rec)
-    return out, n
+    return out
 
 
 def _read_group_attrs(objs, key, path, where) -> Optional[dict]:
@@ -298,7 +323,7 @@ def _read_strings(objs, path, where: str, key: str) -> list:
     return out
 
 
-def _read_model_group(f, path, name, *, with_arrays=True, history=True) -> dict:
+def _read_model_group(f, path, name, *, with_arrays=True, history=True, history_columns=False) -> dict:
     """Read and validate one model group into a plain dict.
 
     Every object of the group is checked first (links, storage, declared sizes; see
@@ -389,7 +414,8 @@ def _read_model_group(f, path, name, *, with_arrays=True, history=True) -> dict:
         info["history"], info["history_length"] = [], _history_columns(hist_group, path, where, objs)[1]
     else:
         rows = None if history is True else int(history)
-        info["history"], info["history_length"] = _read_history(hist_group, path, where, rows, objs)
+        info["history"], info["history_length"] = _read_history(hist_group, path, where, rows, objs,
+                                                                columns_only=history_columns)
     info["arrays"] = arrays
     return info
 
@@ -464,19 +490,23 @@ def probe_read(path) -> None:
         f.close()
 
 
+def _summaries(f, spath: str) -> List[dict]:
+    out = []
+    for nm in f["models"].keys():
+        mg = safety.model_group(f, spath, nm, check=False)
+        a = _read_attrs(mg, spath, f"model {nm!r}")
+        out.append({"name": nm, **{k: a.get(k) for k in
+                                   ("kind", "n_states", "n_symbols", "dim", "fit_method", "created_utc")}})
+    return out
+
+
 @_isolated
 def model_summaries(path) -> List[dict]:
     """One small dict per model (name, kind, n_states, n_symbols, dim, fit_method, created_utc)."""
     def run():
         f = _open_existing(path)
         try:
-            out = []
-            for nm in f["models"].keys():
-                mg = safety.model_group(f, os.fspath(path), nm, check=False)
-                a = _read_attrs(mg, os.fspath(path), f"model {nm!r}")
-                out.append({"name": nm, **{k: a.get(k) for k in
-                                           ("kind", "n_states", "n_symbols", "dim", "fit_method", "created_utc")}})
-            return out
+            return _summaries(f, os.fspath(path))
         finally:
             f.close()
     return _guard(path, run)
@@ -519,15 +549,88 @@ def load_models(path, names: Optional[List[str]] = None) -> List[tuple]:
     (:func:`read_model_infos`; one forked read instead of two per model): ``info`` as
     :func:`read_model_info` returns it, ``model`` as :func:`load_model` returns it."""
     spath = os.fspath(path)
-    out = []
-    for info in read_model_infos(spath, names):
+    return [(info, _rebuilt(spath, info)) for info in read_model_infos(spath, names)]
+
+
+def _rebuilt(spath: str, info: dict):
+    try:
+        return _build_model(spath, info)
+    except ModelFileError:
+        raise
+    except (TypeError, ValueError) as e:
+        raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
+
+
+def _stream(path, batch: int, max_parts: Optional[int] = None) -> Iterator[Any]:
+    """The child's side of :class:`ModelStream`: the summaries, then the infos in parts."""
+    spath = os.fspath(path)
+    f = _guard(path, lambda: _open_existing(path))
+    try:
+        names, root, summaries = _guard(path, lambda: (list(f["models"].keys()),
+                                                       _read_attrs(f, spath, "the root group"), _summaries(f, spath)))
+        yield {"names": names, "summaries": summaries}
+        if max_parts:
+            batch = max(batch, -(-len(names) // max_parts))
+        for start in range(0, len(names), batch):
+            part = names[start:start + batch]
+
+            def read(part=part):
+                infos = [_read_model_group(f, spath, nm, history_columns=True) for nm in part]
+                for info in infos:
+                    info["file"] = root
+                return infos
+            yield _guard(path, read)
+    finally:
+        f.close()
+
+
+class ModelStream:
+    """Every model of a file in ONE forked read, streamed in parts (:func:`safety.run_isolated_iter`).
+
+    Opening reads only the models' names and summaries (:attr:`names`, :attr:`summaries`, as
+    :func:`model_summaries` returns them), so that a caller can refuse the file (too many
+    models, too much memory) before it takes any array; then :meth:`parts` yields lists of
+    ``(info, model)`` of up to ``batch`` models each (more where ``max_parts`` parts would not
+    hold them all), in file order (``info`` and ``model`` as :func:`load_models` returns them).
+    The child reads and checks the next part while this process rebuilds the models of the
+    last one.  :meth:`close` (or leaving a ``with`` block) stops the read: the child is
+    killed.  One fork for the whole file instead of one for the names, one for the summaries
+    and one per part.
+    """
+
+    def __init__(self, path, batch: int = 8, max_parts: Optional[int] = None) -> None:
+        self.path = os.fspath(path)
+        self._items = safety.run_isolated_iter(self.path,
+                                               lambda: _stream(self.path, max(1, int(batch)), max_parts))
         try:
-            out.append((info, _build_model(spath, info)))
-        except ModelFileError:
+            head = next(self._items)
+        except StopIteration:
+            raise ModelFileError(self.path, "is damaged: the reading process ended without an answer") from None
+        except BaseException:
+            self._items.close()
             raise
-        except (TypeError, ValueError) as e:
-            raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
-    return out
+        self.names: List[str] = [str(n) for n in head["names"]]
+        self.summaries: List[dict] = list(head["summaries"])
+
+    def parts(self) -> Iterator[List[tuple]]:
+        for infos in self._items:
+            for info in infos:
+                if isinstance(info.get("history"), dict):   # sent as columns (see _read_history)
+                    try:
+                        info["history"] = history_records(info["history"])
+                    except (KeyError, TypeError, ValueError) as e:
+                        raise ModelFileError(self.path, f"is damaged: model {info.get('name')!r}: its history "
+                                                        f"could not be passed back ({e})") from None
+            yield [(info, _rebuilt(self.path, info)) for info in infos]
+
+    def close(self) -> None:
+        self._items.close()
+
+    def __enter__(self) -> "ModelStream":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 #: Model-group attributes that hold the fitted attributes of ``model.arrays()`` (same names).

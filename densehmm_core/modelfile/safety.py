@@ -30,9 +30,10 @@ import collections
 import os
 import select
 import signal
+import struct
 import threading
 import time
-from typing import Callable, Optional
+from typing import Callable, Generator, Iterator, Optional
 
 from .. import config
 from ..memory import budget_hint, gb, memory_budget
@@ -191,13 +192,16 @@ _probe_lock = threading.Lock()
 _in_probe = False
 
 
-def _file_key(st: os.stat_result, path=None) -> tuple:
+def _file_key(st: os.stat_result, path=None, data=None) -> tuple:
     """Identifies one version of a file: its stat, and for a file changed in the last two seconds
-    (up to 64 MB) a hash of the content too (a rewrite within one timestamp tick keeps the stat)."""
+    (up to 64 MB) a hash of the content too (a rewrite within one timestamp tick keeps the stat);
+    ``data``: the file's content, already in memory (hashed instead of reading the file)."""
     key: tuple = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     fresh = time.time() - max(st.st_mtime, st.st_ctime) < 2.0  # may change again within one timestamp tick
     if path is not None and fresh and st.st_size <= 64 << 20:
         import hashlib
+        if data is not None and len(data) == st.st_size:
+            return key + (hashlib.blake2b(data, digest_size=16).digest(),)
         try:
             with open(path, "rb") as fh:
                 key += (hashlib.blake2b(fh.read(), digest_size=16).digest(),)
@@ -214,10 +218,11 @@ def _remember(key: tuple, problem: Optional[str]) -> None:
             _probe_results.popitem(last=False)
 
 
-def trust(path) -> None:
-    """Record that ``path`` (as it is now) was just written by this package's writer."""
+def trust(path, data=None) -> None:
+    """Record that ``path`` (as it is now) was just written by this package's writer (``data``:
+    the bytes written, so that the file is not read back to identify it)."""
     try:
-        _remember(_file_key(os.stat(path), path), None)
+        _remember(_file_key(os.stat(path), path, data), None)
     except OSError:
         pass
 
@@ -265,12 +270,9 @@ def _timeout(size: int) -> float:
     return config.probe_timeout(PROBE_TIMEOUT) + size / 50e6
 
 
-def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
-    """Run ``work()`` in a forked, memory-capped child; ``(problem, answer bytes)``.
-
-    ``problem`` is None when the child answered; otherwise it says that reading the file
-    made HDF5 hang (the child is killed after ``timeout`` s) or crash.
-    """
+def _spawn(spath: str, write: Callable[[int], None]) -> tuple:
+    """Fork a memory-capped child that runs ``write(fd)`` (the write end of a pipe) and exits;
+    ``(pid, read fd)``."""
     h5py = _h5py()
     try:
         size = os.stat(spath).st_size
@@ -289,13 +291,49 @@ def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             _limit_memory(PROBE_MEMORY + 40 * size)
-            view = memoryview(work())
-            while view:
-                n = os.write(w, view)
-                view = view[n:]
+            write(w)
         finally:
             os._exit(0)
     os.close(w)
+    return pid, r
+
+
+def _write_all(fd: int, data) -> None:  # pragma: no cover - runs in the child
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _ended(pid: int, kill: bool) -> Optional[str]:
+    """Reap the child (killed first with ``kill``); the problem if it crashed."""
+    if kill:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status) and not kill:
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return f"is damaged: reading it crashed the HDF5 library ({name})"
+    return None
+
+
+def _hang(timeout: float) -> str:
+    return f"is damaged: reading it made the HDF5 library hang (stopped after {timeout:.0f} s)"
+
+
+def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
+    """Run ``work()`` in a forked, memory-capped child; ``(problem, answer bytes)``.
+
+    ``problem`` is None when the child answered; otherwise it says that reading the file
+    made HDF5 hang (the child is killed after ``timeout`` s) or crash.
+    """
+    pid, r = _spawn(spath, lambda w: _write_all(w, work()))
     chunks = []
     deadline = time.monotonic() + timeout
     timed_out = False
@@ -313,21 +351,11 @@ def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
                 chunks.append(chunk)
     finally:
         os.close(r)
-        if timed_out:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        _, status = os.waitpid(pid, 0)
+        crashed = _ended(pid, timed_out)
     if timed_out:
-        return f"is damaged: reading it made the HDF5 library hang (stopped after {timeout:.0f} s)", b""
-    if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = str(sig)
-        return f"is damaged: reading it crashed the HDF5 library ({name})", b""
+        return _hang(timeout), b""
+    if crashed:
+        return crashed, b""
     return None, b"".join(chunks)
 
 
@@ -388,4 +416,86 @@ def run_isolated(path, fn: Callable[[], object]):
             problem = answer[1:].decode("utf-8", "replace")
         else:
             problem = "is damaged: the reading process ended without an answer"
+    raise ModelFileError(spath, problem)
+
+
+def run_isolated_iter(path, gen_fn: Callable[[], Iterator]) -> Generator:
+    """Like :func:`run_isolated` for a generator: ``gen_fn()`` runs in ONE forked, memory-capped
+    child and each item it yields comes back (a worker message) as soon as it is produced, so
+    the caller works on one part while the child reads the next.
+
+    The child is killed when it makes no progress for the probe's timeout (a hang), and when the
+    caller stops iterating early (``close()``, an exception, or simply dropping the
+    iterator: the read ends there).  Errors come back as :class:`ModelFileError`.  Where the
+    probe is off (no fork, inside a probe, ``DENSEHMM_NO_PROBE=1``) ``gen_fn()`` runs here.
+    """
+    from ..worker import decode_message, encode_message
+    spath = os.fspath(path)
+    if not probe_enabled():
+        yield from gen_fn()
+        return
+    try:
+        size = os.stat(spath).st_size
+    except OSError:
+        size = 0
+
+    def write(w: int) -> None:  # pragma: no cover - runs in the child
+        def put(kind: bytes, payload: bytes) -> None:
+            _write_all(w, struct.pack("<Q", len(payload) + 1) + kind)
+            _write_all(w, payload)
+        try:
+            for item in gen_fn():
+                put(b"R", encode_message({"result": item}))
+            put(b"D", b"")
+        except BaseException as e:  # noqa: BLE001 - reported to the parent
+            put(b"E", _problem_of(e).encode("utf-8", "replace")[:60000])
+
+    timeout = _timeout(size)
+    pid, r = _spawn(spath, write)
+    buf = bytearray()
+    finished = eof = False
+    problem: Optional[str] = None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            while len(buf) >= 9:
+                n = struct.unpack_from("<Q", buf)[0]
+                if len(buf) < 8 + n:
+                    break
+                kind, payload = bytes(buf[8:9]), bytes(buf[9:8 + n])
+                del buf[:8 + n]
+                if kind == b"R":
+                    try:
+                        item = decode_message(payload)["result"]
+                    except (ValueError, KeyError, TypeError) as e:
+                        raise ModelFileError(spath, f"is damaged: its contents could not be passed back ({e})") \
+                            from None
+                    del payload
+                    yield item
+                    deadline = time.monotonic() + timeout
+                elif kind == b"D":
+                    finished = True
+                    return
+                elif kind == b"E":
+                    finished = True
+                    raise ModelFileError(spath, payload.decode("utf-8", "replace"))
+                else:
+                    raise ModelFileError(spath, "is damaged: the reading process sent a malformed answer")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                problem = _hang(timeout)
+                break
+            ready, _, _ = select.select([r], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(r, 1 << 20)
+                if not chunk:
+                    eof = True
+                    break
+                buf += chunk
+                deadline = time.monotonic() + timeout
+    finally:
+        os.close(r)
+        crashed = _ended(pid, kill=not (finished or eof))  # killed: a hang, or the caller stopped
+    if problem is None:
+        problem = crashed or "is damaged: the reading process ended without an answer"
     raise ModelFileError(spath, problem)

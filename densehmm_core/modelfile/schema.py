@@ -103,20 +103,21 @@ def _read_attrs(group, path, where: str) -> Dict[str, Any]:
     """A group's attributes as plain values; anything unreadable or of an unsupported type
     (opaque, references, compound, non-UTF-8 bytes) is a ModelFileError naming the attribute."""
     out: Dict[str, Any] = {}
+    attrs = group.attrs  # one attribute manager for all of them (each ``group.attrs`` makes a new one)
     try:
-        raw_keys = group.attrs.get("json_keys", "[]")
+        names = list(attrs.keys())
+    except (OSError, RuntimeError, ValueError, TypeError) as e:
+        raise ModelFileError(path, f"{where}: the attributes cannot be listed ({e})") from None
+    try:
+        raw_keys = attrs["json_keys"] if "json_keys" in names else "[]"
         json_keys = set(json.loads(_as_str(raw_keys)))
     except (ValueError, TypeError) as e:
         raise ModelFileError(path, f"{where}: the json_keys attribute is not valid JSON ({e})") from None
-    try:
-        names = list(group.attrs.keys())
-    except (OSError, RuntimeError, ValueError, TypeError) as e:
-        raise ModelFileError(path, f"{where}: the attributes cannot be listed ({e})") from None
     for key in names:
         if key == "json_keys":
             continue
         try:
-            value = group.attrs[key]
+            value = attrs[key]
         except (OSError, RuntimeError, ValueError, TypeError, KeyError) as e:
             raise ModelFileError(path, f"{where}: attribute {key!r} cannot be read ({e})") from None
         try:

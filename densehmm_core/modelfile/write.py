@@ -27,6 +27,28 @@ def _file_arrays(model, params: Optional[Mapping[str, Any]]) -> Dict[str, np.nda
     return {(k if k in MATRICES else "embeddings/" + k): np.asarray(src[k]) for k in names}
 
 
+def _write_plain_column(group, col: str, history: List[Mapping[str, Any]]) -> bool:
+    """Write a column that every record holds, all Python floats, all ints or all strings (the usual
+    case: step, loss, elapsed, phase ...) at once; False (nothing written) for any other column,
+    which the general code below writes (the same dataset either way)."""
+    try:
+        vals = [rec[col] for rec in history]
+    except KeyError:
+        return False
+    kinds = set(map(type, vals))
+    if kinds == {float}:
+        group.create_dataset(col, data=np.array(vals, dtype=np.float64))
+    elif kinds == {int}:
+        if not all(-2 ** 63 <= v < 2 ** 63 for v in (min(vals), max(vals))):
+            return False
+        group.create_dataset(col, data=np.array(vals, dtype=np.int64))
+    elif kinds == {str}:
+        group.create_dataset(col, data=np.array(vals, dtype=object), dtype=_h5py().string_dtype("utf-8"))
+    else:
+        return False
+    return True
+
+
 def _write_history(group, history: List[Mapping[str, Any]]) -> None:
     h5py = _h5py()
     columns: List[str] = []
@@ -37,6 +59,8 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
     group.attrs["columns"] = json.dumps(columns)
     group.attrs["n_records"] = np.int64(len(history))
     for col in columns:
+        if _write_plain_column(group, col, history):
+            continue
         mask = np.zeros(len(history), dtype=np.int8)
         vals: List[Any] = []
         for i, rec in enumerate(history):
@@ -75,7 +99,8 @@ def _write_history(group, history: List[Mapping[str, Any]]) -> None:
 
 def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpus, metrics,
                  extra_attrs: Mapping[str, Any], trained_utc: Optional[str] = None,
-                 notes: Optional[Mapping[str, Any]] = None, compress: bool = True) -> None:
+                 notes: Optional[Mapping[str, Any]] = None, compress: bool = True,
+                 software: Optional[Mapping[str, str]] = None) -> None:
     h5py = _h5py()
     kind = model.kind
     n = int(arrays["transmat"].shape[0])
@@ -171,7 +196,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         _write_attrs(pg, prov)
 
     sg = mg.create_group("software", track_order=True)
-    _write_attrs(sg, software_versions())
+    _write_attrs(sg, software if software is not None else software_versions())
 
 
 def _atomic_rewrite(path, write_fn, keep_old: bool = True) -> None:
@@ -197,10 +222,12 @@ def _atomic_rewrite(path, write_fn, keep_old: bool = True) -> None:
     try:
         with fileio.file_lock(spath):
             fileio.check_writable(spath, what="model file")  # read-only, a folder, a FIFO: refused now
-            old = _open_existing(spath) if os.path.lexists(spath) else None
-            if old is not None and not keep_old:  # only checked: never overwrite a foreign file
-                old.close()
-                old = None
+            old = None
+            if os.path.lexists(spath):
+                if keep_old:
+                    old = _open_existing(spath)
+                else:
+                    _check_model_file(spath)  # never overwrite a foreign file; its models are not read
             buf = io.BytesIO()
             try:
                 with h5py.File(buf, "w", track_order=True) as f:
@@ -215,9 +242,11 @@ def _atomic_rewrite(path, write_fn, keep_old: bool = True) -> None:
             finally:
                 if old is not None:
                     old.close()
-            fileio.write_bytes(spath, buf.getbuffer())
+            data = buf.getbuffer()
+            fileio.write_bytes(spath, data)
             from . import safety
-            safety.trust(spath)  # our own bytes (old models were probed before they were copied)
+            safety.trust(spath, data)  # our own bytes (old models were probed before they were copied)
+            del data
     except ModelFileError:
         raise
     except fileio.FileWriteError as e:
@@ -228,6 +257,21 @@ def _atomic_rewrite(path, write_fn, keep_old: bool = True) -> None:
     except (OSError, RuntimeError) as e:
         what = "the disk is full" if fileio.is_disk_full(e) else " ".join(str(e).split())
         raise ModelFileError(spath, f"could not be written ({what}); the previous file is unchanged") from e
+
+
+def _check_model_file(spath: str) -> None:
+    """Raise ModelFileError unless ``spath`` is a densehmm model file (format, schema version and
+    ``/models`` checked: :func:`_open_existing`), reading only its root, in a forked child
+    (:func:`safety.run_isolated`) where the probe is on: a file that is only replaced is
+    not read whole first (the probe of a 40 MB session took longer than writing the new one)."""
+    from . import safety
+
+    def check() -> None:
+        _open_existing(spath).close()
+    if safety.probe_enabled():
+        safety.run_isolated(spath, check)
+    else:
+        check()
 
 
 def copy_checked(old, models, name: str, path) -> None:
@@ -349,13 +393,14 @@ def save_models(path, entries, progress: Optional[Callable[[int, int], None]] = 
         seen.add(name)
         items.append((name, e, _file_arrays(e["model"], e.get("params"))))
     total = len(items)
+    software = software_versions()
 
     def write_fn(old, models):
         for i, (name, e, arrays) in enumerate(items):
             mg = models.create_group(name, track_order=True)
             _write_model(mg, e["model"], arrays, corpus=e.get("corpus"), test_corpus=e.get("test_corpus"),
                          metrics=e.get("metrics"), extra_attrs={"name": name}, trained_utc=e.get("trained_utc"),
-                         notes=e.get("notes"), compress=compress)
+                         notes=e.get("notes"), compress=compress, software=software)
             if progress is not None:
                 progress(i + 1, total)
 

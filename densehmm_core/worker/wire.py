@@ -95,23 +95,18 @@ def _decode(data: bytes) -> Any:
     hlen, narr = struct.unpack("<QI", data[4:16])
     if 16 + hlen > len(data) or narr > len(data):
         raise ValueError("truncated worker message")
-    header = json.loads(data[16:16 + hlen].decode("utf-8"))
     buf = io.BytesIO(data[16 + hlen:])
     arrays = [_read_npy(buf) for _ in range(narr)]
 
-    def dec(o):
-        if isinstance(o, dict):
-            if set(o) == {"__nd__"}:
-                i = o["__nd__"]
-                if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(arrays):
-                    raise ValueError(f"array reference {i!r} out of range")
-                return arrays[i]
-            return {k: dec(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return [dec(v) for v in o]
+    def array_of(o: dict):  # called by the JSON parser for each object (no second walk of the tree)
+        if len(o) == 1 and "__nd__" in o:
+            i = o["__nd__"]
+            if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < len(arrays):
+                raise ValueError(f"array reference {i!r} out of range")
+            return arrays[i]
         return o
 
-    return dec(header)
+    return json.loads(data[16:16 + hlen].decode("utf-8"), object_hook=array_of)
 
 
 def _read_npy(buf: io.BytesIO) -> np.ndarray:
