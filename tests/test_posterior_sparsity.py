@@ -9,6 +9,8 @@ from scipy.optimize import minimize
 
 from densehmm_core.dense import DenseHMM
 from densehmm_core.engine import get_engine
+from densehmm_core.engine.backend import numpy_backend
+from densehmm_core.engine.cupy_engine import CupyEngine
 from densehmm_core.engine.numpy_engine import NumpyEngine
 from densehmm_core.posterior_sparsity import (PosteriorSparsity, TypeGroups, penalty, primal_value, project,
                                               sparsity_estep)
@@ -137,8 +139,11 @@ def test_penalty_falls_and_kl_rises_with_sigma():
     assert pens[-1] >= 20 - 1e-9            # at least one state per type
 
 
-@pytest.mark.parametrize("engine", [NumpyEngine(min_batch=0), NumpyEngine(), NumpyEngine(chunk_elements=40)],
-                         ids=["batched", "hmmlearn-chunks", "tiny-chunks"])
+GPU_PATH = CupyEngine(backend=numpy_backend(free_bytes=lambda: 2560))   # the CuPy engine's code, numpy inside
+
+
+@pytest.mark.parametrize("engine", [NumpyEngine(min_batch=0), NumpyEngine(), NumpyEngine(chunk_elements=40), GPU_PATH],
+                         ids=["batched", "hmmlearn-chunks", "tiny-chunks", "gpu-path-on-numpy"])
 def test_engine_posteriors_with_the_statistics(engine):
     rng = np.random.default_rng(2)
     pi, A, B = rand_model(rng, 3, 7)
@@ -153,12 +158,12 @@ def test_engine_posteriors_with_the_statistics(engine):
         assert np.allclose(x, y, rtol=1e-10, atol=1e-12)
 
 
-def test_projected_estep_counts_are_the_counts_of_q():
+@pytest.mark.parametrize("eng", [NumpyEngine(min_batch=0), GPU_PATH], ids=["numpy", "gpu-path-on-numpy"])
+def test_projected_estep_counts_are_the_counts_of_q(eng):
     rng = np.random.default_rng(4)
     n, m = 3, 6
     pi, A, B = rand_model(rng, n, m)
     seqs = rand_seqs(rng, m, 25, 10)
-    eng = NumpyEngine(min_batch=0)
     data = eng.prepare(seqs, n)
     ps = PosteriorSparsity(1.0, tol=1e-9, max_iter=5000, prune=0.0)
     st = ps.estep(eng, pi, A, B, data)
