@@ -33,17 +33,17 @@ and how the tests pin the M-step loss down.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterator, List, Optional, cast
+from typing import Any, Dict, Iterator, Optional, cast
 
 import numpy as np
 
-from .em import DIAGNOSTICS_EVERY, EMHooks, EMSettings, run_em
-from .events import START_PHASE, CancelToken, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start, snapshot
+from .em import DIAGNOSTICS_EVERY, EMSettings, run_em
+from .events import CancelToken, ProgressEvent, StartStep, snapshot
+from .posterior_sparsity import check_sparsity
 from .dense_layout import FeatureLayout, Layout
 from .hyperparams import HyperParam, ModelType
 from .hmm_base import BaseHMM
 from .maths import EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, stationary_distribution
-from .sequences import n_tokens
 
 __all__ = ["DenseHMM", "PRESETS", "init_embeddings"]
 
@@ -101,70 +101,6 @@ def init_embeddings(n: int, m: int, l: int, rng: np.random.Generator, scale: flo
     return {"U": scale * rng.standard_normal((n, l)), "Z": scale * rng.standard_normal((n, l)),
             "W": scale * rng.standard_normal((n, l)), "V": scale * rng.standard_normal((m, l)),
             "z_start": scale * rng.standard_normal(l)}
-
-
-def _lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e-14,
-           ftol: float = 1e-12):
-    """Limited-memory BFGS with Armijo backtracking, as a generator.
-
-    Yields ``(iterations_done, x, f, reason)`` after every iteration; ``reason`` is
-    non-empty on the last one (``"max_steps"``, ``"converged"``, ``"line_search"``,
-    ``"nonfinite"``).
-    """
-    x = np.array(x0, dtype=np.float64)
-    f, g = fg(x)
-    if not (np.isfinite(f) and np.all(np.isfinite(g))):
-        yield 0, x, f, "nonfinite"
-        return
-    S: List[np.ndarray] = []
-    Y: List[np.ndarray] = []
-    stall = 0
-    for it in range(1, max_iter + 1):
-        q = g.copy()
-        alphas = []
-        for s, y in zip(reversed(S), reversed(Y)):
-            a = s.dot(q) / y.dot(s)
-            alphas.append(a)
-            q -= a * y
-        if S:
-            q *= S[-1].dot(Y[-1]) / Y[-1].dot(Y[-1])
-        else:
-            q *= min(1.0, 1.0 / max(float(np.linalg.norm(g)), 1e-300))
-        for (s, y), a in zip(zip(S, Y), reversed(alphas)):
-            b = y.dot(q) / y.dot(s)
-            q += (a - b) * s
-        d = -q
-        gd = g.dot(d)
-        if not gd < 0:
-            S, Y = [], []
-            d = -g * min(1.0, 1.0 / max(float(np.linalg.norm(g)), 1e-300))
-            gd = g.dot(d)
-        t = 1.0
-        accepted = False
-        for _ in range(40):
-            x1 = x + t * d
-            f1, g1 = fg(x1)
-            if np.isfinite(f1) and f1 <= f + 1e-4 * t * gd and np.all(np.isfinite(g1)):
-                accepted = True
-                break
-            t *= 0.5
-        if not accepted:
-            yield it - 1, x, f, "line_search"
-            return
-        s, y = x1 - x, g1 - g
-        if s.dot(y) > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y):
-            S.append(s)
-            Y.append(y)
-            if len(S) > memory:
-                S.pop(0)
-                Y.pop(0)
-        rel = (f - f1) / max(abs(f), abs(f1), 1e-300)
-        x, f, g = x1, f1, g1
-        stall = stall + 1 if rel <= ftol else 0
-        if np.max(np.abs(g)) <= gtol or stall >= 5:
-            yield it, x, f, "converged"
-            return
-        yield it, x, f, ("max_steps" if it == max_iter else "")
 
 
 # ----------------------------------------------------------------------- model
@@ -244,6 +180,11 @@ class DenseHMM(BaseHMM):
         EM and marginal: weight of the L2 penalty ``(l2/2) ||theta||^2`` on all embeddings (features
         included), added to EM's M-step loss ``-Q / n_tokens`` and to the direct fit's
         ``-log p(X) / n_tokens``; 0 (the default): none.
+    posterior_sparsity : float
+        EM: ``sigma`` of the posterior-sparsity E-step (Graca et al. 2011): the token posteriors are
+        projected so that each symbol uses few states before the M-step counts them
+        (:mod:`densehmm_core.posterior_sparsity`); 0 (the default): the plain E-step.  The direct
+        fit (``"marginal"``) ignores it.
     diagnostics_every : int
         EM and marginal: the co-occurrence MAD and the test NLL every this many iterations (and on the first
         and the last event; :data:`densehmm_core.em.DIAGNOSTICS_EVERY`).
@@ -291,7 +232,7 @@ class DenseHMM(BaseHMM):
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
-                   "diagnostics_every", "l2", "mstep_dtype")
+                   "diagnostics_every", "l2", "mstep_dtype", "posterior_sparsity")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
@@ -390,6 +331,10 @@ class DenseHMM(BaseHMM):
                    "fit's NLL per token (0: none).",
                    methods=("em", "cooc_em", "marginal"), low=0, high=1e6, flag="--l2", metavar="LAMBDA",
                    form=True, log=True),
+        HyperParam("posterior_sparsity", float, "Posterior sparsity", "sigma of the posterior-sparsity E-step "
+                   "(Graca et al. 2011): each symbol's token posteriors are projected to use few states (an "
+                   "L1/Linf penalty) before the M-step counts them (0: the plain E-step).",
+                   methods=("em", "cooc_em"), low=0, high=1000, flag="--posterior-sparsity", metavar="SIGMA"),
     )
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
@@ -405,7 +350,7 @@ class DenseHMM(BaseHMM):
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
                  init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY,
-                 l2: float = 0.0, mstep_dtype: Optional[str] = None) -> None:
+                 l2: float = 0.0, mstep_dtype: Optional[str] = None, posterior_sparsity: float = 0.0) -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -442,6 +387,7 @@ class DenseHMM(BaseHMM):
         if mstep_dtype is not None and mstep_dtype not in MSTEP_DTYPES:
             raise ValueError(f"mstep_dtype must be one of {MSTEP_DTYPES}, got {mstep_dtype!r}")
         self.mstep_dtype = mstep_dtype
+        self.posterior_sparsity = check_sparsity(posterior_sparsity)
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -765,146 +711,8 @@ class DenseHMM(BaseHMM):
 
     # ......................................................... cooc scheme
     def _iter_cooc(self, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
-        from . import dense_tf as tfm
-        from .cooc_sparse import PairCounts, sparse_mad
-        from .device import resolve_device
-        h, nr, layout = self._prepare_fit(restarts, init, "cooc")
-        self.device_used_ = resolve_device(self.device)
-        sparse = isinstance(omega, PairCounts) or self.sparse_cooc or getattr(layout, "n_feat", 0) > 0
-        if sparse:
-            if not isinstance(omega, PairCounts):
-                omega = PairCounts.from_dense(omega)
-            sq_norm = omega.sq_norm
-        else:
-            if not np.all(np.isfinite(omega)) or np.any(omega < 0) or omega.sum() <= 0:
-                raise ValueError("omega must be finite, non-negative and not all zero")
-            omega = omega / omega.sum()
-            sq_norm = float(np.sum(omega * omega))
-        spairs = PairCounts.from_dense(omega) if (not sparse and h["init_method"] == "spectral") else None
-        tf = tfm.tf
-        n, m, l = self.n_states, self.n_symbols, self.dim
-        graph = self._graph(layout, omega)
-        scale = 1.0 / sq_norm if h["loss"] == "normalized" else 1.0
-        steps, finish_steps, finish = int(h["cooc_steps"]), int(h["finish_steps"]), h["finish"]
-        if steps < 0 or finish_steps < 0:
-            raise ValueError("cooc_steps and finish_steps must be >= 0")
-        fin_chunk = max(1, self.chunk // 10)
-        tol, snap_every = float(h["tol"]), int(h["snapshot_every"])
-        total = nr * (steps + finish_steps)
-        clock = Stopwatch()
-        best = None  # (loss, theta)
-        self.restart_losses_ = []
-        gstep = 0
-        with tf.device(self.device_used_):
-            for r in range(nr):
-                def start_event(st: StartStep, r: int = r, g: int = gstep) -> ProgressEvent:
-                    return ProgressEvent(step=g, total=total, phase=START_PHASE, metrics=st.metrics(r, nr),
-                                         elapsed=clock.elapsed)
-                started, theta_note = yield from run_start(
-                    self._start_steps(layout, r, init, h, omega if sparse else spairs, report_pairs=True), cancel,
-                    start_event)
-                if not started:     # cancelled during the start: this restart has no model
-                    reason = "cancelled"
-                    break
-                theta0, note = theta_note
-                theta = tf.constant(theta0, tfm.DT)
-                state = tfm.AdamState.zeros(layout.size)
-                loss, mad = graph.cooc_eval(theta, scale)
-                if not np.isfinite(loss):
-                    raise TrainingDiverged("co-occurrence loss is not finite at the initial embeddings")
-                last_snap = gstep
-                base_metrics = {"restart": r, "restarts": nr}
-                yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
-                                    metrics=dict(base_metrics, mad=mad, optimizer="adam", start=note),
-                                    params=self._snapshot(theta, layout), elapsed=clock.elapsed)
-                done_steps, reason, cancelled = 0, "", False
-                while done_steps < steps:
-                    k = min(self.chunk, steps - done_steps)
-                    prev = loss
-                    theta_new, state, kd, status, good, loss, mad = graph.adam_cooc(
-                        theta, state, k, h["lr"], h["lr_final"], done_steps, steps,
-                        self.param_limit, scale, h["stationary_grad"], self.jit)
-                    if status != tfm.STATUS_OK or not np.isfinite(loss):
-                        keep = good if status == tfm.STATUS_NONFINITE else (
-                            theta_new if np.isfinite(loss) else theta)
-                        self._adopt(keep, layout, stationary=True)
-                        raise TrainingDiverged(self._diverged_msg(status, gstep + kd, "cooc Adam"))
-                    theta = theta_new
-                    done_steps += kd
-                    gstep += kd
-                    params = None
-                    if gstep - last_snap >= snap_every:
-                        params, last_snap = self._snapshot(theta, layout), gstep
-                    if cancel is not None and cancel.cancelled:
-                        cancelled = True
-                        break
-                    converged = tol > 0 and (prev - loss) <= tol * abs(prev)
-                    yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
-                                        metrics=dict(base_metrics, mad=mad, optimizer="adam"),
-                                        params=params, elapsed=clock.elapsed)
-                    if converged:
-                        break
-                if not cancelled and finish_steps > 0 and finish != "none":
-                    if not sparse and (finish == "lm" or (finish == "auto" and m * m * layout.size <= 4_000_000)):
-                        from ._cooc_np import levenberg_marquardt
-                        finisher, opt = levenberg_marquardt(theta.numpy(), omega, n, m, l, finish_steps), "lm"
-                    else:
-                        def fg(x):
-                            return graph.cooc_value_and_grad(x, scale)
-                        finisher, opt = _lbfgs(fg, theta.numpy(), finish_steps), "lbfgs"
-                    x_prev = theta.numpy()
-                    it_prev = 0
-                    for it, x, f, why in finisher:
-                        if not np.all(np.isfinite(x)) or np.max(np.abs(x)) > self.param_limit:
-                            self._adopt(x_prev, layout, stationary=True)
-                            raise TrainingDiverged(self._diverged_msg(tfm.STATUS_LIMIT, gstep, f"cooc {opt}"))
-                        x_prev = x
-                        gstep += it - it_prev
-                        it_prev = it
-                        if why:
-                            break
-                        if it % fin_chunk == 0:
-                            if cancel is not None and cancel.cancelled:
-                                cancelled = True
-                                break
-                            loss, mad = graph.cooc_eval(x, scale)
-                            params = None
-                            if gstep - last_snap >= snap_every:
-                                params, last_snap = self._snapshot(x, layout), gstep
-                            yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
-                                                metrics=dict(base_metrics, mad=mad, optimizer=opt),
-                                                params=params, elapsed=clock.elapsed)
-                    theta = tf.constant(x_prev, tfm.DT)
-                loss, mad = graph.cooc_eval(theta, scale)
-                self.restart_losses_.append(loss)
-                if best is None or loss < best[0]:
-                    best = (loss, theta.numpy())
-                if cancelled:
-                    reason = "cancelled"
-                    break
-                if r < nr - 1:
-                    continue
-                reason = "max_steps" if gstep >= total else "converged"
-        if best is None:        # cancelled during the first start: the model stays as it was
-            yield ProgressEvent(step=gstep, total=total, phase="cooc", done=True, reason="cancelled",
-                                elapsed=clock.elapsed)
-            return
-        self._adopt(best[1], layout, stationary=True)
-        loss = best[0]
-        if sparse:
-            mad = sparse_mad(None, self.transmat_, self.emissionprob_, omega)
-        else:
-            mad = float(np.mean(np.abs(self.model_omega() - omega)))
-        test_ll = None
-        if eval_seqs is not None:
-            test_ll = float(np.sum(self._engine().loglik(self.startprob_, self.transmat_,
-                                                         self.emissionprob_, eval_seqs)))
-        final_metrics = {"restart": int(np.argmin(self.restart_losses_)), "restarts": nr, "mad": mad}
-        if test_ll is not None:
-            final_metrics["test_nll"] = -test_ll / n_tokens(eval_seqs)
-        yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss, test_ll=test_ll,
-                            metrics=final_metrics,
-                            params=self._snapshot(), done=True, reason=reason, elapsed=clock.elapsed)
+        from .dense_cooc import iter_cooc
+        return iter_cooc(self, omega, init=init, eval_seqs=eval_seqs, cancel=cancel, restarts=restarts)
 
     def _adopt(self, theta, layout, stationary: bool) -> None:
         self.start_mode_ = "stationary" if stationary else "embedding"
@@ -933,124 +741,9 @@ class DenseHMM(BaseHMM):
             raise ValueError("n_iter and mstep_steps must be >= 1")
         eng = self._engine()
         self.device_used_ = eng.device_name
-        hooks = (_DenseMarginal if marginal else _DenseEM)(self, layout, h, seqs, init, eng)
+        from . import dense_em
+        hooks = (dense_em.DenseMarginalHooks if marginal else dense_em.DenseEMHooks)(self, layout, h, seqs, init, eng)
         settings = EMSettings(n_iter=int(h["n_iter"]), tol=float(h["tol"]), phase="marginal" if marginal else "em",
                               restarts=nr,
                               snapshot_every=int(h["snapshot_every"]), diagnostics_every=self.diagnostics_every)
         yield from run_em(self, hooks, seqs, eval_seqs=eval_seqs, cancel=cancel, settings=settings)
-
-
-class _DenseEM(EMHooks):
-    """DenseHMM-EM in the one EM loop: the state is the packed embeddings and Adam's moments on
-    the engine's device, the M-step ``mstep_steps`` Adam steps on ``-Q`` per token
-    (:class:`densehmm_core.dense_mstep.MStep`); Adam's state persists across EM iterations."""
-
-    def __init__(self, model: DenseHMM, layout, h: dict, seqs, init: bool, engine) -> None:
-        from .dense_mstep import MStep
-        self.model, self.layout, self.h, self.init = model, layout, h, init
-        self.engine, self.backend = engine, engine.backend
-        self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype())
-        self.ntok = float(n_tokens(seqs))
-        self.seqs, self.pairs, self.bounds = seqs, None, None   # pairs: counted by the first start_steps
-        self.note: Optional[str] = None
-
-    def mstep_dtype(self) -> str:
-        """The M-step's floating-point type: the resolved ``mstep_dtype``."""
-        return str(self.h["mstep_dtype"])
-
-    def start(self, restart: int):
-        from .spectral import finish
-        return finish(self.start_steps(restart))
-
-    def start_steps(self, restart: int):
-        """The start of run ``restart`` with its progress (the adjacent pairs counted by the first
-        spectral start, the SVD, k-means: :meth:`DenseHMM._start_steps`)."""
-        from .spectral import pairs_steps, within
-        if self.h["init_method"] == "spectral" and self.init and self.bounds is None:
-            self.pairs, self.bounds = yield from within(self.engine.compute,
-                                                        pairs_steps(self.seqs, self.model.n_symbols))
-        theta, self.note = yield from within(self.engine.compute, self.model._start_steps(
-            self.layout, restart, self.init, self.h, self.pairs, self.bounds))
-        with self.engine.compute():
-            return self.initial_state(self.mstep_.to_device(theta))
-
-    def initial_state(self, theta):
-        """The loop's state at the packed start ``theta`` (on the device): Adam's moments at zero."""
-        return theta, self.mstep_.zeros()
-
-    def start_note(self) -> Optional[str]:
-        return self.note
-
-    def matrices(self, state):
-        with self.engine.compute():
-            return self.mstep_.matrices(state[0])
-
-    def mstep(self, state, stats, it: int):
-        from .dense_mstep import STATUS_OK
-        h = self.h
-        with self.engine.compute():
-            th, moments, _, status, _, loss = self.mstep_.adam(
-                state[0], state[1], int(h["mstep_steps"]), float(h["lr"]), self.model.param_limit,
-                stats.start, stats.trans, stats.emit, self.ntok)
-        if status != STATUS_OK or not np.isfinite(loss):
-            self.adopt(state)
-            raise TrainingDiverged(self.model._diverged_msg(status, it, "EM M-step"))
-        return (th, moments), loss
-
-    def adopt(self, state) -> None:
-        self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False)
-
-    def snapshot(self, state) -> dict:
-        self.adopt(state)
-        return self.model._snapshot()
-
-
-class _DenseMarginal(_DenseEM):
-    """``fit_method="marginal"`` in the one EM loop: the state is an L-BFGS iterate
-    (:class:`densehmm_core.dense_marginal.Point`), the "M-step" one L-BFGS iteration on
-    ``-log p(X)/N + (l2/2)||theta||^2`` whose trial points are E-steps; the accepted point keeps its
-    counts, so the loop's E-step after it costs nothing.  The event ``loss`` is that objective."""
-
-    def __init__(self, model: DenseHMM, layout, h: dict, seqs, init: bool, engine) -> None:
-        from .dense_marginal import MarginalLBFGS
-        super().__init__(model, layout, h, seqs, init, engine)
-        self.lbfgs = MarginalLBFGS(self.mstep_, engine, self.ntok)
-        self.data = None
-        model.evaluations_ = 0
-
-    def mstep_dtype(self) -> str:
-        """float64: L-BFGS's line search and curvature pairs need the exact gradient."""
-        return "float64"
-
-    def initial_state(self, theta):
-        from .dense_marginal import Point
-        return Point(theta)
-
-    def matrices(self, state):
-        with self.engine.compute():
-            return self.mstep_.matrices(state.theta)
-
-    def estep(self, engine, state, data, want_stats: bool):
-        self.data = data
-        if state.f is None:
-            with engine.compute():
-                self.lbfgs.evaluate(state, data)
-            self.model.evaluations_ = self.lbfgs.evaluations
-        return state.stats, state.ll
-
-    def mstep(self, state, stats, it: int):
-        from .dense_mstep import STATUS_LIMIT, STATUS_NONFINITE
-        if state.g is None:
-            self.adopt(state)
-            raise TrainingDiverged(self.model._diverged_msg(STATUS_NONFINITE, it, "L-BFGS"))
-        with self.engine.compute():
-            new = self.lbfgs.step(state, self.data)
-            self.model.evaluations_ = self.lbfgs.evaluations
-            amax = float(self.backend.to_host(self.backend.xp.max(self.backend.xp.abs(new.theta))))
-        if not amax <= self.model.param_limit:
-            self.adopt(state)
-            raise TrainingDiverged(self.model._diverged_msg(STATUS_LIMIT, it, "L-BFGS"))
-        return new, new.f
-
-    def adopt(self, state) -> None:
-        self.model._adopt(self.backend.to_host(state.theta), self.layout, stationary=False)

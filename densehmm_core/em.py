@@ -7,6 +7,9 @@ estimator provides (closed form for :class:`~densehmm_core.standard.StandardHMM`
 
 * the E-step through the model's inference engine (numpy or CuPy), its expected counts kept
   on the engine's device for the M-step (``Engine.statistics_device``);
+  with ``EMHooks.sparsity`` set (a model's ``posterior_sparsity > 0``), the E-step's start and
+  emission counts are those of posteriors projected to use few states per symbol
+  (:mod:`densehmm_core.posterior_sparsity`);
 * **one convergence rule**: stop when the relative change of the training log-likelihood,
   ``|ll_k - ll_{k-1}| / |ll_{k-1}|``, falls below ``tol`` (``0`` or less disables it);
 * the start of every run (:meth:`EMHooks.start_steps`): its stages reported as events of phase
@@ -84,6 +87,9 @@ class EMHooks:
     #: True when the event ``loss`` is the training NLL per token (Baum-Welch), False when the
     #: M-step reports its own objective (None on the first event).
     loss_is_nll = False
+    #: Posterior sparsity of the E-step (a :class:`~densehmm_core.posterior_sparsity.PosteriorSparsity`
+    #: the model sets when its ``posterior_sparsity`` is > 0), or None: the plain E-step.
+    sparsity: Any = None
 
     def start(self, restart: int) -> Any:
         """The initial state of run ``restart`` (0-based)."""
@@ -121,7 +127,10 @@ class EMHooks:
         """``(stats or None, total log-likelihood)`` of ``state`` on the prepared training data."""
         pi, A, B = self.matrices(state)
         if want_stats:
-            st = engine.statistics_device(pi, A, B, data)
+            if self.sparsity is not None:
+                st = self.sparsity.estep(engine, pi, A, B, data)
+            else:
+                st = engine.statistics_device(pi, A, B, data)
             return st, float(st.loglik.sum())
         return None, float(engine.loglik_device(pi, A, B, data).sum())
 

@@ -14,6 +14,7 @@ a fraction of a second and leaves the model as it was before the fit.
 """
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,6 +36,8 @@ __all__ = [
     "start_fraction",
     "start_label",
     "run_start",
+    "check_cancel",
+    "StartCancelled",
 ]
 
 #: ``ProgressEvent.phase`` of the events that report a fit's start before its first step.
@@ -234,17 +237,43 @@ def start_fraction(metrics: Mapping[str, Any]) -> float:
 T = TypeVar("T")
 
 
+class StartCancelled(Exception):
+    """Raised by :func:`check_cancel` inside a start's long call once its fit is cancelled."""
+
+
+_START_CANCEL: "contextvars.ContextVar[Optional[CancelToken]]" = contextvars.ContextVar("densehmm_start_cancel",
+                                                                                        default=None)
+
+
+def check_cancel() -> None:
+    """Inside a start step driven by :func:`run_start`: raise :class:`StartCancelled` when the fit's
+    cancel token is set (a no-op elsewhere).  Long calls that cannot yield (ARPACK's Lanczos
+    iterations, through its matrix-vector product) call it, so a cancel interrupts them in the
+    calling thread: no helper thread is left running (a thread left inside multi-threaded BLAS
+    deadlocks the next ``fork`` of the process, e.g. the model-file probe)."""
+    token = _START_CANCEL.get()
+    if token is not None and token.cancelled:
+        raise StartCancelled()
+
+
 def run_start(steps: Generator[StartStep, None, T], cancel: Optional[CancelToken],
               event: Callable[[StartStep], ProgressEvent]) -> Generator[ProgressEvent, None, Tuple[bool, Optional[T]]]:
     """Drive a start: each :class:`StartStep` of ``steps`` becomes ``event(step)``, yielded at once, and
-    the cancel token is polled after each.  Returns ``(True, the start)``, or ``(False, None)``
-    when it was cancelled (``steps`` is closed: it leaves nothing half done)."""
+    the cancel token is polled after each (and by :func:`check_cancel` inside a step's long calls).
+    Returns ``(True, the start)``, or ``(False, None)`` when it was cancelled (``steps`` is closed: it
+    leaves nothing half done)."""
     while True:
         if cancel is not None and cancel.cancelled:
             steps.close()
             return False, None
+        reset = _START_CANCEL.set(cancel)
         try:
             step = next(steps)
         except StopIteration as stop:
             return True, stop.value
+        except StartCancelled:
+            steps.close()
+            return False, None
+        finally:
+            _START_CANCEL.reset(reset)
         yield event(step)

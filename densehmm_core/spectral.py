@@ -29,23 +29,25 @@ induction: docs/RESULTS.md, section 4.
 **Progress and cancel.**  The ``*_steps`` generators do the same work and yield a
 :class:`~densehmm_core.events.StartStep` when each stage (pairs, SVD, k-means) begins and ends and
 at most every :data:`TICK_S` seconds while it works; the fits turn them into start events and poll
-their cancel token after each (:func:`densehmm_core.events.run_start`).  Calls that cannot be
-interrupted -- counting the pairs, building the context matrix, the Gram matrix and ARPACK's Lanczos
+their cancel token after each (:func:`densehmm_core.events.run_start`).  ARPACK's Lanczos iterations
 (``eigsh``: 0.15-0.3 s for the Penn Treebank sample's words on the 2-core development machine, more
-than 0.5 s when it is loaded) -- run on a helper thread that a cancel abandons (it finishes alone
-and its result is dropped); k-means reports between its Lloyd iterations.  So a cancel takes effect
-within about :data:`TICK_S` seconds at any stage (docs/PERFORMANCE.md, "The start in the progress
-stream").
+than 0.5 s when it is loaded) poll the token at every matrix-vector product
+(:func:`densehmm_core.events.check_cancel`) and stop there; k-means reports between its Lloyd
+iterations.  Counting the pairs, the context matrix and the Gram matrix are single calls between two
+checks (about 0.1 s each on those words).  Everything runs in the fit's own thread: an earlier
+version ran the long calls on a helper thread that a cancel abandoned, and a thread left inside
+multi-threaded BLAS deadlocked the process's next ``fork`` (the model-file probe).  A cancel takes
+effect within about :data:`TICK_S` seconds at any stage (docs/PERFORMANCE.md, "The start in the
+progress stream").
 """
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any, Callable, Dict, Generator, Optional, TypeVar
 
 import numpy as np
 
-from .events import StartStep
+from .events import StartStep, check_cancel
 
 __all__ = ["LOGIT_SCALE", "STANDARD_RANK", "TICK_S", "context_matrix", "context_embeddings", "weighted_kmeans",
            "boundary_counts", "spectral_embeddings", "spectral_matrices", "spectral_unavailable",
@@ -130,49 +132,41 @@ def context_embeddings(pairs, dim: int, n_context: int = 1000) -> np.ndarray:
 
 
 def _top_vectors(X, k: int) -> np.ndarray:
-    """The top ``k`` eigenvectors of the Gram matrix ``X^T X`` (columns, largest eigenvalue first)."""
+    """The top ``k`` eigenvectors of the Gram matrix ``X^T X`` (columns, largest eigenvalue first).
+    A cancel of the fit interrupts the Lanczos iterations at their next matrix-vector product
+    (:func:`densehmm_core.events.check_cancel`)."""
     gram = (X.T @ X).toarray()
     N = gram.shape[0]
     if k < N - 1 and N > 64:
         # only the top k eigenpairs, by Lanczos (ARPACK) from a fixed start vector (deterministic):
         # about 0.1 s where the full decomposition of the 2,004 x 2,004 Gram matrix took seconds
-        from scipy.sparse.linalg import eigsh
-        w, vecs = eigsh(gram, k=k, which="LA", v0=np.ones(N) / np.sqrt(N), tol=0.0)
+        from scipy.sparse.linalg import LinearOperator, eigsh
+
+        def matvec(v):
+            check_cancel()
+            return gram.dot(v)
+        op = LinearOperator(gram.shape, matvec=matvec, dtype=gram.dtype)
+        w, vecs = eigsh(op, k=k, which="LA", v0=np.ones(N) / np.sqrt(N), tol=0.0)
         return vecs[:, np.argsort(-w, kind="stable")]
+    check_cancel()
     w, vecs = np.linalg.eigh(gram)
     return vecs[:, ::-1][:, :k]
 
 
-def _background(step: StartStep, fn: Callable[..., T], *args: Any) -> Generator[StartStep, None, T]:
-    """``fn(*args)`` on a helper thread, yielding ``step`` every :data:`TICK_S` seconds while it runs;
-    its result (its exception re-raised).  Closed early (a cancel), the generator leaves the thread
-    to finish alone and drops its result: a long call that cannot be interrupted (ARPACK's Lanczos,
-    ``np.unique`` of many pairs) so never delays a cancel.  Only deterministic work goes here (no
-    random generator), so the result is the same as on the calling thread."""
-    out: dict = {}
-
-    def run() -> None:
-        try:
-            out["value"] = fn(*args)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            out["error"] = exc
-
-    worker = threading.Thread(target=run, name="densehmm-start", daemon=True)
-    worker.start()
-    worker.join(TICK_S)
-    while worker.is_alive():
-        yield step
-        worker.join(TICK_S)
-    if "error" in out:
-        raise out["error"]
-    return out["value"]
+def _in_step(step: StartStep, fn: Callable[..., T], *args: Any) -> Generator[StartStep, None, T]:
+    """``fn(*args)`` as one step of a start: ``step`` is reported (and the cancel token polled) first,
+    then ``fn`` runs in this thread; its long loops poll the token themselves
+    (:func:`densehmm_core.events.check_cancel`).  No helper thread: a thread left running after a
+    cancel, inside multi-threaded BLAS, deadlocked the process's next ``fork``."""
+    yield step
+    return fn(*args)
 
 
 def _svd_rows(X, dim: int) -> Generator[StartStep, None, np.ndarray]:
     N = X.shape[1]
     k = int(min(dim, N))
     what = f"rank {k} of {X.shape[0]} x {N}"
-    top = yield from _background(StartStep("svd", 0.3, what), _top_vectors, X, k)
+    top = yield from _in_step(StartStep("svd", 0.3, what), _top_vectors, X, k)
     top = top * np.where(top[np.argmax(np.abs(top), axis=0), np.arange(k)] < 0, -1.0, 1.0)  # fixed signs
     E = np.zeros((X.shape[0], int(dim)))
     E[:, :k] = X @ top
@@ -304,7 +298,7 @@ def spectral_embeddings_steps(pairs, n: int, dim: int, rng: np.random.Generator,
     starts, ends = bounds if bounds is not None else (None, None)
     step = StartStep("svd", 0.0, f"context of {int(pairs.m)} symbols")
     yield step
-    X, freq = yield from _background(step, context_matrix, pairs, n_context, starts, ends)
+    X, freq = yield from _in_step(step, context_matrix, pairs, n_context, starts, ends)
     E = yield from _svd_rows(X, dim)
     yield StartStep("svd", 1.0, f"rank {min(int(dim), X.shape[1])} of {X.shape[0]} x {X.shape[1]}")
     seen = np.flatnonzero(np.linalg.norm(E, axis=1) > 0)
@@ -329,7 +323,7 @@ def pairs_steps(seqs, m: int) -> Generator[StartStep, None, tuple]:
 
     def count() -> tuple:
         return (pair_counts(seqs, m) if any(len(x) > 1 for x in seqs) else None), boundary_counts(seqs, m)
-    pairs, bounds = yield from _background(step, count)
+    pairs, bounds = yield from _in_step(step, count)
     yield StartStep("pairs", 1.0, "no adjacent pairs" if pairs is None else
                     f"{len(pairs.vals)} distinct pairs of {int(pairs.n_pairs)}")
     return pairs, bounds

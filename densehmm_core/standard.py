@@ -10,6 +10,7 @@ from .em import DIAGNOSTICS_EVERY, EMHooks, EMSettings, run_em
 from .events import ProgressEvent, TrainingDiverged, snapshot
 from .hmm_base import BaseHMM
 from .hyperparams import HyperParam, ModelType
+from .posterior_sparsity import check_sparsity, sparsity_estep
 
 __all__ = ["StandardHMM", "n_fair", "n_parameters_standard"]
 
@@ -92,6 +93,11 @@ class StandardHMM(BaseHMM):
     diagnostics_every : int
         The co-occurrence MAD and the test NLL are computed every this many iterations (and on
         the first and the last event); see :data:`densehmm_core.em.DIAGNOSTICS_EVERY`.
+    posterior_sparsity : float
+        ``sigma`` of the posterior-sparsity E-step (Graca et al. 2011): the token posteriors are
+        projected so that each symbol uses few states before the M-step counts them
+        (:mod:`densehmm_core.posterior_sparsity`); 0 (the default): the plain E-step.  Not with
+        ``engine="hmmlearn"``.
 
     Notes
     -----
@@ -109,7 +115,7 @@ class StandardHMM(BaseHMM):
 
     kind = "standard"
     config_keys = ("n_states", "n_symbols", "n_iter", "tol", "seed", "engine", "snapshot_every", "device",
-                   "init_method", "emission_pseudocount", "diagnostics_every")
+                   "init_method", "emission_pseudocount", "diagnostics_every", "posterior_sparsity")
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
     # the docs table are derived from it; defaults are read from __init__'s signature, never copied here
@@ -148,12 +154,17 @@ class StandardHMM(BaseHMM):
         HyperParam("diagnostics_every", int, "Diagnostics every", "The co-occurrence MAD and the test NLL every "
                    "this many iterations (and on the first and the last).", low=1, flag="--diagnostics-every",
                    metavar="K"),
+        HyperParam("posterior_sparsity", float, "Posterior sparsity", "sigma of the posterior-sparsity E-step "
+                   "(Graca et al. 2011): each symbol's token posteriors are projected to use few states (an "
+                   "L1/Linf penalty) before the M-step counts them (0: the plain E-step).", low=0, high=1000,
+                   flag="--posterior-sparsity", metavar="SIGMA"),
     )
 
     def __init__(self, n_states: int, n_symbols: Optional[int] = None, n_iter: int = 100,
                  tol: float = 1e-6, seed: Optional[int] = None, engine: str = "auto",
                  snapshot_every: int = 1, device: str = "auto", init_method: str = "spectral",
-                 emission_pseudocount: float = 0.0, diagnostics_every: int = DIAGNOSTICS_EVERY) -> None:
+                 emission_pseudocount: float = 0.0, diagnostics_every: int = DIAGNOSTICS_EVERY,
+                 posterior_sparsity: float = 0.0) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         super().__init__(n_states, n_symbols, seed, engine, device)
@@ -174,6 +185,9 @@ class StandardHMM(BaseHMM):
         if int(diagnostics_every) < 1:
             raise ValueError("diagnostics_every must be >= 1")
         self.diagnostics_every = int(diagnostics_every)
+        self.posterior_sparsity = check_sparsity(posterior_sparsity)
+        if self.posterior_sparsity > 0 and engine == "hmmlearn":
+            raise ValueError("posterior_sparsity needs our engine (numpy or cupy), not engine='hmmlearn'")
 
     # ---------------------------------------------------------------- surface
     @property
@@ -249,6 +263,7 @@ class _BaumWelch(EMHooks):
             self.X = np.concatenate(seqs)[:, None]
             self.lengths = np.array([len(x) for x in seqs])
         self.note: Optional[str] = None
+        self.sparsity = sparsity_estep(model.posterior_sparsity)
 
     def start(self, restart: int):
         from .spectral import finish

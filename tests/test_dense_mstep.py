@@ -13,7 +13,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from densehmm_core.dense import DenseHMM, _DenseEM, init_embeddings
+from densehmm_core.dense import DenseHMM, init_embeddings
+from densehmm_core.dense_em import DenseEMHooks
 from densehmm_core.dense_layout import FeatureLayout, Layout
 from densehmm_core.events import START_PHASE
 from densehmm_core.dense_mstep import STATUS_LIMIT, STATUS_NONFINITE, STATUS_OK, MStep
@@ -133,7 +134,7 @@ def test_enough_adam_steps_reach_the_closed_form_baum_welch_update():
 
 
 # ------------------------------------------------------------------------- EM fits
-class _TFHooks(_DenseEM):
+class _TFHooks(DenseEMHooks):
     """DenseHMM-EM with TensorFlow's former M-step (the oracle)."""
 
     def __init__(self, *a, **k):
@@ -160,12 +161,12 @@ def _words(shared_data, limit=None):
 def test_em_likelihood_path_equals_the_tensorflow_m_step_on_the_treebank(shared_data, monkeypatch):
     """Seeded DenseHMM-EM with orthographic features on the Penn Treebank sample words, 10 iterations:
     every training log-likelihood equals the fit with TensorFlow's M-step to 1e-8 (relative)."""
-    import densehmm_core.dense as dense_mod
+    import densehmm_core.dense_em as dense_em
     corpus = _words(shared_data)
     kw = dict(n_states=12, dim=8, fit_method="em", seed=3, n_iter=10, tol=0, symbol_features="orthographic",
               diagnostics_every=10, mstep_dtype="float64")
     ours = DenseHMM(**kw).fit(corpus)
-    monkeypatch.setattr(dense_mod, "_DenseEM", _TFHooks)
+    monkeypatch.setattr(dense_em, "DenseEMHooks", _TFHooks)
     theirs = DenseHMM(**kw).fit(corpus)
     a = np.array([r["train_ll"] for r in ours.history_])
     b = np.array([r["train_ll"] for r in theirs.history_])
@@ -238,8 +239,8 @@ def test_mstep_dtype_presets_and_old_files():
     orig = model._iter_em
 
     def spy(*a, **k):
-        import densehmm_core.dense as dense_mod
-        cls = dense_mod._DenseMarginal
+        import densehmm_core.dense_em as dense_mod
+        cls = dense_mod.DenseMarginalHooks
         real_init = cls.__init__
 
         def init(self, *ia, **ik):

@@ -265,3 +265,19 @@ def test_the_progress_bar_shows_the_start_stage():
     lines = out.getvalue().split("\r")[1:]
     assert lines[0].startswith("start 2/3: SVD [") and "#" in lines[0]
     assert lines[1].startswith("start 3/3: k-means [") and "#" not in lines[1]
+
+
+def test_a_cancelled_start_leaves_no_thread_behind(words):
+    """A cancel inside the SVD stops the Lanczos iterations in the fit's own thread: no thread is left
+    running (one left inside multi-threaded BLAS deadlocked the next fork of the process, the
+    model-file probe), and the process can fork at once."""
+    import os
+    before = {t.ident for t in threading.enumerate()}
+    took, events, model = _cancel_at(words, lambda: DenseHMM(45, 32, fit_method="em", n_iter=5, seed=0),
+                                     CANCEL_POINTS["svd"], by_thread=0.05)
+    time.sleep(0.1)   # the Timer thread that cancelled has ended
+    assert {t.ident for t in threading.enumerate() if t.is_alive()} <= before
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os._exit(0)
+    assert os.waitpid(pid, 0)[1] == 0

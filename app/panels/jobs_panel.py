@@ -19,7 +19,7 @@ import math
 import re
 from typing import Dict, List, Optional
 
-from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QItemSelectionModel, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QPalette
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QMenu,
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
@@ -178,6 +178,12 @@ class JobsPanel(QWidget):
         self.no_room: set = set()              # columns hidden because the table is too narrow
         self._name_width = 0                   # widest Job text (pixels)
         self._data_width = 0                   # widest Data text (pixels)
+        # a running job's Time runs on between its events (a long step -- the start's SVD, a
+        # co-occurrence chunk -- sends none for seconds)
+        self._clock = QTimer(self)
+        self._clock.setInterval(1000)
+        self._clock.timeout.connect(self._tick_times)
+        self._clock.start()
         self._n_active = 0
         self._measured: Dict[int, tuple] = {}  # job id -> (final?, Data, Job texts) when last measured
         self._fitting = False
@@ -540,6 +546,19 @@ class JobsPanel(QWidget):
         elif job.sweep in self.groups:
             self._deferred_groups.add(job.sweep)
 
+    @staticmethod
+    def _running_time(job: Job) -> str:
+        return format_seconds(job.elapsed) + (f" · ETA {format_seconds(job.eta)}" if job.eta is not None else "")
+
+    def _tick_times(self) -> None:
+        """The Time cells of the running jobs, once a second (only those that changed are set)."""
+        for job_id, job in self.jobs.items():
+            if job.state == JobState.RUNNING:
+                item = self.items.get(job_id)
+                text = self._running_time(job)
+                if item is not None and item.text(C_TIME) != text:
+                    item.setText(C_TIME, text)
+
     def update_job(self, job: Job) -> None:
         item = self.items.get(job.id)
         if item is None:
@@ -554,8 +573,7 @@ class JobsPanel(QWidget):
             f"[{job.sweep}] ") else job.name
         texts[C_DATA] = row["data"] or "—"
         if job.state == JobState.RUNNING:
-            texts[C_TIME] = format_seconds(job.elapsed) + (f" · ETA {format_seconds(job.eta)}"
-                                                           if job.eta is not None else "")
+            texts[C_TIME] = self._running_time(job)
             ev = job.last_event
             if ev is not None and ev.phase == START_PHASE:     # the start being prepared: its stage
                 texts[C_RESULT] = start_text(ev.metrics, detail=True)

@@ -433,7 +433,20 @@ class ArrayEngine(Engine):
             buf, n, m = self._statistics(startprob, transmat, emissionprob, seqs)
             return self._split_stats(buf, n, m)
 
-    def _statistics(self, startprob, transmat, emissionprob, seqs):
+    def statistics_posteriors_device(self, startprob, transmat, emissionprob, seqs):
+        """:meth:`statistics_device` plus the state posteriors of every token from the same
+        forward-backward: ``(stats, gamma)``, ``gamma`` of shape ``(n_tokens, n)`` on the device
+        with one row per token in *prepared order* (:meth:`PreparedSequences.split` gives one array
+        per sequence).  For E-steps that change the posteriors before counting them
+        (:mod:`densehmm_core.posterior_sparsity`)."""
+        with self._calling():
+            n = len(startprob)
+            p = self.prepare(seqs, n)
+            post = self.xp.zeros((p.n_tokens, n))
+            buf, n, m = self._statistics(startprob, transmat, emissionprob, p, post=post)
+            return self._split_stats(buf, n, m), post
+
+    def _statistics(self, startprob, transmat, emissionprob, seqs, post=None):
         P = self._params(startprob, transmat, emissionprob)
         n, m = P.n, P.m
         p = self._prep(seqs, n, m)
@@ -442,7 +455,7 @@ class ArrayEngine(Engine):
         emit = buf[n + n * n:n + n * n + n * m].reshape(n, m)
         lls = buf[n + n * n + n * m:]
         for ch in p.chunks:
-            self._stats_chunk(P, ch, start, trans, emit, lls)
+            self._stats_chunk(P, ch, start, trans, emit, lls, post)
         return buf, n, m
 
     @staticmethod
@@ -451,8 +464,9 @@ class ArrayEngine(Engine):
                                emit=buf[n + n * n:n + n * n + n * m].reshape(n, m),
                                loglik=buf[n + n * n + n * m:])
 
-    def _stats_chunk(self, P: _Params, ch: _Chunk, start, trans, emit, lls) -> None:
-        """Batched E-step of one chunk, accumulated into ``start``, ``trans``, ``emit``, ``lls``."""
+    def _stats_chunk(self, P: _Params, ch: _Chunk, start, trans, emit, lls, post=None) -> None:
+        """Batched E-step of one chunk, accumulated into ``start``, ``trans``, ``emit``, ``lls``
+        (and the chunk's token posteriors written into ``post`` in prepared order, when given)."""
         alpha, c = self._forward(P, ch, store=True)
         gamma, xi, ll = self._backward_gamma(P, ch, alpha, c)
         del alpha
@@ -460,6 +474,9 @@ class ArrayEngine(Engine):
         trans += xi
         start += gamma[0].sum(axis=1)
         self._add_emissions(ch, gamma, emit)
+        if post is not None:
+            t, j = ch.tokens(self.backend)
+            post[ch.token_start:ch.token_start + len(t)] = gamma[t, :, j]
 
     def _add_emissions(self, ch: _Chunk, gamma, emit) -> None:
         """``emit[i, k] += sum of gamma[t, i, j] over the tokens (t, j) with symbol k``."""

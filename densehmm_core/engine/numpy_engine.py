@@ -131,25 +131,28 @@ class NumpyEngine(ArrayEngine):
             except ValueError:   # a zero scale factor: exact batched path (gives -inf)
                 super()._loglik_chunk(P, self._single(ch, j), out)
 
-    def _stats_chunk(self, P, ch, start, trans, emit, lls) -> None:
+    def _stats_chunk(self, P, ch, start, trans, emit, lls, post=None) -> None:
         hm = self._sequential(ch)
         if hm is None:
-            return super()._stats_chunk(P, ch, start, trans, emit, lls)
+            return super()._stats_chunk(P, ch, start, trans, emit, lls, post)
         pi, A, B = P.host
         n, m = B.shape
+        offs = ch.token_start + np.concatenate([[0], np.cumsum(ch.lengths)[:-1]])
         for j in range(len(ch.index)):
             x = ch.sequence(j)
             res = _seq_posteriors(hm, pi, A, B, x)
             if res is None:      # zero scale factor: exact batched path for this one
-                super()._stats_chunk(P, self._single(ch, j), start, trans, emit, lls)
+                super()._stats_chunk(P, self._single(ch, j), start, trans, emit, lls, post)
                 continue
-            ll, post, fwd, bwd, fp = res
+            ll, gamma, fwd, bwd, fp = res
+            if post is not None:
+                post[offs[j]:offs[j] + len(x)] = gamma
             lls[ch.index[j]] = ll
-            start += post[0]
+            start += gamma[0]
             if len(x) > 1:
                 trans += hm.compute_scaling_xi_sum(fwd, A, bwd, fp)
             for i in range(n):
-                emit[i] += np.bincount(x, weights=post[:, i], minlength=m)
+                emit[i] += np.bincount(x, weights=gamma[:, i], minlength=m)
 
     def _post_chunk(self, P, p, ch, out) -> None:
         hm = self._sequential(ch)

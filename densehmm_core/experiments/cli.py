@@ -98,7 +98,8 @@ def _add_pos_induction(sub) -> None:
                     help="smoke-test mode: 300 sentences, l=16, 1 seed, 5 iterations")
     sp.add_argument("--models", default=None,
                     help="comma-separated subset of spectral-clusters,baum-welch,baum-welch-spectral,dense-em,"
-                         "dense-em-feat,dense-direct,cooc-em,dense-marginal,dense-marginal-feat (default: all)")
+                         "dense-em-feat,dense-direct,cooc-em,dense-marginal,dense-marginal-feat,baum-welch-spectral-ps,"
+                         "dense-em-ps,dense-em-feat-ps (default: all)")
     sp.add_argument("--dims", default=None, metavar="L,...", help="embedding lengths (default 16,32,64)")
     sp.add_argument("--direct-dims", default=None, metavar="L,...",
                     help="embedding lengths of dense-direct and cooc-em (default: --dims)")
@@ -115,6 +116,8 @@ def _add_pos_induction(sub) -> None:
                          "docs/RESULTS.md section 4) or random (default: spectral)")
     sp.add_argument("--l2", type=float, default=None, metavar="LAMBDA",
                     help="L2 penalty of every DenseHMM's objective, EM and direct fit alike (default 0)")
+    sp.add_argument("--sparsity", type=float, default=None, metavar="SIGMA",
+                    help="sigma of the posterior-sparsity E-step of the -ps models (default 1)")
     sp.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel runs (default 1)")
     sp.add_argument("--executor", choices=("thread", "process"), default="thread",
                     help="with --jobs > 1: threads or worker processes (default: thread)")
@@ -169,6 +172,11 @@ def _pos_handler(args) -> int:
             print("error: --l2 must be a finite number >= 0")
             return 2
         kw["l2"] = args.l2
+    if args.sparsity is not None:
+        if not (args.sparsity > 0 and args.sparsity < float("inf")):
+            print("error: --sparsity must be a finite number > 0")
+            return 2
+        kw["sparsity"] = args.sparsity
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
     out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
     jobs = _cap_jobs(max(1, args.jobs), args.executor, None)

@@ -20,6 +20,11 @@ Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
 ``dense-marginal``  DenseHMM fit directly on the likelihood by L-BFGS (``fit_method="marginal"``,
                     ``n_iter`` L-BFGS iterations, each one E-step or more), lower-cased words
 ``dense-marginal-feat``  the same with orthographic symbol features (words as written)
+``baum-welch-spectral-ps``  ``baum-welch-spectral`` with the posterior-sparsity E-step
+                    (``posterior_sparsity = sigma``, the setting ``sparsity``; Graca et al. 2011,
+                    :mod:`densehmm_core.posterior_sparsity`)
+``dense-em-ps``     ``dense-em`` with the posterior-sparsity E-step (the same sigma)
+``dense-em-feat-ps``  ``dense-em-feat`` with the posterior-sparsity E-step (the same sigma)
 ``spectral-clusters``  no HMM training: each word tagged by the argmax over states of the spectral
                     start's emission column ``B[:, w]`` (restart 0 of seed ``seed``, embedding
                     length l): the start every spectral model begins from, scored alone
@@ -53,12 +58,13 @@ import numpy as np
 __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "format_table", "run_pos_induction"]
 
 MODELS = ("spectral-clusters", "baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct",
-          "cooc-em", "dense-marginal", "dense-marginal-feat")
+          "cooc-em", "dense-marginal", "dense-marginal-feat", "baum-welch-spectral-ps", "dense-em-ps",
+          "dense-em-feat-ps")
 INIT_METHODS = ("spectral", "random")
 #: settings a resumed run must share with the runs already in its folder (the data and extra
 #: files by their content: size and SHA-256, never by their names)
 RESUME_KEYS = ("data_fingerprint", "extra_fingerprints", "n_states", "n_iter", "steps", "lr", "init_scale",
-               "init_method", "max_sequences", "quick", "l2")
+               "init_method", "max_sequences", "quick", "l2", "sparsity")
 KEY = ("model", "dim", "seed")
 COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
                  "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason", "e_steps")
@@ -81,6 +87,7 @@ class PosSettings:
     init_scale: float = 0.2              # std of the initial embeddings (DenseHMM default 1.0; see docs/RESULTS.md)
     init_method: str = "spectral"        # how the DenseHMMs start (densehmm_core.spectral) or "random"
     l2: float = 0.0                      # L2 penalty of the DenseHMMs' objectives (EM and direct fit)
+    sparsity: float = 1.0                # sigma of the "-ps" rows' posterior-sparsity E-step
     max_sequences: Optional[int] = None
     quick: bool = False
     direct_dims: Tuple[int, ...] = field(default=())  # l of the cooc-based models (default: dims)
@@ -94,9 +101,11 @@ class PosSettings:
                       "extra_fingerprints": tuple(d.get("extra_fingerprints", ()))})
 
     def result_settings(self) -> dict:
-        """What changes a run's result (rows carry model, l and seed)."""
+        """What changes a run's result (rows carry model, l and seed).  ``sparsity`` only where a
+        model uses it (folders made before it existed keep their settings_id)."""
         d = self.to_dict()
-        return {k: d[k] for k in RESUME_KEYS}
+        keys = RESUME_KEYS if any(m.endswith("-ps") for m in self.models) else RESUME_KEYS[:-1]
+        return {k: d[k] for k in keys}
 
     @property
     def settings_id(self) -> str:
@@ -136,18 +145,19 @@ def _load(s: PosSettings, lowercase: bool):
 def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tuple[str, Dict[str, Any]]:
     """``(kind, config)`` of one run's estimator (n states, embedding length ``dim``), for
     :func:`densehmm_core.model_from_config`."""
+    ps: Dict[str, Any] = dict(posterior_sparsity=s.sparsity) if model.endswith("-ps") else {}
     if model.startswith("baum-welch"):
         return "standard", dict(n_states=n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9,
-                                init_method="spectral" if model == "baum-welch-spectral" else "random")
+                                init_method="random" if model == "baum-welch" else "spectral", **ps)
     base: Dict[str, Any] = dict(n_states=n, dim=dim, seed=seed, init_scale=s.init_scale,
                                 init_method=s.init_method)
     em: Dict[str, Any] = dict(n_iter=s.n_iter, mstep_steps=s.steps, lr=s.lr, tol=0.0, snapshot_every=10 ** 9,
                               l2=s.l2)
     marginal: Dict[str, Any] = dict(fit_method="marginal", n_iter=s.n_iter, tol=0.0, snapshot_every=10 ** 9, l2=s.l2)
-    if model == "dense-em":
-        return "dense", dict(base, fit_method="em", **em)
-    if model == "dense-em-feat":
-        return "dense", dict(base, fit_method="em", symbol_features="orthographic", **em)
+    if model in ("dense-em", "dense-em-ps"):
+        return "dense", dict(base, fit_method="em", **em, **ps)
+    if model in ("dense-em-feat", "dense-em-feat-ps"):
+        return "dense", dict(base, fit_method="em", symbol_features="orthographic", **em, **ps)
     if model == "dense-marginal":
         return "dense", dict(base, **marginal)
     if model == "dense-marginal-feat":
@@ -165,7 +175,7 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
     """Train one model and score it: one result row."""
     from ..metrics import tagging_scores
     s = PosSettings.from_dict(settings)
-    corpus = _load(s, lowercase=not model.endswith("-feat"))
+    corpus = _load(s, lowercase=not model.endswith(("-feat", "-feat-ps")))
     n = s.n_states or corpus.n_tags
     gold = corpus.labelled()
     if model == "spectral-clusters":
@@ -207,7 +217,8 @@ def make_tasks(s: PosSettings):
     from .runner import Task
     cost = {"baum-welch": 1.0, "baum-welch-spectral": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5,
             "dense-direct": 1.5, "cooc-em": 3.0, "dense-marginal": 1.5, "dense-marginal-feat": 2.0,
-            "spectral-clusters": 0.1}
+            "spectral-clusters": 0.1, "baum-welch-spectral-ps": 3.0, "dense-em-ps": 4.0,
+            "dense-em-feat-ps": 5.0}
     tasks = []
     for model in s.models:
         for dim in s.model_dims(model):

@@ -1,0 +1,139 @@
+"""DenseHMM in the one EM loop (:func:`densehmm_core.em.run_em`): the hooks of ``fit_method="em"``
+(the gradient M-step on the engine's array module) and of ``"marginal"`` (L-BFGS on the likelihood).
+
+The loop owns the E-step, the convergence rule, cancel, snapshots, restarts and diagnostics; these
+hooks own what differs: the start (spectral or random, with its progress), the packed parameters on
+the engine's device, the M-step, and handing parameters back to the estimator.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+
+from .em import EMHooks
+from .events import TrainingDiverged
+from .posterior_sparsity import sparsity_estep
+from .sequences import n_tokens
+
+if TYPE_CHECKING:
+    from .dense import DenseHMM
+
+__all__ = ["DenseEMHooks", "DenseMarginalHooks"]
+
+
+class DenseEMHooks(EMHooks):
+    """DenseHMM-EM in the one EM loop: the state is the packed embeddings and Adam's moments on
+    the engine's device, the M-step ``mstep_steps`` Adam steps on ``-Q`` per token
+    (:class:`densehmm_core.dense_mstep.MStep`); Adam's state persists across EM iterations."""
+
+    def __init__(self, model: "DenseHMM", layout, h: dict, seqs, init: bool, engine) -> None:
+        from .dense_mstep import MStep
+        self.model, self.layout, self.h, self.init = model, layout, h, init
+        self.engine, self.backend = engine, engine.backend
+        self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype())
+        self.sparsity = sparsity_estep(model.posterior_sparsity)
+        self.ntok = float(n_tokens(seqs))
+        self.seqs, self.pairs, self.bounds = seqs, None, None   # pairs: counted by the first start_steps
+        self.note: Optional[str] = None
+
+    def mstep_dtype(self) -> str:
+        """The M-step's floating-point type: the resolved ``mstep_dtype``."""
+        return str(self.h["mstep_dtype"])
+
+    def start(self, restart: int):
+        from .spectral import finish
+        return finish(self.start_steps(restart))
+
+    def start_steps(self, restart: int):
+        """The start of run ``restart`` with its progress (the adjacent pairs counted by the first
+        spectral start, the SVD, k-means: :meth:`DenseHMM._start_steps`)."""
+        from .spectral import pairs_steps, within
+        if self.h["init_method"] == "spectral" and self.init and self.bounds is None:
+            self.pairs, self.bounds = yield from within(self.engine.compute,
+                                                        pairs_steps(self.seqs, self.model.n_symbols))
+        theta, self.note = yield from within(self.engine.compute, self.model._start_steps(
+            self.layout, restart, self.init, self.h, self.pairs, self.bounds))
+        with self.engine.compute():
+            return self.initial_state(self.mstep_.to_device(theta))
+
+    def initial_state(self, theta):
+        """The loop's state at the packed start ``theta`` (on the device): Adam's moments at zero."""
+        return theta, self.mstep_.zeros()
+
+    def start_note(self) -> Optional[str]:
+        return self.note
+
+    def matrices(self, state):
+        with self.engine.compute():
+            return self.mstep_.matrices(state[0])
+
+    def mstep(self, state, stats, it: int):
+        from .dense_mstep import STATUS_OK
+        h = self.h
+        with self.engine.compute():
+            th, moments, _, status, _, loss = self.mstep_.adam(
+                state[0], state[1], int(h["mstep_steps"]), float(h["lr"]), self.model.param_limit,
+                stats.start, stats.trans, stats.emit, self.ntok)
+        if status != STATUS_OK or not np.isfinite(loss):
+            self.adopt(state)
+            raise TrainingDiverged(self.model._diverged_msg(status, it, "EM M-step"))
+        return (th, moments), loss
+
+    def adopt(self, state) -> None:
+        self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False)
+
+    def snapshot(self, state) -> dict:
+        self.adopt(state)
+        return self.model._snapshot()
+
+
+class DenseMarginalHooks(DenseEMHooks):
+    """``fit_method="marginal"`` in the one EM loop: the state is an L-BFGS iterate
+    (:class:`densehmm_core.dense_marginal.Point`), the "M-step" one L-BFGS iteration on
+    ``-log p(X)/N + (l2/2)||theta||^2`` whose trial points are E-steps; the accepted point keeps its
+    counts, so the loop's E-step after it costs nothing.  The event ``loss`` is that objective."""
+
+    def __init__(self, model: "DenseHMM", layout, h: dict, seqs, init: bool, engine) -> None:
+        from .dense_marginal import MarginalLBFGS
+        super().__init__(model, layout, h, seqs, init, engine)
+        self.lbfgs = MarginalLBFGS(self.mstep_, engine, self.ntok)
+        self.data = None
+        model.evaluations_ = 0
+
+    def mstep_dtype(self) -> str:
+        """float64: L-BFGS's line search and curvature pairs need the exact gradient."""
+        return "float64"
+
+    def initial_state(self, theta):
+        from .dense_marginal import Point
+        return Point(theta)
+
+    def matrices(self, state):
+        with self.engine.compute():
+            return self.mstep_.matrices(state.theta)
+
+    def estep(self, engine, state, data, want_stats: bool):
+        self.data = data
+        if state.f is None:
+            with engine.compute():
+                self.lbfgs.evaluate(state, data)
+            self.model.evaluations_ = self.lbfgs.evaluations
+        return state.stats, state.ll
+
+    def mstep(self, state, stats, it: int):
+        from .dense_mstep import STATUS_LIMIT, STATUS_NONFINITE
+        if state.g is None:
+            self.adopt(state)
+            raise TrainingDiverged(self.model._diverged_msg(STATUS_NONFINITE, it, "L-BFGS"))
+        with self.engine.compute():
+            new = self.lbfgs.step(state, self.data)
+            self.model.evaluations_ = self.lbfgs.evaluations
+            amax = float(self.backend.to_host(self.backend.xp.max(self.backend.xp.abs(new.theta))))
+        if not amax <= self.model.param_limit:
+            self.adopt(state)
+            raise TrainingDiverged(self.model._diverged_msg(STATUS_LIMIT, it, "L-BFGS"))
+        return new, new.f
+
+    def adopt(self, state) -> None:
+        self.model._adopt(self.backend.to_host(state.theta), self.layout, stationary=False)
