@@ -94,3 +94,36 @@ def test_spectral_control_row_and_resume_guard(tmp_path, capsys):
     assert _run(argv + ["--init", "random"]) == 2
     assert "other settings: init_method (spectral recorded, random now)" in capsys.readouterr().err
     assert len(_rows(out / "pos_induction_runs.csv")) == 1
+
+
+def test_committed_result_folders_rebuild_their_reports(tmp_path):
+    """--report-only rebuilds a folder's table from its rows with the folder's own settings, without
+    its data file (the random-start folder records a path that no longer exists) and without the
+    memory check; folders written before ``l2`` existed still pass the settings_id check (their id
+    is the one of l2 = 0 without the key); the numbers are those of the committed table."""
+    import shutil
+
+    from densehmm_core.experiments.pos_induction import PosSettings, check_resume, run_pos_induction
+    from densehmm_core.experiments.runner import ResultFileError, ResultStore
+    repo = Path(__file__).resolve().parents[1]
+    for name in ("pos-induction", "pos-induction-random"):
+        out = tmp_path / name
+        shutil.copytree(repo / "docs" / "results" / name, out)
+        before = (out / "pos_induction_settings.json").read_bytes()
+        assert b'"l2"' not in before   # written before the option existed
+        code = run_pos_induction(PosSettings(data="/nonexistent.mrg", l2=0.5), out, run=False, quiet=True)
+        assert code == 0
+        assert (out / "pos_induction_settings.json").read_bytes() == before   # kept as it is
+        old = (repo / "docs" / "results" / name / "pos_induction_table.md").read_text().splitlines()[2:]
+        new = (out / "pos_induction_table.md").read_text().splitlines()[2:]
+        assert len(old) == len(new) > 0
+        for a, b in zip(old, new):     # the same rows; E-steps unknown for these old rows
+            assert b.startswith(a.rstrip("|").rstrip()) and b.endswith("| - | - |"), (a, b)
+    # resuming the pre-l2 folder: the same settings pass, another l2 is refused by name
+    out = tmp_path / "pos-induction"
+    rec = PosSettings.from_dict({k: v for k, v in __import__("json").loads(
+        (out / "pos_induction_settings.json").read_text()).items() if k != "settings_id"})
+    store = ResultStore(out / "pos_induction_runs.csv", ["model", "dim", "seed"])
+    assert check_resume(out, rec, store) == rec
+    with pytest.raises(ResultFileError, match=r"l2 \(0.0 recorded, 1e-05 now\)"):
+        check_resume(out, PosSettings.from_dict({**rec.to_dict(), "l2": 1e-5}), store)

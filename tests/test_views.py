@@ -287,6 +287,35 @@ def test_decode_view_shows_viterbi_path_and_posteriors(qtbot):
     assert w.current_path().shape == (12,)
 
 
+def test_a_hidden_decode_view_decodes_when_shown_or_read(qtbot):
+    """A Decode tab that is not shown costs the GUI thread nothing when a model arrives (a job
+    finishing): it decodes when it is shown, or when its results are read (exports, tests)."""
+    from PySide6.QtWidgets import QTabWidget, QWidget
+    p = random_params(3, 5, seed=2)
+    model = plain_model(p)
+    calls = []
+    decode = model.decode
+    model.decode = lambda seqs: calls.append(len(seqs)) or decode(seqs)
+    seqs = [np.random.default_rng(1).integers(0, 5, size=20)]
+    tabs = QTabWidget()
+    tabs.addTab(QWidget(), "other")
+    view = DecodeView()
+    tabs.addTab(view, "decode")
+    shown(qtbot, tabs)
+    assert not view.isVisible()
+    view.set_model(model, seqs)
+    view.select_sequence(0)
+    assert calls == []                                   # hidden: nothing decoded yet
+    tabs.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: calls == [1], timeout=2000)  # shown: decoded once
+    np.testing.assert_array_equal(view.current_path(), hmmlearn_oracle(p, seqs[0])[0])
+    tabs.setCurrentIndex(0)
+    view.set_model(model, seqs)
+    assert calls == [1]
+    np.testing.assert_array_equal(view.current_path(), hmmlearn_oracle(p, seqs[0])[0])   # read: decoded
+    assert calls == [1, 1]
+
+
 def test_decode_view_samples_without_data_and_survives_errors(qtbot):
     p = random_params(3, 5, seed=8)
     model = plain_model(p)

@@ -68,6 +68,7 @@ class DecodeView(QtWidgets.QWidget):
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
         self._model = None
+        self._pending: Optional[int] = None   # a sequence to decode once the view is shown or read
         self._seqs: List[np.ndarray] = []
         self._names: Optional[List[str]] = None
         self._vocab: Optional[List[str]] = None
@@ -260,7 +261,9 @@ class DecodeView(QtWidgets.QWidget):
         self.select_sequence(0)
 
     def select_sequence(self, index: int) -> None:
-        """Decode and show sequence ``index`` of the current data."""
+        """Decode and show sequence ``index`` of the current data -- at once when the view is shown,
+        else when it is first shown or read (a hidden Decode tab costs the GUI thread nothing when a
+        job finishes: Viterbi and the posteriors of a long sequence took 20-90 ms)."""
         if self._model is None or not self._seqs:
             return
         index = int(max(0, min(index, len(self._seqs) - 1)))
@@ -268,6 +271,19 @@ class DecodeView(QtWidgets.QWidget):
             self.spin.blockSignals(True)
             self.spin.setValue(index)
             self.spin.blockSignals(False)
+        self._pending = index
+        if self.isVisible():
+            self._decode_pending()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        self._decode_pending()
+
+    def _decode_pending(self) -> None:
+        """Decode and draw the sequence chosen while the view was hidden (nothing when there is none)."""
+        index, self._pending = self._pending, None
+        if index is None or self._model is None or not self._seqs or index >= len(self._seqs):
+            return
         seq = self._seqs[index]
         try:
             paths, logprobs = self._model.decode([seq])
@@ -297,6 +313,7 @@ class DecodeView(QtWidgets.QWidget):
 
     def tag_rows(self) -> Optional[List[List[str]]]:
         """The word / gold / predicted rows of the tag table (``None`` when hidden)."""
+        self._decode_pending()
         if not self.tag_table.isVisibleTo(self):
             return None
         t = self.tag_table
@@ -347,6 +364,7 @@ class DecodeView(QtWidgets.QWidget):
         """The state track's title, naming the sequence shown (the figure's title on export, where
         the sequence chooser above it is left out), e.g.
         ``"Sequence 12 of 40 (id sp|P69905|HBA_HUMAN, length 142): Viterbi state path"``."""
+        self._decode_pending()
         if self._path is None or not self._seqs:
             return TRACK_TITLE
         i, count, T = self._current, len(self._seqs), len(self._path)
@@ -363,6 +381,7 @@ class DecodeView(QtWidgets.QWidget):
         """While the view is exported (:mod:`app.export`): the words / gold / predicted table
         without its scroll bar's strip when all its columns fit, else left out of the figure
         (a table cut at the edge would tell only part of the sequence; the track names the words)."""
+        self._decode_pending()
         t = self.tag_table
         if not t.isVisibleTo(self):
             yield
@@ -393,21 +412,26 @@ class DecodeView(QtWidgets.QWidget):
 
     def current_path(self) -> Optional[np.ndarray]:
         """The Viterbi path shown (a copy)."""
+        self._decode_pending()
         return None if self._path is None else self._path.copy()
 
     def current_posteriors(self) -> Optional[np.ndarray]:
         """The posterior matrix shown, shape (T, n) (a copy)."""
+        self._decode_pending()
         return None if self._post is None else self._post.copy()
 
     def track_colors(self) -> Optional[np.ndarray]:
         """The RGBA track image, shape (1, T, 4)."""
+        self._decode_pending()
         return None if self.track.image is None else np.array(self.track.image)
 
     def posterior_image(self) -> Optional[np.ndarray]:
         """The posterior heat strip as displayed: shape (n, T) (states are rows)."""
+        self._decode_pending()
         return None if self.post.image is None else np.array(self.post.image)
 
     def clear(self) -> None:
+        self._pending = None
         self._model = None
         self._seqs = []
         self._path = self._post = None

@@ -122,7 +122,8 @@ def _add_pos_induction(sub) -> None:
     sp.add_argument("--executor", choices=("thread", "process"), default="thread",
                     help="with --jobs > 1: threads or worker processes (default: thread)")
     sp.add_argument("--report-only", action="store_true",
-                    help="run nothing: rebuild the summary and table from the finished runs")
+                    help="run nothing: rebuild the summary and table from the finished runs, with the "
+                         "folder's own settings (its data file is not needed)")
     sp.set_defaults(func=_pos_handler)
 
 

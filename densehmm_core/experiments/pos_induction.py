@@ -107,10 +107,23 @@ class PosSettings:
         keys = RESUME_KEYS if any(m.endswith("-ps") for m in self.models) else RESUME_KEYS[:-1]
         return {k: d[k] for k in keys}
 
+    @staticmethod
+    def _id(settings: dict) -> str:
+        import hashlib
+        return hashlib.sha1(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+
     @property
     def settings_id(self) -> str:
-        import hashlib
-        return hashlib.sha1(json.dumps(self.result_settings(), sort_keys=True).encode()).hexdigest()[:10]
+        return self._id(self.result_settings())
+
+    def accepted_ids(self) -> set:
+        """The ids a settings file of these settings may carry: :attr:`settings_id`, and, with
+        ``l2 = 0`` (what folders made before the option existed used), the id such a folder wrote
+        (without ``l2``)."""
+        ids = {self.settings_id}
+        if self.l2 == 0.0:
+            ids.add(self._id({k: v for k, v in self.result_settings().items() if k != "l2"}))
+        return ids
 
     @classmethod
     def quick_settings(cls, data: str, **kw) -> "PosSettings":
@@ -249,13 +262,16 @@ def summarize(rows: Sequence[dict]) -> List[dict]:
             v = np.array([float(r.get(col) or 0) for r in rs])
             row[col + "_mean"] = float(v.mean())
             row[col + "_std"] = float(v.std(ddof=1)) if len(v) > 1 else 0.0
+        # rows written before E-steps were recorded have none: unknown, not 0
+        row["e_steps_known"] = all(r.get("e_steps") not in (None, "") for r in rs)
         out.append(row)
     return out
 
 
 def per_estep(r: dict) -> str:
     """Mean fit CPU seconds per E-step of a summary row ("-" without E-steps)."""
-    return f"{r['fit_cpu_s_mean'] / r['e_steps_mean']:.3f}" if r.get("e_steps_mean") else "-"
+    return f"{r['fit_cpu_s_mean'] / r['e_steps_mean']:.3f}" if r.get("e_steps_mean") and r.get(
+        "e_steps_known", True) else "-"
 
 
 def format_table(summary: Sequence[dict]) -> str:
@@ -266,9 +282,10 @@ def format_table(summary: Sequence[dict]) -> str:
     for r in summary:
         def ms(c, d=3):
             return f"{r[c + '_mean']:.{d}f} ± {r[c + '_std']:.{d}f}"
+        esteps = f"{r['e_steps_mean']:.0f}" if r.get("e_steps_known", True) else "-"
         lines.append(f"| {r['model']} | {r['dim'] or '-'} | {r['runs']} | {ms('m1')} | {ms('one_to_one')} | "
                      f"{ms('v_measure')} | {ms('train_nll', 2)} | {r['fit_cpu_s_mean']:.1f} | "
-                     f"{r['e_steps_mean']:.0f} | {per_estep(r)} |")
+                     f"{esteps} | {per_estep(r)} |")
     return "\n".join(lines)
 
 
@@ -278,9 +295,12 @@ INT_COLUMNS = ("dim", "seed", "n_states", "n_symbols", "n_tokens", "n_iter", "e_
 FLOAT_COLUMNS = ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit_wall_s")
 
 
-def check_resume(out: Path, s: PosSettings, store) -> None:
+def check_resume(out: Path, s: PosSettings, store, report_only: bool = False) -> Optional[PosSettings]:
     """Refuse (:class:`~.runner.ResultFileError`) a folder whose runs were made with other result
-    settings (:data:`RESUME_KEYS`), whose settings file is missing, damaged or edited by hand."""
+    settings (:data:`RESUME_KEYS`; ``sparsity`` only where both the folder and the command have
+    posterior-sparsity rows), whose settings file is missing, damaged or edited by hand.  Returns
+    the folder's recorded settings (None for a new folder); ``report_only``: they are not compared
+    with the command's (the report is rebuilt from what the folder holds)."""
     from .runner import ResultFileError, read_settings_file, settings_differences
     path = out / "pos_induction_settings.json"
 
@@ -291,7 +311,7 @@ def check_resume(out: Path, s: PosSettings, store) -> None:
                                         "--out folder")
         return PosSettings.from_dict(d)
     try:
-        found = read_settings_file(path, build)
+        found = read_settings_file(path, build, accepted=PosSettings.accepted_ids)
     except ResultFileError as e:
         if e.reason.startswith("is not a settings file") and store.rows:
             raise ResultFileError(path, "was written before result folders recorded their data's content "
@@ -301,11 +321,18 @@ def check_resume(out: Path, s: PosSettings, store) -> None:
         if store.rows:
             raise ResultFileError(store.path, f"holds {len(store.rows)} runs but {path.name} is missing: which "
                                               "settings made them cannot be checked; use another --out folder")
-        return
-    diff = settings_differences(found[0].result_settings(), s.result_settings())
+        return None
+    if report_only:
+        return found[0]
+    old, new = found[0].result_settings(), s.result_settings()
+    if ("sparsity" in old) != ("sparsity" in new):    # only one side has "-ps" rows: sigma changes none
+        old.pop("sparsity", None)
+        new.pop("sparsity", None)
+    diff = settings_differences(old, new)
     if diff:
         raise ResultFileError(out, "holds runs made with other settings: " + "; ".join(diff)
                               + "; use another --out folder (or the settings it was made with)")
+    return found[0]
 
 
 def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "thread", run: bool = True,
@@ -325,8 +352,9 @@ def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "th
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        s = replace(s, data_fingerprint=file_fingerprint(s.data),
-                    extra_fingerprints=tuple(file_fingerprint(f) for f in s.extra))
+        if run:   # --report-only reads the folder's rows only (its data may be elsewhere by now)
+            s = replace(s, data_fingerprint=file_fingerprint(s.data),
+                        extra_fingerprints=tuple(file_fingerprint(f) for f in s.extra))
     except OSError as e:
         print(f"error: {e.filename or out}: {e.strerror or e}", file=sys.stderr)
         return 2
@@ -342,12 +370,16 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     import sys
 
     from .factorization import _atomic_text
-    from .runner import ResultStore, column_types, remove_result_file, run_tasks
+    from .runner import ResultStore, column_types, run_tasks
     say = (lambda x: None) if quiet else (lambda x: print(x, flush=True))
     types = column_types(INT_COLUMNS, FLOAT_COLUMNS)
     store = ResultStore(out / "pos_induction_runs.csv", COLUMNS, renames={"nll_per_token": "train_nll"},
                         key=KEY, types=types)
-    check_resume(out, s, store)
+    recorded = check_resume(out, s, store, report_only=not run)
+    if not run and recorded is not None:
+        s = recorded   # --report-only: the folder's own settings (its file is kept as it is)
+    if not run:        # nothing runs: the report needs the rows only (not the data, not the memory)
+        return _report(out, store, say)
     try:
         corpus = _load(s, lowercase=True)
     except Exception as exc:  # noqa: BLE001 - one clean line
@@ -376,6 +408,13 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
                            describe=describe, out=say, error_log=out / "pos_induction_errors.log",
                            failed_store=ResultStore(failed, KEY + ("status", "error")))
         code = 0 if report.ok else 1
+    return max(code, _report(out, store, say))
+
+
+def _report(out: Path, store, say) -> int:
+    """The summary CSV and the table of the finished runs in ``out`` (rebuilt from its rows)."""
+    from .factorization import _atomic_text
+    from .runner import ResultStore, remove_result_file
     summary = summarize(store.rows)
     path = out / "pos_induction_summary.csv"
     remove_result_file(path)
@@ -384,4 +423,4 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     table = format_table(summary)
     _atomic_text(out / "pos_induction_table.md", table + "\n")
     say(table)
-    return code
+    return 0

@@ -342,12 +342,14 @@ def settings_differences(old: dict, new: dict) -> List[str]:
     return out
 
 
-def read_settings_file(path, build):
+def read_settings_file(path, build, accepted=None):
     """``(settings, recorded_id)`` from a result folder's settings file, or None when there is none.
 
     ``build(dict)`` makes the settings object; every problem is a :class:`ResultFileError`
     (not a plain JSON object, a setting this version does not know, a ``settings_id`` that does
-    not match the content: the file was edited by hand).
+    not match the content: the file was edited by hand).  ``accepted(settings)``: the ids that match
+    the content (default: its ``settings_id``; an experiment whose id gained settings since lists
+    the ids older versions wrote for the same content).
     """
     data = read_folder_file(path, MAX_SETTINGS_BYTES)
     if data is None:
@@ -367,7 +369,7 @@ def read_settings_file(path, build):
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as e:
         raise ResultFileError(path, f"holds settings this version cannot use ({type(e).__name__}: {e})") from None
-    if settings.settings_id != recorded:
+    if recorded not in (accepted(settings) if accepted is not None else {settings.settings_id}):
         raise ResultFileError(path, f"was edited by hand: its settings_id {recorded} does not match its "
                                     f"content ({settings.settings_id}); restore it or use another --out folder")
     return settings, d
