@@ -535,13 +535,7 @@ def load_model(path, name: Optional[str] = None):
         mis-shaped datasets, non-finite or non-stochastic matrices.
     """
     spath = os.fspath(path)
-    info = read_model_info(spath, name)
-    try:
-        return _build_model(spath, info)
-    except ModelFileError:
-        raise
-    except (TypeError, ValueError) as e:
-        raise ModelFileError(spath, f"model {info['name']!r} cannot be rebuilt ({e})") from None
+    return _rebuilt(spath, read_model_info(spath, name))
 
 
 def load_models(path, names: Optional[List[str]] = None) -> List[tuple]:
