@@ -6,8 +6,9 @@ Each estimator lists, next to its ``config_keys``, a class attribute ``hyper_par
 :class:`HyperParam` per constructor argument: type, range, help text, the fit methods that use it,
 its command-line flag and whether the model form shows it) and ``model_types`` (the choices a user
 picks from: :class:`ModelType`, e.g. DenseHMM with ``fit_method="cooc_em"``).  Defaults are never
-copied here: :func:`default` reads them from the constructor's signature (``None`` = "from the
-preset" for DenseHMM; :func:`resolved_defaults` resolves those).
+copied here: :func:`default` reads them from a model built from its configuration (the option as the
+estimator holds it, scikit-learn's ``get_params`` rule; ``None`` = "from the preset" for DenseHMM;
+:func:`resolved_defaults` resolves those through ``get_config``).
 
 Adding a hyper-parameter: the constructor argument, its name in ``config_keys``, one
 ``HyperParam`` line in ``hyper_params`` (and the maths) -- the CLI flag, the form field with its
@@ -17,7 +18,6 @@ tooltip, the docs table and the saved configuration follow (docs/ARCHITECTURE.md
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -75,19 +75,25 @@ def hyper_param(cls, name: str) -> HyperParam:
     raise KeyError(f"{cls.__name__} has no hyper-parameter {name!r}")
 
 
-def _parameter(cls, name: str) -> inspect.Parameter:
-    """``name`` in the constructor's signature (a subclass passing ``**kwargs`` on: its base's)."""
-    for klass in cls.__mro__:
-        params = inspect.signature(klass.__init__).parameters
-        if name in params:
-            return params[name]
-    raise KeyError(f"{cls.__name__}.__init__ has no argument {name!r}")
+def _built(cls, **config: Any):
+    """An unfitted model of ``cls`` built from ``config``, the required options (:data:`_REQUIRED`) at
+    their placeholders -- the estimator's own construction, no copy of its defaults.  (``cls`` is
+    given, as :func:`densehmm_core.registry.model_from_config` would look it up: this module sits below
+    the registry.)"""
+    return cls(**{**{k: v for k, v in _REQUIRED.items() if k in cls.config_keys}, **config})
+
+
+#: The constructor arguments without a default, with the placeholder values models are built with
+#: here (:func:`default`, :func:`resolved_defaults`; reported as None or "required": the user sets them).
+_REQUIRED = {"n_states": 1, "dim": 1}
 
 
 def default(cls, name: str) -> Any:
-    """The constructor's default of ``name`` (read from the signature; ``None`` for a required one)."""
-    p = _parameter(cls, name)
-    return None if p.default is inspect.Parameter.empty else p.default
+    """The default of ``name``: the option as a model built without it holds it (``None`` for a
+    required one, and for DenseHMM's options left to its preset)."""
+    if name not in cls.config_keys:
+        raise KeyError(f"{cls.__name__} has no option {name!r}")
+    return None if name in _REQUIRED else getattr(_built(cls), name)
 
 
 def defaults(cls) -> Dict[str, Any]:
@@ -95,9 +101,6 @@ def defaults(cls) -> Dict[str, Any]:
     return {hp.name: default(cls, hp.name) for hp in cls.hyper_params}
 
 
-#: The constructor arguments without a default, with the placeholder values :func:`resolved_defaults`
-#: builds a model with (they are reported as None: the user sets them).
-_REQUIRED = {"n_states": 1, "dim": 1}
 
 
 def resolved_defaults(cls, fit_method: Optional[str] = None, preset: Optional[str] = None) -> Dict[str, Any]:
@@ -105,11 +108,11 @@ def resolved_defaults(cls, fit_method: Optional[str] = None, preset: Optional[st
     its configuration and read back with ``get_config``, which resolves what the estimator decides
     itself (DenseHMM: the options left to ``preset`` for ``fit_method``) -- the estimator's own
     resolution, not a copy of it.  (``cls`` is given: this module sits below the registry.)"""
-    cfg: Dict[str, Any] = {k: v for k, v in _REQUIRED.items() if k in cls.config_keys}
+    cfg: Dict[str, Any] = {}
     for key, value in (("fit_method", fit_method), ("preset", preset)):
         if value is not None and key in cls.config_keys:
             cfg[key] = value
-    full = cls(**cfg).get_config()
+    full = _built(cls, **cfg).get_config()
     return {hp.name: (None if hp.name in _REQUIRED else full[hp.name]) for hp in cls.hyper_params}
 
 
@@ -163,7 +166,7 @@ def cli_flags(classes: Sequence[Any]) -> Dict[str, List[Tuple[Any, HyperParam]]]
 
 def default_text(cls, name: str) -> str:
     """The default of ``name`` as the docs say it: a value, "from the preset", "none" or "required"."""
-    if _parameter(cls, name).default is inspect.Parameter.empty:
+    if name in _REQUIRED and name in cls.config_keys:
         return "required"
     d = default(cls, name)
     if d is None:
