@@ -90,10 +90,18 @@ def test_embedding_scatter_labels_only_the_most_frequent_words(qtbot):
     top = list(np.argsort(-counts, kind="stable")[:15])
     assert w.labelled_symbols() == top
     assert sorted(w.label_texts("V")) == sorted(f"w{i}" for i in top)
-    pts = w.scatters["V"].points()
-    assert len(pts) == m  # the others are still drawn, as faint small points
+    pts = list(w.scatters["V"].points()) + list(w.faint_symbols.points())
+    assert len(pts) == m  # the others are still drawn, as faint small points (an item of their own)
+    assert sorted(int(p.data()) for p in w.scatters["V"].points()) == sorted(top)
     sizes = {int(p.data()): p.size() for p in pts}
+    assert sorted(sizes) == list(range(m))
     assert all(sizes[i] > sizes[j] for i in top for j in set(range(m)) - set(top))
+    assert w.faint_symbols.zValue() < w.scatters["V"].zValue()   # drawn under the frequent ones
+    xs, ys = w.faint_symbols.getData()
+    idx = [int(d) for d in w.faint_symbols.data["data"]]
+    np.testing.assert_allclose(np.column_stack([xs, ys]), w.coordinates("V")[idx])
+    w.boxes["V"].setChecked(False)
+    assert not w.faint_symbols.isVisible() and not w.scatters["V"].isVisible()
 
 
 def test_decode_view_shows_words_gold_and_predicted_tags(qtbot):

@@ -134,6 +134,15 @@ class EmbeddingScatter(QtWidgets.QWidget):
                                     tip=self._make_tip(key))
             self.plot.addItem(sc)
             self.scatters[key] = sc
+        # the symbols outside the most frequent: small faint points in an item of their own, under
+        # the frequent ones, one pen and brush for all (pyqtgraph then sets up a 5,000-word frame in
+        # 7 ms, where per-point style lists in one item took 22 ms, issue 24.13)
+        c = QtGui.QColor(EMBEDDING_SETS["V"][2])
+        self.faint_symbols = pg.ScatterPlotItem(symbol=EMBEDDING_SETS["V"][1], size=4, pen=self._no_pen,
+                                                brush=pg.mkBrush(c.red(), c.green(), c.blue(), 55),
+                                                hoverable=True, tip=self._make_tip("V"))
+        self.faint_symbols.setZValue(-1)
+        self.plot.addItem(self.faint_symbols)
         if not controls:  # no check boxes to read the markers from: a legend row beneath the plot
             self.legend = self._add_legend(list(self.scatters))
         self.stack.addWidget(self.placeholder)
@@ -228,25 +237,16 @@ class EmbeddingScatter(QtWidgets.QWidget):
             if xy is None:
                 sc.setData([], [])
             elif key == "V" and self._top_symbols(xy.shape[0]) is not None:
-                desc, marker, color, _ = EMBEDDING_SETS[key]
-                faint = pg.mkBrush(QtGui.QColor(color).red(), QtGui.QColor(color).green(),
-                                   QtGui.QColor(color).blue(), 55)
-                full = pg.mkBrush(color)
                 in_top = np.zeros(xy.shape[0], dtype=bool)
                 in_top[self._top_symbols(xy.shape[0])] = True
-                # the faint points first, the frequent ones drawn over them
-                order = np.concatenate([np.flatnonzero(~in_top), np.flatnonzero(in_top)])
-                top_sorted = in_top[order]
-                # ONE pen and brush object per kind: pyqtgraph renders a symbol per distinct object
-                # (a new pen per point rendered 5,000 symbols, 0.3-0.5 s a frame for words, issue 24.13)
-                brushes, pens = np.empty(2, dtype=object), np.empty(2, dtype=object)
-                brushes[0], brushes[1] = faint, full
-                pens[0], pens[1] = self._no_pen, sc.opts["pen"]
-                pick = top_sorted.astype(np.intp)
-                sc.setData(x=xy[order, 0], y=xy[order, 1], data=order,
-                           size=np.where(top_sorted, 9, 4), brush=list(brushes[pick]), pen=list(pens[pick]))
+                top, rest = np.flatnonzero(in_top), np.flatnonzero(~in_top)
+                sc.setData(x=xy[top, 0], y=xy[top, 1], data=top)
+                self.faint_symbols.setData(x=xy[rest, 0], y=xy[rest, 1], data=rest)
+                continue
             else:
                 sc.setData(x=xy[:, 0], y=xy[:, 1], data=np.arange(xy.shape[0]))
+            if key == "V":
+                self.faint_symbols.setData([], [])
         if counts_changed or force_labels or self._labels_stale:
             self._labels_stale = False
             self._rebuild_labels()
@@ -295,7 +295,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._coords = {}
         self._axes = None
         self._mode = "none"
-        for sc in self.scatters.values():
+        for sc in (*self.scatters.values(), self.faint_symbols):
             sc.setData([], [])
         self._rebuild_labels()
         self._fitted = None
@@ -495,6 +495,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
         for key in ("V", "z_start", "U", "Z", "W"):
             on = self.boxes[key].isChecked()
             self.scatters[key].setVisible(on)
+            if key == "V":
+                self.faint_symbols.setVisible(on)
             xy = self._coords.get(key)
             for t, i in zip(self._labels[key], self._label_idx[key]):
                 show = on and show_labels
