@@ -284,10 +284,18 @@ def _start_method() -> str:
 
 #: The module the forkserver imports to hold TensorFlow (``densehmm_core/experiments/_preload_tf.py``).
 PRELOAD_TF = "densehmm_core.experiments._preload_tf"
-# Environment variables of the worker environment that must be set before a library loads
-# (BLAS pools are sized when numpy loads, in the forkserver): given to the forkserver itself.
-_LOAD_TIME_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
-                  "NUMEXPR_NUM_THREADS", "TF_CPP_MIN_LOG_LEVEL")
+# What Dask's nannies set in this process's environment before they start the first worker (and so
+# the forkserver): distributed.yaml's ``distributed.nanny.pre-spawn-environ`` (Dask 2026.8), which a
+# user's Dask configuration may change and this process's environment overrides, as in the nanny.
+_PRE_SPAWN_DEFAULTS = {"MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                       "OPENBLAS_NUM_THREADS": "1"}
+
+
+def _pre_spawn_environ() -> Dict[str, str]:
+    """The environment a nanny would give the forkserver (without importing Distributed)."""
+    import dask.config
+    cfg = {**_PRE_SPAWN_DEFAULTS, **(dask.config.get("distributed.nanny.pre-spawn-environ", default=None) or {})}
+    return {k: os.environ.get(k, str(v)) for k, v in cfg.items() if v is not None}
 
 
 def start_forkserver(env: Optional[Dict[str, str]] = None, preload_tf: bool = False) -> bool:
@@ -298,9 +306,11 @@ def start_forkserver(env: Optional[Dict[str, str]] = None, preload_tf: bool = Fa
     per sweep instead of once per worker.
 
     It is multiprocessing's forkserver, one per process: when it already runs (an earlier
-    local cluster of this process) it is reused as it is, with what it imported and the
-    thread-pool sizes of ``env`` it was started with.  Its environment is this process's with
-    the BLAS/OpenMP thread counts of ``env`` (they must be set before numpy loads there).
+    local cluster of this process) it is reused as it is, with what it imported.  Its
+    environment is the one Dask's nannies would have given it (this process's, with Dask's
+    ``pre-spawn-environ``: one BLAS/OpenMP thread, so it starts no thread pool and forks from a
+    single thread) and ``TF_CPP_MIN_LOG_LEVEL`` of ``env``; the rest of ``env`` reaches the
+    workers through their nannies, as before.
     Returns False where the workers are not started by a forkserver (no forkserver on this
     platform) or Dask is not installed.
     """
@@ -312,7 +322,9 @@ def start_forkserver(env: Optional[Dict[str, str]] = None, preload_tf: bool = Fa
     if preload_tf and importlib.util.find_spec("tensorflow") is not None:
         modules.append(PRELOAD_TF)
     forkserver.set_forkserver_preload(modules)   # no effect on a forkserver already running
-    values = {k: v for k, v in (env or {}).items() if k in _LOAD_TIME_ENV}
+    values = _pre_spawn_environ()
+    if env and "TF_CPP_MIN_LOG_LEVEL" in env:
+        values["TF_CPP_MIN_LOG_LEVEL"] = env["TF_CPP_MIN_LOG_LEVEL"]
     with _ENV_LOCK:
         old = {k: os.environ.get(k) for k in values}
         os.environ.update(values)   # inherited by the forkserver (and the resource tracker) as they start
