@@ -12,9 +12,10 @@ import TensorFlow themselves, as without this module.
 The forkserver lives as long as the process that started it and then ends; tearing TensorFlow
 down at its exit took about 1 s, during which a pipe it inherited (the command's stdout and
 stderr, e.g. ``densehmm ... | tee log``) stayed open.  On Linux it therefore ends at once
-(``os._exit`` at exit: it holds no buffered output and no file to remove, its socket being
-in the abstract namespace); the workers it forks are not affected (multiprocessing's children
-end with ``os._exit`` and never run these exit handlers).
+(``os._exit`` at exit: it holds no buffered output and no file of its own to remove -- its
+listening socket file was made, and is removed, by the process that started it); the workers it
+forks are not affected (multiprocessing's children end with ``os._exit`` and never run these exit
+handlers).
 """
 import atexit
 import os

@@ -16,6 +16,11 @@ The local cluster is private to the process that starts it:
   (``DaskTarget(dashboard=True)``, ``--dashboard``): then the scheduler's serves Dask's
   dashboard on ``127.0.0.1`` (plain HTTP, readable by the users of this machine).
 
+A local cluster's workers are forked by multiprocessing's forkserver (where the platform has
+one), which :func:`run_on_dask` starts before anything else (:func:`start_forkserver`): it
+imports Dask, numpy and, when the tasks use TensorFlow, TensorFlow once, while this process
+sets up, so that no worker imports them again.
+
 A named cluster is trusted: Dask returns results as pickles, so whoever controls its
 scheduler or a worker can run code in this process.  TLS there uses the files of the
 target (``tls_ca_file``, ``tls_cert``, ``tls_key``) or Dask's own TLS configuration
@@ -289,6 +294,7 @@ PRELOAD_TF = "densehmm_core.experiments._preload_tf"
 # user's Dask configuration may change and this process's environment overrides, as in the nanny.
 _PRE_SPAWN_DEFAULTS = {"MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                        "OPENBLAS_NUM_THREADS": "1"}
+_ENV_LOCK = threading.Lock()   # this module's own changes of os.environ, one at a time
 
 
 def _pre_spawn_environ() -> Dict[str, str]:
@@ -337,9 +343,6 @@ def start_forkserver(env: Optional[Dict[str, str]] = None, preload_tf: bool = Fa
                 else:
                     os.environ[k] = v
     return True
-
-
-_ENV_LOCK = threading.Lock()
 
 
 def _local_cluster(distributed, jobs: int, env: Optional[Dict[str, str]], dashboard: bool,

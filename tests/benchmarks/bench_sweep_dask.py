@@ -9,6 +9,9 @@ Runs the same small sweeps into fresh temporary folders with
 * ``dask x2 (no TLS)``: the same cluster without TLS (this script replaces
   ``Security.temporary`` by a plain ``Security()`` in that child process only; the product has
   no such switch), to isolate the cost of TLS;
+* ``dask 1 process x 2 threads`` (only with ``--variants``): the cluster patched to one worker
+  process of two threads in that child process only (not the product; docs/PERFORMANCE.md says
+  why);
 
 and prints each command's wall time (median of ``--rounds``, variants alternating) and its
 ratio to the thread executor's, measured in the same run.
@@ -17,7 +20,7 @@ ratio to the thread executor's, measured in the same run.
         [--variants "dask x2 (TLS),dask x2 (no TLS)"] [--baseline DIR]
 
 Each command runs as ``densehmm`` does (its stderr filter on).  ``--baseline DIR`` adds
-``dask x2 (TLS)`` run with the code of another checkout (e.g. ``git worktree add DIR <commit>``)
+``dask x2 (TLS)`` run with the code of another checkout (e.g. ``git archive COMMIT | tar -x -C DIR``)
 to the same alternation, for a before/after comparison under the same load.
 
 Sweeps: ``quick`` = ``reproduce synthetic --quick`` (the quick grid: (n, l) = (3, 1), (3, 2),
@@ -46,15 +49,24 @@ SWEEPS = {
             "--repeats", "2", "-q"],
 }
 VARIANTS = {
-    "thread x2": (["--executor", "thread", "--jobs", "2"], False),
-    "dask x2 (TLS)": (["--executor", "dask", "--jobs", "2"], False),
-    "dask x2 (no TLS)": (["--executor", "dask", "--jobs", "2"], True),
+    "thread x2": (["--executor", "thread", "--jobs", "2"], "tls"),
+    "dask x2 (TLS)": (["--executor", "dask", "--jobs", "2"], "tls"),
+    "dask x2 (no TLS)": (["--executor", "dask", "--jobs", "2"], "plain"),
+    # not the product: one worker process with two threads (docs/PERFORMANCE.md says why not)
+    "dask 1 process x 2 threads": (["--executor", "dask", "--jobs", "2"], "1x2"),
 }
 # the command as `densehmm ...` runs it (main() reads sys.argv: the command's stderr filter is on)
 CHILD = ("import sys\n"
          "if sys.argv[1] == 'plain':\n"
          "    from distributed.security import Security\n"
          "    Security.temporary = classmethod(lambda cls, **kw: cls())   # this benchmark only\n"
+         "if sys.argv[1] == '1x2':\n"
+         "    import distributed\n"
+         "    _init = distributed.LocalCluster.__init__\n"
+         "    def init(self, *a, **k):   # this benchmark only\n"
+         "        k.update(n_workers=1, threads_per_worker=2)\n"
+         "        _init(self, *a, **k)\n"
+         "    distributed.LocalCluster.__init__ = init\n"
          "from densehmm_core.cli import main\n"
          "sys.argv[:] = ['densehmm', *sys.argv[2:]]\n"
          "sys.exit(main())\n")
@@ -63,10 +75,10 @@ CHILD = ("import sys\n"
 def run_once(sweep: str, variant: str, baseline: str = "") -> float:
     """One command's wall time; ``baseline``: the variant runs the code of that checkout."""
     name, _, at = variant.partition(" @ ")
-    extra, plain = VARIANTS[name]
+    extra, mode = VARIANTS[name]
     repo = baseline if at else REPO
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-c", CHILD, "plain" if plain else "tls", *SWEEPS[sweep], "--out", tmp, *extra]
+        cmd = [sys.executable, "-c", CHILD, mode, *SWEEPS[sweep], "--out", tmp, *extra]
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=repo, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": repo})
@@ -112,7 +124,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sweeps", default="quick,pdb")
     ap.add_argument("--micro", action="store_true", help="also time TLS alone (start, task round trips, scatter)")
-    ap.add_argument("--variants", default=",".join(VARIANTS),
+    ap.add_argument("--variants", default="dask x2 (TLS),dask x2 (no TLS)",
                     help=f"comma-separated, of: {', '.join(VARIANTS)} (thread x2 is always run)")
     ap.add_argument("--baseline", default="", metavar="DIR",
                     help="also run 'dask x2 (TLS)' with the code of another checkout (e.g. of an older commit)")
