@@ -9,7 +9,7 @@ the embeddings; this module is its training loop.
 from __future__ import annotations
 
 import time
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 import numpy as np
 
@@ -84,7 +84,8 @@ def lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e-
 
 
 #: The target duration of one Adam call (seconds): the cancel token is polled between calls, so a
-#: cancel ends the Adam phase within about this long (plus one call's overshoot).
+#: cancel ends the Adam phase within about this long (plus one call's overshoot).  0: one call per
+#: chunk (a cancel then waits for the chunk).
 CALL_SECONDS = 0.15
 
 
@@ -94,11 +95,13 @@ class Pace:
     fourfold per call).  Splitting a chunk into calls does not change the numbers: the Adam state and
     the global step index (the learning-rate schedule) carry over from call to call."""
 
-    def __init__(self, seconds: float = CALL_SECONDS) -> None:
-        self.seconds = float(seconds)
+    def __init__(self, seconds: Optional[float] = None) -> None:
+        self.seconds = float(CALL_SECONDS if seconds is None else seconds)
         self.size = 1
 
     def next(self, left: int) -> int:
+        if self.seconds <= 0:
+            return max(1, int(left))
         return max(1, min(int(left), self.size))
 
     def took(self, steps: int, seconds: float) -> None:

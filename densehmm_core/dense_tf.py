@@ -180,8 +180,8 @@ def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, omeg
     return th, mm, vv, tt, k, status, good, loss, mad
 
 
-_adam_cooc = tf.function(_adam_cooc_py)
-_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
+_adam_cooc = tf.function(_adam_cooc_py, autograph=False)
+_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True, autograph=False)
 
 
 def adam_cooc(theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0: int, k_total: int,
@@ -217,7 +217,7 @@ def trace_adam_cooc(theta, state: AdamState, limit: float, omega_gt, scale: floa
                                               n, m, l, stationary_grad))
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_value_and_grad(theta, omega_gt, scale, n, m, l):
     with tf.GradientTape() as tape:
         tape.watch(theta)
@@ -232,7 +232,7 @@ def cooc_value_and_grad(theta, omega_gt, scale: float, n: int, m: int, l: int) -
     return float(loss), g.numpy()
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_eval(theta, omega_gt, scale, n, m, l):
     om, pi, A, B = cooc_model(theta, n, m, l, True)
     d = om - omega_gt
@@ -246,7 +246,7 @@ def cooc_eval(theta, omega_gt, scale: float, n: int, m: int, l: int):
     return float(loss), float(mad), om.numpy(), pi.numpy()
 
 
-@tf.function
+@tf.function(autograph=False)
 def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l):
     with tf.GradientTape() as tape:
         tape.watch(theta)
@@ -263,7 +263,7 @@ def mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm: float, n: int, m
     return float(loss), g.numpy()
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_residual_jac(theta, omega_gt, root_scale, n, m, l):
     with tf.GradientTape() as tape:
         tape.watch(theta)

@@ -83,11 +83,11 @@ def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, prow
     return th, mm, vv, tt, k, status, good, scale * err, abs_sum / float(m) ** 2
 
 
-_adam_cooc = tf.function(_adam_cooc_py)
-_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
+_adam_cooc = tf.function(_adam_cooc_py, autograph=False)
+_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True, autograph=False)
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_value_and_grad(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval):
     with tf.GradientTape() as tape:
         tape.watch(theta)
@@ -95,13 +95,13 @@ def _cooc_value_and_grad(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fid
     return loss, tape.gradient(loss, theta)
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_eval(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval):
     err, abs_sum = _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, True)
     return scale * err, abs_sum / float(m) ** 2
 
 
-@tf.function
+@tf.function(autograph=False)
 def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval):
     with tf.GradientTape() as tape:
         tape.watch(theta)
