@@ -70,6 +70,8 @@ class ResultsController(QObject):
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
+                if getattr(model, "stop_reason_", "") == "max_steps" and job.step > 0:
+                    job.total = job.step           # it ran all its steps: the bar reads "30/30", as it did
             elapsed = recorded_training_time(model)
             if elapsed is not None:                # the Jobs panel's Time: the training time the file recorded
                 job.started_at, job.finished_at = 0.0, elapsed
