@@ -331,9 +331,9 @@ class Dashboard(QtWidgets.QWidget):
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        # a point of a stream; not the final event of a model read from a file without a history
-        # (no phase, no step: only its recorded metrics, for the header)
-        placed = bool(ev.phase) or bool(ev.step)
+        # a point of a stream; not a final event without phase, step or loss (a model read from a file
+        # without a history: only its recorded metrics, for the header; a fit cancelled before it began)
+        placed = bool(ev.phase) or bool(ev.step) or ev.loss is not None or not ev.done
         if placed:
             self._stages.run("history")  # a queued history first: the event's point goes after it
             self._safe("curves", self.curves.add_event, ev, False)
