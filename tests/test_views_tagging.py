@@ -199,3 +199,24 @@ def test_exported_top_words_table_shows_every_column(qtbot, tmp_path, monkeypatc
     export.export_widget(t, tmp_path / "top.png")
     assert seen and seen[0][0] <= seen[0][1]          # every column inside the figure
     assert [table.columnWidth(c) for c in range(table.columnCount())] == wide   # restored
+
+
+def test_state_tag_title_fits_a_narrow_view_with_its_scores(qtbot):
+    """Issue 24 item 4: the title with M-1, 1-1 and V-measure was one line, cut at both ends in a
+    376 px wide view and in its figures; the scores now have a line of their own, each line fits."""
+    from PySide6 import QtGui
+    pred = [np.array([0, 0, 1, 2, 1])]
+    gold = [np.array([0, 1, 1, 2, 2])]
+    scores = tagging_scores(pred, gold, n_states=3, n_tags=3)
+    w = shown(qtbot, StateTagView(), size=(376, 480))
+    w.set_scores(scores, ["NN", "VB", "DT"])
+    qtbot.wait(50)
+    label = w.heatmap.plot.titleLabel
+    lines = label.item.toPlainText().split("\n")
+    assert lines[0] == "States x gold tags: P(tag | state)" and lines[1].startswith("M-1 0.")
+    assert "V-measure" in lines[1]
+    metrics = QtGui.QFontMetricsF(label.item.font())
+    width = w.heatmap.graphics.width()
+    assert all(metrics.horizontalAdvance(t) < width for t in lines)
+    # the title row holds both lines (pyqtgraph's row is one line high)
+    assert label.geometry().height() >= 2 * metrics.lineSpacing()
