@@ -220,3 +220,43 @@ def test_state_tag_title_fits_a_narrow_view_with_its_scores(qtbot):
     assert all(metrics.horizontalAdvance(t) < width for t in lines)
     # the title row holds both lines (pyqtgraph's row is one line high)
     assert label.geometry().height() >= 2 * metrics.lineSpacing()
+
+
+def test_a_model_scored_before_it_is_shown_draws_its_mapped_tags_at_once(qtbot, monkeypatch):
+    """Issue 24.7: a words job that finished while another was shown is scored then
+    (``prepare_tagging``, off the GUI thread); showing it afterwards draws the mapped tags in the same
+    call -- no "state i" rows while the scores are computed -- and starts no second scoring."""
+    import app.views.dashboard as dash
+    rng = np.random.default_rng(5)
+    n, m, k = 3, 6, 4
+    model = model_of(rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n), rng.dirichlet(np.ones(m), n))
+    seqs = [rng.integers(0, m, size=12) for _ in range(5)]
+    tags = [rng.integers(0, k, size=12) for _ in range(5)]
+    names = ["DET", "NOUN", "VERB", "ADJ"]
+    corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags, tag_vocabulary=names)
+    runs = []
+    real = dash.Dashboard._score_tags
+
+    def counted(*a):
+        runs.append(1)
+        real(*a)
+    monkeypatch.setattr(dash.Dashboard, "_score_tags", staticmethod(counted))
+    d = shown(qtbot, Dashboard(), (1200, 800))
+    d.prepare_tagging(model, corpus)
+    d.prepare_tagging(model, corpus)          # already running: not started again
+    qtbot.waitUntil(lambda: not d._tag_inflight, timeout=10000)
+    assert len(runs) == 1
+    d.set_model(model, corpus)                # not staged: everything drawn in this call
+    want = tagging_scores(model.predict(seqs), tags, n_states=n, n_tags=k)
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
+    assert d.state_tags.row_labels() == [f"{i} → {names[t]}" for i, t in enumerate(want["mapping"])]
+    assert not d.live_tagging_busy() and len(runs) == 1
+    # a model shown while its scores are still being computed waits for that run (no second one)
+    other = model_of(rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n), rng.dirichlet(np.ones(m), n))
+    d.clear()
+    d.prepare_tagging(other, corpus)
+    d.set_model(other, corpus)
+    qtbot.waitUntil(lambda: not d.live_tagging_busy(), timeout=10000)
+    assert len(runs) == 2
+    want = tagging_scores(other.predict(seqs), tags, n_states=n, n_tags=k)
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
