@@ -28,8 +28,10 @@ import contextlib
 import os
 import pathlib
 import re
+import types
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
 from densehmm_core import fileio
@@ -191,6 +193,76 @@ def _render(widget: QtWidgets.QWidget, painter: QtGui.QPainter) -> None:
                   QtWidgets.QWidget.RenderFlag.DrawWindowBackground | QtWidgets.QWidget.RenderFlag.DrawChildren)
 
 
+#: Heatmaps with more cells than this stay one (unsmoothed) image in SVG / PDF
+MAX_VECTOR_CELLS = 200_000
+
+
+@contextlib.contextmanager
+def vector_plots(widget: QtWidgets.QWidget):
+    """While the block runs, the plots inside ``widget`` draw for a vector file: every heatmap
+    (a pyqtgraph ``ImageItem``: a small image scaled up, which viewers smooth into a blur) as one
+    filled rectangle per run of equal cells, scatter symbols as vector shapes instead of pixmaps
+    (pyqtgraph's export mode)."""
+    import pyqtgraph as pg
+    views = widget.findChildren(pg.GraphicsView) + ([widget] if isinstance(widget, pg.GraphicsView) else [])
+    exporting, cells = [], []
+    for view in views:
+        scene = view.scene()
+        if scene is None:
+            continue
+        for item in scene.items():
+            if isinstance(item, pg.GraphicsItem) and hasattr(item, "setExportMode"):
+                item.setExportMode(True, {"antialias": True})
+                exporting.append(item)
+            if isinstance(item, pg.ImageItem) and item.image is not None and \
+                    int(np.prod(item.image.shape[:2])) <= MAX_VECTOR_CELLS:
+                item.paint = types.MethodType(_paint_cells, item)   # this instance only, undone below
+                cells.append(item)
+    try:
+        yield
+    finally:
+        for item in cells:
+            del item.paint
+        for item in exporting:
+            item.setExportMode(False)
+
+
+def _paint_cells(item, painter: QtGui.QPainter, *_args) -> None:
+    """``ImageItem.paint`` for vector files: the cells of the item's image (its colours as on screen)
+    as rectangles in the item's coordinates (one cell = 1 x 1), equal neighbours in a row merged."""
+    item.render()   # the item's QImage from its data, levels and colour map (as pyqtgraph paints it)
+    qimage = getattr(item, "qimage", None)
+    if qimage is None or qimage.isNull():
+        return
+    qimage = qimage.convertToFormat(QtGui.QImage.Format.Format_ARGB32)
+    h, w = qimage.height(), qimage.width()
+    argb = np.frombuffer(qimage.constBits(), dtype=np.uint32, count=qimage.bytesPerLine() // 4 * h)
+    argb = argb.reshape(h, qimage.bytesPerLine() // 4)[:, :w]
+    painter.save()
+    # the image covers the data's shape in item coordinates (a downsampled image: fewer, larger cells)
+    shape = item.image.shape[:2] if item.axisOrder == "col-major" else item.image.shape[:2][::-1]
+    painter.scale(shape[0] / w, shape[1] / h)
+    painter.setPen(QtCore.Qt.PenStyle.NoPen)
+    painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, False)
+    # a cell reaches a little into its right / lower neighbour (drawn after it): no hairline seams
+    # between cells in viewers that antialias edges
+    pad = 0.25
+    for y in range(h):
+        row = argb[y]
+        starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+        ends = np.r_[starts[1:], w]
+        for x0, x1 in zip(starts.tolist(), ends.tolist()):
+            color = QtGui.QColor.fromRgba(int(row[x0]))
+            if color.alpha() == 0:
+                continue
+            rect = QtCore.QRectF(x0, y, x1 - x0 + (pad if x1 < w else 0.0), 1.0 + (pad if y + 1 < h else 0.0))
+            painter.fillRect(rect, color)
+    if item.border is not None:
+        painter.setPen(item.border)
+        painter.drawRect(item.boundingRect())
+    painter.restore()
+
+
 def _write_png(widget, size: QtCore.QSize, path: str, scale: float) -> None:
     w, h = int(round(size.width() * scale)), int(round(size.height() * scale))
     if max(w, h) > MAX_PNG_SIDE:
@@ -224,25 +296,72 @@ def _write_svg(widget, size: QtCore.QSize, path: str, title: str) -> None:
     gen.setResolution(PDF_DPI)
     gen.setTitle(title)
     gen.setDescription("Figure exported by DenseHMM Studio")
+    # Qt's SVG writer places the clip paths a widget sets in its own paint event (table cells, plot
+    # frames) in that widget's coordinates, without the widget's offset inside the figure: every
+    # viewer then clips away the texts and plots of all but the top-left widget.  Recorded into a
+    # QPicture first and played back, each clip reaches the writer with the offset applied.
+    picture = QtGui.QPicture()
+    recorder = QtGui.QPainter()
+    if not recorder.begin(picture):
+        raise ExportError(f"{path}: could not record the figure")
+    try:
+        _render(widget, recorder)
+    finally:
+        recorder.end()
     painter = QtGui.QPainter()
     if not painter.begin(gen):
         raise ExportError(f"{path}: could not open the SVG for writing")
     try:
-        _render(widget, painter)
+        painter.drawPicture(0, 0, picture)
     finally:
         painter.end()
-    _unsmoothed_images(path)
+    _bake_transforms(path)
 
 
-def _unsmoothed_images(path: str) -> None:
-    """Heatmaps are small images scaled up: every viewer must draw their cells as sharp squares
-    (``image-rendering: pixelated``; Qt writes only the SVG 1.1 hint ``optimizeSpeed``, which some
-    viewers smooth anyway)."""
-    with open(path, "r", encoding="utf-8") as f:
-        text = f.read()
-    text = text.replace("<image ", '<image style="image-rendering:pixelated" ')
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+_SVG = "http://www.w3.org/2000/svg"
+_MATRIX = re.compile(r"^\s*matrix\(([^)]*)\)\s*$")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _bake_transforms(path: str) -> None:
+    """Plot lines and symbols reach the SVG in data coordinates under a large ``transform`` with
+    ``vector-effect="non-scaling-stroke"``, which several viewers and print tools ignore (a curve
+    became a band hundreds of pixels wide, a symbol's outline a disc).  Their coordinates are
+    mapped through the transform here, so the file needs neither."""
+    import xml.etree.ElementTree as ET
+    ET.register_namespace("", _SVG)
+    ET.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    tree = ET.parse(path)
+    shapes = {f"{{{_SVG}}}path": "d", f"{{{_SVG}}}polyline": "points", f"{{{_SVG}}}polygon": "points"}
+    changed = False
+    for group in tree.getroot().iter(f"{{{_SVG}}}g"):
+        m = _MATRIX.match(group.get("transform") or "")
+        kids = list(group)
+        if m is None or not kids or any(k.tag not in shapes or k.get("vector-effect") != "non-scaling-stroke"
+                                        for k in kids):
+            continue
+        a, b, c, d, e, f = (float(x) for x in m.group(1).replace(",", " ").split())
+        if (a, b, c, d, e, f) == (1.0, 0.0, 0.0, 1.0, 0.0, 0.0):
+            continue
+
+        def mapped(text: str) -> str:
+            nums = [float(x) for x in _NUMBER.findall(text)]
+            it = iter(nums)
+            out = []
+            for x, y in zip(it, it):
+                out.append((a * x + c * y + e, b * x + d * y + f))
+            words = iter(f"{x:.6g},{y:.6g}" for x, y in out)
+            # the commands (M, L, C, Z) stay; each x,y pair after them is replaced in order
+            return re.sub(r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*,\s*"
+                          r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)", lambda _m: next(words), text)
+        for k in kids:
+            attr = shapes[k.tag]
+            k.set(attr, mapped(k.get(attr) or ""))
+            del k.attrib["vector-effect"]
+        group.set("transform", "matrix(1,0,0,1,0,0)")
+        changed = True
+    if changed:
+        tree.write(path, encoding="UTF-8", xml_declaration=True)
 
 
 def _write_pdf(widget, size: QtCore.QSize, path: str, title: str) -> None:
@@ -317,10 +436,12 @@ def _export_prepared(target, path: pathlib.Path, kind: str, size, scale: float, 
         with fileio.atomic_path(path, suffix=".part") as tmp:
             if kind in ("png", "jpeg"):
                 _write_png(target, size, tmp, scale)
-            elif kind == "svg":
-                _write_svg(target, size, tmp, title)
             else:
-                _write_pdf(target, size, tmp, title)
+                with vector_plots(target):
+                    if kind == "svg":
+                        _write_svg(target, size, tmp, title)
+                    else:
+                        _write_pdf(target, size, tmp, title)
             if os.path.getsize(tmp) == 0:
                 raise ExportError(f"{path}: nothing was written (is the disk full or the file locked?)")
     except ExportError:

@@ -458,10 +458,116 @@ def test_emissions_export_what_shows_them_for_a_large_vocabulary(dashboard, tmp_
     assert word in texts
 
 
-def test_svg_heatmap_cells_stay_sharp(heatmaps, tmp_path):
-    """Heatmaps are small images scaled up: the SVG tells every viewer to draw them unsmoothed (issue 24,
-    item 4: blurred cells)."""
-    out = export_widget(heatmaps, tmp_path / "h.svg")
-    images = [el for el in ET.parse(out).getroot().iter("{http://www.w3.org/2000/svg}image")]
-    assert images and all("image-rendering:pixelated" in (el.get("style") or "") for el in images)
+def _svg_rect_fills(root):
+    """(colour, x, y, w, h) of every filled rectangle path in a Qt SVG (absolute coordinates)."""
+    import re
+    out = []
+    for g in root.iter(SVG_NS + "g"):
+        fill = g.get("fill")
+        m = re.match(r"matrix\(([^)]*)\)", g.get("transform") or "")
+        if not fill or fill == "none" or m is None:
+            continue
+        a, b, c, d, e, f = (float(v) for v in m.group(1).split(","))
+        for el in g:
+            if el.tag == SVG_NS + "rect":
+                x, y, w, h = (float(el.get(k)) for k in ("x", "y", "width", "height"))
+            elif el.tag == SVG_NS + "path" and re.fullmatch(r"M[^A-Z]*(L[^A-Z]*){3,4}Z\s*", el.get("d") or ""):
+                nums = [float(v) for v in re.findall(r"[-+]?\d+\.?\d*(?:e[-+]?\d+)?", el.get("d"))]
+                xs, ys = nums[0::2], nums[1::2]
+                x, y, w, h = min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
+            else:
+                continue
+            out.append((fill, a * x + e, d * y + f, a * w, d * h))
+    return out
 
+
+def test_svg_and_pdf_heatmap_cells_are_vector_rectangles(heatmaps, tmp_path):
+    """Heatmaps are small images scaled up, which viewers smooth into a blur (issue 24, item 4): in SVG
+    (and PDF) every cell is a filled rectangle of the colour shown on screen; no image is left."""
+    out = export_widget(heatmaps, tmp_path / "h.svg")
+    root = ET.parse(out).getroot()
+    A = heatmaps.transmat.image_data()
+    shapes = {(str(m.shape[1]), str(m.shape[0])) for m in
+              (A, heatmaps.emission.image_data(), heatmaps.startprob.image_data())}
+    images = {(el.get("width"), el.get("height")) for el in root.iter(SVG_NS + "image")}
+    assert not images & shapes   # (left: the colour bars' gradients, 1 x 256, and the plots' backgrounds)
+    # the screen's colours of A's cells: the item's own rendering (levels and colour map)
+    qimg = heatmaps.transmat.image.qimage.convertToFormat(QtGui.QImage.Format.Format_RGB32)
+    want = {QtGui.QColor(qimg.pixel(x, y)).name() for y in range(A.shape[0]) for x in range(A.shape[1])}
+    fills = {f for f, *_ in _svg_rect_fills(root)}
+    assert want <= fills
+    # the cells of A tile its plot: as many rectangles of A's colours as runs of equal cells, at most
+    # one per cell, inside the figure
+    rects = [r for r in _svg_rect_fills(root) if r[0] in want]
+    assert len(rects) >= A.shape[0]
+    w, h = heatmaps.width(), heatmaps.height()
+    assert all(0 <= x <= w and 0 <= y <= h for _f, x, y, *_ in rects)
+    # on screen (and in a PNG) the heatmaps are images again
+    assert "paint" not in vars(heatmaps.transmat.image)
+
+
+def test_svg_clips_of_nested_widgets_sit_where_the_widgets_are(qtbot, tmp_path):
+    """Qt's SVG writer put the clip path a widget sets while painting (a table's cells) in that
+    widget's own coordinates: a table away from the figure's corner lost every cell text in viewers.
+    Every text drawn under a clip lies inside that clip."""
+    import re
+    outer = QtWidgets.QWidget()
+    lay = QtWidgets.QHBoxLayout(outer)
+    lay.addWidget(QtWidgets.QLabel("left of the table"))
+    table = QtWidgets.QTableWidget(4, 3)
+    for i in range(4):
+        for j in range(3):
+            table.setItem(i, j, QtWidgets.QTableWidgetItem(f"cell{i}{j}"))
+    lay.addWidget(table)
+    qtbot.addWidget(outer)
+    outer.resize(700, 300)
+    outer.show()
+    qtbot.waitExposed(outer)
+    root = ET.parse(export_widget(outer, tmp_path / "t.svg")).getroot()
+    clips = {}
+    for cp in root.iter(SVG_NS + "clipPath"):
+        nums = [float(v) for v in re.findall(r"[-+]?\d+\.?\d*", cp[0].get("d"))]
+        xs, ys = nums[0::2], nums[1::2]
+        clips[cp.get("id")] = (min(xs), min(ys), max(xs), max(ys))
+    seen = 0
+    for wrap in root.iter(SVG_NS + "g"):
+        ref = wrap.get("clip-path")
+        if not ref:
+            continue
+        x0, y0, x1, y1 = clips[ref[5:-1]]
+        for g in wrap.iter(SVG_NS + "g"):
+            m = re.match(r"matrix\(([^)]*)\)", g.get("transform") or "")
+            for t in g.findall(SVG_NS + "text"):
+                if not "".join(t.itertext()).startswith("cell"):
+                    continue
+                a, b, c, d, e, f = (float(v) for v in m.group(1).split(","))
+                x, y = a * float(t.get("x")) + e, d * float(t.get("y")) + f
+                assert x0 <= x <= x1 and y0 - 1 <= y <= y1 + 1, (t.text, (x, y), (x0, y0, x1, y1))
+                seen += 1
+    assert seen == 12
+
+
+def test_svg_plot_lines_and_symbols_are_in_figure_coordinates(qtbot, tmp_path):
+    """Curves and scatter symbols reached the SVG in data coordinates under a large transform with
+    non-scaling strokes, which viewers that ignore vector-effect drew as bands hundreds of pixels
+    wide; symbols were pixmap fragments.  Now: plain coordinates, vector symbols."""
+    import pyqtgraph as pg
+    w = pg.PlotWidget()
+    w.plot([0, 1, 2, 3], [3, 1, 2, 0], pen=pg.mkPen("r", width=2), symbol="o", symbolBrush="b")
+    qtbot.addWidget(w)
+    w.resize(400, 300)
+    w.show()
+    qtbot.waitExposed(w)
+    text = export_widget(w, tmp_path / "c.svg").read_text()
+    root = ET.fromstring(text)
+    drawn = [el for g in root.iter(SVG_NS + "g") for el in g if el.tag in (SVG_NS + "path", SVG_NS + "polyline")]
+    assert drawn and not any(el.get("vector-effect") == "non-scaling-stroke" for el in drawn)
+    circles = [el for el in drawn if el.tag == SVG_NS + "path" and " C" in el.get("d", "")]
+    assert len(circles) == 4   # the four symbols are vector circles (were pixmap fragments)
+    lines = [el for el in root.iter(SVG_NS + "polyline")]
+    assert lines
+    pts = [float(v) for el in lines for p in el.get("points").split() for v in p.split(",")]
+    xs, ys = pts[0::2], pts[1::2]
+    assert max(xs) - min(xs) > 200 and max(ys) - min(ys) > 150      # spans the plot, in pixels
+    assert all(0 <= x <= 400 for x in xs) and all(0 <= y <= 300 for y in ys)
+    assert w.plotItem.listDataItems()[0].scatter._exportOpts is False   # the screen's drawing back

@@ -1021,21 +1021,29 @@ def test_category_axis_measures_its_labels_once_per_font(qtbot):
     w.show()
     qtbot.waitExposed(w)
     w.grab()
-    measured = dict(ax._widths_by_font)
+    measured = dict(ax._widest_by_font)
     assert measured                                       # the sizes tried, each measured once
     for lo in (0, 100, 1000):                             # range changes and resizes: nothing measured again
         w.setXRange(lo, lo + 200, padding=0)
         w.resize(480 + lo // 50, 220)
         w.grab()
-    assert {k: id(v) for k, v in ax._widths_by_font.items() if k in measured} == {k: id(v) for k, v in
-                                                                                   measured.items()}
-    for (family, size, *_rest), widths in ax._widths_by_font.items():
+    assert {k: v for k, v in ax._widest_by_font.items() if k in measured} == measured
+
+    def brute(labels, font, cap):  # the oracle: every label measured
+        return min(max(QtGui.QFontMetricsF(font).horizontalAdvance(s) for s in labels), cap)
+
+    for (family, size, *_rest), widest in ax._widest_by_font.items():
         f = QtGui.QFont(ax._base_font())
         f.setPointSizeF(size)
-        assert widths == [QtGui.QFontMetricsF(f).horizontalAdvance(s) for s in words]
-    ax.set_labels(words[:10])                             # new labels: measured anew
-    fm = QtGui.QFontMetricsF(ax.style.get("tickFont") or ax.font())
-    assert ax._label_widths() == [fm.horizontalAdvance(s) for s in words[:10]]
+        assert widest == brute(words, f, ax._max_px)
+    # label sets where the widest is not the longest and stays under the cap, or is a single letter
+    rng = np.random.default_rng(0)
+    sets = [words[:10], list("ACDEFGHIKLMNPQRSTVWYX"), ["iiiiiiii", "WWWWWWW", "mm", "l" * 12, "W"],
+            ["".join(rng.choice(list("iIlmMWw.,"), size=int(k))) for k in rng.integers(1, 12, size=400)]]
+    for labels in sets:
+        ax.set_labels(labels)
+        f = ax.style.get("tickFont") or ax.font()
+        assert ax._widest(f) == brute(labels, f, ax._max_px), labels[:5]
 
 
 def test_infinite_test_nll_is_explained_in_the_plot(qtbot):

@@ -104,6 +104,48 @@ def test_embedding_scatter_labels_only_the_most_frequent_words(qtbot):
     assert not w.faint_symbols.isVisible() and not w.scatters["V"].isVisible()
 
 
+def test_embedding_labels_are_reused_across_models_and_measured_for_their_new_text(qtbot):
+    """Showing another job clears the view and labels the new words: the text items of the old labels
+    are kept hidden and reused (no item made or removed per job shown: ~8 ms per view), each with its
+    new text, and the boxes that place them are measured for the new text (a box kept from the old,
+    shorter word let labels overlap)."""
+    import pyqtgraph as pg
+    rng = np.random.default_rng(1)
+    m, l = 400, 6
+    w = shown(qtbot, EmbeddingScatter(), (700, 500))
+
+    def show(words, seed):
+        counts = np.random.default_rng(seed).integers(1, 1000, size=m)
+        w.clear()
+        w.set_vocabulary(words)
+        w.set_symbol_frequencies(counts, top=20)
+        w.set_embeddings({"V": rng.normal(size=(m, l)), "U": rng.normal(size=(3, l))})
+        w.finish_labels()
+        return [words[i] for i in np.argsort(-counts, kind="stable")[:20]]
+
+    def text_items():
+        return [it for it in w.plot.items if isinstance(it, pg.TextItem)]
+
+    want = show([f"w{i}" for i in range(m)], 0)
+    assert sorted(w.label_texts("V")) == sorted(want)
+    first = {id(t) for t in text_items()}
+    assert len(first) == 20
+    for rep, words in enumerate([[f"a-much-longer-word-{i}" for i in range(m)], [f"x{i}" for i in range(m)]]):
+        want = show(words, rep + 1)
+        assert sorted(w.label_texts("V")) == sorted(want)
+        assert {id(t) for t in text_items()} == first            # the same items, none made or removed
+        for t in w._labels["V"]:
+            br = t.textItem.boundingRect()
+            if getattr(t, "_box_size", None) is not None:
+                assert t._box_size[:2] == (br.width(), br.height())   # measured for the text it shows
+        boxes = w.label_boxes("V")
+        for i, a in enumerate(boxes):   # the labels shown overlap no other label shown
+            for b in boxes[i + 1:]:
+                assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+    w.clear()
+    assert not any(t.isVisible() for t in text_items())
+
+
 def test_decode_view_shows_words_gold_and_predicted_tags(qtbot):
     pi = [1.0, 0.0]
     A = [[0.1, 0.9], [0.9, 0.1]]
@@ -199,3 +241,64 @@ def test_exported_top_words_table_shows_every_column(qtbot, tmp_path, monkeypatc
     export.export_widget(t, tmp_path / "top.png")
     assert seen and seen[0][0] <= seen[0][1]          # every column inside the figure
     assert [table.columnWidth(c) for c in range(table.columnCount())] == wide   # restored
+
+
+def test_state_tag_title_fits_a_narrow_view_with_its_scores(qtbot):
+    """Issue 24 item 4: the title with M-1, 1-1 and V-measure was one line, cut at both ends in a
+    376 px wide view and in its figures; the scores now have a line of their own, each line fits."""
+    from PySide6 import QtGui
+    pred = [np.array([0, 0, 1, 2, 1])]
+    gold = [np.array([0, 1, 1, 2, 2])]
+    scores = tagging_scores(pred, gold, n_states=3, n_tags=3)
+    w = shown(qtbot, StateTagView(), size=(376, 480))
+    w.set_scores(scores, ["NN", "VB", "DT"])
+    qtbot.wait(50)
+    label = w.heatmap.plot.titleLabel
+    lines = label.item.toPlainText().split("\n")
+    assert lines[0] == "States x gold tags: P(tag | state)" and lines[1].startswith("M-1 0.")
+    assert "V-measure" in lines[1]
+    metrics = QtGui.QFontMetricsF(label.item.font())
+    width = w.heatmap.graphics.width()
+    assert all(metrics.horizontalAdvance(t) < width for t in lines)
+    # the title row holds both lines (pyqtgraph's row is one line high)
+    assert label.geometry().height() >= 2 * metrics.lineSpacing()
+
+
+def test_a_model_scored_before_it_is_shown_draws_its_mapped_tags_at_once(qtbot, monkeypatch):
+    """Issue 24.7: a words job that finished while another was shown is scored then
+    (``prepare_tagging``, off the GUI thread); showing it afterwards draws the mapped tags in the same
+    call -- no "state i" rows while the scores are computed -- and starts no second scoring."""
+    import app.views.dashboard as dash
+    rng = np.random.default_rng(5)
+    n, m, k = 3, 6, 4
+    model = model_of(rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n), rng.dirichlet(np.ones(m), n))
+    seqs = [rng.integers(0, m, size=12) for _ in range(5)]
+    tags = [rng.integers(0, k, size=12) for _ in range(5)]
+    names = ["DET", "NOUN", "VERB", "ADJ"]
+    corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags, tag_vocabulary=names)
+    runs = []
+    real = dash.Dashboard._score_tags
+
+    def counted(*a):
+        runs.append(1)
+        real(*a)
+    monkeypatch.setattr(dash.Dashboard, "_score_tags", staticmethod(counted))
+    d = shown(qtbot, Dashboard(), (1200, 800))
+    d.prepare_tagging(model, corpus)
+    d.prepare_tagging(model, corpus)          # already running: not started again
+    qtbot.waitUntil(lambda: not d._tag_inflight, timeout=10000)
+    assert len(runs) == 1
+    d.set_model(model, corpus)                # not staged: everything drawn in this call
+    want = tagging_scores(model.predict(seqs), tags, n_states=n, n_tags=k)
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
+    assert d.state_tags.row_labels() == [f"{i} → {names[t]}" for i, t in enumerate(want["mapping"])]
+    assert not d.live_tagging_busy() and len(runs) == 1
+    # a model shown while its scores are still being computed waits for that run (no second one)
+    other = model_of(rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n), rng.dirichlet(np.ones(m), n))
+    d.clear()
+    d.prepare_tagging(other, corpus)
+    d.set_model(other, corpus)
+    qtbot.waitUntil(lambda: not d.live_tagging_busy(), timeout=10000)
+    assert len(runs) == 2
+    want = tagging_scores(other.predict(seqs), tags, n_states=n, n_tags=k)
+    np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])

@@ -141,6 +141,8 @@ class Dashboard(QtWidgets.QWidget):
         self._tag_gen = 0
         self._tag_final_pending = False
         self._tag_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> (data key, scores)
+        # model -> (data key, callbacks): scores being computed (prepare_tagging, _show_tagging)
+        self._tag_inflight: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -331,9 +333,13 @@ class Dashboard(QtWidgets.QWidget):
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        self._stages.run("history")  # a queued history first: the event's point goes after it
-        self._safe("curves", self.curves.add_event, ev, False)
-        self._stage("curves", self._safe, "curves", self.curves.redraw)
+        # a point of a stream; not a final event without phase, step or loss (a model read from a file
+        # without a history: only its recorded metrics, for the header; a fit cancelled before it began)
+        placed = bool(ev.phase) or bool(ev.step) or ev.loss is not None or not ev.done
+        if placed:
+            self._stages.run("history")  # a queued history first: the event's point goes after it
+            self._safe("curves", self.curves.add_event, ev, False)
+            self._stage("curves", self._safe, "curves", self.curves.redraw)
         if ev.params:
             self._stage_params(ev.params)  # held (newest only) while the live page is hidden
             if not self._has_initial and ev.step == 0:
@@ -346,7 +352,7 @@ class Dashboard(QtWidgets.QWidget):
             self._safe("tagging", self.tag_curves.add_point, ev.step, tag_scores)
         elif ev.params and self._tag_live is not None and ev.step is not None:
             self._score_live(ev.step, ev.params, final=bool(ev.done))
-        parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
+        parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")] if placed else []
         if ev.loss is not None:
             name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
             parts.append(f"{name} {fmt_value(ev.loss)}")
@@ -513,25 +519,21 @@ class Dashboard(QtWidgets.QWidget):
     def _show_tagging(self, model, corpus) -> None:
         """With gold tags: decode (the first sequences) and score through the core, off the GUI thread;
         then fill the Tags tab, the decode view's predicted tags and the top-words rows."""
-        idx = self.tabs.indexOf(self.tags_page)
-        tags = getattr(corpus, "tags", None)
-        names = getattr(corpus, "tag_vocabulary", None)
-        mats = [getattr(model, k, None) for k in ("startprob_", "transmat_", "emissionprob_")]
-        if model is None or tags is None or names is None or any(x is None for x in mats):
-            self.tabs.setTabVisible(idx, False)
+        inputs = self._tag_inputs(model, corpus)
+        if inputs is None:
+            self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
             return
-        seqs, gold = _first_tokens(list(getattr(corpus, "sequences", [])), list(tags), TAG_EVAL_MAX_TOKENS)
-        names = [str(t) for t in names]
+        key, mats, seqs, gold, names = inputs
         hist = getattr(model, "history_", None) or []
         step = hist[-1].get("step", 0) if hist else 0
         gen = self._tag_gen
         self._tag_final_pending = True
-        key = _fingerprint(seqs, gold, names)
+        # kept per model (shown again at once when the job is selected again); a job that finished
+        # while not shown was scored then (prepare_tagging)
         cached = self._tag_cache.get(model)
 
         def done(scores) -> None:
             self._tag_final_pending = False
-            self._tag_cache[model] = (key, scores)   # shown again at once when the job is selected again
             if gen != self._tag_gen:
                 return
             self._tag_names = names
@@ -552,7 +554,56 @@ class Dashboard(QtWidgets.QWidget):
         if cached is not None and cached[0] == key:
             done(cached[1])
             return
-        self._score_tags(mats, seqs, gold, len(names), done, failed)
+        self._score_model_tags(model, key, mats, seqs, gold, len(names), done, failed)
+
+    def _tag_inputs(self, model, corpus):
+        """``(key, mats, seqs, gold, names)`` of scoring ``model`` on ``corpus``'s gold tags, or None."""
+        tags = getattr(corpus, "tags", None)
+        names = getattr(corpus, "tag_vocabulary", None)
+        mats = [getattr(model, k, None) for k in ("startprob_", "transmat_", "emissionprob_")]
+        if model is None or tags is None or names is None or any(x is None for x in mats):
+            return None
+        seqs, gold = _first_tokens(list(getattr(corpus, "sequences", [])), list(tags), TAG_EVAL_MAX_TOKENS)
+        names = [str(t) for t in names]
+        return _fingerprint(seqs, gold, names), mats, seqs, gold, names
+
+    def prepare_tagging(self, model, corpus) -> None:
+        """Score a finished model against ``corpus``'s gold tags in the background now (a job that
+        finished while another was shown), so that showing it later draws the mapped tags at once
+        instead of "state i" rows until the scores arrive (issue 24.7)."""
+        inputs = self._tag_inputs(model, corpus)
+        if inputs is None:
+            return
+        key, mats, seqs, gold, names = inputs
+        cached = self._tag_cache.get(model)
+        if (cached is not None and cached[0] == key) or \
+                (model in self._tag_inflight and self._tag_inflight[model][0] == key):
+            return
+        self._score_model_tags(model, key, mats, seqs, gold, len(names), lambda _s: None, lambda *_a: None)
+
+    def _score_model_tags(self, model, key, mats, seqs, gold, n_tags: int, done, failed) -> None:
+        """Score ``model`` (one background run per model and data: a second caller waits for it) and
+        keep the result in the cache."""
+        running = self._tag_inflight.get(model)
+        if running is not None and running[0] == key:
+            running[1].append((done, failed))
+            return
+        callbacks = [(done, failed)]
+        self._tag_inflight[model] = (key, callbacks)
+
+        def finished(scores) -> None:
+            if self._tag_inflight.get(model, (None, None))[1] is callbacks:
+                del self._tag_inflight[model]
+            self._tag_cache[model] = (key, scores)
+            for ok, _bad in callbacks:
+                ok(scores)
+
+        def broken(exc, tb) -> None:
+            if self._tag_inflight.get(model, (None, None))[1] is callbacks:
+                del self._tag_inflight[model]
+            for _ok, bad in callbacks:
+                bad(exc, tb)
+        self._score_tags(mats, seqs, gold, n_tags, finished, broken)
 
     @staticmethod
     def _score_tags(mats, seqs, gold, n_tags: int, done, failed) -> None:

@@ -75,6 +75,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._label_timer.timeout.connect(self._more_labels)
         self._no_pen = pg.mkPen(None)   # the faint points' (one object: one symbol in pyqtgraph's atlas)
         self._label_idx: Dict[str, List[int]] = {k: [] for k in EMBEDDING_SETS}
+        self._spare: List[pg.TextItem] = []   # label items not in use: hidden, in the plot, reused
         self._title = title
         self._axes: Optional[np.ndarray] = None   # the PCA axes of the last frame (no sign flips)
 
@@ -366,8 +367,9 @@ class EmbeddingScatter(QtWidgets.QWidget):
                     idx = [int(i) for i in self._top_symbols(a.shape[0])]
                 if len(idx) > MAX_LABELS or (EMBEDDING_SETS[key][3] and not self.state_labels_box.isChecked()):
                     idx = []  # too many to label; state points: names in the hover tooltip unless asked for
-            for t in items[len(idx):]:
-                self.plot.removeItem(t)
+            for t in items[len(idx):]:   # the surplus kept hidden for the next labels (removing and
+                t.setVisible(False)       # making 50 text items took ~8 ms per view at each job shown)
+                self._spare.append(t)
             del items[len(idx):]
             self._label_idx[key] = idx
             if not idx:
@@ -380,6 +382,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                     t = items[pos]
                     if t.textItem.toPlainText() != s or t.color != pg.mkColor(color):
                         t.setText(s, color=color)
+                        t.__dict__.pop("_box_size", None)   # measured for the old text
                 else:
                     self._label_todo.append((key, s, color))
         self._make_labels(LABEL_BATCH)
@@ -400,10 +403,18 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 f = fonts[bold] = QtGui.QFont()
                 f.setPointSizeF(max(6.5, f.pointSizeF() - 1.5))
                 f.setBold(bold)
-            # anchored beside its marker, not on it (_declutter may move it to another side)
-            t = pg.TextItem(s, color=color, anchor=LABEL_ANCHORS[0])
-            t.setFont(f)
-            self.plot.addItem(t)
+            if self._spare:   # an item of an earlier model: its text, colour and font set again
+                t = self._spare.pop()
+                t.setText(s, color=color)
+                t.__dict__.pop("_box_size", None)   # measured for the old text
+                t.setAnchor(LABEL_ANCHORS[0])
+                t.setFont(f)
+                t.setVisible(True)
+            else:
+                # anchored beside its marker, not on it (_declutter may move it to another side)
+                t = pg.TextItem(s, color=color, anchor=LABEL_ANCHORS[0])
+                t.setFont(f)
+                self.plot.addItem(t)
             self._labels[key].append(t)
             budget -= 1
 
@@ -505,7 +516,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                     # below), without the document margin: the first place that overlaps no label
                     # already placed is taken
                     size = getattr(t, "_box_size", None)
-                    if size is None:  # the text never changes: measure once
+                    if size is None:  # measured once per text (dropped when the text is set again)
                         br = t.textItem.boundingRect()
                         size = t._box_size = (br.width(), br.height(), t.textItem.document().documentMargin())
                     bw, bh, dm = size

@@ -44,6 +44,15 @@ def _score_text(scores: dict) -> str:
     return ",  ".join(parts)
 
 
+def _two_line_title(plot: pg.PlotItem) -> None:
+    """Make the plot's title row tall enough for two lines (pyqtgraph fixes it at one)."""
+    label = plot.titleLabel
+    height = int(np.ceil(label.item.boundingRect().height())) + 4
+    if plot.layout.rowMinimumHeight(0) != height:
+        label.setMaximumHeight(height)
+        plot.layout.setRowFixedHeight(0, height)
+
+
 class StateTagView(QtWidgets.QWidget):
     """Contingency of hidden states and gold tags; rows named by each state's mapped tag."""
 
@@ -76,7 +85,9 @@ class StateTagView(QtWidgets.QWidget):
         P = np.divide(C, totals, out=np.zeros_like(C), where=totals > 0)
         rows = state_tag_labels(scores.get("mapping"), self._tags, n)
         self.heatmap.set_matrix(P, rows, self._tags)
-        self.heatmap.set_title(f"States x gold tags: P(tag | state)   ({_score_text(scores)})")
+        # the scores on a line of their own: one line was cut in a narrow view (and its figures)
+        self.heatmap.set_title(f"States x gold tags: P(tag | state)<br>{_score_text(scores)}")
+        _two_line_title(self.heatmap.plot)
         self.stack.setCurrentWidget(self.heatmap)
 
     def counts(self) -> Optional[np.ndarray]:

@@ -62,14 +62,7 @@ class TopWordsTable(QtWidgets.QWidget):
         rows = list(row_labels) if row_labels is not None and len(row_labels) == n \
             else [f"state {s}" for s in state_labels(n)]
         self._words = [[names[int(k)] for k in order[i]] for i in range(n)]
-        # filled in one pass: with "resize to contents" on, every cell set would measure the whole
-        # table again (a 20 x 10 table took 0.3-0.7 s of the GUI thread per snapshot, issue 24.13)
-        h, v = t.horizontalHeader(), t.verticalHeader()
-        fixed = QtWidgets.QHeaderView.ResizeMode.Fixed
-        h.setSectionResizeMode(fixed)
-        v.setSectionResizeMode(fixed)
-        t.setUpdatesEnabled(False)
-        try:
+        with self._sizes_fixed():
             t.setRowCount(n)
             t.setColumnCount(top)
             t.setHorizontalHeaderLabels([str(i + 1) for i in range(top)])
@@ -86,14 +79,27 @@ class TopWordsTable(QtWidgets.QWidget):
                     else:
                         item.setText(names[k])
                         item.setToolTip(tip)
+        # the title is part of exported figures: the hint to hover is in the tooltip only
+        self.title.setText(f"Top {top} of {m} symbols per state, most probable first")
+        self.table.setToolTip("Hover a word for its emission probability")
+
+    @contextlib.contextmanager
+    def _sizes_fixed(self) -> Iterator[None]:
+        """The table filled in one pass: with "resize to contents" on, every cell or header label set
+        measures the whole table again (a 20 x 10 table took 0.3-0.7 s of the GUI thread per snapshot,
+        issue 24.13; the row names of a job being shown 14 ms); the sizes are fitted once at the end."""
+        t = self.table
+        h, v = t.horizontalHeader(), t.verticalHeader()
+        h.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
+        v.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
+        t.setUpdatesEnabled(False)
+        try:
+            yield
         finally:
             fit = QtWidgets.QHeaderView.ResizeMode.ResizeToContents
             h.setSectionResizeMode(fit)
             v.setSectionResizeMode(fit)
             t.setUpdatesEnabled(True)
-        # the title is part of exported figures: the hint to hover is in the tooltip only
-        self.title.setText(f"Top {top} of {m} symbols per state, most probable first")
-        self.table.setToolTip("Hover a word for its emission probability")
 
     @contextlib.contextmanager
     def figure_mode(self) -> Iterator[None]:
@@ -124,12 +130,13 @@ class TopWordsTable(QtWidgets.QWidget):
     def set_pending(self, n: int, m: int) -> None:
         """The table of ``n`` states before the model has parameters (a job in its start): rows named,
         cells empty, the title saying what will come."""
-        self.table.clearContents()
-        self.table.setRowCount(int(n))
         top = min(self._top, int(m))
-        self.table.setColumnCount(top)
-        self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(top)])
-        self.table.setVerticalHeaderLabels([f"state {s}" for s in state_labels(int(n))])
+        with self._sizes_fixed():
+            self.table.clearContents()
+            self.table.setRowCount(int(n))
+            self.table.setColumnCount(top)
+            self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(top)])
+            self.table.setVerticalHeaderLabels([f"state {s}" for s in state_labels(int(n))])
         self._words = []
         self.title.setText(f"Top {top} of {int(m)} symbols per state: filled in with the model's first parameters")
 

@@ -42,7 +42,6 @@ class LabelAxis(pg.AxisItem):
     # ------------------------------------------------------------------ API
     def set_labels(self, labels: Optional[Sequence[str]]) -> None:
         self._labels = [str(s) for s in labels] if labels is not None else []
-        self._widths = None
         self.picture = None
         self._relayout_now()
         self.update()
@@ -97,28 +96,37 @@ class LabelAxis(pg.AxisItem):
             self._base = QtGui.QFont(self.style.get("tickFont") or self.font())
         return self._base
 
-    def _label_widths(self, font: Optional[QtGui.QFont] = None) -> List[float]:
-        """The labels' widths at ``font``, measured once per font and set of labels (choosing a
-        layout tries several point sizes on every resize and range change: 5,166 words measured
-        at each size each time took 0.3-0.5 s of a restored word model's first drawing)."""
+    def _widest(self, font: Optional[QtGui.QFont] = None) -> float:
+        """The widest label's width at ``font``, at most ``max_label_px`` (longer names are elided),
+        found once per font and set of labels.  Choosing a layout tries several point sizes on
+        every resize and range change; measuring all 11,968 words of a vocabulary at five sizes took
+        0.13 s of the data panel's first drawing.  The labels are measured longest first, and the
+        search stops as soon as no shorter one can be wider (``len * fm.maxWidth()`` bounds a
+        label's width) or the widest reached the cap: for a vocabulary, a handful of measurements."""
         f = font or self.style.get("tickFont") or self.font()
         labels = tuple(self._labels)
         if getattr(self, "_widths_labels", None) != labels:
-            self._widths_labels, self._widths_by_font = labels, {}
+            self._widths_labels, self._widest_by_font = labels, {}
+            self._by_length = sorted(set(labels), key=len, reverse=True)
         key = (f.family(), f.pointSizeF(), f.weight(), f.italic(), f.stretch())
-        widths = self._widths_by_font.get(key)
-        if widths is None:
+        widest = self._widest_by_font.get(key)
+        if widest is None:
             fm = self._fm(f)
-            widths = self._widths_by_font[key] = [fm.horizontalAdvance(s) for s in self._labels]
-        self._widths = widths
-        return widths
+            per_char = max(fm.maxWidth(), 1e-9)
+            widest = 0.0
+            for text in self._by_length:
+                if widest >= self._max_px or len(text) * per_char <= widest:
+                    break
+                widest = max(widest, fm.horizontalAdvance(text))
+            widest = self._widest_by_font[key] = min(widest, self._max_px)
+        return widest
 
     def _elide(self, text: str) -> str:
         return self._fm().elidedText(text, QtCore.Qt.TextElideMode.ElideRight, self._max_px)
 
     def _strides(self, font: QtGui.QFont, per: float) -> tuple:
         fm = self._fm(font)
-        widest = min(max(self._label_widths(font) or [0.0]), self._max_px)
+        widest = self._widest(font)
         # single letters carry their own side bearings: a small gap keeps them apart
         gap = 1.5 if widest <= 0.8 * fm.height() else self.GAP
         stride_h = max(1, int(math.ceil((widest + gap) / per)))
@@ -179,7 +187,7 @@ class LabelAxis(pg.AxisItem):
         if self.orientation not in ("bottom", "top"):
             return
         if mode == "rotated":
-            text_h = min(max(self._label_widths() or [0.0]), self._max_px)
+            text_h = self._widest()
             h = int(math.ceil(text_h + max(0, self.style["tickLength"]) + self.style["tickTextOffset"][1] + 4))
             if self.label.isVisible():
                 h += int(self.label.boundingRect().height() * 0.8)

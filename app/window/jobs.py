@@ -203,6 +203,11 @@ class JobsController(QObject):
             self.log_panel.log(job.error, "error")
         for note in getattr(job, "notes", ()):
             self.log_panel.log(f"Job {job.id}: {note}", "warning")
+        if job is not self.state.current_job and job.has_model and not self.window.closing and \
+                isinstance(job.dataset, DataSet) and getattr(job.dataset.train, "tags", None) is not None:
+            # a tagged (words) job that finished while another is shown: its tagging scores (the
+            # states' mapped tags) computed now in the background, so showing it draws them at once
+            self.window.dashboard.prepare_tagging(job.model, self._decode_data(job))
         if job is self.state.current_job and not self.window.closing:
             d = self.window.dashboard
             if d.model() is not None:
