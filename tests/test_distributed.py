@@ -251,3 +251,23 @@ def test_the_forkserver_holds_tensorflow_and_forks_from_one_thread(tmp_path):
     assert got["server_threads"] == 1
     for c in got["children"]:
         assert c == {"preloaded": True, "threads_at_start": 1, "op": 3.0, "blas": "1", "exitcode": 0}
+
+
+def test_a_sweep_without_cooccurrence_fits_does_not_preload_tensorflow(tmp_path, monkeypatch):
+    """dense-em (EM, numpy) and standard models: the local cluster's forkserver is not asked to
+    import TensorFlow, which the workers would wait seconds for (recorded around the real
+    start_forkserver, which runs; the quick grid's co-occurrence fits preload it:
+    test_the_forkserver_holds_tensorflow_and_forks_from_one_thread)."""
+    from densehmm_core.experiments import dask_executor
+    asked = []
+    real = dask_executor.start_forkserver
+
+    def spy(env=None, preload_tf=False):
+        asked.append(preload_tf)
+        return real(env, preload_tf)
+
+    monkeypatch.setattr(dask_executor, "start_forkserver", spy)
+    s = ComparisonSettings.quick("synthetic", grid=((3, 1),), models=("standard", "dense-em"), repeats=1)
+    assert run_comparison(s, tmp_path / "em", jobs=2, executor="dask", quiet=True) == 0
+    assert len(_rows(tmp_path / "em" / "synthetic_runs.csv")) == 2
+    assert asked and not any(asked)

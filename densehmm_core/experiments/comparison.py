@@ -701,6 +701,8 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         remove_result_file(failed_path)  # the failures of this run only; a rerun retries the old ones
     rep = run_tasks(tasks, store, KEY, jobs=jobs, executor=executor,
                     import_tf=any(model.startswith("dense") for model in settings.models),
+                    # only the co-occurrence fits use TensorFlow (model_config: every dense model but dense-em)
+                    preload_tf=any(model.startswith("dense") and model != "dense-em" for model in settings.models),
                     describe=describe_rows, out=say, error_log=out / "errors.log",
                     scheduler=scheduler, shared=shared,
                     failed_store=ResultStore(failed_path, list(KEY) + ["status", "error"]))

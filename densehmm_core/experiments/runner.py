@@ -583,7 +583,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
               describe: Optional[Callable[[List[dict]], str]] = None,
               out: Callable[[str], None] = None, error_log: Optional[Path] = None,
               scheduler: Union[None, str, "DaskTarget"] = None, shared=None,
-              failed_store: Optional["ResultStore"] = None) -> RunReport:
+              failed_store: Optional["ResultStore"] = None, preload_tf: Optional[bool] = None) -> RunReport:
     """Run the unfinished tasks, ``jobs`` at a time, saving rows as tasks finish.
 
     Parameters
@@ -603,6 +603,9 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
     shared : an object passed to every task function as ``shared=`` (sent once).
     failed_store : where failed tasks are recorded as rows (their key columns,
         ``status="failed"`` and ``error``); a rerun retries them.
+    preload_tf : ``executor="dask"`` with a local cluster: its workers are forked with TensorFlow
+        imported (once, in the forkserver, docs/DISTRIBUTED.md); default ``import_tf``.  Pass
+        False when no task fits with TensorFlow (e.g. only EM fits), so that nobody waits for it.
 
     Returns
     -------
@@ -662,7 +665,8 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         from .dask_executor import run_on_dask
         try:
             run_on_dask(todo, finish, call=call_task, jobs=jobs, scheduler=scheduler, shared=shared, out=out,
-                        env=_worker_env(jobs, import_tf), preload_tf=import_tf)
+                        env=_worker_env(jobs, import_tf),
+                        preload_tf=import_tf if preload_tf is None else preload_tf)
         except KeyboardInterrupt:
             report.interrupted = True
             out("interrupted: finished tasks are saved; rerun the same command to resume")
