@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import xml.etree.ElementTree as ET
 
@@ -571,3 +572,74 @@ def test_svg_plot_lines_and_symbols_are_in_figure_coordinates(qtbot, tmp_path):
     assert max(xs) - min(xs) > 200 and max(ys) - min(ys) > 150      # spans the plot, in pixels
     assert all(0 <= x <= 400 for x in xs) and all(0 <= y <= 300 for y in ys)
     assert w.plotItem.listDataItems()[0].scatter._exportOpts is False   # the screen's drawing back
+
+
+def _tagged_dashboard(qtbot, size=(1300, 800)):
+    """A shown Dashboard with a tagged words model (12 states, tags with long names): the Tags page
+    is filled but never painted (the Dashboard tab stays current)."""
+    from types import SimpleNamespace
+    from densehmm_core.hmm_base import BaseHMM
+    rng = np.random.default_rng(11)
+    n, m, k = 12, 30, 6
+    model = BaseHMM(n, m, seed=0)
+    model.startprob_, model.transmat_ = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n)
+    model.emissionprob_ = rng.dirichlet(np.full(m, 0.2), n)
+    seqs = [rng.integers(0, m, size=20) for _ in range(30)]
+    tags = [rng.integers(0, k, size=20) for _ in range(30)]
+    names = ["NNS", "NN", "VBZ", "DT", "ADJ-LONG", "PRP$"]
+    corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags, tag_vocabulary=names)
+    d = Dashboard()
+    qtbot.addWidget(d)
+    d.resize(*size)
+    d.show()
+    qtbot.waitExposed(d)
+    d.set_model(model, corpus)
+    qtbot.waitUntil(lambda: not d.live_tagging_busy() and d.state_tags.counts() is not None, timeout=10000)
+    assert d.tabs.currentWidget() is d.live and not d.tags_page.isVisible()
+    return d
+
+
+def _left_labels_drawn(view):
+    return [text for _i, text, _r, _rot in view.heatmap._left.drawn_labels()]
+
+
+def test_a_view_off_screen_exports_at_its_on_screen_size_with_every_label(qtbot, tmp_path):
+    """A view whose tab is not current (or hidden) was drawn at whatever size it last had (640 x 480
+    never shown, 376 px wide after a narrow layout), and its first PNG lost the row labels wider than
+    the axis's first guess ("0 → NNS"): pyqtgraph widens an axis only after painting it once.  Now it
+    is laid out at the size it would have on screen, in every format, with every row label."""
+    d = _tagged_dashboard(qtbot)
+    rows = d.state_tags.row_labels()
+    assert len(rows) == 12
+    png = QtGui.QImage(str(export_widget(d.state_tags, tmp_path / "st.png")))
+    assert _left_labels_drawn(d.state_tags) == rows          # the first figure names every row
+    svg = ET.parse(export_widget(d.state_tags, tmp_path / "st.svg")).getroot()
+    texts = [("".join(el.itertext())).strip() for el in svg.iter(SVG_NS + "text")]
+    assert all(r in texts for r in rows)
+    pdf = export_widget(d.state_tags, tmp_path / "st.pdf").read_bytes()
+    # the oracle: the size the view has once its tab is shown
+    d.tabs.setCurrentWidget(d.tags_page)
+    qtbot.waitUntil(lambda: d.state_tags.isVisible())
+    qtbot.wait(50)
+    on_screen = d.state_tags.size()
+    assert (png.width(), png.height()) == (on_screen.width(), on_screen.height())
+    assert svg.get("viewBox") == f"0 0 {on_screen.width()} {on_screen.height()}"
+    box = [round(float(v)) for v in
+           re.search(rb"/MediaBox\s*\[([^\]]*)\]", pdf).group(1).split()]
+    assert box == [0, 0, round(on_screen.width() * 0.75), round(on_screen.height() * 0.75)]
+
+
+def test_a_hidden_tab_exports_at_the_dashboards_page_size(qtbot, tmp_path):
+    """The whole Tags page, its tab hidden: the size of the page the dashboard shows, every row named."""
+    d = _tagged_dashboard(qtbot, size=(1150, 760))
+    d.tabs.setTabVisible(d.tabs.indexOf(d.tags_page), False)
+    page = d.live.size()
+    for fmt in ("png", "svg"):
+        out = export_widget(d.views()["tags"], tmp_path / f"tags.{fmt}")
+        if fmt == "png":
+            img = QtGui.QImage(str(out))
+            assert (img.width(), img.height()) == (page.width(), page.height())
+        else:
+            assert ET.parse(out).getroot().get("viewBox") == f"0 0 {page.width()} {page.height()}"
+        assert _left_labels_drawn(d.state_tags) == d.state_tags.row_labels(), fmt
+        assert d.state_tags.width() > d.tag_curves.width() > 100   # the splitter's 3 : 2 as on screen

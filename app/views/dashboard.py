@@ -263,6 +263,20 @@ class Dashboard(QtWidgets.QWidget):
         whole current page)."""
         return {"dashboard": self, **self._views}
 
+    def export_choices(self) -> List[tuple]:
+        """File > Export figure's list: ``(name, title, name of the view it sits in or None)``, the whole
+        current page first, then every view of :data:`app.view_registry.VIEWS` whose tab shows (the Tags
+        page only for tagged data), in registry order."""
+        page = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.currentWidget() is not None else ""
+        out = [("dashboard", f"Whole dashboard (current tab: {page})" if page else "Whole dashboard", None)]
+        for info in registry.VIEWS:
+            top = info
+            while top.part_of is not None:
+                top = registry.view_info(top.part_of)
+            if self.tabs.isTabVisible(self.tabs.indexOf(self._views[top.name])):
+                out.append((info.name, info.title, info.part_of))
+        return out
+
     def set_file_stem(self, stem: Optional[str]) -> None:
         """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0_spectral``, see
         :func:`app.export.file_stem`); ``None``: taken from the model shown."""
