@@ -591,6 +591,16 @@ class Dashboard(QtWidgets.QWidget):
             return
         self._score_model_tags(model, key, mats, seqs, gold, len(names), lambda _s: None, lambda *_a: None)
 
+    def tagging_of(self, model) -> Optional[tuple]:
+        """``(key, scores)``: ``model``'s tagging scores as computed for showing it (``key``: the digest of
+        the tokens and tags scored), or None when it has not been scored (sessions store them)."""
+        return self._tag_cache.get(model)
+
+    def set_tagging(self, model, key: str, scores: dict) -> None:
+        """Tagging scores of ``model`` computed before (a restored session's job): showing it on the
+        same data (the same ``key``) draws them at once, without scoring again."""
+        self._tag_cache[model] = (str(key), scores)
+
     def _score_model_tags(self, model, key, mats, seqs, gold, n_tags: int, done, failed) -> None:
         """Score ``model`` (one background run per model and data: a second caller waits for it) and
         keep the result in the cache."""
