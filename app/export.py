@@ -2,10 +2,14 @@
 
 * PNG: the widget rendered into a QImage at ``scale`` times its on-screen size
   (``scale=2`` gives a 2x resolution image; text and lines are redrawn, not resampled).
-* SVG: :class:`QSvgGenerator` (vector lines and text; heatmaps are embedded images).
+* SVG: :class:`QSvgGenerator` (vector lines and text; heatmap cells as rectangles), tidied
+  afterwards (:func:`_bake_transforms`: curves in figure coordinates, repeated groups merged).
   pyqtgraph 0.14's own SVGExporter crashes with PySide6 6.11/6.12 and is not used;
   its "Export..." scene menu is replaced by ours.
 * PDF: :class:`QPdfWriter`, one page the size of the widget, vector content.
+
+A view not on screen (a tab not current) is laid out at the size it would have there and painted
+once before its figure is drawn (:func:`_prepare`, :func:`_paint_off_screen`).
 
 Every write is atomic: the figure is drawn into a temporary file in the target folder
 and renamed over the target only when complete, so a failure leaves no partial file
