@@ -18,7 +18,8 @@ Keys of a row (``None`` where unknown):
 ``parameters`` free parameters of the model
 ``train_nll``  final normalised NLL (per token) on the training data
 ``test_nll``   the same on the held-out data; also ``result``
-``mad``        final co-occurrence MAD
+``mad``        final co-occurrence MAD (for the three: the history's last value, else, for a model
+               read from a file, the file's metrics group)
 ``iterations`` steps / EM iterations done
 ``stop``       why training stopped (converged, max_steps, cancelled, ...)
 ``time_s``     seconds the job ran
@@ -53,6 +54,10 @@ def _latest(history: List[dict], key: str) -> Optional[float]:
     return None
 
 
+def _number(v: Any) -> Optional[float]:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def _per_token(ll: Optional[float], data: Any) -> Optional[float]:
     if ll is None or data is None:
         return None
@@ -76,15 +81,20 @@ def job_row(job) -> Dict[str, Any]:
         params = int(model.n_parameters)
     except (AttributeError, RuntimeError, TypeError):
         params = None
+    recorded = getattr(model, "metrics_", None) or {}     # a model file's metrics group
     train_nll = _latest(history, "train_nll")
     if train_nll is None:
         train_nll = _per_token(_latest(history, "train_ll"), job.train)
+    if train_nll is None:
+        train_nll = _number(recorded.get("train_nll"))
     test_nll = _latest(history, "test_nll")
     if test_nll is None:
         test_nll = _per_token(_latest(history, "test_ll"), job.test)
+    if test_nll is None:
+        test_nll = _number(recorded.get("test_nll"))
     mad = _latest(history, "mad")
     if mad is None:
-        mad = (getattr(model, "metrics_", None) or {}).get("mad")
+        mad = _number(recorded.get("mad"))
     iterations = int(history[-1].get("step") or 0) if history else (job.step or None)
     stop = job.reason or getattr(model, "stop_reason_", "") or None
     seed = spec.get("seed", getattr(model, "seed", None))

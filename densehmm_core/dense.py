@@ -165,7 +165,8 @@ class DenseHMM(BaseHMM):
         Put a parameter snapshot into the progress event every this many steps (cooc: Adam /
         L-BFGS steps, default 1000; em: EM iterations, default 1).  The last event always has one.
     chunk : int
-        Cooc: Adam steps per ``tf.function`` call (one progress event, one cancel check).
+        Cooc: Adam steps per progress event and early-stopping check; a chunk runs as compiled
+        calls of about 0.15 s, the cancel token polled after each (:class:`~densehmm_core.dense_cooc.Pace`).
     init_scale : float, optional
         Standard deviation of the initial (random) embeddings (preset: 0.2; ``"paper"``: 1.0).
     init_method : {"spectral", "random"}, optional
@@ -299,8 +300,8 @@ class DenseHMM(BaseHMM):
                    "touches a GPU.", flag="--device", group="model"),
         HyperParam("snapshot_every", int, "Snapshot every", "A parameter snapshot in every this many progress "
                    "steps (cooc: Adam steps, em: iterations).", low=1),
-        HyperParam("chunk", int, "Chunk", "Adam steps per compiled call (one progress event, one cancel check).",
-                   low=1),
+        HyperParam("chunk", int, "Chunk", "Adam steps per progress event and early-stopping check (run as "
+                   "compiled calls of about 0.15 s, a cancel check after each).", low=1),
         HyperParam("init_method", str, "Start", "How training starts. spectral (the default; the paper preset: "
                    "random): V and W from the training data's context counts (each symbol's neighbours "
                    "counted, reduced by an SVD, frequent symbols clustered by k-means); restarts differ in "

@@ -8,14 +8,15 @@ the embeddings; this module is its training loop.
 """
 from __future__ import annotations
 
-from typing import Iterator, List
+import time
+from typing import Iterator, List, Optional
 
 import numpy as np
 
 from .events import START_PHASE, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start
 from .sequences import n_tokens
 
-__all__ = ["iter_cooc", "lbfgs"]
+__all__ = ["iter_cooc", "lbfgs", "Pace", "CALL_SECONDS"]
 
 
 def lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e-14,
@@ -82,6 +83,34 @@ def lbfgs(fg, x0: np.ndarray, max_iter: int, memory: int = 10, gtol: float = 1e-
         yield it, x, f, ("max_steps" if it == max_iter else "")
 
 
+#: The target duration of one Adam call (seconds): the cancel token is polled between calls, so a
+#: cancel ends the Adam phase within about this long (plus one call's overshoot).  0: one call per
+#: chunk (a cancel then waits for the chunk).
+CALL_SECONDS = 0.15
+
+
+class Pace:
+    """How many Adam steps the next call runs: the first call one step (it includes the graph's
+    first run), then as many as fit in :data:`CALL_SECONDS` at the measured speed (growing at most
+    fourfold per call).  Splitting a chunk into calls does not change the numbers: the Adam state and
+    the global step index (the learning-rate schedule) carry over from call to call."""
+
+    def __init__(self, seconds: Optional[float] = None) -> None:
+        self.seconds = float(CALL_SECONDS if seconds is None else seconds)
+        self.size = 1
+
+    def next(self, left: int) -> int:
+        if self.seconds <= 0:
+            return max(1, int(left))
+        return max(1, min(int(left), self.size))
+
+    def took(self, steps: int, seconds: float) -> None:
+        if steps <= 0:
+            return
+        fit = int(self.seconds * steps / max(seconds, 1e-9))
+        self.size = max(1, min(fit, 4 * self.size))
+
+
 def iter_cooc(model, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:
     """The co-occurrence fit of ``model`` (``fit_method="cooc"``, and the first phase of
     ``"cooc_em"``): Adam on the co-occurrence loss in TensorFlow, then a second-order finish
@@ -139,25 +168,38 @@ def iter_cooc(model, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[Pr
                                 metrics=dict(base_metrics, mad=mad, optimizer="adam", start=note),
                                 params=model._snapshot(theta, layout), elapsed=clock.elapsed)
             done_steps, reason, cancelled = 0, "", False
-            while done_steps < steps:
+            pace = Pace()
+            if steps > 0:   # the graph's trace (a fresh shape: ~0.2-0.5 s), then a cancel check
+                graph.trace_adam(theta, state, model.param_limit, scale, h["stationary_grad"], model.jit)
+                cancelled = cancel is not None and cancel.cancelled
+            while done_steps < steps and not cancelled:
+                # one chunk: one event, one convergence check; run as calls of a few tenths of a second
                 k = min(model.chunk, steps - done_steps)
                 prev = loss
-                theta_new, state, kd, status, good, loss, mad = graph.adam_cooc(
-                    theta, state, k, h["lr"], h["lr_final"], done_steps, steps,
-                    model.param_limit, scale, h["stationary_grad"], model.jit)
-                if status != tfm.STATUS_OK or not np.isfinite(loss):
-                    keep = good if status == tfm.STATUS_NONFINITE else (
-                        theta_new if np.isfinite(loss) else theta)
-                    model._adopt(keep, layout, stationary=True)
-                    raise TrainingDiverged(model._diverged_msg(status, gstep + kd, "cooc Adam"))
-                theta = theta_new
-                done_steps += kd
-                gstep += kd
+                kd_chunk = 0
+                while kd_chunk < k:
+                    k_call = pace.next(k - kd_chunk)
+                    t_call = time.perf_counter()
+                    theta_new, state, kd, status, good, loss, mad = graph.adam_cooc(
+                        theta, state, k_call, h["lr"], h["lr_final"], done_steps + kd_chunk, steps,
+                        model.param_limit, scale, h["stationary_grad"], model.jit)
+                    pace.took(kd, time.perf_counter() - t_call)
+                    if status != tfm.STATUS_OK or not np.isfinite(loss):
+                        keep = good if status == tfm.STATUS_NONFINITE else (
+                            theta_new if np.isfinite(loss) else theta)
+                        model._adopt(keep, layout, stationary=True)
+                        raise TrainingDiverged(model._diverged_msg(status, gstep + kd_chunk + kd, "cooc Adam"))
+                    theta = theta_new
+                    kd_chunk += kd
+                    if cancel is not None and cancel.cancelled:
+                        cancelled = True
+                        break
+                done_steps += kd_chunk
+                gstep += kd_chunk
                 params = None
                 if gstep - last_snap >= snap_every:
                     params, last_snap = model._snapshot(theta, layout), gstep
-                if cancel is not None and cancel.cancelled:
-                    cancelled = True
+                if cancelled:
                     break
                 converged = tol > 0 and (prev - loss) <= tol * abs(prev)
                 yield ProgressEvent(step=gstep, total=total, phase="cooc", loss=loss,
@@ -184,10 +226,10 @@ def iter_cooc(model, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[Pr
                     it_prev = it
                     if why:
                         break
+                    if cancel is not None and cancel.cancelled:     # polled every iteration
+                        cancelled = True
+                        break
                     if it % fin_chunk == 0:
-                        if cancel is not None and cancel.cancelled:
-                            cancelled = True
-                            break
                         loss, mad = graph.cooc_eval(x, scale)
                         params = None
                         if gstep - last_snap >= snap_every:

@@ -31,7 +31,7 @@ tf = import_tf()
 DT = tf.float64
 
 __all__ = ["Layout", "matrices", "log_matrices", "stationary", "mstep_loss", "cooc_model",
-           "cooc_loss", "adam_cooc", "cooc_value_and_grad", "cooc_eval",
+           "cooc_loss", "adam_cooc", "trace_adam_cooc", "cooc_value_and_grad", "cooc_eval",
            "mstep_value_and_grad", "AdamState", "STATUS_OK", "STATUS_NONFINITE", "STATUS_LIMIT"]
 
 STATUS_OK, STATUS_NONFINITE, STATUS_LIMIT = 0, 1, 2
@@ -180,8 +180,8 @@ def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, omeg
     return th, mm, vv, tt, k, status, good, loss, mad
 
 
-_adam_cooc = tf.function(_adam_cooc_py)
-_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
+_adam_cooc = tf.function(_adam_cooc_py, autograph=False)
+_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True, autograph=False)
 
 
 def adam_cooc(theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0: int, k_total: int,
@@ -193,16 +193,31 @@ def adam_cooc(theta, state: AdamState, n_steps: int, lr0: float, lr1: float, k0:
     ``mad`` (mean absolute deviation of Omega) evaluated at the returned ``theta``.
     """
     fn = _adam_cooc_xla if jit else _adam_cooc
-    out = fn(theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
-                     tf.constant(float(lr0), DT), tf.constant(float(lr1), DT),
-                     tf.constant(int(k0)), tf.constant(float(k_total), DT),
-                     tf.constant(float(limit), DT), omega_gt, tf.constant(float(scale), DT),
-                     int(n), int(m), int(l), bool(stationary_grad))
+    out = fn(*_adam_cooc_args(theta, state, n_steps, lr0, lr1, k0, k_total, limit, omega_gt, scale,
+                              n, m, l, stationary_grad))
     th, mm, vv, tt, k, status, good, loss, mad = out
     return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss), float(mad)
 
 
-@tf.function
+def _adam_cooc_args(theta, state: AdamState, n_steps, lr0, lr1, k0, k_total, limit, omega_gt, scale,
+                    n, m, l, stationary_grad) -> tuple:
+    return (theta, state.m, state.v, state.t, tf.constant(int(n_steps)),
+            tf.constant(float(lr0), DT), tf.constant(float(lr1), DT),
+            tf.constant(int(k0)), tf.constant(float(k_total), DT),
+            tf.constant(float(limit), DT), omega_gt, tf.constant(float(scale), DT),
+            int(n), int(m), int(l), bool(stationary_grad))
+
+
+def trace_adam_cooc(theta, state: AdamState, limit: float, omega_gt, scale: float, n: int, m: int, l: int,
+                    stationary_grad: bool, jit: bool = False) -> None:
+    """Trace :func:`adam_cooc`'s graph for these shapes now, without running a step (the first call
+    then reuses it): the caller can poll its cancel token between the trace and the first steps."""
+    fn = _adam_cooc_xla if jit else _adam_cooc
+    fn.get_concrete_function(*_adam_cooc_args(theta, state, 1, 0.0, 0.0, 0, 1, limit, omega_gt, scale,
+                                              n, m, l, stationary_grad))
+
+
+@tf.function(autograph=False)
 def _cooc_value_and_grad(theta, omega_gt, scale, n, m, l):
     with tf.GradientTape() as tape:
         tape.watch(theta)
@@ -217,7 +232,7 @@ def cooc_value_and_grad(theta, omega_gt, scale: float, n: int, m: int, l: int) -
     return float(loss), g.numpy()
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_eval(theta, omega_gt, scale, n, m, l):
     om, pi, A, B = cooc_model(theta, n, m, l, True)
     d = om - omega_gt
@@ -231,7 +246,7 @@ def cooc_eval(theta, omega_gt, scale: float, n: int, m: int, l: int):
     return float(loss), float(mad), om.numpy(), pi.numpy()
 
 
-@tf.function
+@tf.function(autograph=False)
 def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l):
     with tf.GradientTape() as tape:
         tape.watch(theta)
@@ -248,7 +263,7 @@ def mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm: float, n: int, m
     return float(loss), g.numpy()
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_residual_jac(theta, omega_gt, root_scale, n, m, l):
     with tf.GradientTape() as tape:
         tape.watch(theta)

@@ -83,11 +83,11 @@ def _adam_cooc_py(theta, m_, v_, t_, n_steps, lr0, lr1, k0, k_total, limit, prow
     return th, mm, vv, tt, k, status, good, scale * err, abs_sum / float(m) ** 2
 
 
-_adam_cooc = tf.function(_adam_cooc_py)
-_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True)
+_adam_cooc = tf.function(_adam_cooc_py, autograph=False)
+_adam_cooc_xla = tf.function(_adam_cooc_py, jit_compile=True, autograph=False)
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_value_and_grad(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval):
     with tf.GradientTape() as tape:
         tape.watch(theta)
@@ -95,13 +95,13 @@ def _cooc_value_and_grad(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fid
     return loss, tape.gradient(loss, theta)
 
 
-@tf.function
+@tf.function(autograph=False)
 def _cooc_eval(theta, prow, pcol, pval, gt_sq, scale, n, m, l, nf, fidx, fval):
     err, abs_sum = _cooc_terms(theta, prow, pcol, pval, gt_sq, n, m, l, nf, fidx, fval, True)
     return scale * err, abs_sum / float(m) ** 2
 
 
-@tf.function
+@tf.function(autograph=False)
 def _mstep_value_and_grad(theta, c_start, c_trans, c_emit, norm, n, m, l, nf, fidx, fval):
     with tf.GradientTape() as tape:
         tape.watch(theta)
@@ -151,13 +151,24 @@ class WordGraph:
                   limit: float, scale: float, stationary_grad: bool, jit: bool = False):
         """As :func:`densehmm_core.dense_tf.adam_cooc` on the sparse loss."""
         fn = _adam_cooc_xla if jit else _adam_cooc
-        n, m, l, nf, fr, fc = self._shape()
-        out = fn(tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
-                 tf.constant(float(lr0), DT), tf.constant(float(lr1), DT), tf.constant(int(k0)),
-                 tf.constant(float(k_total), DT), tf.constant(float(limit), DT), *self._target(),
-                 tf.constant(float(scale), DT), n, m, l, nf, fr, fc, bool(stationary_grad), bool(jit))
+        out = fn(*self._adam_args(theta, state, n_steps, lr0, lr1, k0, k_total, limit, scale, stationary_grad, jit))
         th, mm, vv, tt, k, status, good, loss, mad = out
         return th, AdamState(mm, vv, tt), int(k), int(status), good, float(loss), float(mad)
+
+    def _adam_args(self, theta, state, n_steps, lr0, lr1, k0, k_total, limit, scale, stationary_grad, jit) -> tuple:
+        n, m, l, nf, fr, fc = self._shape()
+        return (tf.convert_to_tensor(theta, DT), state.m, state.v, state.t, tf.constant(int(n_steps)),
+                tf.constant(float(lr0), DT), tf.constant(float(lr1), DT), tf.constant(int(k0)),
+                tf.constant(float(k_total), DT), tf.constant(float(limit), DT), *self._target(),
+                tf.constant(float(scale), DT), n, m, l, nf, fr, fc, bool(stationary_grad), bool(jit))
+
+    def trace_adam(self, theta, state: AdamState, limit: float, scale: float, stationary_grad: bool,
+                   jit: bool = False) -> None:
+        """Trace :meth:`adam_cooc`'s graph now, without running a step (see
+        :func:`densehmm_core.dense_tf.trace_adam_cooc`)."""
+        fn = _adam_cooc_xla if jit else _adam_cooc
+        fn.get_concrete_function(*self._adam_args(theta, state, 1, 0.0, 0.0, 0, 1, limit, scale, stationary_grad,
+                                                  jit))
 
     def cooc_eval(self, theta, scale: float):
         """``(loss, mad)`` -- ``mad`` the exact mean |Omega - Omega_gt| over all m^2 entries."""
@@ -194,6 +205,9 @@ class DenseGraph:
     def adam_cooc(self, theta, state, n_steps, lr0, lr1, k0, k_total, limit, scale, stationary_grad, jit=False):
         return self._tfm.adam_cooc(theta, state, n_steps, lr0, lr1, k0, k_total, limit, self._om, scale,
                                    self.n, self.m, self.l, stationary_grad, jit)
+
+    def trace_adam(self, theta, state, limit, scale, stationary_grad, jit=False):
+        self._tfm.trace_adam_cooc(theta, state, limit, self._om, scale, self.n, self.m, self.l, stationary_grad, jit)
 
     def cooc_eval(self, theta, scale):
         return self._tfm.cooc_eval(theta, self._om, scale, self.n, self.m, self.l)[:2]

@@ -53,3 +53,29 @@ def test_dense_training_prints_no_tensorflow_notices(tmp_path):
     p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert out.exists() and p.stderr == ""
+
+
+def test_restoring_does_not_wait_for_children_that_hold_the_pipe():
+    """A child process that inherited fd 2 and outlives the command (multiprocessing's forkserver
+    and resource tracker of a local Dask cluster do) does not hold the command at its exit: restoring
+    fd 2 writes out what the pipe holds (the child's line passes, its notice is dropped) and returns
+    at once, where waiting for the pipe's end held every such command 2 s."""
+    code = textwrap.dedent(f"""
+        import os, subprocess, sys, time
+        from densehmm_core.cli.quiet import filter_native_notices
+        restore = filter_native_notices()
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import os, time; os.write(2, {ABSL!r}.encode() + b'\\\\nfrom the child\\\\n'); "
+                                  "time.sleep(60)"], stdout=subprocess.DEVNULL)
+        time.sleep(1.0)      # the child has written its lines
+        os.write(2, b"from the parent\\n")
+        t0 = time.perf_counter()
+        restore()
+        print(f"{{time.perf_counter() - t0:.3f}}")
+        child.kill()
+        child.wait()
+    """)
+    p = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert sorted(p.stderr.splitlines()) == ["from the child", "from the parent"]
+    assert float(p.stdout) < 1.0   # 2.0 (the join's timeout) before

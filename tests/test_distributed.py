@@ -182,3 +182,72 @@ def test_cli_ctrl_c_cancels_the_dask_sweep_and_a_rerun_resumes(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"resuming: {done} of 80 tasks already in" in r.stdout
     assert len(_rows(runs)) == 80
+
+
+# ------------------------------------------------------------------ TensorFlow preloaded in the forkserver
+def test_quick_grid_with_tensorflow_fits_on_dask_gives_the_thread_executors_numbers(tmp_path):
+    """The quick grid (dense-em, DenseHMM-direct, dense-direct-gt, standard, standard-fair): the
+    local cluster's workers are forked from a forkserver that imported TensorFlow; every metric of
+    every run is the thread executor's, to the last digit."""
+    common = ["reproduce", "synthetic", "--quick", "--jobs", "2"]
+    r1 = _cli(*common, "--out", str(tmp_path / "t"), "--executor", "thread")
+    assert r1.returncode == 0, r1.stderr
+    r2 = _cli(*common, "--out", str(tmp_path / "d"), "--executor", "dask")
+    assert r2.returncode == 0, r2.stderr
+    a = _by_key(_rows(tmp_path / "t" / "synthetic_runs.csv"))
+    b = _by_key(_rows(tmp_path / "d" / "synthetic_runs.csv"))
+    assert len(a) == 10 and set(a) == set(b)
+    assert {k[3] for k in a} == {"dense-em", "dense-direct", "dense-direct-gt", "standard", "standard-fair"}
+    for key in a:
+        assert {c: a[key][c] for c in METRICS} == {c: b[key][c] for c in METRICS}, key
+
+
+_FORKSERVER_CHECK = r"""
+import json, os, sys
+from multiprocessing import forkserver, get_context
+from densehmm_core.experiments.dask_executor import PRELOAD_TF, start_forkserver
+from densehmm_core.experiments.runner import _worker_env
+
+def child(q):
+    import tensorflow as tf   # already there: no import
+    q.put({"preloaded": PRELOAD_TF in sys.modules, "threads_at_start": len(os.listdir("/proc/self/task")),
+           "op": float(tf.reduce_sum(tf.constant([1.0, 2.0]))), "blas": os.environ.get("OPENBLAS_NUM_THREADS")})
+
+if __name__ == "__main__":
+    assert start_forkserver(_worker_env(2, True), preload_tf=True)
+    ctx = get_context("forkserver")
+    q = ctx.Queue()
+    results = []
+    for _ in range(2):
+        p = ctx.Process(target=child, args=(q,))
+        p.start()                      # returns once the forkserver has forked it (after its imports)
+        results.append(q.get(timeout=120))
+        p.join(60)
+        results[-1]["exitcode"] = p.exitcode
+    pid = forkserver._forkserver._forkserver_pid   # private: this test only
+    with open(f"/proc/{pid}/maps") as fh:
+        tf_mapped = "libtensorflow" in fh.read()
+    print(json.dumps({"children": results, "server_threads": len(os.listdir(f"/proc/{pid}/task")),
+                      "server_has_tf": tf_mapped, "parent_has_tf": "tensorflow" in sys.modules}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_forkserver_holds_tensorflow_and_forks_from_one_thread(tmp_path):
+    """start_forkserver(preload_tf=True): the forkserver imports TensorFlow (this process does not),
+    is a single thread when it forks (one BLAS/OpenMP thread, Dask's pre-spawn environment, as the
+    nannies gave it before), and its children have TensorFlow without importing it and run an
+    operation."""
+    import json
+    script = tmp_path / "check.py"
+    script.write_text(_FORKSERVER_CHECK)
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.pop(k, None)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    got = json.loads(p.stdout.strip().splitlines()[-1])
+    assert got["server_has_tf"] and not got["parent_has_tf"]
+    assert got["server_threads"] == 1
+    for c in got["children"]:
+        assert c == {"preloaded": True, "threads_at_start": 1, "op": 3.0, "blas": "1", "exitcode": 0}

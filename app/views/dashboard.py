@@ -347,9 +347,13 @@ class Dashboard(QtWidgets.QWidget):
         if self._last_step is not None and ev.step is not None and ev.step < self._last_step and ev.step <= 0:
             self.curves.clear()
         self._last_step = ev.step
-        self._stages.run("history")  # a queued history first: the event's point goes after it
-        self._safe("curves", self.curves.add_event, ev, False)
-        self._stage("curves", self._safe, "curves", self.curves.redraw)
+        # a point of a stream; not a final event without phase, step or loss (a model read from a file
+        # without a history: only its recorded metrics, for the header; a fit cancelled before it began)
+        placed = bool(ev.phase) or bool(ev.step) or ev.loss is not None or not ev.done
+        if placed:
+            self._stages.run("history")  # a queued history first: the event's point goes after it
+            self._safe("curves", self.curves.add_event, ev, False)
+            self._stage("curves", self._safe, "curves", self.curves.redraw)
         if ev.params:
             self._stage_params(ev.params)  # held (newest only) while the live page is hidden
             if not self._has_initial and ev.step == 0:
@@ -362,7 +366,7 @@ class Dashboard(QtWidgets.QWidget):
             self._safe("tagging", self.tag_curves.add_point, ev.step, tag_scores)
         elif ev.params and self._tag_live is not None and ev.step is not None:
             self._score_live(ev.step, ev.params, final=bool(ev.done))
-        parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")]
+        parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")] if placed else []
         if ev.loss is not None:
             name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
             parts.append(f"{name} {fmt_value(ev.loss)}")

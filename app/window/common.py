@@ -3,12 +3,16 @@ the error dialog."""
 from __future__ import annotations
 
 import re
+from typing import Any, Mapping, Optional
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 from ..jobs import Job
 
-__all__ = ["job_metrics", "safe_name", "error_dialog"]
+__all__ = ["job_metrics", "final_event", "safe_name", "error_dialog"]
+
+#: the metrics a final event carries for the dashboard's header (as a trained job's last event)
+HEADER_METRICS = ("train_nll", "test_nll", "mad")
 
 
 def job_metrics(job: Job) -> dict:
@@ -25,6 +29,30 @@ def job_metrics(job: Job) -> dict:
             out.setdefault(k, float(v))
     out.update(getattr(job, "scores", {}) or {})
     return out
+
+
+def final_event(job: Job, metrics: Optional[Mapping[str, Any]] = None, reason: Optional[str] = None):
+    """The final progress event of a job that did not train here (restored from a session, or a
+    model read from a file), rebuilt from its history's last record (step, phase, loss, log-likelihoods,
+    ``train_nll``, ``test_nll``, ``mad``), the job's step/total and ``reason`` (default: the job's):
+    the dashboard's header then shows the final metrics as it did for the job that trained.
+    ``metrics`` (a model file's metrics group) fills what the history lacks; None when neither
+    says anything."""
+    from densehmm_core.events import ProgressEvent
+    hist = job.history
+    last = hist[-1] if hist else {}
+
+    def num(source, key):
+        v = (source or {}).get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    values = {k: num(last, k) if num(last, k) is not None else num(metrics, k) for k in HEADER_METRICS}
+    values = {k: v for k, v in values.items() if v is not None}
+    if not hist and not values:
+        return None
+    return ProgressEvent(step=job.step, total=job.total, phase=str(last.get("phase") or ""),
+                         loss=num(last, "loss"), train_ll=num(last, "train_ll"), test_ll=num(last, "test_ll"),
+                         metrics=values, done=True, reason=job.reason if reason is None else reason,
+                         elapsed=job.elapsed)
 
 
 def safe_name(text: str) -> str:

@@ -12,7 +12,7 @@ from .. import tasks
 from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobManager, JobState
 from ..session import recorded_training_time
-from .common import error_dialog, job_metrics, safe_name
+from .common import error_dialog, final_event, job_metrics, safe_name
 
 __all__ = ["ResultsController"]
 
@@ -63,14 +63,19 @@ class ResultsController(QObject):
         for name, model in ms.models:
             job = Job(f"{ms.name}: {name}", model, None, None, dataset=ms, device="file", sweep=ms.path)
             job.state = JobState.FINISHED
-            job.reason = f"loaded from {ms.name}"
+            # why its training stopped, as the file records it (the Data column names the file)
+            job.reason = getattr(model, "stop_reason_", "") or f"loaded from {ms.name}"
             job.last_params = model.arrays()["params"]
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
+                if getattr(model, "stop_reason_", "") == "max_steps" and job.step > 0:
+                    job.total = job.step           # it ran all its steps: the bar reads "30/30", as it did
             elapsed = recorded_training_time(model)
             if elapsed is not None:                # the Jobs panel's Time: the training time the file recorded
                 job.started_at, job.finished_at = 0.0, elapsed
+            # the dashboard's header: the final step and metrics the file records, why training stopped
+            job.last_event = final_event(job, getattr(model, "metrics_", None))
             self.state.add_finished_job(job)
             first = first or job
         self.log_panel.log(f"{ms.name}: {len(ms.models)} model(s) loaded: "

@@ -20,7 +20,7 @@ from ..datasets import DataSet, reopen_dataset
 from ..jobs import Job, JobManager, JobState
 from ..session import (DataRef, Session, SessionCancelled, SessionJob, load_session, recorded_training_time,
                        save_session, sweep_number, tagging_record, tagging_scores_of)
-from .common import error_dialog, job_metrics, safe_name
+from .common import error_dialog, final_event, job_metrics, safe_name
 
 __all__ = ["SessionsController", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
 
@@ -28,20 +28,8 @@ __all__ = ["SessionsController", "restored_event", "restored_job", "restored_job
 def restored_event(job: Job):
     """The final progress event of a restored job, rebuilt from its history's last record and the
     saved step/total and stop reason: the dashboard's header then shows the final metrics, as
-    it did for the job before saving (None without a history)."""
-    from densehmm_core.events import ProgressEvent
-    hist = job.history
-    if not hist:
-        return None
-    last = hist[-1]
-
-    def num(key):
-        v = last.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    metrics = {k: num(k) for k in ("train_nll", "test_nll", "mad") if num(k) is not None}
-    return ProgressEvent(step=job.step, total=job.total, phase=str(last.get("phase") or ""), loss=num("loss"),
-                         train_ll=num("train_ll"), test_ll=num("test_ll"), metrics=metrics, done=True,
-                         reason=job.reason, elapsed=job.elapsed)
+    it did for the job before saving (None without a history; :func:`.common.final_event`)."""
+    return final_event(job) if job.history else None
 
 
 #: jobs added to the Jobs panel per turn of the event loop while a session is restored

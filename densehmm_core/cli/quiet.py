@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import os
 import re
+import select
 import sys
 import threading
 from typing import Callable, List, Optional
@@ -49,20 +50,53 @@ def filter_native_notices() -> Optional[Callable[[], None]]:
     except (OSError, ValueError, AttributeError):
         return None
 
+    # A second pipe wakes the pump when fd 2 is restored: from then on it writes out what is
+    # in the pipe and ends, instead of waiting for the pipe's end.  Child processes inherit fd 2
+    # and some live as long as this process (multiprocessing's forkserver and resource tracker,
+    # started by a local Dask cluster): waiting for them held every such command 2 s at its exit.
+    wake = os.pipe() if hasattr(select, "poll") else None
+
     def pump() -> None:
-        with os.fdopen(r, "rb", buffering=0) as pipe:
-            pending = b""
-            while True:
-                chunk = pipe.read(65536)
-                if not chunk:
-                    break
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                out = b"".join(ln + b"\n" for ln in lines if not is_notice(ln.decode("utf-8", "replace")))
-                if out:
-                    os.write(real, out)
+        pending = b""
+
+        def feed(chunk: bytes) -> None:
+            nonlocal pending
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            out = b"".join(ln + b"\n" for ln in lines if not is_notice(ln.decode("utf-8", "replace")))
+            if out:
+                os.write(real, out)
+
+        try:
+            if wake is None:
+                while True:
+                    chunk = os.read(r, 65536)
+                    if not chunk:
+                        break
+                    feed(chunk)
+            else:
+                poller = select.poll()
+                poller.register(r, select.POLLIN)
+                poller.register(wake[0], select.POLLIN)
+                stopping = False
+                while True:
+                    events = dict(poller.poll())
+                    if wake[0] in events and not stopping:
+                        stopping = True
+                        os.set_blocking(r, False)
+                    if r not in events and not stopping:
+                        continue
+                    try:
+                        chunk = os.read(r, 65536)
+                    except BlockingIOError:   # restored, and nothing left in the pipe
+                        break
+                    if not chunk:
+                        break
+                    feed(chunk)
             if pending and not is_notice(pending.decode("utf-8", "replace")):
                 os.write(real, pending)
+        finally:
+            os.close(r)
 
     thread = threading.Thread(target=pump, name="stderr-filter", daemon=True)
     thread.start()
@@ -76,9 +110,13 @@ def filter_native_notices() -> Optional[Callable[[], None]]:
             sys.stderr.flush()
         except (OSError, ValueError):
             pass
-        os.dup2(real, 2)       # closes the pipe's last write end here: the pump sees EOF
+        os.dup2(real, 2)       # this process no longer writes to the pipe
+        if wake is not None:
+            os.write(wake[1], b"x")   # the pump writes out what the pipe holds, then ends
         thread.join(timeout=2.0)
-        os.close(real)
+        if not thread.is_alive():   # else it may still use them: leave them open
+            for fd in (real, *(wake or ())):
+                os.close(fd)
 
     atexit.register(restore)
     return restore

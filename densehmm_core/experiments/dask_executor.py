@@ -16,6 +16,11 @@ The local cluster is private to the process that starts it:
   (``DaskTarget(dashboard=True)``, ``--dashboard``): then the scheduler's serves Dask's
   dashboard on ``127.0.0.1`` (plain HTTP, readable by the users of this machine).
 
+A local cluster's workers are forked by multiprocessing's forkserver (where the platform has
+one), which :func:`run_on_dask` starts before anything else (:func:`start_forkserver`): it
+imports Dask, numpy and, when the tasks use TensorFlow, TensorFlow once, while this process
+sets up, so that no worker imports them again.
+
 A named cluster is trusted: Dask returns results as pickles, so whoever controls its
 scheduler or a worker can run code in this process.  TLS there uses the files of the
 target (``tls_ca_file``, ``tls_cert``, ``tls_key``) or Dask's own TLS configuration
@@ -282,10 +287,70 @@ def _start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
-def _local_cluster(distributed, jobs: int, env: Optional[Dict[str, str]], dashboard: bool):
+#: The module the forkserver imports to hold TensorFlow (``densehmm_core/experiments/_preload_tf.py``).
+PRELOAD_TF = "densehmm_core.experiments._preload_tf"
+# What Dask's nannies set in this process's environment before they start the first worker (and so
+# the forkserver): distributed.yaml's ``distributed.nanny.pre-spawn-environ`` (Dask 2026.8), which a
+# user's Dask configuration may change and this process's environment overrides, as in the nanny.
+_PRE_SPAWN_DEFAULTS = {"MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                       "OPENBLAS_NUM_THREADS": "1"}
+_ENV_LOCK = threading.Lock()   # this module's own changes of os.environ, one at a time
+
+
+def _pre_spawn_environ() -> Dict[str, str]:
+    """The environment a nanny would give the forkserver (without importing Distributed)."""
+    import dask.config
+    cfg = {**_PRE_SPAWN_DEFAULTS, **(dask.config.get("distributed.nanny.pre-spawn-environ", default=None) or {})}
+    return {k: os.environ.get(k, str(v)) for k, v in cfg.items() if v is not None}
+
+
+def start_forkserver(env: Optional[Dict[str, str]] = None, preload_tf: bool = False) -> bool:
+    """Start the forkserver that forks a local cluster's workers now, and return at once; it
+    imports Dask, numpy and, with ``preload_tf``, TensorFlow (:data:`PRELOAD_TF`) in the
+    background, while this process goes on setting up (importing Dask, making the credentials,
+    starting the scheduler), and the workers are forked with them: TensorFlow is imported once
+    per sweep instead of once per worker.
+
+    It is multiprocessing's forkserver, one per process: when it already runs (an earlier
+    local cluster of this process) it is reused as it is, with what it imported.  Its
+    environment is the one Dask's nannies would have given it (this process's, with Dask's
+    ``pre-spawn-environ``: one BLAS/OpenMP thread, so it starts no thread pool and forks from a
+    single thread) and ``TF_CPP_MIN_LOG_LEVEL`` of ``env``; the rest of ``env`` reaches the
+    workers through their nannies, as before.
+    Returns False where the workers are not started by a forkserver (no forkserver on this
+    platform) or Dask is not installed.
+    """
+    import importlib.util
+    from multiprocessing import forkserver
+    if _start_method() != "forkserver" or importlib.util.find_spec("distributed") is None:
+        return False
+    modules = [name for name in ("distributed", "numpy") if importlib.util.find_spec(name) is not None]
+    if preload_tf and importlib.util.find_spec("tensorflow") is not None:
+        modules.append(PRELOAD_TF)
+    forkserver.set_forkserver_preload(modules)   # no effect on a forkserver already running
+    values = _pre_spawn_environ()
+    if env and "TF_CPP_MIN_LOG_LEVEL" in env:
+        values["TF_CPP_MIN_LOG_LEVEL"] = env["TF_CPP_MIN_LOG_LEVEL"]
+    with _ENV_LOCK:
+        old = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)   # inherited by the forkserver (and the resource tracker) as they start
+        try:
+            forkserver.ensure_running()
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    return True
+
+
+def _local_cluster(distributed, jobs: int, env: Optional[Dict[str, str]], dashboard: bool,
+                   preload_tf: bool = False):
     """A LocalCluster private to this process (module docstring); ``(cluster, security)``."""
     import dask
     from distributed.security import Security
+    start_forkserver(env, preload_tf)   # if not started yet: its imports overlap what follows
     try:
         security = Security.temporary()
     except ImportError as exc:
@@ -305,12 +370,14 @@ def _local_cluster(distributed, jobs: int, env: Optional[Dict[str, str]], dashbo
 
 
 def connect(jobs: int, scheduler: Union[None, str, DaskTarget] = None, env: Optional[Dict[str, str]] = None,
-            timeout: Optional[float] = None):
+            timeout: Optional[float] = None, preload_tf: bool = False):
     """``(client, cluster)``: a client of the target's scheduler, or of a new local cluster
     (``cluster`` is then not None and must be closed by the caller).
 
     ``timeout``: seconds to wait for a scheduler (default: ``$DENSEHMM_DASK_TIMEOUT`` or 10);
     raises :class:`SchedulerError` (one line) within about that time if it cannot be used.
+    ``preload_tf``: the tasks use TensorFlow: a local cluster's workers are forked with it
+    (:func:`start_forkserver`).
     """
     target = DaskTarget.of(scheduler).check()
     distributed = _import_distributed()
@@ -325,7 +392,7 @@ def connect(jobs: int, scheduler: Union[None, str, DaskTarget] = None, env: Opti
         except Exception as exc:  # noqa: BLE001 - any failure to connect is one user-facing line
             raise SchedulerError(f"cannot connect to the Dask scheduler at {target.address}: "
                                  f"{_one_line(exc)}") from None
-    cluster, security = _local_cluster(distributed, jobs, env, target.dashboard)
+    cluster, security = _local_cluster(distributed, jobs, env, target.dashboard, preload_tf)
     try:
         client = distributed.Client(cluster, security=security, set_as_default=False)
     except BaseException:
@@ -346,19 +413,24 @@ def dashboard_note(client) -> str:
 def run_on_dask(todo: Sequence, finish: Callable, *, call: Callable, jobs: int,
                 scheduler: Union[None, str, DaskTarget] = None,
                 shared=None, out: Callable[[str], None] = print,
-                env: Optional[Dict[str, str]] = None, retries: int = 2) -> None:
+                env: Optional[Dict[str, str]] = None, retries: int = 2, preload_tf: bool = False) -> None:
     """Run ``todo`` (runner ``Task`` objects) on a Dask cluster, calling
     ``finish(task, rows, seconds, error_or_None)`` in this process as each one ends.
     ``call(func, kwargs, shared)`` runs one task on a worker (the runner's ``call_task``,
     passed in so that this module does not import the runner back).  ``scheduler``: a
     :class:`DaskTarget`, an address or None (a local cluster).
 
+    ``preload_tf``: the tasks use TensorFlow; a local cluster's forkserver starts importing it
+    before anything else here (:func:`start_forkserver`).
+
     Ctrl-C cancels the futures still pending (``KeyboardInterrupt`` is re-raised
     after the cluster is closed); the rows of finished tasks are already saved.
     """
-    distributed = _import_distributed()
     target = DaskTarget.of(scheduler)
-    client, cluster = connect(jobs, target, env)
+    if target.address is None:
+        start_forkserver(env, preload_tf)   # first: it imports while this process imports Dask
+    distributed = _import_distributed()
+    client, cluster = connect(jobs, target, env, preload_tf=preload_tf)
     futures: Dict = {}
     try:
         where = target.describe(jobs)

@@ -232,6 +232,18 @@ class RemoteSweep:
         """Where the runs go, in words."""
         return self.scheduler or f"a local Dask cluster of {self.workers} worker processes"
 
+    def _needs_tf(self) -> bool:
+        """Whether a run fits with TensorFlow (a DenseHMM's co-occurrence fit): a local cluster's
+        workers are then forked with it (dask_executor.start_forkserver)."""
+        from ..registry import model_from_config
+        for run in self.runs.values():
+            try:
+                if getattr(model_from_config(run.kind, dict(run.config)), "needs_tensorflow", False):
+                    return True
+            except Exception:  # noqa: BLE001 - a bad config fails its run later, with its own message
+                continue
+        return False
+
     def start(self) -> None:
         """Connect (or start a local cluster), send the data and submit every run.
 
@@ -241,7 +253,8 @@ class RemoteSweep:
         """
         from .dask_executor import connect
         from .runner import _worker_env
-        client, cluster = connect(self.workers, self.target, env=_worker_env(self.workers))
+        client, cluster = connect(self.workers, self.target, env=_worker_env(self.workers),
+                                  preload_tf=self._needs_tf())
         with self._close_lock:
             if self._closed:  # closed while connecting (e.g. the app quit): submit nothing
                 client.close()

@@ -662,7 +662,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
         from .dask_executor import run_on_dask
         try:
             run_on_dask(todo, finish, call=call_task, jobs=jobs, scheduler=scheduler, shared=shared, out=out,
-                        env=_worker_env(jobs, import_tf))
+                        env=_worker_env(jobs, import_tf), preload_tf=import_tf)
         except KeyboardInterrupt:
             report.interrupted = True
             out("interrupted: finished tasks are saved; rerun the same command to resume")

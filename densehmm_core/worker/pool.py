@@ -73,6 +73,10 @@ class TrainingWorker:
         self.tf_info: Optional[dict] = None
         self._warm_pending = False
         self._cancel_acked: set = set()
+        #: fits cancelled before their first event that the caller stopped waiting for: the
+        #: process still ends them (a TensorFlow import may be under way); their messages are skipped
+        self._abandoned: set = set()
+        self._abandoned_lock = threading.Lock()
         self._closing = threading.Event()
         self._last_heard = time.monotonic()
         self._heard = threading.Event()   # set by the first message: the process runs
@@ -85,6 +89,24 @@ class TrainingWorker:
     @property
     def alive(self) -> bool:
         return not self.broken and self.process.is_alive()
+
+    @property
+    def busy(self) -> bool:
+        """The process is still ending a fit cancelled before its first event (see :meth:`iter_fit`)."""
+        with self._abandoned_lock:
+            return bool(self._abandoned)
+
+    def _skip(self, msg: dict) -> bool:
+        """True for an event or end of an abandoned fit (its end forgets the fit)."""
+        job = msg.get("job")
+        if msg["op"] not in ("event", "end") or job is None:
+            return False
+        with self._abandoned_lock:
+            if job not in self._abandoned:
+                return False
+            if msg["op"] == "end":
+                self._abandoned.discard(job)
+        return True
 
     # ------------------------------------------------------------- receiving
     def _put(self, item) -> bool:
@@ -123,6 +145,8 @@ class TrainingWorker:
             if op == "protocol_error":
                 self._put(("bad", f"the training process refused a message: {msg.get('message', '')}"))
                 return
+            if self._skip(msg):
+                continue
             if not self._put(("msg", msg)):
                 return
 
@@ -185,6 +209,12 @@ class TrainingWorker:
     # --------------------------------------------------------------- sending
     def _send(self, msg: dict, timeout: Optional[float] = None) -> None:
         """Write a message; a worker that does not take it within ``timeout`` is killed (WorkerError)."""
+        self._write(msg, timeout)
+
+    def _write(self, msg: dict, timeout: Optional[float] = None, cancel: Optional[CancelToken] = None) -> bool:
+        """:meth:`_send`; with ``cancel``: returns False as soon as the token is set while the message is still being
+        written (a large fit message waits for a starting process to read it); the write goes on
+        in its thread, and messages sent later follow it.  Else True once written."""
         payload = encode_message(msg)
         limit = self.send_timeout if timeout is None else float(timeout)
         if not self._heard.is_set():   # still starting (imports): the silence limit, not the write limit
@@ -200,7 +230,11 @@ class TrainingWorker:
 
         t = threading.Thread(target=write, name="densehmm-worker-send", daemon=True)
         t.start()
-        t.join(limit)
+        deadline = time.monotonic() + limit
+        while t.is_alive() and time.monotonic() < deadline:
+            t.join(min(0.05, max(0.0, deadline - time.monotonic())) if cancel is not None else limit)
+            if cancel is not None and cancel.cancelled and t.is_alive():
+                return False
         if t.is_alive():
             raise self._fail(f"the training process did not read its messages for {limit:g} s; it was killed")
         if box:
@@ -209,15 +243,37 @@ class TrainingWorker:
                 self.broken = True
                 raise WorkerError(f"the training process cannot be reached ({type(exc).__name__}: {exc})")
             raise exc
+        return True
+
+    def _send_later(self, msg: dict) -> None:
+        """Write a message without waiting for it (the cancel of an abandoned fit: it may queue behind
+        that fit's message, still being written).  A process that never reads it is killed when
+        it is closed, which ends the write."""
+        payload = encode_message(msg)
+
+        def write():
+            try:
+                with self._send_lock:
+                    self._ctrl.send_bytes(payload)
+            except (OSError, ValueError, EOFError):
+                pass
+
+        threading.Thread(target=write, name="densehmm-worker-send", daemon=True).start()
 
     def warm(self) -> None:
         """Ask the worker to import TensorFlow now (answered before the next fit starts)."""
         self._send({"op": "warm"})
         self._warm_pending = True
 
-    def _drain_warm(self) -> None:
+    def _drain_warm(self, cancel: Optional[CancelToken] = None) -> bool:
+        """Wait for the answer to :meth:`warm`; False as soon as ``cancel`` is set meanwhile."""
         while self._warm_pending:
-            self._recv()
+            if cancel is not None and cancel.cancelled:
+                return False
+            msg = self._next(0.05)
+            if msg is not None and msg["op"] == "end":
+                self._skip(msg)
+        return True
 
     # --------------------------------------------------------------- fitting
     def iter_fit(self, model, data, *, eval_data=None, cancel: Optional[CancelToken] = None,
@@ -248,15 +304,31 @@ class TrainingWorker:
                "vocabulary": list(model.vocabulary) if model.vocabulary is not None else None,
                "train": train, "test": test,
                "fit_kwargs": dict(fit_kwargs), "params_interval": float(params_interval)}
-        self._drain_warm()
-        self._send(msg)
         model.history_ = []
+        started = time.monotonic()
+        if not self._drain_warm(cancel):            # cancelled while the process imported TensorFlow
+            yield self._cancelled_before_start(model, started)
+            return
+        if cancel is not None and cancel.cancelled:
+            yield self._cancelled_before_start(model, started)
+            return
+        if not self._write(msg, cancel=cancel):     # cancelled while the process was starting
+            self._abandon(job)
+            yield self._cancelled_before_start(model, started)
+            return
         ended = False
         last: Optional[ProgressEvent] = None
         last_params: Optional[dict] = None
         cancel_at: Optional[float] = None
         try:
             while True:
+                if cancel is not None and cancel.cancelled and cancel_at is None and last is None:
+                    # Not begun (the process is starting, importing TensorFlow or busy): the fit ends
+                    # here at once, as a fit cancelled during its start; the process ends it meanwhile.
+                    ended = True
+                    self._abandon(job)
+                    yield self._cancelled_before_start(model, started)
+                    return
                 if cancel is not None and cancel.cancelled and cancel_at is None:
                     cancel_at = self._cancel(job)
                 if cancel_at is not None and job not in self._cancel_acked \
@@ -280,6 +352,9 @@ class TrainingWorker:
                 if reply is None:
                     continue
                 op = reply["op"]
+                if op in ("event", "end") and reply.get("job", job) != job:   # an earlier, abandoned fit's
+                    self._skip(reply)
+                    continue
                 if op == "event":
                     ev = reply["event"]
                     last = ev
@@ -310,12 +385,26 @@ class TrainingWorker:
                     deadline = time.monotonic() + self.cancel_timeout
                     while True:
                         r = self._next(max(0.0, min(0.05, deadline - time.monotonic())), silence=self.cancel_timeout)
-                        if r is not None and r["op"] == "end":
+                        if r is not None and r["op"] == "end" and r.get("job", job) == job:
                             break
                         if time.monotonic() > deadline:
                             raise TimeoutError
                 except (WorkerError, OSError, TimeoutError):
                     self._kill()  # released as broken: the pool replaces it
+
+    def _abandon(self, job: int) -> None:
+        """Stop waiting for fit ``job`` (cancelled before its first event): its cancel is sent without
+        waiting, and what the process still sends of it is skipped."""
+        with self._abandoned_lock:
+            self._abandoned.add(job)
+        self._send_later({"op": "cancel", "job": job})
+
+    @staticmethod
+    def _cancelled_before_start(model, started: float) -> ProgressEvent:
+        """The final event of a fit cancelled before it began: the model stays as it was."""
+        ev = ProgressEvent(step=0, done=True, reason="cancelled", elapsed=time.monotonic() - started)
+        model.record_event(ev)
+        return ev
 
     def _cancel(self, job: int) -> float:
         """Send the cancel of fit ``job`` (once); returns when it was sent."""
@@ -414,10 +503,10 @@ class WorkerPool:
                 self._idle.remove(w)
                 w.close(0)
             if self._idle:
-                pick = self._idle[-1]
-                if needs_tensorflow is not None:
-                    pick = next((w for w in reversed(self._idle) if (w.tf_info is not None) == needs_tensorflow),
-                                pick)
+                # one that is not still ending an abandoned fit, with TensorFlow as wished, else any
+                ranked = sorted(reversed(self._idle), key=lambda w: (
+                    w.busy, needs_tensorflow is not None and (w.tf_info is not None) != needs_tensorflow))
+                pick = ranked[0]
                 self._idle.remove(pick)
                 self._busy.append(pick)
                 return pick

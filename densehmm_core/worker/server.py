@@ -15,7 +15,7 @@ import traceback
 from typing import Any, Dict, List
 
 from ..device import import_tf, imported_tf
-from ..events import CancelToken, TrainingDiverged
+from ..events import CancelToken, ProgressEvent, TrainingDiverged
 from .lifeline import die_with_parent
 from .wire import HEARTBEAT_S, check_control, decode_message, encode_message, event_to_plain, from_plain_sequences
 
@@ -155,15 +155,30 @@ def _tensorflow_info() -> dict:  # pragma: no cover - worker process
     return {"tf_version": str(imported_tf().__version__), "devices": list_devices()}
 
 
-def _serve_fit(msg: dict, token: CancelToken, send, tell_tensorflow) -> None:  # pragma: no cover - worker process
+def _serve_fit(msg: dict, token: CancelToken, send_any, tell_tensorflow) -> None:  # pragma: no cover - worker
     """Run one fit; ``tell_tensorflow()`` is called before every message (it reports
-    TensorFlow once the fit has imported it, ahead of the event that follows)."""
+    TensorFlow once the fit has imported it, ahead of the event that follows).  Every event and
+    the end carry the fit's job number (the parent may have stopped waiting for a fit cancelled
+    before its first event: it skips that fit's messages).  A fit cancelled before it began (while
+    TensorFlow was being imported, or while it waited) ends without training."""
     model = None
+    job = msg.get("job")
+
+    def send(reply):
+        send_any(dict(reply, job=job))
+
     from ..registry import model_from_config
     try:
         model = model_from_config(msg["kind"], msg["config"])
-        if model.needs_tensorflow:     # decided per job by the model: standard HMMs never load it
+        if model.needs_tensorflow and not token.cancelled:  # per job: standard HMMs never load it
             import_tf()
+        if token.cancelled:
+            model.stop_reason_ = "cancelled"
+            tell_tensorflow()
+            send({"op": "event", "event": event_to_plain(
+                ProgressEvent(step=0, done=True, reason="cancelled"), False)})
+            send({"op": "end", "outcome": "done", "state": model.arrays()})
+            return
         if msg.get("vocabulary") is not None:
             model.vocabulary = list(msg["vocabulary"])
         train = from_plain_sequences(msg["train"])

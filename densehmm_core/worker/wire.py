@@ -218,6 +218,10 @@ def check_reply(msg: Any) -> dict:
     op = msg.get("op")
     if op not in REPLY_OPS:
         raise ValueError(f"unknown reply {op!r}")
+    if op in ("event", "end") and "job" in msg:
+        job = msg["job"]
+        if not isinstance(job, int) or isinstance(job, bool):
+            raise ValueError(f"{op} reply with a bad job number {job!r}")
     if op == "event":
         ev = msg.get("event")
         if not isinstance(ev, dict):
