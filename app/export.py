@@ -2,10 +2,14 @@
 
 * PNG: the widget rendered into a QImage at ``scale`` times its on-screen size
   (``scale=2`` gives a 2x resolution image; text and lines are redrawn, not resampled).
-* SVG: :class:`QSvgGenerator` (vector lines and text; heatmaps are embedded images).
+* SVG: :class:`QSvgGenerator` (vector lines and text; heatmap cells as rectangles), tidied
+  afterwards (:func:`_bake_transforms`: curves in figure coordinates, repeated groups merged).
   pyqtgraph 0.14's own SVGExporter crashes with PySide6 6.11/6.12 and is not used;
   its "Export..." scene menu is replaced by ours.
 * PDF: :class:`QPdfWriter`, one page the size of the widget, vector content.
+
+A view not on screen (a tab not current) is laid out at the size it would have there and painted
+once before its figure is drawn (:func:`_prepare`, :func:`_paint_off_screen`).
 
 Every write is atomic: the figure is drawn into a temporary file in the target folder
 and renamed over the target only when complete, so a failure leaves no partial file
@@ -39,7 +43,8 @@ from densehmm_core import fileio
 from . import pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
 from .view_registry import view_file_name
 
-__all__ = ["export_widget", "add_export_context_menu", "ask_and_export", "ExportError", "FORMATS",
+__all__ = ["export_widget", "add_export_context_menu", "ask_and_export", "ExportError", "FORMATS", "figure_size",
+           "ask_png_scale", "ViewChooser",
            "FILE_FILTER", "format_for_path", "file_stem", "view_file_name", "controls_hidden",
            "export_model_csv", "ask_and_export_csv"]
 
@@ -163,19 +168,72 @@ def _target_of(widget: QtWidgets.QWidget) -> QtWidgets.QWidget:
     return widget
 
 
+def _send_pending_resizes(widget: QtWidgets.QWidget) -> None:
+    """Deliver the move / resize events Qt holds back for a hidden widget and its children (as
+    ``QWidgetPrivate::sendPendingMoveAndResizeEvents`` does when such a widget is shown or rendered):
+    each one lays out its children, which are then handled in turn."""
+    pending_move = QtCore.Qt.WidgetAttribute.WA_PendingMoveEvent
+    pending_resize = QtCore.Qt.WidgetAttribute.WA_PendingResizeEvent
+    todo = [widget]
+    while todo:
+        w = todo.pop(0)
+        if w.testAttribute(pending_move):
+            QtWidgets.QApplication.sendEvent(w, QtGui.QMoveEvent(w.pos(), w.pos()))
+            w.setAttribute(pending_move, False)
+        if w.testAttribute(pending_resize):
+            QtWidgets.QApplication.sendEvent(w, QtGui.QResizeEvent(w.size(), QtCore.QSize()))
+            w.setAttribute(pending_resize, False)
+        todo.extend(c for c in w.children() if isinstance(c, QtWidgets.QWidget) and not c.isWindow())
+
+
+def _lay_out_hidden(widget: QtWidgets.QWidget) -> bool:
+    """A widget off screen in a shown window (a tab not current, a hidden tab, the dashboard while
+    the start view shows) kept the size it last had (or none yet).  Each hidden page of a stack on
+    the way up to the first shown widget is given the size the stack gives its current page, and
+    everything below is laid out as it would be on screen.  False when no ancestor is shown."""
+    chain: List[QtWidgets.QWidget] = []
+    w: Optional[QtWidgets.QWidget] = widget
+    while w is not None and not w.isVisible():
+        chain.append(w)
+        w = None if w.isWindow() else w.parentWidget()
+    if w is None or not chain:
+        return False
+    for page in reversed(chain):      # top-down: a stack is laid out before its pages are sized
+        owner = page.parentWidget()
+        rect: Optional[QtCore.QRect] = None
+        if isinstance(owner, QtWidgets.QStackedWidget):
+            rect = owner.contentsRect()    # what its layout gives the current page
+        elif isinstance(owner, QtWidgets.QTabWidget) and isinstance(page, QtWidgets.QStackedWidget):
+            # a hidden QTabWidget leaves its pages' stack as it was (it lays it out when shown):
+            # the rectangle it would give it, from the style as QTabWidget computes it
+            option = QtWidgets.QStyleOptionTabWidgetFrame()
+            owner.initStyleOption(option)
+            rect = owner.style().subElementRect(QtWidgets.QStyle.SubElement.SE_TabWidgetTabContents, option, owner)
+        if rect is not None and rect.isValid() and page.geometry() != rect:
+            page.setGeometry(rect)
+        _send_pending_resizes(page)
+        if page.layout() is not None:
+            page.layout().activate()
+    return True
+
+
 def _prepare(widget: QtWidgets.QWidget) -> QtCore.QSize:
     """Make sure the widget is laid out, up to date and has a usable size (also when never shown).
 
-    Views that defer updates while hidden (the overview) implement ``prepare_export()``.
+    Views that defer updates while hidden (the overview) implement ``prepare_export()``.  A view
+    off screen inside a shown window is laid out at the size it would have on screen
+    (:func:`_lay_out_hidden`); one in a window never shown, at its size hint (at least 640 x 480)
+    unless it was resized.
     """
     for w in [widget] + widget.findChildren(QtWidgets.QWidget):
         hook = getattr(w, "prepare_export", None)
         if callable(hook):
             hook()
+    placed = not widget.isVisible() and _lay_out_hidden(widget)
     if widget.layout() is not None:
         widget.layout().activate()
     size = widget.size()
-    if size.width() < 10 or size.height() < 10 or (not widget.isVisible() and not widget.testAttribute(
+    if size.width() < 10 or size.height() < 10 or (not widget.isVisible() and not placed and not widget.testAttribute(
             QtCore.Qt.WidgetAttribute.WA_Resized)):
         hint = widget.sizeHint()
         size = QtCore.QSize(max(hint.width(), 640), max(hint.height(), 480))
@@ -187,6 +245,11 @@ def _prepare(widget: QtWidgets.QWidget) -> QtCore.QSize:
 
 
 def _render(widget: QtWidgets.QWidget, painter: QtGui.QPainter) -> None:
+    """Draw the figure of ``widget`` (the one place every format's drawing goes through)."""
+    _render_widget(widget, painter)
+
+
+def _render_widget(widget: QtWidgets.QWidget, painter: QtGui.QPainter) -> None:
     # QWidget.render explicitly: a QGraphicsView (a pyqtgraph PlotWidget) hides it behind its own
     # render(painter, target, source) of the scene
     QtWidgets.QWidget.render(widget, painter, QtCore.QPoint(0, 0), QtGui.QRegion(),
@@ -360,8 +423,88 @@ def _bake_transforms(path: str) -> None:
             del k.attrib["vector-effect"]
         group.set("transform", "matrix(1,0,0,1,0,0)")
         changed = True
+    changed = _compact_svg(tree.getroot()) or changed
     if changed:
         tree.write(path, encoding="UTF-8", xml_declaration=True)
+
+
+#: group attributes that make a group more than a holder of inherited properties (drawn as one layer)
+_GROUP_EFFECTS = ("opacity", "filter", "mask", "id", "style")
+_POLYGON = re.compile(r"^\s*M\s*([-+\d.eE]+),([-+\d.eE]+)((?:\s*L\s*[-+\d.eE]+,[-+\d.eE]+)+)\s*Z\s*$")
+
+
+def _compact_svg(root) -> bool:
+    """Write what Qt's SVG writer repeats once (the words dashboard's ~5,400 scatter points were 2.2 MB).
+
+    Qt opens a ``<g>`` with every style attribute (and one with the clip) for each symbol it draws.
+    Neighbouring groups with the same attributes are merged (their children kept in order: the same
+    drawing, each shape still a shape of its own, so translucent points overlap as before); a
+    ``fill-rule`` all the paths of a group share moves to the group (an inherited property); polygon
+    paths (``M x,y L x,y ... Z``: the scatter symbols) are written with relative steps.  Groups that
+    draw as a layer (opacity, filter, mask) or are referenced (an id) are left alone."""
+    g_tag, path_tag = f"{{{_SVG}}}g", f"{{{_SVG}}}path"
+    changed = False
+
+    def mergeable(el) -> bool:
+        return el.tag == g_tag and not any(k in el.attrib for k in _GROUP_EFFECTS) and not (el.text or "").strip()
+
+    stack = [root]
+    while stack:
+        parent = stack.pop()
+        kids = list(parent)
+        merged: List[Any] = []
+        for kid in kids:
+            last = merged[-1] if merged else None
+            if last is not None and mergeable(kid) and mergeable(last) and kid.attrib == last.attrib \
+                    and not (last.tail or "").strip():
+                last.extend(list(kid))
+                changed = True
+            else:
+                merged.append(kid)
+        if len(merged) != len(kids):
+            parent[:] = merged
+        stack.extend(merged)
+    for group in root.iter(g_tag):
+        paths = [k for k in group if k.tag == path_tag]
+        rules = {k.get("fill-rule") for k in paths}
+        if paths and len(paths) == len(group) and len(rules) == 1 and None not in rules \
+                and "fill-rule" not in group.attrib:
+            group.set("fill-rule", rules.pop())
+            for k in paths:
+                del k.attrib["fill-rule"]
+            changed = True
+    clips = {id(p) for cp in root.iter(f"{{{_SVG}}}clipPath") for p in cp.iter(path_tag)}
+    for el in root.iter(path_tag):
+        if id(el) in clips:
+            continue    # a few clip outlines: left as Qt wrote them
+        d = _relative_polygon(el.get("d") or "")
+        if d is not None:
+            el.set("d", d)
+            changed = True
+    return changed
+
+
+def _fmt(v: float) -> str:
+    text = f"{v:.3f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _relative_polygon(d: str) -> Optional[str]:
+    """``M x,y L x,y ... Z`` with relative steps (``m x,y l dx,dy ... z``), to 0.001 px; None: another path."""
+    m = _POLYGON.match(d)
+    if m is None:
+        return None
+    try:
+        x0, y0 = float(m.group(1)), float(m.group(2))
+        pts = [(float(a), float(b)) for a, b in re.findall(r"L\s*([-+\d.eE]+),([-+\d.eE]+)", m.group(3))]
+    except ValueError:
+        return None
+    if pts and pts[-1] == (x0, y0):
+        pts = pts[:-1]           # the closing line: z draws it
+    # steps between the rounded points: the rounding does not add up along the outline
+    rounded = [(round(x0, 3), round(y0, 3))] + [(round(x, 3), round(y, 3)) for x, y in pts]
+    steps = [f"{_fmt(b[0] - a[0])},{_fmt(b[1] - a[1])}" for a, b in zip(rounded, rounded[1:])]
+    return f"M{_fmt(rounded[0][0])},{_fmt(rounded[0][1])}" + (f"l{' '.join(steps)}" if steps else "") + "z"
 
 
 def _write_pdf(widget, size: QtCore.QSize, path: str, title: str) -> None:
@@ -427,7 +570,26 @@ def export_widget(widget: QtWidgets.QWidget, path: Union[str, os.PathLike], fmt:
         raise ExportError(f"{path}: the view has no size to draw")
     title = title or path.stem
     with controls_hidden(target):
+        if not target.isVisible():
+            _paint_off_screen(target)
         return _export_prepared(target, path, kind, size, scale, title, folder)
+
+
+def _paint_off_screen(widget: QtWidgets.QWidget) -> None:
+    """Paint a widget that is not on screen once, into nothing, and let what that changes settle.
+
+    Some items size themselves while painting: a pyqtgraph axis finds its widest tick label in its
+    first paint and only then asks the layout for the width it needs, so the first figure of a view
+    never painted on screen lost the row labels that did not fit yet ("3 → NNS" on the Tags page)."""
+    picture = QtGui.QPicture()
+    painter = QtGui.QPainter()
+    if not painter.begin(picture):
+        return
+    try:
+        _render_widget(widget, painter)
+    finally:
+        painter.end()
+    QtWidgets.QApplication.processEvents(QtCore.QEventLoop.ProcessEventsFlag.ExcludeUserInputEvents)
 
 
 def _export_prepared(target, path: pathlib.Path, kind: str, size, scale: float, title: str,
@@ -477,6 +639,91 @@ class _ScaleDialog(QtWidgets.QDialog):
         return float(self.combo.currentData())
 
 
+def figure_size(widget: QtWidgets.QWidget) -> QtCore.QSize:
+    """The size (logical pixels) of ``widget``'s figure: what :func:`export_widget` draws, laid out as
+    on screen also when the view is off screen (a tab not current)."""
+    return _prepare(_target_of(widget))
+
+
+def ask_png_scale(widget: QtWidgets.QWidget, parent: Optional[QtWidgets.QWidget] = None) -> Optional[float]:
+    """Ask for the resolution of ``widget``'s PNG (1x-4x, each with its size in pixels); ``None``: cancelled."""
+    dlg = _ScaleDialog(figure_size(widget), parent)
+    if dlg.exec() != QtWidgets.QDialog.DialogCode.Accepted:
+        return None
+    return dlg.scale()
+
+
+class ViewChooser(QtWidgets.QDialog):
+    """File > Export figure's question "Which view?": every view by its title, at once (a tree: the
+    pages, the views inside each beneath it), the first one selected; double-click or OK chooses.
+
+    ``entries`` are ``(name, title, parent name or None)`` in display order (a parent before its
+    parts); :meth:`chosen` is the name of the view chosen."""
+
+    def __init__(self, entries: Sequence[Tuple[str, str, Optional[str]]],
+                 parent: Optional[QtWidgets.QWidget] = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Export figure")
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.addWidget(QtWidgets.QLabel("Which view?"))
+        self.tree = QtWidgets.QTreeWidget()
+        self.tree.setHeaderHidden(True)
+        self.tree.setRootIsDecorated(False)
+        self.tree.setIndentation(18)
+        items: dict = {}
+        for name, title, owner in entries:
+            above = items.get(owner)
+            item = QtWidgets.QTreeWidgetItem([title])
+            item.setData(0, QtCore.Qt.ItemDataRole.UserRole, name)
+            item.setToolTip(0, title)
+            (above.addChild(item) if above is not None else self.tree.addTopLevelItem(item))
+            items[name] = item
+        self.tree.expandAll()
+        self.tree.setItemsExpandable(False)
+        if self.tree.topLevelItemCount():
+            self.tree.setCurrentItem(self.tree.topLevelItem(0))
+        self.tree.itemDoubleClicked.connect(lambda *_a: self.accept())
+        lay.addWidget(self.tree)
+        buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok |
+                                             QtWidgets.QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        # wide and tall enough for every title without eliding or scrolling (within the screen)
+        fm = self.tree.fontMetrics()
+        rows = sum(1 for _ in entries)
+        width = max((fm.horizontalAdvance(t) + 18 * self._depth(items[n]) for n, t, _o in entries), default=200)
+        self.tree.setMinimumWidth(min(width + 48, 900))
+        self.tree.setMinimumHeight(min(rows * (fm.height() + 6) + 12, 600))
+
+    @staticmethod
+    def _depth(item: QtWidgets.QTreeWidgetItem) -> int:
+        depth = 0
+        while item.parent() is not None:
+            item, depth = item.parent(), depth + 1
+        return depth
+
+    def titles(self) -> List[str]:
+        """The titles listed, top to bottom."""
+        out = []
+        it = QtWidgets.QTreeWidgetItemIterator(self.tree)
+        while it.value() is not None:
+            out.append(it.value().text(0))
+            it += 1
+        return out
+
+    def select(self, title: str) -> None:
+        """Make the view titled ``title`` the current choice (``KeyError`` if not listed)."""
+        found = self.tree.findItems(title, QtCore.Qt.MatchFlag.MatchExactly | QtCore.Qt.MatchFlag.MatchRecursive)
+        if not found:
+            raise KeyError(title)
+        self.tree.setCurrentItem(found[0])
+
+    def chosen(self) -> Optional[str]:
+        item = self.tree.currentItem()
+        return None if item is None else item.data(0, QtCore.Qt.ItemDataRole.UserRole)
+
+
 def ask_and_export(widget: QtWidgets.QWidget, parent: Optional[QtWidgets.QWidget] = None,
                    default_dir: Optional[str] = None, name: str = "figure.png",
                    on_exported: Optional[Callable[[pathlib.Path], None]] = None) -> Optional[pathlib.Path]:
@@ -507,10 +754,10 @@ def ask_and_export(widget: QtWidgets.QWidget, parent: Optional[QtWidgets.QWidget
         return None
     scale = 1.0
     if fmt == "png":
-        dlg = _ScaleDialog(_target_of(widget).size(), parent)
-        if dlg.exec() != QtWidgets.QDialog.DialogCode.Accepted:
+        chosen = ask_png_scale(widget, parent)
+        if chosen is None:
             return None
-        scale = dlg.scale()
+        scale = chosen
     try:
         out = export_widget(widget, path, fmt, scale=scale)
     except ExportError as exc:

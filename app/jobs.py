@@ -101,6 +101,8 @@ class Job:
         self.notes: List[str] = []  # warnings for the log (e.g. trained without a worker process)
         self.scores: Dict[str, float] = {}  # "Score on data": normalised NLL of the model on other data
         self.score_text = ""      # ... as the Result column shows it
+        # a words job's tagging scores against gold tags as a session stores them (app.session.tagging_record)
+        self.tagging: Optional[dict] = None
         self.dataset_name = ""    # the data set's name when it is not open (a restored job)
         self.step = 0
         self.total: Optional[int] = None

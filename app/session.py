@@ -28,12 +28,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 __all__ = ["SESSION_KEY", "VERSION", "MAX_JOBS", "MAX_NAME", "MAX_TEXT", "MAX_PATH", "SessionError",
            "SessionCancelled", "DataRef", "SessionJob", "Session", "session_notes", "save_session",
-           "load_session", "is_session_info", "recorded_training_time", "validate_notes", "NOTES_SCHEMA"]
+           "load_session", "is_session_info", "recorded_training_time", "validate_notes", "NOTES_SCHEMA",
+           "tagging_record", "tagging_scores_of"]
 
 #: ``notes`` key that marks a model group as a session entry (value: format version)
 SESSION_KEY = "app_session"
-#: the version this app writes and the newest it reads
-VERSION = 1
+#: the version this app writes and the newest it reads (2: a words job's tagging scores, ``tagging``)
+VERSION = 2
 #: most jobs a session may hold (a file declaring more is refused before anything is read)
 MAX_JOBS = 2000
 #: longest job, sweep, data-set and device name (characters)
@@ -252,6 +253,53 @@ def _dataset(v, field):
                    options=_options(d.get("options") or {}, f"{field}.options"))
 
 
+#: largest state x tag table a session's tagging scores may hold (cells)
+MAX_TAG_CELLS = 4_000_000
+#: the score fields of a stored tagging result (:func:`densehmm_core.metrics.tagging_scores`)
+TAG_FIELDS = ("m1", "one_to_one", "v_measure")
+
+
+def _index_list(v, field, n: int, hi: int) -> List[int]:
+    if not isinstance(v, list) or len(v) != n:
+        raise _Bad(field, f"must be a list of {n} integers, got {_shown(v)}")
+    for i, x in enumerate(v):
+        if isinstance(x, bool) or not isinstance(x, int) or not -1 <= x < hi:
+            raise _Bad(f"{field}[{i}]", f"must be an integer in -1..{hi - 1}, got {_shown(x)}")
+    return v
+
+
+def _tagging(v, field):
+    """A words job's tagging scores against gold tags (the Tags tab, the states' mapped tags), with the
+    digest of the tokens scored (``key``): shown at once when the job is, on the same data."""
+    d = _mapping(v, field)
+    for k in d:
+        if k not in ("key", "contingency", "mapping", "one_to_one_mapping", "n_tokens") + TAG_FIELDS:
+            raise _Bad(f"{field}.{_shown(k)}", "is not a tagging field")
+    for k in ("key", "contingency", "mapping", "n_tokens") + TAG_FIELDS:
+        if k not in d:
+            raise _Bad(f"{field}.{k}", "is missing")
+    key = _text(64, empty=False)(d["key"], f"{field}.key")
+    if not re.fullmatch(r"[0-9a-f]+", key):
+        raise _Bad(f"{field}.key", f"must be a hex digest, got {_shown(key)}")
+    table = d["contingency"]
+    if not isinstance(table, list) or not table or not isinstance(table[0], list) or not table[0]:
+        raise _Bad(f"{field}.contingency", f"must be a non-empty table (list of rows), got {_shown(table)}")
+    n, k = len(table), len(table[0])
+    if n * k > MAX_TAG_CELLS:
+        raise _Bad(f"{field}.contingency", f"has {n} x {k} cells (at most {MAX_TAG_CELLS:,})")
+    for i, row in enumerate(table):
+        if not isinstance(row, list) or len(row) != k or \
+                any(isinstance(x, bool) or not isinstance(x, int) or x < 0 for x in row):
+            raise _Bad(f"{field}.contingency[{i}]", f"must be {k} counts (integers >= 0)")
+    out = {"key": key, "contingency": table, "mapping": _index_list(d["mapping"], f"{field}.mapping", n, k),
+           "n_tokens": _int(0, 2 ** 62)(d["n_tokens"], f"{field}.n_tokens")}
+    if "one_to_one_mapping" in d:
+        out["one_to_one_mapping"] = _index_list(d["one_to_one_mapping"], f"{field}.one_to_one_mapping", n, k)
+    for name in TAG_FIELDS:
+        out[name] = _number(0.0, 1.0)(d[name], f"{field}.{name}")
+    return out
+
+
 #: every field of a session entry's notes: name -> (required, check)
 NOTES_SCHEMA: Dict[str, Tuple[bool, Callable]] = {
     SESSION_KEY: (True, _int(1, 2 ** 31 - 1)),
@@ -267,6 +315,7 @@ NOTES_SCHEMA: Dict[str, Tuple[bool, Callable]] = {
     "scores": (False, _scores),
     "score_text": (False, _text(MAX_TEXT)),
     "dataset": (False, _optional(_dataset)),
+    "tagging": (False, _optional(_tagging)),     # since version 2
 }
 
 
@@ -320,6 +369,7 @@ class SessionJob:
     scores: Dict[str, float]
     score_text: str
     dataset: Optional[DataRef]
+    tagging: Optional[dict] = None   # checked tagging scores (see :func:`tagging_record`), or None
 
 
 @dataclasses.dataclass
@@ -378,7 +428,35 @@ def session_notes(job, dataset: Any = None) -> dict:
                    if isinstance(v, (int, float)) and not isinstance(v, bool)},
         "score_text": _clip(job.score_text, MAX_TEXT),
         "dataset": ref,
+        **({"tagging": job.tagging} if getattr(job, "tagging", None) else {}),
     }
+
+
+def tagging_record(key: str, scores: dict) -> dict:
+    """A tagging result (:func:`densehmm_core.metrics.tagging_scores`, scored on the tokens whose digest is
+    ``key``) as plain JSON-able values for a session entry (``job.tagging``)."""
+    def ints(a):
+        return [int(x) for x in a]
+    out = {"key": str(key), "contingency": [ints(row) for row in scores["contingency"]],
+           "mapping": ints(scores["mapping"]), "n_tokens": int(scores["n_tokens"])}
+    if scores.get("one_to_one_mapping") is not None:
+        out["one_to_one_mapping"] = ints(scores["one_to_one_mapping"])
+    for name in TAG_FIELDS:
+        out[name] = float(scores[name])
+    return out
+
+
+def tagging_scores_of(record: dict) -> Tuple[str, dict]:
+    """``(key, scores)`` of a checked ``tagging`` record, the scores as the core returns them (arrays)."""
+    import numpy as np
+    scores: Dict[str, Any] = {"contingency": np.asarray(record["contingency"], dtype=np.int64),
+                              "mapping": np.asarray(record["mapping"], dtype=np.int64),
+                              "n_tokens": int(record["n_tokens"])}
+    if "one_to_one_mapping" in record:
+        scores["one_to_one_mapping"] = np.asarray(record["one_to_one_mapping"], dtype=np.int64)
+    for name in TAG_FIELDS:
+        scores[name] = float(record[name])
+    return record["key"], scores
 
 
 def save_session(path: str, items: List[tuple], progress: Optional[Callable[[int, int], None]] = None) -> List[str]:
@@ -413,7 +491,7 @@ def _entry(path: str, index: int, info: dict, model) -> SessionJob:
                       sweep=n.get("sweep"), state=n.get("state", "finished"), reason=n.get("reason", ""),
                       elapsed_s=n.get("elapsed_s", 0.0), step=n.get("step"), total=n.get("total"),
                       device=n.get("device") or "file", scores=n.get("scores") or {},
-                      score_text=n.get("score_text", ""), dataset=n.get("dataset"))
+                      score_text=n.get("score_text", ""), dataset=n.get("dataset"), tagging=n.get("tagging"))
 
 
 def _needed_bytes(summary: dict) -> int:

@@ -256,6 +256,34 @@ def test_scatter_labels_never_overlap_and_more_are_shown_than_on_one_side(qtbot,
     assert len(boxes) > one_side
 
 
+def test_scatter_labels_stay_inside_the_plot(qtbot):
+    """A label beside a point at the plot's edge reached past the frame (cut in a figure: "nillion" in
+    the words dashboard's SVG); it now takes a side where it fits inside the plot's area, or is hidden."""
+    from app.views import EmbeddingScatter
+    rng = np.random.default_rng(8)
+    m = 120
+    V = rng.normal(size=(m, 2)) * 0.3
+    V[0], V[1], V[2], V[3] = (4.0, 0.0), (-4.0, 0.2), (0.1, 3.0), (0.0, -3.0)   # the outermost points
+    counts = np.r_[[1000.0, 999.0, 998.0, 997.0], rng.integers(1, 50, size=m - 4)]
+    vocab = [f"internationalisation{i}" for i in range(m)]
+    w = _shown(qtbot, EmbeddingScatter(), (520, 440))
+    w.set_vocabulary(vocab)
+    w.set_symbol_frequencies(counts)
+    w.set_embeddings({"V": V})
+    qtbot.wait(50)
+    w._declutter()
+    area = w.plot.vb.sceneBoundingRect()
+    boxes = w.label_boxes("V")
+    shown = w.visible_labels("V")
+    assert "internationalisation0" in shown and "internationalisation1" in shown   # placed on their inner side
+    for text, (x0, y0, x1, y1) in zip(shown, boxes):
+        assert area.left() - 0.5 <= x0 and x1 <= area.right() + 0.5, (text, x0, x1, area)
+        assert area.top() - 0.5 <= y0 and y1 <= area.bottom() + 0.5, (text, y0, y1, area)
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            assert not (a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5)
+
+
 def test_a_words_model_is_drawn_faint_at_once_and_its_state_names_are_kept(qtbot):
     """Selecting a words job: the symbol counts reach the scatter before its embeddings (no frame
     with every word full-size); selecting the model again names the states at once (cached scores)."""

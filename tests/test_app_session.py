@@ -252,3 +252,60 @@ def test_models_opened_from_a_plain_model_file_show_their_recorded_training_time
     assert a.elapsed == pytest.approx(75.0) and b.started_at is None
     assert w.jobs_panel.items[a.id].text(C_TIME) == "1:15"
     assert w.jobs_panel.items[b.id].text(C_TIME) == "—"
+
+
+def _tagged_words(path, rng):
+    """word_TAG sentences: 30 words, each with its own tag among 4 (a words data set with gold tags)."""
+    tags = ["NN", "VB", "DT", "JJ"]
+    lines = []
+    for _ in range(40):
+        ws = rng.integers(0, 30, size=12)
+        lines.append(" ".join(f"w{k}_{tags[k % 4]}" for k in ws))
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_a_restored_words_job_shows_its_mapped_tags_without_scoring_again(make_window, session_files, qtbot,
+                                                                          tmp_path, monkeypatch):
+    """Issue 24.7: the tagging scores of a finished words job (the Tags tab, the states' mapped tags) are
+    stored in the session; a restored job shown on the same data draws them at once, with no second
+    decoding and scoring.  The oracle: the scores the first window computed through the core."""
+    import app.views.dashboard as dash
+    w = make_window("a")
+    w.open_files([_tagged_words(tmp_path / "tagged.txt", np.random.default_rng(3))])
+    qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.data_ctl.loading, timeout=30000)
+    p = w.data_panel
+    p.observe.setCurrentIndex(p.observe.findData("words"))
+    p.min_count.setValue(1)
+    old = w.datasets[0]
+    p.reread_button.click()
+    qtbot.waitUntil(lambda: old not in w.datasets and not w.data_ctl.loading, timeout=30000)
+    assert getattr(w.datasets[0].train, "tags", None) is not None
+    jobs = [w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=4, n_iter=3, tol=0.0, seed=s))
+            for s in (1, 2)]
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
+    d = w.dashboard
+    for job in jobs:
+        w.jobs_ctl.show_job(job)
+        qtbot.waitUntil(lambda: d.tagging_of(job.model) is not None and not d.live_tagging_busy(), timeout=20000)
+    want = {job.name + str(job.spec["seed"]): d.tagging_of(job.model)[1] for job in jobs}
+    path = tmp_path / "words.h5"
+    session_files.save(w, path)
+
+    runs = []
+    real = dash.Dashboard._score_tags
+    monkeypatch.setattr(dash.Dashboard, "_score_tags", staticmethod(lambda *a: runs.append(1) or real(*a)))
+    w2 = make_window("b")
+    restored = session_files.open(w2, path, ready=lambda r: len(r) == 2)
+    qtbot.waitUntil(lambda: all(j.dataset is not None for j in restored) and w2.current_job is restored[0]
+                    and not w2.dashboard.live_update_pending, timeout=30000)
+    d2 = w2.dashboard
+    for job in restored:
+        w2.jobs_ctl.show_job(job)       # drawn in parts from the event loop, the tags among them
+        qtbot.waitUntil(lambda: not d2.live_update_pending, timeout=10000)
+        scores = want[job.name + str(job.spec["seed"])]
+        np.testing.assert_array_equal(d2.state_tags.counts(), scores["contingency"])
+        names = w2.datasets[0].train.tag_vocabulary
+        assert d2.state_tags.row_labels() == [f"{i} → {names[t]}" for i, t in enumerate(scores["mapping"])]
+        assert not d2.live_tagging_busy()
+    assert runs == []          # nothing decoded and scored again

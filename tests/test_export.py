@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import xml.etree.ElementTree as ET
 
@@ -458,6 +459,23 @@ def test_emissions_export_what_shows_them_for_a_large_vocabulary(dashboard, tmp_
     assert word in texts
 
 
+def _path_corners(d):
+    """The corners of a polygon path (``M x,y L ... Z``, absolute or relative), as absolute points."""
+    pts, cur, start = [], (0.0, 0.0), None
+    for cmd, args in re.findall(r"([MmLlZz])([^MmLlZz]*)", d):
+        nums = [float(v) for v in re.findall(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?", args)]
+        for x, y in zip(nums[0::2], nums[1::2]):
+            cur = (cur[0] + x, cur[1] + y) if cmd in "ml" else (x, y)
+            if cmd in "Mm" and start is None:
+                start = cur
+            pts.append(cur)
+        if cmd in "Zz":
+            if pts and start is not None and np.allclose(pts[-1], start, atol=1e-3):
+                pts.pop()      # an explicit closing line
+            start = None
+    return pts
+
+
 def _svg_rect_fills(root):
     """(colour, x, y, w, h) of every filled rectangle path in a Qt SVG (absolute coordinates)."""
     import re
@@ -471,9 +489,10 @@ def _svg_rect_fills(root):
         for el in g:
             if el.tag == SVG_NS + "rect":
                 x, y, w, h = (float(el.get(k)) for k in ("x", "y", "width", "height"))
-            elif el.tag == SVG_NS + "path" and re.fullmatch(r"M[^A-Z]*(L[^A-Z]*){3,4}Z\s*", el.get("d") or ""):
-                nums = [float(v) for v in re.findall(r"[-+]?\d+\.?\d*(?:e[-+]?\d+)?", el.get("d"))]
-                xs, ys = nums[0::2], nums[1::2]
+            elif el.tag == SVG_NS + "path" and re.fullmatch(r"M[^A-Za-z]*(([Ll][^A-Za-z]*){3,4}|l[^A-Za-z]*)[Zz]\s*",
+                                                             el.get("d") or ""):
+                corners = _path_corners(el.get("d"))
+                xs, ys = [p[0] for p in corners], [p[1] for p in corners]
                 x, y, w, h = min(xs), min(ys), max(xs) - min(xs), max(ys) - min(ys)
             else:
                 continue
@@ -571,3 +590,131 @@ def test_svg_plot_lines_and_symbols_are_in_figure_coordinates(qtbot, tmp_path):
     assert max(xs) - min(xs) > 200 and max(ys) - min(ys) > 150      # spans the plot, in pixels
     assert all(0 <= x <= 400 for x in xs) and all(0 <= y <= 300 for y in ys)
     assert w.plotItem.listDataItems()[0].scatter._exportOpts is False   # the screen's drawing back
+
+
+def _tagged_dashboard(qtbot, size=(1300, 800)):
+    """A shown Dashboard with a tagged words model (12 states, tags with long names): the Tags page
+    is filled but never painted (the Dashboard tab stays current)."""
+    from types import SimpleNamespace
+    from densehmm_core.hmm_base import BaseHMM
+    rng = np.random.default_rng(11)
+    n, m, k = 12, 30, 6
+    model = BaseHMM(n, m, seed=0)
+    model.startprob_, model.transmat_ = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n)
+    model.emissionprob_ = rng.dirichlet(np.full(m, 0.2), n)
+    seqs = [rng.integers(0, m, size=20) for _ in range(30)]
+    tags = [rng.integers(0, k, size=20) for _ in range(30)]
+    names = ["NNS", "NN", "VBZ", "DT", "ADJ-LONG", "PRP$"]
+    corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags, tag_vocabulary=names)
+    d = Dashboard()
+    qtbot.addWidget(d)
+    d.resize(*size)
+    d.show()
+    qtbot.waitExposed(d)
+    d.set_model(model, corpus)
+    qtbot.waitUntil(lambda: not d.live_tagging_busy() and d.state_tags.counts() is not None, timeout=10000)
+    assert d.tabs.currentWidget() is d.live and not d.tags_page.isVisible()
+    return d
+
+
+def _left_labels_drawn(view):
+    return [text for _i, text, _r, _rot in view.heatmap._left.drawn_labels()]
+
+
+def test_a_view_off_screen_exports_at_its_on_screen_size_with_every_label(qtbot, tmp_path):
+    """A view whose tab is not current (or hidden) was drawn at whatever size it last had (640 x 480
+    never shown, 376 px wide after a narrow layout), and its first PNG lost the row labels wider than
+    the axis's first guess ("0 → NNS"): pyqtgraph widens an axis only after painting it once.  Now it
+    is laid out at the size it would have on screen, in every format, with every row label."""
+    d = _tagged_dashboard(qtbot)
+    rows = d.state_tags.row_labels()
+    assert len(rows) == 12
+    png = QtGui.QImage(str(export_widget(d.state_tags, tmp_path / "st.png")))
+    assert _left_labels_drawn(d.state_tags) == rows          # the first figure names every row
+    svg = ET.parse(export_widget(d.state_tags, tmp_path / "st.svg")).getroot()
+    texts = [("".join(el.itertext())).strip() for el in svg.iter(SVG_NS + "text")]
+    assert all(r in texts for r in rows)
+    pdf = export_widget(d.state_tags, tmp_path / "st.pdf").read_bytes()
+    # the oracle: the size the view has once its tab is shown
+    d.tabs.setCurrentWidget(d.tags_page)
+    qtbot.waitUntil(lambda: d.state_tags.isVisible())
+    qtbot.wait(50)
+    on_screen = d.state_tags.size()
+    assert (png.width(), png.height()) == (on_screen.width(), on_screen.height())
+    assert svg.get("viewBox") == f"0 0 {on_screen.width()} {on_screen.height()}"
+    box = [round(float(v)) for v in
+           re.search(rb"/MediaBox\s*\[([^\]]*)\]", pdf).group(1).split()]
+    assert box == [0, 0, round(on_screen.width() * 0.75), round(on_screen.height() * 0.75)]
+
+
+def test_a_hidden_tab_exports_at_the_dashboards_page_size(qtbot, tmp_path):
+    """The whole Tags page, its tab hidden: the size of the page the dashboard shows, every row named."""
+    d = _tagged_dashboard(qtbot, size=(1150, 760))
+    d.tabs.setTabVisible(d.tabs.indexOf(d.tags_page), False)
+    page = d.live.size()
+    for fmt in ("png", "svg"):
+        out = export_widget(d.views()["tags"], tmp_path / f"tags.{fmt}")
+        if fmt == "png":
+            img = QtGui.QImage(str(out))
+            assert (img.width(), img.height()) == (page.width(), page.height())
+        else:
+            assert ET.parse(out).getroot().get("viewBox") == f"0 0 {page.width()} {page.height()}"
+        assert _left_labels_drawn(d.state_tags) == d.state_tags.row_labels(), fmt
+        assert d.state_tags.width() > d.tag_curves.width() > 100   # the splitter's 3 : 2 as on screen
+
+
+def _drawn_shapes(root):
+    """Every element an SVG draws, in order: (tag, the attributes in effect (its groups' and its own),
+    its points or text).  Polygon paths, absolute or relative, become their absolute corners."""
+    out = []
+
+    def walk(el, inherited):
+        attrs = {**inherited, **{k: v for k, v in el.attrib.items() if k not in ("d", "points")}}
+        tag = el.tag.replace(SVG_NS, "")
+        if tag in ("g", "svg"):
+            for kid in el:
+                walk(kid, attrs)
+            return
+        if tag in ("defs", "clipPath", "title", "desc"):
+            return
+        if tag == "path" and re.fullmatch(r"\s*[Mm][^A-KN-Ya-kn-y]*", el.get("d") or ""):
+            geometry = _path_corners(el.get("d"))
+        else:
+            geometry = (el.get("d"), el.get("points"), "".join(el.itertext()))
+        out.append((tag, attrs, geometry))
+    walk(root, {})
+    return out
+
+
+def test_svg_of_thousands_of_points_is_compact_and_draws_the_same(qtbot, tmp_path, monkeypatch):
+    """Issue 24.4: every faint word point had two groups with all its attributes (the words dashboard's
+    SVG was 2.2 MB).  Neighbouring groups alike are merged, polygons written with relative steps: the
+    file is several times smaller and draws exactly the same shapes, in the same order, with the same
+    attributes, each point still a shape of its own (translucent points overlap as before)."""
+    from app.views import EmbeddingScatter
+    rng = np.random.default_rng(0)
+    n, m, l = 10, 5400, 8
+    w = EmbeddingScatter()
+    qtbot.addWidget(w)
+    w.resize(700, 600)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_symbol_frequencies(rng.zipf(1.5, size=m).astype(float), redraw=False)
+    w.set_embeddings({"U": rng.normal(size=(n, l)), "Z": rng.normal(size=(n, l)), "W": rng.normal(size=(n, l)),
+                      "V": rng.normal(size=(m, l)), "z_start": rng.normal(size=l)})
+    qtbot.wait(50)
+    small = export_widget(w, tmp_path / "compact.svg")
+    monkeypatch.setattr(export, "_compact_svg", lambda root: False)
+    full = export_widget(w, tmp_path / "full.svg")
+    assert small.stat().st_size * 4 < full.stat().st_size        # 1.9 MB -> 0.36 MB here
+    a, b = _drawn_shapes(ET.parse(full).getroot()), _drawn_shapes(ET.parse(small).getroot())
+    assert len(a) == len(b) > m
+    faint = 0
+    for (tag_a, attrs_a, geo_a), (tag_b, attrs_b, geo_b) in zip(a, b):
+        assert tag_a == tag_b and attrs_a == attrs_b
+        if isinstance(geo_a, list):
+            np.testing.assert_allclose(geo_b, geo_a, atol=1.5e-3)
+            faint += attrs_a.get("fill-opacity") not in (None, "1")
+        else:
+            assert geo_a == geo_b
+    assert faint >= m - 60          # the faint points: a shape each

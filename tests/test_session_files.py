@@ -80,6 +80,58 @@ def test_every_field_comes_back_as_written(tmp_path):
     assert len(session.data_refs()) == 1
 
 
+def _tagging(n=3, k=4, seed=0):
+    """A tagging result of the core (random states and tags) and its session record."""
+    from densehmm_core.metrics import tagging_scores
+    rng = np.random.default_rng(seed)
+    scores = tagging_scores([rng.integers(0, n, size=40)], [rng.integers(0, k, size=40)], n_states=n, n_tags=k)
+    return scores, sess.tagging_record("ab12" * 8, scores)
+
+
+def test_tagging_scores_come_back_as_the_core_computed_them(tmp_path):
+    """Issue 24.7: a words job's tagging scores (contingency, mappings, M-1, 1-1, V-measure, tokens) are
+    stored with the digest of the data scored, and come back equal (arrays as the core returns them)."""
+    js = jobs(2)
+    scores, js[0].tagging = _tagging()
+    path = str(tmp_path / "s.h5")
+    sess.save_session(path, [(f"job{i}", j, None, None, {}) for i, j in enumerate(js)])
+    back = sess.load_session(path).jobs
+    assert back[1].tagging is None
+    key, got = sess.tagging_scores_of(back[0].tagging)
+    assert key == "ab12" * 8 and set(got) == set(scores)
+    for name, value in scores.items():
+        np.testing.assert_array_equal(got[name], value)
+        assert isinstance(got[name], np.ndarray) == isinstance(value, np.ndarray), name
+
+
+def test_a_version_1_session_without_tagging_scores_still_opens(tmp_path):
+    notes = good_notes(2)
+    for n in notes:
+        n[sess.SESSION_KEY] = 1
+        assert "tagging" not in n
+    got = sess.load_session(write(tmp_path / "v1.h5", notes)).jobs
+    assert [j.name for j in got] == [n["job_name"] for n in notes] and all(j.tagging is None for j in got)
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda t: t.update(key="not hex!"), r"field 'tagging.key' must be a hex digest"),
+    (lambda t: t.update(m1=1.5), r"field 'tagging.m1' must be a number between 0 and 1"),
+    (lambda t: t["contingency"][1].append(3), r"field 'tagging.contingency\[1\]' must be 4 counts"),
+    (lambda t: t["contingency"][0].__setitem__(0, -1), r"field 'tagging.contingency\[0\]' must be 4 counts"),
+    (lambda t: t["mapping"].__setitem__(2, 9), r"field 'tagging.mapping\[2\]' must be an integer in -1..3"),
+    (lambda t: t.pop("mapping"), r"field 'tagging.mapping' is missing"),
+    (lambda t: t.update(evil=1), r"field .tagging.'evil'. is not a tagging field"),
+    (lambda t: t.update(contingency=[[0] * 4000] * 1001), r"field 'tagging.contingency' has 1001 x 4000 cells"),
+])
+def test_bad_tagging_scores_are_named(tmp_path, change, match):
+    notes = good_notes(2)
+    record = _tagging()[1]
+    change(record)
+    notes[1]["tagging"] = record
+    with pytest.raises(sess.SessionError, match=r"job 2 \('job1'\): " + match):
+        sess.load_session(write(tmp_path / "bad.h5", notes))
+
+
 # ------------------------------------------------------------------ issue 27 item 8: schema
 @pytest.mark.parametrize("field, value, match", [
     ("scores", "abc", r"field 'scores' must be a mapping, got 'abc'"),

@@ -112,23 +112,62 @@ def test_a_new_view_is_one_registry_line(qtbot, monkeypatch):
     assert d2.views()["dummy"].calls == []
 
 
-def test_export_figure_dialog_lists_titles_and_names_files(make_window, monkeypatch, tmp_path):
-    """File > Export figure: the registry's titles (not internal names); the file is named after the view."""
+def test_export_figure_dialog_lists_titles_and_names_files(make_window, monkeypatch, tmp_path, qtbot):
+    """File > Export figure (issue 24.4): every view at once by its registry title (no internal names),
+    the parts of a page beneath it, only pages that show (no Tags without tagged data); the file is named
+    after the view; the PNG resolution dialog offers the figure's pixel sizes and its title is not cut."""
+    from PySide6 import QtCore, QtGui
+    from app.export import ViewChooser, figure_size
     seen = {}
-
-    def get_item(parent, title, label, items, current, editable):
-        if label == "Which view?":
-            seen["items"] = list(items)
-            return registry.view_info("transmat").title, True
-        return "1×", True
 
     def get_save(parent, caption, start, filters):
         seen["start"] = start
         return str(tmp_path / "a.png"), "PNG image (*.png)"
-    monkeypatch.setattr(QtWidgets.QInputDialog, "getItem", staticmethod(get_item))
     monkeypatch.setattr(QtWidgets.QFileDialog, "getSaveFileName", staticmethod(get_save))
     window = make_window()
+    d = window.dashboard
+
+    def answer():
+        dlg = QtWidgets.QApplication.activeModalWidget()
+        if dlg is None:
+            QtCore.QTimer.singleShot(20, answer)
+            return
+        if isinstance(dlg, ViewChooser):
+            seen["items"] = dlg.titles()
+            tree = dlg.tree
+            fm = tree.fontMetrics()
+            seen["fits"] = all(tree.visualItemRect(it).left() + fm.horizontalAdvance(it.text(0))
+                               <= tree.viewport().width() for it in tree.findItems(
+                                   "", QtCore.Qt.MatchFlag.MatchContains | QtCore.Qt.MatchFlag.MatchRecursive))
+            a_title = registry.view_info("transmat").title
+            seen["parent_of_A"] = tree.findItems(a_title, QtCore.Qt.MatchFlag.MatchRecursive)[0].parent().text(0)
+            dlg.select(registry.view_info("transmat").title)
+            dlg.accept()
+            QtCore.QTimer.singleShot(20, answer)
+            return
+        combo = dlg.findChild(QtWidgets.QComboBox)
+        seen["scale_title"] = dlg.windowTitle()
+        seen["scale_width"] = dlg.width()
+        seen["scales"] = [combo.itemText(i) for i in range(combo.count())]
+        combo.setCurrentIndex(0)
+        dlg.accept()
+    QtCore.QTimer.singleShot(20, answer)
     window.results_ctl.export_figure_dialog()
-    assert seen["items"] == ["Whole dashboard (current tab)"] + [v.title for v in registry.VIEWS]
+    titles = [v.title for v in registry.VIEWS if v.name not in ("tags", "state_tags", "tagging")]
+    assert seen["items"] == ["Whole dashboard (current tab: Dashboard)"] + titles
+    assert not {v.name for v in registry.VIEWS} & set(seen["items"])      # no internal names
+    assert seen["fits"]                                                    # no title elided
+    assert seen["parent_of_A"] == registry.view_info("matrices").title
     assert os.path.basename(seen["start"]) == "transitions.png"
-    assert (tmp_path / "a.png").stat().st_size > 1000
+    size = figure_size(d.transmat)
+    assert seen["scales"][1] == f"2x  ({2 * size.width()} x {2 * size.height()} pixels)"
+    # the title bar holds the title (bold, plus icon and three buttons), as the screenshot shows
+    title_px = QtGui.QFontMetrics(QtGui.QFont(window.font().family(), weight=QtGui.QFont.Weight.Bold)
+                                  ).horizontalAdvance(seen["scale_title"])
+    assert seen["scale_width"] >= title_px + 4 * 28
+    img = QtGui.QImage(str(tmp_path / "a.png"))
+    assert (img.width(), img.height()) == (size.width(), size.height())   # 1x chosen
+    # a tagged corpus adds the Tags page and its parts
+    d.tabs.setTabVisible(d.tabs.indexOf(d.tags_page), True)
+    names = [n for n, _t, _o in d.export_choices()]
+    assert names[-3:] == ["tags", "state_tags", "tagging"]

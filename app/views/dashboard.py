@@ -263,6 +263,20 @@ class Dashboard(QtWidgets.QWidget):
         whole current page)."""
         return {"dashboard": self, **self._views}
 
+    def export_choices(self) -> List[tuple]:
+        """File > Export figure's list: ``(name, title, name of the view it sits in or None)``, the whole
+        current page first, then every view of :data:`app.view_registry.VIEWS` whose tab shows (the Tags
+        page only for tagged data), in registry order."""
+        page = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.currentWidget() is not None else ""
+        out = [("dashboard", f"Whole dashboard (current tab: {page})" if page else "Whole dashboard", None)]
+        for info in registry.VIEWS:
+            top = info
+            while top.part_of is not None:
+                top = registry.view_info(top.part_of)
+            if self.tabs.isTabVisible(self.tabs.indexOf(self._views[top.name])):
+                out.append((info.name, info.title, info.part_of))
+        return out
+
     def set_file_stem(self, stem: Optional[str]) -> None:
         """The job's part of default export file names (e.g. ``dense-em_n10_l3_seed0_spectral``, see
         :func:`app.export.file_stem`); ``None``: taken from the model shown."""
@@ -580,6 +594,16 @@ class Dashboard(QtWidgets.QWidget):
                 (model in self._tag_inflight and self._tag_inflight[model][0] == key):
             return
         self._score_model_tags(model, key, mats, seqs, gold, len(names), lambda _s: None, lambda *_a: None)
+
+    def tagging_of(self, model) -> Optional[tuple]:
+        """``(key, scores)``: ``model``'s tagging scores as computed for showing it (``key``: the digest of
+        the tokens and tags scored), or None when it has not been scored (sessions store them)."""
+        return self._tag_cache.get(model)
+
+    def set_tagging(self, model, key: str, scores: dict) -> None:
+        """Tagging scores of ``model`` computed before (a restored session's job): showing it on the
+        same data (the same ``key``) draws them at once, without scoring again."""
+        self._tag_cache[model] = (str(key), scores)
 
     def _score_model_tags(self, model, key, mats, seqs, gold, n_tags: int, done, failed) -> None:
         """Score ``model`` (one background run per model and data: a second caller waits for it) and

@@ -487,7 +487,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def _declutter(self, *args) -> None:
         """Show the labels of the selected sets, each on the first side of its point (right, left,
-        above, below) where it overlaps no label already shown; a label that fits nowhere is hidden.
+        above, below) where it overlaps no label already shown and stays inside the plot's area; a
+        label that fits nowhere is hidden.
 
         Symbol labels (V) come first (the most frequent symbols first), then z_start, then state
         labels; a hidden label's name is in its point's hover tooltip, and zooming in brings it back.
@@ -503,6 +504,12 @@ class EmbeddingScatter(QtWidgets.QWidget):
             pass
         taken: List[tuple] = []
         crowded = set()
+        # the plot's area in the same pixel coordinates: a label reaching past it would be cut (in a
+        # figure: clipped at the frame) or written over the axis
+        inside = None
+        if pw > 0 and ph > 0:
+            vr = self.plot.vb.viewRect()
+            inside = (vr.left() / pw, -vr.bottom() / ph, vr.right() / pw, -vr.top() / ph)
         for key in ("V", "z_start", "U", "Z", "W"):
             on = self.boxes[key].isChecked()
             self.scatters[key].setVisible(on)
@@ -525,6 +532,9 @@ class EmbeddingScatter(QtWidgets.QWidget):
                         x0 = px0 - ax * bw + dm
                         y0 = py0 - ay * bh + dm
                         box = (x0, y0, x0 + bw - 2 * dm, y0 + bh - 2 * dm)
+                        if inside is not None and not (inside[0] <= box[0] and box[2] <= inside[2]
+                                                       and inside[1] <= box[1] and box[3] <= inside[3]):
+                            continue
                         if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
                             taken.append(box)
                             if (t.anchor.x(), t.anchor.y()) != (ax, ay):

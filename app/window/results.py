@@ -6,13 +6,12 @@ import os
 from typing import List, Optional
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtWidgets import QFileDialog, QInputDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from .. import tasks
 from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobManager, JobState
 from ..session import recorded_training_time
-from ..view_registry import VIEWS
 from .common import error_dialog, final_event, job_metrics, safe_name
 
 __all__ = ["ResultsController"]
@@ -228,15 +227,15 @@ class ResultsController(QObject):
         self.log_panel.log(f"Figure saved: {path}")
 
     def export_figure_dialog(self) -> None:
+        from ..export import ViewChooser, ask_png_scale
         d = self.window.dashboard
-        # the registry's titles (app.view_registry), the whole current page first
+        # the registry's titles (app.view_registry) in a tree, the whole current page first
         shown = d.views()
-        titles = {"Whole dashboard (current tab)": "dashboard"}
-        titles.update({info.title: info.name for info in VIEWS})
-        title, ok = QInputDialog.getItem(self.window, "Export figure", "Which view?", list(titles), 0, False)
-        if not ok:
+        chooser = ViewChooser(d.export_choices(), self.window)
+        if chooser.exec() != ViewChooser.DialogCode.Accepted or chooser.chosen() is None:
             return
-        name = titles[title]
+        name = chooser.chosen()
+        target = d.export_target() if name == "dashboard" else shown[name]
         # the job's stem and the view, e.g. dense-em_n10_l3_seed0_spectral_transitions.png
         fname = d.file_name(name, "png")
         start = os.path.join(d.export_dir() or self.settings.last_folder, fname)
@@ -248,13 +247,12 @@ class ResultsController(QObject):
             path += {"SVG": ".svg", "PDF": ".pdf"}.get(flt[:3], ".png")
         scale = 1.0
         if path.lower().endswith(".png"):
-            choice, ok = QInputDialog.getItem(self.window, "PNG resolution", "Scale", ["1×", "2×", "3×", "4×"], 1,
-                                              False)
-            if not ok:
+            chosen = ask_png_scale(target, self.window)   # 1x-4x with the pixel sizes; its title not cut
+            if chosen is None:
                 return
-            scale = float(choice[0])
+            scale = chosen
         try:
-            self.export_figure(d.export_target() if name == "dashboard" else shown[name], path, scale)
+            self.export_figure(target, path, scale)
         except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
             self._error_dialog("Export failed", f"{type(exc).__name__}: {exc}")
 

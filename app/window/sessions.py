@@ -19,7 +19,7 @@ from .. import tasks
 from ..datasets import DataSet, reopen_dataset
 from ..jobs import Job, JobManager, JobState
 from ..session import (DataRef, Session, SessionCancelled, SessionJob, load_session, recorded_training_time,
-                       save_session, sweep_number)
+                       save_session, sweep_number, tagging_record, tagging_scores_of)
 from .common import error_dialog, final_event, job_metrics, safe_name
 
 __all__ = ["SessionsController", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
@@ -51,6 +51,7 @@ def restored_job(path: str, sj: SessionJob) -> Job:
         job.started_at, job.finished_at = 0.0, float(elapsed)
     job.scores = dict(sj.scores)
     job.score_text = sj.score_text
+    job.tagging = sj.tagging
     if hist:
         job.step = int(hist[-1].get("step") or 0)
     if sj.step is not None:                        # sessions written before had no step/total
@@ -169,6 +170,9 @@ class SessionsController(QObject):
                 name += "_"
             used.add(name)
             ds = job.dataset if isinstance(job.dataset, DataSet) else None
+            scored = self.window.dashboard.tagging_of(job.model)   # its mapped tags: shown at once when restored
+            if scored is not None:
+                job.tagging = tagging_record(*scored)
             corpus = ds.processed if ds is not None else None
             test = ds.test if ds is not None and hasattr(ds.test, "provenance") else None
             items.append((name, job, corpus, test, job_metrics(job)))
@@ -305,6 +309,9 @@ class SessionsController(QObject):
         self.log_panel.log(f"Session {os.path.basename(session.path)}: {len(jobs)} job(s) restored")
         if not jobs:
             return
+        for job in jobs:   # stored tagging scores: a words job shows its mapped tags at once (same data)
+            if job.tagging is not None:
+                self.window.dashboard.set_tagging(job.model, *tagging_scores_of(job.tagging))
         self.jobs_dock.raise_()
         first = jobs[0]
         panel = self.jobs_panel
