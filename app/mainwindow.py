@@ -50,6 +50,7 @@ from .settings import Settings
 from .state import AppState
 from .pyside_fix import ensure_none_survives
 from .views.dashboard import Dashboard
+from .window.common import warm_scoring
 from .window.data import DataController
 from .window.dragdrop import DropFilter, local_paths
 from .window.jobs import JobsController
@@ -372,6 +373,8 @@ class MainWindow(QMainWindow):
                 return tf.__version__, list_devices(), time.perf_counter() - t0
 
         tasks.run_background(work, self._tf_ready, self._tf_failed)
+        # what this process's own decoding and tagging scores import, loaded now while the app is idle
+        tasks.run_background(warm_scoring, lambda _result: None, lambda _exc, _tb: None)
 
     def _tf_ready(self, result) -> None:
         version, devices, secs = result

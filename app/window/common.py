@@ -9,7 +9,21 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from ..jobs import Job
 
-__all__ = ["job_metrics", "final_event", "safe_name", "error_dialog"]
+__all__ = ["job_metrics", "final_event", "safe_name", "error_dialog", "warm_scoring"]
+
+def warm_scoring() -> None:
+    """Import what the app's own inference needs (the numpy engine's scipy.sparse, 0.13 s; the
+    one-to-one tag mapping's scipy.optimize, 0.16 s), to be called off the GUI thread while the app
+    is idle: imported the first time a job's tagging scores or a decode ran on a background thread,
+    while the user watched the job train, they stalled the GUI thread for 60-100 ms (the import holds
+    the GIL and the import lock).  Only a head start: failures are left to the real call."""
+    try:
+        from densehmm_core.engine import get_engine
+        get_engine("numpy")
+        from scipy.optimize import linear_sum_assignment  # noqa: F401
+    except Exception:  # noqa: BLE001
+        pass
+
 
 #: the metrics a final event carries for the dashboard's header (as a trained job's last event)
 HEADER_METRICS = ("train_nll", "test_nll", "mad")

@@ -20,7 +20,7 @@ from ..datasets import DataSet, reopen_dataset
 from ..jobs import Job, JobManager, JobState
 from ..session import (DataRef, Session, SessionCancelled, SessionJob, load_session, recorded_training_time,
                        save_session, sweep_number, tagging_record, tagging_scores_of)
-from .common import error_dialog, final_event, job_metrics, safe_name
+from .common import error_dialog, final_event, job_metrics, safe_name, warm_scoring
 
 __all__ = ["SessionsController", "restored_event", "restored_job", "restored_jobs", "ADD_CHUNK"]
 
@@ -67,16 +67,6 @@ def restored_job(path: str, sj: SessionJob) -> Job:
 
 def restored_jobs(session: Session) -> List[Job]:
     return [restored_job(session.path, sj) for sj in session.jobs]
-
-
-def warm_decoding() -> None:
-    """Load what the first decode of a restored job needs (the numpy engine: scipy.sparse,
-    0.2 s the first time in a process) here, off the GUI thread."""
-    try:
-        from densehmm_core.engine import get_engine
-        get_engine("numpy")
-    except Exception:  # noqa: BLE001 - only a head start: the decode itself reports problems
-        pass
 
 
 def _finish(dialog: QProgressDialog) -> None:
@@ -239,7 +229,7 @@ class SessionsController(QObject):
         def read(report):
             session = load_session(path, progress=report, cancel=cancel)
             jobs = restored_jobs(session)                # plain objects: built here, off the GUI thread
-            warm_decoding()
+            warm_scoring()
             return session, jobs
 
         tasks.run_background(read, done, failed, on_progress=progress)
