@@ -15,6 +15,7 @@ pytest.importorskip("pyqtgraph")
 from PySide6 import QtGui, QtWidgets  # noqa: E402
 
 import app.export as export  # noqa: E402
+import app.vector_figure as vector_figure  # noqa: E402
 from app.export import ExportError, add_export_context_menu, export_widget  # noqa: E402
 from app.views import Dashboard, ParameterHeatmaps  # noqa: E402
 from densehmm_core.events import ProgressEvent  # noqa: E402
@@ -704,7 +705,7 @@ def test_svg_of_thousands_of_points_is_compact_and_draws_the_same(qtbot, tmp_pat
                       "V": rng.normal(size=(m, l)), "z_start": rng.normal(size=l)})
     qtbot.wait(50)
     small = export_widget(w, tmp_path / "compact.svg")
-    monkeypatch.setattr(export, "_compact_svg", lambda root: False)
+    monkeypatch.setattr(vector_figure, "_compact_svg", lambda root: False)
     full = export_widget(w, tmp_path / "full.svg")
     assert small.stat().st_size * 4 < full.stat().st_size        # 1.9 MB -> 0.36 MB here
     a, b = _drawn_shapes(ET.parse(full).getroot()), _drawn_shapes(ET.parse(small).getroot())
