@@ -590,8 +590,7 @@ class Dashboard(QtWidgets.QWidget):
             return
         key, mats, seqs, gold, names = inputs
         cached = self._tag_cache.get(model)
-        if (cached is not None and cached[0] == key) or \
-                (model in self._tag_inflight and self._tag_inflight[model][0] == key):
+        if cached is not None and cached[0] == key:
             return
         self._score_model_tags(model, key, mats, seqs, gold, len(names), lambda _s: None, lambda *_a: None)
 

@@ -306,10 +306,8 @@ class TrainingWorker:
                "fit_kwargs": dict(fit_kwargs), "params_interval": float(params_interval)}
         model.history_ = []
         started = time.monotonic()
-        if not self._drain_warm(cancel):            # cancelled while the process imported TensorFlow
-            yield self._cancelled_before_start(model, started)
-            return
-        if cancel is not None and cancel.cancelled:
+        # cancelled before the fit was sent, or while the process imported TensorFlow
+        if not self._drain_warm(cancel) or (cancel is not None and cancel.cancelled):
             yield self._cancelled_before_start(model, started)
             return
         if not self._write(msg, cancel=cancel):     # cancelled while the process was starting
