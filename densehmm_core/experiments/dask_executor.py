@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from .. import config
+from ._env import EnvPatch
 
 __all__ = ["SchedulerError", "DaskMissingError", "DaskTarget", "check_address", "connect", "run_on_dask",
            "DEFAULT_TIMEOUT_S"]
@@ -331,17 +332,8 @@ def start_forkserver(env: Optional[Dict[str, str]] = None, preload_tf: bool = Fa
     values = _pre_spawn_environ()
     if env and "TF_CPP_MIN_LOG_LEVEL" in env:
         values["TF_CPP_MIN_LOG_LEVEL"] = env["TF_CPP_MIN_LOG_LEVEL"]
-    with _ENV_LOCK:
-        old = {k: os.environ.get(k) for k in values}
-        os.environ.update(values)   # inherited by the forkserver (and the resource tracker) as they start
-        try:
-            forkserver.ensure_running()
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+    with _ENV_LOCK, EnvPatch(values):   # inherited by the forkserver (and the resource tracker) as they start
+        forkserver.ensure_running()
     return True
 
 

@@ -52,6 +52,8 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from typing import TYPE_CHECKING, Union
 
+from ._env import EnvPatch
+
 if TYPE_CHECKING:
     from .dask_executor import DaskTarget
 
@@ -556,28 +558,6 @@ def _worker_env(jobs: int, import_tf: bool = False) -> Dict[str, str]:
     return env
 
 
-class _EnvPatch:
-    """Temporarily set environment variables (inherited by spawned workers)."""
-
-    def __init__(self, values: Dict[str, str]) -> None:
-        self.values = values
-        self.old: Dict[str, Optional[str]] = {}
-
-    def __enter__(self):
-        for k, v in self.values.items():
-            self.old[k] = os.environ.get(k)
-            os.environ[k] = v
-        return self
-
-    def __exit__(self, *exc):
-        for k, v in self.old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        return False
-
-
 def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str], *,
               jobs: int = 1, executor: str = "process", import_tf: bool = False,
               describe: Optional[Callable[[List[dict]], str]] = None,
@@ -692,7 +672,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
                                        initializer=_init_worker, initargs=(os.getpid(),))
         return ThreadPoolExecutor(max_workers=jobs)
 
-    with _EnvPatch(env):
+    with EnvPatch(env):
         pool = new_pool()
         try:
             pending: Dict[Any, Any] = {}
