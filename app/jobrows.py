@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional
 
 from .modelspec import ModelSpec, short_label
 
-__all__ = ["job_row", "ROW_KEYS"]
+__all__ = ["job_row", "ROW_KEYS", "as_number"]
 
 ROW_KEYS = ("job", "name", "sweep", "state", "model", "kind", "n", "l", "seed", "parameters", "train_nll",
             "test_nll", "result", "mad", "iterations", "stop", "time_s", "device")
@@ -54,7 +54,8 @@ def _latest(history: List[dict], key: str) -> Optional[float]:
     return None
 
 
-def _number(v: Any) -> Optional[float]:
+def as_number(v: Any) -> Optional[float]:
+    """``v`` as a float when it is a number (not a bool), else None (a value read from a file)."""
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
@@ -86,15 +87,15 @@ def job_row(job) -> Dict[str, Any]:
     if train_nll is None:
         train_nll = _per_token(_latest(history, "train_ll"), job.train)
     if train_nll is None:
-        train_nll = _number(recorded.get("train_nll"))
+        train_nll = as_number(recorded.get("train_nll"))
     test_nll = _latest(history, "test_nll")
     if test_nll is None:
         test_nll = _per_token(_latest(history, "test_ll"), job.test)
     if test_nll is None:
-        test_nll = _number(recorded.get("test_nll"))
+        test_nll = as_number(recorded.get("test_nll"))
     mad = _latest(history, "mad")
     if mad is None:
-        mad = _number(recorded.get("mad"))
+        mad = as_number(recorded.get("mad"))
     iterations = int(history[-1].get("step") or 0) if history else (job.step or None)
     stop = job.reason or getattr(model, "stop_reason_", "") or None
     seed = spec.get("seed", getattr(model, "seed", None))

@@ -7,9 +7,11 @@ from typing import Any, Mapping, Optional
 
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from ..jobrows import as_number
 from ..jobs import Job
 
 __all__ = ["job_metrics", "final_event", "safe_name", "error_dialog", "warm_scoring"]
+
 
 def warm_scoring() -> None:
     """Import what the app's own inference needs (the numpy engine's scipy.sparse, 0.13 s; the
@@ -57,10 +59,13 @@ def final_event(job: Job, metrics: Optional[Mapping[str, Any]] = None, reason: O
     last = hist[-1] if hist else {}
 
     def num(source, key):
-        v = (source or {}).get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    values = {k: num(last, k) if num(last, k) is not None else num(metrics, k) for k in HEADER_METRICS}
-    values = {k: v for k, v in values.items() if v is not None}
+        return as_number((source or {}).get(key))
+    values = {}
+    for k in HEADER_METRICS:   # the history's value, else the file's
+        v = num(last, k)
+        v = num(metrics, k) if v is None else v
+        if v is not None:
+            values[k] = v
     if not hist and not values:
         return None
     return ProgressEvent(step=job.step, total=job.total, phase=str(last.get("phase") or ""),
