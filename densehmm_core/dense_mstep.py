@@ -81,12 +81,8 @@ class MStep:
         self.S = self.ST = None
         self._work = None
         if self.nf:
-            f = layout.features
-            order = np.lexsort((f.cols, f.rows))
-            rows, cols = f.rows[order], f.cols[order]
-            indptr = np.zeros(m + 1, np.int64)
-            np.cumsum(np.bincount(rows, minlength=m), out=indptr[1:])
-            self.S = backend.csr_matrix(np.ones(len(rows), self.dtype), cols.astype(np.int32), indptr, (m, self.nf))
+            indptr, cols = layout.features.csr_index
+            self.S = backend.csr_matrix(np.ones(len(cols), self.dtype), cols, indptr, (m, self.nf))
             self.ST = self.S.T.tocsr()
         del xp
 
@@ -171,12 +167,12 @@ class MStep:
         gs = ps[0] - cs
         g[c[0]:c[1]].reshape(n, l)[...] += gs[:, None] * zs[None, :]
         g[c[4]:c[5]] = U.T @ gs
-        # emissions: logits W V^T, G_B = rs * B - E (in place); the n x m and l x m products write
-        # into buffers kept across steps (fresh multi-MB arrays cost page faults every step)
+        # emissions: logits W V^T, G_B = rs * B - E (in place); the n x m logits live in a buffer
+        # kept across steps (a fresh multi-MB array costs page faults every step)
         be = self.backend
         if self._work is None:
-            self._work = (xp.empty((n, self.m), self.dtype), xp.empty((l, self.m), self.dtype))
-        X, T = self._work
+            self._work = xp.empty((n, self.m), self.dtype)
+        X = self._work
         be.matmul_into(W, V.T, X)
         q += xp.vdot(ce, X)
         X, lse = self._softmax_rows(X, rs_b)
@@ -184,8 +180,7 @@ class MStep:
         X -= ce
         be.matmul_into(X, V, g[c[2]:c[3]].reshape(n, l))
         gV = g[c[3]:c[4]].reshape(self.m, l)
-        be.matmul_into(W.T, X, T)
-        gV[...] = T.T
+        be.matmul_into(X.T, W, gV)
         if self.nf:
             g[c[5]:c[6]].reshape(self.nf, l)[...] = self.ST @ gV
         if self.l2:
@@ -229,6 +224,9 @@ class MStep:
         k = 0
         size = self.layout.size
         grad, tmp, den = (xp.empty(size, self.dtype) for _ in range(3))
+        # the iterates rotate through three buffers: the new one is written where neither the current
+        # nor the last good one lives (fresh multi-MB arrays cost page faults every step)
+        ring = [xp.empty(size, self.dtype) for _ in range(3)]
         mm, vv = mm.copy(), vv.copy()   # updated in place below (the caller's state is not modified)
         cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
         while k < int(n_steps):
@@ -248,7 +246,7 @@ class MStep:
             den += EPS
             xp.multiply(mm, alpha, out=tmp)
             tmp /= den
-            th1 = th - tmp
+            th1 = xp.subtract(th, tmp, out=ring[k % 3])
             checks = self.backend.to_host(xp.stack([loss, th1.max(), -th1.min()]))
             f_loss, amax = float(checks[0]), float(np.max(checks[1:]))  # NaN propagates
             if np.isfinite(f_loss):

@@ -28,7 +28,8 @@ symbols are dropped, since the symbol's own vector already plays their role.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Sequence
+from functools import cached_property
+from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -81,19 +82,32 @@ class SymbolFeatures:
     def n_features(self) -> int:
         return len(self.vocabulary)
 
+    @cached_property
+    def csr_index(self) -> Tuple[np.ndarray, np.ndarray]:
+        """``(indptr, indices)`` of the incidence as a CSR matrix (m x F, rows in symbol order,
+        each row's features ascending): the one ordering every product with it uses, so the host
+        (:meth:`apply`) and the M-step (:class:`densehmm_core.dense_mstep.MStep`) sum in the same order."""
+        order = np.lexsort((self.cols, self.rows))
+        indptr = np.zeros(self.n_symbols + 1, np.int64)
+        np.cumsum(np.bincount(self.rows, minlength=self.n_symbols), out=indptr[1:])
+        return indptr, self.cols[order].astype(np.int32)
+
+    @cached_property
+    def _incidence(self) -> Any:
+        import scipy.sparse
+        indptr, indices = self.csr_index
+        return scipy.sparse.csr_matrix((np.ones(len(indices)), indices, indptr),
+                                       shape=(self.n_symbols, self.n_features))
+
     def apply(self, own: np.ndarray, feature_V: np.ndarray) -> np.ndarray:
         """``own + S feature_V`` (m x l): the effective symbol embeddings."""
-        out = np.array(own, dtype=np.float64, copy=True)
-        if self.rows.size:
-            np.add.at(out, self.rows, np.asarray(feature_V, dtype=np.float64)[self.cols])
+        out = self._incidence @ np.asarray(feature_V, dtype=np.float64)
+        out += own
         return out
 
     def own(self, V: np.ndarray, feature_V: np.ndarray) -> np.ndarray:
         """The symbols' own vectors given effective ``V``: ``V - S feature_V``."""
-        out = np.array(V, dtype=np.float64, copy=True)
-        if self.rows.size:
-            np.subtract.at(out, self.rows, np.asarray(feature_V, dtype=np.float64)[self.cols])
-        return out
+        return np.asarray(V, dtype=np.float64) - self._incidence @ np.asarray(feature_V, dtype=np.float64)
 
 
 def build_features(symbols: Sequence[str], name: str, min_symbols: int = 2) -> SymbolFeatures:
