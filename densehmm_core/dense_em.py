@@ -81,7 +81,10 @@ class DenseEMHooks(EMHooks):
         return (th, moments), loss
 
     def adopt(self, state) -> None:
-        self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False)
+        # under the engine's context: on the CPU one BLAS thread (the model's float64 matrices are
+        # small products; a second BLAS thread spins after them and doubles the CPU time)
+        with self.engine.compute():
+            self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False)
 
     def snapshot(self, state) -> dict:
         self.adopt(state)
@@ -136,4 +139,5 @@ class DenseMarginalHooks(DenseEMHooks):
         return new, new.f
 
     def adopt(self, state) -> None:
-        self.model._adopt(self.backend.to_host(state.theta), self.layout, stationary=False)
+        with self.engine.compute():
+            self.model._adopt(self.backend.to_host(state.theta), self.layout, stationary=False)
