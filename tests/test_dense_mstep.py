@@ -338,6 +338,39 @@ def test_em_restarts_keep_the_best_training_likelihood():
     assert model.score(seqs) == pytest.approx(max(lls), rel=1e-12)
 
 
+def test_em_host_work_runs_with_one_blas_thread(monkeypatch):
+    """The snapshot every EM iteration makes (``adopt``: the model's float64 matrices on the host) runs
+    under the engine's one-BLAS-thread context, like the E- and M-step: a second OpenBLAS thread woken
+    by its products spins after each call (about 0.1 s of CPU per iteration at word scale)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    if max([i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"] or [1]) < 2:
+        pytest.skip("BLAS runs one thread here anyway")
+    seen = []
+    adopt = DenseHMM._adopt
+
+    def spy(self, *a, **k):
+        seen.append(max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"))
+        return adopt(self, *a, **k)
+
+    monkeypatch.setattr(DenseHMM, "_adopt", spy)
+    rng = np.random.default_rng(0)
+    DenseHMM(3, 2, fit_method="em", seed=0, n_iter=3, init_method="random").fit(
+        [rng.integers(0, 6, size=30) for _ in range(5)])
+    assert len(seen) >= 4 and set(seen) == {1}
+
+
+def test_feature_incidence_products_equal_a_dense_oracle():
+    """``SymbolFeatures.apply`` / ``own`` (one cached CSR product) against the dense incidence."""
+    f = build_features(WORDS, "orthographic")
+    S = np.zeros((f.n_symbols, f.n_features))
+    S[f.rows, f.cols] = 1.0
+    rng = np.random.default_rng(1)
+    own, fv = rng.standard_normal((f.n_symbols, 4)), rng.standard_normal((f.n_features, 4))
+    np.testing.assert_allclose(f.apply(own, fv), own + S @ fv, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(f.own(own + S @ fv, fv), own, rtol=1e-13, atol=1e-13)
+    assert S.sum() > f.n_symbols     # words with several features: the sums are exercised
+
+
 def test_numpy_engine_instance_is_the_default():
     assert DenseHMM(2, 2, device="cpu")._engine() is get_engine("numpy")
 
