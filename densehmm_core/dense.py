@@ -41,42 +41,13 @@ from .em import DIAGNOSTICS_EVERY, EMSettings, run_em
 from .events import CancelToken, ProgressEvent, StartStep, snapshot
 from .posterior_sparsity import check_sparsity
 from .dense_layout import FeatureLayout, Layout
-from .hyperparams import HyperParam, ModelType
+from .dense_hyper import (DENSE_HYPER_PARAMS, DENSE_MODEL_TYPES, FIT_METHODS, INIT_METHODS, LOGITS,
+                          MSTEP_DTYPES, PRESETS)
 from .hmm_base import BaseHMM
 from .maths import EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, stationary_distribution
 
 __all__ = ["DenseHMM", "PRESETS", "init_embeddings"]
 
-#: Hyper-parameter presets per fit method.  ``None`` constructor arguments take these values.
-PRESETS: Dict[str, Dict[str, Dict[str, Any]]] = {
-    # Measured defaults (docs/DENSEHMM.md): normalised loss, larger Adam step with a cosine
-    # decay, then an L-BFGS finish; early stopping on relative loss improvement per chunk.
-    # Both schemes start from the data's context statistics (spectral, random parts at 0.2).
-    "default": {
-        "cooc": {"lr": 0.05, "lr_final": 0.001, "cooc_steps": 1000, "tol": 1e-7, "finish": "auto",
-                 "finish_steps": 500, "loss": "normalized", "restarts": 1, "stationary_grad": True,
-                 "init_method": "spectral", "init_scale": 0.2},
-        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 1e-6, "restarts": 1,
-               "init_method": "spectral", "init_scale": 0.2, "mstep_dtype": "float32"},
-        "marginal": {"n_iter": 100, "tol": 1e-7, "restarts": 1, "init_method": "spectral", "init_scale": 0.2},
-    },
-    # The paper's settings: plain Adam, lr 0.001 for 10,000 steps on the raw squared Frobenius
-    # loss with pi treated as a constant; EM with 25 Adam steps at lr 0.01 per M-step.
-    "paper": {
-        "cooc": {"lr": 0.001, "lr_final": 0.001, "cooc_steps": 10000, "tol": 0.0, "finish": "none",
-                 "finish_steps": 0, "loss": "frobenius", "restarts": 1, "stationary_grad": False,
-                 "init_method": "random", "init_scale": 1.0},
-        "em": {"lr": 0.01, "mstep_steps": 25, "n_iter": 40, "tol": 0.0, "restarts": 1,
-               "init_method": "random", "init_scale": 1.0, "mstep_dtype": "float64"},
-        # not in the paper: its start and stopping rule, L-BFGS on the marginal likelihood
-        "marginal": {"n_iter": 100, "tol": 0.0, "restarts": 1, "init_method": "random", "init_scale": 1.0},
-    },
-}
-
-FIT_METHODS = ("cooc", "em", "cooc_em", "marginal")
-#: Floating-point types of EM's M-step (:class:`densehmm_core.dense_mstep.MStep`).
-MSTEP_DTYPES = ("float32", "float64")
-INIT_METHODS = ("random", "spectral")
 #: Above this many symbols the co-occurrence fit uses the sparse loss (``sparse_cooc=None``).
 SPARSE_COOC_MIN_SYMBOLS = 1000
 #: The options a preset resolves (a ``None`` constructor argument takes the preset's value).
@@ -181,6 +152,12 @@ class DenseHMM(BaseHMM):
         EM and marginal: weight of the L2 penalty ``(l2/2) ||theta||^2`` on all embeddings (features
         included), added to EM's M-step loss ``-Q / n_tokens`` and to the direct fit's
         ``-log p(X) / n_tokens``; 0 (the default): none.
+    logits : {"dense", "full"}
+        ``"dense"`` (the DenseHMM): the logits of ``A`` and ``B`` are ``Z U^T`` and ``W V^T``.
+        ``"full"``: ``U = W =`` the n x n identity (kept fixed; ``dim`` must equal ``n_states``), so
+        every transition logit (``Z``) and emission logit (``V^T``) is free; with symbol features this
+        is the log-linear feature HMM of Berg-Kirkpatrick et al. (2010).  EM and ``"marginal"`` only,
+        random start; pair it with an ``l2`` penalty (docs/DENSEHMM.md, "Full logits").
     posterior_sparsity : float
         EM: ``sigma`` of the posterior-sparsity E-step (Graca et al. 2011): the token posteriors are
         projected so that each symbol uses few states before the M-step counts them
@@ -233,110 +210,13 @@ class DenseHMM(BaseHMM):
                    "cooc_steps", "mstep_steps", "n_iter", "tol", "finish", "finish_steps", "loss",
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
-                   "diagnostics_every", "l2", "mstep_dtype", "posterior_sparsity")
+                   "diagnostics_every", "l2", "mstep_dtype", "posterior_sparsity", "logits")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
 
-    # ---- hyper-parameter metadata (densehmm_core.hyperparams): the CLI options, the app's model form and
-    # the docs table are derived from it; defaults are read from __init__'s signature, never copied here
-    model_types = (
-        ModelType("dense_cooc", "dense", "cooc", "DenseHMM — direct co-occurrence", "Dense-cooc"),
-        ModelType("dense_em", "dense", "em", "DenseHMM — EM (gradient M-step)", "Dense-EM"),
-        ModelType("dense_cooc_em", "dense", "cooc_em", "DenseHMM — co-occurrence + EM", "Dense-cooc-EM"),
-        ModelType("dense_marginal", "dense", "marginal", "DenseHMM — likelihood (L-BFGS)",
-                  "Dense-marginal"),
-    )
-    hyper_params = (
-        HyperParam("n_states", int, "States n", "Number of hidden states n.", low=1, flag="--states",
-                   short="-n", metavar="N", group="model"),
-        HyperParam("dim", int, "Embedding length l", "Embedding length l.", low=1, flag="--dim", short="-l",
-                   metavar="L", group="model"),
-        HyperParam("n_symbols", int, "Symbols m", "Number of observable symbols m (from the data when not given).",
-                   low=1, group="model"),
-        HyperParam("fit_method", str, "Fit method", "Training scheme: direct co-occurrence fit, EM with a "
-                   "gradient M-step, the co-occurrence fit followed by EM from it, or L-BFGS on the likelihood "
-                   "itself (marginal).", choices=FIT_METHODS,
-                   flag="--method", group="model"),
-        HyperParam("seed", int, "Seed", "Seeds the initialisation (restart r uses [seed, r]).", low=0,
-                   group="model"),
-        HyperParam("preset", str, "Settings", "Where options left unset come from: the measured defaults or "
-                   "the paper's settings.", choices=tuple(PRESETS), group="model"),
-        HyperParam("lr", float, "Learning rate", "Adam learning rate (cooc: start of the cosine schedule; em: "
-                   "the M-step's).", methods=("cooc", "em", "cooc_em"), low=0, low_open=True, high=1e6, flag="--lr",
-                   metavar="RATE", form=True, log=True),
-        HyperParam("lr_final", float, "Final learning rate", "Learning rate at the end of the cosine schedule.",
-                   methods=("cooc", "cooc_em"), low=0, low_open=True),
-        HyperParam("cooc_steps", int, "Adam steps", "Maximum Adam steps of the co-occurrence fit.",
-                   methods=("cooc", "cooc_em"), low=1, high=10_000_000, flag="--steps", metavar="K", form=True,
-                   step=100),
-        HyperParam("n_iter", int, "EM iterations", "Maximum EM iterations (marginal: L-BFGS iterations).",
-                   methods=("em", "cooc_em", "marginal"), low=1,
-                   high=10_000_000, flag="--iter", metavar="K", form=True),
-        HyperParam("mstep_steps", int, "Adam steps per M-step", "Adam steps per M-step.",
-                   methods=("em", "cooc_em"), low=1, high=100_000, flag="--mstep-steps", metavar="K", form=True),
-        HyperParam("mstep_dtype", str, "M-step precision", "Floating-point type of EM's M-step (the Adam "
-                   "steps on -Q: parameters, gradient, Adam's moments; the E-step, the likelihoods and the model's "
-                   "matrices stay float64). float32 (the default; the paper preset: float64) halves the M-step's "
-                   "time and gives the same tagging scores (docs/PERFORMANCE.md).",
-                   methods=("em", "cooc_em"), choices=MSTEP_DTYPES, flag="--mstep-dtype"),
-        HyperParam("tol", float, "Tolerance", "Early stopping: cooc, the relative loss improvement of a chunk; "
-                   "em and marginal, the relative change of the training log-likelihood, the rule of every EM fit "
-                   "(0: never).",
-                   low=0, high=1,
-                   flag="--tol", metavar="TOL", form=True, log=True),
-        HyperParam("finish", str, "Finish", "Second-order finish after the Adam phase (Levenberg-Marquardt, "
-                   "L-BFGS, auto = by problem size, none).", methods=("cooc", "cooc_em"),
-                   choices=("auto", "lm", "lbfgs", "none"), flag="--finish"),
-        HyperParam("finish_steps", int, "Finish steps", "Maximum iterations of the finish (0: none).",
-                   methods=("cooc", "cooc_em"), low=0, flag="--finish-steps", metavar="K"),
-        HyperParam("loss", str, "Loss", "Co-occurrence loss: normalised or raw squared Frobenius norm.",
-                   methods=("cooc", "cooc_em"), choices=("normalized", "frobenius")),
-        HyperParam("restarts", int, "Restarts", "Seeded restarts; the best run is kept.", low=1, high=100,
-                   flag="--restarts", metavar="R", form=True, group="model"),
-        HyperParam("stationary_grad", bool, "Stationary gradient", "Differentiate through the stationary "
-                   "distribution (False: a constant each step, as the paper's code).", methods=("cooc", "cooc_em")),
-        HyperParam("device", str, "Device", "Where training runs: auto, cpu, gpu or a device string such as "
-                   "/GPU:1; EM runs wholly there (E-step, M-step, diagnostics) with CuPy when CuPy works on that "
-                   "GPU, else numpy on the CPU; the co-occurrence fits' TensorFlow steps run there too; cpu never "
-                   "touches a GPU.", flag="--device", group="model"),
-        HyperParam("snapshot_every", int, "Snapshot every", "A parameter snapshot in every this many progress "
-                   "steps (cooc: Adam steps, em: iterations).", low=1),
-        HyperParam("chunk", int, "Chunk", "Adam steps per progress event and early-stopping check (run as "
-                   "compiled calls of about 0.15 s, a cancel check after each).", low=1),
-        HyperParam("init_method", str, "Start", "How training starts. spectral (the default; the paper preset: "
-                   "random): V and W from the training data's context counts (each symbol's neighbours "
-                   "counted, reduced by an SVD, frequent symbols clustered by k-means); restarts differ in "
-                   "their k-means starts; where the data has no adjacent pairs or fewer symbols than states "
-                   "the fit starts randomly and says why. random: normal embeddings (Init scale).",
-                   choices=INIT_METHODS,
-                   flag="--init", form=True, group="model"),
-        HyperParam("init_scale", float, "Init scale", "Standard deviation of the random initial embeddings "
-                   "(all of U, Z, W, V with a random start; U, Z and z_start with a spectral one; default 0.2, "
-                   "the paper preset 1).", low=0,
-                   low_open=True, high=100, flag="--init-scale", metavar="S", form=True, group="model", step=0.1),
-        HyperParam("param_limit", float, "Parameter limit", "Divergence guard on the embeddings' magnitude.",
-                   low=0, low_open=True),
-        HyperParam("jit", bool, "XLA", "XLA-compile the co-occurrence fit's Adam loops (faster steps, a "
-                   "compilation first).", methods=("cooc", "cooc_em")),
-        HyperParam("engine", str, "Engine", "Inference engine of the E-step and scoring.",
-                   choices=("auto", "numpy", "cupy")),
-        HyperParam("symbol_features", str, "Symbol features", "Registered symbol features (e.g. orthographic: "
-                   "word form, suffixes, capitals, digits, hyphens; for words read without lower-casing).",
-                   flag="--symbol-features", metavar="NAME", group="model"),
-        HyperParam("sparse_cooc", bool, "Sparse co-occurrence", "Co-occurrence fit on the observed pairs only "
-                   "(default: above 1000 symbols or with symbol features).", methods=("cooc", "cooc_em")),
-        HyperParam("diagnostics_every", int, "Diagnostics every", "EM: the co-occurrence MAD and the test NLL "
-                   "every this many iterations (and on the first and the last).",
-                   methods=("em", "cooc_em", "marginal"), low=1, flag="--diagnostics-every", metavar="K"),
-        HyperParam("l2", float, "L2 penalty", "Weight of the L2 penalty: l2/2 times the squared norm of all "
-                   "embeddings (features included), added to EM's M-step loss (-Q per token) and to the direct "
-                   "fit's NLL per token (0: none).",
-                   methods=("em", "cooc_em", "marginal"), low=0, high=1e6, flag="--l2", metavar="LAMBDA",
-                   form=True, log=True),
-        HyperParam("posterior_sparsity", float, "Posterior sparsity", "sigma of the posterior-sparsity E-step "
-                   "(Graca et al. 2011): each symbol's token posteriors are projected to use few states (an "
-                   "L1/Linf penalty) before the M-step counts them (0: the plain E-step).",
-                   methods=("em", "cooc_em"), low=0, high=1000, flag="--posterior-sparsity", metavar="SIGMA"),
-    )
+    # ---- hyper-parameter metadata (densehmm_core.hyperparams, written in densehmm_core.dense_hyper): the CLI
+    # options, the app's model form and the docs table are derived from it
+    model_types = DENSE_MODEL_TYPES
+    hyper_params = DENSE_HYPER_PARAMS
 
     def __init__(self, n_states: int, dim: int, n_symbols: Optional[int] = None,
                  fit_method: str = "cooc", seed: Optional[int] = None, *, preset: str = "default",
@@ -351,7 +231,8 @@ class DenseHMM(BaseHMM):
                  param_limit: float = 1e4, jit: bool = False, engine: str = "auto",
                  symbol_features: Optional[str] = None, sparse_cooc: Optional[bool] = None,
                  init_method: Optional[str] = None, diagnostics_every: int = DIAGNOSTICS_EVERY,
-                 l2: float = 0.0, mstep_dtype: Optional[str] = None, posterior_sparsity: float = 0.0) -> None:
+                 l2: float = 0.0, mstep_dtype: Optional[str] = None, posterior_sparsity: float = 0.0,
+                 logits: str = "dense") -> None:
         super().__init__(n_states, n_symbols=n_symbols, seed=seed, engine=engine, device=device)
         if int(dim) < 1:
             raise ValueError("dim (embedding length l) must be >= 1")
@@ -389,6 +270,10 @@ class DenseHMM(BaseHMM):
             raise ValueError(f"mstep_dtype must be one of {MSTEP_DTYPES}, got {mstep_dtype!r}")
         self.mstep_dtype = mstep_dtype
         self.posterior_sparsity = check_sparsity(posterior_sparsity)
+        if logits not in LOGITS:
+            raise ValueError(f"logits must be one of {LOGITS}, got {logits!r}")
+        self.logits = logits
+        self._check_logits(fit_method)
         self.param_limit = float(param_limit)
         self.jit = bool(jit)
         if symbol_features is not None:
@@ -407,6 +292,20 @@ class DenseHMM(BaseHMM):
         self.evaluations_ = 0
 
     # ------------------------------------------------------------ settings
+    def _check_logits(self, method: str) -> None:
+        """``logits="full"``: ``U = W =`` the n x n identity, so ``l = n``; EM and the direct fit only
+        (the co-occurrence fits run in TensorFlow on dense kernels); a random start."""
+        if self.logits != "full":
+            return
+        if method not in ("em", "marginal"):
+            raise ValueError(f"logits='full' trains by fit_method 'em' or 'marginal', not {method!r}")
+        if self.dim != self.n_states:
+            raise ValueError(f"logits='full' needs dim = n_states ({self.n_states}): U and W are the n x n "
+                             f"identity; got dim={self.dim}")
+        if self.init_method == "spectral":
+            raise ValueError("logits='full' starts randomly (init_method='random'): the spectral start "
+                             "gives dense kernels")
+
     def hyper(self, method: Optional[str] = None) -> dict:
         """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
         method = method or self.fit_method
@@ -421,6 +320,8 @@ class DenseHMM(BaseHMM):
             if val is not None and key in base and (
                     not cooc_phase or key in COOC_ONLY_KEYS + ("restarts", "init_method", "init_scale")):
                 base[key] = val
+        if self.logits == "full" and self.init_method is None:
+            base["init_method"] = "random"
         if method == "cooc":
             base["snapshot_every"] = self.snapshot_every or 1000
         else:
@@ -440,11 +341,13 @@ class DenseHMM(BaseHMM):
 
     @property
     def n_parameters(self) -> int:
-        """Free parameters of the embeddings: ``l (3n + m + 1)``."""
+        """Free parameters of the embeddings: ``l (3n + m + 1 + F)`` (``F`` symbol features); with
+        ``logits="full"`` (``U``, ``W`` fixed) ``n (n + m + 1 + F)``."""
         if self.n_symbols is None:
             raise RuntimeError("n_symbols is unknown until the model is fitted or given n_symbols")
         n_feat = 0 if self.features_ is None else self.features_.n_features
-        return self.dim * (3 * self.n_states + self.n_symbols + 1 + n_feat)
+        kernels = self.n_states if self.logits == "full" else 3 * self.n_states
+        return self.dim * (kernels + self.n_symbols + 1 + n_feat)
 
     @property
     def needs_tensorflow(self) -> bool:
@@ -553,6 +456,7 @@ class DenseHMM(BaseHMM):
             self.seed_used_ = cast(int, np.random.SeedSequence().entropy) % (2 ** 63)
         else:
             self.seed_used_ = int(self.seed)
+        self._check_logits(method or self.fit_method)
         h = self.hyper(method)
         nr = int(h["restarts"] if restarts is None else restarts)
         if nr < 1:
@@ -708,7 +612,10 @@ class DenseHMM(BaseHMM):
                 return layout.pack(emb), note
             note = f"random ({why})"
             yield StartStep("random", 1.0, why, note)
-        return layout.pack(init_embeddings(layout.n, layout.m, layout.l, self._rng(restart), scale)), note
+        emb = init_embeddings(layout.n, layout.m, layout.l, self._rng(restart), scale)
+        if self.logits == "full":
+            emb["U"] = emb["W"] = np.eye(layout.n)
+        return layout.pack(emb), note
 
     # ......................................................... cooc scheme
     def _iter_cooc(self, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[ProgressEvent]:

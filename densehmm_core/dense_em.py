@@ -31,7 +31,8 @@ class DenseEMHooks(EMHooks):
         from .dense_mstep import MStep
         self.model, self.layout, self.h, self.init = model, layout, h, init
         self.engine, self.backend = engine, engine.backend
-        self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype())
+        self.mstep_ = MStep(layout, engine.backend, l2=model.l2, dtype=self.mstep_dtype(),
+                            fixed_kernels=model.logits == "full")
         self.sparsity = sparsity_estep(model.posterior_sparsity)
         self.ntok = float(n_tokens(seqs))
         self.seqs, self.pairs, self.bounds = seqs, None, None   # pairs: counted by the first start_steps

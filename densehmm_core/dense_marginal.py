@@ -88,7 +88,7 @@ class MarginalLBFGS:
             p.f, p.g = math.inf, None
             return p
         _, g = ms.loss_and_grad(p.theta, st.start, st.trans, st.emit, self.ntok)
-        checks = ms.backend.to_host(xp.stack([xp.vdot(p.theta, p.theta), xp.max(xp.abs(g))]))
+        checks = ms.backend.to_host(xp.stack([ms.free_sq(p.theta), xp.max(xp.abs(g))]))
         f = -p.ll / self.ntok + 0.5 * ms.l2 * float(checks[0])
         p.f, p.g = (f, g) if np.isfinite(float(checks[1])) else (math.inf, None)
         return p

@@ -61,15 +61,20 @@ class MStep:
         Where the arrays live (the E-step engine's backend).
     l2 : float
         Weight of the L2 penalty ``(l2/2) ||theta||^2`` added to the loss (0: none).
+    fixed_kernels : bool
+        ``logits="full"``: ``U`` and ``W`` are fixed (the identity): their gradient is zero (so Adam and
+        L-BFGS leave them exactly as they are) and the penalty leaves them out.
     """
 
-    def __init__(self, layout, backend, l2: float = 0.0, dtype: Any = np.float64) -> None:
+    def __init__(self, layout, backend, l2: float = 0.0, dtype: Any = np.float64,
+                 fixed_kernels: bool = False) -> None:
         if not (np.isfinite(l2) and l2 >= 0):
             raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise ValueError(f"the M-step's dtype must be float32 or float64, got {self.dtype}")
         self.l2 = float(l2)
+        self.fixed_kernels = bool(fixed_kernels)
         self.layout = layout
         self.backend = backend
         self.xp = xp = backend.xp
@@ -184,9 +189,21 @@ class MStep:
         if self.nf:
             g[c[5]:c[6]].reshape(self.nf, l)[...] = self.ST @ gV
         if self.l2:
-            q -= 0.5 * self.l2 * xp.vdot(theta, theta)
+            q -= 0.5 * self.l2 * self.free_sq(theta)
             g += self.l2 * theta
+        if self.fixed_kernels:
+            g[c[0]:c[1]] = 0.0
+            g[c[2]:c[3]] = 0.0
         return -q, g
+
+    def free_sq(self, theta):
+        """``||theta||^2`` over the trained parameters (without ``U`` and ``W`` when they are fixed), a
+        0-d array of the backend: what the L2 penalty weighs."""
+        xp, c = self.xp, self._cuts
+        if not self.fixed_kernels:
+            return xp.vdot(theta, theta)
+        return xp.vdot(theta, theta) - xp.vdot(theta[c[0]:c[1]], theta[c[0]:c[1]]) \
+            - xp.vdot(theta[c[2]:c[3]], theta[c[2]:c[3]])
 
     def loss(self, theta, c_start, c_trans, c_emit, norm: float) -> float:
         """The loss alone, as a host float (computed in float64)."""
@@ -200,7 +217,7 @@ class MStep:
             return xp.vdot(C, X) - C.sum(axis=1) @ lse
 
         q = term(Z @ U.T, c_trans) + term((U @ zs)[None, :], c_start[None, :]) + term(W @ V.T, c_emit)
-        return float(-q / float(norm) + 0.5 * self.l2 * xp.vdot(theta, theta))
+        return float(-q / float(norm) + 0.5 * self.l2 * self.free_sq(theta))
 
     # ------------------------------------------------------------------ Adam
     def zeros(self) -> AdamMoments:

@@ -85,6 +85,7 @@ def add_reproduce_parser(subparsers) -> argparse.ArgumentParser:
 
 def _add_pos_induction(sub) -> None:
     """``reproduce pos-induction`` (issue 14): unsupervised POS induction scored against gold tags."""
+    from .pos_induction import MODELS as POS_MODELS
     text = ("unsupervised part-of-speech induction on words, scored against gold tags "
             "(M-1, 1-1, V-measure): Baum-Welch vs DenseHMM variants")
     sp = sub.add_parser("pos-induction", help=text, description=text + ".  See docs/RESULTS.md.")
@@ -97,9 +98,7 @@ def _add_pos_induction(sub) -> None:
     sp.add_argument("--quick", action="store_true",
                     help="smoke-test mode: 300 sentences, l=16, 1 seed, 5 iterations")
     sp.add_argument("--models", default=None,
-                    help="comma-separated subset of spectral-clusters,baum-welch,baum-welch-spectral,dense-em,"
-                         "dense-em-feat,dense-direct,cooc-em,dense-marginal,dense-marginal-feat,baum-welch-spectral-ps,"
-                         "dense-em-ps,dense-em-feat-ps (default: all)")
+                    help=f"comma-separated subset of {','.join(POS_MODELS)} (default: all)")
     sp.add_argument("--dims", default=None, metavar="L,...", help="embedding lengths (default 16,32,64)")
     sp.add_argument("--direct-dims", default=None, metavar="L,...",
                     help="embedding lengths of dense-direct and cooc-em (default: --dims)")
@@ -118,6 +117,9 @@ def _add_pos_induction(sub) -> None:
                     help="L2 penalty of every DenseHMM's objective, EM and direct fit alike (default 0)")
     sp.add_argument("--sparsity", type=float, default=None, metavar="SIGMA",
                     help="sigma of the posterior-sparsity E-step of the -ps models (default 1)")
+    sp.add_argument("--kappa", type=float, default=None, metavar="KAPPA",
+                    help="L2 penalty of the full-logit models on the total log-likelihood "
+                         "(l2 = KAPPA / tokens; default 1, Berg-Kirkpatrick et al.'s)")
     sp.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel runs (default 1)")
     sp.add_argument("--executor", choices=("thread", "process"), default="thread",
                     help="with --jobs > 1: threads or worker processes (default: thread)")
@@ -173,6 +175,11 @@ def _pos_handler(args) -> int:
             print("error: --l2 must be a finite number >= 0")
             return 2
         kw["l2"] = args.l2
+    if args.kappa is not None:
+        if not (args.kappa >= 0 and args.kappa < float("inf")):
+            print("error: --kappa must be a finite number >= 0")
+            return 2
+        kw["kappa"] = args.kappa
     if args.sparsity is not None:
         if not (args.sparsity > 0 and args.sparsity < float("inf")):
             print("error: --sparsity must be a finite number > 0")

@@ -28,9 +28,18 @@ Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
 ``spectral-clusters``  no HMM training: each word tagged by the argmax over states of the spectral
                     start's emission column ``B[:, w]`` (restart 0 of seed ``seed``, embedding
                     length l): the start every spectral model begins from, scored alone
+``dense-marginal-full-feat``  the log-linear feature HMM of Berg-Kirkpatrick et al. (2010):
+                    ``DenseHMM(n, n, logits="full", symbol_features="orthographic")`` (every
+                    transition and emission logit free, orthographic features, words as written),
+                    fit directly on the likelihood by L-BFGS, L2 penalty ``kappa`` on the *total*
+                    log-likelihood (``l2 = kappa / tokens``; their kappa = 1), random start
+``dense-em-full-feat``  the same model and penalty trained by EM (``steps`` Adam steps at ``lr`` per M-step)
+``full-start``      no training: each word tagged by the argmax over states of the full-logit rows'
+                    random start (restart 0 of seed ``seed``): what those rows begin from
 
-``l2`` (default 0) is the L2 penalty of every DenseHMM's objective (EM's M-step and the direct
-fit alike).  Rows record ``e_steps``: the E-steps of the fit (EM: ``n_iter + 1``; the direct
+``l2`` (default 0) is the L2 penalty of every dense-logit DenseHMM's objective (EM's M-step and the
+direct fit alike); the full-logit rows take ``kappa`` instead (their ``l`` is ``n``; the table shows
+"-").  Rows record ``e_steps``: the E-steps of the fit (EM: ``n_iter + 1``; the direct
 fit: every line-search trial point), for comparing CPU time per E-step.
 
 DenseHMMs start as ``init_method`` says (default ``"spectral"``: ``V`` and ``W`` from the
@@ -59,12 +68,14 @@ __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "forma
 
 MODELS = ("spectral-clusters", "baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct",
           "cooc-em", "dense-marginal", "dense-marginal-feat", "baum-welch-spectral-ps", "dense-em-ps",
-          "dense-em-feat-ps")
+          "dense-em-feat-ps", "full-start", "dense-em-full-feat", "dense-marginal-full-feat")
+#: Rows of the full-logit model (``DenseHMM(logits="full")``: l = n, penalty ``kappa``)
+FULL_MODELS = ("full-start", "dense-em-full-feat", "dense-marginal-full-feat")
 INIT_METHODS = ("spectral", "random")
 #: settings a resumed run must share with the runs already in its folder (the data and extra
 #: files by their content: size and SHA-256, never by their names)
 RESUME_KEYS = ("data_fingerprint", "extra_fingerprints", "n_states", "n_iter", "steps", "lr", "init_scale",
-               "init_method", "max_sequences", "quick", "l2", "sparsity")
+               "init_method", "max_sequences", "quick", "l2", "sparsity", "kappa")
 KEY = ("model", "dim", "seed")
 COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
                  "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason", "e_steps")
@@ -88,6 +99,7 @@ class PosSettings:
     init_method: str = "spectral"        # how the DenseHMMs start (densehmm_core.spectral) or "random"
     l2: float = 0.0                      # L2 penalty of the DenseHMMs' objectives (EM and direct fit)
     sparsity: float = 1.0                # sigma of the "-ps" rows' posterior-sparsity E-step
+    kappa: float = 1.0                   # L2 penalty of the full-logit rows on the total log-likelihood
     max_sequences: Optional[int] = None
     quick: bool = False
     direct_dims: Tuple[int, ...] = field(default=())  # l of the cooc-based models (default: dims)
@@ -101,11 +113,12 @@ class PosSettings:
                       "extra_fingerprints": tuple(d.get("extra_fingerprints", ()))})
 
     def result_settings(self) -> dict:
-        """What changes a run's result (rows carry model, l and seed).  ``sparsity`` only where a
-        model uses it (folders made before it existed keep their settings_id)."""
+        """What changes a run's result (rows carry model, l and seed).  ``sparsity`` and ``kappa`` only
+        where a model uses them (folders made before they existed keep their settings_id)."""
         d = self.to_dict()
-        keys = RESUME_KEYS if any(m.endswith("-ps") for m in self.models) else RESUME_KEYS[:-1]
-        return {k: d[k] for k in keys}
+        unused = {"sparsity": not any(m.endswith("-ps") for m in self.models),
+                  "kappa": not any(m in FULL_MODELS for m in self.models)}
+        return {k: d[k] for k in RESUME_KEYS if not unused.get(k, False)}
 
     @staticmethod
     def _id(settings: dict) -> str:
@@ -138,7 +151,7 @@ class PosSettings:
         return d
 
     def model_dims(self, model: str) -> Tuple[int, ...]:
-        if model.startswith("baum-welch"):
+        if model.startswith("baum-welch") or model in FULL_MODELS:
             return (0,)
         if model in ("dense-direct", "cooc-em") and self.direct_dims:
             return tuple(self.direct_dims)
@@ -175,6 +188,8 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
         return "dense", dict(base, **marginal)
     if model == "dense-marginal-feat":
         return "dense", dict(base, symbol_features="orthographic", **marginal)
+    if model in FULL_MODELS:
+        return "dense", full_config(s, model, n, seed)
     if model == "dense-direct":
         kw: Dict[str, Any] = dict(cooc_steps=100, finish_steps=50) if s.quick else {}
         return "dense", dict(base, fit_method="cooc", sparse_cooc=True, snapshot_every=10 ** 9, **kw)
@@ -184,11 +199,24 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
     raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
 
 
+def full_config(s: PosSettings, model: str, n: int, seed: int, n_tokens: Optional[int] = None) -> Dict[str, Any]:
+    """The configuration of a full-logit row (``l2 = kappa / n_tokens``, filled in by :func:`run_one` once
+    the corpus is read; ``full-start`` is the untrained ``dense-marginal-full-feat``)."""
+    cfg: Dict[str, Any] = dict(n_states=n, dim=n, seed=seed, logits="full", symbol_features="orthographic",
+                               init_method="random", init_scale=s.init_scale, tol=0.0, snapshot_every=10 ** 9,
+                               n_iter=s.n_iter)
+    if n_tokens is not None:
+        cfg["l2"] = s.kappa / n_tokens
+    if model == "dense-em-full-feat":
+        return dict(cfg, fit_method="em", mstep_steps=s.steps, lr=s.lr)
+    return dict(cfg, fit_method="marginal")
+
+
 def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> List[dict]:
     """Train one model and score it: one result row."""
     from ..metrics import tagging_scores
     s = PosSettings.from_dict(settings)
-    corpus = _load(s, lowercase=not model.endswith(("-feat", "-feat-ps")))
+    corpus = _load(s, lowercase=not model.endswith(("-feat", "-feat-ps")) and model not in FULL_MODELS)
     n = s.n_states or corpus.n_tags
     gold = corpus.labelled()
     if model == "spectral-clusters":
@@ -198,9 +226,17 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
         cols = est.emissionprob_.argmax(axis=0)
         pred = [cols[np.asarray(x)] for x in gold.sequences]
         e_steps = 0
+    elif model == "full-start":
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        est = full_start(corpus, full_config(s, model, n, seed, corpus.n_tokens))
+        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        cols = est.emissionprob_.argmax(axis=0)
+        pred = [cols[np.asarray(x)] for x in gold.sequences]
+        e_steps = 0
     else:
         from ..registry import model_from_config
-        est = model_from_config(*model_config(s, model, dim, n, seed))
+        kind, cfg = model_config(s, model, dim, n, seed)
+        est = model_from_config(kind, dict(cfg, l2=s.kappa / corpus.n_tokens) if model in FULL_MODELS else cfg)
         cpu0, wall0 = time.process_time(), time.perf_counter()
         est.fit(corpus)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
@@ -213,6 +249,19 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
              "one_to_one": scores["one_to_one"], "v_measure": scores["v_measure"], "train_nll": nll,
              "fit_cpu_s": cpu, "fit_wall_s": wall, "stop_reason": getattr(est, "stop_reason_", ""),
              "e_steps": e_steps}]
+
+
+def full_start(corpus, cfg: Dict[str, Any]):
+    """A DenseHMM of configuration ``cfg`` holding the start its fit on ``corpus`` begins from (restart 0),
+    untrained."""
+    from ..dense import DenseHMM
+    from ..spectral import finish
+    est = DenseHMM(**cfg)
+    est.n_symbols, est.vocabulary = corpus.n_symbols, list(corpus.vocabulary)
+    h, _, layout = est._prepare_fit(None, True)
+    theta, _ = finish(est._start_steps(layout, 0, True, h))
+    est._adopt(theta, layout, stationary=False)
+    return est
 
 
 def spectral_start(seqs, n: int, dim: int, m: int, seed: int, init_scale: float):
@@ -231,7 +280,7 @@ def make_tasks(s: PosSettings):
     cost = {"baum-welch": 1.0, "baum-welch-spectral": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5,
             "dense-direct": 1.5, "cooc-em": 3.0, "dense-marginal": 1.5, "dense-marginal-feat": 2.0,
             "spectral-clusters": 0.1, "baum-welch-spectral-ps": 3.0, "dense-em-ps": 4.0,
-            "dense-em-feat-ps": 5.0}
+            "dense-em-feat-ps": 5.0, "full-start": 0.2, "dense-em-full-feat": 6.0, "dense-marginal-full-feat": 4.0}
     tasks = []
     for model in s.models:
         for dim in s.model_dims(model):
@@ -297,8 +346,8 @@ FLOAT_COLUMNS = ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit
 
 def check_resume(out: Path, s: PosSettings, store, report_only: bool = False) -> Optional[PosSettings]:
     """Refuse (:class:`~.runner.ResultFileError`) a folder whose runs were made with other result
-    settings (:data:`RESUME_KEYS`; ``sparsity`` only where both the folder and the command have
-    posterior-sparsity rows), whose settings file is missing, damaged or edited by hand.  Returns
+    settings (:data:`RESUME_KEYS`; ``sparsity`` and ``kappa`` only where both the folder and the command
+    have rows that use them), whose settings file is missing, damaged or edited by hand.  Returns
     the folder's recorded settings (None for a new folder); ``report_only``: they are not compared
     with the command's (the report is rebuilt from what the folder holds)."""
     from .runner import ResultFileError, read_settings_file, settings_differences
@@ -325,9 +374,10 @@ def check_resume(out: Path, s: PosSettings, store, report_only: bool = False) ->
     if report_only:
         return found[0]
     old, new = found[0].result_settings(), s.result_settings()
-    if ("sparsity" in old) != ("sparsity" in new):    # only one side has "-ps" rows: sigma changes none
-        old.pop("sparsity", None)
-        new.pop("sparsity", None)
+    for key in ("sparsity", "kappa"):     # only one side has rows that use it ("-ps", full logits): it changes none
+        if (key in old) != (key in new):
+            old.pop(key, None)
+            new.pop(key, None)
     diff = settings_differences(old, new)
     if diff:
         raise ResultFileError(out, "holds runs made with other settings: " + "; ".join(diff)
