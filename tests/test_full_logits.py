@@ -195,3 +195,20 @@ def test_cli_trains_full_logits_and_refuses_a_wrong_dim(tmp_path):
                          timeout=240)
     lines = [ln for ln in bad.stderr.splitlines() if ln.strip()]
     assert bad.returncode == 2 and len(lines) == 1 and "dim = n_states (3)" in lines[0], bad.stderr
+
+
+@pytest.mark.parametrize("folder", ["defaults", "scale0.01-iter200"])
+def test_committed_full_logit_folders_rebuild_their_tables(tmp_path, folder):
+    """The committed issue-26 folders (docs/RESULTS.md, "Full logits") rebuild the same table from their rows
+    with their own settings (no data file needed), and their settings pass the settings_id check."""
+    import shutil
+    from pathlib import Path
+
+    from densehmm_core.experiments.pos_induction import PosSettings, run_pos_induction
+    src = Path(__file__).resolve().parents[1] / "docs" / "results" / "pos-induction-full" / folder
+    out = tmp_path / folder
+    shutil.copytree(src, out)
+    (out / "pos_induction_table.md").unlink()
+    assert run_pos_induction(PosSettings(data="/nonexistent.mrg"), out, run=False, quiet=True) == 0
+    assert (out / "pos_induction_table.md").read_text() == (src / "pos_induction_table.md").read_text()
+    assert "| dense-marginal-full-feat | - | 5 |" in (src / "pos_induction_table.md").read_text()

@@ -34,6 +34,8 @@ Models (``MODELS``; ``n`` = number of gold tags unless ``n_states`` is given):
                     fit directly on the likelihood by L-BFGS, L2 penalty ``kappa`` on the *total*
                     log-likelihood (``l2 = kappa / tokens``; their kappa = 1), random start
 ``dense-em-full-feat``  the same model and penalty trained by EM (``steps`` Adam steps at ``lr`` per M-step)
+``dense-marginal-full``  ``dense-marginal-full-feat`` without the features (lower-cased words): a standard
+                    HMM's free logits with the same penalty, fit the same way (what the features add)
 ``full-start``      no training: each word tagged by the argmax over states of the full-logit rows'
                     random start (restart 0 of seed ``seed``): what those rows begin from
 
@@ -68,9 +70,9 @@ __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "forma
 
 MODELS = ("spectral-clusters", "baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct",
           "cooc-em", "dense-marginal", "dense-marginal-feat", "baum-welch-spectral-ps", "dense-em-ps",
-          "dense-em-feat-ps", "full-start", "dense-em-full-feat", "dense-marginal-full-feat")
+          "dense-em-feat-ps", "full-start", "dense-em-full-feat", "dense-marginal-full", "dense-marginal-full-feat")
 #: Rows of the full-logit model (``DenseHMM(logits="full")``: l = n, penalty ``kappa``)
-FULL_MODELS = ("full-start", "dense-em-full-feat", "dense-marginal-full-feat")
+FULL_MODELS = ("full-start", "dense-em-full-feat", "dense-marginal-full", "dense-marginal-full-feat")
 INIT_METHODS = ("spectral", "random")
 #: settings a resumed run must share with the runs already in its folder (the data and extra
 #: files by their content: size and SHA-256, never by their names)
@@ -202,9 +204,9 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
 def full_config(s: PosSettings, model: str, n: int, seed: int, n_tokens: Optional[int] = None) -> Dict[str, Any]:
     """The configuration of a full-logit row (``l2 = kappa / n_tokens``, filled in by :func:`run_one` once
     the corpus is read; ``full-start`` is the untrained ``dense-marginal-full-feat``)."""
-    cfg: Dict[str, Any] = dict(n_states=n, dim=n, seed=seed, logits="full", symbol_features="orthographic",
-                               init_method="random", init_scale=s.init_scale, tol=0.0, snapshot_every=10 ** 9,
-                               n_iter=s.n_iter)
+    cfg: Dict[str, Any] = dict(n_states=n, dim=n, seed=seed, logits="full", init_method="random",
+                               init_scale=s.init_scale, tol=0.0, snapshot_every=10 ** 9, n_iter=s.n_iter,
+                               symbol_features=None if model == "dense-marginal-full" else "orthographic")
     if n_tokens is not None:
         cfg["l2"] = s.kappa / n_tokens
     if model == "dense-em-full-feat":
@@ -216,7 +218,8 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
     """Train one model and score it: one result row."""
     from ..metrics import tagging_scores
     s = PosSettings.from_dict(settings)
-    corpus = _load(s, lowercase=not model.endswith(("-feat", "-feat-ps")) and model not in FULL_MODELS)
+    # the feature models read the words as written (the lower-cased form is one of their features)
+    corpus = _load(s, lowercase=not (model.endswith(("-feat", "-feat-ps")) or model == "full-start"))
     n = s.n_states or corpus.n_tags
     gold = corpus.labelled()
     if model == "spectral-clusters":
@@ -280,7 +283,8 @@ def make_tasks(s: PosSettings):
     cost = {"baum-welch": 1.0, "baum-welch-spectral": 1.0, "dense-em": 2.0, "dense-em-feat": 2.5,
             "dense-direct": 1.5, "cooc-em": 3.0, "dense-marginal": 1.5, "dense-marginal-feat": 2.0,
             "spectral-clusters": 0.1, "baum-welch-spectral-ps": 3.0, "dense-em-ps": 4.0,
-            "dense-em-feat-ps": 5.0, "full-start": 0.2, "dense-em-full-feat": 6.0, "dense-marginal-full-feat": 4.0}
+            "dense-em-feat-ps": 5.0, "full-start": 0.2, "dense-em-full-feat": 6.0, "dense-marginal-full": 3.0,
+            "dense-marginal-full-feat": 4.0}
     tasks = []
     for model in s.models:
         for dim in s.model_dims(model):
@@ -438,7 +442,8 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     from ..modelfile.safety import memory_budget
     from .comparison import run_memory
     n = s.n_states or corpus.n_tags
-    worst = max(run_memory(n, dim, "dense" if model.startswith("dense") or model == "cooc-em" else "standard",
+    worst = max(run_memory(n, n if model in FULL_MODELS else dim,        # full logits: l = n
+                           "dense" if model.startswith("dense") or model == "cooc-em" else "standard",
                            corpus.n_symbols, corpus.n_tokens) for model in s.models for dim in s.model_dims(model))
     if worst * max(1, jobs) > memory_budget():
         print(f"error: too large: the largest run (n={n}, m={corpus.n_symbols}, l up to {max(max(s.dims), 1)}) "
@@ -447,7 +452,8 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
               "to change it)", file=sys.stderr)
         return 2
     say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
-        f"lower-cased word types, {corpus.n_tags} gold tags, from {s.data}")
+        f"lower-cased word types (the feature models read them as written), {corpus.n_tags} gold tags, "
+        f"from {s.data}")
     _atomic_text(out / "pos_induction_settings.json",
                  json.dumps({**s.to_dict(), "settings_id": s.settings_id}, indent=2) + "\n")
     code = 0
