@@ -159,6 +159,7 @@ def model_config(spec: ModelSpec, n_symbols: int, device: Optional[str] = None) 
     for name, value in spec.options.items():
         if hyperparams.uses(cls, name, t.fit_method if t.kind == "dense" else None):
             cfg[name] = value
+    cfg.update(cls.fixed_options(cfg))     # e.g. full logits: l = n, random start (the form shows them fixed)
     return t.kind, cfg
 
 

@@ -306,6 +306,13 @@ class DenseHMM(BaseHMM):
             raise ValueError("logits='full' starts randomly (init_method='random'): the spectral start "
                              "gives dense kernels")
 
+    @classmethod
+    def fixed_options(cls, config: Dict[str, Any]) -> Dict[str, Any]:
+        """``logits="full"`` fixes ``dim`` to ``n_states`` and the start to random (:meth:`_check_logits`)."""
+        if config.get("logits") == "full":
+            return {"dim": int(config["n_states"]), "init_method": "random"}
+        return {}
+
     def hyper(self, method: Optional[str] = None) -> dict:
         """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
         method = method or self.fit_method

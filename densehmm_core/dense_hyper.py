@@ -145,7 +145,7 @@ DENSE_HYPER_PARAMS = (
                "full: U and W fixed to the identity (l = n), every transition and emission logit free; with "
                "symbol features the log-linear feature HMM of Berg-Kirkpatrick et al. (2010). Starts randomly; "
                "pair it with an L2 penalty.", choices=LOGITS, methods=("em", "marginal"), flag="--logits",
-               group="model"),
+               form=True, group="model"),
     HyperParam("posterior_sparsity", float, "Posterior sparsity", "sigma of the posterior-sparsity E-step "
                "(Graca et al. 2011): each symbol's token posteriors are projected to use few states (an "
                "L1/Linf penalty) before the M-step counts them (0: the plain E-step).",

@@ -163,6 +163,13 @@ class BaseHMM:
         return -2.0 * self.score(seqs) + self.n_parameters * np.log(n_tokens(seqs))
 
     # ------------------------------------------------------- configuration
+    @classmethod
+    def fixed_options(cls, config: Dict[str, Any]) -> Dict[str, Any]:
+        """The options that other options of ``config`` fix, with their values (none here; DenseHMM:
+        ``logits="full"`` fixes ``dim`` and ``init_method``).  A form shows them fixed and a
+        configuration built from a form takes them."""
+        return {}
+
     def get_config(self) -> dict:
         """The constructor's keyword arguments (JSON-able): ``type(self)(**cfg)`` rebuilds an
         equal, unfitted model.  Used by the HDF5 writer, the worker process and the app."""

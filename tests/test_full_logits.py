@@ -212,3 +212,36 @@ def test_committed_full_logit_folders_rebuild_their_tables(tmp_path, folder):
     assert run_pos_induction(PosSettings(data="/nonexistent.mrg"), out, run=False, quiet=True) == 0
     assert (out / "pos_induction_table.md").read_text() == (src / "pos_induction_table.md").read_text()
     assert "| dense-marginal-full-feat | - | 5 |" in (src / "pos_induction_table.md").read_text()
+
+
+def test_app_form_shows_what_full_logits_fix_and_builds_that_model(qtbot):
+    """The form's Logits field (from the core's metadata) is enabled for EM and the direct fit; with "full"
+    the core's ``fixed_options`` fix l to n and Start to random: shown, disabled, kept in step with n, and
+    the built model has them; back to "dense", l and Start are editable again."""
+    import os
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from app.modelspec import build_model
+    from app.panels.model_form import ModelForm
+    form = ModelForm()
+    qtbot.addWidget(form)
+    logits, start = form.fields["logits"], form.fields["init_method"]
+    form.kind.setCurrentIndex(form.kind.findData("dense_cooc"))
+    assert not logits.isEnabled()
+    form.kind.setCurrentIndex(form.kind.findData("dense_marginal"))
+    assert logits.isEnabled() and logits.currentData() == "dense" and form.l.isEnabled()
+    form.n.setValue(6)
+    form.l.setValue(2)
+    start.setCurrentIndex(start.findData("spectral"))
+    logits.setCurrentIndex(logits.findData("full"))
+    assert form.l.value() == 6 and not form.l.isEnabled() and "Fixed to n" in form.l.toolTip()
+    assert start.currentData() == "random" and not start.isEnabled()
+    form.n.setValue(7)
+    assert form.l.value() == 7
+    model, n_states, _ = build_model(form.spec(), 9)
+    cfg = model.get_config()
+    assert (cfg["logits"], cfg["dim"], cfg["init_method"], n_states) == ("full", 7, "random", 7)
+    logits.setCurrentIndex(logits.findData("dense"))
+    assert form.l.isEnabled() and start.isEnabled()
+    form.kind.setCurrentIndex(form.kind.findData("dense_em"))
+    logits.setCurrentIndex(logits.findData("full"))
+    assert build_model(form.spec(), 9)[0].get_config()["fit_method"] == "em" and not form.l.isEnabled()

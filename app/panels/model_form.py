@@ -149,9 +149,7 @@ class ModelForm(QWidget):
         self.n = QSpinBox(); self.n.setRange(1, 2000); self.n.setValue(5)
         self.n.setToolTip(hyperparams.hyper_param(model_class("dense"), "n_states").help)
         form.addRow("States n", self.n)
-        self.l = QSpinBox(); self.l.setRange(1, 1024); self.l.setValue(3)
-        self.l.setToolTip(hyperparams.hyper_param(model_class("dense"), "dim").help
-                          + " (A fair standard HMM: the l of the DenseHMM whose parameter count it matches.)")
+        self.l = QSpinBox(); self.l.setRange(1, 1024); self.l.setValue(3)   # its tooltip: _update_visibility
         self.l_label = QLabel("Embedding length l")
         form.addRow(self.l_label, self.l)
         self.n_fair = QLabel("—")
@@ -246,6 +244,9 @@ class ModelForm(QWidget):
         for w in self.fields.values():
             _changed_signal(w).connect(self.changed)
         self.fields["init_method"].currentIndexChanged.connect(self._update_words_hint)
+        # options another option fixes (full logits: l = n, random start): shown fixed, kept in step with n
+        self.fields["logits"].currentIndexChanged.connect(self._update_visibility)
+        self.n.valueChanged.connect(self._update_fixed)
         self.preset.currentIndexChanged.connect(self._kind_changed)
         every = {k: v for name in type_labels() for k, v in type_defaults(name, "default").items()}
         self.set_spec(ModelSpec(model_type=DEFAULT_TYPE, preset="default",
@@ -288,6 +289,7 @@ class ModelForm(QWidget):
             start = name in ("init_method", "init_scale")
             if (self._params[name][cls].group == "training" or start) and value is not None:
                 _set_value(self.fields[name], value)
+        self._update_fixed()
 
     # ------------------------------------------------------------------ sweep
     def sweep_pairs(self):
@@ -393,6 +395,8 @@ class ModelForm(QWidget):
         dense = t.kind == "dense"
         self.l.setEnabled(dense or t.fair)
         self.l_label.setEnabled(dense or t.fair)
+        self.l.setToolTip(hyperparams.hyper_param(model_class("dense"), "dim").help
+                          + " (A fair standard HMM: the l of the DenseHMM whose parameter count it matches.)")
         self.preset.setEnabled(dense)
         for name, per_class in self._params.items():
             used = hyperparams.uses(cls, name, t.fit_method if dense else None)
@@ -403,6 +407,32 @@ class ModelForm(QWidget):
             users = ", ".join(c.kind + (f" ({', '.join(h.methods)})" if h.methods else "")
                               for c, h in per_class.items())
             self.fields[name].setToolTip(f"{hp.help}\n\nUsed by: {users} models (option {name}).")
+        self._update_fixed()
+
+    def fixed_options(self) -> Dict[str, Any]:
+        """The options the form's other values fix for the current model type (the core says which:
+        ``fixed_options`` of its estimator; full logits fix l and Start)."""
+        t = model_type(self.kind.currentData())
+        cls = model_class(t.kind)
+        method = t.fit_method if t.kind == "dense" else None
+        cfg: Dict[str, Any] = {"n_states": self.n.value()}
+        cfg.update({name: _value(w) for name, w in self.fields.items() if hyperparams.uses(cls, name, method)})
+        return cls.fixed_options(cfg)
+
+    def _update_fixed(self) -> None:
+        """Show the fixed options with their values, disabled; ``_update_visibility`` enabled the rest."""
+        fixed = self.fixed_options()
+        if "dim" in fixed:
+            self.l.setValue(int(fixed["dim"]))
+            self.l.setEnabled(False)
+            self.l_label.setEnabled(False)
+            self.l.setToolTip(f"Fixed to n by Logits = {_value(self.fields['logits'])}.")
+        for name, value in fixed.items():
+            if name in self.fields:
+                _set_value(self.fields[name], value)
+                self.fields[name].setEnabled(False)
+                self.field_labels[name].setEnabled(False)
+                self.fields[name].setToolTip(f"Fixed to {value} by Logits = {_value(self.fields['logits'])}.")
 
     def _update_fair(self) -> None:
         if self._m is None:
