@@ -177,13 +177,16 @@ def build_model(spec: ModelSpec, n_symbols: int, device: Optional[str] = None):
 def sweep_grid(spec: ModelSpec, repeats: int, grid: Optional[grid_mod.Grid] = None) -> List[ModelSpec]:
     """The form's values over ``grid`` ((n, l) pairs; default: the paper's), ``repeats`` seeds each.
 
-    For a plain standard HMM (which has no l) only the distinct n values are repeated.
+    For a plain standard HMM (which has no l), and where the core fixes l by another option (full
+    logits: l = n), only the distinct n values are repeated, each with that l.
     """
     specs = []
     plain_standard = not spec.is_dense and not spec.fair
     pairs = PAPER_GRID if grid is None else tuple(grid)
     if plain_standard:
         pairs = tuple((n, spec.l) for n in dict.fromkeys(n for n, _ in pairs))
+    elif "dim" in model_class(spec.kind).fixed_options(model_config(spec, 1)[1]):
+        pairs = tuple((n, n) for n in dict.fromkeys(n for n, _ in pairs))
     for n, l in pairs:
         for r in range(int(repeats)):
             specs.append(dataclasses.replace(spec, n=n, l=l, seed=int(spec.seed) + r,

@@ -245,3 +245,13 @@ def test_app_form_shows_what_full_logits_fix_and_builds_that_model(qtbot):
     form.kind.setCurrentIndex(form.kind.findData("dense_em"))
     logits.setCurrentIndex(logits.findData("full"))
     assert build_model(form.spec(), 9)[0].get_config()["fit_method"] == "em" and not form.l.isEnabled()
+
+
+def test_a_sweep_with_full_logits_trains_each_n_once_per_seed():
+    """Full logits fix l = n: a sweep over (n, l) pairs trains each n once per seed, with l = n."""
+    from app.modelspec import ModelSpec, sweep_grid
+    spec = ModelSpec(model_type="dense_marginal", n=3, l=2, seed=5, options={"logits": "full", "init_method": "random"})
+    got = [(s.n, s.l, s.seed) for s in sweep_grid(spec, 2, ((3, 1), (3, 2), (5, 2)))]
+    assert got == [(3, 3, 5), (3, 3, 6), (5, 5, 5), (5, 5, 6)]
+    dense = ModelSpec(model_type="dense_marginal", n=3, l=2, seed=5, options={"logits": "dense"})
+    assert [(s.n, s.l) for s in sweep_grid(dense, 1, ((3, 1), (3, 2)))] == [(3, 1), (3, 2)]
