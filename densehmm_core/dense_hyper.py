@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+from .features import FEATURE_FUNCTIONS
 from .hyperparams import HyperParam, ModelType
 
 __all__ = ["PRESETS", "DENSE_MODEL_TYPES", "DENSE_HYPER_PARAMS", "FIT_METHODS", "MSTEP_DTYPES", "INIT_METHODS",
@@ -130,7 +131,8 @@ DENSE_HYPER_PARAMS = (
                choices=("auto", "numpy", "cupy")),
     HyperParam("symbol_features", str, "Symbol features", "Registered symbol features (e.g. orthographic: "
                "word form, suffixes, capitals, digits, hyphens; for words read without lower-casing).",
-               flag="--symbol-features", metavar="NAME", group="model"),
+               choices=tuple(FEATURE_FUNCTIONS), optional=True, flag="--symbol-features", metavar="NAME",
+               form=True, group="model"),
     HyperParam("sparse_cooc", bool, "Sparse co-occurrence", "Co-occurrence fit on the observed pairs only "
                "(default: above 1000 symbols or with symbol features).", methods=("cooc", "cooc_em")),
     HyperParam("diagnostics_every", int, "Diagnostics every", "EM: the co-occurrence MAD and the test NLL "

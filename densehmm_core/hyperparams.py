@@ -39,6 +39,7 @@ class HyperParam:
     high: Optional[float] = None       #: largest value allowed (numbers; also the form's range)
     low_open: bool = False             #: the value must be strictly above ``low``
     choices: Tuple[str, ...] = ()      #: allowed values (strings)
+    optional: bool = False             #: None is allowed too (the form lists it first, as "none")
     flag: Optional[str] = None         #: command-line option of ``densehmm train`` (None: none)
     short: Optional[str] = None        #: its one-letter alias (``-n``)
     metavar: Optional[str] = None      #: its placeholder in ``--help``
@@ -127,8 +128,8 @@ def uses(cls, name: str, fit_method: Optional[str] = None) -> bool:
 
 def check_value(hp: HyperParam, value: Any) -> Optional[str]:
     """Why ``value`` is not allowed for ``hp`` (``None`` when it is), e.g. "must be > 0 and finite"."""
-    if hp.choices and value not in hp.choices:
-        return f"must be one of {', '.join(hp.choices)}, got {value!r}"
+    if hp.choices and value not in hp.choices and not (hp.optional and value is None):
+        return f"must be one of {', '.join(hp.choices)}{' or none' if hp.optional else ''}, got {value!r}"
     if hp.type in (int, float) and value is not None:
         v = float(value)
         if not math.isfinite(v):
@@ -238,7 +239,7 @@ def options_from_cli(args: Any, cls: Any, fit_method: Optional[str], classes: Se
 
 def _range(hp: HyperParam) -> str:
     if hp.choices:
-        return ", ".join(f"`{c}`" for c in hp.choices)
+        return ", ".join(f"`{c}`" for c in hp.choices) + (", none" if hp.optional else "")
     if hp.type is bool:
         return "true / false"
     lo = "" if hp.low is None else f"{'>' if hp.low_open else '>='} {_num(hp.low)}"

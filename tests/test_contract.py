@@ -184,7 +184,7 @@ def test_shared_maths_against_hand_computed_values():
 # ------------------------------------------------------------------ the app's form mapping
 FORM_VALUES = {"lr": 0.0123, "cooc_steps": 77, "n_iter": 78, "mstep_steps": 9, "tol": 1e-5, "restarts": 3,
                "init_method": "spectral", "init_scale": 0.25, "emission_pseudocount": 0.125, "l2": 0.0625,
-               "logits": "dense"}
+               "logits": "dense", "symbol_features": "orthographic"}
 
 
 @pytest.mark.parametrize("kind", ["dense_cooc", "dense_em", "dense_cooc_em", "dense_marginal", "standard",

@@ -255,3 +255,29 @@ def test_a_sweep_with_full_logits_trains_each_n_once_per_seed():
     assert got == [(3, 3, 5), (3, 3, 6), (5, 5, 5), (5, 5, 6)]
     dense = ModelSpec(model_type="dense_marginal", n=3, l=2, seed=5, options={"logits": "dense"})
     assert [(s.n, s.l) for s in sweep_grid(dense, 1, ((3, 1), (3, 2)))] == [(3, 1), (3, 2)]
+
+
+def test_app_form_sets_symbol_features_and_keeps_none(qtbot):
+    """The Symbol features field (the core's registered feature functions, and none): none by default; the
+    best part-of-speech model of docs/RESULTS.md (full logits, orthographic features, the direct fit) is built
+    from the form; a spec with none sets the field back to none."""
+    import os
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from app.modelspec import build_model
+    from app.panels.model_form import ModelForm
+    from densehmm_core.features import FEATURE_FUNCTIONS
+    form = ModelForm()
+    qtbot.addWidget(form)
+    field = form.fields["symbol_features"]
+    assert [field.itemText(i) for i in range(field.count())] == ["none", *FEATURE_FUNCTIONS]
+    assert field.currentData() is None and build_model(form.spec(), 9)[0].symbol_features is None
+    form.kind.setCurrentIndex(form.kind.findData("dense_marginal"))
+    form.n.setValue(5)
+    form.fields["logits"].setCurrentIndex(form.fields["logits"].findData("full"))
+    field.setCurrentIndex(field.findData("orthographic"))
+    cfg = build_model(form.spec(), 9)[0].get_config()
+    assert (cfg["symbol_features"], cfg["logits"], cfg["dim"], cfg["fit_method"]) == ("orthographic", "full", 5,
+                                                                                      "marginal")
+    spec = form.spec()
+    form.set_spec(spec.__class__(**{**spec.__dict__, "options": {**spec.options, "symbol_features": None}}))
+    assert field.currentData() is None

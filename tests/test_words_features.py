@@ -91,7 +91,7 @@ def test_cli_train_with_symbol_features_and_cooc_em(tmp_path, capsys):
     rc = main(["train", str(WORDS), "--observe", "words", "--model", "dense", "--symbol-features", "nope",
                "--states", "3", "--dim", "2", "--out", str(tmp_path / "x.h5")])
     assert rc == 2
-    assert "unknown 'nope'" in capsys.readouterr().err
+    assert "invalid choice: 'nope' (choose from 'orthographic')" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("method", ["em", "cooc"])

@@ -63,6 +63,8 @@ def option_widget(hp) -> QWidget:
     its range (steps of x10 for ``log`` ones), a choice, or a check box."""
     if hp.choices:
         w = QComboBox()
+        if hp.optional:
+            w.addItem("none", None)
         for c in hp.choices:
             w.addItem(c, c)
         return w
@@ -97,7 +99,7 @@ def _value(w: QWidget) -> Any:
 
 def _set_value(w: QWidget, v: Any) -> None:
     if isinstance(w, QComboBox):
-        i = w.findData(v)
+        i = next((k for k in range(w.count()) if w.itemData(k) is None), -1) if v is None else w.findData(v)
         if i >= 0:
             w.setCurrentIndex(i)
     elif isinstance(w, QCheckBox):
@@ -271,7 +273,7 @@ class ModelForm(QWidget):
         self.n.setValue(int(spec.n)); self.l.setValue(int(spec.l))
         self.seed.setValue(int(spec.seed))
         for name, value in spec.options.items():
-            if name in self.fields and value is not None:
+            if name in self.fields and (value is not None or next(iter(self._params[name].values())).optional):
                 _set_value(self.fields[name], value)
         j = self.device.findData(spec.device)
         if j >= 0:
