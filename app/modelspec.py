@@ -131,8 +131,10 @@ class ModelSpec:
         # always named (the core's default is spectral; the paper's settings start randomly)
         start = self.options.get("init_method") or type_defaults(self.model_type, self.preset).get("init_method")
         start = f" {start}" if start else ""
-        if self.is_dense:
-            return f"{short} n={n} l={self.l} seed={self.seed}{start}"
+        if self.is_dense:      # the options that change the model itself are named too
+            full = " full logits" if self.options.get("logits") == "full" else ""
+            feats = f" +{self.options['symbol_features']}" if self.options.get("symbol_features") else ""
+            return f"{short} n={n} l={self.l} seed={self.seed}{start}{full}{feats}"
         if self.fair:
             return f"{short} n'={n} (n={self.n}, l={self.l}) seed={self.seed}{start}"
         return f"{short} n={n} seed={self.seed}{start}"

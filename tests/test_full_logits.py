@@ -278,6 +278,7 @@ def test_app_form_sets_symbol_features_and_keeps_none(qtbot):
     cfg = build_model(form.spec(), 9)[0].get_config()
     assert (cfg["symbol_features"], cfg["logits"], cfg["dim"], cfg["fit_method"]) == ("orthographic", "full", 5,
                                                                                       "marginal")
+    assert form.spec().label() == "Dense-marginal n=5 l=5 seed=0 random full logits +orthographic"
     spec = form.spec()
     form.set_spec(spec.__class__(**{**spec.__dict__, "options": {**spec.options, "symbol_features": None}}))
     assert field.currentData() is None
