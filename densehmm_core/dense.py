@@ -352,7 +352,11 @@ class DenseHMM(BaseHMM):
         ``logits="full"`` (``U``, ``W`` fixed) ``n (n + m + 1 + F)``."""
         if self.n_symbols is None:
             raise RuntimeError("n_symbols is unknown until the model is fitted or given n_symbols")
-        n_feat = 0 if self.features_ is None else self.features_.n_features
+        n_feat = 0
+        if self.features_ is not None:
+            n_feat = self.features_.n_features
+        elif self._embeddings is not None and self._embeddings.get("feature_V") is not None:
+            n_feat = len(self._embeddings["feature_V"])      # parameters taken from a snapshot or a file
         kernels = self.n_states if self.logits == "full" else 3 * self.n_states
         return self.dim * (kernels + self.n_symbols + 1 + n_feat)
 

@@ -282,3 +282,15 @@ def test_app_form_sets_symbol_features_and_keeps_none(qtbot):
     spec = form.spec()
     form.set_spec(spec.__class__(**{**spec.__dict__, "options": {**spec.options, "symbol_features": None}}))
     assert field.currentData() is None
+
+
+def test_parameter_count_includes_the_features_of_a_snapshot():
+    """A model that got its parameters from a progress snapshot (as the app's job rows do) counts the feature
+    vectors although it never built the incidence itself."""
+    model = _model(fit_method="marginal", n_iter=2, l2=0.01)
+    events = list(model.iter_fit(_seqs(4)))
+    copy = DenseHMM(3, 3, n_symbols=len(WORDS), fit_method="marginal", logits="full",
+                    symbol_features="orthographic")
+    copy._set_param_arrays(events[-1].params)
+    assert copy.features_ is None and copy.n_parameters == model.n_parameters == 3 * (
+        3 + len(WORDS) + 1 + model.features_.n_features)
