@@ -488,6 +488,8 @@ class ViewChooser(QtWidgets.QDialog):
             items[name] = item
         self.tree.expandAll()
         self.tree.setItemsExpandable(False)
+        # every part is listed and nothing folds: no expand arrows (rootIsDecorated covers the top level only)
+        self.tree.setStyleSheet("QTreeView::branch { image: none; border-image: none; }")
         if self.tree.topLevelItemCount():
             self.tree.setCurrentItem(self.tree.topLevelItem(0))
         self.tree.itemDoubleClicked.connect(lambda *_a: self.accept())
