@@ -33,7 +33,7 @@ and how the tests pin the M-step loss down.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterator, Optional, cast
+from typing import Any, Dict, Iterator, Optional, Tuple, cast
 
 import numpy as np
 
@@ -292,26 +292,32 @@ class DenseHMM(BaseHMM):
         self.evaluations_ = 0
 
     # ------------------------------------------------------------ settings
+    @staticmethod
+    def _logit_fixes(config: Dict[str, Any]) -> Dict[str, Tuple[Any, str]]:
+        """What ``logits="full"`` fixes (the one place that says it): option -> (value, why)."""
+        if config.get("logits") != "full":
+            return {}
+        n = int(config["n_states"])
+        return {"dim": (n, f"needs dim = n_states ({n}): U and W are the n x n identity"),
+                "init_method": ("random", "starts randomly (init_method='random'): the spectral start gives "
+                                          "dense kernels")}
+
+    @classmethod
+    def fixed_options(cls, config: Dict[str, Any]) -> Dict[str, Any]:
+        """``logits="full"`` fixes ``dim`` to ``n_states`` and the start to random."""
+        return {name: value for name, (value, _) in cls._logit_fixes(config).items()}
+
     def _check_logits(self, method: str) -> None:
-        """``logits="full"``: ``U = W =`` the n x n identity, so ``l = n``; EM and the direct fit only
-        (the co-occurrence fits run in TensorFlow on dense kernels); a random start."""
+        """``logits="full"``: EM and the direct fit only (the co-occurrence fits run in TensorFlow on dense
+        kernels), and no option set against what it fixes (:meth:`fixed_options`)."""
         if self.logits != "full":
             return
         if method not in ("em", "marginal"):
             raise ValueError(f"logits='full' trains by fit_method 'em' or 'marginal', not {method!r}")
-        if self.dim != self.n_states:
-            raise ValueError(f"logits='full' needs dim = n_states ({self.n_states}): U and W are the n x n "
-                             f"identity; got dim={self.dim}")
-        if self.init_method == "spectral":
-            raise ValueError("logits='full' starts randomly (init_method='random'): the spectral start "
-                             "gives dense kernels")
-
-    @classmethod
-    def fixed_options(cls, config: Dict[str, Any]) -> Dict[str, Any]:
-        """``logits="full"`` fixes ``dim`` to ``n_states`` and the start to random (:meth:`_check_logits`)."""
-        if config.get("logits") == "full":
-            return {"dim": int(config["n_states"]), "init_method": "random"}
-        return {}
+        for name, (value, why) in self._logit_fixes({"logits": self.logits, "n_states": self.n_states}).items():
+            given = getattr(self, name)
+            if given is not None and given != value:
+                raise ValueError(f"logits='full' {why}; got {name}={given!r}")
 
     def hyper(self, method: Optional[str] = None) -> dict:
         """The resolved hyper-parameters of ``method`` (default: ``fit_method``)."""
@@ -327,8 +333,9 @@ class DenseHMM(BaseHMM):
             if val is not None and key in base and (
                     not cooc_phase or key in COOC_ONLY_KEYS + ("restarts", "init_method", "init_scale")):
                 base[key] = val
-        if self.logits == "full" and self.init_method is None:
-            base["init_method"] = "random"
+        for key, value in self.fixed_options({"logits": self.logits, "n_states": self.n_states}).items():
+            if key in base and getattr(self, key) is None:      # a preset's default gives way (full logits)
+                base[key] = value
         if method == "cooc":
             base["snapshot_every"] = self.snapshot_every or 1000
         else:

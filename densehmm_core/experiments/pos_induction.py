@@ -170,9 +170,10 @@ def _load(s: PosSettings, lowercase: bool):
     return corpus
 
 
-def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tuple[str, Dict[str, Any]]:
+def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int,
+                 n_tokens: Optional[int] = None) -> Tuple[str, Dict[str, Any]]:
     """``(kind, config)`` of one run's estimator (n states, embedding length ``dim``), for
-    :func:`densehmm_core.model_from_config`."""
+    :func:`densehmm_core.model_from_config`; the full-logit rows' penalty needs the corpus's ``n_tokens``."""
     ps: Dict[str, Any] = dict(posterior_sparsity=s.sparsity) if model.endswith("-ps") else {}
     if model.startswith("baum-welch"):
         return "standard", dict(n_states=n, n_iter=s.n_iter, tol=0.0, seed=seed, snapshot_every=10 ** 9,
@@ -191,7 +192,9 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
     if model == "dense-marginal-feat":
         return "dense", dict(base, symbol_features="orthographic", **marginal)
     if model in FULL_MODELS:
-        return "dense", full_config(s, model, n, seed)
+        if n_tokens is None:
+            raise ValueError(f"{model}: its penalty kappa / tokens needs n_tokens")
+        return "dense", full_config(s, model, n, seed, n_tokens)
     if model == "dense-direct":
         kw: Dict[str, Any] = dict(cooc_steps=100, finish_steps=50) if s.quick else {}
         return "dense", dict(base, fit_method="cooc", sparse_cooc=True, snapshot_every=10 ** 9, **kw)
@@ -201,14 +204,13 @@ def model_config(s: PosSettings, model: str, dim: int, n: int, seed: int) -> Tup
     raise ValueError(f"unknown model {model!r}; choose from {', '.join(MODELS)}")
 
 
-def full_config(s: PosSettings, model: str, n: int, seed: int, n_tokens: Optional[int] = None) -> Dict[str, Any]:
-    """The configuration of a full-logit row (``l2 = kappa / n_tokens``, filled in by :func:`run_one` once
-    the corpus is read; ``full-start`` is the untrained ``dense-marginal-full-feat``)."""
+def full_config(s: PosSettings, model: str, n: int, seed: int, n_tokens: int) -> Dict[str, Any]:
+    """The configuration of a full-logit row (``l2 = kappa / n_tokens``; ``full-start`` is the untrained
+    ``dense-marginal-full-feat``)."""
     cfg: Dict[str, Any] = dict(n_states=n, dim=n, seed=seed, logits="full", init_method="random",
                                init_scale=s.init_scale, tol=0.0, snapshot_every=10 ** 9, n_iter=s.n_iter,
+                               l2=s.kappa / n_tokens,
                                symbol_features=None if model == "dense-marginal-full" else "orthographic")
-    if n_tokens is not None:
-        cfg["l2"] = s.kappa / n_tokens
     if model == "dense-em-full-feat":
         return dict(cfg, fit_method="em", mstep_steps=s.steps, lr=s.lr)
     return dict(cfg, fit_method="marginal")
@@ -222,24 +224,19 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
     corpus = _load(s, lowercase=not (model.endswith(("-feat", "-feat-ps")) or model == "full-start"))
     n = s.n_states or corpus.n_tags
     gold = corpus.labelled()
-    if model == "spectral-clusters":
+    if model in ("spectral-clusters", "full-start"):     # no training: each word tagged by its start's argmax
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        est = spectral_start(corpus.sequences, n, dim, corpus.n_symbols, seed, s.init_scale)
-        cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-        cols = est.emissionprob_.argmax(axis=0)
-        pred = [cols[np.asarray(x)] for x in gold.sequences]
-        e_steps = 0
-    elif model == "full-start":
-        cpu0, wall0 = time.process_time(), time.perf_counter()
-        est = full_start(corpus, full_config(s, model, n, seed, corpus.n_tokens))
+        if model == "spectral-clusters":
+            est = spectral_start(corpus.sequences, n, dim, corpus.n_symbols, seed, s.init_scale)
+        else:
+            est = full_start(corpus, model_config(s, model, dim, n, seed, corpus.n_tokens)[1])
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         cols = est.emissionprob_.argmax(axis=0)
         pred = [cols[np.asarray(x)] for x in gold.sequences]
         e_steps = 0
     else:
         from ..registry import model_from_config
-        kind, cfg = model_config(s, model, dim, n, seed)
-        est = model_from_config(kind, dict(cfg, l2=s.kappa / corpus.n_tokens) if model in FULL_MODELS else cfg)
+        est = model_from_config(*model_config(s, model, dim, n, seed, corpus.n_tokens))
         cpu0, wall0 = time.process_time(), time.perf_counter()
         est.fit(corpus)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
