@@ -493,6 +493,31 @@ def model_params_of(model):
     return {"startprob": model.startprob_, "transmat": model.transmat_, "emissionprob": model.emissionprob_}
 
 
+def test_the_live_page_shows_a_placeholder_until_a_job_or_model_is_shown(qtbot):
+    """No job: one placeholder instead of six empty plots (with axes of nonsense ranges); the views from
+    the job's first frame, a model's, or an event's; and the placeholder again once cleared."""
+    from app.views.dashboard import NO_JOB
+    dash = shown(qtbot, Dashboard(), (1200, 800))
+    assert not dash.showing_views() and dash.live_placeholder.isVisible()
+    assert dash.live_placeholder.text() == NO_JOB and not dash.heatmaps.isVisible()
+    p = random_params(4, 8, seed=5, l=3)
+    feeds = [lambda: dash.set_job_model(plain_model(p)),
+             lambda: dash.update_from_event(ProgressEvent(step=1, loss=0.5, params=p)),
+             lambda: dash.set_model(plain_model(p)),
+             lambda: dash.set_history([{"step": 0, "loss": 1.0}]),
+             lambda: dash.set_initial_params(p)]
+    for feed in feeds:
+        dash.clear()
+        assert not dash.showing_views()
+        feed()
+        qtbot.wait(5)
+        assert dash.showing_views() and dash.heatmaps.isVisible() and not dash.live_placeholder.isVisible()
+    dash.clear()
+    dash.set_model(None)          # no model: nothing to show
+    dash.set_job_model(None)
+    assert not dash.showing_views()
+
+
 def test_views_render_non_empty(qtbot):
     """Every view draws something (not a blank widget) once it has data."""
     dash = shown(qtbot, Dashboard(), (1200, 800))

@@ -41,7 +41,7 @@ from .. import view_registry as registry
 from ..export import add_export_context_menu, ask_and_export_csv, file_stem
 from ..live import DrawQueue
 from .theme import fmt_value
-from .widgets import HeaderLabel
+from .widgets import HeaderLabel, Placeholder
 from .compare import CompareView
 from .curves import TrainingCurves
 from .decode import DecodeView
@@ -78,6 +78,11 @@ def _build_view(spec: str) -> QtWidgets.QWidget:
 
 #: milliseconds between the parts of one live update (each part is painted in between)
 STAGE_GAP_MS = 15
+
+#: What the live page says while no job or model is shown.
+NO_JOB = ("The selected job's start distribution π, transition matrix A, emission matrix B, embeddings and "
+          "training curves appear here, live while it trains.\n\nTrain a model (Train, Ctrl+T), select a job "
+          "in the Jobs list, or open a model file (.h5).")
 
 
 class Dashboard(QtWidgets.QWidget):
@@ -164,7 +169,12 @@ class Dashboard(QtWidgets.QWidget):
         self.v_split.setStretchFactor(1, 2)
         for s in (self.h_split, self.v_split):
             s.setChildrenCollapsible(False)
-        live_lay.addWidget(self.v_split, 1)
+        # no job or model shown: one placeholder instead of six empty plots
+        self.live_stack = QtWidgets.QStackedWidget()
+        self.live_placeholder = Placeholder(NO_JOB)
+        self.live_stack.addWidget(self.live_placeholder)
+        self.live_stack.addWidget(self.v_split)
+        live_lay.addWidget(self.live_stack, 1)
 
         self.tabs = QtWidgets.QTabWidget()
         self._views: Dict[str, QtWidgets.QWidget] = {}
@@ -328,6 +338,7 @@ class Dashboard(QtWidgets.QWidget):
         final axes (n states, m symbols) and the placeholders name the model's type, from the first frame."""
         if model is None:
             return
+        self._show_views()
         kind = getattr(model, "kind", None)
         n, m = getattr(model, "n_states", None), getattr(model, "n_symbols", None)
         if n is not None and m is not None:
@@ -337,6 +348,7 @@ class Dashboard(QtWidgets.QWidget):
     def update_from_event(self, ev) -> None:
         """Show one progress event: curves always, matrices and embeddings when it has params; a start
         event (the start being prepared) only in the title and the status."""
+        self._show_views()
         if ev.phase == START_PHASE:
             text = start_text(ev.metrics, detail=True)
             self._safe("curves", self.curves.set_total, ev.total)
@@ -388,6 +400,7 @@ class Dashboard(QtWidgets.QWidget):
     def set_history(self, history: Optional[List[dict]], staged: bool = False) -> None:
         """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics);
         ``staged=True`` draws it from the event loop, as one part of a live update."""
+        self._show_views()
         if staged:
             self._stages.discard("curves")  # the history replaces whatever was drawn live
             self._stage("history", self._safe, "curves", self.curves.set_history, history)
@@ -397,6 +410,7 @@ class Dashboard(QtWidgets.QWidget):
     def set_initial_params(self, params: Optional[dict]) -> None:
         """The model before training, for the overview's "before" row."""
         if params:
+            self._show_views()
             self._has_initial = True
             self.overview.set_initial(params, "Before training")
 
@@ -415,6 +429,7 @@ class Dashboard(QtWidgets.QWidget):
             for v in self._needing("model"):
                 v.clear()
             return
+        self._show_views()
         if self._vocab is None:
             vocab = getattr(corpus, "vocabulary", None) or getattr(model, "vocabulary", None)
             if vocab is not None:
@@ -671,6 +686,7 @@ class Dashboard(QtWidgets.QWidget):
         self._has_initial = False
         self._last_step = None
         self.title.setText("No job selected")
+        self.live_stack.setCurrentWidget(self.live_placeholder)
         for v in self._needing("job"):
             v.clear()
         self.embeddings.set_symbol_frequencies(None)
@@ -679,7 +695,16 @@ class Dashboard(QtWidgets.QWidget):
         self._tag_gen += 1  # a snapshot still being scored belongs to the old job
         self._tag_busy, self._tag_pending, self._tag_final_pending = False, None, False
 
+    def showing_views(self) -> bool:
+        """Whether the live page shows its views (a job or model is shown) rather than its placeholder."""
+        return self.live_stack.currentWidget() is self.v_split
+
     # ------------------------------------------------------------- internals
+    def _show_views(self) -> None:
+        """Replace the live page's placeholder by its views (a job or model is being shown)."""
+        if self.live_stack.currentWidget() is not self.v_split:
+            self.live_stack.setCurrentWidget(self.v_split)
+
     def _needing(self, need: str) -> List[QtWidgets.QWidget]:
         """The views whose registry entry lists ``need`` (see :mod:`app.view_registry`)."""
         return [self._views[v.name] for v in registry.VIEWS if need in v.needs]

@@ -5,10 +5,16 @@ import time
 
 
 def wait_until(app, cond, timeout: float, step: float = 0.02) -> bool:
-    """Process Qt events until ``cond()`` is true or ``timeout`` seconds have passed."""
+    """Process Qt events until ``cond()`` is true or ``timeout`` seconds have passed.
+
+    Objects scheduled with ``deleteLater`` are deleted too, as the app's event loop does
+    (``processEvents`` alone never deletes them: a tab bar Qt retires when the docks are tabbed
+    stayed on screen in the screenshots as a stray "Data" tab)."""
+    from PySide6.QtCore import QEvent
     t0 = time.perf_counter()
     while not cond() and time.perf_counter() - t0 < timeout:
         app.processEvents()
+        app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         time.sleep(step)
     return cond()
 
