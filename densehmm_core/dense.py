@@ -364,6 +364,9 @@ class DenseHMM(BaseHMM):
             n_feat = self.features_.n_features
         elif self._embeddings is not None and self._embeddings.get("feature_V") is not None:
             n_feat = len(self._embeddings["feature_V"])      # parameters taken from a snapshot or a file
+        elif self.symbol_features is not None:
+            raise RuntimeError(f"the number of {self.symbol_features!r} symbol features is known once the "
+                               "model has read its vocabulary (fitted, or given embeddings)")
         kernels = self.n_states if self.logits == "full" else 3 * self.n_states
         return self.dim * (kernels + self.n_symbols + 1 + n_feat)
 

@@ -291,6 +291,10 @@ def test_parameter_count_includes_the_features_of_a_snapshot():
     events = list(model.iter_fit(_seqs(4)))
     copy = DenseHMM(3, 3, n_symbols=len(WORDS), fit_method="marginal", logits="full",
                     symbol_features="orthographic")
+    # before it has parameters the number of features is unknown: no count (the jobs table shows "—")
+    # rather than one without them
+    with pytest.raises(RuntimeError, match="symbol features is known once"):
+        copy.n_parameters
     copy._set_param_arrays(events[-1].params)
     assert copy.features_ is None and copy.n_parameters == model.n_parameters == 3 * (
         3 + len(WORDS) + 1 + model.features_.n_features)
