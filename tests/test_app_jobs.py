@@ -142,6 +142,14 @@ def test_diverging_job_turns_red_and_keeps_finite_model(window, qtbot):
     assert item.background(0).color().red() > 150 and item.text(C_STATE) == "diverged"
     for a in (job.model.transmat_, job.model.emissionprob_, job.model.startprob_):
         assert np.all(np.isfinite(a))
+    # the dashboard's header says it diverged and why (its last progress event does not), shown live
+    # and when the job is selected again
+    for again in (False, True):
+        if again:
+            window.jobs_ctl.show_job(None)
+            window.jobs_ctl.show_job(job)
+        qtbot.waitUntil(lambda: "[diverged]" in window.dashboard.title.text(), timeout=5000)
+        assert job.reason in window.dashboard.title.text()
 
 
 def test_sweep_creates_the_paper_grid(window, qtbot):

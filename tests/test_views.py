@@ -621,6 +621,32 @@ def test_nll_axis_labels_differ_when_values_vary_little(qtbot):
     assert vals and all(lo <= v <= hi for v in vals)
 
 
+@pytest.mark.parametrize("orientation", ["horizontal", "vertical"])
+def test_a_lone_first_point_gets_the_x_range_of_the_other_plots(qtbot, orientation):
+    """Defect: a diverged EM job's single event (step 0 with a MAD) drew the MAD plot over x = -0.4..0.4
+    ("x0.001" on the axis) beside 0..1 on the others: switching the MAD axis to log turned pyqtgraph's
+    auto range back on."""
+    w = shown(qtbot, TrainingCurves(orientation=orientation), (900, 250) if orientation == "horizontal"
+              else (400, 600))
+    w.set_total(50)                  # a job in its start: the x axis spans its iterations
+    w.add_event(ProgressEvent(step=0, total=50, train_ll=-3.2e4, metrics={"mad": 0.07, "train_nll": 1.6}))
+    qtbot.wait(10)
+    assert w.plots["mad"].getAxis("left").logMode
+    ranges = [w.plots[k].vb.viewRange()[0] for k in ("loss", "nll", "mad")]
+    assert all(r == pytest.approx(ranges[0]) for r in ranges), ranges
+    assert ranges[0][0] <= 0.0 and ranges[0][1] >= 50
+    w.set_history([{"step": 0, "train_ll": -3.2e4, "mad": 0.07, "train_nll": 1.6}])   # it diverged: its history
+    qtbot.wait(10)
+    ranges = [w.plots[k].vb.viewRange()[0] for k in ("loss", "nll", "mad")]
+    assert all(r == pytest.approx(ranges[0]) for r in ranges) and ranges[0][0] <= 0.0 < 0.5 < ranges[0][1], ranges
+    w.add_event(ProgressEvent(step=1, loss=0.4, train_ll=-3.1e4, metrics={"mad": 0.05, "train_nll": 1.5}))
+    w.add_event(ProgressEvent(step=2, loss=0.01, train_ll=-3.0e4, metrics={"mad": 0.04, "train_nll": 1.4}))
+    qtbot.wait(10)
+    assert w.plots["loss"].getAxis("left").logMode     # the loss spans decades now: log axis, same x
+    ranges = [w.plots[k].vb.viewRange()[0] for k in ("loss", "nll", "mad")]
+    assert all(r == pytest.approx(ranges[0]) for r in ranges) and ranges[0][1] >= 2.0, ranges
+
+
 def test_curve_ranges_are_kept_while_data_stay_inside(qtbot):
     w = shown(qtbot, TrainingCurves(), (400, 600))
     w.add_event(ProgressEvent(step=0, total=100, loss=2.0))

@@ -423,6 +423,10 @@ class TrainingCurves(QtWidgets.QWidget):
             self.plots["loss"].setLogMode(False, log_loss)
             for p in self.plots.values():
                 p._fitted_y = None  # log mode changed: the view range is in other units
+                # pyqtgraph's setLogMode turns auto range back on: a lone MAD point at step 0 got an x
+                # axis of -0.5..0.5 of its own; the ranges are set below, for every plot
+                p.disableAutoRange()
+            self.plots["loss"]._fitted_x = None
         self._sync_legend()
         self._update_notes()
         self._fit_ranges()

@@ -321,6 +321,15 @@ class Dashboard(QtWidgets.QWidget):
         """Text above the live views (e.g. the job's name); the status line follows it."""
         self.title.setText(text)
 
+    def set_outcome(self, state: str, reason: str) -> None:
+        """A job that ended without a final event of its own (it diverged or failed): the header says so
+        and why, after what its last event showed (the whole reason in the tooltip when it is cut)."""
+        tag = f"[{state}]"
+        text = self.title.text()
+        if tag not in text:
+            self.title.setText(f"{text}  ·  {tag} {reason}".rstrip())
+        self.sigStatus.emit(f"{tag} {reason}".rstrip())
+
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
         """Symbol names (amino-acid letters, tags) in index order, or ``None`` for indices."""
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]

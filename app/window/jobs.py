@@ -217,6 +217,12 @@ class JobsController(QObject):
                 d.set_model(job.model, self._decode_data(job), staged=True)
             elif job.state.has_model:  # a remote run whose model stayed on the cluster: its curves
                 self.show_job(job)
+            self._say_outcome(job)
+
+    def _say_outcome(self, job: Job) -> None:
+        """A diverged or failed job's end in the dashboard's header (its last event does not say it)."""
+        if job.state in (JobState.DIVERGED, JobState.FAILED):
+            self.window.dashboard.set_outcome(job.state.value, job.reason or "")
 
     def show_job(self, job: Optional[Job]) -> None:
         """Show a job (running, finished or loaded from a file) in the dashboard: it becomes the state's
@@ -254,6 +260,7 @@ class JobsController(QObject):
             d.update_from_event(job.last_event)
         if job.has_model:
             d.set_model(job.model, self._decode_data(job), staged=True)
+        self._say_outcome(job)
         self._offer_decode_datasets(job)
         self.window.leave_start_page()
 
