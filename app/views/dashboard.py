@@ -397,10 +397,11 @@ class Dashboard(QtWidgets.QWidget):
                 parts.append(f"{k} {fmt_value(v)}")
         if ev.done:
             parts.append(f"[{ev.reason or 'done'}]")
-            if not ev.params and not self._has_initial:   # ended in its start: say so where the model would be
-                note = f"No parameters: the fit ended ({ev.reason or 'done'}) before its start was ready."
-                self.embeddings.placeholder.setText(note)
-                self.heatmaps.top_words.title.setText(note)
+            if not ev.params and not self._has_initial:
+                # ended in its start: no model to draw (empty matrices and curves): the page says why
+                self.live_placeholder.setText(f"No parameters: the fit ended ({ev.reason or 'done'}) before "
+                                              "its start was ready.")
+                self.live_stack.setCurrentWidget(self.live_placeholder)
         text = "  ·  ".join(parts)
         base = self.title.text().split("  —  ")[0]
         self.title.setText(f"{base}  —  {text}")
@@ -695,6 +696,7 @@ class Dashboard(QtWidgets.QWidget):
         self._has_initial = False
         self._last_step = None
         self.title.setText("No job selected")
+        self.live_placeholder.setText(NO_JOB)
         self.live_stack.setCurrentWidget(self.live_placeholder)
         for v in self._needing("job"):
             v.clear()
