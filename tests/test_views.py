@@ -356,6 +356,8 @@ def test_compare_differences_and_metrics(qtbot):
     pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
     a, b = plain_model(pa), plain_model(pb)
     w = shown(qtbot, CompareView(), (1100, 600))
+    # nothing compared: how to start, not an empty table
+    assert w.placeholder.isVisible() and "press Compare" in w.placeholder.text() and not w.table.isVisible()
     w.set_models("job 1", a, "job 2", b, {"test_nll": 1.25, "loss": 7.0, "note": "x", "elapsed": 3.5},
                  {"test_nll": 1.0, "loss": 0.1, "elapsed": 2.0}, same_data=True)
     perm = w.permutation()
@@ -377,6 +379,9 @@ def test_compare_differences_and_metrics(qtbot):
     w.set_models("job 1", a, "job 3", c, {}, {})
     assert "different numbers of states" in w.note.text() and "n = 3" in w.note.text()
     assert not w.maps_box.isVisibleTo(w) and w.difference("transmat") is None
+    assert w.table.isVisible() and not w.placeholder.isVisible()
+    w.clear()
+    assert w.placeholder.isVisible() and not w.table.isVisible()
 
 
 def test_compare_aligns_states_before_subtracting(qtbot):

@@ -21,6 +21,7 @@ from PySide6 import QtCore, QtWidgets
 
 from .theme import diverging_cmap, fmt_compact, state_labels, symbol_labels
 from .heatmap import MatrixHeatmap
+from .widgets import Placeholder
 
 __all__ = ["CompareView", "score_both"]
 
@@ -65,6 +66,12 @@ def score_both(model_a, model_b, data) -> tuple:
         return None, None, str(exc)
 
 
+#: What the Compare page says before two models are compared.
+NOTHING_COMPARED = ("Compare: select two finished jobs or models in the Jobs list (Ctrl+click) and press Compare. "
+                    "Their numbers appear side by side, with the differences B − A of π, A and B after B's states "
+                    "are matched to A's.")
+
+
 class CompareView(QtWidgets.QWidget):
     """Metrics of two models in a table and heatmaps of ``model_b - model_a``."""
 
@@ -74,7 +81,16 @@ class CompareView(QtWidgets.QWidget):
         self._diffs: Dict[str, Optional[np.ndarray]] = {}
         self._perm: Optional[np.ndarray] = None
         self._table_notes: List[str] = []
-        lay = QtWidgets.QVBoxLayout(self)
+        outer = QtWidgets.QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        # nothing compared yet: what the page does and how to start, instead of an empty table
+        self.stack = QtWidgets.QStackedWidget()
+        self.placeholder = Placeholder(NOTHING_COMPARED)
+        page = QtWidgets.QWidget()
+        self.stack.addWidget(self.placeholder)
+        self.stack.addWidget(page)
+        outer.addWidget(self.stack)
+        lay = QtWidgets.QVBoxLayout(page)
         lay.setContentsMargins(2, 2, 2, 2)
         self.header = QtWidgets.QLabel("Compare: select two finished jobs or models.")
         self.header.setWordWrap(True)
@@ -150,6 +166,7 @@ class CompareView(QtWidgets.QWidget):
             listed only then (``None``: unknown, not listed).
         """
         metrics_a, metrics_b = dict(metrics_a or {}), dict(metrics_b or {})
+        self.stack.setCurrentIndex(1)
         self.header.setText(f"Compare  A = {name_a}   with   B = {name_b}")
         self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
         self.table.horizontalHeaderItem(0).setToolTip(name_a)
@@ -230,6 +247,7 @@ class CompareView(QtWidgets.QWidget):
         return None if d is None else d.copy()
 
     def clear(self) -> None:
+        self.stack.setCurrentWidget(self.placeholder)
         self.table.setRowCount(0)
         self.header.setText("Compare: select two finished jobs or models.")
         self.note.setText("")
