@@ -352,6 +352,26 @@ def test_overview_before_and_after(qtbot):
     assert not w.after.embeddings.isVisible()
 
 
+def test_overview_shows_a_vocabulary_sized_b_as_top_words(qtbot):
+    """Defect: a words model's B (17 x 2,167) was drawn as a heatmap: a dark strip under a fence of labels.
+    Above HEATMAP_MAX_SYMBOLS symbols each row shows the states' most probable words, as the dashboard does."""
+    from app.views.heatmap import HEATMAP_MAX_SYMBOLS
+    m = HEATMAP_MAX_SYMBOLS + 50
+    words = [f"w{k}" for k in range(m)]
+    p0, p1 = random_params(4, m, seed=1, l=3), random_params(4, m, seed=2, l=3)
+    w = shown(qtbot, OverviewView(), (1200, 700))
+    w.set_vocabulary(words)
+    w.set_initial(p0)
+    w.set_final(p1)
+    for row, p in ((w.before, p0), (w.after, p1)):
+        assert row.emission_stack.currentWidget() is row.top_words and row.top_words.isVisible()
+        best = int(np.argmax(p["emissionprob"][2]))
+        assert row.top_words.table.item(2, 0).text() == words[best]
+    w.clear()
+    w.set_final(random_params(4, 6, seed=3, l=3))          # a small alphabet: the heatmap again
+    assert w.after.emission_stack.currentWidget() is w.after.emission and w.after.emission.image_data() is not None
+
+
 def test_compare_differences_and_metrics(qtbot):
     pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
     a, b = plain_model(pa), plain_model(pb)

@@ -2,7 +2,8 @@
 
 Two rows (before training, after training) of three panels: the embeddings (DenseHMM
 only), the transition matrix A and the emission matrix B, all on the same 0..1 colour
-scale so the two rows compare at a glance.
+scale so the two rows compare at a glance; a vocabulary-sized B (more than
+:data:`~app.views.heatmap.HEATMAP_MAX_SYMBOLS` symbols) as each state's top words, as on the dashboard.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from ..live import DrawQueue
 from .theme import state_labels, symbol_labels
 from .widgets import Placeholder
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
-from .heatmap import MatrixHeatmap
+from .heatmap import HEATMAP_MAX_SYMBOLS, MatrixHeatmap
+from .topwords import TopWordsTable
 
 __all__ = ["OverviewView"]
 
@@ -30,6 +32,12 @@ class _Row:
         self.embeddings = EmbeddingScatter(controls=False, title="Embeddings")
         self.transmat = MatrixHeatmap("Transition matrix A", "from state", "to state", symbol="A")
         self.emission = MatrixHeatmap("Emission matrix B", "state", "symbol", symbol="B")
+        # a vocabulary-sized B (words): each state's top words, as on the dashboard (a 17 x 2,000 heatmap
+        # is a dark strip under a fence of labels)
+        self.top_words = TopWordsTable()
+        self.emission_stack = QtWidgets.QStackedWidget()
+        self.emission_stack.addWidget(self.emission)
+        self.emission_stack.addWidget(self.top_words)
         self.params: Optional[dict] = None
 
 
@@ -56,7 +64,7 @@ class OverviewView(QtWidgets.QWidget):
             grid.addWidget(row.label, 2 * r, 0, 1, 3)
             grid.addWidget(row.embeddings, 2 * r + 1, 0)
             grid.addWidget(row.transmat, 2 * r + 1, 1)
-            grid.addWidget(row.emission, 2 * r + 1, 2)
+            grid.addWidget(row.emission_stack, 2 * r + 1, 2)
             grid.setRowStretch(2 * r + 1, 1)
         grid.setColumnStretch(0, 3)
         grid.setColumnStretch(1, 2)
@@ -109,6 +117,8 @@ class OverviewView(QtWidgets.QWidget):
             row.embeddings.clear()
             row.transmat.clear()
             row.emission.clear()
+            row.top_words.clear()
+            row.emission_stack.setCurrentWidget(row.emission)
         self._set_has_embeddings(False)
         self.stack.setCurrentWidget(self.placeholder)
 
@@ -135,7 +145,12 @@ class OverviewView(QtWidgets.QWidget):
             row.transmat.set_matrix(A, state_labels(n), state_labels(n))
         if B is not None:
             n, m = np.shape(B)
-            row.emission.set_matrix(B, state_labels(n), symbol_labels(m, self._vocab))
+            if m > HEATMAP_MAX_SYMBOLS:
+                row.top_words.set_emissions(B, self._vocab)
+                row.emission_stack.setCurrentWidget(row.top_words)
+            else:
+                row.emission.set_matrix(B, state_labels(n), symbol_labels(m, self._vocab))
+                row.emission_stack.setCurrentWidget(row.emission)
         has_emb = any(params.get(k) is not None for k in EMBEDDING_SETS)
         if has_emb:
             row.embeddings.set_embeddings(params)
