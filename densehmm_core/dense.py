@@ -145,9 +145,9 @@ class DenseHMM(BaseHMM):
         embeddings (``init_scale``).  ``"spectral"``: ``V`` and ``W`` from the training data's
         adjacent-pair counts (context vectors, SVD, k-means of the frequent symbols;
         :mod:`densehmm_core.spectral`), ``U``, ``Z``, ``z_start`` random; seeded restarts differ
-        in their k-means starts.  Where the data cannot give a spectral start (no adjacent pairs,
-        fewer symbols in pairs than states) the fit starts randomly and says so in its first
-        event (``metrics["start"]``).
+        in their k-means starts.  With more states than symbols seen in pairs the states left over
+        start as copies of the most frequent symbols' clusters.  Where the data has no adjacent
+        pairs the fit starts randomly and says so in its first event (``metrics["start"]``).
     l2 : float
         EM and marginal: weight of the L2 penalty ``(l2/2) ||theta||^2`` on all embeddings (features
         included), added to EM's M-step loss ``-Q / n_tokens`` and to the direct fit's
@@ -618,12 +618,7 @@ class DenseHMM(BaseHMM):
         scale = float(h["init_scale"])
         note = h["init_method"]
         if h["init_method"] == "spectral":
-            if pairs is None:
-                why: Optional[str] = "no adjacent pairs"
-            else:
-                seen = np.unique(np.concatenate([pairs.rows, pairs.cols])).size
-                why = (None if seen >= layout.n else
-                       f"{seen} distinct symbols in adjacent pairs, fewer than the {layout.n} states")
+            why: Optional[str] = "no adjacent pairs" if pairs is None else None
             if why is None:
                 from .spectral import spectral_embeddings_steps
                 if report_pairs:

@@ -115,8 +115,9 @@ DENSE_HYPER_PARAMS = (
     HyperParam("init_method", str, "Start", "How training starts. spectral (the default; the paper preset: "
                "random): V and W from the training data's context counts (each symbol's neighbours "
                "counted, reduced by an SVD, frequent symbols clustered by k-means); restarts differ in "
-               "their k-means starts; where the data has no adjacent pairs or fewer symbols than states "
-               "the fit starts randomly and says why. random: normal embeddings (Init scale).",
+               "their k-means starts; more states than symbols: one state per symbol, the others copies of the "
+               "most frequent; data without adjacent pairs starts randomly and says why. random: normal "
+               "embeddings (Init scale).",
                choices=INIT_METHODS,
                flag="--init", form=True, group="model"),
     HyperParam("init_scale", float, "Init scale", "Standard deviation of the random initial embeddings "

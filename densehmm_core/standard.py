@@ -81,9 +81,10 @@ class StandardHMM(BaseHMM):
     init_method : {"spectral", "random"}
         ``"spectral"`` (the default): uniform ``startprob`` and ``transmat``, emission rows from
         the training data's context clusters, the same start as a spectral DenseHMM's emissions
-        (:func:`densehmm_core.spectral.spectral_matrices`); where the data cannot give one (no
-        adjacent pairs, fewer symbols in pairs than states) the fit starts randomly and its first
-        event says so (``metrics["start"]``).  ``"random"``: the Dirichlet draws above.
+        (:func:`densehmm_core.spectral.spectral_matrices`); with more states than symbols the
+        states left over copy the most frequent symbols' rows and their ``pi`` and ``A`` are random;
+        where the data has no adjacent pairs the fit starts randomly and its first event says so
+        (``metrics["start"]``).  ``"random"``: the Dirichlet draws above.
     emission_pseudocount : float
         Additive smoothing of the emission M-step, ``B[i, k] = (N[i, k] + a) / (N[i] + m a)``
         with the expected counts ``N`` (the MAP estimate under a symmetric Dirichlet(1 + a)
@@ -143,9 +144,10 @@ class StandardHMM(BaseHMM):
                    "diagnostics with CuPy when it works on that GPU, else numpy; cpu never touches a GPU.",
                    flag="--device", group="model"),
         HyperParam("init_method", str, "Start", "How training starts. spectral (the default): uniform start and "
-                   "transitions, emission rows from the training data's context clusters (random where the data "
-                   "has no adjacent pairs or fewer symbols than states, said in the log). random: Dirichlet "
-                   "draws.", choices=("random", "spectral"), flag="--init", form=True, group="model"),
+                   "transitions, emission rows from the training data's context clusters (more states "
+                   "than symbols: copies of the most frequent symbols' rows with random transitions; random "
+                   "where the data has no adjacent pairs, said in the log). random: Dirichlet draws.",
+                   choices=("random", "spectral"), flag="--init", form=True, group="model"),
         HyperParam("emission_pseudocount", float, "Smoothing", "Additive smoothing of the emission M-step, "
                    "(expected count + a) / (state total + m a); 0 is plain Baum-Welch, which gives probability 0 "
                    "to symbols the training data lacks, so test sequences with them score -inf (words: try 0.01).",
@@ -278,7 +280,7 @@ class _BaumWelch(EMHooks):
             self.note = model.init_method
             if model.init_method == "spectral":
                 from .spectral import spectral_matrices_steps, spectral_unavailable, within
-                why = spectral_unavailable(self.seqs, model.n_states)
+                why = spectral_unavailable(self.seqs)
                 if why is None:
                     mats = yield from within(self.engine.compute, spectral_matrices_steps(
                         self.seqs, model.n_symbols, model.n_states, np.random.default_rng(model.seed)))
