@@ -32,7 +32,11 @@ from typing import Any, Dict, List, Optional
 
 from .modelspec import ModelSpec, short_label
 
-__all__ = ["job_row", "ROW_KEYS", "as_number"]
+__all__ = ["job_row", "ROW_KEYS", "as_number", "INFINITE_TEST_NLL"]
+
+#: Why a test NLL is infinite (said where one is shown: the curves, the jobs table's cells).
+INFINITE_TEST_NLL = ("Test NLL is infinite: some test sequences have probability 0 under the model (symbols "
+                     "the training part lacks). Standard HMMs: set Smoothing > 0.")
 
 ROW_KEYS = ("job", "name", "sweep", "state", "model", "kind", "n", "l", "seed", "parameters", "train_nll",
             "test_nll", "result", "mad", "iterations", "stop", "time_s", "device")

@@ -208,3 +208,28 @@ def test_the_column_choice_is_kept_in_the_settings(window, qtbot, tmp_path):
     # a hand-edited settings file: unknown ids and "name" (Job) are ignored
     again.jobs_panel.set_hidden_columns(["name", "bogus", "device"])
     assert again.jobs_panel.user_hidden == {jp.C_DEVICE}
+
+
+def test_an_infinite_test_nll_says_why_in_its_cells(window, qtbot):
+    """A standard HMM gives probability 0 to a symbol its training part lacks: its Test NLL and Result
+    read "inf" (in the finished colour), and their tooltips say why and what to do."""
+    from app.datasets import DataSet
+    from app.jobrows import INFINITE_TEST_NLL
+    from app.panels import jobs_panel as jp
+    rng = np.random.default_rng(0)
+    train = [rng.integers(0, 3, 50) for _ in range(10)]                  # symbols 0, 1, 2
+    test = [np.concatenate([rng.integers(0, 3, 49), [3]]) for _ in range(5)]   # and 3, never trained on
+    window.data_ctl.add_dataset(DataSet("unseen symbol", None, train, test, vocabulary=list("ABCD")))
+    job = window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=3, tol=0.0, seed=0))
+    _finish(qtbot, [job])
+    row = window.jobs_panel.row(job)
+    assert row["test_nll"] == float("inf")
+    item = window.jobs_panel.items[job.id]
+    assert item.text(jp.C_TEST) == item.text(jp.C_RESULT) == "inf"
+    assert item.toolTip(jp.C_TEST) == item.toolTip(jp.C_RESULT) == INFINITE_TEST_NLL
+    # a finite one keeps its value as the tooltip
+    window.data_ctl.load_demo()
+    other = window.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=3, tol=0.0, seed=0))
+    _finish(qtbot, [other])
+    it2 = window.jobs_panel.items[other.id]
+    assert it2.toolTip(jp.C_TEST) == it2.text(jp.C_TEST) != "inf"

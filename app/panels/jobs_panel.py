@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
 
 from densehmm_core.events import START_PHASE, start_fraction, start_label, start_text
 
-from ..jobrows import job_row
+from ..jobrows import INFINITE_TEST_NLL, job_row
 from ..jobs import Job, JobState
 from ..flow import FlowLayout
 
@@ -601,6 +601,11 @@ class JobsPanel(QWidget):
         tips.update({C_DATA: row["data"] or "—", C_STOP: row["stop"] or "—",
                      C_RESULT: (job.reason + (("\n\n" + job.error) if job.error else ""))
                      if job.state in (JobState.FAILED, JobState.DIVERGED) else texts[C_RESULT]})
+        test_nll = row.get("test_nll")
+        if test_nll is not None and math.isinf(test_nll):    # "inf" in green says nothing of why
+            tips[C_TEST] = INFINITE_TEST_NLL
+            if texts[C_RESULT] == texts[C_TEST]:
+                tips[C_RESULT] = INFINITE_TEST_NLL
         del tips[C_NAME]        # the Job cell's tooltip: _name_tip
         for col, tip in tips.items():
             if item.toolTip(col) != tip:

@@ -28,6 +28,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
+from ..jobrows import INFINITE_TEST_NLL
 from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
 from .widgets import ThinLogAxis
 
@@ -356,8 +357,7 @@ class TrainingCurves(QtWidgets.QWidget):
             elif nll == 0:
                 notes["nll"] = "No likelihood in this stream yet."
             if self._test_impossible and counts["test_nll"] == 0:
-                notes["nll"] = ("Test NLL is infinite: some test sequences have probability 0 under the "
-                                "model (symbols the training part lacks). Standard HMMs: set Smoothing > 0.")
+                notes["nll"] = INFINITE_TEST_NLL
             if counts["mad"] == 0:
                 notes["mad"] = self._mad_note or "No co-occurrence MAD in this stream."
         for key, text in notes.items():
