@@ -278,6 +278,8 @@ class BaseHMM:
     def iter_fit(self, data: Any, lengths=None, *, init: bool = True, eval_data: Any = None,
                  cancel: Optional[CancelToken] = None, **kw) -> Iterator[ProgressEvent]:
         """Train, yielding a :class:`ProgressEvent` per step; the last one has ``done=True``."""
+        if "eval_seqs" in kw:   # the internal name: it reached _iter_fit twice ("multiple values")
+            raise TypeError("held-out data go in eval_data=, not eval_seqs=")
         self._resolve_n_symbols(data, lengths)
         seqs = as_sequences(data, lengths, n_symbols=self.n_symbols)
         eval_seqs = None if eval_data is None else as_sequences(eval_data, n_symbols=self.n_symbols)

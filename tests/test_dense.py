@@ -8,6 +8,7 @@ import pytest
 
 from densehmm_core.dense import DenseHMM, PRESETS, init_embeddings
 from densehmm_core.events import START_PHASE, CancelToken, TrainingDiverged
+from densehmm_core.standard import StandardHMM
 
 
 def ground_truth(seed, n=5, m=8, l=3, start_mode="embedding"):
@@ -79,6 +80,14 @@ def test_bad_embeddings_and_options_are_rejected():
         DenseHMM(3, 2, preset="nope")
     with pytest.raises(ValueError, match="square"):
         DenseHMM(3, 2).fit_cooc(np.ones((3, 4)))
+    # held-out data under the internal name: said plainly (it was "got multiple values for eval_seqs");
+    # an unknown option is named
+    seqs = [np.array([0, 1, 2, 3, 0, 1])]
+    for est in (DenseHMM(3, 2, fit_method="em", n_iter=1), StandardHMM(3, n_iter=1)):
+        with pytest.raises(TypeError, match="eval_data=, not eval_seqs="):
+            est.fit(seqs, eval_seqs=seqs)
+        with pytest.raises(TypeError, match="unexpected fit options.*n_iterations"):
+            est.fit(seqs, n_iterations=3)
 
 
 def test_get_config_is_json_and_rebuilds_the_estimator():
