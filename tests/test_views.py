@@ -672,6 +672,31 @@ def test_a_lone_first_point_gets_the_x_range_of_the_other_plots(qtbot, orientati
     assert all(r == pytest.approx(ranges[0]) for r in ranges) and ranges[0][1] >= 2.0, ranges
 
 
+def test_a_legend_moves_to_the_corner_its_curves_leave_free(qtbot):
+    """Defect (a restored session's screenshot): a test NLL that stays high ran under the upper-right
+    legend.  The legend takes the corner the curves cross least, and no point of them lies under it."""
+    w = shown(qtbot, TrainingCurves(orientation="horizontal"), (900, 250))
+    train = np.linspace(2.0, 1.0, 30)       # from the upper left to the lower right
+    test = np.full(30, 1.95)                # stays at the top, to the right end: the lower left is free
+    for s, (a, b) in enumerate(zip(train, test)):
+        w.add_event(ProgressEvent(step=s, total=30, loss=1.0, metrics={"train_nll": a, "test_nll": b}))
+    qtbot.wait(20)
+    p = w.plots["nll"]
+    assert w.legend_corner("nll") == "bottom-left"
+    box = p.legend.sceneBoundingRect()
+    for key in ("train_nll", "test_nll"):
+        x, y = w.curves[key].getData()
+        grid = np.linspace(x.min(), x.max(), 300)
+        for gx, gy in zip(grid, np.interp(grid, x, y)):
+            assert not box.contains(p.vb.mapViewToScene(QtCore.QPointF(gx, gy))), (key, gx, gy)
+    # curves that leave the upper right free keep the legend there
+    w2 = shown(qtbot, TrainingCurves(orientation="horizontal"), (900, 250))
+    for s in range(30):
+        w2.add_event(ProgressEvent(step=s, total=30, loss=1.0 + 1.0 / (s + 1), metrics={"train_nll": 1.0 / (s + 1)}))
+    qtbot.wait(20)
+    assert w2.legend_corner("nll") == "top-right" and w2.legend_corner("loss") == "top-right"
+
+
 def test_curve_ranges_are_kept_while_data_stay_inside(qtbot):
     w = shown(qtbot, TrainingCurves(), (400, 600))
     w.add_event(ProgressEvent(step=0, total=100, loss=2.0))

@@ -86,6 +86,11 @@ def _is_plus_inf(v) -> bool:
         return False
 
 
+#: Where a plot's legend may sit: ``(item anchor, parent anchor, offset)`` per corner, the first preferred.
+LEGEND_CORNERS = {"top-right": ((1, 0), (1, 0), (-6, 6)), "top-left": ((0, 0), (0, 0), (6, 6)),
+                  "bottom-left": ((0, 1), (0, 1), (6, -6)), "bottom-right": ((1, 1), (1, 1), (-6, -6))}
+
+
 class TrainingCurves(QtWidgets.QWidget):
     """Loss, normalised NLL (train and test) and MAD against step."""
 
@@ -126,6 +131,7 @@ class TrainingCurves(QtWidgets.QWidget):
             # fewer tick labels than pyqtgraph's default: short plots (log axes above all) stay readable
             p.getAxis("left").setStyle(textFillLimits=[(0, 0.45), (2, 0.3), (4, 0.2)])
             p.addLegend(offset=(-6, 6), labelTextColor=fg)
+            p.legend._corner = "top-right"
             # a note inside the plot when it has nothing (or one point) to show, saying why
             note = pg.TextItem("", color=fg, anchor=(0.5, 0.5))
             small = note.textItem.font()
@@ -133,7 +139,7 @@ class TrainingCurves(QtWidgets.QWidget):
             note.setFont(small)
             note.setParentItem(p.vb)
             note.setZValue(20)
-            p.vb.sigResized.connect(lambda _vb=None, k=key: self._place_note(k))
+            p.vb.sigResized.connect(lambda _vb=None, k=key: (self._place_note(k), self._place_legend(k)))
             p._note = note
             self.plots[key] = p
         # one x range for all three: the loss plot leads (a single test point must not zoom it)
@@ -430,6 +436,56 @@ class TrainingCurves(QtWidgets.QWidget):
         self._sync_legend()
         self._update_notes()
         self._fit_ranges()
+        for key in self.plots:
+            self._place_legend(key)
+
+    def legend_corner(self, plot: str) -> str:
+        """The corner of plot ``"loss"``, ``"nll"`` or ``"mad"`` its legend sits in (``"top-right"``, ...)."""
+        return self.plots[plot].legend._corner
+
+    def _place_legend(self, key: str) -> None:
+        """Put the plot's legend in the corner its curves cross least (a test NLL that stays high ran
+        under the upper-right legend), keeping the current corner unless another is strictly clearer; the
+        lower left stays free while a note sits there."""
+        p = self.plots[key]
+        legend = p.legend
+        if not legend.items:
+            return
+        r = p.vb.rect()
+        (x0, x1), (y0, y1) = p.vb.viewRange()
+        if r.width() <= 0 or r.height() <= 0 or x1 <= x0 or y1 <= y0:
+            return
+        xs, ys = [], []
+        for ck, curve in self.curves.items():
+            if SERIES[ck][0] != key:
+                continue
+            x, y = curve.getData()
+            if x is None or len(x) == 0:
+                continue
+            x, y = np.asarray(x, float), np.asarray(y, float)
+            if len(x) > 1:   # the lines between the points too: 400 samples along x
+                grid = np.linspace(x.min(), x.max(), 400)
+                y = np.interp(grid, x, y)
+                x = grid
+            xs.append(x)
+            ys.append(y)
+        if not xs:
+            return
+        px = (np.concatenate(xs) - x0) / (x1 - x0) * r.width()
+        py = (y1 - np.concatenate(ys)) / (y1 - y0) * r.height()
+        box = legend.boundingRect()
+        w, h = box.width() + 8.0, box.height() + 8.0
+        spans = {"top-right": ((r.width() - w, r.width()), (0.0, h)), "top-left": ((0.0, w), (0.0, h)),
+                 "bottom-left": ((0.0, w), (r.height() - h, r.height())),
+                 "bottom-right": ((r.width() - w, r.width()), (r.height() - h, r.height()))}
+        blocked = {"bottom-left"} if getattr(p._note, "_beside", False) and p._note.toPlainText() else set()
+        crossed = {c: int(np.count_nonzero((px >= a) & (px <= b) & (py >= lo) & (py <= hi)))
+                   for c, ((a, b), (lo, hi)) in spans.items() if c not in blocked}
+        order = [legend._corner] + [c for c in LEGEND_CORNERS if c != legend._corner]
+        best = min((c for c in order if c in crossed), key=lambda c: crossed[c])
+        if best != legend._corner:
+            legend._corner = best
+            legend.anchor(*LEGEND_CORNERS[best])
 
     def _fit_ranges(self) -> None:
         """Set x and y ranges; unchanged unless the data leave them or shrink well inside."""
