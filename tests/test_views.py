@@ -697,6 +697,22 @@ def test_a_legend_moves_to_the_corner_its_curves_leave_free(qtbot):
     assert w2.legend_corner("nll") == "top-right" and w2.legend_corner("loss") == "top-right"
 
 
+def test_an_ended_stream_does_not_promise_a_loss_yet(qtbot):
+    """An EM stream has no loss before its first M-step: "No loss in this stream yet." while it runs; once it
+    ended without one (it diverged in its first M-step, or its history is shown) the "yet" goes."""
+    w = shown(qtbot, TrainingCurves(orientation="horizontal"), (900, 250))
+    w.add_event(ProgressEvent(step=0, total=50, train_ll=-100.0, metrics={"train_nll": 1.6}))
+    assert w.note("loss") == "No loss in this stream yet."
+    w.add_event(ProgressEvent(step=0, total=50, train_ll=-100.0, metrics={"train_nll": 1.6}, done=True,
+                              reason="cancelled"))
+    assert w.note("loss") == "No loss in this stream."
+    w.clear()
+    w.add_event(ProgressEvent(step=0, total=50, train_ll=-100.0, metrics={"train_nll": 1.6}))
+    assert w.note("loss") == "No loss in this stream yet."
+    w.set_history([{"step": 0, "train_ll": -100.0, "train_nll": 1.6}])
+    assert w.note("loss") == "No loss in this stream."
+
+
 def test_curve_ranges_are_kept_while_data_stay_inside(qtbot):
     w = shown(qtbot, TrainingCurves(), (400, 600))
     w.add_event(ProgressEvent(step=0, total=100, loss=2.0))

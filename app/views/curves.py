@@ -108,6 +108,7 @@ class TrainingCurves(QtWidgets.QWidget):
         self._phase: Optional[str] = None                  # "em", "cooc", "baum-welch" (names the loss)
         self._mad_note: Optional[str] = None               # why a stream has no MAD (from its events)
         self._test_impossible = False                      # a test NLL of +inf was reported
+        self._ended = False                                # the stream ended (its last event, a history)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.graphics = make_graphics_widget(self)
@@ -174,6 +175,7 @@ class TrainingCurves(QtWidgets.QWidget):
         self._phase = None
         self._mad_note = None
         self._test_impossible = False
+        self._ended = False
         for c in self.curves.values():
             c.setData([], [])
         self._shown = None
@@ -205,6 +207,7 @@ class TrainingCurves(QtWidgets.QWidget):
             self._total = float(ev.total)
         self._note_phase(getattr(ev, "phase", None), ev.metrics or {})
         self._append(ev.step, ev.loss, ev.train_ll, ev.test_ll, ev.metrics or {})
+        self._ended = bool(getattr(ev, "done", False))
         self._dirty = not redraw
         if redraw:
             self._redraw()
@@ -238,6 +241,7 @@ class TrainingCurves(QtWidgets.QWidget):
         # a history ends at its last step (records carry no total): the x axis fits it, without the
         # room a live stream of unknown length gets; live events that follow set their own total
         self._total = max(self._steps) if self._steps else None
+        self._ended = True      # a model's history is a finished stream
         self._dirty = False
         self._redraw()
 
@@ -355,13 +359,14 @@ class TrainingCurves(QtWidgets.QWidget):
         if not self._steps:
             notes = {k: "" for k in notes}
         else:
+            yet = "" if self._ended else " yet"     # an ended stream will not bring one
             if counts["loss"] == 0:
-                notes["loss"] = "No loss in this stream yet."
+                notes["loss"] = f"No loss in this stream{yet}."
             nll = counts["train_nll"] + counts["test_nll"]
             if self._phase == "cooc" and nll <= 1:
                 notes["nll"] = "Co-occurrence fit: the test NLL is computed once, at the end."
             elif nll == 0:
-                notes["nll"] = "No likelihood in this stream yet."
+                notes["nll"] = f"No likelihood in this stream{yet}."
             if self._test_impossible and counts["test_nll"] == 0:
                 notes["nll"] = INFINITE_TEST_NLL
             if counts["mad"] == 0:
