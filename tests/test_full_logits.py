@@ -141,34 +141,18 @@ def test_pos_induction_full_logit_rows(tmp_path):
     direct fit of the same seed begins from (its first event's emissions); the dense-marginal-full-feat
     row's scores are those of the same model (l2 = kappa / tokens) fitted directly; kappa is part of a
     folder's settings only where it has full-logit rows."""
-    import argparse
-    import csv
-    from pathlib import Path
-
     from densehmm_core.data import load
-    from densehmm_core.events import START_PHASE
-    from densehmm_core.experiments.cli import add_reproduce_parser
     from densehmm_core.experiments.pos_induction import PosSettings
-    from densehmm_core.metrics import tagging_scores
-    words = Path(__file__).parent / "fixtures" / "data" / "words.conllu"
+    from posruns import WORDS, pos_rows, start_and_fitted_scores
     out = tmp_path / "pos"
-    p = argparse.ArgumentParser(prog="densehmm")
-    add_reproduce_parser(p.add_subparsers(dest="command"))
-    args = p.parse_args(["reproduce", "pos-induction", "--data", str(words), "--out", str(out), "--quick",
-                         "--models", "full-start,dense-marginal-full-feat", "--seeds", "1", "--iterations", "4",
-                         "--kappa", "2"])
-    assert args.func(args) == 0
-    with open(out / "pos_induction_runs.csv", newline="", encoding="utf-8") as fh:
-        rows = {r["model"]: r for r in csv.DictReader(fh)}
-    corpus = load(words, observe="words", lowercase=False, min_count=1)
+    rows = pos_rows(out, "--models", "full-start,dense-marginal-full-feat", "--seeds", "1", "--iterations", "4",
+                    "--kappa", "2")
+    corpus = load(WORDS, observe="words", lowercase=False, min_count=1)
     n = corpus.n_tags
     m = DenseHMM(n, n, n_symbols=corpus.n_symbols, fit_method="marginal", logits="full", n_iter=4, tol=0.0, seed=0,
                  l2=2.0 / corpus.n_tokens, init_scale=0.2, symbol_features="orthographic")
-    evs = [e for e in m.iter_fit(corpus) if e.phase != START_PHASE]
-    B0 = evs[0].params["emissionprob"]
-    start = tagging_scores([B0.argmax(axis=0)[s] for s in corpus.sequences], corpus.tags, n_states=n, n_tags=n)
+    start, fitted = start_and_fitted_scores(m, corpus)
     assert float(rows["full-start"]["m1"]) == pytest.approx(start["m1"], abs=1e-15)
-    fitted = tagging_scores(m.predict(corpus.sequences), corpus.tags, n_states=n, n_tags=n)
     assert float(rows["dense-marginal-full-feat"]["m1"]) == pytest.approx(fitted["m1"], abs=1e-15)
     assert int(rows["dense-marginal-full-feat"]["e_steps"]) == m.evaluations_ >= 5
     assert int(rows["dense-marginal-full-feat"]["n_symbols"]) == corpus.n_symbols     # words as written

@@ -216,33 +216,18 @@ def test_pos_induction_spectral_clusters_and_direct_fit_rows(tmp_path):
     """``reproduce pos-induction``: the spectral-clusters row tags each word by the argmax of the very
     start a spectral DenseHMM fit of the same seed begins from (its first event's emissions), and
     the dense-marginal row's scores and E-step count are those of the same model fitted directly."""
-    import argparse
-    import csv
-    from pathlib import Path
-
     from densehmm_core.data import load
-    from densehmm_core.experiments.cli import add_reproduce_parser
-    from densehmm_core.metrics import tagging_scores
-    words = Path(__file__).parent / "fixtures" / "data" / "words.conllu"
+    from posruns import WORDS, pos_rows, start_and_fitted_scores
     out = tmp_path / "pos"
-    p = argparse.ArgumentParser(prog="densehmm")
-    add_reproduce_parser(p.add_subparsers(dest="command"))
-    args = p.parse_args(["reproduce", "pos-induction", "--data", str(words), "--out", str(out), "--quick",
-                         "--models", "spectral-clusters,dense-marginal", "--dims", "3", "--seeds", "1",
-                         "--iterations", "4", "--l2", "0.001"])
-    assert args.func(args) == 0
-    with open(out / "pos_induction_runs.csv", newline="", encoding="utf-8") as fh:
-        rows = {r["model"]: r for r in csv.DictReader(fh)}
-    corpus = load(words, observe="words", lowercase=True, min_count=1)
+    rows = pos_rows(out, "--models", "spectral-clusters,dense-marginal", "--dims", "3", "--seeds", "1",
+                    "--iterations", "4", "--l2", "0.001")
+    corpus = load(WORDS, observe="words", lowercase=True, min_count=1)
     n = corpus.n_tags
     m = DenseHMM(n, 3, n_symbols=corpus.n_symbols, fit_method="marginal", n_iter=4, tol=0.0, seed=0, l2=0.001,
                  init_scale=0.2, init_method="spectral")
-    evs = [e for e in m.iter_fit(corpus) if e.phase != START_PHASE]
-    B0 = evs[0].params["emissionprob"]
-    start = tagging_scores([B0.argmax(axis=0)[s] for s in corpus.sequences], corpus.tags, n_states=n, n_tags=n)
+    start, fitted = start_and_fitted_scores(m, corpus)
     assert float(rows["spectral-clusters"]["m1"]) == pytest.approx(start["m1"], abs=1e-15)
     assert int(rows["spectral-clusters"]["e_steps"]) == 0
-    fitted = tagging_scores(m.predict(corpus.sequences), corpus.tags, n_states=n, n_tags=n)
     assert float(rows["dense-marginal"]["m1"]) == pytest.approx(fitted["m1"], abs=1e-15)
     assert int(rows["dense-marginal"]["e_steps"]) == m.evaluations_ >= 5
     assert "| dense-marginal | 3 | 1 |" in (out / "pos_induction_table.md").read_text()

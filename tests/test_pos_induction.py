@@ -4,29 +4,14 @@ Oracles: a Baum-Welch row's scores equal those of the same seeded model trained 
 directly; M-1 is at least the majority-tag baseline; a rerun skips finished runs (resume);
 bad arguments exit 2 with one line.
 """
-import argparse
-import csv
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from posruns import WORDS, read_rows as _rows, reproduce as _run
+
 pytest.importorskip("densehmm_core.dense_tf")
-
-WORDS = Path(__file__).parent / "fixtures" / "data" / "words.conllu"
-
-
-def _run(argv):
-    from densehmm_core.experiments.cli import add_reproduce_parser
-    p = argparse.ArgumentParser(prog="densehmm")
-    add_reproduce_parser(p.add_subparsers(dest="command"))
-    args = p.parse_args(argv)
-    return args.func(args)
-
-
-def _rows(path):
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
 
 
 def test_pos_induction_runs_scores_and_resumes(tmp_path, capsys):
