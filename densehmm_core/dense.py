@@ -393,6 +393,12 @@ class DenseHMM(BaseHMM):
         ``start_mode`` ``"embedding"`` (``pi = softmax(U z_start)``) or ``"stationary"``
         (``pi`` = stationary distribution of ``A``); default: keep the current mode.
         """
+        self._embeddings = self._checked_embeddings(emb, start_mode)
+        self._update_matrices()
+        return self
+
+    def _checked_embeddings(self, emb: dict, start_mode: Optional[str] = None) -> Dict[str, np.ndarray]:
+        """:meth:`set_embeddings`' checks: float64 copies of ``emb`` (sets ``n_symbols`` and the start mode)."""
         missing = [k for k in EMBEDDING_NAMES if emb.get(k) is None]
         if missing:
             raise ValueError(f"embeddings lack {missing}")
@@ -417,9 +423,7 @@ class DenseHMM(BaseHMM):
             if start_mode not in ("embedding", "stationary"):
                 raise ValueError("start_mode must be 'embedding' or 'stationary'")
             self.start_mode_ = start_mode
-        self._embeddings = arrs
-        self._update_matrices()
-        return self
+        return arrs
 
     def _param_arrays(self) -> Dict[str, np.ndarray]:
         out = super()._param_arrays()
@@ -638,9 +642,17 @@ class DenseHMM(BaseHMM):
         from .dense_cooc import iter_cooc
         return iter_cooc(self, omega, init=init, eval_seqs=eval_seqs, cancel=cancel, restarts=restarts)
 
-    def _adopt(self, theta, layout, stationary: bool) -> None:
+    def _adopt(self, theta, layout, stationary: bool, matrices=None) -> None:
+        """Make the packed ``theta`` the model's embeddings.  ``matrices``: its ``(pi, A, B)`` (host
+        float64, ``pi = softmax(U z_start)``), already computed by the caller (the EM loop, for its
+        E-step); without them, or with ``stationary``, they are computed here."""
         self.start_mode_ = "stationary" if stationary else "embedding"
-        self.set_embeddings(layout.unpack(np.asarray(theta)))
+        emb = layout.unpack(np.asarray(theta))
+        if matrices is None or stationary:
+            self.set_embeddings(emb)
+            return
+        self._embeddings = self._checked_embeddings(emb)
+        self.startprob_, self.transmat_, self.emissionprob_ = matrices
 
     @staticmethod
     def _diverged_msg(status: int, step: int, what: str) -> str:

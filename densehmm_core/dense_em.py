@@ -37,6 +37,9 @@ class DenseEMHooks(EMHooks):
         self.ntok = float(n_tokens(seqs))
         self.seqs, self.pairs, self.bounds = seqs, None, None   # pairs: counted by the first start_steps
         self.note: Optional[str] = None
+        # (theta, (pi, A, B)) of the last parameters evaluated: the loop asks for one state's matrices
+        # up to three times (its E-step, the diagnostics, the snapshot); they are computed once
+        self._matrices: Optional[tuple] = None
 
     def mstep_dtype(self) -> str:
         """The M-step's floating-point type: the resolved ``mstep_dtype``."""
@@ -66,26 +69,46 @@ class DenseEMHooks(EMHooks):
         return self.note
 
     def matrices(self, state):
-        with self.engine.compute():
-            return self.mstep_.matrices(state[0])
+        cached = self._cached(state)
+        if cached is None:
+            with self.engine.compute():
+                cached = self.mstep_.matrices(state[0])
+            self._matrices = (state[0], cached)
+        return cached
+
+    def _cached(self, state):
+        """The matrices of ``state`` when they were the last evaluated, else None."""
+        if self._matrices is not None and self._matrices[0] is state[0]:
+            return self._matrices[1]
+        return None
 
     def mstep(self, state, stats, it: int):
-        from .dense_mstep import STATUS_OK
+        from .dense_mstep import STATUS_NONFINITE, STATUS_OK
         h = self.h
         with self.engine.compute():
-            th, moments, _, status, _, loss = self.mstep_.adam(
+            th, moments, _, status, _, _ = self.mstep_.adam(
                 state[0], state[1], int(h["mstep_steps"]), float(h["lr"]), self.model.param_limit,
-                stats.start, stats.trans, stats.emit, self.ntok)
-        if status != STATUS_OK or not np.isfinite(loss):
+                stats.start, stats.trans, stats.emit, self.ntok, final_loss=False)
+            if status == STATUS_OK:
+                # the event's loss and the next E-step's matrices from one float64 evaluation
+                loss, mats = self.mstep_.evaluate(th, stats.start, stats.trans, stats.emit, self.ntok)
+                if not np.isfinite(loss):
+                    status = STATUS_NONFINITE
+        if status != STATUS_OK:
             self.adopt(state)
             raise TrainingDiverged(self.model._diverged_msg(status, it, "EM M-step"))
+        self._matrices = (th, mats)
         return (th, moments), loss
 
     def adopt(self, state) -> None:
         # under the engine's context: on the CPU one BLAS thread (the model's float64 matrices are
         # small products; a second BLAS thread spins after them and doubles the CPU time)
+        # on the CPU the matrices the E-step used are reused (copied: the model must not share them);
+        # on a GPU a snapshot stays one transfer (theta) and the host computes them, as before
+        cached = self._cached(state) if self.backend.is_numpy else None
         with self.engine.compute():
-            self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False)
+            self.model._adopt(self.backend.to_host(state[0]).astype(np.float64), self.layout, stationary=False,
+                              matrices=None if cached is None else tuple(np.array(a) for a in cached))
 
     def snapshot(self, state) -> dict:
         self.adopt(state)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -130,11 +130,34 @@ class MStep:
 
     def matrices(self, theta):
         """``(pi, A, B)`` of ``theta`` as float64 arrays of the backend (``pi = softmax(U z_start)``)."""
-        U, Z, W, _, zs, _, V = self.parts(self._f64(theta))
-        A, _ = self._softmax_rows(Z @ U.T)
-        B, _ = self._softmax_rows(W @ V.T)
-        pi, _ = self._softmax_rows((U @ zs)[None, :])
-        return pi[0], A, B
+        return self._evaluate(theta, None)[1]
+
+    def evaluate(self, theta, c_start, c_trans, c_emit, norm: float):
+        """``(loss, (pi, A, B))`` of ``theta`` from one float64 evaluation: the loss of :meth:`loss`
+        and the matrices of :meth:`matrices` (what the EM loop needs after an M-step: the event's
+        loss and the next E-step's matrices, without computing the logits twice)."""
+        return self._evaluate(theta, (c_start, c_trans, c_emit, norm))
+
+    def _evaluate(self, theta, counts):
+        """``(loss or None, (pi, A, B))`` in float64; ``counts``: ``(c_start, c_trans, c_emit, norm)``
+        or None (the matrices alone)."""
+        xp = self.xp
+        theta = self._f64(theta)
+        U, Z, W, _, zs, _, V = self.parts(theta)
+        logits = (Z @ U.T, (U @ zs)[None, :], W @ V.T)
+        if counts is None:
+            A, pi, B = (self._softmax_rows(X)[0] for X in logits)
+            return None, (pi[0], A, B)
+        c_start, c_trans, c_emit, norm = counts
+        q = 0.0
+        probs = []
+        for X, C in zip(logits, (c_trans, c_start[None, :], c_emit)):
+            q += xp.vdot(C, X)          # before the softmax overwrites the logits
+            P, lse = self._softmax_rows(X)
+            q -= C.sum(axis=1) @ lse
+            probs.append(P)
+        loss = float(-q / float(norm) + 0.5 * self.l2 * self.free_sq(theta))
+        return loss, (probs[1][0], probs[0], probs[2])
 
     # ------------------------------------------------------ loss and gradient
     def loss_and_grad(self, theta, c_start, c_trans, c_emit, norm: float, grad=None):
@@ -207,17 +230,7 @@ class MStep:
 
     def loss(self, theta, c_start, c_trans, c_emit, norm: float) -> float:
         """The loss alone, as a host float (computed in float64)."""
-        xp = self.xp
-        theta = self._f64(theta)
-        U, Z, W, _, zs, _, V = self.parts(theta)
-
-        def term(X, C):
-            mx = X.max(axis=1, keepdims=True)
-            lse = (mx + xp.log(xp.exp(X - mx).sum(axis=1, keepdims=True)))[:, 0]
-            return xp.vdot(C, X) - C.sum(axis=1) @ lse
-
-        q = term(Z @ U.T, c_trans) + term((U @ zs)[None, :], c_start[None, :]) + term(W @ V.T, c_emit)
-        return float(-q / float(norm) + 0.5 * self.l2 * self.free_sq(theta))
+        return self._evaluate(theta, (c_start, c_trans, c_emit, norm))[0]
 
     # ------------------------------------------------------------------ Adam
     def zeros(self) -> AdamMoments:
@@ -225,12 +238,14 @@ class MStep:
         return AdamMoments(xp.zeros(self.layout.size, self.dtype), xp.zeros(self.layout.size, self.dtype), 0.0)
 
     def adam(self, theta, state: AdamMoments, n_steps: int, lr: float, limit: float,
-             c_start, c_trans, c_emit, norm: float) -> Tuple[Any, AdamMoments, int, int, Any, float]:
+             c_start, c_trans, c_emit, norm: float, final_loss: bool = True
+             ) -> Tuple[Any, AdamMoments, int, int, Any, Optional[float]]:
         """``n_steps`` Adam steps (constant ``lr``) on the loss.
 
         Returns ``(theta, state, steps_done, status, last_good_theta, loss)``: ``theta`` the last
         accepted iterate, ``last_good_theta`` the last one whose loss was finite, ``loss`` (host
-        float) the loss at ``theta``.  One scalar pair crosses to the host per step (the checks).
+        float) the loss at ``theta`` (None with ``final_loss=False``: the caller evaluates ``theta``
+        itself, e.g. with :meth:`evaluate`).  One scalar pair crosses to the host per step (the checks).
         ``theta`` is not modified in place.
         """
         xp = self.xp
@@ -277,6 +292,6 @@ class MStep:
                 break
             th = th1
             k += 1
-        final = self.loss(th, c_start, c_trans, c_emit, norm)
+        final = self.loss(th, c_start, c_trans, c_emit, norm) if final_loss else None
         return th, AdamMoments(mm, vv, t), k, status, good, final
 

@@ -81,6 +81,19 @@ def test_matrices_are_the_softmax_kernels():
     np.testing.assert_allclose(pi, softmax(emb["U"] @ emb["z_start"]), rtol=1e-14)
 
 
+
+@pytest.mark.parametrize("l2", [0.0, 0.3])
+def test_evaluate_is_the_loss_and_the_matrices_of_one_evaluation(l2):
+    layout, theta, counts = _problem(3, 2, 5, True)
+    ms = MStep(layout, numpy_backend(), l2=l2)
+    loss, (pi, A, B) = ms.evaluate(theta, *counts, 7.0)
+    assert loss == ms.loss(theta, *counts, 7.0)
+    for a, b in zip((pi, A, B), ms.matrices(theta)):
+        np.testing.assert_array_equal(a, b)
+    # the oracle: -Q per token from the matrices, plus the penalty
+    q = counts[0] @ np.log(pi) + np.sum(counts[1] * np.log(A)) + np.sum(counts[2] * np.log(B))
+    assert loss == pytest.approx(-q / 7.0 + 0.5 * l2 * theta @ theta, rel=1e-12)
+
 # ----------------------------------------------------------------------------- Adam
 @pytest.mark.parametrize("features", [False, True])
 def test_adam_steps_equal_tensorflows_m_step(features):
@@ -358,6 +371,42 @@ def test_em_host_work_runs_with_one_blas_thread(monkeypatch):
         [rng.integers(0, 6, size=30) for _ in range(5)])
     assert len(seen) >= 4 and set(seen) == {1}
 
+
+
+@pytest.mark.parametrize("features", [False, True])
+def test_em_evaluates_each_iterations_parameters_once(features, monkeypatch):
+    """The E-step, the diagnostics and the snapshot of an iteration share one float64 evaluation of
+    the parameters (the M-step's, which also gives the event's loss); the model's matrices are those of
+    its embeddings, and each event's likelihood is that of its snapshot."""
+    calls = []
+    evaluate = MStep._evaluate
+
+    def spy(self, theta, counts):
+        calls.append(counts is not None)
+        return evaluate(self, theta, counts)
+
+    rng = np.random.default_rng(2)
+    seqs = [rng.integers(0, len(WORDS), size=int(rng.integers(2, 30))).astype(np.int32) for _ in range(40)]
+    from densehmm_core.data.corpus import Corpus
+    corpus = Corpus(seqs, list(WORDS))
+    kw = dict(fit_method="em", seed=1, n_iter=4, tol=0, mstep_steps=3, snapshot_every=1, diagnostics_every=1,
+              symbol_features="orthographic" if features else None)
+    monkeypatch.setattr(MStep, "_evaluate", spy)
+    model = DenseHMM(4, 3, **kw)
+    events = [e for e in model.iter_fit(corpus, eval_data=seqs[:8]) if e.phase != START_PHASE]
+    # one evaluation of the start (matrices alone), then one per M-step (loss and matrices)
+    assert calls == [False] + [True] * 4
+    pi, A, B = model.startprob_, model.transmat_, model.emissionprob_
+    model._update_matrices()
+    np.testing.assert_allclose(pi, model.startprob_, rtol=1e-13)
+    np.testing.assert_allclose(A, model.transmat_, rtol=1e-13)
+    np.testing.assert_allclose(B, model.emissionprob_, rtol=1e-12)
+    # each event's likelihood is that of its snapshot's embeddings (no stale matrices reused)
+    for ev in events[1:]:
+        p = ev.params
+        assert ev.train_ll == pytest.approx(
+            DenseHMM(4, 3).set_embeddings({k: p[k] for k in ("U", "Z", "W", "V", "z_start")},
+                                          start_mode="embedding").score(seqs), rel=1e-10)
 
 def test_feature_incidence_products_equal_a_dense_oracle():
     """``SymbolFeatures.apply`` / ``own`` (one cached CSR product) against the dense incidence."""
