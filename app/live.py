@@ -205,7 +205,11 @@ class DrawQueue(QObject):
         Milliseconds between two parts (each part is painted in between).
     visible : callable, optional
         Whether the view is on screen; while it is not, parts are held (newest of each name)
-        until :meth:`run_all`.  Default: always visible.
+        until :meth:`run_all` or :meth:`resume`.  Default: always visible.
+    shows : callable, optional
+        ``shows(name)``: whether part ``name``'s own view is on screen, for a queue whose parts
+        draw into several views (the dashboard's pages): the parts that show run in order, the
+        others are held.  Default: ``visible()`` for every part.
     auto : bool
         False: parts never run on their own, only through :meth:`run` / :meth:`run_all`.
     on_drawn : callable, optional
@@ -213,10 +217,12 @@ class DrawQueue(QObject):
     """
 
     def __init__(self, parent: QObject, gap_ms: int = 15, visible: Optional[Callable[[], bool]] = None,
-                 auto: bool = True, on_drawn: Optional[Callable[[float], None]] = None) -> None:
+                 auto: bool = True, on_drawn: Optional[Callable[[float], None]] = None,
+                 shows: Optional[Callable[[Any], bool]] = None) -> None:
         super().__init__(parent)
         self.gap_ms = int(gap_ms)
-        self._visible = visible or (lambda: True)
+        whole = visible or (lambda: True)
+        self._shows = shows or (lambda _name: whole())
         self._auto = auto
         self._on_drawn = on_drawn
         self._parts: Dict[Any, tuple] = {}
@@ -237,7 +243,7 @@ class DrawQueue(QObject):
         """Queue ``fn(*args)`` as part ``name``; a queued part of that name is replaced (and moves last)."""
         self._parts.pop(name, None)
         self._parts[name] = (fn, args)
-        if self._auto and not self._timer.isActive() and self._visible():
+        if self._auto and not self._timer.isActive() and self._shows(name):
             self._timer.start(0)
 
     def discard(self, name) -> None:
@@ -258,8 +264,8 @@ class DrawQueue(QObject):
             fn(*args)
 
     def resume(self) -> None:
-        """Start running held parts from the event loop (the view became visible)."""
-        if self._auto and self._parts and not self._timer.isActive():
+        """Start running held parts from the event loop (a view became visible)."""
+        if self._auto and not self._timer.isActive() and self._next() is not None:
             self._timer.start(0)
 
     def clear(self) -> None:
@@ -267,17 +273,21 @@ class DrawQueue(QObject):
         self._parts.clear()
         self._cost = 0.0
 
+    def _next(self):
+        """The first queued part whose view shows, or None."""
+        return next((name for name in self._parts if self._shows(name)), None)
+
     def _run_next(self) -> None:
-        if not self._parts or not self._visible():
-            return  # held until the view shows (run_all / resume)
-        name = next(iter(self._parts))
+        name = self._next()
+        if name is None:
+            return  # held until its view shows (run_all / resume)
         fn, args = self._parts.pop(name)
         t0 = time.perf_counter()
         fn(*args)
         self._cost += time.perf_counter() - t0
-        if self._parts:
+        if self._next() is not None:
             self._timer.start(self.gap_ms)
-        else:
+        else:   # what shows is drawn (hidden parts wait for their view)
             cost, self._cost = self._cost, 0.0
             if self._on_drawn is not None:
                 self._on_drawn(cost)

@@ -108,3 +108,23 @@ def test_draw_queue_runs_parts_apart_holds_them_while_hidden_and_newest_wins(qtb
     assert q.has("c") and calls[-1] != "c"    # hidden: held
     q.run_all()
     assert calls[-1] == "c" and not q.pending
+
+
+def test_draw_queue_holds_only_the_parts_whose_view_is_hidden(qtbot):
+    """A queue drawing into several pages (the dashboard): a part runs while its own view shows."""
+    from PySide6.QtCore import QObject
+    owner = QObject()
+    showing = {"decode"}
+    drawn = []
+    q = DrawQueue(owner, gap_ms=5, shows=lambda name: name in showing, on_drawn=drawn.append)
+    calls = []
+    for name in ("matrices", "decode", "overview"):
+        q.put(name, calls.append, name)
+    qtbot.waitUntil(lambda: bool(drawn), timeout=2000)
+    assert calls == ["decode"] and q.has("matrices") and q.has("overview")
+    showing.add("overview")
+    q.resume()
+    qtbot.waitUntil(lambda: calls == ["decode", "overview"], timeout=2000)
+    assert q.has("matrices")
+    q.run_all()
+    assert calls[-1] == "matrices" and not q.pending

@@ -1,9 +1,11 @@
 """Issue 24 items 2 and 10: a new job replaces the selection; Cancel acts on what is selected and asks
-before cancelling several; Compare needs exactly two; Score on data shows its result in full."""
+before cancelling several; Compare needs exactly two; Score on data shows its result in full.  Selecting
+another job while the Decode or Overview tab is shown shows that job there."""
 from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
@@ -87,3 +89,27 @@ def test_score_on_data_shows_the_result_in_full(make_window, qtbot):
     for key, value in res[0].items():   # every value, at full precision (repr), not a cut-off cell
         assert key in box.text() and repr(value) in box.text()
     assert w.current_dataset.name in box.text()
+
+
+def test_selecting_a_job_on_the_decode_or_overview_tab_shows_it_there(make_window, qtbot):
+    """The model's parts of the dashboard are drawn while their own tab shows: before, they waited for
+    the live page, and Decode stayed on "finish or open a model" until the user left the tab."""
+    w = make_window()
+    w.data_ctl.load_demo()
+    jobs = [w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=n, n_iter=2)) for n in (3, 4)]
+    qtbot.waitUntil(lambda: all(j.state.is_final for j in jobs), timeout=60000)
+    d = w.dashboard
+    dec, ov = d.views()["decode"], d.views()["overview"]
+    w.jobs_panel.select(jobs[0])
+    d.tabs.setCurrentWidget(dec)
+    qtbot.waitUntil(lambda: dec.current_path() is not None and dec.posterior_image().shape[0] == 3, timeout=5000)
+    w.jobs_panel.select(jobs[1])                        # the Decode tab stays current
+    qtbot.waitUntil(lambda: dec.posterior_image() is not None and dec.posterior_image().shape[0] == 4,
+                    timeout=5000)
+    np.testing.assert_array_equal(dec.current_path(), jobs[1].model.decode([dec.current_sequence()])[0][0])
+    d.tabs.setCurrentWidget(ov)
+    w.jobs_panel.select(jobs[0])
+    qtbot.waitUntil(ov.has_content, timeout=5000)
+    assert not d.live_visible() and d.live_update_pending   # the hidden live page's parts wait for it
+    d.tabs.setCurrentIndex(0)
+    qtbot.waitUntil(lambda: not d.live_update_pending, timeout=5000)

@@ -287,6 +287,43 @@ def test_decode_view_shows_viterbi_path_and_posteriors(qtbot):
     assert w.current_path().shape == (12,)
 
 
+
+def test_decode_view_key_wraps_and_long_labels_never_clip(qtbot):
+    """Many states: the colour key takes at most two lines and ends with "+K more" (hovering reads the
+    rest); a long sequence id is elided with the whole line in the tooltip; hovering a position reads
+    its symbol, Viterbi state and posteriors."""
+    p = random_params(60, 6, seed=3)
+    model = plain_model(p)
+    seq = np.random.default_rng(4).integers(0, 6, size=40)
+    name = "sp|" + "VERYLONGIDENTIFIER" * 6
+    corpus = type("C", (), {"sequences": [seq], "vocabulary": list("abcdef"), "names": [name]})()
+    w = shown(qtbot, DecodeView())
+    w.resize(700, 500)
+    w.set_model(model, corpus)
+    key = w.legend_label
+    qtbot.waitUntil(lambda: w.current_path() is not None, timeout=2000)
+    lines = key.text().split("<br>")
+    assert len(lines) == 2 and 0 < key.shown() < 60
+    assert f"+{60 - key.shown()} more" in lines[-1] and "Hover" in key.toolTip()
+    assert key.sizeHint().height() <= key.height()
+    narrow = key.shown()
+    w.resize(3000, 500)
+    qtbot.waitUntil(lambda: key.shown() > narrow, timeout=2000)   # laid out again for the width
+    # the sequence line: elided, whole in the tooltip, and it does not widen the view
+    w.resize(700, 500)
+    qtbot.waitUntil(lambda: w.seq_label.is_elided(), timeout=2000)
+    assert name in w.seq_label.toolTip() and w.width() <= 700
+    path, post, _ = hmmlearn_oracle(p, seq)
+    t = 17
+    text = w.hover_text(t)
+    assert f"position {t} · symbol {'abcdef'[seq[t]]} · Viterbi state {path[t]} " in text
+    assert f"(posterior {post[t, path[t]]:.2f})" in text and f"most probable state {int(np.argmax(post[t]))}" in text
+    assert w.hover_text(len(seq)) == "" and w.hover_text(-1) == ""
+    # a few states: every one listed, no tooltip
+    w.set_model(plain_model(random_params(3, 6, seed=1)), corpus)
+    qtbot.waitUntil(lambda: key.shown() == 3, timeout=2000)
+    assert "more" not in key.text() and key.toolTip() == ""
+
 def test_a_hidden_decode_view_decodes_when_shown_or_read(qtbot):
     """A Decode tab that is not shown costs the GUI thread nothing when a model arrives (a job
     finishing): it decodes when it is shown, or when its results are read (exports, tests)."""

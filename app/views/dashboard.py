@@ -118,8 +118,10 @@ class Dashboard(QtWidgets.QWidget):
         self._model = None
         self._has_initial = False
         self._last_step: Optional[int] = None
-        # queued parts of a live update: one per event-loop turn, held while the live page is hidden
-        self._stages = DrawQueue(self, gap_ms=STAGE_GAP_MS, visible=self.live_visible,
+        # queued parts of a live update or of a model shown: one per event-loop turn, each held while
+        # its view is hidden (the live page's while it is; Decode's while its tab is not current)
+        self._part_views: Dict[str, str] = {}
+        self._stages = DrawQueue(self, gap_ms=STAGE_GAP_MS, shows=self._part_shows,
                                  on_drawn=self.sigLiveDrawn.emit)
 
         # the live page's parts (fed by the live stream) and the tags page are built here; the other
@@ -219,7 +221,7 @@ class Dashboard(QtWidgets.QWidget):
                                     name=lambda v=info.name: self.file_name(v), extra=extra, on_exported=exported)
         # while the live page is hidden (another tab, or the dashboard not shown) its views only
         # record events; they are drawn when it shows, or before any of them is exported
-        self.tabs.currentChanged.connect(lambda _i: self._flush_if_visible())
+        self.tabs.currentChanged.connect(self._tab_changed)
         self.live.installEventFilter(self)
         for info in registry.VIEWS:
             if registry.in_live_page(info.name):
@@ -234,19 +236,29 @@ class Dashboard(QtWidgets.QWidget):
         """Whether the live page (matrices, embeddings, curves) is on screen."""
         return self.live.isVisible()
 
-    def _stage(self, name: str, fn, *args) -> None:
-        """Queue one view's part of a live update (see :class:`app.live.DrawQueue`)."""
-        self._stages.put(name, fn, *args)
+    def _stage(self, name: str, view: str, fn, *args) -> None:
+        """Queue part ``name``: ``fn(*args)`` updating view ``view`` (a registry name), run from the
+        event loop while that view shows (see :class:`app.live.DrawQueue`); a failure is reported."""
+        self._part_views[name] = view
+        self._stages.put(name, self._safe, view, fn, *args)
+
+    def _part_shows(self, name: str) -> bool:
+        """Whether part ``name`` runs now: while the live page shows (every part, as a finished job's
+        model reaches all views from there), or while the part's own view does (Decode's tab current)."""
+        if self.live_visible():
+            return True
+        view = self._views.get(self._part_views.get(name, ""))
+        return view is not None and view.isVisible()
 
     def _stage_params(self, params: dict) -> None:
         h = self.heatmaps
-        self._stage("transmat", self._safe, "matrices", h.set_params, {"transmat": params.get("transmat")})
-        self._stage("emission", self._safe, "matrices", h.set_params, {"emissionprob": params.get("emissionprob")})
-        self._stage("startprob", self._safe, "matrices", h.set_params, {"startprob": params.get("startprob")})
+        self._stage("transmat", "matrices", h.set_params, {"transmat": params.get("transmat")})
+        self._stage("emission", "matrices", h.set_params, {"emissionprob": params.get("emissionprob")})
+        self._stage("startprob", "matrices", h.set_params, {"startprob": params.get("startprob")})
         if any(params.get(k) is not None for k in EMBEDDING_SETS):
-            self._stage("embeddings", self._safe, "embeddings", self.embeddings.set_embeddings, params)
+            self._stage("embeddings", "embeddings", self.embeddings.set_embeddings, params)
         elif self.embeddings.mode() != "none":
-            self._stage("embeddings", self.embeddings.clear)
+            self._stage("embeddings", "embeddings", self.embeddings.clear)
 
     @property
     def live_update_pending(self) -> bool:
@@ -263,9 +275,11 @@ class Dashboard(QtWidgets.QWidget):
         self._safe("curves", self.curves.redraw)
         self.embeddings.finish_labels()   # label items still to be made from the event loop
 
-    def _flush_if_visible(self) -> None:
+    def _tab_changed(self, _index: int) -> None:
         if self.live_visible():
             self.flush()
+        else:
+            self._stages.resume()   # the parts of the page now shown (Decode, Overview, Tags)
 
     # ------------------------------------------------------------------ API
     def views(self) -> Dict[str, QtWidgets.QWidget]:
@@ -374,7 +388,7 @@ class Dashboard(QtWidgets.QWidget):
         if placed:
             self._stages.run("history")  # a queued history first: the event's point goes after it
             self._safe("curves", self.curves.add_event, ev, False)
-            self._stage("curves", self._safe, "curves", self.curves.redraw)
+            self._stage("curves", "curves", self.curves.redraw)
         if ev.params:
             self._stage_params(ev.params)  # held (newest only) while the live page is hidden
             if not self._has_initial and ev.step == 0:
@@ -413,7 +427,7 @@ class Dashboard(QtWidgets.QWidget):
         self._show_views()
         if staged:
             self._stages.discard("curves")  # the history replaces whatever was drawn live
-            self._stage("history", self._safe, "curves", self.curves.set_history, history)
+            self._stage("history", "curves", self.curves.set_history, history)
         else:
             self.curves.set_history(history)
 
@@ -447,7 +461,7 @@ class Dashboard(QtWidgets.QWidget):
 
         def part(name: str, view: str, fn, *args) -> None:
             if staged:
-                self._stage(name, self._safe, view, fn, *args)
+                self._stage(name, view, fn, *args)
             else:
                 self._safe(view, fn, *args)
 

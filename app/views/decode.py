@@ -16,7 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
                     symbol_labels, theme_colors)
-from .widgets import LabelAxis, Placeholder
+from .widgets import ColorKey, HeaderLabel, LabelAxis, Placeholder
 
 __all__ = ["DecodeView"]
 
@@ -107,10 +107,9 @@ class DecodeView(QtWidgets.QWidget):
         self.spin.setKeyboardTracking(False)
         self.spin.valueChanged.connect(self._on_index)
         row.addWidget(self.spin)
-        self.seq_label = QtWidgets.QLabel("")
+        # a long sequence id must not widen the view (and so the window): elided, whole in the tooltip
+        self.seq_label = HeaderLabel("", max_lines=1, bold=False)
         row.addWidget(self.seq_label, 1)
-        # a long sequence id must not widen the view (and so the window): the label may be cut
-        self.seq_label.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Preferred)
         self.find_edit = QtWidgets.QLineEdit()
         self.find_edit.setPlaceholderText("Find sequence by id…")
         self.find_edit.setClearButtonEnabled(True)
@@ -125,8 +124,9 @@ class DecodeView(QtWidgets.QWidget):
         self.find_edit.returnPressed.connect(lambda: self.find_sequence(self.find_edit.text()))
         row.addWidget(self.find_edit)
         lay.addWidget(self.controls)
-        self.legend_label = QtWidgets.QLabel("")
-        self.legend_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        # at most two lines: with many states the rest is read by hovering the path (hover_text)
+        self.legend_label = ColorKey("State colours:", max_lines=2,
+                                     more_tip="Hover the path or the posteriors to read a position's state.")
         lay.addWidget(self.legend_label)
 
         self.stack = QtWidgets.QStackedWidget()
@@ -169,6 +169,7 @@ class DecodeView(QtWidgets.QWidget):
         self.colorbar.axis.setPen(pg.mkPen(fg))
         self.colorbar.axis.setTextPen(pg.mkPen(fg))
         self.graphics.ci.layout.setRowStretchFactor(1, 3)
+        self.graphics.scene().sigMouseMoved.connect(self._hover)
         self.track_plot.getAxis("left").setWidth(50)
         self.post_plot.getAxis("left").setWidth(50)
 
@@ -401,6 +402,30 @@ class DecodeView(QtWidgets.QWidget):
             else:
                 t.setVisible(True)
 
+    def hover_text(self, t: int) -> str:
+        """What hovering position ``t`` of the path or the posteriors reads, e.g.
+        ``"position 57 · symbol D · Viterbi state 12 (posterior 0.93) · most probable state 12"``
+        ("" outside the sequence)."""
+        self._decode_pending()
+        seq = self.current_sequence()
+        if self._path is None or self._post is None or seq is None or not 0 <= t < len(self._path):
+            return ""
+        m = getattr(self._model, "n_symbols", None) or (int(seq.max()) + 1)
+        names = symbol_labels(int(m), self._vocab)
+        s = int(seq[t])
+        st, top = int(self._path[t]), int(np.argmax(self._post[t]))
+        return (f"position {t} · symbol {names[s] if 0 <= s < len(names) else s} · Viterbi state {st} "
+                f"(posterior {self._post[t, st]:.2f}) · most probable state {top} ({self._post[t, top]:.2f})")
+
+    def _hover(self, pos) -> None:
+        for plot in (self.track_plot, self.post_plot):
+            if plot.vb.sceneBoundingRect().contains(pos):
+                text = self.hover_text(int(round(plot.vb.mapSceneToView(pos).x())))
+                if text:
+                    QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), text, self.graphics)
+                    return
+        QtWidgets.QToolTip.hideText()
+
     def current_index(self) -> int:
         return int(self.spin.value())
 
@@ -441,7 +466,7 @@ class DecodeView(QtWidgets.QWidget):
         self.spin.setMaximum(0)
         self.seq_label.setText("")
         style_plot(self.track_plot, self, TRACK_TITLE)
-        self.legend_label.setText("")
+        self.legend_label.set_colors([])
         self.status.setText("")
         self._gold = self._tag_names = self._state_tags = None
         self.tag_table.setVisible(False)
@@ -482,8 +507,7 @@ class DecodeView(QtWidgets.QWidget):
         name = self._names[self.current_index()] if self._names else ""
         self.seq_label.setText(f"of {len(self._seqs)} ({self._source})   {name}   length {T}")
         style_plot(self.track_plot, self, self.figure_title())
-        self.legend_label.setText("State colours: " + "  ".join(
-            f"<span style='color:{c.name()}'>&#9632;</span>&nbsp;{i}" for i, c in enumerate(colors)))
+        self.legend_label.set_colors(colors)
         used = np.unique(self._path)
         lp = "" if self._logprob is None else f"log P(sequence, Viterbi path) = {self._logprob:.6g};  "
         more = "" if T <= INITIAL_WINDOW else f"  Showing positions 0–{INITIAL_WINDOW - 1} of {T}: drag or zoom."

@@ -13,7 +13,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import tick_strings
 
-__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "HeaderLabel"]
+__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "HeaderLabel", "ColorKey"]
 
 class LabelAxis(pg.AxisItem):
     """An axis whose ticks are integer positions ``0..k-1`` named by strings (categories).
@@ -506,3 +506,77 @@ class HeaderLabel(QtWidgets.QWidget):
             p.drawText(2, y, line)
             y += fm.lineSpacing()
         p.end()
+
+
+class ColorKey(QtWidgets.QLabel):
+    """A key of categorical colours (``■ 0  ■ 1  …``) in at most ``max_lines`` lines that never clips.
+
+    The entries are laid out for the current width; those that do not fit end the last line as
+    "… +K more", and the tooltip then says where to read them (``more_tip``).  Its width never
+    sets the page's minimum width.
+    """
+
+    def __init__(self, caption: str, max_lines: int = 2, more_tip: str = "", parent=None) -> None:
+        super().__init__(parent)
+        self._caption = str(caption)
+        self._max_lines = max(1, int(max_lines))
+        self._more_tip = str(more_tip)
+        self._colors: List[QtGui.QColor] = []
+        self._shown = 0
+        self.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Ignored, QtWidgets.QSizePolicy.Policy.Fixed)
+        self.setMinimumWidth(10)
+        self._relayout()
+
+    def set_colors(self, colors: Sequence[QtGui.QColor]) -> None:
+        """One entry per colour, numbered from 0 (none: the key is empty)."""
+        self._colors = list(colors)
+        self._relayout()
+
+    def shown(self) -> int:
+        """How many entries are listed at the current width."""
+        return self._shown
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(ev)
+        self._relayout()
+
+    def changeEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        if ev.type() == QtCore.QEvent.Type.FontChange:
+            self._relayout()
+        super().changeEvent(ev)
+
+    def _relayout(self) -> None:
+        fm = QtGui.QFontMetricsF(self.font())
+        width = max(10.0, float(self.width() - 4))
+        n = len(self._colors)
+        sep = fm.horizontalAdvance("\u00a0\u00a0 ")
+
+        def advance(i: int) -> float:
+            return fm.horizontalAdvance(f"\u25a0\u00a0{i}") + sep
+
+        lines: List[List[int]] = [[]]
+        used = fm.horizontalAdvance(self._caption + " ") if self._caption else 0.0
+        for i in range(n):
+            if lines[-1] and used + advance(i) > width:
+                lines.append([])
+                used = 0.0
+            lines[-1].append(i)
+            used += advance(i)
+        if len(lines) > self._max_lines:
+            lines = lines[:self._max_lines]
+            more = fm.horizontalAdvance(f"… +{n} more")
+            last = lines[-1]
+            while len(last) > 1 and sum(advance(i) for i in last) + more > width:
+                last.pop()
+        self._shown = sum(len(line) for line in lines)
+        rows = ["&nbsp;&nbsp; ".join(f"<span style='color:{self._colors[i].name()}'>&#9632;</span>&nbsp;{i}"
+                                     for i in line) for line in lines]
+        if rows and self._caption:
+            rows[0] = f"{self._caption} {rows[0]}"
+        if self._shown < n:
+            rows[-1] += f"&nbsp;&nbsp; … +{n - self._shown} more"
+        self.setText("<br>".join(rows) if n else "")
+        self.setToolTip(self._more_tip if self._shown < n else "")
+        lh = fm.lineSpacing()
+        self.setFixedHeight(int(math.ceil(lh * max(1, len(rows) if n else 1))) + 4)
