@@ -275,6 +275,15 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
+    def _side_width(self, dock: QDockWidget, default: int) -> int:
+        """A side dock's first width: ``default``, or what its panel needs without a horizontal scroll
+        bar (the panel's minimum width, its vertical scroll bar, the frame), at most 30% of the window."""
+        area = dock.widget()
+        need = default
+        if isinstance(area, QScrollArea) and area.widget() is not None:
+            need = area.widget().minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width() + 4
+        return int(min(max(default, need), max(default, 0.3 * self.width())))
+
     def _restore_settings(self) -> None:
         avail = self.available_geometry()
         g = self.settings.window_geometry()
@@ -291,7 +300,9 @@ class MainWindow(QMainWindow):
                 self.data_dock.raise_()
                 self.resizeDocks([self.model_dock], [420], Qt.Horizontal)
             else:
-                self.resizeDocks([self.data_dock, self.model_dock], [290, 310], Qt.Horizontal)
+                self.resizeDocks([self.data_dock, self.model_dock],
+                                 [self._side_width(self.data_dock, 290), self._side_width(self.model_dock, 310)],
+                                 Qt.Horizontal)
             self.resizeDocks([self.jobs_dock], [max(190, int(0.3 * self.height()))], Qt.Vertical)
         d = self.settings.form_defaults()
         if d:

@@ -654,3 +654,30 @@ def test_export_folder_is_remembered_across_restarts(window, settings, qtbot, tm
     qtbot.addWidget(w2)
     w2.dashboard.transmat._export_actions[0].trigger()
     assert os.path.dirname(asked[-1]) == str(figs) and asked[-1].endswith("transitions.png")
+
+
+@pytest.mark.parametrize("screen_width", [1920, 1280])
+def test_side_panels_fit_their_default_width(qtbot, settings, monkeypatch, tmp_path, screen_width):
+    """The first layout shows the Data and Model panels without a horizontal scroll bar: a long file name
+    is elided (whole in the tooltip), long choices are elided in their closed boxes, and a side dock
+    starts as wide as its panel needs (at most 30% of the window). Before, both panels were cut off."""
+    from PySide6.QtCore import QRect
+
+    from app.mainwindow import MainWindow
+    monkeypatch.setattr(MainWindow, "available_geometry", lambda self: QRect(0, 0, screen_width, 1000))
+    w = MainWindow(settings)
+    qtbot.addWidget(w)
+    w.show()
+    name = "a_very_long_file_name_without_any_spaces_" * 2 + ".fasta"
+    w.open_files([write_fasta(tmp_path / name, random_protein_records(5, 10))])
+    wait_loaded(qtbot, w, 1)
+    QApplication.processEvents()
+    source = w.data_panel.fields["Source"]
+    assert source.text() == name and source.is_elided() and str(tmp_path / name) in source.toolTip()
+    for dock in (w.data_dock, w.model_dock):
+        dock.raise_()
+        QApplication.processEvents()
+        area = dock.widget()
+        assert area.widget().minimumSizeHint().width() <= area.viewport().width(), dock.objectName()
+        assert not area.horizontalScrollBar().isVisible(), dock.objectName()
+    w.close()

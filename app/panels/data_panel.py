@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QCo
 from densehmm_core.data import WORDS_MIN_COUNT
 
 from ..datasets import DataSet, dataset_summary, is_tagged, read_options
-from ..views.widgets import LabelAxis
+from ..views.widgets import HeaderLabel, LabelAxis, compact_combo
 
 __all__ = ["DataPanel", "PRESETS"]
 
@@ -106,7 +106,7 @@ class DataPanel(QWidget):
         self.summary: Optional[dict] = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
-        self.selector = QComboBox()
+        self.selector = compact_combo(QComboBox(), 12)
         self.selector.setToolTip("The data set new jobs train on")
         self.selector.currentIndexChanged.connect(self.dataset_selected)
         lay.addWidget(self.selector)
@@ -120,9 +120,12 @@ class DataPanel(QWidget):
         stats = QFormLayout()
         stats.setContentsMargins(0, 0, 0, 0)
         for key in ("Source", "Format", "Sequences", "Tokens", "Symbols", "Lengths", "Warnings"):
-            value = QLabel("")
-            value.setWordWrap(True)
-            value.setTextInteractionFlags(Qt.TextSelectableByMouse)
+            if key == "Source":   # a long file name must not widen the panel: elided, whole in the tooltip
+                value = HeaderLabel("", max_lines=1, bold=False)
+            else:
+                value = QLabel("")
+                value.setWordWrap(True)
+                value.setTextInteractionFlags(Qt.TextSelectableByMouse)
             value.setObjectName(f"stat{key}")
             stats.addRow(f"<b>{key}</b>", value)
             self.fields[key] = value
@@ -130,7 +133,8 @@ class DataPanel(QWidget):
         lay.addLayout(stats)
         # category axis: every symbol named when the names fit (upright if needed), else a regular
         # subset, with each full name in the axis tooltip (app.views.widgets.LabelAxis)
-        self.freq_plot = _plot("Symbol frequencies (most frequent first)", "symbol", "count",
+        # a short title: the panel may be narrow (a pyqtgraph title is cut, not wrapped)
+        self.freq_plot = _plot("Symbol frequencies", "symbol (most frequent first)", "count",
                                {"bottom": LabelAxis("bottom")})
         self.freq_plot.setObjectName("frequencyChart")
         self.freq_box = _with_reset(self.freq_plot, "frequencyChart")
@@ -145,7 +149,8 @@ class DataPanel(QWidget):
 
         box = QGroupBox("Preprocessing")
         form = QFormLayout(box)
-        self.preset = QComboBox(); self.preset.addItems(PRESETS)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)   # a narrow panel: fields under labels
+        self.preset = compact_combo(QComboBox(), 12); self.preset.addItems(PRESETS)
         self.preset.setToolTip("The paper's preprocessing presets (appendix); they set the options below")
         form.addRow("Preset", self.preset)
         self.preset.currentIndexChanged.connect(self._preset_chosen)
@@ -187,6 +192,7 @@ class DataPanel(QWidget):
         box.setToolTip("A tagged corpus can be read as its tags or as its words; the gold tags are kept "
                        "either way (Tags tab of the dashboard)")
         form = QFormLayout(box)
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)   # a narrow panel: fields under labels
         self.observe = QComboBox()
         self.observe.addItem("tags", "tags")
         self.observe.addItem("words", "words")
@@ -194,7 +200,7 @@ class DataPanel(QWidget):
                                 "rare ones grouped), with the tags as gold labels")
         self.observe.currentIndexChanged.connect(self._observe_changed)
         form.addRow("Symbols", self.observe)
-        self.tagset = QComboBox()
+        self.tagset = compact_combo(QComboBox(), 12)
         self.tagset.addItem("UPOS (universal)", "upos")
         self.tagset.addItem("XPOS (language-specific)", "xpos")
         self.tagset.setToolTip("CoNLL-U: the tag column read (column 4 UPOS or column 5 XPOS)")
@@ -214,7 +220,7 @@ class DataPanel(QWidget):
                                   f"(default {WORDS_MIN_COUNT}); 1: every word is kept and the model has no "
                                   "unknown symbol")
         form.addRow("Min. count", self.min_count)
-        self.rare = QComboBox()
+        self.rare = compact_combo(QComboBox(), 12)
         self.rare.addItem("one unknown symbol", "unk")
         self.rare.addItem("word-shape classes", "shape")
         self.rare.setToolTip("Words outside the vocabulary become one unknown symbol, or their word-shape "
@@ -347,9 +353,10 @@ class DataPanel(QWidget):
         shown = dict(rows)
         for key, value in self.fields.items():
             text = str(shown.get(key, ""))
-            if key == "Source" and ds.path:
-                text = os.path.basename(ds.path)
-                value.setToolTip(ds.path)
+            if key == "Source":
+                value.set_extra_tip(ds.path or "")
+                if ds.path:
+                    text = os.path.basename(ds.path)
             value.setText(text)
             self.stats_form.setRowVisible(value, key in shown)
         vocab = ds.vocabulary or [str(i) for i in range(s["n_symbols"])]

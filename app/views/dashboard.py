@@ -741,7 +741,7 @@ class Dashboard(QtWidgets.QWidget):
         except Exception as exc:  # noqa: BLE001 - a bad snapshot must not stop the live stream
             msg = f"{name} view: {type(exc).__name__}: {exc}"
             self.sigError.emit(msg)
-            self.title.set_error_tip(msg)
+            self.title.set_extra_tip(msg)
 
     def _show_params(self, params: dict) -> None:
         self._safe("matrices", self.heatmaps.set_params, params)

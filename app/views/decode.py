@@ -16,7 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
                     symbol_labels, theme_colors)
-from .widgets import ColorKey, HeaderLabel, LabelAxis, Placeholder
+from .widgets import ColorKey, HeaderLabel, LabelAxis, Placeholder, compact_combo
 
 __all__ = ["DecodeView"]
 
@@ -93,9 +93,7 @@ class DecodeView(QtWidgets.QWidget):
         row.addWidget(self.data_label)
         self.data_box = QtWidgets.QComboBox()
         self.data_box.setToolTip("The data set whose sequences are decoded (read with the model's alphabet)")
-        # long file names must not widen the window: elided to about 28 characters
-        self.data_box.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.data_box.setMinimumContentsLength(28)
+        compact_combo(self.data_box, 28)   # long file names must not widen the window
         self.data_box.activated.connect(self.dataset_chosen)
         row.addWidget(self.data_box)
         for w in (self.data_label, self.data_box):

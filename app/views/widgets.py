@@ -13,7 +13,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import tick_strings
 
-__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "HeaderLabel", "ColorKey"]
+__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "HeaderLabel", "ColorKey", "compact_combo"]
 
 class LabelAxis(pg.AxisItem):
     """An axis whose ticks are integer positions ``0..k-1`` named by strings (categories).
@@ -368,6 +368,15 @@ class Placeholder(QtWidgets.QLabel):
         self.setPalette(pal)
 
 
+def compact_combo(combo: QtWidgets.QComboBox, chars: int = 14) -> QtWidgets.QComboBox:
+    """Let ``combo`` be as narrow as ``chars`` characters: a long item (a model type, a file name) must
+    not set its panel's minimum width.  Closed, the current item is elided when the panel is narrow; the
+    list it opens is as wide as its longest item (Qt widens the popup)."""
+    combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+    combo.setMinimumContentsLength(int(chars))
+    return combo
+
+
 class HeaderLabel(QtWidgets.QWidget):
     """A one-to-``max_lines`` line header that never clips.
 
@@ -409,8 +418,8 @@ class HeaderLabel(QtWidgets.QWidget):
         self._relayout()
         self.update()
 
-    def set_error_tip(self, text: str) -> None:
-        """Extra text for the tooltip (e.g. a view's error), shown below the full header."""
+    def set_extra_tip(self, text: str) -> None:
+        """Extra text for the tooltip (a view's error, a file's full path), shown below the full text."""
         self._tip_extra = str(text or "")
         self._update_tip()
 
