@@ -1221,3 +1221,23 @@ def test_infinite_test_nll_is_explained_in_the_plot(qtbot):
     w.add_event(ProgressEvent(step=0, loss=2.0, train_ll=-200.0, test_ll=-100.0,
                               metrics={"train_nll": 2.0, "test_nll": 2.5}))
     assert w.note("nll") == ""
+
+
+def test_compact_combo_box_elides_its_current_item_and_names_it_in_the_tooltip(qtbot):
+    from app.views.widgets import CompactComboBox
+    box = CompactComboBox(8)
+    long = "DenseHMM — direct co-occurrence fit"
+    box.addItems([long, "short"])
+    box.setToolTip("What the box chooses")
+    # a long item does not set the minimum width (8 characters do)
+    assert box.minimumSizeHint().width() < box.fontMetrics().horizontalAdvance(long)
+    shown(qtbot, box, size=(120, 30))
+    box.grab()   # a paint
+    assert box.is_elided() and box.toolTip() == f"What the box chooses\n\n{long}"
+    box.setCurrentIndex(1)
+    box.grab()   # a paint
+    assert not box.is_elided() and box.toolTip() == "What the box chooses"
+    box.setCurrentIndex(0)
+    box.resize(box.fontMetrics().horizontalAdvance(long) + 80, 30)
+    box.grab()   # a paint
+    assert not box.is_elided() and box.toolTip() == "What the box chooses"

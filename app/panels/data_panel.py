@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QCo
 from densehmm_core.data import WORDS_MIN_COUNT
 
 from ..datasets import DataSet, dataset_summary, is_tagged, read_options
-from ..views.widgets import HeaderLabel, LabelAxis, compact_combo
+from ..views.widgets import HeaderLabel, LabelAxis, CompactComboBox
 
 __all__ = ["DataPanel", "PRESETS"]
 
@@ -106,7 +106,7 @@ class DataPanel(QWidget):
         self.summary: Optional[dict] = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
-        self.selector = compact_combo(QComboBox(), 12)
+        self.selector = CompactComboBox(12)
         self.selector.setToolTip("The data set new jobs train on")
         self.selector.currentIndexChanged.connect(self.dataset_selected)
         lay.addWidget(self.selector)
@@ -150,7 +150,7 @@ class DataPanel(QWidget):
         box = QGroupBox("Preprocessing")
         form = QFormLayout(box)
         form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)   # a narrow panel: fields under labels
-        self.preset = compact_combo(QComboBox(), 12); self.preset.addItems(PRESETS)
+        self.preset = CompactComboBox(12); self.preset.addItems(PRESETS)
         self.preset.setToolTip("The paper's preprocessing presets (appendix); they set the options below")
         form.addRow("Preset", self.preset)
         self.preset.currentIndexChanged.connect(self._preset_chosen)
@@ -200,7 +200,7 @@ class DataPanel(QWidget):
                                 "rare ones grouped), with the tags as gold labels")
         self.observe.currentIndexChanged.connect(self._observe_changed)
         form.addRow("Symbols", self.observe)
-        self.tagset = compact_combo(QComboBox(), 12)
+        self.tagset = CompactComboBox(12)
         self.tagset.addItem("UPOS (universal)", "upos")
         self.tagset.addItem("XPOS (language-specific)", "xpos")
         self.tagset.setToolTip("CoNLL-U: the tag column read (column 4 UPOS or column 5 XPOS)")
@@ -220,7 +220,7 @@ class DataPanel(QWidget):
                                   f"(default {WORDS_MIN_COUNT}); 1: every word is kept and the model has no "
                                   "unknown symbol")
         form.addRow("Min. count", self.min_count)
-        self.rare = compact_combo(QComboBox(), 12)
+        self.rare = CompactComboBox(12)
         self.rare.addItem("one unknown symbol", "unk")
         self.rare.addItem("word-shape classes", "shape")
         self.rare.setToolTip("Words outside the vocabulary become one unknown symbol, or their word-shape "

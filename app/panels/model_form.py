@@ -16,7 +16,7 @@ from densehmm_core import grid as grid_mod
 from densehmm_core import hyperparams
 from densehmm_core.registry import model_class, model_type
 
-from ..views.widgets import compact_combo
+from ..views.widgets import CompactComboBox
 from ..modelspec import DEFAULT_TYPE, PAPER_GRID, ModelSpec, fair_states, form_params, type_defaults, type_labels
 
 __all__ = ["ModelForm", "SciSpinBox"]
@@ -136,13 +136,13 @@ class ModelForm(QWidget):
         self._m: Optional[int] = None
         lay = QVBoxLayout(self)
         form = QFormLayout()
-        self.kind = compact_combo(QComboBox(), 12)   # the core's model types (key as item data)
+        self.kind = CompactComboBox(12)   # the core's model types (key as item data)
         for key, label in type_labels().items():
             self.kind.addItem(label, key)
         self.kind.setToolTip("Dense models learn embeddings U, Z, W (states) and V (symbols); "
                              "A = softmax(Z U^T), B = softmax(W V^T).")
         form.addRow("Model", self.kind)
-        self.preset = compact_combo(QComboBox(), 12)
+        self.preset = CompactComboBox(12)
         self.preset.addItem("Tuned (core defaults)", "default")
         self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
         self.preset.setToolTip("Where the training settings come from: the core's measured defaults "
@@ -176,7 +176,7 @@ class ModelForm(QWidget):
         self.seed = QSpinBox(); self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip(hyperparams.hyper_param(model_class("dense"), "seed").help)
         form.addRow("Seed", self.seed)
-        self.device = compact_combo(QComboBox(), 12)
+        self.device = CompactComboBox(12)
         self.device.setToolTip("Where the job trains: EM (E-step, M-step, diagnostics) runs on that GPU with "
                                "CuPy when CuPy works there (else on the CPU), the co-occurrence fits' TensorFlow "
                                "steps when TensorFlow sees it. 'auto' spreads jobs over the GPUs; 'cpu' never "

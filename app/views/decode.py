@@ -16,7 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
                     symbol_labels, theme_colors)
-from .widgets import ColorKey, HeaderLabel, LabelAxis, Placeholder, compact_combo
+from .widgets import ColorKey, CompactComboBox, HeaderLabel, LabelAxis, Placeholder
 
 __all__ = ["DecodeView"]
 
@@ -91,9 +91,8 @@ class DecodeView(QtWidgets.QWidget):
         row.setContentsMargins(0, 0, 0, 0)
         self.data_label = QtWidgets.QLabel("Data:")
         row.addWidget(self.data_label)
-        self.data_box = QtWidgets.QComboBox()
+        self.data_box = CompactComboBox(28)   # long file names must not widen the window
         self.data_box.setToolTip("The data set whose sequences are decoded (read with the model's alphabet)")
-        compact_combo(self.data_box, 28)   # long file names must not widen the window
         self.data_box.activated.connect(self.dataset_chosen)
         row.addWidget(self.data_box)
         for w in (self.data_label, self.data_box):

@@ -13,7 +13,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import tick_strings
 
-__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "HeaderLabel", "ColorKey", "compact_combo"]
+__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "HeaderLabel", "ColorKey", "CompactComboBox"]
 
 class LabelAxis(pg.AxisItem):
     """An axis whose ticks are integer positions ``0..k-1`` named by strings (categories).
@@ -368,13 +368,45 @@ class Placeholder(QtWidgets.QLabel):
         self.setPalette(pal)
 
 
-def compact_combo(combo: QtWidgets.QComboBox, chars: int = 14) -> QtWidgets.QComboBox:
-    """Let ``combo`` be as narrow as ``chars`` characters: a long item (a model type, a file name) must
-    not set its panel's minimum width.  Closed, the current item is elided when the panel is narrow; the
-    list it opens is as wide as its longest item (Qt widens the popup)."""
-    combo.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-    combo.setMinimumContentsLength(int(chars))
-    return combo
+class CompactComboBox(QtWidgets.QComboBox):
+    """A combo box as narrow as ``chars`` characters: a long item (a model type, a file name) must not
+    set its panel's minimum width.  Closed, the current item is elided ("…") when the box is narrow,
+    and its tooltip then names it whole (after the box's own tooltip); the list it opens is as wide as
+    its longest item (Qt widens the popup)."""
+
+    def __init__(self, chars: int = 14, parent=None) -> None:
+        super().__init__(parent)
+        self.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.setMinimumContentsLength(int(chars))
+        self._own_tip = ""
+        self._elided = False
+        self._shown: tuple = (False, "")
+
+    def is_elided(self) -> bool:
+        """Whether the current item is drawn elided (at the last paint)."""
+        return self._elided
+
+    def setToolTip(self, text: str) -> None:  # noqa: N802 (Qt API)
+        self._own_tip = str(text)
+        super().setToolTip(self._own_tip)
+
+    def paintEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        painter = QtWidgets.QStylePainter(self)
+        opt = QtWidgets.QStyleOptionComboBox()
+        self.initStyleOption(opt)
+        painter.drawComplexControl(QtWidgets.QStyle.ComplexControl.CC_ComboBox, opt)
+        field = self.style().subControlRect(QtWidgets.QStyle.ComplexControl.CC_ComboBox, opt,
+                                            QtWidgets.QStyle.SubControl.SC_ComboBoxEditField, self)
+        room = field.width() - (opt.iconSize.width() + 4 if not opt.currentIcon.isNull() else 0)
+        full = opt.currentText
+        opt.currentText = self.fontMetrics().elidedText(full, QtCore.Qt.TextElideMode.ElideRight, max(0, room))
+        elided = opt.currentText != full
+        if (elided, full) != self._shown:
+            self._shown = (elided, full)
+            self._elided = elided
+            tip = f"{self._own_tip}\n\n{full}" if elided and self._own_tip else (full if elided else self._own_tip)
+            super().setToolTip(tip)
+        painter.drawControl(QtWidgets.QStyle.ControlElement.CE_ComboBoxLabel, opt)
 
 
 class HeaderLabel(QtWidgets.QWidget):
