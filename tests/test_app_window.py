@@ -681,3 +681,14 @@ def test_side_panels_fit_their_default_width(qtbot, settings, monkeypatch, tmp_p
         assert area.widget().minimumSizeHint().width() <= area.viewport().width(), dock.objectName()
         assert not area.horizontalScrollBar().isVisible(), dock.objectName()
     w.close()
+
+
+def test_empty_sweep_and_compare_pages_say_how_to_fill_them(window):
+    """The placeholders name the menu action, its shortcut and the button that exist."""
+    from app.views.compare import NOTHING_COMPARED
+    from app.views.sweep import NO_SWEEP
+    d = window.dashboard
+    assert d.sweep.placeholder.text() == NO_SWEEP and d.compare.placeholder.text() == NOTHING_COMPARED
+    act = window.menus.act_sweep
+    assert f"Train > {act.text().replace('&', '')} ({act.shortcut().toString()})" in NO_SWEEP
+    assert f"press {window.jobs_panel.compare_btn.text().replace('&', '')}" in NOTHING_COMPARED

@@ -61,6 +61,13 @@ def summarize_rows(rows: Sequence[dict], metric: str) -> Dict[tuple, Dict[int, t
     return out
 
 
+#: The page before any sweep job finished: what will appear, and how to start a sweep.
+NO_SWEEP = ("Sweep summary: NLL and MAD against the number of states n and the embedding length l, per "
+            "model kind, fill in here as the jobs of a sweep finish (median and quartiles over repeats). "
+            "Run one with Train > Run sweep (Ctrl+Shift+T): the form's model over its sweep grid (by default "
+            "the paper's n and l values), repeated.")
+
+
 class SweepView(QtWidgets.QWidget):
     """NLL (test, else train) and MAD against n; one series per (model kind, l); median and quartiles."""
 
@@ -83,9 +90,7 @@ class SweepView(QtWidgets.QWidget):
         top.addWidget(self.kind_box)
         lay.addLayout(top)
         self.stack = QtWidgets.QStackedWidget()
-        self.placeholder = Placeholder("Sweep summary: NLL and MAD against the number of states n and the "
-                                       "embedding length l, per model kind, fill in here as the jobs of a "
-                                       "sweep finish (median and quartiles over repeats).")
+        self.placeholder = Placeholder(NO_SWEEP)
         self.graphics = make_graphics_widget(self)
         _, fg = theme_colors(self)
         self.plots: Dict[str, pg.PlotItem] = {}
