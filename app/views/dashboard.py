@@ -26,7 +26,6 @@ When to draw is not decided here: the parts of an update go through a
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import time
 import weakref
@@ -49,23 +48,8 @@ from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
 from .sweep import SweepView
-from .tagging import SCORES as TAG_SCORES, StateTagView, TaggingCurves, state_tag_labels
-
-#: tokens decoded to score a model against gold tags when it is shown (the first sequences)
-TAG_EVAL_MAX_TOKENS = 50000
-#: while training on tagged data: snapshots are scored against the gold tags off the GUI thread,
-#: one at a time, at least this many seconds apart, on the first sequences up to this many tokens
-TAG_LIVE_INTERVAL_S = 2.0
-TAG_LIVE_MAX_TOKENS = 5000
-
-
-def _first_tokens(seqs, tags, limit: int):
-    """The first sequences (and their tags) holding at most ``limit`` tokens (at least one sequence)."""
-    take, total = 0, 0
-    while take < len(seqs) and (take == 0 or total + len(seqs[take]) <= limit):
-        total += len(seqs[take])
-        take += 1
-    return list(seqs[:take]), list(tags[:take])
+from .tagging import (SCORES as TAG_SCORES, TAG_EVAL_MAX_TOKENS, TAG_LIVE_INTERVAL_S, TAG_LIVE_MAX_TOKENS,
+                      StateTagView, TaggingCurves, first_tokens, state_tag_labels, tag_fingerprint)
 
 __all__ = ["Dashboard"]
 
@@ -518,7 +502,7 @@ class Dashboard(QtWidgets.QWidget):
         if tags is None or names is None or not seqs:
             self._tag_live = None
             return
-        s, t = _first_tokens(list(seqs), list(tags), TAG_LIVE_MAX_TOKENS)
+        s, t = first_tokens(list(seqs), list(tags), TAG_LIVE_MAX_TOKENS)
         self._tag_live = (s, t, [str(x) for x in names])
 
     def _score_live(self, step, params: dict, final: bool = False) -> None:
@@ -616,9 +600,9 @@ class Dashboard(QtWidgets.QWidget):
         mats = [getattr(model, k, None) for k in ("startprob_", "transmat_", "emissionprob_")]
         if model is None or tags is None or names is None or any(x is None for x in mats):
             return None
-        seqs, gold = _first_tokens(list(getattr(corpus, "sequences", [])), list(tags), TAG_EVAL_MAX_TOKENS)
+        seqs, gold = first_tokens(list(getattr(corpus, "sequences", [])), list(tags), TAG_EVAL_MAX_TOKENS)
         names = [str(t) for t in names]
-        return _fingerprint(seqs, gold, names), mats, seqs, gold, names
+        return tag_fingerprint(seqs, gold, names), mats, seqs, gold, names
 
     def prepare_tagging(self, model, corpus) -> None:
         """Score a finished model against ``corpus``'s gold tags in the background now (a job that
@@ -750,13 +734,3 @@ class Dashboard(QtWidgets.QWidget):
         elif self.embeddings.mode() != "none":
             self.embeddings.clear()
 
-
-def _fingerprint(seqs, gold, names) -> str:
-    """A digest of the tokens and gold tags scored (the same data, read again, give the same one)."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in (seqs, gold):
-        for a in part:
-            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
-            h.update(b"|")
-    h.update("\n".join(names).encode())
-    return h.hexdigest()

@@ -10,6 +10,7 @@ They take plain arrays and dicts: the scores come from the core
 """
 from __future__ import annotations
 
+import hashlib
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -20,7 +21,35 @@ from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colo
 from .widgets import Placeholder
 from .heatmap import MatrixHeatmap
 
-__all__ = ["StateTagView", "TaggingCurves", "state_tag_labels"]
+__all__ = ["StateTagView", "TaggingCurves", "state_tag_labels", "first_tokens", "tag_fingerprint"]
+
+#: tokens decoded to score a model against gold tags when it is shown (the first sequences)
+TAG_EVAL_MAX_TOKENS = 50000
+#: while training on tagged data: snapshots are scored against the gold tags off the GUI thread,
+#: one at a time, at least this many seconds apart, on the first sequences up to this many tokens
+TAG_LIVE_INTERVAL_S = 2.0
+TAG_LIVE_MAX_TOKENS = 5000
+
+
+def first_tokens(seqs, tags, limit: int):
+    """The first sequences (and their tags) holding at most ``limit`` tokens (at least one sequence)."""
+    take, total = 0, 0
+    while take < len(seqs) and (take == 0 or total + len(seqs[take]) <= limit):
+        total += len(seqs[take])
+        take += 1
+    return list(seqs[:take]), list(tags[:take])
+
+
+def tag_fingerprint(seqs, gold, names) -> str:
+    """A digest of the tokens and gold tags scored (the same data, read again, give the same one)."""
+    h = hashlib.blake2b(digest_size=16)
+    for part in (seqs, gold):
+        for a in part:
+            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
+            h.update(b"|")
+    h.update("\n".join(names).encode())
+    return h.hexdigest()
+
 
 #: score key -> (legend name, colour)
 SCORES = {"m1": ("M-1", "#1f77b4"), "one_to_one": ("1-1", "#ff7f0e"), "v_measure": ("V-measure", "#2ca02c")}
