@@ -407,11 +407,12 @@ class DecodeView(QtWidgets.QWidget):
         seq = self.current_sequence()
         if self._path is None or self._post is None or seq is None or not 0 <= t < len(self._path):
             return ""
-        m = getattr(self._model, "n_symbols", None) or (int(seq.max()) + 1)
-        names = symbol_labels(int(m), self._vocab)
+        m = int(getattr(self._model, "n_symbols", None) or (int(seq.max()) + 1))
         s = int(seq[t])
+        # symbol_labels' rule for one symbol (a mouse move must not build a vocabulary-sized list)
+        name = self._vocab[s] if self._vocab is not None and len(self._vocab) == m and 0 <= s < m else str(s)
         st, top = int(self._path[t]), int(np.argmax(self._post[t]))
-        return (f"position {t} · symbol {names[s] if 0 <= s < len(names) else s} · Viterbi state {st} "
+        return (f"position {t} · symbol {name} · Viterbi state {st} "
                 f"(posterior {self._post[t, st]:.2f}) · most probable state {top} ({self._post[t, top]:.2f})")
 
     def _hover(self, pos) -> None:
