@@ -680,6 +680,12 @@ def test_side_panels_fit_their_default_width(qtbot, settings, monkeypatch, tmp_p
         area = dock.widget()
         assert area.widget().minimumSizeHint().width() <= area.viewport().width(), dock.objectName()
         assert not area.horizontalScrollBar().isVisible(), dock.objectName()
+    # the model type and the settings' source span the Model panel: shown whole at its first width
+    for box in (w.model_form.kind, w.model_form.preset):
+        for i in range(box.count()):
+            box.setCurrentIndex(i)
+            box.grab()   # a paint decides the elision
+            assert not box.is_elided(), box.currentText()
     w.close()
 
 

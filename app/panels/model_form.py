@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel,
-                               QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout, QGroupBox, QHBoxLayout,
+                               QLabel, QLineEdit, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from densehmm_core import grid as grid_mod
 from densehmm_core import hyperparams
@@ -57,6 +57,18 @@ class SciSpinBox(QDoubleSpinBox):
     def stepBy(self, steps: int) -> None:  # noqa: N802 - multiply/divide by 10
         v = self.value() or 1e-6
         self.setValue(v * (10.0 ** steps))
+
+
+def _labelled(rows) -> QWidget:
+    """Rows of ``(text, field)`` in a block of the panel's full width, the fields aligned and stretched."""
+    box = QWidget()
+    grid = QGridLayout(box)
+    grid.setContentsMargins(0, 0, 0, 0)
+    for i, (text, field) in enumerate(rows):
+        grid.addWidget(QLabel(text), i, 0)
+        grid.addWidget(field, i, 1)
+    grid.setColumnStretch(1, 1)
+    return box
 
 
 def option_widget(hp) -> QWidget:
@@ -141,14 +153,15 @@ class ModelForm(QWidget):
             self.kind.addItem(label, key)
         self.kind.setToolTip("Dense models learn embeddings U, Z, W (states) and V (symbols); "
                              "A = softmax(Z U^T), B = softmax(W V^T).")
-        form.addRow("Model", self.kind)
         self.preset = CompactComboBox(12)
         self.preset.addItem("Tuned (core defaults)", "default")
         self.preset.addItem("Paper (Sicking et al. 2020)", "paper")
         self.preset.setToolTip("Where the training settings come from: the core's measured defaults "
                                "(spectral start, normalised loss, schedule, L-BFGS finish), or the paper's "
                                "settings (random start, plain Adam)")
-        form.addRow("Settings", self.preset)
+        # the model type and the settings' source span the panel, so their long names show whole at
+        # the panel's first width (in the fields' column they were elided)
+        form.addRow(_labelled([("Model", self.kind), ("Settings", self.preset)]))
         self.n = QSpinBox(); self.n.setRange(1, 2000); self.n.setValue(5)
         self.n.setToolTip(hyperparams.hyper_param(model_class("dense"), "n_states").help)
         form.addRow("States n", self.n)
