@@ -1241,3 +1241,20 @@ def test_compact_combo_box_elides_its_current_item_and_names_it_in_the_tooltip(q
     box.resize(box.fontMetrics().horizontalAdvance(long) + 80, 30)
     box.grab()   # a paint
     assert not box.is_elided() and box.toolTip() == "What the box chooses"
+
+
+def test_color_key_lines_fit_its_width_caption_included(qtbot):
+    """Each line of the key, drawn as plain text, fits the key's width: with one line the caption
+    shares it with the entries and the "+K more" tail."""
+    import re
+    from PySide6.QtGui import QColor, QFontMetricsF
+    from app.views.widgets import ColorKey
+    for max_lines in (1, 2):
+        key = shown(qtbot, ColorKey("State colours:", max_lines=max_lines), size=(300, 40))
+        key.set_colors([QColor("#336699")] * 60)
+        fm = QFontMetricsF(key.font())
+        lines = key.text().split("<br>")
+        assert len(lines) == max_lines and 0 < key.shown() < 60 and f"+{60 - key.shown()} more" in lines[-1]
+        for line in lines:
+            plain = re.sub(r"<[^>]+>", "", line).replace("&nbsp;", "\u00a0").replace("&#9632;", "\u25a0")
+            assert fm.horizontalAdvance(plain) <= key.width() - 4, (max_lines, plain)

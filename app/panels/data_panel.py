@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QCo
 from densehmm_core.data import WORDS_MIN_COUNT
 
 from ..datasets import DataSet, dataset_summary, is_tagged, read_options
-from ..views.widgets import HeaderLabel, LabelAxis, CompactComboBox
+from ..views.widgets import CompactComboBox, HeaderLabel, LabelAxis
 
 __all__ = ["DataPanel", "PRESETS"]
 

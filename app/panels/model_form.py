@@ -16,8 +16,8 @@ from densehmm_core import grid as grid_mod
 from densehmm_core import hyperparams
 from densehmm_core.registry import model_class, model_type
 
-from ..views.widgets import CompactComboBox
 from ..modelspec import DEFAULT_TYPE, PAPER_GRID, ModelSpec, fair_states, form_params, type_defaults, type_labels
+from ..views.widgets import CompactComboBox
 
 __all__ = ["ModelForm", "SciSpinBox"]
 

@@ -379,12 +379,11 @@ class CompactComboBox(QtWidgets.QComboBox):
         self.setSizeAdjustPolicy(QtWidgets.QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
         self.setMinimumContentsLength(int(chars))
         self._own_tip = ""
-        self._elided = False
-        self._shown: tuple = (False, "")
+        self._shown: tuple = (False, "")   # (elided, full text) at the last paint
 
     def is_elided(self) -> bool:
         """Whether the current item is drawn elided (at the last paint)."""
-        return self._elided
+        return bool(self._shown[0])
 
     def setToolTip(self, text: str) -> None:  # noqa: N802 (Qt API)
         self._own_tip = str(text)
@@ -403,7 +402,6 @@ class CompactComboBox(QtWidgets.QComboBox):
         elided = opt.currentText != full
         if (elided, full) != self._shown:
             self._shown = (elided, full)
-            self._elided = elided
             tip = f"{self._own_tip}\n\n{full}" if elided and self._own_tip else (full if elided else self._own_tip)
             super().setToolTip(tip)
         painter.drawControl(QtWidgets.QStyle.ControlElement.CE_ComboBoxLabel, opt)
@@ -596,8 +594,9 @@ class ColorKey(QtWidgets.QLabel):
         def advance(i: int) -> float:
             return fm.horizontalAdvance(f"\u25a0\u00a0{i}") + sep
 
+        caption = fm.horizontalAdvance(self._caption + " ") if self._caption else 0.0
         lines: List[List[int]] = [[]]
-        used = fm.horizontalAdvance(self._caption + " ") if self._caption else 0.0
+        used = caption
         for i in range(n):
             if lines[-1] and used + advance(i) > width:
                 lines.append([])
@@ -608,7 +607,8 @@ class ColorKey(QtWidgets.QLabel):
             lines = lines[:self._max_lines]
             more = fm.horizontalAdvance(f"… +{n} more")
             last = lines[-1]
-            while len(last) > 1 and sum(advance(i) for i in last) + more > width:
+            start = caption if len(lines) == 1 else 0.0   # the caption shares the first line
+            while len(last) > 1 and start + sum(advance(i) for i in last) + more > width:
                 last.pop()
         self._shown = sum(len(line) for line in lines)
         rows = ["&nbsp;&nbsp; ".join(f"<span style='color:{self._colors[i].name()}'>&#9632;</span>&nbsp;{i}"
