@@ -29,7 +29,7 @@ import os
 import time
 from typing import List, Optional
 
-from PySide6.QtCore import QRect, Qt, Signal
+from PySide6.QtCore import QEvent, QRect, Qt, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (QDockWidget, QFrame, QMainWindow, QMessageBox, QProgressBar,
                                QScrollArea, QStackedWidget, QWidget)
@@ -69,6 +69,32 @@ CLOSE_WAIT_S = 1.4
 NARROW_SCREEN = 1600
 
 
+class _MinimumHost(QWidget):
+    """Holds one widget that fills it, for a resizable scroll area: the area then shrinks the widget down
+    to its minimum size before it scrolls.  Given the widget itself, an area asks a layout with
+    height-for-width (a word-wrapped label anywhere inside) for its *preferred* height at the viewport's
+    width, and scrolled as soon as the pages were shorter than that, far above their minimum."""
+
+    def __init__(self, child: QWidget) -> None:
+        super().__init__()
+        self._child = child
+        child.setParent(self)
+
+    def minimumSizeHint(self):  # noqa: N802 (Qt API)
+        return self._child.minimumSizeHint()
+
+    def sizeHint(self):  # noqa: N802 (Qt API)
+        return self._child.sizeHint()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        self._child.setGeometry(self.rect())
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.LayoutRequest:   # the child's minimum changed: tell the scroll area
+            self.updateGeometry()
+        return super().event(event)
+
+
 class MainWindow(QMainWindow):
     """DenseHMM Studio's main window.
 
@@ -101,7 +127,13 @@ class MainWindow(QMainWindow):
         self.log_panel = LogPanel()
         self._dashboard = None     # built on first use or right after the window shows (faster start)
         self.stack.addWidget(self.start_view)
-        self.setCentralWidget(self.stack)
+        # in a scroll area: on a short screen (a 1366 x 768 laptop) the pages keep readable sizes and
+        # scroll instead of making the window taller than the screen
+        self.central_area = QScrollArea()
+        self.central_area.setWidgetResizable(True)
+        self.central_area.setFrameShape(QFrame.NoFrame)
+        self.central_area.setWidget(_MinimumHost(self.stack))
+        self.setCentralWidget(self.central_area)
 
         # docks
         self.data_panel = DataPanel()
@@ -255,7 +287,7 @@ class MainWindow(QMainWindow):
         """Build the remaining views after the window is on screen."""
         self.dashboard
         if self.settings.window_state() is None:   # first start: a Jobs panel a third of the window tall
-            self.resizeDocks([self.jobs_dock], [max(190, self.height() // 3)], Qt.Vertical)
+            self._size_jobs_dock()
         self._freeze_gc()
 
     def _dock(self, title: str, name: str, widget: QWidget, area, scroll: bool = False) -> QDockWidget:
@@ -274,6 +306,18 @@ class MainWindow(QMainWindow):
             dock.setWidget(widget)
         self.addDockWidget(area, dock)
         return dock
+
+    def _size_jobs_dock(self, share: float = 1 / 3) -> None:
+        """The Jobs panel's first height: ``share`` of the window, at least 190 px, but on a short screen
+        (a 1366 x 768 laptop) no taller than leaves the central pages their minimum height, so that
+        they need no scroll bar; never below the panel's own minimum."""
+        want = max(190, int(share * self.height()))
+        self.resizeDocks([self.jobs_dock], [want], Qt.Vertical)
+        self.layout().activate()
+        short = self.stack.minimumSizeHint().height() - self.central_area.height()
+        if short > 0:   # (a dock area's size counts its tab bar: correct by what the centre lacks)
+            self.resizeDocks([self.jobs_dock], [max(want - short, self.jobs_dock.minimumSizeHint().height())],
+                             Qt.Vertical)
 
     def _side_width(self, dock: QDockWidget, default: int) -> int:
         """A side dock's first width: ``default``, or what its panel needs without a horizontal scroll
@@ -303,7 +347,7 @@ class MainWindow(QMainWindow):
                 self.resizeDocks([self.data_dock, self.model_dock],
                                  [self._side_width(self.data_dock, 290), self._side_width(self.model_dock, 310)],
                                  Qt.Horizontal)
-            self.resizeDocks([self.jobs_dock], [max(190, int(0.3 * self.height()))], Qt.Vertical)
+            self._size_jobs_dock(0.3)
         d = self.settings.form_defaults()
         if d:
             self.model_form.set_spec(ModelSpec.from_dict(d))

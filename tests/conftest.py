@@ -67,6 +67,9 @@ def make_window(qtbot, tmp_path, monkeypatch):
         w = MainWindow(Settings(QSettings(str(tmp_path / f"{name}.ini"), QSettings.Format.IniFormat)))
         w.errors = errors
         qtbot.addWidget(w)
+        # the offscreen screen is 800 x 600, where the window fits by scrolling its panels and pages;
+        # the tests click what a 1400 x 900 display shows
+        w.resize(1400, 900)
         w.show()
         made.append(w)
         return w

@@ -117,3 +117,52 @@ def test_a_job_report_keeps_what_start_up_already_learnt(qtbot, tmp_path):
     w2.devices = ["/CPU:0", "/GPU:0"]    # known, e.g. from an earlier report
     w2.jobs.tensorflow_loaded.emit(report)
     assert (w2.tf_version, w2.tf_where, w2.devices) == ("2.98.0", "a training worker process", ["/CPU:0", "/GPU:0"])
+
+
+def _short_screen_window(make_window, qtbot, monkeypatch, width, height):
+    """A window first started on a screen whose free area is ``width`` x ``height``, showing a trained job."""
+    from app.mainwindow import MainWindow
+    from app.modelspec import ModelSpec
+    monkeypatch.setattr(MainWindow, "available_geometry", lambda self: QRect(0, 0, width, height))
+    w = make_window()
+    w.fit_to_screen()            # as it opened (make_window gives the tests a 1400 x 900 window)
+    w.finish_startup()
+    w.data_ctl.load_demo()
+    job = w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=5, n_iter=5, tol=0.0, seed=0))
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+    w.jobs_panel.select(job)
+    w.jobs_ctl.show_job(job)
+    qtbot.waitUntil(lambda: not w.dashboard.live_update_pending, timeout=20000)
+    qtbot.wait(50)
+    return w
+
+
+def test_a_1366_x_768_laptop_shows_the_whole_window_without_scroll_bars(make_window, qtbot, monkeypatch):
+    """Defect: on a 1280 x 720 or 1366 x 768 screen the window was 787 px tall (the dashboard's minimum
+    plus the Jobs panel's), so its bottom, the Jobs panel and the status bar, lay below the screen.  The
+    window fits the free area (a 768 px screen less a 40 px task bar), and the first layout leaves every
+    page of the dashboard its minimum height: no page needs a scroll bar."""
+    w = _short_screen_window(make_window, qtbot, monkeypatch, 1366, 728)
+    avail = w.available_geometry()
+    assert avail.contains(w.geometry()), (avail, w.geometry())
+    assert w.minimumSizeHint().height() <= avail.height() - 60    # room for the window's title bar
+    area, tabs = w.central_area, w.dashboard.tabs
+    assert w.jobs_dock.height() >= w.jobs_dock.minimumSizeHint().height()
+    for i in range(tabs.count()):
+        tabs.setCurrentIndex(i)
+        qtbot.wait(20)
+        assert area.viewport().height() >= w.stack.minimumSizeHint().height(), tabs.tabText(i)
+        assert not area.verticalScrollBar().isVisible() and not area.horizontalScrollBar().isVisible(), \
+            tabs.tabText(i)
+
+
+def test_on_a_smaller_screen_the_pages_scroll_instead_of_growing_the_window(make_window, qtbot, monkeypatch):
+    """Below the pages' minimum (a 1024 x 600 netbook) the window still fits its screen: the dashboard
+    keeps readable sizes and scrolls, shrunk to its minimum height before it does (not to its
+    preferred height, which a word-wrapped header made it ask for)."""
+    w = _short_screen_window(make_window, qtbot, monkeypatch, 1024, 560)
+    avail = w.available_geometry()
+    assert avail.contains(w.geometry()), (avail, w.geometry())
+    area = w.central_area
+    assert area.verticalScrollBar().isVisible()
+    assert area.widget().height() == w.stack.minimumSizeHint().height() == w.stack.height()

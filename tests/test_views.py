@@ -161,6 +161,23 @@ def test_embeddings_pca_for_l_above_2(qtbot):
     np.testing.assert_allclose(np.column_stack([xs, ys]), w.coordinates("V"))
 
 
+def test_small_embeddings_read_in_their_own_units(qtbot):
+    """Defect (Overview, "Before training"): embeddings within +-0.5 had ticks -500 .. 500 and the axis
+    title "PC 2 (2% of variance) (x0.001)", cut off.  No SI scaling: ticks are the coordinates."""
+    p = random_params(5, 12, seed=3, l=6)
+    for k in ("U", "Z", "W", "V", "z_start"):
+        p[k] = p[k] * 1e-3
+    w = shown(qtbot, EmbeddingScatter())
+    w.set_embeddings(p)
+    qtbot.wait(20)
+    for side in ("left", "bottom"):
+        ax = w.plot.getAxis(side)
+        assert "(x" not in ax.labelString() and ax.autoSIPrefixScale == 1.0, (side, ax.labelString())
+        lo, hi = ax.range
+        ticks = [v for level in ax.tickValues(lo, hi, 300) for v in level[1]]
+        assert ticks and max(abs(v) for v in ticks) < 0.01, (side, ticks)
+
+
 def test_embeddings_direct_for_l_2_and_rows_for_l_1(qtbot):
     p = random_params(3, 4, seed=4, l=2)
     w = shown(qtbot, EmbeddingScatter())
@@ -732,6 +749,45 @@ def test_a_legend_moves_to_the_corner_its_curves_leave_free(qtbot):
         w2.add_event(ProgressEvent(step=s, total=30, loss=1.0 + 1.0 / (s + 1), metrics={"train_nll": 1.0 / (s + 1)}))
     qtbot.wait(20)
     assert w2.legend_corner("nll") == "top-right" and w2.legend_corner("loss") == "top-right"
+
+
+def test_a_short_plot_puts_its_legend_entries_side_by_side(qtbot):
+    """Defect (a 1366 x 768 screen): in a curves row 130 px tall the stacked "train" / "test" legend covered
+    half the NLL plot and "test" ran past its bottom.  A short plot lays the entries out in one row, inside
+    the plot; a tall one keeps them stacked."""
+    from app.views.curves import LEGEND_MAX_HEIGHT
+    for height, cols in ((130, 2), (600, 1)):
+        w = shown(qtbot, TrainingCurves(orientation="horizontal"), (900, height))
+        for s in range(20):
+            w.add_event(ProgressEvent(step=s, total=20, loss=1.0, metrics={"train_nll": 2.0 - s / 20,
+                                                                             "test_nll": 2.1 - s / 20}))
+        qtbot.wait(20)
+        p = w.plots["nll"]
+        assert p.legend.columnCount == cols, (height, p.legend.columnCount)
+        assert w.legend_names("nll") == ["train", "test"]
+        box, vb = p.legend.sceneBoundingRect(), p.vb.sceneBoundingRect()
+        assert vb.contains(box), (height, box, vb)
+        if cols == 2:   # stacked, the entries would have taken more than the allowed share of the plot
+            p.legend.setColumnCount(1)
+            stacked = p.legend.sceneBoundingRect().height()
+            assert box.height() < stacked and stacked > LEGEND_MAX_HEIGHT * vb.height(), (box, stacked)
+
+
+def test_matrices_share_the_width_by_their_columns(qtbot):
+    """Defect (a DNA model, 6 states, 4 symbols): B's four columns had 3/5 of the width and A's six were
+    a strip beside it.  The widths follow the columns, within 1 : 2 and 2 : 1; a vocabulary-sized B
+    (the top-words table) keeps three quarters."""
+    w = shown(qtbot, ParameterHeatmaps(), (900, 500))
+    for (n, m), shares in (((6, 4), (15, 10)), ((5, 5), (10, 10)), ((5, 21), (5, 10)), ((45, 4), (20, 10))):
+        w.set_params(random_params(n, m, seed=n + m))
+        assert w.column_shares() == shares, (n, m)
+    w.set_params(random_params(5, 300, seed=3))
+    assert w.column_shares() == (1, 3)
+    w2 = shown(qtbot, ParameterHeatmaps(), (900, 500))
+    w2.set_shape(6, 4)                  # a job in its start: the same shares before the parameters come
+    assert w2.column_shares() == (15, 10)
+    qtbot.wait(20)
+    assert w2.transmat.width() > w2.emission_stack.width()
 
 
 def test_an_ended_stream_does_not_promise_a_loss_yet(qtbot):

@@ -238,7 +238,7 @@ class JobsPanel(QWidget):
         self.tree.setAlternatingRowColors(True)
         self.tree.setSortingEnabled(True)
         self.tree.sortByColumn(C_NAME, Qt.AscendingOrder)
-        self.tree.setMinimumHeight(120)
+        self.tree.setMinimumHeight(70)   # a header and two rows: the window fits a 1366 x 768 screen
         self.tree.setMinimumWidth(_MIN_NAME + 20)
         self.tree.setTextElideMode(Qt.ElideMiddle)   # names and files differ at their ends
         h = self.tree.header()

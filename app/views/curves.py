@@ -86,6 +86,9 @@ def _is_plus_inf(v) -> bool:
         return False
 
 
+#: A legend whose entries, stacked, would be taller than this share of its plot puts them in one row.
+LEGEND_MAX_HEIGHT = 0.4
+
 #: Where a plot's legend may sit: ``(item anchor, parent anchor, offset)`` per corner, the first preferred.
 LEGEND_CORNERS = {"top-right": ((1, 0), (1, 0), (-6, 6)), "top-left": ((0, 0), (0, 0), (6, 6)),
                   "bottom-left": ((0, 1), (0, 1), (6, -6)), "bottom-right": ((1, 1), (1, 1), (-6, -6))}
@@ -163,7 +166,7 @@ class TrainingCurves(QtWidgets.QWidget):
             self.curves[key] = self.plots[plot].plot([], [], pen=pen, name=name)
             self.curves[key]._in_legend = True
         self._set_loss_axis()
-        self.setMinimumSize(260, 300 if orientation == "vertical" else 160)
+        self.setMinimumSize(260, 300 if orientation == "vertical" else 130)
 
     # ------------------------------------------------------------------ API
     def clear(self) -> None:
@@ -478,6 +481,14 @@ class TrainingCurves(QtWidgets.QWidget):
             return
         px = (np.concatenate(xs) - x0) / (x1 - x0) * r.width()
         py = (y1 - np.concatenate(ys)) / (y1 - y0) * r.height()
+        # in a short plot (a small screen) the entries stand side by side: stacked, "train" and "test"
+        # covered half the plot and the lower one ran past its bottom
+        n_items = len(legend.items)
+        rows = math.ceil(n_items / max(1, legend.columnCount))
+        stacked = legend.boundingRect().height() / max(1, rows) * n_items
+        cols = n_items if stacked > LEGEND_MAX_HEIGHT * r.height() else 1
+        if cols != legend.columnCount:
+            legend.setColumnCount(cols)
         box = legend.boundingRect()
         w, h = box.width() + 8.0, box.height() + 8.0
         spans = {"top-right": ((r.width() - w, r.width()), (0.0, h)), "top-left": ((0.0, w), (0.0, h)),

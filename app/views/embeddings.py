@@ -149,7 +149,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.graphics)
         lay.addWidget(self.stack)
-        self.setMinimumSize(260, 220)
+        self.setMinimumSize(260, 180)   # two of them, in Overview, fit a 1366 x 768 screen
 
     def _add_legend(self, keys: Sequence[str]) -> pg.LegendItem:
         """A legend row beneath the plot naming the markers of the sets ``keys``."""

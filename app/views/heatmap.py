@@ -359,8 +359,9 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         # exporting "the emissions" exports what shows them: the heatmap or the top-words table
         self.emission.export_target = self.emission_stack.currentWidget
         self._row_names: Optional[List[str]] = None
-        self.startprob.setMinimumHeight(120)
+        self.startprob.setMinimumHeight(90)
         self.startprob.setMaximumHeight(130)
+        self.transmat.setMinimumHeight(120)   # with pi above: the dashboard fits a 1366 x 768 screen
         self.fixed_box = QtWidgets.QCheckBox("Fixed colour range 0..1")
         self.fixed_box.setChecked(fixed_range)
         self.fixed_box.toggled.connect(self.set_fixed_range)
@@ -418,12 +419,8 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             self.info.setText(f"n = {n} states, m = {m} symbols")
         elif B is not None:
             self.emission_stack.setCurrentWidget(self.emission)
-            # B has m columns, A n: with twice as many symbols as states B gets two thirds of the width
-            # (21 residues named one by one where 3 : 2 left them every second one)
-            wide = np.shape(B)[1] >= 2 * np.shape(B)[0]
-            self._grid.setColumnStretch(0, 1 if wide else 2)
-            self._grid.setColumnStretch(1, 2 if wide else 3)
             n, m = np.shape(B)
+            self._share_columns(n, m)
             cur = self.emission.col_labels()
             want = symbol_labels(m, self._vocab)
             if relabel or cur != want:
@@ -431,6 +428,18 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             else:
                 self.emission.set_matrix(B)
             self.info.setText(f"n = {n} states, m = {m} symbols")
+
+    def column_shares(self) -> tuple:
+        """The grid's width weights of (pi and A, B)."""
+        return self._grid.columnStretch(0), self._grid.columnStretch(1)
+
+    def _share_columns(self, n: int, m: int) -> None:
+        """Width for A (n columns) and B (m columns) in proportion to their columns, within 1 : 2 and 2 : 1:
+        21 residues get two thirds of the width and are named one by one (3 : 2 left every second name
+        out); 4 nucleotides no longer squeeze a 6 x 6 A into a strip beside a B of wide cells."""
+        ratio = min(2.0, max(0.5, n / max(m, 1)))
+        self._grid.setColumnStretch(0, int(round(10 * ratio)))
+        self._grid.setColumnStretch(1, 10)
 
     def set_shape(self, n: int, m: int) -> None:
         """Axes and layout for ``n`` states and ``m`` symbols before the first parameters arrive (a job in
@@ -448,6 +457,7 @@ class ParameterHeatmaps(QtWidgets.QWidget):
             self._grid.setColumnStretch(1, 3)
         else:
             self.emission_stack.setCurrentWidget(self.emission)
+            self._share_columns(n, m)
             self.emission.set_shape(n, m, state_labels(n), symbol_labels(m, self._vocab))
         self.info.setText(f"n = {n} states, m = {m} symbols")
 

@@ -108,6 +108,9 @@ def label_axis_text(plot: pg.PlotItem, side: str, text: str, widget=None) -> Non
     if getattr(ax, "_styled_label", None) == text:
         return
     ax._styled_label = text
+    # no "(x0.001)" after the title with ticks of -500 .. 500 for embeddings within +-0.5: pyqtgraph's
+    # SI scaling, meant for values with units, only obscures unitless coordinates and scores
+    ax.enableAutoSIPrefix(False)
     _, fg = theme_colors(widget)
     plot.setLabel(side, text, color=fg.name())
 

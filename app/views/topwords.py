@@ -38,7 +38,7 @@ class TopWordsTable(QtWidgets.QWidget):
         self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
         lay.addWidget(self.table, 1)
-        self.setMinimumSize(300, 200)
+        self.setMinimumSize(300, 160)   # (a table: it scrolls) two rows of Overview fit a 1366 x 768 screen
 
     def set_emissions(self, emissionprob, vocabulary: Optional[Sequence[str]],
                       row_labels: Optional[Sequence[str]] = None) -> None:
