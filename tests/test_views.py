@@ -458,6 +458,34 @@ def test_compare_differences_and_metrics(qtbot):
     assert w.placeholder.isVisible() and not w.table.isVisible()
 
 
+def test_compare_shows_the_words_whose_emissions_changed_most(qtbot):
+    """Defect (two word models, m = 2,000): ΔB was a 17 x 2,000 heatmap of faint hairlines labelled every
+    200th word.  Beyond DELTA_B_MAX_SYMBOLS symbols it shows those whose column of |ΔB| sums highest,
+    most changed first, each named; small alphabets keep every symbol in order."""
+    from app.views.compare import DELTA_B_MAX_SYMBOLS as K
+    m = 300
+    words = [f"w{i}" for i in range(m)]
+    pa, pb = random_params(4, m, seed=5), random_params(4, m, seed=6)
+    w = shown(qtbot, CompareView(), (1100, 600))
+    w.set_vocabulary(words)
+    w.set_models("A", plain_model(pa), "B", plain_model(pb))
+    perm = w.permutation()
+    dB = pb["emissionprob"][perm] - pa["emissionprob"]
+    np.testing.assert_allclose(w.difference("emissionprob"), dB)          # the whole difference is kept
+    change = np.abs(dB).sum(axis=0)
+    cols = w.shown_symbols()
+    assert len(cols) == K and len(set(cols.tolist())) == K
+    assert np.all(np.diff(change[cols]) <= 0) and change[cols].min() >= np.sort(change)[-K]   # brute force
+    np.testing.assert_allclose(w.maps["emissionprob"].image_data(), dB[:, cols])
+    assert w.maps["emissionprob"].col_labels() == [words[c] for c in cols]
+    assert f"{K} of {m}" in w.maps["emissionprob"].plot.titleLabel.text and "changed most" in w.note.text()
+    pa, pb = random_params(4, 6, seed=5), random_params(4, 6, seed=6)    # a small alphabet: all, in order
+    w.set_vocabulary(None)
+    w.set_models("A", plain_model(pa), "B", plain_model(pb))
+    np.testing.assert_array_equal(w.shown_symbols(), np.arange(6))
+    assert w.maps["emissionprob"].plot.titleLabel.text == "ΔB" and "changed most" not in w.note.text()
+
+
 def test_compare_aligns_states_before_subtracting(qtbot):
     """Model B is model A with its states relabelled: after alignment every difference is 0."""
     pa = random_params(4, 6, seed=4)

@@ -50,6 +50,9 @@ COMPARABLE = {"train_nll": "train NLL / token", "test_nll": "test NLL / token", 
 #: rows that need both jobs to have trained on the same data
 SAME_DATA_ONLY = ("train_nll", "test_nll", "mad")
 
+#: ΔB shows at most this many symbols (a vocabulary: those whose emissions changed most).
+DELTA_B_MAX_SYMBOLS = 20
+
 
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
@@ -80,6 +83,7 @@ class CompareView(QtWidgets.QWidget):
         self._vocab: Optional[List[str]] = None
         self._diffs: Dict[str, Optional[np.ndarray]] = {}
         self._perm: Optional[np.ndarray] = None
+        self._symbols: Optional[np.ndarray] = None
         self._table_notes: List[str] = []
         outer = QtWidgets.QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -241,6 +245,11 @@ class CompareView(QtWidgets.QWidget):
                 self.table.item(i, j).text() if self.table.item(i, j) else "" for j in range(3)]
         return out
 
+    def shown_symbols(self) -> Optional[np.ndarray]:
+        """Indices of the symbols ΔB shows, in its column order (all of them up to
+        ``DELTA_B_MAX_SYMBOLS``; beyond, those whose emissions changed most, by the sum of ``|ΔB|``)."""
+        return None if self._symbols is None else self._symbols.copy()
+
     def difference(self, name: str) -> Optional[np.ndarray]:
         """The displayed difference ``B - A`` of ``"startprob"``, ``"transmat"`` or ``"emissionprob"``."""
         d = self._diffs.get(name)
@@ -253,6 +262,7 @@ class CompareView(QtWidgets.QWidget):
         self.note.setText("")
         self._diffs = {}
         self._perm = None
+        self._symbols = None
         self._table_notes = []
         for h in self.maps.values():
             h.clear()
@@ -265,6 +275,7 @@ class CompareView(QtWidgets.QWidget):
     def _show_differences(self, model_a, model_b) -> None:
         self._diffs = {}
         self._perm = None
+        self._symbols = None
         mats = {}
         for key, attr in (("startprob", "startprob_"), ("transmat", "transmat_"), ("emissionprob", "emissionprob_")):
             a, b = getattr(model_a, attr, None), getattr(model_b, attr, None)
@@ -299,12 +310,24 @@ class CompareView(QtWidgets.QWidget):
         if "startprob" in self._diffs:
             self.maps["startprob"].set_matrix(self._diffs["startprob"], None, state_labels(n))
         self.maps["transmat"].set_matrix(self._diffs["transmat"], state_labels(n), state_labels(n))
-        self.maps["emissionprob"].set_matrix(self._diffs["emissionprob"], state_labels(n),
-                                             symbol_labels(m, self._vocab))
+        dB = self._diffs["emissionprob"]
+        labels = symbol_labels(m, self._vocab)
+        cols = np.arange(m)
+        if m > DELTA_B_MAX_SYMBOLS:
+            # a 17 x 2,000 heatmap of words is faint hairlines under a fence of every 200th label: the
+            # symbols whose emissions changed most, most changed first, each named
+            cols = np.argsort(-np.abs(dB).sum(axis=0), kind="stable")[:DELTA_B_MAX_SYMBOLS]
+            self.maps["emissionprob"].set_title(f"ΔB: {DELTA_B_MAX_SYMBOLS} of {m} symbols")
+        else:
+            self.maps["emissionprob"].set_title("ΔB")
+        self._symbols = cols
+        self.maps["emissionprob"].set_matrix(dB[:, cols], state_labels(n), [labels[c] for c in cols])
         big = max(float(np.max(np.abs(d))) for d in self._diffs.values())
         moved = [f"{int(perm[i])}→{i}" for i in range(n) if perm[i] != i]
         how = ("B's states were matched to A's by their emission distributions (Hungarian assignment, "
                "total-variation cost)" + (f"; B's state j is shown as state i: {', '.join(moved)}" if moved
                                           else "; the matching keeps B's order"))
-        self._note(f"Differences B − A (blue: smaller in B, red: larger in B; largest |Δ| = {big:.3g}). {how}.")
+        few = (f" ΔB shows the {len(self._symbols)} of {m} symbols whose emissions changed most (the largest sums "
+               "of |Δ| over the states), most changed first." if len(self._symbols) < m else "")
+        self._note(f"Differences B − A (blue: smaller in B, red: larger in B; largest |Δ| = {big:.3g}). {how}.{few}")
         self.maps_box.setVisible(True)
