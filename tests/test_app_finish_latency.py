@@ -111,3 +111,7 @@ def _show_and_finish(w, qtbot, job, model, ds, reads) -> None:
     counts = np.bincount(np.concatenate(data), minlength=m)
     assert d.embeddings.labelled_symbols() == list(np.argsort(-counts, kind="stable")[:TOP_LABELLED])
     assert sorted(d.embeddings.label_texts("V")) == sorted(ds.vocabulary[i] for i in d.embeddings.labelled_symbols())
+    # Overview's scatter too (it drew all the words full size, over the states): drawn when it shows
+    d.tabs.setCurrentWidget(d.overview)
+    qtbot.wait(50)
+    assert d.overview.after.embeddings.labelled_symbols() == d.embeddings.labelled_symbols()

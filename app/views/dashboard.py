@@ -100,6 +100,7 @@ class Dashboard(QtWidgets.QWidget):
         super().__init__(parent)
         self._vocab: Optional[List[str]] = None
         self._model = None
+        self._counted: tuple = (None, 0, None)   # (corpus, m, symbol counts): _symbol_counts
         self._has_initial = False
         self._last_step: Optional[int] = None
         # queued parts of a live update or of a model shown: one per event-loop turn, each held while
@@ -461,6 +462,8 @@ class Dashboard(QtWidgets.QWidget):
                 self._stage_params(params)
             else:
                 self._show_params(params)
+            part("overview frequencies", "overview",
+                 lambda: self.overview.set_symbol_frequencies(self._symbol_counts(model, corpus)))
             part("overview", "overview", self.overview.set_final, params, "After training")
         hist = getattr(model, "history_", None)
         if hist:
@@ -671,15 +674,20 @@ class Dashboard(QtWidgets.QWidget):
         """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled
         (``redraw=False``: the counts wait for the embeddings' update that follows; ``None``: so
         when that update is a queued part)."""
-        seqs = getattr(corpus, "sequences", None)
-        m = getattr(model, "n_symbols", None)
         if redraw is None:
             redraw = not self._stages.has("embeddings")
+        self.embeddings.set_symbol_frequencies(self._symbol_counts(model, corpus), redraw=redraw)
+
+    def _symbol_counts(self, model, corpus) -> Optional[np.ndarray]:
+        """How often each of the model's symbols occurs in ``corpus`` (None: unknown); counted once per
+        corpus and alphabet (the embeddings and Overview's two scatters ask)."""
+        seqs, m = getattr(corpus, "sequences", None), getattr(model, "n_symbols", None)
         if not seqs or not m:
-            self.embeddings.set_symbol_frequencies(None, redraw=redraw)
-            return
-        counts = np.bincount(np.concatenate([np.asarray(s).reshape(-1) for s in seqs]), minlength=int(m))[:int(m)]
-        self.embeddings.set_symbol_frequencies(counts, redraw=redraw)
+            return None
+        if self._counted[0] is not corpus or self._counted[1] != int(m):
+            flat = np.concatenate([np.asarray(s).reshape(-1) for s in seqs])
+            self._counted = (corpus, int(m), np.bincount(flat, minlength=int(m))[:int(m)])
+        return self._counted[2]
 
     def image_data(self, name: str) -> Optional[np.ndarray]:
         """Matrix displayed by the live heatmaps: ``"startprob"``, ``"transmat"``, ``"emissionprob"``

@@ -125,6 +125,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self.legend = None  # the check boxes above the plot carry the markers: no legend row
         self.plot.vb.sigRangeChanged.connect(self._declutter)
         self.plot.vb.sigResized.connect(self._declutter)
+        self.plot.vb.sigResized.connect(lambda *_: self._fit_legend_columns())
         self.scatters: Dict[str, pg.ScatterPlotItem] = {}
         for key, (desc, marker, color, is_state) in EMBEDDING_SETS.items():
             size = 11 if is_state else 9
@@ -159,7 +160,20 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self.graphics.addItem(legend, row=1, col=0)
         for key in keys:
             legend.addItem(self.scatters[key], key)
+        self._fit_legend_columns(legend)
         return legend
+
+    def _fit_legend_columns(self, legend: Optional[pg.LegendItem] = None) -> None:
+        """The legend row's entries on one line where the view is wide enough, else three per line:
+        two lines under each of Overview's plots left the scatter itself a strip on a short screen."""
+        legend = legend if legend is not None else self.legend
+        if legend is None or not legend.items:
+            return
+        need = sum(sample.boundingRect().width() + label.item.boundingRect().width() + 8.0   # the text, not its cell
+                   for sample, label in legend.items) + 16.0
+        cols = len(legend.items) if need <= self.graphics.width() else min(3, len(legend.items))
+        if cols != legend.columnCount:
+            legend.setColumnCount(cols)
 
     @contextlib.contextmanager
     def figure_mode(self) -> Iterator[None]:

@@ -110,6 +110,15 @@ class OverviewView(QtWidgets.QWidget):
         self.flush()
         super().showEvent(ev)
 
+    def set_symbol_frequencies(self, counts) -> None:
+        """Symbol counts of the data (None: unknown): with a large vocabulary both scatters draw the most
+        frequent symbols in full and labelled, the rest faint, as the dashboard's does (2,000 full-size
+        diamonds covered the states)."""
+        for row in (self.before, self.after):
+            row.embeddings.set_symbol_frequencies(counts, redraw=False)
+            if row.params is not None and not self._draw.has(id(row)):   # drawn again when the view shows
+                self._queue(row, row.params, row.label.text())
+
     def clear(self) -> None:
         self._draw.clear()
         for row in (self.before, self.after):
