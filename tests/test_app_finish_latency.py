@@ -89,6 +89,13 @@ def _show_and_finish(w, qtbot, job, model, ds, reads) -> None:
     d = w.dashboard
     qtbot.waitUntil(lambda: not d.live_update_pending, timeout=30000)
     assert reads, "the job shown live reads its data with the model's alphabet"
+    # while it trains, too, the scatters draw the most frequent words in full (all 5,000 were, full size)
+    # (checked below against the finished model's counts)
+    live_top = d.embeddings.labelled_symbols()
+    d.tabs.setCurrentWidget(d.overview)
+    qtbot.wait(50)
+    live_overview_top = d.overview.after.embeddings.labelled_symbols()
+    d.tabs.setCurrentWidget(d.live)
     read_before = len(reads)
     qtbot.wait(200)
 
@@ -110,6 +117,7 @@ def _show_and_finish(w, qtbot, job, model, ds, reads) -> None:
     data = d.decode._seqs
     counts = np.bincount(np.concatenate(data), minlength=m)
     assert d.embeddings.labelled_symbols() == list(np.argsort(-counts, kind="stable")[:TOP_LABELLED])
+    assert live_top == live_overview_top == d.embeddings.labelled_symbols()
     assert sorted(d.embeddings.label_texts("V")) == sorted(ds.vocabulary[i] for i in d.embeddings.labelled_symbols())
     # Overview's scatter too (it drew all the words full size, over the states): drawn when it shows
     d.tabs.setCurrentWidget(d.overview)

@@ -293,8 +293,8 @@ def test_a_restored_words_job_shows_its_mapped_tags_without_scoring_again(make_w
     session_files.save(w, path)
 
     runs = []
-    real = dash.Dashboard._score_tags
-    monkeypatch.setattr(dash.Dashboard, "_score_tags", staticmethod(lambda *a: runs.append(1) or real(*a)))
+    real = dash.score_tags
+    monkeypatch.setattr(dash, "score_tags", lambda *a: runs.append(1) or real(*a))
     w2 = make_window("b")
     restored = session_files.open(w2, path, ready=lambda r: len(r) == 2)
     qtbot.waitUntil(lambda: all(j.dataset is not None for j in restored) and w2.current_job is restored[0]

@@ -277,12 +277,12 @@ def test_a_model_scored_before_it_is_shown_draws_its_mapped_tags_at_once(qtbot, 
     names = ["DET", "NOUN", "VERB", "ADJ"]
     corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags, tag_vocabulary=names)
     runs = []
-    real = dash.Dashboard._score_tags
+    real = dash.score_tags
 
     def counted(*a):
         runs.append(1)
         real(*a)
-    monkeypatch.setattr(dash.Dashboard, "_score_tags", staticmethod(counted))
+    monkeypatch.setattr(dash, "score_tags", counted)
     d = shown(qtbot, Dashboard(), (1200, 800))
     d.prepare_tagging(model, corpus)
     d.prepare_tagging(model, corpus)          # already running: not started again

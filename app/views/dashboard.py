@@ -49,7 +49,7 @@ from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
 from .sweep import SweepView
 from .tagging import (SCORES as TAG_SCORES, TAG_EVAL_MAX_TOKENS, TAG_LIVE_INTERVAL_S, TAG_LIVE_MAX_TOKENS,
-                      StateTagView, TaggingCurves, first_tokens, state_tag_labels, tag_fingerprint)
+                      StateTagView, TaggingCurves, first_tokens, score_tags, state_tag_labels, tag_fingerprint)
 
 __all__ = ["Dashboard"]
 
@@ -533,7 +533,7 @@ class Dashboard(QtWidgets.QWidget):
             self._tag_busy = False
             self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
 
-        self._score_tags([params[k] for k in ("startprob", "transmat", "emissionprob")], seqs, gold, len(names),
+        score_tags([params[k] for k in ("startprob", "transmat", "emissionprob")], seqs, gold, len(names),
                          done, failed)
 
     def _show_live_tagging(self, step, scores: dict, names: List[str]) -> None:
@@ -652,23 +652,8 @@ class Dashboard(QtWidgets.QWidget):
                 del self._tag_inflight[model]
             for _ok, bad in callbacks:
                 bad(exc, tb)
-        self._score_tags(mats, seqs, gold, n_tags, finished, broken)
+        score_tags(mats, seqs, gold, n_tags, finished, broken)
 
-    @staticmethod
-    def _score_tags(mats, seqs, gold, n_tags: int, done, failed) -> None:
-        """Decode ``seqs`` with the HMM ``(pi, A, B)`` and score against ``gold`` on a background
-        thread (the core's Viterbi and :func:`~densehmm_core.metrics.tagging_scores`)."""
-        pi, A, B = (np.array(x, dtype=np.float64) for x in mats)
-
-        def work():
-            from densehmm_core.hmm_base import BaseHMM
-            from densehmm_core.metrics import tagging_scores
-            hmm = BaseHMM(A.shape[0], B.shape[1])
-            hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = pi, A, B
-            return tagging_scores(hmm.predict(seqs), gold, n_states=A.shape[0], n_tags=n_tags)
-
-        from ..tasks import run_background
-        run_background(work, done, failed)
 
     def _show_frequencies(self, model, corpus, redraw: Optional[bool] = True) -> None:
         """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled
@@ -677,6 +662,12 @@ class Dashboard(QtWidgets.QWidget):
         if redraw is None:
             redraw = not self._stages.has("embeddings")
         self.embeddings.set_symbol_frequencies(self._symbol_counts(model, corpus), redraw=redraw)
+
+    def set_symbol_data(self, model, corpus) -> None:
+        """A live job's data: symbol counts for the dashboard's and Overview's scatters before its first
+        snapshot (a finished model's come with :meth:`set_model`; they drew 2,000 full-size words)."""
+        self._show_frequencies(model, corpus, None)
+        self.overview.set_symbol_frequencies(self._symbol_counts(model, corpus))
 
     def _symbol_counts(self, model, corpus) -> Optional[np.ndarray]:
         """How often each of the model's symbols occurs in ``corpus`` (None: unknown); counted once per

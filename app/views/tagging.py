@@ -21,7 +21,7 @@ from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colo
 from .widgets import Placeholder
 from .heatmap import MatrixHeatmap
 
-__all__ = ["StateTagView", "TaggingCurves", "state_tag_labels", "first_tokens", "tag_fingerprint"]
+__all__ = ["StateTagView", "TaggingCurves", "state_tag_labels", "first_tokens", "tag_fingerprint", "score_tags"]
 
 #: tokens decoded to score a model against gold tags when it is shown (the first sequences)
 TAG_EVAL_MAX_TOKENS = 50000
@@ -223,3 +223,19 @@ class TaggingCurves(QtWidgets.QWidget):
         if x.size:
             lo, hi = min(0.0, float(x.min())), max(float(x.max()), 1.0)
             self.plot.setXRange(lo, hi + 0.08 * (hi - lo), padding=0.02)  # the last point off the border
+
+
+def score_tags(mats, seqs, gold, n_tags: int, done, failed) -> None:
+    """Decode ``seqs`` with the HMM ``(pi, A, B)`` and score against ``gold`` on a background
+    thread (the core's Viterbi and :func:`~densehmm_core.metrics.tagging_scores`)."""
+    pi, A, B = (np.array(x, dtype=np.float64) for x in mats)
+
+    def work():
+        from densehmm_core.hmm_base import BaseHMM
+        from densehmm_core.metrics import tagging_scores
+        hmm = BaseHMM(A.shape[0], B.shape[1])
+        hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = pi, A, B
+        return tagging_scores(hmm.predict(seqs), gold, n_states=A.shape[0], n_tags=n_tags)
+
+    from ..tasks import run_background
+    run_background(work, done, failed)

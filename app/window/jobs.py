@@ -254,8 +254,13 @@ class JobsController(QObject):
         if isinstance(ds, DataSet):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
         d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
-        # gold tags: live snapshots scored (M-1, 1-1, V-measure)
-        d.set_tagged_data(None if job.state.is_final else self._decode_data(job))
+        if not job.state.is_final:
+            data = self._decode_data(job)
+            d.set_tagged_data(data)               # gold tags: live snapshots scored (M-1, 1-1, V-measure)
+            if data is not None:
+                d.set_symbol_data(job.model, data)  # a large vocabulary drawn faint but its frequent words
+        else:
+            d.set_tagged_data(None)
         if job.last_event is not None:
             d.update_from_event(job.last_event)
         if job.has_model:
