@@ -13,7 +13,12 @@ here, in two classes:
       ``max_busy_share`` of the GUI thread);
     * **what is drawn**: only the selected job (:attr:`~LiveFeed.current`) reaches the view
       (:meth:`~LiveFeed.set_view`); the cost of the call and of the view's queued parts
-      feeds the spacing above.
+      feeds the spacing above;
+    * **every point**: the events passed over by "newest only" reach the view with the next
+      update, without their parameters (``update_from_event(ev, skipped)``: the curves get
+      every test NLL and MAD, which come every few iterations), and a job shown while it
+      runs gets its past points (:meth:`~LiveFeed.past_events`, at most
+      :data:`MAX_KEPT_EVENTS`, thinned but for diagnostics).
 
 :class:`DrawQueue` (one per view that draws in parts)
     * **when to draw**: named parts of an update, the newest of each name replacing a
@@ -32,13 +37,26 @@ from typing import Any, Callable, Dict, Optional
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-__all__ = ["LiveFeed", "DrawQueue"]
+__all__ = ["LiveFeed", "DrawQueue", "MAX_KEPT_EVENTS"]
+
+#: A job keeps at most about this many past events (without parameters) for its curves; beyond,
+#: every other one is dropped, but for those with diagnostics (test NLL, MAD) and the newest.
+MAX_KEPT_EVENTS = 2000   # (replayed in 18 ms of the GUI thread when the job is selected)
+
+
+def _thinned(events: list) -> list:
+    """Every other event, and every event that carries diagnostics, and the newest."""
+    last = len(events) - 1
+    return [ev for i, ev in enumerate(events)
+            if i % 2 == 0 or i == last or "test_nll" in (ev.metrics or {}) or "mad" in (ev.metrics or {})]
 
 
 class _Mailbox:
-    """One job's hand-over from its relay thread to the GUI thread (guarded by ``lock``)."""
+    """One job's hand-over from its relay thread to the GUI thread (``event``, ``params``, ``posted``
+    and ``notified`` guarded by ``lock``; the rest belongs to the GUI thread)."""
 
-    __slots__ = ("lock", "event", "params", "notified", "last_forward", "flush_scheduled")
+    __slots__ = ("lock", "event", "params", "notified", "last_forward", "flush_scheduled", "posted", "kept",
+                 "unforwarded")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -47,6 +65,9 @@ class _Mailbox:
         self.notified = False      # a notification is queued to the GUI thread
         self.last_forward = 0.0    # perf_counter of the last update forwarded (GUI thread)
         self.flush_scheduled = False
+        self.posted: list = []     # every event posted and not yet taken (parameters stripped)
+        self.kept: list = []       # the job's events so far (thinned beyond MAX_KEPT_EVENTS)
+        self.unforwarded: list = []  # taken since the last update forwarded
 
 
 class LiveFeed(QObject):
@@ -99,9 +120,11 @@ class LiveFeed(QObject):
     def post(self, job, ev) -> None:
         """Hand over one progress event (any thread).  Only the newest is kept."""
         box = self._box(job)
+        point = dataclasses.replace(ev, params=None) if ev.params else ev
         with box.lock:
             job.n_events += 1
             box.event = ev
+            box.posted.append(point)
             if ev.params:
                 box.params = ev.params
                 if job.initial_params is None:
@@ -116,9 +139,17 @@ class LiveFeed(QObject):
         """Move the newest posted event into the job (``last_event``, ``step``...); returns it or None."""
         box = self._box(job)
         with box.lock:
-            ev, params = box.event, box.params
+            ev, params, posted = box.event, box.params, box.posted
             box.event = box.params = None
+            box.posted = []
             box.notified = False
+        if posted:
+            box.kept.extend(posted)
+            box.unforwarded.extend(posted)
+            if len(box.kept) > MAX_KEPT_EVENTS:
+                box.kept = _thinned(box.kept)
+            if len(box.unforwarded) > MAX_KEPT_EVENTS:
+                box.unforwarded = _thinned(box.unforwarded)
         if params is not None:
             job.last_params = params
         if ev is not None:
@@ -153,16 +184,26 @@ class LiveFeed(QObject):
 
     def forward(self, job) -> None:
         """Forward the job's newest update now (also used when a job ends: never throttled)."""
-        self._box(job).last_forward = time.perf_counter()
+        box = self._box(job)
+        box.last_forward = time.perf_counter()
+        skipped, box.unforwarded = box.unforwarded[:-1], []   # (the last one taken is ``ev``)
         ev = job.last_event
         if ev is not None:
             job.n_dispatched += 1
             self.event.emit(job, ev)
             if job is self.current and self._view is not None:
                 t0 = time.perf_counter()
-                self._view.update_from_event(ev)
+                self._view.update_from_event(ev, skipped)
                 self._call_cost = time.perf_counter() - t0
         self.changed.emit(job)
+
+    def past_events(self, job) -> list:
+        """The events of ``job`` taken so far but the newest (``job.last_event``), without parameters and
+        thinned beyond :data:`MAX_KEPT_EVENTS`: the points of a job shown while it runs.  Those not yet
+        forwarded are then not passed on again as skipped."""
+        box = self._box(job)
+        box.unforwarded = box.unforwarded[-1:]
+        return box.kept[:-1]
 
     def finish(self, job) -> None:
         """The job ended: take what is left and forward it at once."""
@@ -177,7 +218,8 @@ class LiveFeed(QObject):
 
     # ------------------------------------------------------------ drawing
     def set_view(self, view) -> None:
-        """The view that draws the current job: ``view.update_from_event(ev)``; its optional
+        """The view that draws the current job: ``view.update_from_event(ev, skipped)`` (``skipped``: the
+        events since the previous update, oldest first, without parameters); its optional
         ``sigLiveDrawn(seconds)`` reports the cost of the parts it drew later (a :class:`DrawQueue`)."""
         self._view = view
         drawn = getattr(view, "sigLiveDrawn", None)

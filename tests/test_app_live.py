@@ -17,10 +17,11 @@ class _View:
     """A view that records what reached it and takes ``cost`` seconds per call."""
 
     def __init__(self, cost=0.0):
-        self.events, self.cost = [], cost
+        self.events, self.skipped, self.cost = [], [], cost
 
-    def update_from_event(self, ev):
+    def update_from_event(self, ev, skipped=()):
         self.events.append(ev)
+        self.skipped.append(list(skipped))
         time.sleep(self.cost)
 
 
@@ -88,6 +89,53 @@ def test_only_the_current_job_is_drawn_and_its_cost_is_measured(qtbot):
     assert feed.redraw_cost[b.id] == pytest.approx(0.03, abs=0.01)
 
 
+def test_the_view_gets_every_event_passed_over_without_parameters(qtbot):
+    """Defect: "newest only" dropped the events in between, and with them most test NLL and MAD points
+    (every fifth iteration): the live curves showed a few of them, at random.  Each update now brings
+    the events passed over since the previous one, oldest first, without their parameters."""
+    feed = LiveFeed(max_rate=20)                # 50 ms apart: most events are passed over
+    view = _View()
+    feed.set_view(view)
+    job = _job()
+    feed.current = job
+    p = {"transmat": np.eye(2)}
+    for i in range(1, 121):
+        metrics = {"train_nll": 2.0 - i / 100}
+        if i % 5 == 0:
+            metrics.update(test_nll=2.1 - i / 100, mad=0.01 / i)
+        feed.post(job, ProgressEvent(step=i, total=120, metrics=metrics, params=p if i % 7 == 0 else None))
+        qtbot.wait(2)
+    qtbot.waitUntil(lambda: view.events and view.events[-1].step == 120, timeout=5000)
+    seen = [ev for ev, skipped in zip(view.events, view.skipped) for ev in skipped + [ev]]
+    assert [ev.step for ev in seen] == list(range(1, 121))           # every event once, in order
+    assert len(view.events) < 60                                       # and still coalesced
+    assert all(ev.params is None for sk in view.skipped for ev in sk)  # parameters only with the newest
+    assert [ev.step for ev in seen if "test_nll" in ev.metrics] == list(range(5, 121, 5))
+
+
+def test_a_job_shown_while_it_runs_gets_its_past_points(qtbot):
+    """Selected mid-run, a job's curves started at that moment.  ``past_events`` gives its points so far
+    but the newest (the view gets that one as the update); those are not passed on again as skipped;
+    beyond MAX_KEPT_EVENTS every other point goes, but none with diagnostics."""
+    from app.live import MAX_KEPT_EVENTS
+    feed = LiveFeed(max_rate=1000)
+    job = _job()
+    n = MAX_KEPT_EVENTS + 500
+    for i in range(1, n + 1):
+        feed.post(job, ProgressEvent(step=i, metrics={"mad": 0.1} if i % 5 == 0 else {}))
+    feed.take(job)
+    past = feed.past_events(job)
+    steps = [ev.step for ev in past]
+    assert steps == sorted(set(steps)) and steps[-1] == n - 1 and job.last_event.step == n
+    assert MAX_KEPT_EVENTS // 2 <= len(past) <= MAX_KEPT_EVENTS
+    assert set(range(5, n, 5)) <= set(steps)                           # every diagnostics point kept
+    view = _View()
+    feed.set_view(view)
+    feed.current = job
+    feed.forward(job)
+    assert view.skipped == [[]] and view.events[-1].step == n           # nothing twice
+
+
 def test_draw_queue_runs_parts_apart_holds_them_while_hidden_and_newest_wins(qtbot):
     from PySide6.QtCore import QObject
     owner = QObject()
@@ -128,3 +176,51 @@ def test_draw_queue_holds_only_the_parts_whose_view_is_hidden(qtbot):
     assert q.has("matrices")
     q.run_all()
     assert calls[-1] == "matrices" and not q.pending
+
+
+def test_the_dashboard_curves_of_a_running_job_have_every_diagnostics_point(make_window, qtbot):
+    """A running job's events reach a real window through its LiveFeed: the curves of the job shown hold
+    every test NLL and MAD posted, whether the job was shown from its start or selected mid-run (they
+    held the few that happened to be the newest at a redraw, and started at the moment of selection)."""
+    from app.jobs import JobState
+
+    w = make_window()
+    w.finish_startup()
+    feed = w.jobs.live
+    jobs = []
+    from densehmm_core.standard import StandardHMM
+    for name in ("shown from the start", "selected mid-run"):
+        job = Job(name, StandardHMM(3), [])
+        job.state = JobState.RUNNING
+        w.jobs.jobs.append(job)
+        w.jobs_panel.add_job(job)
+        jobs.append(job)
+    a, b = jobs
+    w.jobs_ctl.show_job(a)
+
+    def post(job, lo, hi):
+        for i in range(lo, hi):
+            metrics = {"train_nll": 2.0 - i / 1000}
+            if i % 5 == 0:
+                metrics.update(test_nll=2.1 - i / 1000, mad=0.01 / (i + 1))
+            feed.post(job, ProgressEvent(step=i, total=200, phase="baum-welch", loss=1.0 / (i + 1), metrics=metrics))
+            if i % 10 == 0:
+                qtbot.wait(3)
+        qtbot.waitUntil(lambda: job.last_event is not None and job.last_event.step == hi - 1, timeout=5000)
+
+    try:
+        post(a, 0, 100)
+        post(b, 0, 100)                        # b runs unseen
+        for job in (a, b):
+            w.jobs_ctl.show_job(job)
+            post(job, 100, 200)
+            qtbot.waitUntil(lambda: "baum-welch 199/200" in w.dashboard.title.text(), timeout=5000)   # forwarded
+            w.dashboard.flush()
+            steps, test = w.dashboard.curves.series("test_nll")
+            assert steps.tolist() == list(range(200)), job.name
+            assert np.flatnonzero(np.isfinite(test)).tolist() == list(range(0, 200, 5)), job.name
+            _, mad = w.dashboard.curves.series("mad")
+            assert np.flatnonzero(np.isfinite(mad)).tolist() == list(range(0, 200, 5)), job.name
+    finally:
+        for job in jobs:
+            job.state = JobState.CANCELLED

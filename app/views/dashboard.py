@@ -353,10 +353,12 @@ class Dashboard(QtWidgets.QWidget):
             self._safe("matrices", self.heatmaps.set_shape, n, m)
         self.embeddings.set_model_kind(kind, n, getattr(model, "dim", None))
 
-    def update_from_event(self, ev) -> None:
+    def update_from_event(self, ev, skipped: Sequence = ()) -> None:
         """Show one progress event: curves always, matrices and embeddings when it has params; a start
-        event (the start being prepared) only in the title and the status."""
+        event (the start being prepared) only in the title and the status.  ``skipped``: the events
+        passed over since the last update (:class:`app.live.LiveFeed`), points of the curves before it."""
         self._show_views()
+        self.add_points(skipped)
         if ev.phase == START_PHASE:
             text = start_text(ev.metrics, detail=True)
             self._safe("curves", self.curves.set_total, ev.total)
@@ -405,6 +407,15 @@ class Dashboard(QtWidgets.QWidget):
         base = self.title.text().split("  —  ")[0]
         self.title.setText(f"{base}  —  {text}")
         self.sigStatus.emit(text)
+
+    def add_points(self, events: Sequence) -> None:
+        """Points of the curves from past events of the stream shown (a running job's, without their
+        parameters); drawn with the next update."""
+        if events:
+            self._stages.run("history")  # a queued history first: the points go after it
+        for ev in events:
+            if ev.phase != START_PHASE:
+                self._safe("curves", self.curves.add_event, ev, False)
 
     def set_history(self, history: Optional[List[dict]], staged: bool = False) -> None:
         """Replace the curves by a model's history (list of dicts: step, loss, train_ll, test_ll, metrics);

@@ -255,6 +255,7 @@ class JobsController(QObject):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
         d.set_history(job.history, staged=True)  # drawn in parts from the event loop: no stall
         if not job.state.is_final:
+            d.add_points(self.jobs.live.past_events(job))   # its curves so far: every point, not the newest
             data = self._decode_data(job)
             d.set_tagged_data(data)               # gold tags: live snapshots scored (M-1, 1-1, V-measure)
             if data is not None:
