@@ -377,6 +377,8 @@ def test_start_page_gives_way_jobs_have_numbers_and_time_and_status_are_not_cut(
     assert jp.COLUMNS[jp.C_ID][0] == "#" and not w.jobs_panel.tree.isColumnHidden(jp.C_ID)
     # Time: "elapsed · ETA" fits its column (it was cut at 84 px)
     assert [jp.format_seconds(s) for s in (42, 725, 3780)] == ["42 s", "12:05", "1:03:00"]
+    # a job of a fraction of a second read "0 s"
+    assert [jp.format_seconds(s) for s in (0.26, 4.04, 9.96, 10.4)] == ["0.3 s", "4.0 s", "10 s", "10 s"]
     fm = w.jobs_panel.tree.fontMetrics()
     assert w.jobs_panel._time_width >= fm.horizontalAdvance(jp.TIME_SAMPLE) + 8
     if not w.jobs_panel.tree.isColumnHidden(jp.C_TIME):

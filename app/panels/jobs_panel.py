@@ -90,9 +90,12 @@ _STATE_COLOURS = {
 
 def format_seconds(s: Optional[float]) -> str:
     """A duration as the Time column shows it, short enough for its width with an ETA beside
-    it: ``42 s``, ``12:05`` (minutes:seconds), ``1:03:00`` (hours:minutes:seconds)."""
+    it: ``0.3 s`` (under 10 s: a job of a fraction of a second read "0 s"), ``42 s``, ``12:05``
+    (minutes:seconds), ``1:03:00`` (hours:minutes:seconds)."""
     if s is None:
         return "—"
+    if s < 9.95:
+        return f"{max(float(s), 0.0):.1f} s"
     s = int(round(s))
     if s < 60:
         return f"{s} s"
