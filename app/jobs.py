@@ -461,6 +461,6 @@ class JobManager(QObject):
         if state == JobState.DIVERGED:
             # The model keeps its last finite parameters: show those.
             job.last_params = job.model.arrays()["params"]
-        self.live.forward(job)
+        self.live.finish(job)       # its last update now; its past points go (its model has its history)
         self.job_finished.emit(job)
         self._dispatch()

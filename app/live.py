@@ -118,7 +118,8 @@ class LiveFeed(QObject):
         return box
 
     def post(self, job, ev) -> None:
-        """Hand over one progress event (any thread).  Only the newest is kept."""
+        """Hand over one progress event (any thread).  The newest is the next update (with the newest
+        parameters); the others are kept without parameters, for the curves."""
         box = self._box(job)
         point = dataclasses.replace(ev, params=None) if ev.params else ev
         with box.lock:
@@ -206,9 +207,11 @@ class LiveFeed(QObject):
         return box.kept[:-1]
 
     def finish(self, job) -> None:
-        """The job ended: take what is left and forward it at once."""
+        """The job ended: take what is left and forward it at once.  Its past events are dropped (a
+        finished job's curves come from its model's history; a sweep's hundred jobs kept them all)."""
         self.take(job)
         self.forward(job)
+        self._box(job).kept = []
 
     def forget(self, job) -> None:
         """Drop a removed job's bookkeeping."""

@@ -134,6 +134,8 @@ def test_a_job_shown_while_it_runs_gets_its_past_points(qtbot):
     feed.current = job
     feed.forward(job)
     assert view.skipped == [[]] and view.events[-1].step == n           # nothing twice
+    feed.finish(job)
+    assert feed.past_events(job) == []     # a finished job's curves come from its model's history
 
 
 def test_draw_queue_runs_parts_apart_holds_them_while_hidden_and_newest_wins(qtbot):
