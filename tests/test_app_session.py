@@ -201,7 +201,7 @@ def test_after_a_restore_the_first_job_is_drawn_with_its_metrics(make_window, se
     """Issue 24: the first job's curves were empty until another job was selected, the header
     lost its metrics, and models from a file showed Time "0 s"."""
     from densehmm_core import modelfile
-    from app.panels.jobs_panel import C_TIME
+    from app.panels.jobs_panel import C_TIME, format_seconds
     from app.session import session_notes
     w = make_window("a")
     fasta = _fasta(tmp_path / "p.fasta")
@@ -231,7 +231,7 @@ def test_after_a_restore_the_first_job_is_drawn_with_its_metrics(make_window, se
     got = session_files.open(w3, plain)
     seconds = job.history[-1]["elapsed"]
     assert got[0].elapsed == pytest.approx(seconds)
-    assert w3.jobs_panel.items[got[0].id].text(C_TIME) == f"{int(round(seconds))} s"
+    assert w3.jobs_panel.items[got[0].id].text(C_TIME) == format_seconds(seconds)
 
 
 def test_models_opened_from_a_plain_model_file_show_their_recorded_training_time(make_window, qtbot, tmp_path):
