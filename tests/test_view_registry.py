@@ -153,7 +153,8 @@ def test_export_figure_dialog_lists_titles_and_names_files(make_window, monkeypa
         dlg.accept()
     QtCore.QTimer.singleShot(20, answer)
     window.results_ctl.export_figure_dialog()
-    titles = [v.title for v in registry.VIEWS if v.name not in ("tags", "state_tags", "tagging")]
+    # (B shows as a heatmap: its top-words table, which shows for a vocabulary, is not offered)
+    titles = [v.title for v in registry.VIEWS if v.name not in ("tags", "state_tags", "tagging", "top_words")]
     assert seen["items"] == ["Whole dashboard (current tab: Dashboard)"] + titles
     assert not {v.name for v in registry.VIEWS} & set(seen["items"])      # no internal names
     assert seen["fits"]                                                    # no title elided
@@ -171,3 +172,8 @@ def test_export_figure_dialog_lists_titles_and_names_files(make_window, monkeypa
     d.tabs.setTabVisible(d.tabs.indexOf(d.tags_page), True)
     names = [n for n, _t, _o in d.export_choices()]
     assert names[-3:] == ["tags", "state_tags", "tagging"]
+    # a vocabulary-sized B shows as each state's top words: that is offered, the hidden heatmap is not
+    rng = np.random.default_rng(0)
+    d.heatmaps.set_params({"emissionprob": rng.dirichlet(np.ones(300), 4)})
+    names = [n for n, _t, _o in d.export_choices()]
+    assert "top_words" in names and "emission" not in names

@@ -275,14 +275,19 @@ class Dashboard(QtWidgets.QWidget):
     def export_choices(self) -> List[tuple]:
         """File > Export figure's list: ``(name, title, name of the view it sits in or None)``, the whole
         current page first, then every view of :data:`app.view_registry.VIEWS` whose tab shows (the Tags
-        page only for tagged data), in registry order."""
+        page only for tagged data), in registry order; of two views that take turns in one place (B's
+        heatmap and its top words) only the one showing."""
         page = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.currentWidget() is not None else ""
         out = [("dashboard", f"Whole dashboard (current tab: {page})" if page else "Whole dashboard", None)]
+        views = set(self._views.values())
         for info in registry.VIEWS:
             top = info
             while top.part_of is not None:
                 top = registry.view_info(top.part_of)
-            if self.tabs.isTabVisible(self.tabs.indexOf(self._views[top.name])):
+            view = self._views[info.name]
+            turn = (isinstance(view.parentWidget(), QtWidgets.QStackedWidget) and view.parentWidget().parentWidget()
+                    is not self.tabs and view.parentWidget().currentWidget() in views - {view})
+            if self.tabs.isTabVisible(self.tabs.indexOf(self._views[top.name])) and not turn:
                 out.append((info.name, info.title, info.part_of))
         return out
 
@@ -667,9 +672,8 @@ class Dashboard(QtWidgets.QWidget):
 
 
     def _show_frequencies(self, model, corpus, redraw: Optional[bool] = True) -> None:
-        """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled
-        (``redraw=False``: the counts wait for the embeddings' update that follows; ``None``: so
-        when that update is a queued part)."""
+        """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled (``redraw=False``:
+        the counts wait for the embeddings' update that follows; ``None``: so when that update is queued)."""
         if redraw is None:
             redraw = not self._stages.has("embeddings")
         self.embeddings.set_symbol_frequencies(self._symbol_counts(model, corpus), redraw=redraw)
