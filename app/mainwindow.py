@@ -286,8 +286,8 @@ class MainWindow(QMainWindow):
     def finish_startup(self) -> None:
         """Build the remaining views after the window is on screen."""
         self.dashboard
-        if self.settings.window_state() is None:   # first start: a Jobs panel a third of the window tall
-            self._size_jobs_dock()
+        if self._default_layout:   # first start, or saved on another screen: a Jobs panel a third as tall
+            self._size_jobs_dock()  # as the window, or less on a short screen (now that the pages exist)
         self._freeze_gc()
 
     def _dock(self, title: str, name: str, widget: QWidget, area, scroll: bool = False) -> QDockWidget:
@@ -336,7 +336,8 @@ class MainWindow(QMainWindow):
             self.fit_to_screen()   # saved on a larger screen (or never saved): the default layout
             restored = False
         s = self.settings.window_state()
-        if not restored or s is None or not self.restoreState(s):
+        self._default_layout = not restored or s is None or not self.restoreState(s)
+        if self._default_layout:
             if avail.width() < NARROW_SCREEN:
                 # a narrow screen: Data and Model share the right column as tabs, so that the
                 # dashboard keeps its width and no panel is cut off

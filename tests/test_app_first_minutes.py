@@ -119,12 +119,13 @@ def test_a_job_report_keeps_what_start_up_already_learnt(qtbot, tmp_path):
     assert (w2.tf_version, w2.tf_where, w2.devices) == ("2.98.0", "a training worker process", ["/CPU:0", "/GPU:0"])
 
 
-def _short_screen_window(make_window, qtbot, monkeypatch, width, height):
-    """A window first started on a screen whose free area is ``width`` x ``height``, showing a trained job."""
+def _short_screen_window(make_window, qtbot, monkeypatch, width, height, name="a"):
+    """A window started on a screen whose free area is ``width`` x ``height`` (its settings: ``name``),
+    showing a trained job."""
     from app.mainwindow import MainWindow
     from app.modelspec import ModelSpec
     monkeypatch.setattr(MainWindow, "available_geometry", lambda self: QRect(0, 0, width, height))
-    w = make_window()
+    w = make_window(name)
     w.fit_to_screen()            # as it opened (make_window gives the tests a 1400 x 900 window)
     w.finish_startup()
     w.data_ctl.load_demo()
@@ -137,12 +138,21 @@ def _short_screen_window(make_window, qtbot, monkeypatch, width, height):
     return w
 
 
-def test_a_1366_x_768_laptop_shows_the_whole_window_without_scroll_bars(make_window, qtbot, monkeypatch):
+@pytest.mark.parametrize("saved_on_a_larger_screen", [False, True])
+def test_a_1366_x_768_laptop_shows_the_whole_window_without_scroll_bars(make_window, qtbot, monkeypatch,
+                                                                     saved_on_a_larger_screen):
     """Defect: on a 1280 x 720 or 1366 x 768 screen the window was 787 px tall (the dashboard's minimum
     plus the Jobs panel's), so its bottom, the Jobs panel and the status bar, lay below the screen.  The
     window fits the free area (a 768 px screen less a 40 px task bar), and the first layout leaves every
-    page of the dashboard its minimum height: no page needs a scroll bar."""
-    w = _short_screen_window(make_window, qtbot, monkeypatch, 1366, 728)
+    page of the dashboard its minimum height: no page needs a scroll bar.  Also when the window was last
+    closed on a larger screen (its layout then gives way to the default one: the Jobs panel kept its
+    third of the window there, and the pages scrolled)."""
+    if saved_on_a_larger_screen:
+        big = _short_screen_window(make_window, qtbot, monkeypatch, 1920, 1040, name="moved")
+        big.save_settings()
+        big.jobs.cancel_all()
+    w = _short_screen_window(make_window, qtbot, monkeypatch, 1366, 728,
+                             name="moved" if saved_on_a_larger_screen else "a")
     avail = w.available_geometry()
     assert avail.contains(w.geometry()), (avail, w.geometry())
     assert w.minimumSizeHint().height() <= avail.height() - 60    # room for the window's title bar
