@@ -28,7 +28,7 @@ import dataclasses
 import re
 from typing import Dict, FrozenSet, Optional, Tuple
 
-__all__ = ["ViewInfo", "VIEWS", "view_info", "pages", "parts_of", "in_live_page", "view_file_name", "NEEDS"]
+__all__ = ["ViewInfo", "VIEWS", "view_info", "pages", "parts_of", "page_of", "in_live_page", "view_file_name", "NEEDS"]
 
 #: what a view can ask the dashboard for (see the module doc)
 NEEDS = frozenset({"vocabulary", "model", "job"})
@@ -100,6 +100,14 @@ def pages() -> Tuple[ViewInfo, ...]:
 def parts_of(name: str) -> Tuple[ViewInfo, ...]:
     """The views sitting directly in ``name``."""
     return tuple(v for v in VIEWS if v.part_of == name)
+
+
+def page_of(name: str) -> ViewInfo:
+    """The dashboard tab that ``name`` sits in (itself for a tab)."""
+    info = view_info(name)
+    while info.part_of is not None:
+        info = view_info(info.part_of)
+    return info
 
 
 def in_live_page(name: str) -> bool:

@@ -176,3 +176,12 @@ def test_on_a_smaller_screen_the_pages_scroll_instead_of_growing_the_window(make
     area = w.central_area
     assert area.verticalScrollBar().isVisible()
     assert area.widget().height() == w.stack.minimumSizeHint().height() == w.stack.height()
+
+
+def test_on_a_large_screen_the_curves_get_more_than_their_short_screen_minimum(make_window, qtbot, monkeypatch):
+    """The curves' minimum height went down to 130 px for short screens; the splitter then gave them only
+    that on every screen.  They start with about 0.3 of the live page where there is room."""
+    w = _short_screen_window(make_window, qtbot, monkeypatch, 1920, 1040)
+    d = w.dashboard
+    assert d.curves.height() >= 145 > d.curves.minimumHeight() + 10
+    assert d.curves.height() >= 0.28 * (d.curves.height() + d.h_split.height())

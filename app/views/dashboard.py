@@ -154,6 +154,8 @@ class Dashboard(QtWidgets.QWidget):
         self.v_split.addWidget(self.curves)
         self.v_split.setStretchFactor(0, 5)
         self.v_split.setStretchFactor(1, 2)
+        # the curves' first share, 0.31 (their minimum, 130 px, is for short screens: they started there)
+        self.v_split.setSizes([450, 200])
         for s in (self.h_split, self.v_split):
             s.setChildrenCollapsible(False)
         # no job or model shown: one placeholder instead of six empty plots
@@ -281,10 +283,7 @@ class Dashboard(QtWidgets.QWidget):
         out = [("dashboard", f"Whole dashboard (current tab: {page})" if page else "Whole dashboard", None)]
         views = set(self._views.values())
         for info in registry.VIEWS:
-            top = info
-            while top.part_of is not None:
-                top = registry.view_info(top.part_of)
-            view = self._views[info.name]
+            view, top = self._views[info.name], registry.page_of(info.name)
             turn = (isinstance(view.parentWidget(), QtWidgets.QStackedWidget) and view.parentWidget().parentWidget()
                     is not self.tabs and view.parentWidget().currentWidget() in views - {view})
             if self.tabs.isTabVisible(self.tabs.indexOf(self._views[top.name])) and not turn:
