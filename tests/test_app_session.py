@@ -270,7 +270,7 @@ def test_a_restored_words_job_shows_its_mapped_tags_without_scoring_again(make_w
     """Issue 24.7: the tagging scores of a finished words job (the Tags tab, the states' mapped tags) are
     stored in the session; a restored job shown on the same data draws them at once, with no second
     decoding and scoring.  The oracle: the scores the first window computed through the core."""
-    import app.views.dashboard as dash
+    import app.views.tag_scoring as dash
     w = make_window("a")
     w.open_files([_tagged_words(tmp_path / "tagged.txt", np.random.default_rng(3))])
     qtbot.waitUntil(lambda: len(w.datasets) == 1 and not w.data_ctl.loading, timeout=30000)

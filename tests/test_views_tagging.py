@@ -268,7 +268,7 @@ def test_a_model_scored_before_it_is_shown_draws_its_mapped_tags_at_once(qtbot, 
     """Issue 24.7: a words job that finished while another was shown is scored then
     (``prepare_tagging``, off the GUI thread); showing it afterwards draws the mapped tags in the same
     call -- no "state i" rows while the scores are computed -- and starts no second scoring."""
-    import app.views.dashboard as dash
+    import app.views.tag_scoring as dash
     rng = np.random.default_rng(5)
     n, m, k = 3, 6, 4
     model = model_of(rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), n), rng.dirichlet(np.ones(m), n))
@@ -286,7 +286,7 @@ def test_a_model_scored_before_it_is_shown_draws_its_mapped_tags_at_once(qtbot, 
     d = shown(qtbot, Dashboard(), (1200, 800))
     d.prepare_tagging(model, corpus)
     d.prepare_tagging(model, corpus)          # already running: not started again
-    qtbot.waitUntil(lambda: not d._tag_inflight, timeout=10000)
+    qtbot.waitUntil(lambda: not d.tag_scorer.inflight, timeout=10000)
     assert len(runs) == 1
     d.set_model(model, corpus)                # not staged: everything drawn in this call
     want = tagging_scores(model.predict(seqs), tags, n_states=n, n_tags=k)

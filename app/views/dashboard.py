@@ -27,8 +27,6 @@ When to draw is not decided here: the parts of an update go through a
 from __future__ import annotations
 
 import importlib
-import time
-import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -48,8 +46,8 @@ from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import ParameterHeatmaps
 from .overview import OverviewView
 from .sweep import SweepView
-from .tagging import (SCORES as TAG_SCORES, TAG_EVAL_MAX_TOKENS, TAG_LIVE_INTERVAL_S, TAG_LIVE_MAX_TOKENS,
-                      StateTagView, TaggingCurves, first_tokens, score_tags, state_tag_labels, tag_fingerprint)
+from .tag_scoring import TagScorer
+from .tagging import SCORES as TAG_SCORES, StateTagView, TaggingCurves, state_tag_labels
 
 __all__ = ["Dashboard"]
 
@@ -125,16 +123,8 @@ class Dashboard(QtWidgets.QWidget):
         self.tags_page.addWidget(self.tag_curves)
         self.tags_page.setStretchFactor(0, 3)
         self.tags_page.setStretchFactor(1, 2)
-        self._tag_names: Optional[List[str]] = None
-        self._tag_live: Optional[tuple] = None  # (sequences, gold tags, tag names) scored live
-        self._tag_busy = False
-        self._tag_pending: Optional[tuple] = None
-        self._tag_last = float("-inf")
-        self._tag_gen = 0
-        self._tag_final_pending = False
-        self._tag_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()   # model -> (data key, scores)
-        # model -> (data key, callbacks): scores being computed (prepare_tagging, _show_tagging)
-        self._tag_inflight: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        # when and on what the tagging scores are computed (off the GUI thread)
+        self.tag_scorer = TagScorer(on_error=self.sigError.emit)
 
         # the live page: matrices and embeddings on top, the curves beneath (resizable)
         self.live = QtWidgets.QWidget()
@@ -390,8 +380,8 @@ class Dashboard(QtWidgets.QWidget):
         tag_scores = {k: (ev.metrics or {}).get(k) for k in TAG_SCORES}
         if any(v is not None for v in tag_scores.values()) and ev.step is not None:
             self._safe("tagging", self.tag_curves.add_point, ev.step, tag_scores)
-        elif ev.params and self._tag_live is not None and ev.step is not None:
-            self._score_live(ev.step, ev.params, final=bool(ev.done))
+        elif ev.params and self.tag_scorer.live and ev.step is not None:
+            self.tag_scorer.score_snapshot(ev.step, ev.params, self._show_live_tagging, final=bool(ev.done))
         parts = [f"{ev.phase or 'step'} {ev.step}" + (f"/{ev.total}" if ev.total else "")] if placed else []
         if ev.loss is not None:
             name = {"em": "−Q/token", "cooc": "cooc loss", "baum-welch": "NLL/token"}.get(ev.phase, "loss")
@@ -512,46 +502,12 @@ class Dashboard(QtWidgets.QWidget):
         """Data with gold tags (``tags``, ``tag_vocabulary``) on which the snapshots of a live job are
         scored (M-1, 1-1, V-measure curves and the state x tag view, updated during training);
         ``None`` or data without tags: off.  Kept until set again (call it when the job changes)."""
-        self._tag_gen += 1
-        self._tag_busy, self._tag_pending, self._tag_last = False, None, float("-inf")
-        tags = getattr(corpus, "tags", None)
-        names = getattr(corpus, "tag_vocabulary", None)
-        seqs = getattr(corpus, "sequences", None)
-        if tags is None or names is None or not seqs:
-            self._tag_live = None
-            return
-        s, t = first_tokens(list(seqs), list(tags), TAG_LIVE_MAX_TOKENS)
-        self._tag_live = (s, t, [str(x) for x in names])
-
-    def _score_live(self, step, params: dict, final: bool = False) -> None:
-        """Score one snapshot against the gold tags in the background (the core decodes and scores)."""
-        if any(params.get(k) is None for k in ("startprob", "transmat", "emissionprob")):
-            return
-        now = time.monotonic()
-        if self._tag_busy or (not final and now - self._tag_last < TAG_LIVE_INTERVAL_S):
-            self._tag_pending = (step, params)  # the newest waits for the running one
-            return
-        self._tag_busy, self._tag_last, self._tag_pending = True, now, None
-        seqs, gold, names = self._tag_live
-        gen = self._tag_gen
-
-        def done(scores) -> None:
-            self._tag_busy = False
-            if gen != self._tag_gen:
-                return  # another job or data since
-            self._safe("tagging", self._show_live_tagging, step, scores, names)
-            if self._tag_pending is not None:
-                pending, self._tag_pending = self._tag_pending, None
-                self._score_live(*pending, final=True)
-
-        def failed(exc, _tb) -> None:
-            self._tag_busy = False
-            self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
-
-        score_tags([params[k] for k in ("startprob", "transmat", "emissionprob")], seqs, gold, len(names),
-                         done, failed)
+        self.tag_scorer.set_live_data(corpus)
 
     def _show_live_tagging(self, step, scores: dict, names: List[str]) -> None:
+        self._safe("tagging", self._draw_live_tagging, step, scores, names)
+
+    def _draw_live_tagging(self, step, scores: dict, names: List[str]) -> None:
         steps = self.tag_curves.series("m1")[0]
         if steps.size and float(step) < steps[-1]:
             return  # scored after a later point (e.g. the trained model's) was drawn: stale
@@ -562,7 +518,7 @@ class Dashboard(QtWidgets.QWidget):
 
     def live_tagging_busy(self) -> bool:
         """Whether a snapshot or the shown model is being scored against the gold tags (or waits to be)."""
-        return self._tag_busy or self._tag_pending is not None or self._tag_final_pending
+        return self.tag_scorer.busy()
 
     def add_tagging_point(self, step: float, scores: dict) -> None:
         """One evaluation against gold tags (a :func:`~densehmm_core.metrics.tagging_scores` dict) at
@@ -572,26 +528,13 @@ class Dashboard(QtWidgets.QWidget):
         self.tag_curves.set_note("")
 
     def _show_tagging(self, model, corpus) -> None:
-        """With gold tags: decode (the first sequences) and score through the core, off the GUI thread;
-        then fill the Tags tab, the decode view's predicted tags and the top-words rows."""
-        inputs = self._tag_inputs(model, corpus)
-        if inputs is None:
-            self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
-            return
-        key, mats, seqs, gold, names = inputs
+        """With gold tags: decode (the first sequences) and score through the core, off the GUI thread
+        (kept per model: shown again at once); then fill the Tags tab, the decode view's predicted
+        tags and the top-words rows."""
         hist = getattr(model, "history_", None) or []
         step = hist[-1].get("step", 0) if hist else 0
-        gen = self._tag_gen
-        self._tag_final_pending = True
-        # kept per model (shown again at once when the job is selected again); a job that finished
-        # while not shown was scored then (prepare_tagging)
-        cached = self._tag_cache.get(model)
 
-        def done(scores) -> None:
-            self._tag_final_pending = False
-            if gen != self._tag_gen:
-                return
-            self._tag_names = names
+        def show(scores, names) -> None:
             self.state_tags.set_scores(scores, names)
             self.decode.set_state_tags(scores["mapping"])
             self.heatmaps.set_state_names(state_tag_labels(scores["mapping"], names, len(scores["mapping"])))
@@ -602,73 +545,25 @@ class Dashboard(QtWidgets.QWidget):
                                          f"the trained model's (first {scores['n_tokens']:,} tokens).")
             self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), True)
 
-        def failed(exc, _tb) -> None:
-            self._tag_final_pending = False
-            self.sigError.emit(f"tagging scores: {type(exc).__name__}: {exc}")
-
-        if cached is not None and cached[0] == key:
-            done(cached[1])
-            return
-        self._score_model_tags(model, key, mats, seqs, gold, len(names), done, failed)
-
-    def _tag_inputs(self, model, corpus):
-        """``(key, mats, seqs, gold, names)`` of scoring ``model`` on ``corpus``'s gold tags, or None."""
-        tags = getattr(corpus, "tags", None)
-        names = getattr(corpus, "tag_vocabulary", None)
-        mats = [getattr(model, k, None) for k in ("startprob_", "transmat_", "emissionprob_")]
-        if model is None or tags is None or names is None or any(x is None for x in mats):
-            return None
-        seqs, gold = first_tokens(list(getattr(corpus, "sequences", [])), list(tags), TAG_EVAL_MAX_TOKENS)
-        names = [str(t) for t in names]
-        return tag_fingerprint(seqs, gold, names), mats, seqs, gold, names
+        if not self.tag_scorer.score_model(model, corpus, lambda scores, names: self._safe("tags", show, scores,
+                                                                                          names)):
+            self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
 
     def prepare_tagging(self, model, corpus) -> None:
         """Score a finished model against ``corpus``'s gold tags in the background now (a job that
         finished while another was shown), so that showing it later draws the mapped tags at once
         instead of "state i" rows until the scores arrive (issue 24.7)."""
-        inputs = self._tag_inputs(model, corpus)
-        if inputs is None:
-            return
-        key, mats, seqs, gold, names = inputs
-        cached = self._tag_cache.get(model)
-        if cached is not None and cached[0] == key:
-            return
-        self._score_model_tags(model, key, mats, seqs, gold, len(names), lambda _s: None, lambda *_a: None)
+        self.tag_scorer.prepare(model, corpus)
 
     def tagging_of(self, model) -> Optional[tuple]:
         """``(key, scores)``: ``model``'s tagging scores as computed for showing it (``key``: the digest of
         the tokens and tags scored), or None when it has not been scored (sessions store them)."""
-        return self._tag_cache.get(model)
+        return self.tag_scorer.scores_of(model)
 
     def set_tagging(self, model, key: str, scores: dict) -> None:
         """Tagging scores of ``model`` computed before (a restored session's job): showing it on the
         same data (the same ``key``) draws them at once, without scoring again."""
-        self._tag_cache[model] = (str(key), scores)
-
-    def _score_model_tags(self, model, key, mats, seqs, gold, n_tags: int, done, failed) -> None:
-        """Score ``model`` (one background run per model and data: a second caller waits for it) and
-        keep the result in the cache."""
-        running = self._tag_inflight.get(model)
-        if running is not None and running[0] == key:
-            running[1].append((done, failed))
-            return
-        callbacks = [(done, failed)]
-        self._tag_inflight[model] = (key, callbacks)
-
-        def finished(scores) -> None:
-            if self._tag_inflight.get(model, (None, None))[1] is callbacks:
-                del self._tag_inflight[model]
-            self._tag_cache[model] = (key, scores)
-            for ok, _bad in callbacks:
-                ok(scores)
-
-        def broken(exc, tb) -> None:
-            if self._tag_inflight.get(model, (None, None))[1] is callbacks:
-                del self._tag_inflight[model]
-            for _ok, bad in callbacks:
-                bad(exc, tb)
-        score_tags(mats, seqs, gold, n_tags, finished, broken)
-
+        self.tag_scorer.keep(model, key, scores)
 
     def _show_frequencies(self, model, corpus, redraw: Optional[bool] = True) -> None:
         """Embedding scatter of a large vocabulary: the most frequent symbols in full, labelled (``redraw=False``:
@@ -714,8 +609,7 @@ class Dashboard(QtWidgets.QWidget):
         self.embeddings.set_symbol_frequencies(None)
         self.embeddings.set_model_kind(None)
         self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
-        self._tag_gen += 1  # a snapshot still being scored belongs to the old job
-        self._tag_busy, self._tag_pending, self._tag_final_pending = False, None, False
+        self.tag_scorer.reset()  # a snapshot still being scored belongs to the old job
 
     def showing_views(self) -> bool:
         """Whether the live page shows its views (a job or model is shown) rather than its placeholder."""

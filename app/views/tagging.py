@@ -6,11 +6,11 @@
 * :class:`TaggingCurves`: M-1, 1-1 and V-measure against training step (live curves).
 
 They take plain arrays and dicts: the scores come from the core
-(:func:`densehmm_core.metrics.tagging_scores`, whose dict they accept as it is).
+(:func:`densehmm_core.metrics.tagging_scores`, whose dict they accept as it is); when and on what
+they are computed is :mod:`app.views.tag_scoring`'s business.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -21,35 +21,7 @@ from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colo
 from .widgets import Placeholder
 from .heatmap import MatrixHeatmap
 
-__all__ = ["StateTagView", "TaggingCurves", "state_tag_labels", "first_tokens", "tag_fingerprint", "score_tags"]
-
-#: tokens decoded to score a model against gold tags when it is shown (the first sequences)
-TAG_EVAL_MAX_TOKENS = 50000
-#: while training on tagged data: snapshots are scored against the gold tags off the GUI thread,
-#: one at a time, at least this many seconds apart, on the first sequences up to this many tokens
-TAG_LIVE_INTERVAL_S = 2.0
-TAG_LIVE_MAX_TOKENS = 5000
-
-
-def first_tokens(seqs, tags, limit: int):
-    """The first sequences (and their tags) holding at most ``limit`` tokens (at least one sequence)."""
-    take, total = 0, 0
-    while take < len(seqs) and (take == 0 or total + len(seqs[take]) <= limit):
-        total += len(seqs[take])
-        take += 1
-    return list(seqs[:take]), list(tags[:take])
-
-
-def tag_fingerprint(seqs, gold, names) -> str:
-    """A digest of the tokens and gold tags scored (the same data, read again, give the same one)."""
-    h = hashlib.blake2b(digest_size=16)
-    for part in (seqs, gold):
-        for a in part:
-            h.update(np.ascontiguousarray(a, dtype=np.int64).tobytes())
-            h.update(b"|")
-    h.update("\n".join(names).encode())
-    return h.hexdigest()
-
+__all__ = ["StateTagView", "TaggingCurves", "state_tag_labels"]
 
 #: score key -> (legend name, colour)
 SCORES = {"m1": ("M-1", "#1f77b4"), "one_to_one": ("1-1", "#ff7f0e"), "v_measure": ("V-measure", "#2ca02c")}
@@ -224,18 +196,3 @@ class TaggingCurves(QtWidgets.QWidget):
             lo, hi = min(0.0, float(x.min())), max(float(x.max()), 1.0)
             self.plot.setXRange(lo, hi + 0.08 * (hi - lo), padding=0.02)  # the last point off the border
 
-
-def score_tags(mats, seqs, gold, n_tags: int, done, failed) -> None:
-    """Decode ``seqs`` with the HMM ``(pi, A, B)`` and score against ``gold`` on a background
-    thread (the core's Viterbi and :func:`~densehmm_core.metrics.tagging_scores`)."""
-    pi, A, B = (np.array(x, dtype=np.float64) for x in mats)
-
-    def work():
-        from densehmm_core.hmm_base import BaseHMM
-        from densehmm_core.metrics import tagging_scores
-        hmm = BaseHMM(A.shape[0], B.shape[1])
-        hmm.startprob_, hmm.transmat_, hmm.emissionprob_ = pi, A, B
-        return tagging_scores(hmm.predict(seqs), gold, n_states=A.shape[0], n_tags=n_tags)
-
-    from ..tasks import run_background
-    run_background(work, done, failed)
