@@ -67,6 +67,8 @@ __all__ = ["MainWindow", "local_paths"]
 CLOSE_WAIT_S = 1.4
 #: screens narrower than this (free width, pixels) get Data and Model as tabs of one column
 NARROW_SCREEN = 1600
+#: that column's first width where the screen allows (pixels; :meth:`MainWindow._column_width`)
+SIDE_COLUMN = 420
 
 
 class _MinimumHost(QWidget):
@@ -319,14 +321,27 @@ class MainWindow(QMainWindow):
             self.resizeDocks([self.jobs_dock], [max(want - short, self.jobs_dock.minimumSizeHint().height())],
                              Qt.Vertical)
 
-    def _side_width(self, dock: QDockWidget, default: int) -> int:
-        """A side dock's first width: ``default``, or what its panel needs without a horizontal scroll
-        bar (the panel's minimum width, its vertical scroll bar, the frame), at most 30% of the window."""
+    @staticmethod
+    def _panel_need(dock: QDockWidget) -> int:
+        """The width a side dock's panel needs without a horizontal scroll bar (its minimum width, its
+        vertical scroll bar, the frame); 0 when it is not a scrolled panel."""
         area = dock.widget()
-        need = default
         if isinstance(area, QScrollArea) and area.widget() is not None:
-            need = area.widget().minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width() + 4
-        return int(min(max(default, need), max(default, 0.3 * self.width())))
+            return area.widget().minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width() + 4
+        return 0
+
+    def _side_width(self, dock: QDockWidget, default: int) -> int:
+        """A side dock's first width: ``default``, or what its panel needs (:meth:`_panel_need`), at
+        most 30% of the window."""
+        need = max(default, self._panel_need(dock))
+        return int(min(need, max(default, 0.3 * self.width())))
+
+    def _column_width(self) -> int:
+        """The first width of the one right column of a narrow screen (Data and Model as tabs):
+        :data:`SIDE_COLUMN` px, less on a netbook, where that would be over 34% of the window, but
+        never less than either panel needs (at 1024 px the dashboard gains about 100 px)."""
+        need = max(self._panel_need(self.model_dock), self._panel_need(self.data_dock))
+        return int(min(SIDE_COLUMN, max(need, 0.34 * self.width())))
 
     def _restore_settings(self) -> None:
         avail = self.available_geometry()
@@ -343,7 +358,7 @@ class MainWindow(QMainWindow):
                 # dashboard keeps its width and no panel is cut off
                 self.tabifyDockWidget(self.model_dock, self.data_dock)
                 self.data_dock.raise_()
-                self.resizeDocks([self.model_dock], [420], Qt.Horizontal)
+                self.resizeDocks([self.data_dock], [self._column_width()], Qt.Horizontal)  # (the tab shown)
             else:
                 self.resizeDocks([self.data_dock, self.model_dock],
                                  [self._side_width(self.data_dock, 290), self._side_width(self.model_dock, 310)],

@@ -882,6 +882,17 @@ def test_embedding_labels_never_overlap_and_controls_fit(qtbot):
         for j in range(i + 1, len(rects)):
             assert not rects[i].intersects(rects[j]), (visible[i].textItem.toPlainText(),
                                                        visible[j].textItem.toPlainText())
+    # ... nor another point's marker (they were written over the state markers of a words model)
+    owner = {id(t): (k, i) for k in EMBEDDING_KEYS for t, i in zip(w._labels[k], w._label_idx[k])}
+    for t, rect in zip(visible, rects):
+        for k in EMBEDDING_KEYS:
+            r = 0.5 * w.scatters[k].opts["size"]
+            for j, (x, y) in enumerate(w.coordinates(k)):
+                if (k, j) == owner[id(t)]:
+                    continue
+                c = w.plot.vb.mapViewToScene(QtCore.QPointF(x, y))
+                mark = QtCore.QRectF(c.x() - r, c.y() - r, 2 * r, 2 * r)
+                assert not rect.intersects(mark), (t.textItem.toPlainText(), k, j)
     # hidden names are still in the hover tooltips; zooming in shows more labels of the points in view
     # (a label of a point out of view is hidden: it would be cut at the plot's frame)
     def shown_in(x0, x1, y0, y1):

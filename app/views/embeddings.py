@@ -501,8 +501,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     def _declutter(self, *args) -> None:
         """Show the labels of the selected sets, each on the first side of its point (right, left,
-        above, below) where it overlaps no label already shown and stays inside the plot's area; a
-        label that fits nowhere is hidden.
+        above, below) where it overlaps no label already shown and no other point's marker, and stays
+        inside the plot's area; a label that fits nowhere is hidden.
 
         Symbol labels (V) come first (the most frequent symbols first), then z_start, then state
         labels; a hidden label's name is in its point's hover tooltip, and zooming in brings it back.
@@ -524,6 +524,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         if pw > 0 and ph > 0:
             vr = self.plot.vb.viewRect()
             inside = (vr.left() / pw, -vr.bottom() / ph, vr.right() / pw, -vr.top() / ph)
+        marks = self._marker_boxes(pw, ph) if show_labels and pw > 0 and ph > 0 else None
         for key in ("V", "z_start", "U", "Z", "W"):
             on = self.boxes[key].isChecked()
             self.scatters[key].setVisible(on)
@@ -549,6 +550,10 @@ class EmbeddingScatter(QtWidgets.QWidget):
                         if inside is not None and not (inside[0] <= box[0] and box[2] <= inside[2]
                                                        and inside[1] <= box[1] and box[3] <= inside[3]):
                             continue
+                        if marks is not None and np.any(
+                                (box[0] < marks[:, 2]) & (marks[:, 0] < box[2]) & (box[1] < marks[:, 3])
+                                & (marks[:, 1] < box[3]) & ((marks[:, 4] != px0) | (marks[:, 5] != py0))):
+                            continue   # over another point's marker (its own is beside it)
                         if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
                             taken.append(box)
                             if (t.anchor.x(), t.anchor.y()) != (ax, ay):
@@ -560,6 +565,20 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 if t.isVisible() != show:
                     t.setVisible(show)
         self._crowded = crowded
+
+    def _marker_boxes(self, pw: float, ph: float) -> np.ndarray:
+        """Rows ``(x0, y0, x1, y1, x, y)``: the pixel box and centre of every full-size marker of the sets
+        shown (the faint symbols excepted), in :meth:`_declutter`'s coordinates: no label is written
+        over them."""
+        out = []
+        for key, sc in self.scatters.items():
+            x, y = sc.getData()
+            if not self.boxes[key].isChecked() or x is None or not len(x):
+                continue
+            r = 0.5 * float(sc.opts["size"])
+            px, py = np.asarray(x, dtype=np.float64) / pw, -np.asarray(y, dtype=np.float64) / ph
+            out.append(np.column_stack([px - r, py - r, px + r, py + r, px, py]))
+        return np.concatenate(out) if out else np.zeros((0, 6))
 
     def label_boxes(self, key: str) -> List[tuple]:
         """Scene rectangles ``(x0, y0, x1, y1)`` of the shown labels of one set (tests: no overlap)."""
