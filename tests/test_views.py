@@ -817,6 +817,38 @@ def test_a_short_plot_puts_its_legend_entries_side_by_side(qtbot):
             assert box.height() < stacked and stacked > LEGEND_MAX_HEIGHT * vb.height(), (box, stacked)
 
 
+def test_a_legend_gets_room_above_curves_that_cross_every_corner(qtbot):
+    """Defect (a words job on a 1366 x 768 screen): in the short NLL plot "train" and "test" crossed
+    every corner and the legend sat on the test curve.  The y range then keeps room above the curves
+    and the legend sits there; new curves ask again.  The first and last steps' tick labels show
+    (pyqtgraph hid them in the narrow MAD plot: its axis read 1 ... 7 for steps 0 ... 8)."""
+    w = shown(qtbot, TrainingCurves(orientation="horizontal"), (870, 130))
+    for s in range(9):   # an X: train from the upper left down, test from the lower left up
+        w.add_event(ProgressEvent(step=s, total=8, loss=1.0, metrics={
+            "train_nll": 2.0 - s / 8, "test_nll": 1.0 + s / 8, "mad": 0.5 - s / 40}))
+    qtbot.wait(20)
+    p = w.plots["nll"]
+    assert 0 < w.legend_room("nll") <= 0.5
+    box = p.legend.mapRectToScene(p.legend.boundingRect())
+    assert p.vb.sceneBoundingRect().contains(box)
+    for key in ("train_nll", "test_nll"):
+        x, y = w.curves[key].getData()
+        grid = np.linspace(x.min(), x.max(), 300)
+        for gx, gy in zip(grid, np.interp(grid, x, y)):
+            assert not box.contains(p.vb.mapViewToScene(QtCore.QPointF(gx, gy))), (key, gx, gy)
+    img = QtGui.QImage(10, 10, QtGui.QImage.Format.Format_ARGB32)
+    painter = QtGui.QPainter(img)
+    try:
+        texts = [spec[2] for spec in w.plots["mad"].getAxis("bottom").generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()
+    assert "0" in texts and "8" in texts, texts
+    # new curves that leave a corner free: no room
+    w.set_history([{"step": s, "train_nll": 2.0 - s / 8} for s in range(9)])
+    qtbot.wait(20)
+    assert w.legend_room("nll") == 0.0 and w.legend_corner("nll") == "top-right"
+
+
 def test_matrices_share_the_width_by_their_columns(qtbot):
     """Defect (a DNA model, 6 states, 4 symbols): B's four columns had 3/5 of the width and A's six were
     a strip beside it.  The widths follow the columns, within 1 : 2 and 2 : 1; a vocabulary-sized B

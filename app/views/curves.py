@@ -86,12 +86,26 @@ def _is_plus_inf(v) -> bool:
         return False
 
 
+#: Pixels a tick label of the x axis may reach past the axis' ends (its first and last steps).
+TICK_OVERHANG_PX = 12
+
 #: A legend whose entries, stacked, would be taller than this share of its plot puts them in one row.
 LEGEND_MAX_HEIGHT = 0.4
+
+#: At most this share of a plot's height is kept free above the curves for its legend (when every
+#: corner of the plot is crossed by a curve).
+LEGEND_MAX_ROOM = 0.5
 
 #: Where a plot's legend may sit: ``(item anchor, parent anchor, offset)`` per corner, the first preferred.
 LEGEND_CORNERS = {"top-right": ((1, 0), (1, 0), (-6, 6)), "top-left": ((0, 0), (0, 0), (6, 6)),
                   "bottom-left": ((0, 1), (0, 1), (6, -6)), "bottom-right": ((1, 1), (1, 1), (-6, -6))}
+
+
+def _y_pad(lo: float, hi: float, log: bool) -> float:
+    """Room below and above values from ``lo`` to ``hi`` in a fitted y range (log: in decades)."""
+    if hi - lo <= 0:
+        return 0.5 if log else max(abs(lo) * 0.05, 1e-9)
+    return 0.08 * (hi - lo)
 
 
 class TrainingCurves(QtWidgets.QWidget):
@@ -134,7 +148,11 @@ class TrainingCurves(QtWidgets.QWidget):
             p.getAxis("left").enableAutoSIPrefix(False)
             # fewer tick labels than pyqtgraph's default: short plots (log axes above all) stay readable
             p.getAxis("left").setStyle(textFillLimits=[(0, 0.45), (2, 0.3), (4, 0.2)])
-            p.addLegend(offset=(-6, 6), labelTextColor=fg)
+            # the first and last step's tick labels may reach past the axis' ends (pyqtgraph hid them
+            # in a narrow plot: the MAD plot's x axis read 1 ... 7 for steps 0 ... 8)
+            p.getAxis("bottom").setStyle(hideOverlappingLabels=TICK_OVERHANG_PX)
+            p.addLegend(offset=(-6, 6), labelTextColor=fg, labelTextSize="8pt")
+            p.legend.layout.setContentsMargins(2, 0, 2, 0)  # pyqtgraph's 9 px around made one row 40 px tall
             p.legend._corner = "top-right"
             # a note inside the plot when it has nothing (or one point) to show, saying why
             note = pg.TextItem("", color=fg, anchor=(0.5, 0.5))
@@ -143,8 +161,9 @@ class TrainingCurves(QtWidgets.QWidget):
             note.setFont(small)
             note.setParentItem(p.vb)
             note.setZValue(20)
-            p.vb.sigResized.connect(lambda _vb=None, k=key: (self._place_note(k), self._place_legend(k)))
+            p.vb.sigResized.connect(lambda _vb=None, k=key: self._resized(k))
             p._note = note
+            p._legend_room = 0.0   # share of the plot's height kept free above the curves for the legend
             self.plots[key] = p
         # one x range for all three: the loss plot leads (a single test point must not zoom it)
         self._orientation = orientation
@@ -181,6 +200,7 @@ class TrainingCurves(QtWidgets.QWidget):
         self._ended = False
         for c in self.curves.values():
             c.setData([], [])
+        self._drop_legend_room()
         self._shown = None
         self._set_loss_axis()
         self._set_nll_axis()
@@ -246,6 +266,7 @@ class TrainingCurves(QtWidgets.QWidget):
         self._total = max(self._steps) if self._steps else None
         self._ended = True      # a model's history is a finished stream
         self._dirty = False
+        self._drop_legend_room()
         self._redraw()
 
     def series(self, key: str):
@@ -451,7 +472,7 @@ class TrainingCurves(QtWidgets.QWidget):
         """The corner of plot ``"loss"``, ``"nll"`` or ``"mad"`` its legend sits in (``"top-right"``, ...)."""
         return self.plots[plot].legend._corner
 
-    def _place_legend(self, key: str) -> None:
+    def _place_legend(self, key: str, again: bool = False) -> None:
         """Put the plot's legend in the corner its curves cross least (a test NLL that stays high ran
         under the upper-right legend), keeping the current corner unless another is strictly clearer; the
         lower left stays free while a note sits there."""
@@ -480,7 +501,7 @@ class TrainingCurves(QtWidgets.QWidget):
         if not xs:
             return
         px = (np.concatenate(xs) - x0) / (x1 - x0) * r.width()
-        py = (y1 - np.concatenate(ys)) / (y1 - y0) * r.height()
+        yv = np.concatenate(ys)   # (as displayed: log10 on a log axis, as the view range)
         # in a short plot (a small screen) the entries stand side by side: stacked, "train" and "test"
         # covered half the plot and the lower one ran past its bottom
         n_items = len(legend.items)
@@ -490,18 +511,66 @@ class TrainingCurves(QtWidgets.QWidget):
         if cols != legend.columnCount:
             legend.setColumnCount(cols)
         box = legend.boundingRect()
-        w, h = box.width() + 8.0, box.height() + 8.0
-        spans = {"top-right": ((r.width() - w, r.width()), (0.0, h)), "top-left": ((0.0, w), (0.0, h)),
-                 "bottom-left": ((0.0, w), (r.height() - h, r.height())),
-                 "bottom-right": ((r.width() - w, r.width()), (r.height() - h, r.height()))}
         blocked = {"bottom-left"} if getattr(p._note, "_beside", False) and p._note.toPlainText() else set()
-        crossed = {c: int(np.count_nonzero((px >= a) & (px <= b) & (py >= lo) & (py <= hi)))
-                   for c, ((a, b), (lo, hi)) in spans.items() if c not in blocked}
+
+        def crossings(bottom: float, top: float, gap: float) -> Dict[str, int]:
+            """Points under the legend in each corner, the y range from ``bottom`` to ``top``, the
+            legend ``gap`` px from the plot's edge."""
+            py = (top - yv) / (top - bottom) * r.height()
+            w, h = box.width() + 8.0, box.height() + gap + 2.0
+            spans = {"top-right": ((r.width() - w, r.width()), (0.0, h)), "top-left": ((0.0, w), (0.0, h)),
+                     "bottom-left": ((0.0, w), (r.height() - h, r.height())),
+                     "bottom-right": ((r.width() - w, r.width()), (r.height() - h, r.height()))}
+            return {c: int(np.count_nonzero((px >= a) & (px <= b) & (py >= lo) & (py <= hi)))
+                    for c, ((a, b), (lo, hi)) in spans.items() if c not in blocked}
+
+        # room above the curves only while every corner is crossed in the range fitted to them without
+        # it (a short plot, curves at the top and the bottom); the legend then sits in it, 1 px from
+        # the top.  (Judged on a fresh fit, not on the range shown, which lags the data.)
+        room = p._legend_room
+        fin = yv[np.isfinite(yv)]
+        if fin.size == 0:
+            return
+        lo, hi = float(fin.min()), float(fin.max())
+        pad = _y_pad(lo, hi, p.getAxis("left").logMode)
+        plain = crossings(lo - pad, hi + pad, 6.0)
+        needs_room = min(plain.values()) > 0
+        if needs_room != bool(room) and not again:
+            p._legend_room = min(LEGEND_MAX_ROOM, (box.height() + 3.0) / r.height()) if needs_room else 0.0
+            p._fitted_y = None
+            self._fit_ranges()
+            self._place_legend(key, again=True)
+            return
+        gap = 1.0 if room else 6.0
+        crossed = crossings(y0, y1, gap)
         order = [legend._corner] + [c for c in LEGEND_CORNERS if c != legend._corner]
         best = min((c for c in order if c in crossed), key=lambda c: crossed[c])
-        if best != legend._corner:
-            legend._corner = best
-            legend.anchor(*LEGEND_CORNERS[best])
+        if best != legend._corner or getattr(legend, "_gap", 6.0) != gap:
+            legend._corner, legend._gap = best, gap
+            item_anchor, parent_anchor, (ox, oy) = LEGEND_CORNERS[best]
+            legend.anchor(item_anchor, parent_anchor, (ox, math.copysign(gap, oy)))
+
+    def _drop_legend_room(self) -> None:
+        """New curves (or none): no room kept for the legends until their placement asks again."""
+        for p in self.plots.values():
+            if p._legend_room:
+                p._legend_room = 0.0
+                p._fitted_y = None
+
+    def _resized(self, key: str) -> None:
+        """A plot's size changed: its note and legend are placed again (the legend's room asked anew:
+        a taller plot may have a free corner without it)."""
+        p = self.plots[key]
+        self._place_note(key)
+        if p._legend_room:
+            p._legend_room = 0.0
+            p._fitted_y = None
+            self._fit_ranges()
+        self._place_legend(key)
+
+    def legend_room(self, plot: str) -> float:
+        """The share of plot ``plot``'s height kept free above its curves for its legend (0: none)."""
+        return float(self.plots[plot]._legend_room)
 
     def _fit_ranges(self) -> None:
         """Set x and y ranges; unchanged unless the data leave them or shrink well inside."""
@@ -540,12 +609,10 @@ class TrainingCurves(QtWidgets.QWidget):
                 y = np.log10(y)
             lo, hi = float(y.min()), float(y.max())
             span = hi - lo
-            if span <= 0:
-                pad = 0.5 if log else max(abs(lo) * 0.05, 1e-9)
-            else:
-                pad = 0.08 * span
+            pad = _y_pad(lo, hi, log)
             cur = getattr(plot, "_fitted_y", None)
-            if cur is not None and cur[0] <= lo and hi <= cur[1] and \
+            room = plot._legend_room
+            if cur is not None and cur[0] <= lo and hi <= cur[1] - room * (cur[1] - cur[0]) and \
                     (span + 2 * pad) >= 0.3 * (cur[1] - cur[0]):
                 continue
             new = [lo - pad, hi + pad]
@@ -555,5 +622,7 @@ class TrainingCurves(QtWidgets.QWidget):
                     new[0] -= 0.5 * span
                 if hi > cur[1]:
                     new[1] += 0.5 * span
+            if room:   # the legend's room above the curves: that share of the new range
+                new[1] += (new[1] - new[0]) * room / (1.0 - room)
             plot._fitted_y = tuple(new)
             plot.setYRange(new[0], new[1], padding=0)
