@@ -162,6 +162,21 @@ def test_help_has_every_section_and_f1_opens_it_at_the_part_in_use(make_window, 
     assert dlg.topic == "model" and dlg.browser.verticalScrollBar().value() < top    # Model comes before Decode
 
 
+def test_help_fits_a_netbook_screen(make_window, qtbot, monkeypatch):
+    """On a 1024 x 600 screen (free 1024 x 560) the 760 x 640 help window reached below the screen;
+    it now opens at most 90% of the free area (its text scrolls), and at full size on a larger one."""
+    from PySide6.QtCore import QRect
+
+    from app.mainwindow import MainWindow
+    from app.panels.help import HELP_SIZE, show_help
+    for (aw, ah), want in (((1024, 560), (760, 504)), ((1920, 1040), HELP_SIZE)):
+        monkeypatch.setattr(MainWindow, "available_geometry", lambda self, aw=aw, ah=ah: QRect(0, 0, aw, ah))
+        w = make_window(f"help{aw}")
+        dlg = show_help(w, "metrics")
+        assert (dlg.width(), dlg.height()) == want
+        dlg.close()
+
+
 def test_ctrl_tab_and_alt_digits_switch_the_centre_tabs(make_window, qtbot):
     w = make_window()
     _activate(qtbot, w)

@@ -12,6 +12,8 @@ from ..resources import resource_path
 __all__ = ["HelpDialog", "show_help", "help_topic", "HELP_FILE", "TOPICS"]
 
 HELP_FILE = "help/help.html"
+#: the help window's first size (pixels), less where the screen's free area is smaller (90% of it)
+HELP_SIZE = (760, 640)
 #: every anchor of the help file, in its order
 TOPICS = ("hmm", "densehmm", "start", "data", "model", "jobs", "dashboard", "decode", "overview", "compare",
           "sweep", "tags", "metrics", "shortcuts")
@@ -24,7 +26,7 @@ class HelpDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("helpDialog")
         self.setWindowTitle("DenseHMM Studio help")
-        self.resize(760, 640)
+        self.resize(*HELP_SIZE)
         lay = QVBoxLayout(self)
         self.browser = QTextBrowser()
         self.browser.setOpenExternalLinks(False)
@@ -67,6 +69,9 @@ def show_help(window, topic: Optional[str] = None) -> HelpDialog:
     dlg = window.findChild(HelpDialog)
     if dlg is None:
         dlg = HelpDialog(window)
+        # on a netbook (1024 x 600) the 640 px window reached below the screen, its Close button lost
+        avail = window.available_geometry()
+        dlg.resize(min(HELP_SIZE[0], int(0.9 * avail.width())), min(HELP_SIZE[1], int(0.9 * avail.height())))
     dlg.show_topic(help_topic(window) if topic is None else topic)
     dlg.show()
     dlg.raise_()
