@@ -15,6 +15,7 @@ when points leave it or shrink well inside it, so a live update repaints once.
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -44,6 +45,8 @@ LABEL_ANCHORS = ((-0.35, 0.55), (1.25, 0.55), (0.5, 1.15), (0.5, -0.15))
 #: With symbol frequencies known, only this many most frequent symbols are drawn in full and
 #: labelled; the others are faint small points (their names in the hover tooltip).
 TOP_LABELLED = 50
+#: grid cell (pixels) of the markers a label is kept off (EmbeddingScatter._marker_boxes)
+MARK_CELL_PX = 24.0
 #: label items made per event-loop turn, LABEL_GAP_MS apart (each batch is painted in between)
 LABEL_BATCH = 10
 LABEL_GAP_MS = 15
@@ -51,6 +54,16 @@ LABEL_GAP_MS = 15
 
 #: The embedding view's placeholder when no model is shown.
 NO_EMBEDDINGS = "No embeddings: this view shows DenseHMM models (a standard HMM has no dense representation)."
+
+
+def _over_marker(cells: Dict[tuple, list], box: tuple, px: float, py: float) -> bool:
+    """Whether ``box`` (x0, y0, x1, y1) overlaps a marker of ``cells`` other than the one at ``(px, py)``."""
+    for cx in range(math.floor(box[0] / MARK_CELL_PX), math.floor(box[2] / MARK_CELL_PX) + 1):
+        for cy in range(math.floor(box[1] / MARK_CELL_PX), math.floor(box[3] / MARK_CELL_PX) + 1):
+            for m in cells.get((cx, cy), ()):
+                if box[0] < m[2] and m[0] < box[2] and box[1] < m[3] and m[1] < box[3] and (m[4] != px or m[5] != py):
+                    return True
+    return False
 
 
 class EmbeddingScatter(QtWidgets.QWidget):
@@ -550,9 +563,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                         if inside is not None and not (inside[0] <= box[0] and box[2] <= inside[2]
                                                        and inside[1] <= box[1] and box[3] <= inside[3]):
                             continue
-                        if marks is not None and np.any(
-                                (box[0] < marks[:, 2]) & (marks[:, 0] < box[2]) & (box[1] < marks[:, 3])
-                                & (marks[:, 1] < box[3]) & ((marks[:, 4] != px0) | (marks[:, 5] != py0))):
+                        if marks is not None and _over_marker(marks, box, px0, py0):
                             continue   # over another point's marker (its own is beside it)
                         if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
                             taken.append(box)
@@ -566,19 +577,24 @@ class EmbeddingScatter(QtWidgets.QWidget):
                     t.setVisible(show)
         self._crowded = crowded
 
-    def _marker_boxes(self, pw: float, ph: float) -> np.ndarray:
-        """Rows ``(x0, y0, x1, y1, x, y)``: the pixel box and centre of every full-size marker of the sets
-        shown (the faint symbols excepted), in :meth:`_declutter`'s coordinates: no label is written
-        over them."""
-        out = []
+    def _marker_boxes(self, pw: float, ph: float) -> Dict[tuple, list]:
+        """The full-size markers of the sets shown (the faint symbols excepted), in
+        :meth:`_declutter`'s pixel coordinates, by grid cell of :data:`MARK_CELL_PX`: each a tuple
+        ``(x0, y0, x1, y1, x, y)``, its box and centre (a cell lookup per label place, not a pass
+        over every marker: 1.5 -> 2 ms per declutter with 185 labels, where a numpy pass took 11)."""
+        cells: Dict[tuple, list] = {}
         for key, sc in self.scatters.items():
             x, y = sc.getData()
             if not self.boxes[key].isChecked() or x is None or not len(x):
                 continue
             r = 0.5 * float(sc.opts["size"])
-            px, py = np.asarray(x, dtype=np.float64) / pw, -np.asarray(y, dtype=np.float64) / ph
-            out.append(np.column_stack([px - r, py - r, px + r, py + r, px, py]))
-        return np.concatenate(out) if out else np.zeros((0, 6))
+            for px, py in zip((np.asarray(x, dtype=np.float64) / pw).tolist(),
+                              (-np.asarray(y, dtype=np.float64) / ph).tolist()):
+                mark = (px - r, py - r, px + r, py + r, px, py)
+                for cx in range(math.floor(mark[0] / MARK_CELL_PX), math.floor(mark[2] / MARK_CELL_PX) + 1):
+                    for cy in range(math.floor(mark[1] / MARK_CELL_PX), math.floor(mark[3] / MARK_CELL_PX) + 1):
+                        cells.setdefault((cx, cy), []).append(mark)
+        return cells
 
     def label_boxes(self, key: str) -> List[tuple]:
         """Scene rectangles ``(x0, y0, x1, y1)`` of the shown labels of one set (tests: no overlap)."""
