@@ -367,6 +367,14 @@ def test_view_theme_dark_colours_the_widgets_and_the_plots(make_window, qtbot):
         assert notes and all(lightness(it.color) > 180 for it in notes)
         # the widgets get the palette by posted events
         qtbot.waitUntil(lambda: lightness(w.data_panel.palette().color(QPalette.ColorRole.Window)) < 80, timeout=5000)
+        # a job shown after the switch: its curves' legend entries are new, and light too (they were dark)
+        from app.modelspec import ModelSpec
+        job = w.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=3, n_iter=3, tol=0.0))
+        qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+        w.jobs_ctl.show_job(job)
+        qtbot.waitUntil(lambda: not d.live_update_pending and bool(d.curves.legend_names("nll")), timeout=20000)
+        labels = [label for p in d.curves.plots.values() for _s, label in p.legend.items]
+        assert labels and all(lightness(pg.mkColor(label.opts["color"])) > 180 for label in labels)
         w.menus.theme_actions["light"].trigger()
         assert lightness(QApplication.palette().color(QPalette.ColorRole.Window)) > 180
         assert all(lightness(v.backgroundBrush().color()) > 180 for v in views)

@@ -84,8 +84,9 @@ def apply_theme(theme: str, app: Optional[QApplication] = None) -> None:
 def restyle_plots(root: QWidget, old_fg: Optional[QColor] = None) -> None:
     """Re-colour every pyqtgraph plot under ``root`` from the current palette: the backgrounds of
     graphics widgets built by ``make_graphics_widget``, axis lines and tick labels, plot titles and
-    axis titles, and the texts drawn in the old text colour ``old_fg`` (notes inside plots, symbol
-    labels); texts in colours of their own (state colours) keep them."""
+    axis titles, legends (their entries to come too), and the texts drawn in the old text colour
+    ``old_fg`` (notes inside plots, symbol labels); texts in colours of their own (state colours)
+    keep them."""
     from ..views.theme import theme_colors
     bg, fg = theme_colors(None)   # the application palette: widgets get theirs by posted events
     views = root.findChildren(pg.GraphicsView)
@@ -112,6 +113,10 @@ def restyle_plots(root: QWidget, old_fg: Optional[QColor] = None) -> None:
                 title = getattr(item, "_styled_title", None)
                 if title is not None:
                     item.setTitle(title, color=fg.name(), size="11pt")
+            elif isinstance(item, pg.LegendItem):
+                # entries added later (a series gets its first point) take the legend's colour: it
+                # was the theme's at start, so a job shown after a switch to dark had dark legend text
+                item.setLabelTextColor(fg)
             elif isinstance(item, pg.LabelItem) and item.text:
                 item.setText(item.text, color=fg.name())
             elif isinstance(item, pg.TextItem) and old_fg is not None and item.color.name() == old_fg.name():

@@ -128,6 +128,7 @@ def main() -> int:
                                           seed=0))
     wait_until(app, lambda: demo.step > 200 or demo.state.is_final, 120)
     settle(app, 1.5)
+    wait_until(app, lambda: not w.dashboard.live_update_pending, 30)   # (no update half drawn)
     shot("dark_theme.png", w)
     w.jobs.cancel_all()
     w.jobs.wait(5)
