@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import difflib
+import sys
 
 from ..hyperparams import add_cli_options
 from ..registry import MODEL_KINDS, model_classes
@@ -16,11 +18,34 @@ class _Parser(argparse.ArgumentParser):
     (numpy); ``densehmm --help`` and the other commands do not pay for that."""
 
     def error(self, message):  # one clear line instead of usage + error
-        raise UserError(f"{message} (see '{self.prog} --help')")
+        hint = self._suggest(message)
+        raise UserError(f"{message}{hint} (see '{self.prog} --help')")
+
+    def _suggest(self, message: str) -> str:
+        """``" (did you mean --iter?)"``: the options of the command used closest to the unrecognised
+        ones (``--iters`` for ``--iter``); empty when none is close."""
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        parser: argparse.ArgumentParser = self
+        commands = {name: sub for a in self._actions if isinstance(a, argparse._SubParsersAction)
+                    for name, sub in a.choices.items()}
+        for token in self._argv:
+            if token in commands:
+                parser = commands[token]
+                break
+        options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+        pairs = []
+        for token in message.split(":", 1)[1].split():
+            if token.startswith("--"):
+                close = difflib.get_close_matches(token.split("=", 1)[0], options, n=1, cutoff=0.75)
+                if close:
+                    pairs.append(close[0])
+        return f" (did you mean {', '.join(pairs)}?)" if pairs else ""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._later: list = []
+        self._argv: list = []   # the arguments parsed (error messages name the command's options)
 
     def add_later(self, fn) -> None:
         self._later.append(fn)
@@ -30,9 +55,10 @@ class _Parser(argparse.ArgumentParser):
         for fn in later:
             fn(self)
 
-    def parse_known_args(self, *args, **kwargs):
+    def parse_known_args(self, args=None, namespace=None):
         self._populate()
-        return super().parse_known_args(*args, **kwargs)
+        self._argv = [str(a) for a in (sys.argv[1:] if args is None else args)]
+        return super().parse_known_args(args, namespace)
 
     def format_help(self) -> str:
         self._populate()
