@@ -893,7 +893,9 @@ def test_curve_ranges_are_kept_while_data_stay_inside(qtbot):
     assert w.plots["loss"].vb.viewRange()[1][0] < 0.2
 
 
-def test_embedding_labels_never_overlap_and_controls_fit(qtbot):
+def test_embedding_labels_never_overlap_and_controls_fit(qtbot, monkeypatch):
+    import app.views.embeddings as emb
+    monkeypatch.setattr(emb, "LABEL_ALL_UP_TO", 0)   # labels off the markers however few (see below)
     rng = np.random.default_rng(7)
     n, m, l = 10, 21, 5
     p = dict(U=rng.normal(size=(n, l)), Z=rng.normal(size=(n, l)), W=rng.normal(size=(n, l)),
@@ -948,6 +950,27 @@ def test_embedding_labels_never_overlap_and_controls_fit(qtbot):
 
 
 EMBEDDING_KEYS = ("U", "Z", "W", "V", "z_start")
+
+
+def test_a_small_alphabet_names_every_symbol_even_among_markers(qtbot, monkeypatch):
+    """Defect (DNA genes, 4 bases beside the state markers): keeping labels off the markers hid "G" and
+    "T".  A set of at most LABEL_ALL_UP_TO labels names each point, over another marker where no place
+    beside it is free; a vocabulary's labels stay off them."""
+    import app.views.embeddings as emb
+    g = np.linspace(-1, 1, 15)
+    grid = np.array([(x, y) for x in g for y in g])            # state markers everywhere
+    p = dict(U=grid, Z=grid + 0.03, W=grid - 0.03, z_start=np.array([2.0, 2.0]),
+             V=np.array([[-0.5, -0.5], [0.5, -0.5], [-0.5, 0.5], [0.5, 0.5]]))
+    for limit, want in ((0, []), (emb.LABEL_ALL_UP_TO, ["A", "C", "G", "T"])):
+        monkeypatch.setattr(emb, "LABEL_ALL_UP_TO", limit)
+        w = shown(qtbot, EmbeddingScatter(), (400, 420))
+        w.set_vocabulary(["A", "C", "G", "T"])
+        w.set_embeddings(p)
+        qtbot.wait(10)
+        assert sorted(w.visible_labels("V")) == want, limit
+    assert emb.LABEL_ALL_UP_TO < emb.TOP_LABELLED    # the words' 50 labels keep off the markers
+
+
 
 
 def test_compare_table_is_not_elided(qtbot):

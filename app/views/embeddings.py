@@ -45,6 +45,9 @@ LABEL_ANCHORS = ((-0.35, 0.55), (1.25, 0.55), (0.5, 1.15), (0.5, -0.15))
 #: With symbol frequencies known, only this many most frequent symbols are drawn in full and
 #: labelled; the others are faint small points (their names in the hover tooltip).
 TOP_LABELLED = 50
+#: A set of at most this many labels (a DNA or protein alphabet) names every point it can: over another
+#: point's marker where no place beside it is free of them; larger sets keep off the markers.
+LABEL_ALL_UP_TO = 30
 #: grid cell (pixels) of the markers a label is kept off (EmbeddingScatter._marker_boxes)
 MARK_CELL_PX = 24.0
 #: label items made per event-loop turn, LABEL_GAP_MS apart (each batch is painted in between)
@@ -544,6 +547,11 @@ class EmbeddingScatter(QtWidgets.QWidget):
             if key == "V":
                 self.faint_symbols.setVisible(on)
             xy = self._coords.get(key)
+            # a small set (an alphabet: DNA, amino acids) names every point, over another's marker
+            # when no place beside it is free; a vocabulary's labels keep off the markers (hover names
+            # the rest)
+            passes = (True, False) if len(self._label_idx[key]) <= LABEL_ALL_UP_TO else (True,)
+            places = [(ax, ay, keep_off) for keep_off in passes for ax, ay in LABEL_ANCHORS]
             for t, i in zip(self._labels[key], self._label_idx[key]):
                 show = on and show_labels
                 if show and pw > 0 and ph > 0 and xy is not None and i < len(xy):
@@ -556,14 +564,14 @@ class EmbeddingScatter(QtWidgets.QWidget):
                         size = t._box_size = (br.width(), br.height(), t.textItem.document().documentMargin())
                     bw, bh, dm = size
                     px0, py0 = xy[i, 0] / pw, -xy[i, 1] / ph
-                    for ax, ay in LABEL_ANCHORS:
+                    for ax, ay, keep_off in places:
                         x0 = px0 - ax * bw + dm
                         y0 = py0 - ay * bh + dm
                         box = (x0, y0, x0 + bw - 2 * dm, y0 + bh - 2 * dm)
                         if inside is not None and not (inside[0] <= box[0] and box[2] <= inside[2]
                                                        and inside[1] <= box[1] and box[3] <= inside[3]):
                             continue
-                        if marks is not None and _over_marker(marks, box, px0, py0):
+                        if keep_off and marks is not None and _over_marker(marks, box, px0, py0):
                             continue   # over another point's marker (its own is beside it)
                         if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in taken):
                             taken.append(box)
