@@ -279,7 +279,9 @@ def test_scatter_labels_stay_inside_the_plot(qtbot):
     rng = np.random.default_rng(8)
     m = 120
     V = rng.normal(size=(m, 2)) * 0.3
-    V[0], V[1], V[2], V[3] = (4.0, 0.0), (-4.0, 0.2), (0.1, 3.0), (0.0, -3.0)   # the outermost points
+    # the outermost points; the left one above the cluster's height (its label, on the inner side,
+    # would otherwise reach over the cluster's markers, which labels keep off)
+    V[0], V[1], V[2], V[3] = (4.0, 0.0), (-4.0, 2.0), (0.1, 3.0), (0.0, -3.0)
     counts = np.r_[[1000.0, 999.0, 998.0, 997.0], rng.integers(1, 50, size=m - 4)]
     vocab = [f"internationalisation{i}" for i in range(m)]
     w = _shown(qtbot, EmbeddingScatter(), (520, 440))
