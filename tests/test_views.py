@@ -822,7 +822,7 @@ def test_a_legend_gets_room_above_curves_that_cross_every_corner(qtbot):
     every corner and the legend sat on the test curve.  The y range then keeps room above the curves
     and the legend sits there; new curves ask again.  The first and last steps' tick labels show
     (pyqtgraph hid them in the narrow MAD plot: its axis read 1 ... 7 for steps 0 ... 8)."""
-    w = shown(qtbot, TrainingCurves(orientation="horizontal"), (870, 130))
+    w = shown(qtbot, TrainingCurves(orientation="horizontal"), (700, 130))   # plots as narrow as on a laptop
     for s in range(9):   # an X: train from the upper left down, test from the lower left up
         w.add_event(ProgressEvent(step=s, total=8, loss=1.0, metrics={
             "train_nll": 2.0 - s / 8, "test_nll": 1.0 + s / 8, "mad": 0.5 - s / 40}))
