@@ -178,6 +178,43 @@ def test_on_a_smaller_screen_the_pages_scroll_instead_of_growing_the_window(make
     assert area.widget().height() == w.stack.minimumSizeHint().height() == w.stack.height()
 
 
+def test_on_a_netbook_the_dashboard_needs_no_sideways_scrolling(make_window, qtbot, monkeypatch):
+    """Defect: on a 1024 x 600 screen (free 1024 x 560) with the Data / Model column open, the dashboard's
+    pages were 782 px wide in a 622 px viewport and scrolled sideways: stacked widgets asked for their
+    largest page (B's hidden top-words table), a standard HMM's "no embeddings" panel took 260 px.  Now a
+    standard HMM's matrices take the panel's place, and a DenseHMM on a 2,000-word vocabulary shows its
+    top words, matrices and embeddings side by side, all within the viewport; so do their plot titles."""
+    import numpy as np
+    from densehmm_core.dense import DenseHMM
+    w = _short_screen_window(make_window, qtbot, monkeypatch, 1024, 560)
+    d, area = w.dashboard, w.central_area
+    assert w.data_dock.isVisible() and d.heatmaps.isVisible()
+    assert not d.embeddings.isVisible()              # the demo job: a standard HMM
+    assert w.stack.minimumSizeHint().width() <= area.viewport().width()
+    assert not area.horizontalScrollBar().isVisible()
+
+    rng = np.random.default_rng(0)
+    dense = DenseHMM(5, 3, n_symbols=2000, seed=0)
+    dense.set_embeddings({"U": rng.normal(size=(5, 3)), "Z": rng.normal(size=(5, 3)), "W": rng.normal(size=(5, 3)),
+                          "V": rng.normal(size=(2000, 3)), "z_start": rng.normal(size=3)})
+    d.clear()
+    d.set_vocabulary([f"w{i}" for i in range(2000)])
+    d.set_job_model(dense)
+    d.set_model(dense, None)
+    qtbot.wait(50)
+    assert d.embeddings.isVisible() and d.embeddings.controls.isVisible()
+    assert d.heatmaps.emission_stack.currentWidget() is d.heatmaps.top_words
+    assert w.stack.minimumSizeHint().width() <= area.viewport().width()
+    qtbot.waitUntil(lambda: not area.horizontalScrollBar().isVisible(), timeout=2000)
+    view = area.viewport().rect()
+    for plot in (*d.curves.plots.values(), d.embeddings.plot, d.heatmaps.transmat.plot):
+        item = plot.titleLabel.item
+        rect = item.mapRectToScene(item.boundingRect())
+        top_left = item.scene().views()[0].mapFromScene(rect.topLeft())
+        left = item.scene().views()[0].mapTo(area.viewport(), top_left).x()
+        assert 0 <= left and left + rect.width() <= view.width() + 1, plot.titleLabel.text
+
+
 def test_on_a_large_screen_the_curves_get_more_than_their_short_screen_minimum(make_window, qtbot, monkeypatch):
     """The curves' minimum height went down to 130 px for short screens; the splitter then gave them only
     that on every screen.  They start with about 0.3 of the live page where there is room."""

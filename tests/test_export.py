@@ -240,6 +240,7 @@ def _visible_controls(widget):
 def test_exported_figures_contain_no_widgets(dashboard, tmp_path, monkeypatch):
     """Check boxes (embeddings, fixed colour range) are on screen but not in PNG / PDF / SVG."""
     live = dashboard.live
+    dashboard.flush()   # the staged live update drawn: the embeddings' check boxes show with their plot
     before = _visible_controls(live)
     assert any(isinstance(w, QtWidgets.QCheckBox) for w in before)  # the dashboard has controls on screen
     seen = _spy_render(monkeypatch, _visible_controls)

@@ -20,7 +20,7 @@ from densehmm_core.hmm_base import BaseHMM  # noqa: E402
 
 from app.views import (CompareView, Dashboard, DecodeView, EmbeddingScatter, MatrixHeatmap,  # noqa: E402
                        OverviewView, ParameterHeatmaps, TrainingCurves)
-from app.views.theme import fmt_compact, state_colors  # noqa: E402
+from app.views.theme import fmt_compact, plot_title, state_colors  # noqa: E402
 from app.views.projection import pca_2d  # noqa: E402
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
@@ -148,7 +148,7 @@ def test_embeddings_pca_for_l_above_2(qtbot):
         np.testing.assert_allclose(got[:, c], sign * Y[:, c], atol=1e-10)
     xt, yt = w.axis_titles()
     assert "PC 1" in xt and f"{100 * expl[0]:.0f}%" in xt and "PC 2" in yt
-    assert "PCA" in w.plot.titleLabel.text and "l = 6" in w.plot.titleLabel.text
+    assert "PCA" in plot_title(w.plot) and "l = 6" in plot_title(w.plot)
     assert w.label_texts("V") == AMINO[:12]
     # state points are named in their hover tooltip; written labels on request (dense clusters stay legible)
     assert w.label_texts("U") == []
@@ -265,7 +265,7 @@ def test_curves_from_events_and_ll_fallback(qtbot):
     np.testing.assert_array_equal(x, [0, 1, 2, 3])
     np.testing.assert_array_equal(y, [50, 49, 48, 47])  # -train_ll: no normalised NLL in the stream
     assert w.nll_kind() == "ll"
-    assert "total" in w.plots["nll"].titleLabel.text
+    assert "total" in plot_title(w.plots["nll"])
     # the same step again (history, then its last event) updates the point instead of doubling it
     w.add_event(ProgressEvent(step=3, loss=1.5, test_ll=-60.0))
     assert list(w.curve_data("loss")[1]) == [5.0, 4.0, 3.0, 1.5]
@@ -494,12 +494,12 @@ def test_compare_shows_the_words_whose_emissions_changed_most(qtbot):
     assert np.all(np.diff(change[cols]) <= 0) and change[cols].min() >= np.sort(change)[-K]   # brute force
     np.testing.assert_allclose(w.maps["emissionprob"].image_data(), dB[:, cols])
     assert w.maps["emissionprob"].col_labels() == [words[c] for c in cols]
-    assert f"{K} of {m}" in w.maps["emissionprob"].plot.titleLabel.text and "changed most" in w.note.text()
+    assert f"{K} of {m}" in plot_title(w.maps["emissionprob"].plot) and "changed most" in w.note.text()
     pa, pb = random_params(4, 6, seed=5), random_params(4, 6, seed=6)    # a small alphabet: all, in order
     w.set_vocabulary(None)
     w.set_models("A", plain_model(pa), "B", plain_model(pb))
     np.testing.assert_array_equal(w.shown_symbols(), np.arange(6))
-    assert w.maps["emissionprob"].plot.titleLabel.text == "ΔB" and "changed most" not in w.note.text()
+    assert plot_title(w.maps["emissionprob"].plot) == "ΔB" and "changed most" not in w.note.text()
 
 
 def test_compare_aligns_states_before_subtracting(qtbot):
@@ -706,7 +706,7 @@ def test_nll_curve_prefers_normalised_values_and_normalises_totals(qtbot):
     w.add_event(ProgressEvent(step=20, total=20, loss=0.3, test_ll=-1152.0, metrics={"mad": 2e-4}, done=True))
     assert w.nll_kind() == "nll"
     assert list(w.curve_data("test_nll")[1]) == [1152.0 / 400]
-    assert "Normalised" in w.plots["nll"].titleLabel.text
+    assert "Normalised" in plot_title(w.plots["nll"])
     # x axis: the stream's total steps (fixed while it runs), the lone test point inside the y range
     x0, x1 = w.plots["loss"].vb.viewRange()[0]
     assert x0 <= 0 and x1 >= 20

@@ -21,7 +21,7 @@ from PySide6 import QtCore, QtWidgets
 
 from .theme import diverging_cmap, fmt_compact, state_labels, symbol_labels
 from .heatmap import MatrixHeatmap
-from .widgets import Placeholder
+from .widgets import PageStack, Placeholder
 
 __all__ = ["CompareView", "score_both"]
 
@@ -88,7 +88,7 @@ class CompareView(QtWidgets.QWidget):
         outer = QtWidgets.QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         # nothing compared yet: what the page does and how to start, instead of an empty table
-        self.stack = QtWidgets.QStackedWidget()
+        self.stack = PageStack()
         self.placeholder = Placeholder(NOTHING_COMPARED)
         page = QtWidgets.QWidget()
         self.stack.addWidget(self.placeholder)

@@ -149,6 +149,8 @@ class Dashboard(QtWidgets.QWidget):
         for s in (self.h_split, self.v_split):
             s.setChildrenCollapsible(False)
         # no job or model shown: one placeholder instead of six empty plots
+        # (a plain stack: the placeholder keeps the views' minimum size, so that the window's first layout,
+        # made before any job shows, leaves room for them)
         self.live_stack = QtWidgets.QStackedWidget()
         self.live_placeholder = Placeholder(NO_JOB)
         self.live_stack.addWidget(self.live_placeholder)
@@ -346,6 +348,7 @@ class Dashboard(QtWidgets.QWidget):
         if n is not None and m is not None:
             self._safe("matrices", self.heatmaps.set_shape, n, m)
         self.embeddings.set_model_kind(kind, n, getattr(model, "dim", None))
+        self._embeddings_for(kind)
 
     def update_from_event(self, ev, skipped: Sequence = ()) -> None:
         """Show one progress event: curves always, matrices and embeddings when it has params; a start
@@ -444,6 +447,7 @@ class Dashboard(QtWidgets.QWidget):
                 v.clear()
             return
         self._show_views()
+        self._embeddings_for(getattr(model, "kind", None))
         if self._vocab is None:
             vocab = getattr(corpus, "vocabulary", None) or getattr(model, "vocabulary", None)
             if vocab is not None:
@@ -608,6 +612,7 @@ class Dashboard(QtWidgets.QWidget):
             v.clear()
         self.embeddings.set_symbol_frequencies(None)
         self.embeddings.set_model_kind(None)
+        self._embeddings_for(None)
         self.tabs.setTabVisible(self.tabs.indexOf(self.tags_page), False)
         self.tag_scorer.reset()  # a snapshot still being scored belongs to the old job
 
@@ -616,6 +621,11 @@ class Dashboard(QtWidgets.QWidget):
         return self.live_stack.currentWidget() is self.v_split
 
     # ------------------------------------------------------------- internals
+    def _embeddings_for(self, kind: Optional[str]) -> None:
+        """A standard HMM has no embeddings: its matrices take the embeddings' place (on a 1024 x 600
+        netbook they need the width); any other model shows them (or why they are not there yet)."""
+        self.embeddings.setVisible(kind != "standard")
+
     def _show_views(self) -> None:
         """Replace the live page's placeholder by its views (a job or model is being shown)."""
         if self.live_stack.currentWidget() is not self.v_split:

@@ -16,7 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
                     symbol_labels, theme_colors)
-from .widgets import ColorKey, CompactComboBox, HeaderLabel, LabelAxis, Placeholder
+from .widgets import ColorKey, CompactComboBox, HeaderLabel, LabelAxis, PageStack, Placeholder
 
 __all__ = ["DecodeView"]
 
@@ -126,7 +126,7 @@ class DecodeView(QtWidgets.QWidget):
                                      more_tip="Hover the path or the posteriors to read a position's state.")
         lay.addWidget(self.legend_label)
 
-        self.stack = QtWidgets.QStackedWidget()
+        self.stack = PageStack()
         self.placeholder = Placeholder("Decode: finish or open a model to see the Viterbi path and the "
                                        "posterior state probabilities of a sequence.")
         self.graphics = make_graphics_widget(self)

@@ -24,7 +24,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..flow import FlowLayout
 from .theme import label_axis_text, make_graphics_widget, marker_icon, style_plot, theme_colors
-from .widgets import LabelAxis, Placeholder
+from .widgets import LabelAxis, PageStack, Placeholder
 from .projection import pca_2d
 
 __all__ = ["EmbeddingScatter", "EMBEDDING_SETS"]
@@ -125,10 +125,11 @@ class EmbeddingScatter(QtWidgets.QWidget):
         pol.setHeightForWidth(True)
         pol.setHorizontalPolicy(QtWidgets.QSizePolicy.Policy.Ignored)
         self.controls.setSizePolicy(pol)
-        self.controls.setVisible(controls)
+        self._with_controls = controls
+        self.controls.setVisible(False)   # shown with the plot: no check boxes beside a placeholder
         lay.addWidget(self.controls)
 
-        self.stack = QtWidgets.QStackedWidget()
+        self.stack = PageStack()
         self.placeholder = Placeholder(NO_EMBEDDINGS)
         self.graphics = make_graphics_widget(self)
         self._left = LabelAxis("left")
@@ -166,7 +167,8 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self.stack.addWidget(self.placeholder)
         self.stack.addWidget(self.graphics)
         lay.addWidget(self.stack)
-        self.setMinimumSize(260, 180)   # two of them, in Overview, fit a 1366 x 768 screen
+        # two of them, in Overview, fit a 1366 x 768 screen; beside the matrices, a 1024 x 600 netbook's
+        self.setMinimumSize(220, 180)
 
     def _add_legend(self, keys: Sequence[str]) -> pg.LegendItem:
         """A legend row beneath the plot naming the markers of the sets ``keys``."""
@@ -288,7 +290,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         finally:
             self._updating = False
         self._refresh_visibility()
-        self.stack.setCurrentWidget(self.graphics)
+        self._show_page(self.graphics)
 
     def set_model_kind(self, kind: Optional[str], n: Optional[int] = None, l: Optional[int] = None) -> None:
         """What the placeholder says while there are no embeddings to draw: for a DenseHMM (``kind``
@@ -330,9 +332,14 @@ class EmbeddingScatter(QtWidgets.QWidget):
             sc.setData([], [])
         self._rebuild_labels()
         self._fitted = None
-        self.stack.setCurrentWidget(self.placeholder)
+        self._show_page(self.placeholder)
 
     # ------------------------------------------------------------- internals
+    def _show_page(self, page: QtWidgets.QWidget) -> None:
+        """The plot (with its check boxes) or the placeholder (alone)."""
+        self.stack.setCurrentWidget(page)
+        self.controls.setVisible(self._with_controls and page is self.graphics)
+
     def _project(self) -> None:
         l = next(iter(self._emb.values())).shape[1]
         keys = list(self._emb)

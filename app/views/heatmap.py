@@ -19,7 +19,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from .theme import (label_axis_text, make_graphics_widget, sequential_cmap, state_labels, style_plot, symbol_labels,
                     theme_colors, tick_strings, use_precise_ticks)
 from .topwords import TopWordsTable
-from .widgets import LabelAxis
+from .widgets import LabelAxis, PageStack
 
 __all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
 
@@ -29,6 +29,8 @@ ANNOTATE_MAX_CELLS = 64
 MIN_CELL_PX = (34, 16)
 #: With more symbols than this, B is shown as each state's top words (a table), not a heatmap.
 HEATMAP_MAX_SYMBOLS = 200
+#: the row axis' ticks: this many pixels outwards (never over the cells' values)
+TICK_OUT_PX = 4
 
 
 class MatrixHeatmap(QtWidgets.QWidget):
@@ -80,6 +82,9 @@ class MatrixHeatmap(QtWidgets.QWidget):
         lay.addWidget(self.graphics)
         self._left = LabelAxis("left")
         self._bottom = LabelAxis("bottom")
+        # the row ticks point outwards: pyqtgraph's reach 5 px into the plot, and beside a narrow cell's
+        # value they made 0.50 read "-0.50" (the column ticks stay: outwards they cost a short A a row label)
+        self._left.setStyle(tickLength=TICK_OUT_PX)
         self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left, "bottom": self._bottom})
         style_plot(self.plot, self, title)
         label_axis_text(self.plot, "left", row_title, self)
@@ -105,7 +110,7 @@ class MatrixHeatmap(QtWidgets.QWidget):
         self._levels_shown = None
         self.graphics.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.plot.vb.sigResized.connect(self._on_resized)
-        self.setMinimumSize(200, 150)
+        self.setMinimumSize(180, 150)   # pi and A beside B and the embeddings fit a 1024 x 600 netbook
 
     # ------------------------------------------------------------------ API
     def set_matrix(self, matrix, row_labels: Optional[Sequence[str]] = None,
@@ -353,7 +358,7 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         # vocabulary-sized B (words): each state's top words instead of an unreadable n x m heatmap
         self.top_words = TopWordsTable()
         self.top_words.setObjectName("top_words")
-        self.emission_stack = QtWidgets.QStackedWidget()
+        self.emission_stack = PageStack()
         self.emission_stack.addWidget(self.emission)
         self.emission_stack.addWidget(self.top_words)
         # exporting "the emissions" exports what shows them: the heatmap or the top-words table

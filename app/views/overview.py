@@ -14,7 +14,7 @@ from PySide6 import QtWidgets
 
 from ..live import DrawQueue
 from .theme import state_labels, symbol_labels
-from .widgets import Placeholder
+from .widgets import PageStack, Placeholder
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import HEATMAP_MAX_SYMBOLS, MatrixHeatmap
 from .topwords import TopWordsTable
@@ -35,7 +35,7 @@ class _Row:
         # a vocabulary-sized B (words): each state's top words, as on the dashboard (a 17 x 2,000 heatmap
         # is a dark strip under a fence of labels)
         self.top_words = TopWordsTable()
-        self.emission_stack = QtWidgets.QStackedWidget()
+        self.emission_stack = PageStack()
         self.emission_stack.addWidget(self.emission)
         self.emission_stack.addWidget(self.top_words)
         self.params: Optional[dict] = None
@@ -54,7 +54,7 @@ class OverviewView(QtWidgets.QWidget):
         self._draw = DrawQueue(self, auto=False)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
-        self.stack = QtWidgets.QStackedWidget()
+        self.stack = PageStack()
         self.placeholder = Placeholder("Overview: the initial model and the trained model side by side "
                                        "appear here once a job has started and produced parameters.")
         page = QtWidgets.QWidget()

@@ -23,7 +23,7 @@ from PySide6 import QtWidgets
 
 from ..modelspec import ModelSpec
 from .theme import label_axis_text, make_graphics_widget, state_colors, style_plot, theme_colors
-from .widgets import Placeholder, ThinLogAxis
+from .widgets import PageStack, Placeholder, ThinLogAxis
 
 __all__ = ["SweepView", "summarize_rows", "row_from_spec"]
 
@@ -89,7 +89,7 @@ class SweepView(QtWidgets.QWidget):
         self.kind_box.currentIndexChanged.connect(lambda _i: self._redraw())
         top.addWidget(self.kind_box)
         lay.addLayout(top)
-        self.stack = QtWidgets.QStackedWidget()
+        self.stack = PageStack()
         self.placeholder = Placeholder(NO_SWEEP)
         self.graphics = make_graphics_widget(self)
         _, fg = theme_colors(self)

@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 
 from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
-from .widgets import Placeholder
+from .widgets import PageStack, Placeholder
 from .heatmap import MatrixHeatmap
 
 __all__ = ["StateTagView", "TaggingCurves", "state_tag_labels"]
@@ -45,15 +45,6 @@ def _score_text(scores: dict) -> str:
     return ",  ".join(parts)
 
 
-def _two_line_title(plot: pg.PlotItem) -> None:
-    """Make the plot's title row tall enough for two lines (pyqtgraph fixes it at one)."""
-    label = plot.titleLabel
-    height = int(np.ceil(label.item.boundingRect().height())) + 4
-    if plot.layout.rowMinimumHeight(0) != height:
-        label.setMaximumHeight(height)
-        plot.layout.setRowFixedHeight(0, height)
-
-
 class StateTagView(QtWidgets.QWidget):
     """Contingency of hidden states and gold tags; rows named by each state's mapped tag."""
 
@@ -63,7 +54,7 @@ class StateTagView(QtWidgets.QWidget):
         self._tags: List[str] = []
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
-        self.stack = QtWidgets.QStackedWidget()
+        self.stack = PageStack()
         self.placeholder = Placeholder("State x tag: shown for a data set with gold tags once a model is "
                                        "trained or opened (the states of the decoded tokens against their "
                                        "gold tags).")
@@ -88,7 +79,6 @@ class StateTagView(QtWidgets.QWidget):
         self.heatmap.set_matrix(P, rows, self._tags)
         # the scores on a line of their own: one line was cut in a narrow view (and its figures)
         self.heatmap.set_title(f"States x gold tags: P(tag | state)<br>{_score_text(scores)}")
-        _two_line_title(self.heatmap.plot)
         self.stack.setCurrentWidget(self.heatmap)
 
     def counts(self) -> Optional[np.ndarray]:

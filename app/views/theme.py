@@ -5,7 +5,10 @@ Functions only (the widgets built on them are in :mod:`app.views.widgets`); disp
 """
 from __future__ import annotations
 
+import html
 import math
+import re
+import weakref
 from typing import List, Optional, Sequence
 
 import numpy as np
@@ -16,6 +19,7 @@ __all__ = [
     "theme_colors", "make_graphics_widget", "style_plot", "state_colors", "symbol_labels", "state_labels",
     "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap", "diverging_cmap", "first_of", "fmt_value",
     "as_single", "tick_strings", "use_precise_ticks", "marker_icon", "fmt_compact", "label_axis_text",
+    "set_plot_title", "plot_title", "TITLE_POINTS",
 ]
 
 #: Perceptual sequential colour map for probabilities.
@@ -73,9 +77,124 @@ def style_plot(plot: pg.PlotItem, widget: Optional[QtWidgets.QWidget] = None,
             ax.setTextPen(pg.mkPen(fg))
         plot._styled_title = None
     if title is not None and getattr(plot, "_styled_title", None) != title:
-        plot._styled_title = title
-        plot.setTitle(title, color=fg.name(), size="11pt")
-        _let_title_overflow(plot)
+        set_plot_title(plot, title, fg)
+
+
+#: A plot title's point sizes, largest first: the first whose text fits the plot is used
+#: (:func:`set_plot_title`); a plain title too wide even at the last is elided.
+TITLE_POINTS = (11.0, 10.0, 9.0, 8.0)
+_TAG = re.compile(r"<[^>]+>")
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+def set_plot_title(plot: pg.PlotItem, title: str, color: QtGui.QColor) -> None:
+    """Give ``plot`` the title ``title`` (HTML allowed, ``<br>`` between lines: the title row grows) in
+    ``color``.
+
+    The title fits its plot: where it is wider than the plot at 11 pt (three curves side by side on a
+    1024 x 600 netbook), it is drawn smaller, down to 8 pt, and where it is wider than its view box it
+    reaches over the left axis instead of over the neighbouring plot; a one-line plain title still too
+    wide is elided (…).  Refitted whenever the plot's width changes.  Never sets the plot's minimum
+    width (:func:`_let_title_overflow`).
+    """
+    plot._styled_title = title
+    plot._title_color = QtGui.QColor(color).name()
+    plot._title_fit = None
+    _let_title_overflow(plot)
+    _fit_title(plot)
+
+
+def plot_title(plot: pg.PlotItem) -> str:
+    """The title given to ``plot`` (:func:`set_plot_title`), whole: the one drawn may be elided."""
+    return getattr(plot, "_styled_title", None) or ""
+
+
+def _title_lines(title: str) -> List[str]:
+    return [html.unescape(_TAG.sub("", line)) for line in _BREAK.split(title)]
+
+
+def _fit_title(plot: pg.PlotItem) -> None:
+    """Draw the plot's title at the largest of :data:`TITLE_POINTS` that fits (see :func:`set_plot_title`)."""
+    title = getattr(plot, "_styled_title", None)
+    if title is None or getattr(plot, "_fitting_title", False):
+        return
+    lbl = plot.titleLabel
+    cell, right = lbl.geometry(), _title_right(plot)
+    centred = 2 * min(cell.center().x(), right - cell.center().x()) - 4
+    leftward = cell.right() - 2          # right-aligned, reaching over the left axis
+    room = max(centred, leftward)
+    text, points, justify = title, TITLE_POINTS[0], "center"
+    if cell.width() > 0 and right > 0:    # (not laid out yet: drawn at full size, fitted on the first resize)
+        font = QtGui.QFont(lbl.item.font())
+        lines = _title_lines(title)
+        need = 0.0
+        for points in TITLE_POINTS:
+            font.setPointSizeF(points)
+            metrics = QtGui.QFontMetricsF(font)
+            need = max(metrics.horizontalAdvance(line) for line in lines)
+            if need <= room:
+                break
+        if need > room and len(lines) == 1 and "<" not in title:
+            elided = metrics.elidedText(lines[0], QtCore.Qt.TextElideMode.ElideRight, max(room, 0.0))
+            need = metrics.horizontalAdvance(elided)
+            text = html.escape(elided, quote=False)
+        if need > centred:
+            justify = "right"
+    _title_tip(lbl, None if text == title else _title_lines(title)[0])
+    key = (title, text, points, justify, plot._title_color)
+    if plot._title_fit == key:
+        return
+    plot._title_fit = key
+    plot._fitting_title = True   # setTitle re-enters through the label's resize
+    try:
+        plot.setTitle(text, color=plot._title_color, size=f"{points:g}pt", justify=justify)
+        if len(_title_lines(title)) > 1:   # pyqtgraph's title row is one line high
+            height = int(math.ceil(lbl.item.boundingRect().height())) + 4
+            lbl.setMaximumHeight(height)
+            plot.layout.setRowFixedHeight(0, height)
+    finally:
+        plot._fitting_title = False
+
+
+def _title_tip(label: pg.LabelItem, whole: Optional[str]) -> None:
+    """An elided title's tooltip is the whole title; a tooltip of the plot's own (the loss plot's
+    explanation) is kept."""
+    ours = getattr(label, "_elided_tip", None)
+    if label.toolTip() not in ("", ours):
+        return
+    label._elided_tip = whole
+    label.setToolTip(whole or "")
+
+
+def _refit_title_later(plot: pg.PlotItem) -> None:
+    """Fit the title from the event loop: a resize arrives while the plot's layout sets its items'
+    geometry, and changing the title there (its row's height) corrupted the layout (a crash)."""
+    if getattr(plot, "_title_refit_queued", False):
+        return
+    plot._title_refit_queued = True
+
+    def refit() -> None:
+        plot._title_refit_queued = False
+        _fit_title(plot)
+
+    QtCore.QTimer.singleShot(0, plot, refit)   # dropped with the plot
+
+
+def _title_right(plot: pg.PlotItem) -> float:
+    """How far right of the plot's left edge its title may reach: to the next plot with a title on its
+    right in the same layout, else to the layout's edge (over a colour bar, for instance)."""
+    own = plot.sceneBoundingRect()
+    layout = plot.parentItem()
+    if not isinstance(layout, pg.GraphicsLayout):
+        return own.width()
+    right = layout.sceneBoundingRect().right()
+    for other in layout.items:
+        if other is plot or not isinstance(other, pg.PlotItem):
+            continue
+        r = other.sceneBoundingRect()
+        if r.left() >= own.right() - 1 and r.top() < own.bottom() and r.bottom() > own.top():
+            right = min(right, r.left())
+    return right - own.left()
 
 
 def _let_title_overflow(plot: pg.PlotItem) -> None:
@@ -83,13 +202,14 @@ def _let_title_overflow(plot: pg.PlotItem) -> None:
 
     pyqtgraph makes the title's text width the minimum width of the view box's column, so a
     narrow heatmap grew wider than its widget and lost its colour bar off the right edge.
-    The (centred) title may now reach over the axes instead.
+    The title may now reach over the axes instead (:func:`_fit_title` keeps it inside the plot).
     """
     lbl = plot.titleLabel
     if getattr(lbl, "_overflow_ok", False):
         return
     lbl._overflow_ok = True
     orig = lbl.updateMin
+    owner = weakref.ref(plot)   # (no reference cycle through the label: the plot goes with its scene)
 
     def update_min():
         orig()
@@ -97,6 +217,9 @@ def _let_title_overflow(plot: pg.PlotItem) -> None:
         lbl._sizeHint[QtCore.Qt.SizeHint.MinimumSize] = (0, h)
         lbl.setMinimumWidth(0)
         lbl.updateGeometry()
+        p = owner()
+        if p is not None:
+            _refit_title_later(p)   # its width changed (resize) or its text did
 
     lbl.updateMin = update_min  # LabelItem calls it from setText and resizeEvent
     update_min()

@@ -38,7 +38,8 @@ class TopWordsTable(QtWidgets.QWidget):
         self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
         lay.addWidget(self.table, 1)
-        self.setMinimumSize(300, 160)   # (a table: it scrolls) two rows of Overview fit a 1366 x 768 screen
+        self.setMinimumSize(200, 160)   # (a table: it scrolls) two rows of Overview fit a 1366 x 768 screen;
+        # beside pi, A and the embeddings on a 1024 x 600 netbook with the Data column open
 
     def set_emissions(self, emissionprob, vocabulary: Optional[Sequence[str]],
                       row_labels: Optional[Sequence[str]] = None) -> None:

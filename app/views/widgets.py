@@ -13,7 +13,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import tick_strings
 
-__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "HeaderLabel", "ColorKey", "CompactComboBox"]
+__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "PageStack", "HeaderLabel", "ColorKey", "CompactComboBox"]
 
 class LabelAxis(pg.AxisItem):
     """An axis whose ticks are integer positions ``0..k-1`` named by strings (categories).
@@ -366,6 +366,61 @@ class Placeholder(QtWidgets.QLabel):
         pal.setColor(QtGui.QPalette.ColorRole.WindowText,
                      pal.color(QtGui.QPalette.ColorGroup.Disabled, QtGui.QPalette.ColorRole.WindowText))
         self.setPalette(pal)
+
+
+def smart_minimum(widget: QtWidgets.QWidget) -> QtCore.QSize:
+    """The minimum size a layout gives ``widget`` (Qt's ``qSmartMinSize``): its explicit minimum where set,
+    otherwise its minimum size hint (its size hint where its policy cannot shrink), 0 where its policy is
+    Ignored."""
+    policy = widget.sizePolicy()
+    hint, min_hint, explicit = widget.sizeHint(), widget.minimumSizeHint(), widget.minimumSize()
+    ignored = QtWidgets.QSizePolicy.Policy.Ignored
+    shrink = QtWidgets.QSizePolicy.PolicyFlag.ShrinkFlag.value
+
+    def side(pol, h: int, mh: int, ex: int) -> int:
+        if ex > 0:
+            return ex
+        if pol == ignored:
+            return 0
+        return max(mh if pol.value & shrink else max(h, mh), 0)
+
+    return QtCore.QSize(side(policy.horizontalPolicy(), hint.width(), min_hint.width(), explicit.width()),
+                        side(policy.verticalPolicy(), hint.height(), min_hint.height(), explicit.height()))
+
+
+class PageStack(QtWidgets.QStackedWidget):
+    """A stacked widget as small as the page it shows.
+
+    Qt's stacked widget asks for the largest minimum over all its pages, so a hidden page (the top-words
+    table behind the emission heatmap, six plots behind a placeholder) widened the page shown, and on a
+    small screen (1024 x 600) the dashboard scrolled sideways.  Here the size hints are the current page's
+    and follow it when the page changes or its own minimum does.
+    """
+
+    def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
+        super().__init__(parent)
+        self.currentChanged.connect(lambda _index: self.updateGeometry())
+
+    def _margins(self) -> QtCore.QSize:
+        m = self.contentsMargins()
+        return QtCore.QSize(m.left() + m.right(), m.top() + m.bottom())
+
+    def sizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt API)
+        page = self.currentWidget()
+        if page is None:
+            return super().sizeHint()
+        return page.sizeHint().expandedTo(smart_minimum(page)) + self._margins()
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt API)
+        page = self.currentWidget()
+        if page is None:
+            return super().minimumSizeHint()
+        return smart_minimum(page) + self._margins()
+
+    def event(self, event: QtCore.QEvent) -> bool:
+        if event.type() == QtCore.QEvent.Type.LayoutRequest:   # the page's minimum may have changed
+            self.updateGeometry()
+        return super().event(event)
 
 
 class CompactComboBox(QtWidgets.QComboBox):

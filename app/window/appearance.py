@@ -15,6 +15,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication, QStyleFactory, QWidget
 
+from ..views.theme import set_plot_title
+
 __all__ = ["apply_theme", "dark_palette", "restyle_plots", "THEMES"]
 
 THEMES = ("system", "light", "dark")
@@ -112,7 +114,7 @@ def restyle_plots(root: QWidget, old_fg: Optional[QColor] = None) -> None:
                 item._styled_fg = fg.name()
                 title = getattr(item, "_styled_title", None)
                 if title is not None:
-                    item.setTitle(title, color=fg.name(), size="11pt")
+                    set_plot_title(item, title, fg)
             elif isinstance(item, pg.LegendItem):
                 # entries added later (a series gets its first point) take the legend's colour: it
                 # was the theme's at start, so a job shown after a switch to dark had dark legend text

@@ -25,14 +25,14 @@ def settle(app, seconds: float = 0.5) -> None:
 
 
 def screenshot_session(repo: str):
-    """The common start of a screenshot script: ``--out`` (default ``docs/screenshots``), the
-    QApplication and a temporary folder.  Returns ``(out, app, tmp)``."""
+    """The common start of a screenshot script: ``--out`` (default ``docs/screenshots``; the script
+    reads its other options itself), the QApplication and a temporary folder.  Returns ``(out, app, tmp)``."""
     import argparse
     import os
     import tempfile
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(repo, "docs", "screenshots"))
-    out = ap.parse_args().out
+    out = ap.parse_known_args()[0].out
     os.makedirs(out, exist_ok=True)
     from PySide6.QtWidgets import QApplication
     app = QApplication.instance() or QApplication(["densehmm-studio"])

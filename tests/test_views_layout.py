@@ -1,0 +1,185 @@
+"""Layout rules of the plotting views on small screens: stacks as small as the page shown, plot titles
+that fit their plots, no embedding check boxes without embeddings.  Offscreen Qt."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+pg = pytest.importorskip("pyqtgraph")
+
+from PySide6 import QtWidgets  # noqa: E402
+
+from app.views import EmbeddingScatter, MatrixHeatmap, TrainingCurves  # noqa: E402
+from app.views.theme import TITLE_POINTS, plot_title  # noqa: E402
+from app.views.widgets import PageStack  # noqa: E402
+
+
+def _page(width: int, height: int) -> QtWidgets.QWidget:
+    w = QtWidgets.QWidget()
+    w.setMinimumSize(width, height)
+    return w
+
+
+def test_a_stack_is_as_small_as_the_page_it_shows(qtbot):
+    """Qt's stacked widget asks for its largest page's minimum: the hidden top-words table (300 px) made
+    the emission heatmap's column 300 px wide and the dashboard scroll sideways on a netbook."""
+    host = QtWidgets.QWidget()
+    qtbot.addWidget(host)
+    lay = QtWidgets.QHBoxLayout(host)
+    lay.setContentsMargins(0, 0, 0, 0)
+    stack = PageStack()
+    small, large = _page(100, 50), _page(300, 80)
+    stack.addWidget(small)
+    stack.addWidget(large)
+    lay.addWidget(stack)
+    lay.addWidget(_page(40, 10))
+    host.show()
+    qtbot.waitExposed(host)
+    assert (stack.minimumSizeHint().width(), stack.minimumSizeHint().height()) == (100, 50)
+    assert host.minimumSizeHint().width() == 100 + lay.spacing() + 40
+    stack.setCurrentWidget(large)
+    qtbot.waitUntil(lambda: host.minimumSizeHint().width() == 300 + lay.spacing() + 40, timeout=2000)
+    assert stack.minimumSizeHint().height() == 80
+    large.setMinimumWidth(350)     # the page's own minimum changes: the stack follows
+    qtbot.waitUntil(lambda: host.minimumSizeHint().width() == 350 + lay.spacing() + 40, timeout=2000)
+    host.resize(200, 100)          # the hidden small page never sets the minimum
+    stack.setCurrentWidget(small)
+    qtbot.waitUntil(lambda: host.minimumSizeHint().width() == 100 + lay.spacing() + 40, timeout=2000)
+
+
+def _points(plot) -> float:
+    """The title's point size (pyqtgraph writes it into the label's HTML, not into its font)."""
+    return float(plot.titleLabel.opts["size"].removesuffix("pt"))
+
+
+def _title_rects(plots):
+    return [p.titleLabel.item.sceneBoundingRect() for p in plots]
+
+
+@pytest.mark.parametrize("width", [560, 640, 760])
+def test_curve_titles_side_by_side_never_overlap(qtbot, width):
+    """Three curves side by side in a netbook's 600 px: "Training NLL per token (Baum-Welch)" reached
+    over "Normalised NLL (train, test)", and "Co-occurrence MAD" past the right edge."""
+    w = TrainingCurves(orientation="horizontal")
+    qtbot.addWidget(w)
+    w.set_history([{"step": s, "loss": 2.0 - 0.1 * s, "phase": "baum-welch", "train_ll": -2.0 + 0.1 * s,
+                    "mad": 0.01} for s in range(4)])
+    assert w.plots["loss"]._styled_title == "Training NLL per token (Baum-Welch)"
+    w.resize(width, 220)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.wait(20)
+    plots = [w.plots[k] for k in ("loss", "nll", "mad")]
+    rects = _title_rects(plots)
+    scene = w.graphics.ci.sceneBoundingRect()
+    for (a, ra), (b, rb) in itertools.combinations(zip(("loss", "nll", "mad"), rects), 2):
+        assert ra.right() <= rb.left() + 1 or rb.right() <= ra.left() + 1, (a, b, ra, rb)
+    for p, r in zip(plots, rects):
+        assert r.left() >= scene.left() - 1 and r.right() <= scene.right() + 1, (p._styled_title, r, scene)
+        assert _points(p) >= TITLE_POINTS[-1]
+
+
+def test_a_title_that_fits_keeps_its_full_size_and_text(qtbot):
+    w = TrainingCurves(orientation="horizontal")
+    qtbot.addWidget(w)
+    w.resize(1400, 260)
+    w.show()
+    qtbot.waitExposed(w)
+    qtbot.wait(20)
+    for p in w.plots.values():
+        assert _points(p) == TITLE_POINTS[0]
+        assert p.titleLabel.item.toPlainText() == p._styled_title
+
+
+def test_a_title_too_wide_even_small_is_elided_inside_its_plot(qtbot):
+    """A heatmap of 180 px (its netbook minimum) with a long title: 8 pt, elided, within the widget; back
+    to the whole title at 11 pt once wide."""
+    long_title = "Emission matrix B of a model with a very long descriptive name"
+    h = MatrixHeatmap(long_title, "state", "symbol", symbol="B")
+    qtbot.addWidget(h)
+    h.set_matrix(np.full((3, 4), 0.25))
+    h.resize(180, 200)
+    h.show()
+    qtbot.waitExposed(h)
+    qtbot.wait(20)
+    item = h.plot.titleLabel.item
+    assert _points(h.plot) == TITLE_POINTS[-1]
+    assert item.toPlainText().endswith("…") and len(item.toPlainText()) < len(long_title)
+    assert h.plot.titleLabel.toolTip() == long_title == plot_title(h.plot)   # whole in the tooltip
+    r = item.sceneBoundingRect()
+    assert r.left() >= -1 and r.right() <= h.graphics.width() + 1
+    h.resize(900, 400)
+    qtbot.waitUntil(lambda: item.toPlainText() == long_title, timeout=2000)
+    assert h.plot.titleLabel.toolTip() == ""
+    assert _points(h.plot) == TITLE_POINTS[0]
+
+
+def test_a_two_line_title_drawn_smaller_keeps_both_lines(qtbot):
+    """The title row grows for a second line (the state x tag view's scores); a refit at a smaller size
+    (pyqtgraph's setTitle makes the row one line high again) keeps both lines."""
+    from PySide6 import QtGui
+    h = MatrixHeatmap("States x gold tags: P(tag | state)<br>M-1 0.600,  1-1 0.600,  V-measure 0.474",
+                      "state", "tag", symbol="C")
+    qtbot.addWidget(h)
+    h.set_matrix(np.full((3, 3), 1 / 3))
+    h.resize(600, 300)
+    h.show()
+    qtbot.waitExposed(h)
+    label = h.plot.titleLabel
+
+    def holds_two_lines() -> bool:
+        font = QtGui.QFont(label.item.font())
+        font.setPointSizeF(_points(h.plot))
+        return label.geometry().height() >= 2 * QtGui.QFontMetricsF(font).lineSpacing()
+
+    qtbot.waitUntil(lambda: _points(h.plot) == TITLE_POINTS[0], timeout=2000)
+    assert holds_two_lines()
+    h.resize(200, 300)
+    qtbot.waitUntil(lambda: _points(h.plot) < TITLE_POINTS[0], timeout=2000)
+    qtbot.wait(20)
+    assert label.item.toPlainText().split("\n")[1].startswith("M-1") and holds_two_lines()
+
+
+def test_embedding_check_boxes_show_only_with_embeddings(qtbot):
+    """A standard HMM's placeholder had U, Z, W, V check boxes above it, ticking nothing."""
+    rng = np.random.default_rng(0)
+    e = EmbeddingScatter()
+    qtbot.addWidget(e)
+    e.resize(400, 300)
+    e.show()
+    qtbot.waitExposed(e)
+    assert e.placeholder.isVisible() and not e.controls.isVisible()
+    e.set_embeddings({k: rng.normal(size=(4, 2)) for k in ("U", "Z", "W", "V")})
+    assert e.controls.isVisible() and not e.placeholder.isVisible()
+    e.clear()
+    assert e.placeholder.isVisible() and not e.controls.isVisible()
+    bare = EmbeddingScatter(controls=False)   # Overview's: never any
+    qtbot.addWidget(bare)
+    bare.show()
+    bare.set_embeddings({k: rng.normal(size=(4, 2)) for k in ("U", "Z", "W", "V")})
+    assert not bare.controls.isVisible()
+
+
+def test_row_ticks_stay_outside_the_cells(qtbot):
+    """pyqtgraph's ticks reached 5 px into the plot: beside a narrow cell's value, 0.50 read "-0.50".
+    The pixels just inside the left edge, at each row's centre, are the cell's own colour."""
+    h = MatrixHeatmap("B", "state", "symbol", symbol="B")
+    qtbot.addWidget(h)
+    h.set_matrix(np.full((4, 4), 0.5))
+    h.resize(230, 200)
+    h.show()
+    qtbot.waitExposed(h)
+    qtbot.wait(30)
+    img = h.graphics.grab().toImage()
+    ratio = img.devicePixelRatio()
+    vb = h.plot.vb.sceneBoundingRect()
+    view = h.graphics
+    for row in range(4):
+        centre = h.plot.vb.mapViewToScene(pg.QtCore.QPointF(2.0, row))   # a cell's centre: its colour
+        cell = img.pixelColor(int(view.mapFromScene(centre).x() * ratio), int(view.mapFromScene(centre).y() * ratio))
+        left = view.mapFromScene(pg.QtCore.QPointF(vb.left(), centre.y()))
+        inside = [img.pixelColor(int((left.x() + dx) * ratio), int(left.y() * ratio)) for dx in (1, 2, 3, 4)]
+        assert all(c == cell for c in inside), (row, cell.name(), [c.name() for c in inside])
