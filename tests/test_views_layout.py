@@ -183,3 +183,21 @@ def test_row_ticks_stay_outside_the_cells(qtbot):
         left = view.mapFromScene(pg.QtCore.QPointF(vb.left(), centre.y()))
         inside = [img.pixelColor(int((left.x() + dx) * ratio), int(left.y() * ratio)) for dx in (1, 2, 3, 4)]
         assert all(c == cell for c in inside), (row, cell.name(), [c.name() for c in inside])
+
+
+def test_a_short_embedding_plot_names_its_axes_briefly(qtbot):
+    """On a netbook Overview's embedding plots are about 100 px high: "PC 2 (19% of variance)" was cut
+    to "PC 2 (19% of varianc".  A short plot says "PC 2 (19%)"; a tall one the whole title."""
+    rng = np.random.default_rng(1)
+    e = EmbeddingScatter(controls=False)
+    qtbot.addWidget(e)
+    e.resize(240, 190)
+    e.show()
+    qtbot.waitExposed(e)
+    e.set_embeddings({k: rng.normal(size=(5, 3)) for k in ("U", "Z", "W", "V")})
+    left = e.plot.getAxis("left")
+    qtbot.waitUntil(lambda: left.labelText.startswith("PC 2 (") and left.labelText.endswith("%)"), timeout=2000)
+    assert e.plot.vb.boundingRect().height() < 130
+    e.resize(500, 600)
+    qtbot.waitUntil(lambda: left.labelText.endswith("% of variance)"), timeout=2000)
+    assert e.plot.getAxis("bottom").labelText.endswith("% of variance)")

@@ -23,7 +23,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..flow import FlowLayout
-from .theme import label_axis_text, make_graphics_widget, marker_icon, style_plot, theme_colors
+from .theme import label_axis_texts, make_graphics_widget, marker_icon, style_plot, theme_colors
 from .widgets import LabelAxis, PageStack, Placeholder
 from .projection import pca_2d
 
@@ -346,7 +346,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         if l == 2:
             self._mode = "direct"
             self._coords = {k: self._emb[k].copy() for k in keys}
-            xt, yt = "dimension 1", "dimension 2"
+            xt, yt = ["dimension 1"], ["dimension 2"]
             title = f"{self._title} (l = 2)"
             self._left.set_labels(None)
         elif l == 1:
@@ -358,7 +358,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
             for k, i in rows.items():
                 names[i] = k
             self._left.set_labels(names)
-            xt, yt = "value (l = 1)", "embedding set"
+            xt, yt = ["value (l = 1)"], ["embedding set"]
             title = f"{self._title} (l = 1)"
         else:
             self._mode = "pca"
@@ -371,12 +371,13 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 self._coords[k] = Y[start:start + cnt]
                 start += cnt
             e1, e2 = 100 * self._explained
-            xt, yt = f"PC 1 ({e1:.0f}% of variance)", f"PC 2 ({e2:.0f}% of variance)"
+            xt = [f"PC 1 ({e1:.0f}% of variance)", f"PC 1 ({e1:.0f}%)"]
+            yt = [f"PC 2 ({e2:.0f}% of variance)", f"PC 2 ({e2:.0f}%)"]
             title = f"{self._title} (PCA, l = {l})"  # the axes name the components
             self._left.set_labels(None)
         style_plot(self.plot, self, title)
-        label_axis_text(self.plot, "bottom", xt, self)
-        label_axis_text(self.plot, "left", yt, self)
+        label_axis_texts(self.plot, "bottom", xt, self)   # (shorter where the plot is short)
+        label_axis_texts(self.plot, "left", yt, self)
 
     def _label_strings(self, key: str, count: int) -> List[str]:
         if key == "V":

@@ -19,7 +19,7 @@ __all__ = [
     "theme_colors", "make_graphics_widget", "style_plot", "state_colors", "symbol_labels", "state_labels",
     "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap", "diverging_cmap", "first_of", "fmt_value",
     "as_single", "tick_strings", "use_precise_ticks", "marker_icon", "fmt_compact", "label_axis_text",
-    "set_plot_title", "plot_title", "TITLE_POINTS",
+    "set_plot_title", "plot_title", "TITLE_POINTS", "label_axis_texts",
 ]
 
 #: Perceptual sequential colour map for probabilities.
@@ -233,9 +233,50 @@ def label_axis_text(plot: pg.PlotItem, side: str, text: str, widget=None) -> Non
     ax._styled_label = text
     # no "(x0.001)" after the title with ticks of -500 .. 500 for embeddings within +-0.5: pyqtgraph's
     # SI scaling, meant for values with units, only obscures unitless coordinates and scores
-    ax.enableAutoSIPrefix(False)
+    if ax.autoSIPrefix:
+        ax.enableAutoSIPrefix(False)
+    # (pyqtgraph's enableAutoSIPrefix(False) on a shown label still computes a scale from the range)
+    ax.autoSIPrefixScale, ax.labelUnitPrefix = 1.0, ""
     _, fg = theme_colors(widget)
     plot.setLabel(side, text, color=fg.name())
+
+
+def label_axis_texts(plot: pg.PlotItem, side: str, texts: Sequence[str], widget=None) -> None:
+    """Axis title: the first of ``texts`` (longest first) that fits along the axis, else the last;
+    chosen again whenever the plot is resized (a short embedding plot on a netbook cut "PC 2 (19% of
+    variance)" to "PC 2 (19% of varianc")."""
+    ax = plot.getAxis(side)
+    ax._fit_texts = [str(t) for t in texts]
+    ax._fit_widget = widget
+    _fit_axis_text(plot, side)
+    if not getattr(ax, "_fit_hooked", False):
+        ax._fit_hooked = True
+        owner = weakref.ref(plot)
+
+        def resized(*_args) -> None:
+            p = owner()
+            if p is not None and not getattr(ax, "_fit_queued", False):
+                ax._fit_queued = True   # from the event loop: not inside the layout's resize
+
+                def refit() -> None:
+                    ax._fit_queued = False
+                    _fit_axis_text(p, side)
+
+                QtCore.QTimer.singleShot(0, p, refit)
+
+        plot.vb.sigResized.connect(resized)
+
+
+def _fit_axis_text(plot: pg.PlotItem, side: str) -> None:
+    ax = plot.getAxis(side)
+    texts = getattr(ax, "_fit_texts", None)
+    if not texts:
+        return
+    rect = plot.vb.boundingRect()
+    length = rect.height() if side in ("left", "right") else rect.width()
+    metrics = QtGui.QFontMetricsF(ax.label.font())
+    chosen = next((t for t in texts if metrics.horizontalAdvance(t) <= length - 4), texts[-1])
+    label_axis_text(plot, side, chosen, ax._fit_widget)
 
 
 def tick_strings(values: Sequence[float], spacing: float) -> List[str]:
