@@ -201,3 +201,37 @@ def test_a_short_embedding_plot_names_its_axes_briefly(qtbot):
     e.resize(500, 600)
     qtbot.waitUntil(lambda: left.labelText.endswith("% of variance)"), timeout=2000)
     assert e.plot.getAxis("bottom").labelText.endswith("% of variance)")
+
+
+def test_a_narrow_compare_page_scrolls_its_table_not_itself(qtbot):
+    """The comparison table was never narrower than its content, so on a netbook the Compare page was
+    757 px wide in a 622 px viewport.  Squeezed, the table scrolls sideways itself (every row still
+    shown, the scroll bar below them); with room it is as wide as its content, without scroll bars."""
+    from app.views import CompareView
+    from app.views.compare import TABLE_MIN_WIDTH
+    from densehmm_core.hmm_base import BaseHMM
+    rng = np.random.default_rng(2)
+
+    def model(seed):
+        r = np.random.default_rng(seed)
+        m = BaseHMM(8, 12, seed=seed)
+        m.startprob_, m.transmat_ = r.dirichlet(np.ones(8)), r.dirichlet(np.ones(8), 8)
+        m.emissionprob_ = r.dirichlet(np.ones(12), 8)
+        return m
+
+    w = CompareView()
+    qtbot.addWidget(w)
+    w.resize(622, 520)          # a netbook's viewport
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_models("job 1", model(1), "job 2", model(2), {"test_nll": 2.5 + rng.random()}, {"test_nll": 2.4},
+                 same_data=True)
+    qtbot.wait(30)
+    t = w.table
+    assert w.minimumSizeHint().width() <= 622
+    assert TABLE_MIN_WIDTH <= t.width() < t.content_width
+    qtbot.waitUntil(lambda: t.verticalScrollBar().maximum() == 0, timeout=2000)   # every row shown
+    assert t.horizontalScrollBar().maximum() > 0
+    w.resize(1100, 520)
+    qtbot.waitUntil(lambda: t.width() >= t.content_width, timeout=2000)
+    qtbot.waitUntil(lambda: t.horizontalScrollBar().maximum() == 0 == t.verticalScrollBar().maximum(), timeout=2000)

@@ -75,6 +75,34 @@ NOTHING_COMPARED = ("Compare: select two finished jobs or models in the Jobs lis
                     "are matched to A's.")
 
 
+#: The comparison table's narrowest width (pixels): below its content's width it scrolls sideways itself,
+#: and the page does not (a 1024 x 600 netbook).
+TABLE_MIN_WIDTH = 240
+
+
+class _FittedTable(QtWidgets.QTableWidget):
+    """A table asking for its content's width (:attr:`content_width`, set by
+    :meth:`CompareView._fit_table`), which the page gives it where there is room."""
+
+    content_width = TABLE_MIN_WIDTH
+    content_height = 0
+
+    def sizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt API)
+        return QtCore.QSize(max(self.content_width, self.minimumWidth()), super().sizeHint().height())
+
+    def fit_height(self) -> None:
+        """Every row shown: the content's height, and the scroll bar's where the table is squeezed."""
+        if self.content_height <= 0:
+            return
+        bar = self.horizontalScrollBar().sizeHint().height() if self.width() < self.content_width else 0
+        if self.height() != self.content_height + bar or self.minimumHeight() != self.content_height + bar:
+            self.setFixedHeight(self.content_height + bar)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(event)
+        self.fit_height()
+
+
 class CompareView(QtWidgets.QWidget):
     """Metrics of two models in a table and heatmaps of ``model_b - model_a``."""
 
@@ -107,7 +135,7 @@ class CompareView(QtWidgets.QWidget):
         self.note.setWordWrap(True)
         lay.addWidget(self.note)
         split = QtWidgets.QHBoxLayout()
-        self.table = QtWidgets.QTableWidget(0, 3)
+        self.table = _FittedTable(0, 3)
         self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
         self.table.verticalHeader().setVisible(True)
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -116,11 +144,11 @@ class CompareView(QtWidgets.QWidget):
         self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
         self.table.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAsNeeded)
-        self.table.setMinimumWidth(240)
+        self.table.setMinimumWidth(TABLE_MIN_WIDTH)
         left = QtWidgets.QVBoxLayout()
         left.addWidget(self.table)
         left.addStretch(1)
-        split.addLayout(left, 2)
+        split.addLayout(left, 0)   # its content's width where there is room; the matrices take the rest
         right = QtWidgets.QVBoxLayout()
         self.maps: Dict[str, MatrixHeatmap] = {
             "startprob": MatrixHeatmap("Δπ", "", "state", symbol="Δπ", symmetric=True, cmap=diverging_cmap(),
@@ -229,8 +257,10 @@ class CompareView(QtWidgets.QWidget):
         cols = sum(max(t.columnWidth(j), t.sizeHintForColumn(j), hh.sectionSizeHint(j)) for j in range(3))
         rows = sum(max(t.rowHeight(i), t.sizeHintForRow(i)) for i in range(t.rowCount()))
         frame = 2 * t.frameWidth()
-        t.setFixedHeight(hh.sizeHint().height() + rows + frame + 2)
-        t.setMinimumWidth(max(240, vh.sizeHint().width() + cols + frame + 4))
+        t.content_height = hh.sizeHint().height() + rows + frame + 2
+        t.content_width = max(TABLE_MIN_WIDTH, vh.sizeHint().width() + cols + frame + 4)
+        t.fit_height()
+        t.updateGeometry()
 
     def showEvent(self, ev) -> None:  # noqa: N802 (Qt API)
         super().showEvent(ev)
