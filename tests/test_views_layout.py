@@ -235,3 +235,28 @@ def test_a_narrow_compare_page_scrolls_its_table_not_itself(qtbot):
     w.resize(1100, 520)
     qtbot.waitUntil(lambda: t.width() >= t.content_width, timeout=2000)
     qtbot.waitUntil(lambda: t.horizontalScrollBar().maximum() == 0 == t.verticalScrollBar().maximum(), timeout=2000)
+
+
+def test_a_one_line_legend_row_shows_every_name_whole(qtbot):
+    """Under Overview's scatters on a 1280 x 720 laptop the legend row took one line but "z_start" was
+    cut to "z_st": its width was estimated at 8 px of spacing per entry, the layout puts 8 px between
+    every marker and text.  At every width, a one-line row ends inside the view."""
+    rng = np.random.default_rng(3)
+    p = {k: rng.normal(size=(5 if k != "z_start" else 1, 3)) for k in ("U", "Z", "W", "V")}
+    p["z_start"] = rng.normal(size=3)
+    w = EmbeddingScatter(controls=False)
+    qtbot.addWidget(w)
+    w.resize(400, 300)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_embeddings(p)
+    one_line = 0
+    for width in range(240, 430, 10):
+        w.resize(width, 300)
+        qtbot.wait(15)
+        if w.legend.columnCount != 5:
+            continue
+        one_line += 1
+        last = max(label.item.sceneBoundingRect().right() for _s, label in w.legend.items)
+        assert last <= w.graphics.viewport().width(), (width, last)
+    assert one_line >= 3

@@ -187,8 +187,14 @@ class EmbeddingScatter(QtWidgets.QWidget):
         legend = legend if legend is not None else self.legend
         if legend is None or not legend.items:
             return
-        need = sum(sample.boundingRect().width() + label.item.boundingRect().width() + 8.0   # the text, not its cell
-                   for sample, label in legend.items) + 16.0
+        # one row: every marker and text (the text, not its cell), the layout's spacing between all of
+        # them (marker | text | marker | ...), its margins and the graphics' (an estimate of 8 px per
+        # entry cut the last name, "z_st", under Overview's plots on a 1280 x 720 laptop)
+        lay = legend.layout
+        left, _, right, _ = lay.getContentsMargins()
+        outer_left, _, outer_right, _ = self.graphics.ci.layout.getContentsMargins()
+        need = (sum(sample.boundingRect().width() + label.item.boundingRect().width() for sample, label in legend.items)
+                + lay.horizontalSpacing() * (2 * len(legend.items) - 1) + left + right + outer_left + outer_right + 4.0)
         cols = len(legend.items) if need <= self.graphics.width() else min(3, len(legend.items))
         if cols != legend.columnCount:
             legend.setColumnCount(cols)
