@@ -69,6 +69,11 @@ CLOSE_WAIT_S = 1.4
 NARROW_SCREEN = 1600
 #: that column's first width where the screen allows (pixels; :meth:`MainWindow._column_width`)
 SIDE_COLUMN = 420
+#: a screen's free height below which the window takes all of it but its title bar (pixels;
+#: :meth:`MainWindow.fit_to_screen`)
+SHORT_SCREEN = 800
+#: the room left for the window's title bar on such a screen (pixels)
+TITLE_BAR = 32
 
 
 class _MinimumHost(QWidget):
@@ -377,12 +382,19 @@ class MainWindow(QMainWindow):
         return screen.availableGeometry() if screen is not None else QRect(0, 0, 1500, 950)
 
     def fit_to_screen(self) -> None:
-        """1500 x 950, or 95 % x 92 % of the screen's free area where that is smaller; centred."""
+        """1500 x 950, or 95 % x 92 % of the screen's free area where that is smaller; centred.  On a short
+        screen (free height below :data:`SHORT_SCREEN`: a 1366 x 768 or 1280 x 720 laptop) the window takes
+        the free height less its title bar (:data:`TITLE_BAR`) and starts at its top: at 92 % a 1280 x 720
+        laptop left the dashboard 22 px short of its minimum, and its pages scrolled."""
         avail = self.available_geometry()
         w = min(1500, int(avail.width() * 0.95))
         h = min(950, int(avail.height() * 0.92))
+        y = avail.y() + (avail.height() - h) // 2
+        if avail.height() < SHORT_SCREEN:
+            h = max(h, avail.height() - TITLE_BAR)
+            y = avail.y()          # (the frame's top: the title bar sits above the window's area)
         self.resize(w, h)
-        self.move(avail.x() + (avail.width() - w) // 2, avail.y() + (avail.height() - h) // 2)
+        self.move(avail.x() + (avail.width() - w) // 2, y)
 
     def save_settings(self) -> None:
         self.settings.save_window(self.saveGeometry(), self.saveState())
