@@ -166,18 +166,24 @@ def _title_tip(label: pg.LabelItem, whole: Optional[str]) -> None:
     label.setToolTip(whole or "")
 
 
-def _refit_title_later(plot: pg.PlotItem) -> None:
-    """Fit the title from the event loop: a resize arrives while the plot's layout sets its items'
-    geometry, and changing the title there (its row's height) corrupted the layout (a crash)."""
-    if getattr(plot, "_title_refit_queued", False):
+def _from_event_loop(holder, flag: str, plot: pg.PlotItem, fn) -> None:
+    """Call ``fn()`` once from the event loop, however often asked before it runs (``flag`` on
+    ``holder`` marks it queued); dropped with ``plot``.  Refits asked for by a resize run there: the
+    resize arrives while the plot's layout sets its items' geometry, and changing a title there (its
+    row's height) corrupted the layout (a crash)."""
+    if getattr(holder, flag, False):
         return
-    plot._title_refit_queued = True
+    setattr(holder, flag, True)
 
-    def refit() -> None:
-        plot._title_refit_queued = False
-        _fit_title(plot)
+    def run() -> None:
+        setattr(holder, flag, False)
+        fn()
 
-    QtCore.QTimer.singleShot(0, plot, refit)   # dropped with the plot
+    QtCore.QTimer.singleShot(0, plot, run)
+
+
+def _refit_title_later(plot: pg.PlotItem) -> None:
+    _from_event_loop(plot, "_title_refit_queued", plot, lambda: _fit_title(plot))
 
 
 def _title_right(plot: pg.PlotItem) -> float:
@@ -255,14 +261,8 @@ def label_axis_texts(plot: pg.PlotItem, side: str, texts: Sequence[str], widget=
 
         def resized(*_args) -> None:
             p = owner()
-            if p is not None and not getattr(ax, "_fit_queued", False):
-                ax._fit_queued = True   # from the event loop: not inside the layout's resize
-
-                def refit() -> None:
-                    ax._fit_queued = False
-                    _fit_axis_text(p, side)
-
-                QtCore.QTimer.singleShot(0, p, refit)
+            if p is not None:
+                _from_event_loop(ax, "_fit_queued", p, lambda: _fit_axis_text(p, side))
 
         plot.vb.sigResized.connect(resized)
 

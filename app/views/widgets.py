@@ -392,9 +392,10 @@ class PageStack(QtWidgets.QStackedWidget):
     """A stacked widget as small as the page it shows.
 
     Qt's stacked widget asks for the largest minimum over all its pages, so a hidden page (the top-words
-    table behind the emission heatmap, six plots behind a placeholder) widened the page shown, and on a
-    small screen (1024 x 600) the dashboard scrolled sideways.  Here the size hints are the current page's
-    and follow it when the page changes or its own minimum does.
+    table behind the emission heatmap) widened the page shown, and on a small screen (1024 x 600) the
+    dashboard scrolled sideways.  Here the size hints are the current page's and follow it when the page
+    changes or its own minimum does.  (Where a placeholder stands in for views whose room the window's
+    first layout must keep, the dashboard's live page, a plain stack stays.)
     """
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
