@@ -10,6 +10,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QWheelEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox  # noqa: E402
+from qtshow import shown  # noqa: E402 - this folder
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "data"
 WORDS = FIX / "words.conllu"
@@ -198,14 +199,6 @@ def test_ctrl_tab_and_alt_digits_switch_the_centre_tabs(make_window, qtbot):
 
 
 # ----------------------------------------------------------------------------- 24.7 word views
-def _shown(qtbot, w, size):
-    qtbot.addWidget(w)
-    w.resize(*size)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
-
-
 def test_live_pca_keeps_its_sign_where_the_largest_entry_rule_would_flip():
     """Two frames whose first principal axis is (1, -1, 0)/sqrt(2) tilted a little either way: the
     largest-entry rule alone turns the second frame round; with the first frame as reference it
@@ -230,7 +223,7 @@ def test_live_pca_keeps_its_sign_where_the_largest_entry_rule_would_flip():
 
 def test_embedding_view_keeps_the_pca_sign_between_frames(qtbot):
     from app.views import EmbeddingScatter
-    w = _shown(qtbot, EmbeddingScatter(), (500, 400))
+    w = shown(qtbot, EmbeddingScatter(), (500, 400))
     t = np.linspace(-1, 1, 12)
 
     def params(eps):
@@ -254,7 +247,7 @@ def test_scatter_labels_never_overlap_and_more_are_shown_than_on_one_side(qtbot,
     vocab = [f"word{i:03d}" for i in range(m)]
 
     def shown_labels():
-        w = _shown(qtbot, EmbeddingScatter(), (640, 480))
+        w = shown(qtbot, EmbeddingScatter(), (640, 480))
         w.set_vocabulary(vocab)
         w.set_symbol_frequencies(counts)
         w.set_embeddings({"V": V})
@@ -284,7 +277,7 @@ def test_scatter_labels_stay_inside_the_plot(qtbot):
     V[0], V[1], V[2], V[3] = (4.0, 0.0), (-4.0, 2.0), (0.1, 3.0), (0.0, -3.0)
     counts = np.r_[[1000.0, 999.0, 998.0, 997.0], rng.integers(1, 50, size=m - 4)]
     vocab = [f"internationalisation{i}" for i in range(m)]
-    w = _shown(qtbot, EmbeddingScatter(), (520, 440))
+    w = shown(qtbot, EmbeddingScatter(), (520, 440))
     w.set_vocabulary(vocab)
     w.set_symbol_frequencies(counts)
     w.set_embeddings({"V": V})
@@ -292,9 +285,9 @@ def test_scatter_labels_stay_inside_the_plot(qtbot):
     w._declutter()
     area = w.plot.vb.sceneBoundingRect()
     boxes = w.label_boxes("V")
-    shown = w.visible_labels("V")
-    assert "internationalisation0" in shown and "internationalisation1" in shown   # placed on their inner side
-    for text, (x0, y0, x1, y1) in zip(shown, boxes):
+    placed = w.visible_labels("V")
+    assert "internationalisation0" in placed and "internationalisation1" in placed   # placed on their inner side
+    for text, (x0, y0, x1, y1) in zip(placed, boxes):
         assert area.left() - 0.5 <= x0 and x1 <= area.right() + 0.5, (text, x0, x1, area)
         assert area.top() - 0.5 <= y0 and y1 <= area.bottom() + 0.5, (text, y0, y1, area)
     for i, a in enumerate(boxes):
@@ -319,7 +312,7 @@ def test_a_words_model_is_drawn_faint_at_once_and_its_state_names_are_kept(qtbot
     tags = [rng.integers(0, k, size=15) for _ in range(20)]
     corpus = SimpleNamespace(sequences=seqs, vocabulary=[f"w{i}" for i in range(m)], tags=tags,
                              tag_vocabulary=["DET", "NOUN", "VERB", "ADJ"])
-    d = _shown(qtbot, Dashboard(), (1200, 800))
+    d = shown(qtbot, Dashboard(), (1200, 800))
     seen = []
     orig = d.embeddings.set_embeddings
 

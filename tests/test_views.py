@@ -22,6 +22,7 @@ from app.views import (CompareView, Dashboard, DecodeView, EmbeddingScatter, Mat
                        OverviewView, ParameterHeatmaps, TrainingCurves)
 from app.views.theme import fmt_compact, plot_title, state_colors  # noqa: E402
 from app.views.projection import pca_2d  # noqa: E402
+from qtshow import shown  # noqa: E402 - this folder
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
 
@@ -44,14 +45,6 @@ def plain_model(params, seed=0):
     model.transmat_ = params["transmat"]
     model.emissionprob_ = params["emissionprob"]
     return model
-
-
-def shown(qtbot, w, size=(900, 600)):
-    qtbot.addWidget(w)
-    w.resize(*size)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
 
 
 # ------------------------------------------------------------------- heatmaps

@@ -15,6 +15,14 @@ from PySide6 import QtWidgets  # noqa: E402
 from app.views import EmbeddingScatter, MatrixHeatmap, TrainingCurves  # noqa: E402
 from app.views.theme import TITLE_POINTS, plot_title  # noqa: E402
 from app.views.widgets import PageStack  # noqa: E402
+from qtshow import shown  # noqa: E402 - this folder
+
+
+def _heatmap(qtbot, title: str, matrix, size):
+    """A heatmap titled ``title`` showing ``matrix``, on screen at ``size``."""
+    h = MatrixHeatmap(title, "state", "symbol", symbol="B")
+    h.set_matrix(matrix)
+    return shown(qtbot, h, size)
 
 
 def _page(width: int, height: int) -> QtWidgets.QWidget:
@@ -98,12 +106,7 @@ def test_a_title_too_wide_even_small_is_elided_inside_its_plot(qtbot):
     """A heatmap of 180 px (its netbook minimum) with a long title: 8 pt, elided, within the widget; back
     to the whole title at 11 pt once wide."""
     long_title = "Emission matrix B of a model with a very long descriptive name"
-    h = MatrixHeatmap(long_title, "state", "symbol", symbol="B")
-    qtbot.addWidget(h)
-    h.set_matrix(np.full((3, 4), 0.25))
-    h.resize(180, 200)
-    h.show()
-    qtbot.waitExposed(h)
+    h = _heatmap(qtbot, long_title, np.full((3, 4), 0.25), (180, 200))
     qtbot.wait(20)
     item = h.plot.titleLabel.item
     assert _points(h.plot) == TITLE_POINTS[-1]
@@ -121,13 +124,8 @@ def test_a_two_line_title_drawn_smaller_keeps_both_lines(qtbot):
     """The title row grows for a second line (the state x tag view's scores); a refit at a smaller size
     (pyqtgraph's setTitle makes the row one line high again) keeps both lines."""
     from PySide6 import QtGui
-    h = MatrixHeatmap("States x gold tags: P(tag | state)<br>M-1 0.600,  1-1 0.600,  V-measure 0.474",
-                      "state", "tag", symbol="C")
-    qtbot.addWidget(h)
-    h.set_matrix(np.full((3, 3), 1 / 3))
-    h.resize(600, 300)
-    h.show()
-    qtbot.waitExposed(h)
+    h = _heatmap(qtbot, "States x gold tags: P(tag | state)<br>M-1 0.600,  1-1 0.600,  V-measure 0.474",
+                 np.full((3, 3), 1 / 3), (600, 300))
     label = h.plot.titleLabel
 
     def holds_two_lines() -> bool:
@@ -166,12 +164,7 @@ def test_embedding_check_boxes_show_only_with_embeddings(qtbot):
 def test_row_ticks_stay_outside_the_cells(qtbot):
     """pyqtgraph's ticks reached 5 px into the plot: beside a narrow cell's value, 0.50 read "-0.50".
     The pixels just inside the left edge, at each row's centre, are the cell's own colour."""
-    h = MatrixHeatmap("B", "state", "symbol", symbol="B")
-    qtbot.addWidget(h)
-    h.set_matrix(np.full((4, 4), 0.5))
-    h.resize(230, 200)
-    h.show()
-    qtbot.waitExposed(h)
+    h = _heatmap(qtbot, "B", np.full((4, 4), 0.5), (230, 200))
     qtbot.wait(30)
     img = h.graphics.grab().toImage()
     ratio = img.devicePixelRatio()

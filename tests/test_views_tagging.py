@@ -16,14 +16,7 @@ from densehmm_core.metrics import tagging_scores  # noqa: E402
 from app.views import Dashboard, DecodeView, EmbeddingScatter, ParameterHeatmaps  # noqa: E402
 from app.views.tagging import StateTagView, TaggingCurves  # noqa: E402
 from app.views.topwords import TopWordsTable  # noqa: E402
-
-
-def shown(qtbot, w, size=(900, 600)):
-    qtbot.addWidget(w)
-    w.resize(*size)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
+from qtshow import shown  # noqa: E402 - this folder
 
 
 def model_of(pi, A, B):
