@@ -5,6 +5,7 @@ import time
 import traceback
 from typing import Any, Callable, Optional, Set
 
+import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 __all__ = ["run_background", "background_pool", "wait_background"]
@@ -51,9 +52,20 @@ class _Task(QRunnable):
         try:
             result = self.fn(self.report) if self.with_progress else self.fn()
         except BaseException as exc:  # noqa: BLE001 - reported to the GUI thread
-            self.signals.failed.emit(exc, traceback.format_exc())
+            self._emit("failed", exc, traceback.format_exc())
         else:
-            self.signals.done.emit(result)
+            self._emit("done", result)
+
+    def _emit(self, name: str, *args) -> None:
+        """Send a result through ``self.signals``; dropped when that object is gone.  A task still
+        running while the process ended (a script that closed its window and returned) found it
+        deleted by the interpreter's teardown, and Qt printed "Signal source has been deleted" with a
+        traceback; no one is left to receive the result then."""
+        try:
+            getattr(self.signals, name).emit(*args)
+        except RuntimeError:
+            if shiboken6.isValid(self.signals):
+                raise
 
 
 class _Receiver(QObject):
