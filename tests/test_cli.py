@@ -188,9 +188,11 @@ def test_user_errors_exit_2_with_one_line(tmp_path, demo_model_file):
     user_error(["train", "missing.fasta", "--states", "3", "--out", "x.h5"], tmp_path, "missing.fasta: no such file")
     user_error(["train", "demo", "--states", "3", "--dim", "2", "--bogus"], tmp_path, "unrecognized arguments")
     # a near miss names the command's option (and only options of that command)
-    line = user_error(["train", "demo", "--states", "3", "--iters", "5"], tmp_path, "(did you mean --iter?)")
-    assert "--bogus" not in line
-    line = user_error(["info", str(path), "--nme", "a"], tmp_path, "(did you mean --name?)")
+    user_error(["train", "demo", "--states", "3", "--iters", "5"], tmp_path, "(did you mean --iter?)")
+    user_error(["info", str(path), "--histroy"], tmp_path, "(did you mean --history?)")
+    # train has no --history: no suggestion from another command's options
+    assert "did you mean" not in user_error(["train", "demo", "--histroy"], tmp_path, "unrecognized arguments")
+    user_error(["info", str(path), "--nme", "a"], tmp_path, "(did you mean --name?)")
     assert "did you mean" not in user_error(["train", "demo", "--bogus"], tmp_path, "unrecognized arguments")
     user_error(["info", "notes.txt"], tmp_path, "not an HDF5 file")
     user_error(["decode", str(path), "notes.txt"], tmp_path, "notes.txt")  # unreadable data: DataFormatError

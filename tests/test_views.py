@@ -964,8 +964,6 @@ def test_a_small_alphabet_names_every_symbol_even_among_markers(qtbot, monkeypat
     assert emb.LABEL_ALL_UP_TO < emb.TOP_LABELLED    # the words' 50 labels keep off the markers
 
 
-
-
 def test_compare_table_is_not_elided(qtbot):
     from app.views.theme import fmt_compact
     pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
