@@ -95,7 +95,7 @@ class _FittedTable(QtWidgets.QTableWidget):
         if self.content_height <= 0:
             return
         bar = self.horizontalScrollBar().sizeHint().height() if self.width() < self.content_width else 0
-        if self.height() != self.content_height + bar or self.minimumHeight() != self.content_height + bar:
+        if (self.minimumHeight(), self.maximumHeight()) != (self.content_height + bar,) * 2:
             self.setFixedHeight(self.content_height + bar)
 
     def resizeEvent(self, event) -> None:  # noqa: N802 (Qt API)
