@@ -102,6 +102,32 @@ def test_fasta_errors(tmp_path):
         assert name in str(e.value)
 
 
+def test_utf16_fasta_with_mark_reads_as_utf8_and_without_mark_is_refused(tmp_path):
+    text = ">a\nACGT\n>b\nACGA\n>c\nAGT\n"
+    (tmp_path / "plain.fa").write_text(text)
+    base = load(tmp_path / "plain.fa")
+    for name, data in {"le.fa": text.encode("utf-16"), "be.fa": b"\xfe\xff" + text.encode("utf-16-be"),
+                       "u32.fa": text.encode("utf-32")}.items():
+        (tmp_path / name).write_bytes(data)
+        c = load(tmp_path / name)
+        assert c.names == base.names and c.vocabulary == base.vocabulary, name
+        assert all(np.array_equal(x, y) for x, y in zip(c.sequences, base.sequences)), name
+    # errors keep their line numbers (counted in the text, not in the wide bytes)
+    (tmp_path / "bad.fa").write_bytes(">a\nACGT\nAC1T\n".encode("utf-16"))
+    with pytest.raises(DataFormatError, match="invalid character '1'") as e:
+        load(tmp_path / "bad.fa")
+    assert e.value.line == 3
+    # UTF-16 without its mark: a NUL after every character, said as such (not "binary file")
+    (tmp_path / "nomark.fa").write_bytes(text.encode("utf-16-le"))
+    with pytest.raises(DataFormatError, match="UTF-16 text without a byte-order mark") as e:
+        load(tmp_path / "nomark.fa")
+    assert e.value.line == 1
+    # a lone surrogate after the mark: undecodable, with the encoding named
+    (tmp_path / "broken.fa").write_bytes(text.encode("utf-16") + b"\x00\xd8A\x00")
+    with pytest.raises(DataFormatError, match="not valid utf-16"):
+        load(tmp_path / "broken.fa")
+
+
 def test_gzip_corrupt_and_empty(tmp_path):
     p = tmp_path / "x.fa.gz"
     rng = np.random.default_rng(0)
@@ -351,9 +377,14 @@ def test_tagged_crlf_gzip_bom_equal_plain(tmp_path, fixture):
         "crlf": raw.replace(b"\n", b"\r\n"),
         "gz": gzip.compress(raw),
         "bom": b"\xef\xbb\xbf" + raw,
+        # Windows tools write "Unicode" text as UTF-16 with a byte-order mark: read as UTF-8.
+        "utf-16": raw.decode("utf-8").encode("utf-16"),
+        "utf-16-be": b"\xfe\xff" + raw.decode("utf-8").encode("utf-16-be"),
+        "utf-32-crlf": raw.decode("utf-8").replace("\n", "\r\n").encode("utf-32"),
+        "gz-utf-16": gzip.compress(raw.decode("utf-8").encode("utf-16")),
     }
     for kind, data in variants.items():
-        p = tmp_path / (fixture + (".gz" if kind == "gz" else ""))
+        p = tmp_path / (fixture + (".gz" if kind.startswith("gz") else ""))
         p.write_bytes(data)
         c = load(p)
         assert c.format == base.format, kind

@@ -27,6 +27,12 @@ _BINARY_BYTES = bytes(range(0, 8)) + bytes(range(14, 27)) + bytes(range(28, 32))
 
 ProgressCallback = Callable[[int, int], object]
 
+# Byte-order marks of the UTF-16 / UTF-32 text that Windows tools write (Notepad's "Unicode",
+# PowerShell's ">" redirection, Excel's "Unicode text"): such files are read as UTF-8 after
+# transcoding.  UTF-32 first: its little-endian mark starts with UTF-16's.
+_WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+              (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
 
 class _HashingRaw(io.RawIOBase):
     """Raw reader that feeds sha256 and reports progress as bytes are read."""
@@ -154,6 +160,73 @@ class _CRToLF(io.RawIOBase):
             super().close()
 
 
+class _Transcoded(io.RawIOBase):
+    """A UTF-16 / UTF-32 byte stream (with its byte-order mark) read as UTF-8 bytes."""
+
+    def __init__(self, stream, encoding: str, path: Optional[str]):
+        super().__init__()
+        import codecs
+        self._s = stream
+        self._decoder = codecs.getincrementaldecoder(encoding)("strict")
+        self._encoding = encoding
+        self._path = path
+        self._pending = b""
+        self._done = False
+        self._consumed = 0
+
+    def readable(self):
+        return True
+
+    def _more(self, size: int) -> None:
+        data = self._s.read(max(size, 4096))
+        final = not data
+        try:
+            text = self._decoder.decode(data, final)
+        except UnicodeDecodeError as exc:
+            raise DataFormatError(
+                f"undecodable text: not valid {self._encoding} (byte offset about "
+                f"{self._consumed + max(0, exc.start)}, after the byte-order mark that says "
+                f"{self._encoding})", self._path) from None
+        self._consumed += len(data)
+        self._pending += text.encode("utf-8")
+        self._done = final
+
+    def readinto(self, b):
+        while not self._pending and not self._done:
+            self._more(len(b))
+        n = min(len(b), len(self._pending))
+        b[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self):
+        try:
+            self._s.close()
+        finally:
+            super().close()
+
+
+def _wide_encoding(head: bytes) -> Optional[str]:
+    """``"utf-16"`` or ``"utf-32"`` when ``head`` starts with such a byte-order mark."""
+    for bom, encoding in _WIDE_BOMS:
+        if head.startswith(bom):
+            return encoding
+    return None
+
+
+def _looks_utf16_without_bom(sample: bytes) -> bool:
+    """Mostly ASCII text with a NUL after (or before) every character: UTF-16 without its mark."""
+    probe = sample[:4096]
+    if len(probe) < 8:
+        return False
+    for start in (0, 1):
+        zeros = probe[1 - start::2]
+        chars = probe[start::2]
+        if zeros.count(0) >= 0.9 * len(zeros) and chars.count(0) == 0:
+            return True
+    return False
+
+
 class _Capped(io.RawIOBase):
     """The content stream, refused once it exceeds ``limit`` bytes (stdin or decompressed gzip:
     an endless pipe or a ``.gz`` bomb stops here instead of filling the memory)."""
@@ -216,6 +289,8 @@ class Source:
         self.is_stdin = self.path == STDIN
         self.name = "<stdin>" if self.is_stdin else os.path.basename(self.path)
         self.line_endings = "lf"
+        #: ``"utf-16"`` / ``"utf-32"`` when the text had that byte-order mark (read as UTF-8).
+        self.transcoded_from: Optional[str] = None
         from ..memory import text_limit
         limit = text_limit()
         if self.is_stdin:
@@ -243,6 +318,14 @@ class Source:
                 self.stream = io.BufferedReader(_Capped(self._buffered, limit, None, "standard input"),
                                                 buffer_size=_CHUNK)
             self.sample = self._peek_sample()
+            wide = _wide_encoding(self.sample)
+            if wide is not None:
+                self.transcoded_from = wide
+                self.stream = io.BufferedReader(_Transcoded(self.stream, wide, self.path), buffer_size=_CHUNK)
+                self.sample = self._peek_sample()
+            elif _looks_utf16_without_bom(self.sample):
+                raise DataFormatError("UTF-16 text without a byte-order mark (a NUL byte after every "
+                                      "character): save the file as UTF-8", self.path, 1)
             if b"\r" in self.sample and b"\n" not in self.sample:
                 # Old Mac line endings (CR only): read them as lines.
                 self.line_endings = "cr"
@@ -316,7 +399,12 @@ class Source:
             rest = [chunk[cut + 1:]]
 
     def text_lines(self, encoding: str = "utf-8") -> Iterator[Tuple[int, str]]:
-        """Yield ``(line_number, text)`` with the line ending removed, decoding strictly."""
+        """Yield ``(line_number, text)`` with the line ending removed, decoding strictly.
+
+        A file that began with a UTF-16 or UTF-32 byte-order mark is already UTF-8 here
+        (:attr:`transcoded_from`): its mark decides, and ``encoding`` is not used."""
+        if self.transcoded_from is not None:
+            encoding = "utf-8"
         try:
             "".encode(encoding)
         except LookupError:
