@@ -212,6 +212,7 @@ class DenseHMM(BaseHMM):
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
                    "diagnostics_every", "l2", "mstep_dtype", "posterior_sparsity", "logits")
     fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
+    fit_options = ("restarts",)
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams, written in densehmm_core.dense_hyper): the CLI
     # options, the app's model form and the docs table are derived from it
@@ -561,10 +562,7 @@ class DenseHMM(BaseHMM):
             self.record_event(ev)
             yield ev
 
-    def _iter_fit(self, seqs, *, init, eval_seqs, cancel, restarts: Optional[int] = None,
-                  **kw) -> Iterator[ProgressEvent]:
-        if kw:
-            raise TypeError(f"unexpected fit options {sorted(kw)}")
+    def _iter_fit(self, seqs, *, init, eval_seqs, cancel, restarts: Optional[int] = None) -> Iterator[ProgressEvent]:
         omega: Any = None
         if self.fit_method in ("cooc", "cooc_em"):
             if self._use_sparse_cooc():

@@ -39,6 +39,11 @@ def history_record(ev: ProgressEvent) -> dict:
     return rec
 
 
+#: scikit-learn's and hmmlearn's names for our constructor arguments (for the fit-option hint).
+_FIT_OPTION_ALIASES = {"max_iter": "n_iter", "n_components": "n_states", "random_state": "seed",
+                       "n_features": "n_symbols", "learning_rate": "lr", "n_init": "restarts"}
+
+
 class BaseHMM:
     """Common estimator surface of the HMMs (numpydoc in the subclasses).
 
@@ -54,6 +59,9 @@ class BaseHMM:
     #: estimator lists its own beside its ``__init__`` (tests/test_contract.py checks that the
     #: two agree).
     config_keys: Tuple[str, ...] = ()
+    #: Keyword options of :meth:`fit` / :meth:`iter_fit` beyond the data, ``init``, ``eval_data``,
+    #: ``callback`` and ``cancel`` (DenseHMM: ``restarts``); everything else is a constructor argument.
+    fit_options: Tuple[str, ...] = ()
     #: Metadata of the constructor's arguments and the model types users pick from
     #: (:mod:`densehmm_core.hyperparams`): the CLI options, the app's model form and the docs table.
     hyper_params: Tuple[Any, ...] = ()
@@ -179,6 +187,12 @@ class BaseHMM:
             cfg[key] = val.item() if isinstance(val, np.generic) else val
         return cfg
 
+    def get_params(self, deep: bool = True) -> dict:
+        """scikit-learn's name for :meth:`get_config`: the constructor's arguments, so that
+        ``sklearn.base.clone`` and scikit-learn's model selection accept these estimators
+        (``deep`` is accepted and changes nothing: no argument is itself an estimator)."""
+        return self.get_config()
+
     def set_params(self, **params) -> "BaseHMM":
         """Change options of the configuration (e.g. more iterations before resuming a fit).
 
@@ -280,6 +294,7 @@ class BaseHMM:
         """Train, yielding a :class:`ProgressEvent` per step; the last one has ``done=True``."""
         if "eval_seqs" in kw:   # the internal name: it reached _iter_fit twice ("multiple values")
             raise TypeError("held-out data go in eval_data=, not eval_seqs=")
+        self._check_fit_options(kw)
         self._resolve_n_symbols(data, lengths)
         seqs = as_sequences(data, lengths, n_symbols=self.n_symbols)
         eval_seqs = None if eval_data is None else as_sequences(eval_data, n_symbols=self.n_symbols)
@@ -288,7 +303,30 @@ class BaseHMM:
             self.record_event(ev)
             yield ev
 
-    def _iter_fit(self, seqs, *, init, eval_seqs, cancel, **kw) -> Iterator[ProgressEvent]:  # pragma: no cover
+    def _check_fit_options(self, kw: Dict[str, Any]) -> None:
+        """A ``TypeError`` for options :meth:`fit` does not take, pointing to the constructor
+        argument meant (``max_iter`` -> ``n_iter``, as in scikit-learn and hmmlearn)."""
+        unknown = sorted(set(kw) - set(self.fit_options))
+        if not unknown:
+            return
+        import difflib
+        name, cfg = type(self).__name__, list(self.get_config())
+        hints = []
+        for key in unknown:
+            target = key if key in cfg else _FIT_OPTION_ALIASES.get(key)
+            if target not in cfg:
+                close = difflib.get_close_matches(key, cfg + list(self.fit_options), n=1, cutoff=0.6)
+                target = close[0] if close else None
+            if target in self.fit_options:
+                hints.append(f"did you mean fit(..., {target}=...)")
+            elif target is not None:
+                hints.append(f"{'' if target == key else 'did you mean '}{name}({target}=...) "
+                             f"or model.set_params({target}=...)")
+        takes = ", ".join(("data", "lengths", "init", "eval_data", "callback", "cancel") + self.fit_options)
+        raise TypeError(f"unexpected fit options {unknown}: fit takes {takes}; training settings are "
+                        f"constructor arguments" + (f" ({'; '.join(hints)})" if hints else ""))
+
+    def _iter_fit(self, seqs, *, init, eval_seqs, cancel) -> Iterator[ProgressEvent]:  # pragma: no cover
         raise NotImplementedError
 
     def fit(self, data: Any, lengths=None, *, init: bool = True, eval_data: Any = None,

@@ -225,10 +225,7 @@ class StandardHMM(BaseHMM):
         B = (emit / (esum + (esum <= 0))) * (esum > 0) + old_B * (esum <= 0)
         return start, A, B
 
-    def _iter_fit(self, seqs: List[np.ndarray], *, init: bool, eval_seqs, cancel,
-                  **kw) -> Iterator[ProgressEvent]:
-        if kw:
-            raise TypeError(f"unexpected fit options: {sorted(kw)}")
+    def _iter_fit(self, seqs: List[np.ndarray], *, init: bool, eval_seqs, cancel) -> Iterator[ProgressEvent]:
         hooks = _BaumWelch(self, seqs, init)
         settings = EMSettings(n_iter=self.n_iter, tol=self.tol, phase="baum-welch",
                               snapshot_every=self.snapshot_every, diagnostics_every=self.diagnostics_every)

@@ -1,5 +1,6 @@
 """DenseHMM: estimator surface, both training schemes, events, cancel, divergence, devices."""
 import json
+import re
 import subprocess
 import sys
 
@@ -89,6 +90,44 @@ def test_bad_embeddings_and_options_are_rejected():
         with pytest.raises(TypeError, match="unexpected fit options.*n_iterations"):
             est.fit(seqs, n_iterations=3)
 
+
+def test_fit_options_are_checked_once_before_the_data_and_point_to_the_constructor():
+    seqs = [np.array([0, 1, 2, 3, 0, 1])]
+    for est in (DenseHMM(3, 2, fit_method="em", n_iter=1), StandardHMM(3, n_iter=1)):
+        name = type(est).__name__
+        # scikit-learn's / hmmlearn's names and near misses: the constructor argument meant
+        for given, meant in (("max_iter", "n_iter"), ("n_iterations", "n_iter"), ("random_state", "seed"),
+                             ("n_components", "n_states")):
+            with pytest.raises(TypeError, match=re.escape(f"did you mean {name}({meant}=...) or "
+                                                          f"model.set_params({meant}=...)")):
+                est.fit(seqs, **{given: 3})
+        with pytest.raises(TypeError, match=re.escape(f"({name}(tol=...) or model.set_params(tol=...))")):
+            est.fit(seqs, tol=1e-3)
+        # refused before the data are read: bad data with a bad option is about the option
+        with pytest.raises(TypeError, match="unexpected fit options.*max_iter"):
+            est.fit("not sequences", max_iter=3)
+        with pytest.raises(TypeError, match="unexpected fit options.*max_iter"):
+            next(est.iter_fit(seqs, max_iter=3))
+    # restarts is a fit option of DenseHMM only (the override of its constructor argument)
+    with pytest.raises(TypeError, match=r"unexpected fit options \['restarts'\]: fit takes data, lengths, "
+                                        r"init, eval_data, callback, cancel; "):
+        StandardHMM(3, n_iter=1).fit(seqs, restarts=2)
+    with pytest.raises(TypeError, match=re.escape("did you mean fit(..., restarts=...)")):
+        DenseHMM(3, 2, fit_method="em", n_iter=1).fit(seqs, restart=2)
+    model = DenseHMM(3, 2, fit_method="em", n_iter=1, seed=0).fit(seqs, restarts=2)
+    assert len(model.restart_losses_) == 2
+
+
+def test_sklearn_clone_gives_an_equal_unfitted_model():
+    from sklearn.base import clone
+    seqs = [np.array([0, 1, 2, 3, 0, 1, 2])]
+    for est in (StandardHMM(3, n_iter=2, seed=4, tol=1e-3), DenseHMM(3, 2, fit_method="em", n_iter=2, seed=1),
+                DenseHMM(4, 3, preset="paper"), DenseHMM(3, 3, logits="full", fit_method="em", n_iter=1)):
+        assert est.get_params() == est.get_config()
+        est.fit(seqs)
+        copy = clone(est)
+        assert type(copy) is type(est) and copy.get_params() == est.get_params()
+        assert copy.history_ == [] and copy.arrays()["params"] == {}
 
 def test_get_config_is_json_and_rebuilds_the_estimator():
     model = DenseHMM(4, 3, 6, fit_method="em", seed=3, lr=0.02, restarts=2, device="cpu")
