@@ -134,8 +134,8 @@ def _why_not(exc: OSError) -> str:
     return f"cannot be opened ({exc.strerror or exc})"
 
 
-class _CRToLF(io.RawIOBase):
-    """A byte stream with every CR turned into LF (for files with old Mac line endings)."""
+class _Wrapper(io.RawIOBase):
+    """A raw byte stream that reads another one (``_s``) and closes it with itself."""
 
     def __init__(self, stream):
         super().__init__()
@@ -143,6 +143,16 @@ class _CRToLF(io.RawIOBase):
 
     def readable(self):
         return True
+
+    def close(self):
+        try:
+            self._s.close()
+        finally:
+            super().close()
+
+
+class _CRToLF(_Wrapper):
+    """A byte stream with every CR turned into LF (for files with old Mac line endings)."""
 
     def readinto(self, b):
         data = self._s.read(len(b))
@@ -153,29 +163,19 @@ class _CRToLF(io.RawIOBase):
         b[:n] = data
         return n
 
-    def close(self):
-        try:
-            self._s.close()
-        finally:
-            super().close()
 
-
-class _Transcoded(io.RawIOBase):
+class _Transcoded(_Wrapper):
     """A UTF-16 / UTF-32 byte stream (with its byte-order mark) read as UTF-8 bytes."""
 
     def __init__(self, stream, encoding: str, path: Optional[str]):
-        super().__init__()
+        super().__init__(stream)
         import codecs
-        self._s = stream
         self._decoder = codecs.getincrementaldecoder(encoding)("strict")
         self._encoding = encoding
         self._path = path
         self._pending = b""
         self._done = False
         self._consumed = 0
-
-    def readable(self):
-        return True
 
     def _more(self, size: int) -> None:
         data = self._s.read(max(size, 4096))
@@ -199,12 +199,6 @@ class _Transcoded(io.RawIOBase):
         self._pending = self._pending[n:]
         return n
 
-    def close(self):
-        try:
-            self._s.close()
-        finally:
-            super().close()
-
 
 def _wide_encoding(head: bytes) -> Optional[str]:
     """``"utf-16"`` or ``"utf-32"`` when ``head`` starts with such a byte-order mark."""
@@ -227,20 +221,16 @@ def _looks_utf16_without_bom(sample: bytes) -> bool:
     return False
 
 
-class _Capped(io.RawIOBase):
+class _Capped(_Wrapper):
     """The content stream, refused once it exceeds ``limit`` bytes (stdin or decompressed gzip:
     an endless pipe or a ``.gz`` bomb stops here instead of filling the memory)."""
 
     def __init__(self, stream, limit: int, path: Optional[str], what: str):
-        super().__init__()
-        self._s = stream
+        super().__init__(stream)
         self.limit = int(limit)
         self.count = 0
         self._path = path
         self._what = what
-
-    def readable(self):
-        return True
 
     def readinto(self, b):
         data = self._s.read(min(len(b), self.limit + 1 - self.count))
@@ -252,12 +242,6 @@ class _Capped(io.RawIOBase):
         n = len(data)
         b[:n] = data
         return n
-
-    def close(self):
-        try:
-            self._s.close()
-        finally:
-            super().close()
 
 
 def _too_much(what: str, limit: int) -> str:
