@@ -1415,3 +1415,72 @@ def test_color_key_lines_fit_its_width_caption_included(qtbot):
         for line in lines:
             plain = re.sub(r"<[^>]+>", "", line).replace("&nbsp;", "\u00a0").replace("&#9632;", "\u25a0")
             assert fm.horizontalAdvance(plain) <= key.width() - 4, (max_lines, plain)
+
+
+def _tick_text_rects(axis):
+    """The tick labels pyqtgraph would draw on ``axis``: ``[(text, QRectF)]``."""
+    img = QtGui.QImage(10, 10, QtGui.QImage.Format.Format_ARGB32)
+    painter = QtGui.QPainter(img)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [(text, rect) for rect, _flags, text in (specs[2] if specs else [])]
+
+
+@pytest.mark.parametrize("width", [250, 300, 420, 700])
+def test_scatter_tick_labels_keep_a_gap(qtbot, width):
+    """Defect (the dashboard's embeddings at 240 px, PC 1 from -4.5 to 8): the x axis read
+    "-4-3-2-1 0 1 2 ...", the minus signs joining the labels into one string.  pyqtgraph draws a
+    finer tick level's labels while they fill up to 60 % of the axis; the labels of a horizontal axis
+    now keep at least a character's gap, and the coarse level (0, 5) is always labelled."""
+    rng = np.random.default_rng(0)
+    p = {k: rng.normal(size=(s, 2)) for k, s in (("U", 6), ("Z", 6), ("W", 6), ("V", 12))}
+    p["z_start"] = rng.normal(size=2)
+    p["V"][0] = (-4.5, 0.0)
+    p["V"][1] = (8.0, 0.5)
+    w = shown(qtbot, EmbeddingScatter(controls=False), (width, 320))
+    w.set_embeddings(p)
+    qtbot.wait(30)
+    ax = w.plot.getAxis("bottom")
+    texts = _tick_text_rects(ax)
+    assert len(texts) >= 2, texts
+    boxes = sorted((r.left(), r.right(), t) for t, r in texts)
+    gap = QtGui.QFontMetricsF(ax.style["tickFont"] or ax.font()).horizontalAdvance("0")
+    for (_l0, r0, t0), (l1, _r1, t1) in zip(boxes, boxes[1:]):
+        assert l1 - r0 >= gap, (width, t0, t1, l1 - r0, [b[2] for b in boxes])
+
+
+@pytest.mark.parametrize("lo,hi,width", [(-5.5, 10.25, 300), (0, 15, 350), (-8, 8, 300)])
+def test_numeric_bottom_axes_keep_a_gap_between_labels(qtbot, lo, hi, width):
+    """The rule for every numeric bottom axis of the views (steps, positions, coordinates), in settings
+    where a plain pyqtgraph axis crowds its labels (checked first): only the coarser level is labelled."""
+    from app.views.widgets import GappedAxis, labels_crowded
+
+    def texts_of(axis_items):
+        w = shown(qtbot, pg.PlotWidget(axisItems=axis_items), (width, 150))
+        w.setXRange(lo, hi, padding=0)
+        qtbot.wait(20)
+        ax = w.getPlotItem().getAxis("bottom")
+        return w, ax, _tick_text_rects(ax)      # the widget too: it owns the axis
+
+    _plain_w, plain_ax, plain = texts_of({})
+    gap = QtGui.QFontMetricsF(plain_ax.font()).horizontalAdvance("0")
+    assert labels_crowded([r for _t, r in plain], gap), [t for t, _r in plain]
+    _w, ax, texts = texts_of({"bottom": GappedAxis("bottom")})
+    assert len(texts) >= 2, texts
+    assert not labels_crowded([r for _t, r in texts], gap), [t for t, _r in texts]
+    assert {t for t, _r in texts} < {t for t, _r in plain}     # the coarse level's labels, as pyqtgraph's
+    assert ax.style["maxTextLevel"] == 2     # the style is restored after each drawing
+
+
+def test_views_number_their_bottom_axes_with_the_gapped_axis(qtbot):
+    from app.panels.data_panel import DataPanel
+    from app.views.widgets import GappedAxis
+    curves, scatter, decode, panel = TrainingCurves(), EmbeddingScatter(), DecodeView(), DataPanel()
+    for w in (curves, scatter, decode, panel):
+        qtbot.addWidget(w)
+    axes = [p.getAxis("bottom") for p in curves.plots.values()]
+    axes += [scatter.plot.getAxis("bottom"), decode.post_plot.getAxis("bottom")]
+    axes.append(panel.len_plot.getPlotItem().getAxis("bottom"))
+    assert all(isinstance(a, GappedAxis) for a in axes), [type(a).__name__ for a in axes]

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QCo
 from densehmm_core.data import WORDS_MIN_COUNT
 
 from ..datasets import DataSet, dataset_summary, is_tagged, read_options
-from ..views.widgets import CompactComboBox, HeaderLabel, LabelAxis
+from ..views.widgets import CompactComboBox, GappedAxis, HeaderLabel, LabelAxis
 
 __all__ = ["DataPanel", "PRESETS"]
 
@@ -139,7 +139,7 @@ class DataPanel(QWidget):
         self.freq_plot.setObjectName("frequencyChart")
         self.freq_box = _with_reset(self.freq_plot, "frequencyChart")
         lay.addWidget(self.freq_box, 1)
-        self.len_plot = _plot("Sequence lengths", "length", "sequences")
+        self.len_plot = _plot("Sequence lengths", "length", "sequences", {"bottom": GappedAxis("bottom")})
         self.len_plot.setObjectName("lengthHistogram")
         self.len_box = _with_reset(self.len_plot, "lengthHistogram")
         lay.addWidget(self.len_box, 1)

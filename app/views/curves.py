@@ -30,7 +30,7 @@ from PySide6 import QtWidgets
 
 from ..jobrows import INFINITE_TEST_NLL
 from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
-from .widgets import ThinLogAxis
+from .widgets import GappedAxis, ThinLogAxis
 
 __all__ = ["TrainingCurves", "SERIES"]
 
@@ -137,7 +137,8 @@ class TrainingCurves(QtWidgets.QWidget):
                   "mad": ("Co-occurrence MAD", "MAD")}
         for i, (key, (title, ylab)) in enumerate(titles.items()):
             row, col = (i, 0) if orientation == "vertical" else (0, i)
-            p = self.graphics.addPlot(row=row, col=col, axisItems={"left": ThinLogAxis("left")})
+            p = self.graphics.addPlot(row=row, col=col, axisItems={"left": ThinLogAxis("left"),
+                                                                   "bottom": GappedAxis("bottom")})
             style_plot(p, self, title)
             label_axis_text(p, "left", ylab, self)
             # no grid: its alpha-blended lines double the repaint cost of a live plot

@@ -16,7 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
                     symbol_labels, theme_colors)
-from .widgets import ColorKey, CompactComboBox, HeaderLabel, LabelAxis, PageStack, Placeholder
+from .widgets import ColorKey, CompactComboBox, GappedAxis, HeaderLabel, LabelAxis, PageStack, Placeholder
 
 __all__ = ["DecodeView"]
 
@@ -144,7 +144,8 @@ class DecodeView(QtWidgets.QWidget):
         self._track_axis.set_labels(["path"])
         self.graphics.ci.layout.setRowStretchFactor(0, 1)
 
-        self.post_plot: pg.PlotItem = self.graphics.addPlot(row=1, col=0, axisItems={"left": self._state_axis})
+        self.post_plot: pg.PlotItem = self.graphics.addPlot(row=1, col=0, axisItems={"left": self._state_axis,
+                                                                                   "bottom": GappedAxis("bottom")})
         style_plot(self.post_plot, self, "Posterior state probabilities P(state | sequence)")
         label_axis_text(self.post_plot, "left", "state", self)
         label_axis_text(self.post_plot, "bottom", "position t", self)

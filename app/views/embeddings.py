@@ -24,7 +24,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..flow import FlowLayout
 from .theme import label_axis_texts, make_graphics_widget, marker_icon, style_plot, theme_colors
-from .widgets import LabelAxis, PageStack, Placeholder
+from .widgets import GappedAxis, LabelAxis, PageStack, Placeholder
 from .projection import pca_2d
 
 __all__ = ["EmbeddingScatter", "EMBEDDING_SETS"]
@@ -133,7 +133,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self.placeholder = Placeholder(NO_EMBEDDINGS)
         self.graphics = make_graphics_widget(self)
         self._left = LabelAxis("left")
-        self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left})
+        self.plot: pg.PlotItem = self.graphics.addPlot(axisItems={"left": self._left, "bottom": GappedAxis("bottom")})
         style_plot(self.plot, self, self._title)
         self.plot.disableAutoRange()  # _fit_range sets it: no auto range on every paint
         self._fitted = None

@@ -18,7 +18,7 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 
 from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
-from .widgets import PageStack, Placeholder
+from .widgets import GappedAxis, PageStack, Placeholder
 from .heatmap import MatrixHeatmap
 
 __all__ = ["StateTagView", "TaggingCurves", "state_tag_labels"]
@@ -118,7 +118,7 @@ class TaggingCurves(QtWidgets.QWidget):
         self.graphics = make_graphics_widget(self)
         lay.addWidget(self.graphics)
         _, fg = theme_colors(self)
-        self.plot = self.graphics.addPlot()
+        self.plot = self.graphics.addPlot(axisItems={"bottom": GappedAxis("bottom")})
         style_plot(self.plot, self, "M-1, 1-1, V-measure")
         label_axis_text(self.plot, "left", "score", self)
         label_axis_text(self.plot, "bottom", "step / iteration", self)

@@ -13,7 +13,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import tick_strings
 
-__all__ = ["LabelAxis", "ThinLogAxis", "Placeholder", "PageStack", "HeaderLabel", "ColorKey", "CompactComboBox"]
+__all__ = ["LabelAxis", "GappedAxis", "ThinLogAxis", "Placeholder", "PageStack", "HeaderLabel", "ColorKey",
+           "CompactComboBox"]
 
 class LabelAxis(pg.AxisItem):
     """An axis whose ticks are integer positions ``0..k-1`` named by strings (categories).
@@ -283,6 +284,39 @@ class LabelAxis(pg.AxisItem):
             pt = vb.mapSceneToView(self.mapToScene(ev.pos()))
             text = self.label_at(pt.x() if self.orientation in ("bottom", "top") else pt.y())
         self.setToolTip(text or "")
+
+
+class GappedAxis(pg.AxisItem):
+    """A numeric axis whose horizontal tick labels keep at least a digit's width between them.
+
+    pyqtgraph labels a finer tick level while its labels fill up to 60 % of the axis, and on a narrow
+    plot "-4 -3 -2 -1" then ran together into "-4-3-2-1" (the dashboard's embeddings, PC 1 from -4.5
+    to 8 in 240 px).  Where two neighbouring labels would be closer than a digit, the finest labelled
+    level loses its labels (its ticks stay), down to the coarsest level, which pyqtgraph spaces
+    widely.  Vertical axes are left as pyqtgraph draws them.
+    """
+
+    def generateDrawSpecs(self, p):  # noqa: N802 (pyqtgraph API)
+        specs = super().generateDrawSpecs(p)
+        if specs is None or self.orientation not in ("bottom", "top"):
+            return specs
+        levels = self.style["maxTextLevel"]
+        gap = QtGui.QFontMetricsF(p.font()).horizontalAdvance("0")
+        try:
+            keep = levels
+            while keep > 0 and labels_crowded([rect for rect, _flags, _text in specs[2]], gap):
+                keep -= 1
+                self.style["maxTextLevel"] = keep
+                specs = super().generateDrawSpecs(p)
+        finally:
+            self.style["maxTextLevel"] = levels
+        return specs
+
+
+def labels_crowded(rects, gap: float) -> bool:
+    """Whether two of these side-by-side label boxes are less than ``gap`` apart (or overlap)."""
+    spans = sorted((r.left(), r.right()) for r in rects)
+    return any(nxt[0] - cur[1] < gap for cur, nxt in zip(spans, spans[1:]))
 
 
 class ThinLogAxis(pg.AxisItem):
