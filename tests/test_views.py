@@ -1484,3 +1484,54 @@ def test_views_number_their_bottom_axes_with_the_gapped_axis(qtbot):
     axes += [scatter.plot.getAxis("bottom"), decode.post_plot.getAxis("bottom")]
     axes.append(panel.len_plot.getPlotItem().getAxis("bottom"))
     assert all(isinstance(a, GappedAxis) for a in axes), [type(a).__name__ for a in axes]
+
+
+@pytest.mark.parametrize("size", [(866, 118), (700, 130), (1200, 200)])
+def test_short_curves_keep_legend_note_and_last_label_apart(qtbot, size):
+    """Defects (a co-occurrence job on a 1366 x 768 laptop, curves 118 px tall): the NLL plot's legend
+    ("test") moved to the upper left, over the note that explains the single test point, and the MAD
+    plot's last step label read "150" (for 1500), cut at the widget's right edge."""
+    c = shown(qtbot, TrainingCurves(orientation="horizontal"), size)
+    for s in range(0, 1500, 250):
+        c.add_event(ProgressEvent(step=s, total=1500, phase="cooc", loss=0.8 / (s + 1),
+                                  metrics={"mad": 0.003 / (1 + s / 250)}))
+    c.add_event(ProgressEvent(step=1476, total=1500, phase="cooc", loss=0.09, test_ll=-180.0,
+                              metrics={"mad": 0.0013, "test_nll": 2.4656}, done=True))
+    qtbot.wait(50)
+    p = c.plots["nll"]
+    assert c.note("nll") and c.legend_names("nll") == ["test"]
+    text = p._note.textItem
+    note_box = text.mapRectToScene(text.boundingRect())
+    legend_box = p.legend.mapRectToScene(p.legend.boundingRect())
+    assert not note_box.intersects(legend_box), (c.legend_corner("nll"), note_box, legend_box)
+    # every step label drawn lies inside the view (none cut at its edge)
+    view = c.graphics.mapToScene(c.graphics.viewport().rect()).boundingRect()
+    for key in ("loss", "nll", "mad"):
+        ax = c.plots[key].getAxis("bottom")
+        for t, r in _tick_text_rects(ax):
+            box = ax.mapRectToScene(r)
+            assert view.left() <= box.left() and box.right() <= view.right(), (key, t, box, view)
+
+
+@pytest.mark.parametrize("height", [110, 140, 400])
+def test_colour_bar_labels_never_overlap(qtbot, height):
+    """Defect (a 6-state A on a 1366 x 768 laptop, the heatmap 45 px tall): the colour bar read
+    "1.0 0.8 0.6 0.4 0.2" on top of each other.  pyqtgraph labels at least two intervals whatever the
+    bar's height; its labels now stay half a line apart (fewer, wider spaced values), and a tall bar
+    keeps pyqtgraph's values."""
+    rng = np.random.default_rng(0)
+    w = shown(qtbot, MatrixHeatmap("Transition matrix A", "from state", "to state"), (220, height))
+    w.set_matrix(rng.dirichlet(np.ones(6), size=6))
+    w.set_fixed_range(False)
+    w.set_matrix(np.clip(rng.dirichlet(np.ones(6), size=6) * 3, 0, 1))
+    qtbot.wait(50)
+    ax = w.colorbar.axis
+    texts = _tick_text_rects(ax)
+    assert len(texts) >= 2, (height, texts)
+    line = QtGui.QFontMetricsF(ax.font()).height()
+    centres = sorted((r.center().y(), t) for t, r in texts)
+    for (y0, s0), (y1, s1) in zip(centres, centres[1:]):
+        assert y1 - y0 >= 1.4 * line, (height, s0, s1, y1 - y0, line)
+    if height >= 400:   # room: the labels pyqtgraph chose, every 0.1 or 0.2
+        values = sorted(float(t) for t, _r in texts)
+        assert len(values) >= 5, values

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from ..jobrows import INFINITE_TEST_NLL
 from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
@@ -129,6 +129,10 @@ class TrainingCurves(QtWidgets.QWidget):
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.graphics = make_graphics_widget(self)
+        # room on the right for the last step's label, which may reach TICK_OVERHANG_PX past its axis
+        # (the right-hand plot's "1500" was cut to "150" at the widget's edge)
+        left, top, right, bottom = self.graphics.ci.layout.getContentsMargins()
+        self.graphics.ci.setContentsMargins(left, top, max(right, TICK_OVERHANG_PX + 4), bottom)
         lay.addWidget(self.graphics)
         _, fg = theme_colors(self)
         self.plots: Dict[str, pg.PlotItem] = {}
@@ -370,7 +374,10 @@ class TrainingCurves(QtWidgets.QWidget):
         r = p.vb.rect()
         if getattr(p._note, "_beside", False):
             p._note.setAnchor((0.0, 1.0))
-            p._note.setTextWidth(max(60.0, 0.62 * r.width()))
+            # leave the right-hand corners to the legend: in a short plot the wrapped note reaches
+            # the top, and a legend beside it must not cover it (_place_legend avoids the note)
+            legend = p.legend.boundingRect().width() + 20.0 if p.legend.items else 0.0
+            p._note.setTextWidth(max(60.0, min(0.62 * r.width(), r.width() - legend)))
             p._note.setPos(r.left() + 4.0, r.bottom() - 2.0)
         else:
             p._note.setAnchor((0.5, 0.5))
@@ -512,16 +519,26 @@ class TrainingCurves(QtWidgets.QWidget):
         if cols != legend.columnCount:
             legend.setColumnCount(cols)
         box = legend.boundingRect()
-        blocked = {"bottom-left"} if getattr(p._note, "_beside", False) and p._note.toPlainText() else set()
+        note = None     # the note beside a point or two: no corner whose legend would cover it
+        if getattr(p._note, "_beside", False) and p._note.toPlainText():
+            text = p._note.textItem
+            note = text.mapRectToItem(p.vb, text.boundingRect()).translated(-r.left(), -r.top())
 
         def crossings(bottom: float, top: float, gap: float) -> Dict[str, int]:
             """Points under the legend in each corner, the y range from ``bottom`` to ``top``, the
-            legend ``gap`` px from the plot's edge."""
+            legend ``gap`` px from the plot's edge; corners where it would cover the note are left out
+            (all of them kept if it would cover it everywhere, but the note's own lower left)."""
             py = (top - yv) / (top - bottom) * r.height()
             w, h = box.width() + 8.0, box.height() + gap + 2.0
             spans = {"top-right": ((r.width() - w, r.width()), (0.0, h)), "top-left": ((0.0, w), (0.0, h)),
                      "bottom-left": ((0.0, w), (r.height() - h, r.height())),
                      "bottom-right": ((r.width() - w, r.width()), (r.height() - h, r.height()))}
+            blocked: set = set()
+            if note is not None:
+                blocked = {c for c, ((a, b), (lo, hi)) in spans.items()
+                           if QtCore.QRectF(a, lo, b - a, hi - lo).intersects(note)}
+                if len(blocked) == len(spans):
+                    blocked = {"bottom-left"}
             return {c: int(np.count_nonzero((px >= a) & (px <= b) & (py >= lo) & (py <= hi)))
                     for c, ((a, b), (lo, hi)) in spans.items() if c not in blocked}
 

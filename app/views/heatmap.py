@@ -19,7 +19,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from .theme import (label_axis_text, make_graphics_widget, sequential_cmap, state_labels, style_plot, symbol_labels,
                     theme_colors, tick_strings, use_precise_ticks)
 from .topwords import TopWordsTable
-from .widgets import LabelAxis, PageStack
+from .widgets import LabelAxis, PageStack, space_vertical_labels
 
 __all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
 
@@ -106,6 +106,7 @@ class MatrixHeatmap(QtWidgets.QWidget):
         self.colorbar.axis.setTextPen(pg.mkPen(fg))
         # labels with enough digits for narrow ranges, and an axis wide enough to show them
         use_precise_ticks(self.colorbar.axis)
+        space_vertical_labels(self.colorbar.axis)
         self._cbar_width = 45
         self._levels_shown = None
         self.graphics.scene().sigMouseMoved.connect(self._on_mouse_moved)
