@@ -74,6 +74,9 @@ SIDE_COLUMN = 420
 SHORT_SCREEN = 800
 #: the room left for the window's title bar on such a screen (pixels)
 TITLE_BAR = 32
+#: the Jobs panel's first height on such a screen (pixels: its buttons, a header and three jobs); the
+#: dashboard takes the rest (at a third of the window its plots had only their minimum height)
+SHORT_SCREEN_JOBS = 160
 
 
 class _MinimumHost(QWidget):
@@ -315,10 +318,13 @@ class MainWindow(QMainWindow):
         return dock
 
     def _size_jobs_dock(self, share: float = 1 / 3) -> None:
-        """The Jobs panel's first height: ``share`` of the window, at least 190 px, but on a short screen
-        (a 1366 x 768 laptop) no taller than leaves the central pages their minimum height, so that
-        they need no scroll bar; never below the panel's own minimum."""
-        want = max(190, int(share * self.height()))
+        """The Jobs panel's first height: ``share`` of the window, at least 190 px; on a short screen (a
+        1366 x 768 laptop) :data:`SHORT_SCREEN_JOBS`, the rest for the plots, and never so tall that the
+        central pages lack their minimum height (no scroll bar); never below the panel's own minimum."""
+        if self.available_geometry().height() < SHORT_SCREEN:
+            want = max(SHORT_SCREEN_JOBS, self.jobs_dock.minimumSizeHint().height())
+        else:
+            want = max(190, int(share * self.height()))
         self.resizeDocks([self.jobs_dock], [want], Qt.Vertical)
         self.layout().activate()
         short = self.stack.minimumSizeHint().height() - self.central_area.height()
