@@ -176,14 +176,15 @@ def test_overview_legend_row_is_one_line_where_it_fits(qtbot):
     leaving the scatter a strip 30 px tall.  Where the five names fit on one line they take one, inside
     the plot's width; a narrow view keeps three per line."""
     p = {k: v for k, v in random_params(5, 12, seed=3, l=3).items() if k in ("U", "Z", "W", "V", "z_start")}
-    for width, cols in ((400, 5), (200, 3)):
+    # 320: Overview's scatter on a 1366 x 768 laptop (pyqtgraph's 9 px margins kept it on two lines)
+    for width, cols in ((400, 5), (320, 5), (200, 3)):
         w = shown(qtbot, EmbeddingScatter(controls=False), (width, 300))
         w.set_embeddings(p)
         qtbot.wait(20)
         assert w.legend_names() == ["U", "Z", "W", "V", "z_start"] and w.legend.columnCount == cols, width
         if cols == 5:
             assert w.legend.sceneBoundingRect().width() <= w.graphics.width()
-            assert w.legend.sceneBoundingRect().height() < 2 * max(
+            assert w.legend.sceneBoundingRect().height() <= 6 + max(
                 label.boundingRect().height() for _s, label in w.legend.items)
 
 

@@ -175,6 +175,9 @@ class EmbeddingScatter(QtWidgets.QWidget):
         _, fg = theme_colors(self)
         legend = pg.LegendItem(offset=None, labelTextColor=fg, colCount=3, horSpacing=8, frame=False)
         legend.setSizePolicy(QtWidgets.QSizePolicy.Policy.Preferred, QtWidgets.QSizePolicy.Policy.Fixed)
+        # pyqtgraph's 9 px around the entries took 18 px of a short scatter's height, and kept the five
+        # names off one line under Overview's plots on a 1366 x 768 laptop (320 px wide)
+        legend.layout.setContentsMargins(2, 2, 2, 2)
         self.graphics.addItem(legend, row=1, col=0)
         for key in keys:
             legend.addItem(self.scatters[key], key)
