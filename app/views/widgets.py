@@ -314,14 +314,15 @@ class GappedAxis(pg.AxisItem):
 
 
 #: A vertical axis' tick labels stand at least this many text lines apart, centre to centre.
-LABEL_LINES_APART = 1.5
+LABEL_LINES_APART = 1.25
 
 
 def space_vertical_labels(axis: pg.AxisItem) -> pg.AxisItem:
     """Give an existing vertical axis (a ColorBarItem's) labels at least :data:`LABEL_LINES_APART`
     lines apart: pyqtgraph labels at least two intervals whatever the axis' length, and a colour bar
     45 px tall read "1.0 0.8 0.6 0.4 0.2" on top of each other.  Where its spacing would crowd, the
-    next wider 1-2-5 step is used, labels only (no finer level); a long axis keeps pyqtgraph's."""
+    next wider 1-2-5 step is used, labels only (no finer level), as long as two values stay in view
+    (one label alone gives no scale); a long axis keeps pyqtgraph's."""
     own = axis.tickSpacing
 
     def spacing(minVal, maxVal, size):  # noqa: N803 (pyqtgraph API)
@@ -330,12 +331,13 @@ def space_vertical_labels(axis: pg.AxisItem) -> pg.AxisItem:
             return levels
         line = QtGui.QFontMetricsF(axis.style["tickFont"] or axis.font()).height()
         step = levels[0][0]
-        if step * size / (maxVal - minVal) >= LABEL_LINES_APART * line:
-            return levels
         while step * size / (maxVal - minVal) < LABEL_LINES_APART * line:
             mant = round(step / 10 ** math.floor(math.log10(step) + 1e-9), 6)
-            step *= 2.5 if mant == 2.0 else 2.0     # 1 -> 2 -> 5 -> 10
-        return [(step, 0.0)]
+            wider = step * (2.5 if mant == 2.0 else 2.0)     # 1 -> 2 -> 5 -> 10
+            if math.floor(maxVal / wider + 1e-9) - math.ceil(minVal / wider - 1e-9) + 1 < 2:
+                break
+            step = wider
+        return levels if step == levels[0][0] else [(step, 0.0)]
 
     axis.tickSpacing = spacing
     axis.picture = None
