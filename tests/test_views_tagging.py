@@ -295,3 +295,28 @@ def test_a_model_scored_before_it_is_shown_draws_its_mapped_tags_at_once(qtbot, 
     assert len(runs) == 2
     want = tagging_scores(other.predict(seqs), tags, n_states=n, n_tags=k)
     np.testing.assert_array_equal(d.state_tags.counts(), want["contingency"])
+
+
+def test_equal_scores_leave_each_point_visible(qtbot):
+    """Defect (a co-occurrence model on tags: M-1 = 1-1 = 0.487): the 1-1 point hid the M-1 point, and the
+    plot showed two of its three scores.  M-1 is drawn largest and first: a ring of its colour stays
+    around 1-1's marker on the same value."""
+    from PySide6 import QtCore, QtGui
+    w = shown(qtbot, TaggingCurves(), (360, 300))
+    w.add_point(10, {"m1": 0.487, "one_to_one": 0.487, "v_measure": 0.2})
+    qtbot.wait(50)
+    img = w.graphics.grab().toImage()
+    vb = w.plot.vb
+    centre = w.graphics.mapFromScene(vb.mapViewToScene(QtCore.QPointF(10, 0.487)))
+
+    def colours_near(radius):
+        out = set()
+        for dx in range(-radius, radius + 1):
+            for dy in range(-radius, radius + 1):
+                x, y = centre.x() + dx, centre.y() + dy
+                if 0 <= x < img.width() and 0 <= y < img.height():
+                    out.add(QtGui.QColor(img.pixel(x, y)).name())
+        return out
+
+    near = colours_near(6)
+    assert "#1f77b4" in near and "#ff7f0e" in near, near    # M-1's blue and 1-1's orange both show

@@ -25,6 +25,9 @@ __all__ = ["StateTagView", "TaggingCurves", "state_tag_labels"]
 
 #: score key -> (legend name, colour)
 SCORES = {"m1": ("M-1", "#1f77b4"), "one_to_one": ("1-1", "#ff7f0e"), "v_measure": ("V-measure", "#2ca02c")}
+#: score key -> (marker, size): M-1 drawn first and largest, so that 1-1 on the same value (as often:
+#: one state per tag) leaves a ring of it visible instead of hiding it
+MARKERS = {"m1": ("o", 11), "one_to_one": ("s", 6), "v_measure": ("t", 8)}
 
 
 def state_tag_labels(mapping: Optional[Sequence[int]], tag_names: Sequence[str], n: int) -> List[str]:
@@ -130,8 +133,10 @@ class TaggingCurves(QtWidgets.QWidget):
         self.plot.vb.sigResized.connect(self._place_note)
         self.curves = {}
         for key, (name, color) in SCORES.items():
-            self.curves[key] = self.plot.plot([], [], pen=pg.mkPen(color, width=2), name=name, symbol="o",
-                                              symbolSize=6, symbolBrush=pg.mkBrush(color), symbolPen=pg.mkPen(color))
+            marker, size = MARKERS[key]
+            self.curves[key] = self.plot.plot([], [], pen=pg.mkPen(color, width=2), name=name, symbol=marker,
+                                              symbolSize=size, symbolBrush=pg.mkBrush(color),
+                                              symbolPen=pg.mkPen(color))
         self.setMinimumSize(260, 180)
 
     def add_point(self, step: float, scores: dict) -> None:
