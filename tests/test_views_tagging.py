@@ -320,3 +320,26 @@ def test_equal_scores_leave_each_point_visible(qtbot):
 
     near = colours_near(6)
     assert "#1f77b4" in near and "#ff7f0e" in near, near    # M-1's blue and 1-1's orange both show
+
+
+def test_decode_tag_table_keeps_room_for_a_scroll_bar_only_when_it_scrolls(qtbot):
+    """Defect: a short sentence's table had an empty band beneath its rows (room always kept for a
+    horizontal scroll bar).  The band is there only while the words do not fit; it follows the width."""
+    pi, A, B = [1.0, 0.0], [[0.1, 0.9], [0.9, 0.1]], [[0.8, 0.1, 0.1], [0.1, 0.45, 0.45]]
+    words = ["the", "dog", "cat"]
+    short, long = np.array([0, 1, 0, 2]), np.tile([0, 1, 0, 2], 15)
+    data = SimpleNamespace(sequences=[short, long], vocabulary=words,
+                           tags=[np.array([0, 1, 0, 0]), np.tile([0, 1, 0, 0], 15)], tag_vocabulary=["DET", "NOUN"])
+    w = shown(qtbot, DecodeView(), (900, 600))
+    w.set_model(model_of(pi, A, B), data)
+    w.set_state_tags([0, 1])
+    t = w.tag_table
+    rows = sum(t.rowHeight(r) for r in range(3)) + 2 * t.frameWidth() + 2
+    bar = t.horizontalScrollBar().sizeHint().height()
+    qtbot.waitUntil(lambda: t.height() == rows, timeout=2000)          # four words fit: no band
+    assert not t.horizontalScrollBar().isVisible()
+    w.select_sequence(1)                                               # sixty words: they scroll
+    qtbot.waitUntil(lambda: t.height() == rows + bar, timeout=2000)
+    qtbot.waitUntil(lambda: t.horizontalScrollBar().isVisible(), timeout=2000)
+    w.resize(4000, 600)                                                # wide enough again
+    qtbot.waitUntil(lambda: t.height() == rows, timeout=2000)

@@ -182,6 +182,7 @@ class DecodeView(QtWidgets.QWidget):
         self.tag_table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
         self.tag_table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
         self.tag_table.setVisible(False)
+        self.tag_table.installEventFilter(self)     # its height follows its width (_fit_tag_table_height)
         lay.addWidget(self.tag_table)
         self.status = QtWidgets.QLabel("")
         self.status.setWordWrap(True)
@@ -351,13 +352,30 @@ class DecodeView(QtWidgets.QWidget):
                 wrong += int(pred != g)
         t.resizeColumnsToContents()
         t.resizeRowsToContents()
-        h = t.horizontalScrollBar().sizeHint().height()
-        t.setFixedHeight(sum(t.rowHeight(r) for r in range(3)) + 2 * t.frameWidth() + h + 2)
         t.setVisible(True)
+        self._fit_tag_table_height()
         if right + wrong:
             more = "" if T == len(seq) else f" (first {T} of {len(seq)} words)"
             t.setToolTip(f"predicted = the mapped tag of the word's Viterbi state (state in brackets); "
                          f"{right} of {right + wrong} words right{more}; wrong ones are shaded")
+
+    def _fit_tag_table_height(self) -> None:
+        """The table's three rows, and its horizontal scroll bar only where the words do not fit
+        (always keeping room for it left an empty band beneath a short sentence)."""
+        t = self.tag_table
+        if not t.isVisibleTo(self):
+            return
+        need = t.verticalHeader().width() + sum(t.columnWidth(c) for c in range(t.columnCount())) + 2 * t.frameWidth()
+        bar = t.horizontalScrollBar().sizeHint().height() if need > t.width() else 0
+        height = sum(t.rowHeight(r) for r in range(3)) + 2 * t.frameWidth() + bar + 2
+        if t.height() != height or t.minimumHeight() != height:
+            t.setFixedHeight(height)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt API)
+        if obj is self.tag_table and event.type() == QtCore.QEvent.Type.Resize:
+            # from the event loop: the height is set outside the table's own resize
+            QtCore.QTimer.singleShot(0, self, self._fit_tag_table_height)
+        return super().eventFilter(obj, event)
 
     def figure_title(self) -> str:
         """The state track's title, naming the sequence shown (the figure's title on export, where
