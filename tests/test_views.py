@@ -1543,3 +1543,15 @@ def test_colour_bar_labels_never_overlap(qtbot, height, spread):
     if height >= 400 and spread == 1.0:   # room: the labels pyqtgraph chose, every 0.1 or 0.2
         values = sorted(float(t) for t, _r in texts)
         assert len(values) >= 5, values
+
+
+def test_log_axis_labels_use_one_notation(qtbot):
+    """Defect (the sweep's MAD axis, 7e-5 .. 2.2e-4): "0.0002, 0.0001, 9e-05, 8e-05, 7e-05", two notations
+    on one axis.  Scientific for the whole axis when a value is below 1e-4, compact ("9e-5")."""
+    vals, labels = _log_ticks(6.5e-5, 2.3e-4, 300)
+    assert len(vals) >= 3, labels
+    for v, text in zip(vals, labels):
+        mant, exp = text.split("e")
+        assert float(text) == pytest.approx(v, rel=1e-6) and not exp.startswith(("+", "-0", "0")), text
+    vals, labels = _log_ticks(0.0053, 0.112, 300)   # within 1e-4 .. 1e6: plain
+    assert labels and all("e" not in t for t in labels), labels

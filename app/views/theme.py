@@ -19,7 +19,7 @@ __all__ = [
     "theme_colors", "make_graphics_widget", "style_plot", "state_colors", "symbol_labels", "state_labels",
     "SEQUENTIAL_CMAP", "DIVERGING_CMAP", "sequential_cmap", "diverging_cmap", "first_of", "fmt_value",
     "as_single", "tick_strings", "use_precise_ticks", "marker_icon", "fmt_compact", "label_axis_text",
-    "set_plot_title", "plot_title", "TITLE_POINTS", "label_axis_texts",
+    "set_plot_title", "plot_title", "TITLE_POINTS", "label_axis_texts", "log_tick_strings",
 ]
 
 #: Perceptual sequential colour map for probabilities.
@@ -315,6 +315,27 @@ def tick_strings(values: Sequence[float], spacing: float) -> List[str]:
         if len(set(out)) == len(set(vals)):
             return out
     return out
+
+
+def log_tick_strings(values: Sequence[float]) -> List[str]:
+    """Labels of a log axis' tick values (the values themselves, not their logarithms), in one
+    notation for the whole axis: scientific ("2e-4", "1.5e-4") when any is below 1e-4 or any
+    reaches 1e6, else plain ("0.002", "50").  Each value alone mixed them on one axis
+    ("0.0002, 0.0001, 9e-05")."""
+    vals = [float(v) for v in values]
+    finite = [abs(v) for v in vals if math.isfinite(v) and v != 0]
+    sci = bool(finite) and (min(finite) < 1e-4 or max(finite) >= 1e6)
+
+    def fmt(v: float) -> str:
+        if not math.isfinite(v):
+            return str(v)
+        if not sci:
+            return f"{v:.6g}"
+        mant, exp = f"{v:.2e}".split("e")
+        mant = mant.rstrip("0").rstrip(".")
+        return f"{mant}e{int(exp)}"
+
+    return [fmt(v) for v in vals]
 
 
 def _precise_tick_strings(axis: pg.AxisItem, values, scale, spacing):

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from .theme import tick_strings
+from .theme import log_tick_strings, tick_strings
 
 __all__ = ["LabelAxis", "GappedAxis", "space_vertical_labels", "ThinLogAxis", "Placeholder", "PageStack",
            "HeaderLabel", "ColorKey", "CompactComboBox"]
@@ -416,7 +416,8 @@ class ThinLogAxis(pg.AxisItem):
     def tickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph API)
         if self.logMode:
             known = self._linear_labels
-            return [known.get(round(float(v), 9), f"{10.0 ** float(v):.3g}") for v in values]
+            plain = log_tick_strings([10.0 ** float(v) for v in values])
+            return [known.get(round(float(v), 9), text) for v, text in zip(values, plain)]
         return tick_strings([v * scale for v in values], spacing * scale)
 
 
