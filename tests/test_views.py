@@ -1267,7 +1267,7 @@ def test_sweep_view_medians_and_quartiles_fill_as_jobs_finish(qtbot):
 
 
 def test_log_axis_draws_each_tick_value_once(qtbot):
-    from app.views.widgets import ThinLogAxis
+    from app.views.axes import ThinLogAxis
     import pyqtgraph as pg
     ax = ThinLogAxis("left")
     for lo, hi in ((-5.0, -1.0), (-4.3, -1.7)):  # pyqtgraph puts the decades on two levels here
@@ -1278,7 +1278,7 @@ def test_log_axis_draws_each_tick_value_once(qtbot):
 
 
 def _log_ticks(lo, hi, size):
-    from app.views.widgets import ThinLogAxis
+    from app.views.axes import ThinLogAxis
     ax = ThinLogAxis("left")
     ax.setLogMode(False, True)
     values = [v for _s, vals in ax.tickValues(np.log10(lo), np.log10(hi), size) for v in vals]
@@ -1304,7 +1304,7 @@ def test_narrow_chart_names_all_21_residues_in_a_smaller_font(qtbot):
     """The data panel's frequency chart is ~300 px wide: all 21 residues are named (a slightly smaller
     font) instead of every second one."""
     import pyqtgraph as pg
-    from app.views.widgets import LabelAxis
+    from app.views.axes import LabelAxis
     ax = LabelAxis("bottom")
     w = pg.PlotWidget(axisItems={"bottom": ax})
     qtbot.addWidget(w)
@@ -1330,7 +1330,7 @@ def test_category_axis_measures_its_labels_once_per_font(qtbot):
     The widths are now kept per font (and set of labels): the same as measuring afresh."""
     import pyqtgraph as pg
     from PySide6 import QtGui
-    from app.views.widgets import LabelAxis
+    from app.views.axes import LabelAxis
     words = [f"w{i}" * (1 + i % 7) for i in range(3000)]
     ax = LabelAxis("bottom")
     w = pg.PlotWidget(axisItems={"bottom": ax})
@@ -1456,7 +1456,7 @@ def test_scatter_tick_labels_keep_a_gap(qtbot, width):
 def test_numeric_bottom_axes_keep_a_gap_between_labels(qtbot, lo, hi, width):
     """The rule for every numeric bottom axis of the views (steps, positions, coordinates), in settings
     where a plain pyqtgraph axis crowds its labels (checked first): only the coarser level is labelled."""
-    from app.views.widgets import GappedAxis, labels_crowded
+    from app.views.axes import GappedAxis, labels_crowded
 
     def texts_of(axis_items):
         w = shown(qtbot, pg.PlotWidget(axisItems=axis_items), (width, 150))
@@ -1477,7 +1477,7 @@ def test_numeric_bottom_axes_keep_a_gap_between_labels(qtbot, lo, hi, width):
 
 def test_views_number_their_bottom_axes_with_the_gapped_axis(qtbot):
     from app.panels.data_panel import DataPanel
-    from app.views.widgets import GappedAxis
+    from app.views.axes import GappedAxis
     curves, scatter, decode, panel = TrainingCurves(), EmbeddingScatter(), DecodeView(), DataPanel()
     for w in (curves, scatter, decode, panel):
         qtbot.addWidget(w)

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QCo
 from densehmm_core.data import WORDS_MIN_COUNT
 
 from ..datasets import DataSet, dataset_summary, is_tagged, read_options
-from ..views.widgets import CompactComboBox, GappedAxis, HeaderLabel, LabelAxis
+from ..views.axes import GappedAxis, LabelAxis
+from ..views.widgets import CompactComboBox, HeaderLabel
 
 __all__ = ["DataPanel", "PRESETS"]
 
@@ -132,7 +133,7 @@ class DataPanel(QWidget):
         self.stats_form = stats
         lay.addLayout(stats)
         # category axis: every symbol named when the names fit (upright if needed), else a regular
-        # subset, with each full name in the axis tooltip (app.views.widgets.LabelAxis)
+        # subset, with each full name in the axis tooltip (app.views.axes.LabelAxis)
         # a short title: the panel may be narrow (a pyqtgraph title is cut, not wrapped)
         self.freq_plot = _plot("Symbol frequencies", "symbol (most frequent first)", "count",
                                {"bottom": LabelAxis("bottom")})

@@ -30,7 +30,7 @@ from PySide6 import QtCore, QtWidgets
 
 from ..jobrows import INFINITE_TEST_NLL
 from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
-from .widgets import GappedAxis, ThinLogAxis
+from .axes import GappedAxis, ThinLogAxis
 
 __all__ = ["TrainingCurves", "SERIES"]
 

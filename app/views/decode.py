@@ -16,7 +16,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
                     symbol_labels, theme_colors)
-from .widgets import ColorKey, CompactComboBox, GappedAxis, HeaderLabel, LabelAxis, PageStack, Placeholder
+from .axes import GappedAxis, LabelAxis
+from .widgets import ColorKey, CompactComboBox, HeaderLabel, PageStack, Placeholder
 
 __all__ = ["DecodeView"]
 

@@ -24,7 +24,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..flow import FlowLayout
 from .theme import label_axis_texts, make_graphics_widget, marker_icon, style_plot, theme_colors
-from .widgets import GappedAxis, LabelAxis, PageStack, Placeholder
+from .axes import GappedAxis, LabelAxis
+from .widgets import PageStack, Placeholder
 from .projection import pca_2d
 
 __all__ = ["EmbeddingScatter", "EMBEDDING_SETS"]

@@ -19,7 +19,8 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from .theme import (label_axis_text, make_graphics_widget, sequential_cmap, state_labels, style_plot, symbol_labels,
                     theme_colors, tick_strings, use_precise_ticks)
 from .topwords import TopWordsTable
-from .widgets import LabelAxis, PageStack, space_vertical_labels
+from .axes import LabelAxis, space_vertical_labels
+from .widgets import PageStack
 
 __all__ = ["MatrixHeatmap", "ParameterHeatmaps"]
 

@@ -23,7 +23,8 @@ from PySide6 import QtWidgets
 
 from ..modelspec import ModelSpec
 from .theme import label_axis_text, make_graphics_widget, state_colors, style_plot, theme_colors
-from .widgets import PageStack, Placeholder, ThinLogAxis
+from .axes import ThinLogAxis
+from .widgets import PageStack, Placeholder
 
 __all__ = ["SweepView", "summarize_rows", "row_from_spec"]
 

@@ -18,7 +18,8 @@ import pyqtgraph as pg
 from PySide6 import QtWidgets
 
 from .theme import label_axis_text, make_graphics_widget, style_plot, theme_colors
-from .widgets import GappedAxis, PageStack, Placeholder
+from .axes import GappedAxis
+from .widgets import PageStack, Placeholder
 from .heatmap import MatrixHeatmap
 
 __all__ = ["StateTagView", "TaggingCurves", "state_tag_labels"]

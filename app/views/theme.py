@@ -1,7 +1,8 @@
 """Theme and formatting helpers of the plotting views: colour maps, palette-following plot
 styles, axis titles, state colours, tick and number formatting.
 
-Functions only (the widgets built on them are in :mod:`app.views.widgets`); display code, no model maths.
+Functions only (the axes and widgets built on them are in :mod:`app.views.axes` and
+:mod:`app.views.widgets`); display code, no model maths.
 """
 from __future__ import annotations
 
