@@ -189,8 +189,9 @@ class BaseHMM:
 
     def get_params(self, deep: bool = True) -> dict:
         """scikit-learn's name for :meth:`get_config`: the constructor's arguments, so that
-        ``sklearn.base.clone`` and scikit-learn's model selection accept these estimators
-        (``deep`` is accepted and changes nothing: no argument is itself an estimator)."""
+        ``sklearn.base.clone`` copies these estimators (scikit-learn's model selection does not take
+        them: it needs scikit-learn's estimator tags).  ``deep`` is accepted and changes nothing: no
+        argument is itself an estimator."""
         return self.get_config()
 
     def set_params(self, **params) -> "BaseHMM":
