@@ -36,7 +36,7 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     ds = _open(qtbot, w, WORDS_CONLLU, 1)
     assert not ds.observes_words and p.observe_box.isVisibleTo(p)
     assert p.observe.currentData() == "tags" and _shown(p, p.tagset) and not _shown(p, p.max_vocab)
-    assert not w.model_form.words_hint.isVisibleTo(w.model_form)
+    assert not w.model_form.hints["start"].isVisibleTo(w.model_form)
     # tags: UPOS then XPOS changes the tag set
     upos = len(ds.corpus.tag_vocabulary)
     p.tagset.setCurrentIndex(p.tagset.findData("xpos"))
@@ -61,9 +61,9 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     # the default start is spectral: no words hint; a random start on words shows it
     form = w.model_form
     start = form.fields["init_method"]
-    assert start.currentData() == "spectral" and not form.words_hint.isVisibleTo(form)
+    assert start.currentData() == "spectral" and not form.hints["start"].isVisibleTo(form)
     start.setCurrentIndex(start.findData("random"))
-    assert form.words_hint.isVisibleTo(form)
+    assert form.hints["start"].isVisibleTo(form)
     # the panel shows how the data set was read
     w.data_ctl.select_dataset(0)
     assert p.observe.currentData() == "words" and p.tagset.currentData() == "upos"
@@ -76,7 +76,7 @@ def test_observe_words_rereads_the_corpus_as_words(make_window, qtbot):
     # back to tags
     p.observe.setCurrentIndex(p.observe.findData("tags"))
     ds = _reread(qtbot, w, ds)
-    assert not ds.observes_words and ds.n_symbols == upos and not w.model_form.words_hint.isVisibleTo(w.model_form)
+    assert not ds.observes_words and ds.n_symbols == upos and not w.model_form.hints["start"].isVisibleTo(w.model_form)
 
 
 @pytest.mark.parametrize("name", ["trees.mrg", "word_tag.txt"])

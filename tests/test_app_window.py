@@ -299,7 +299,7 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     form = window.model_form
 
     def hint_shown():
-        return form.words_hint.isVisibleTo(form)
+        return form.hints["start"].isVisibleTo(form)
     assert not hint_shown()                                    # no data set yet
     window.open_files([write_fasta(tmp_path / "p.fasta", random_protein_records(4, 6))])
     wait_loaded(qtbot, window, 1)
@@ -312,7 +312,7 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     assert not window.current_dataset.observes_words and not hint_shown()
     window.data_ctl.add_dataset(words_dataset())                        # the same file's words
     assert window.current_dataset.observes_words and hint_shown()
-    assert "spectral" in form.words_hint_label.text() and "0.46" in form.words_hint_label.toolTip()
+    assert "spectral" in form.hints["start"].label.text() and "0.46" in form.hints["start"].label.toolTip()
     # only shown: the user's choice is untouched until the button is pressed
     assert (form.spec().options["init_method"], form.spec().options["init_scale"]) == ("random", 1.0)
     assert form.minimumSizeHint().width() <= 420               # wraps instead of widening the 420 px panel
@@ -323,7 +323,7 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     assert hint_shown()
     # the button: spectral, and Init scale 0.2 for a dense model; the hint then goes
     assert form.spec().model_type == "dense_cooc"
-    qtbot.mouseClick(form.use_spectral_button, Qt.LeftButton)
+    qtbot.mouseClick(form.hints["start"].button, Qt.LeftButton)
     spec = form.spec()
     assert (spec.options["init_method"], spec.options["init_scale"]) == ("spectral", 0.2) and not hint_shown()
     # back to random by hand: the hint again; a standard HMM keeps its (unused) Init scale
@@ -331,12 +331,57 @@ def test_words_data_with_a_random_start_shows_the_spectral_hint(window, qtbot, t
     assert hint_shown()
     form.kind.setCurrentIndex(form.kind.findData("standard"))
     form.fields["init_scale"].setValue(1.5)
-    qtbot.mouseClick(form.use_spectral_button, Qt.LeftButton)
+    qtbot.mouseClick(form.hints["start"].button, Qt.LeftButton)
     opts = form.spec().options
     assert (opts["init_method"], opts["init_scale"]) == ("spectral", 1.5) and not hint_shown()
     # a saved spec with a random start (settings, sessions) brings it back
     form.set_spec(type(spec).make(model_type="dense_em", init_method="random"))
     assert hint_shown()
+
+
+def test_words_data_with_a_standard_hmm_unsmoothed_shows_the_smoothing_hint(window, qtbot, tmp_path):
+    """Plain Baum-Welch scores test sentences with a word its training part lacks as impossible (test
+    NLL inf): on words data a standard HMM with Smoothing 0 shows a hint below Smoothing whose button
+    sets 0.01; dense models (no Smoothing) and FASTA never show it; a hint whose field another option
+    fixes is hidden (full logits fix a random start)."""
+    from app.panels.form_hints import WORDS_PSEUDOCOUNT
+    form = window.model_form
+
+    def shown(name):
+        return form.hints[name].isVisibleTo(form)
+    standard = form.kind.findData("standard")
+    window.open_files([write_fasta(tmp_path / "p.fasta", random_protein_records(4, 6))])
+    wait_loaded(qtbot, window, 1)
+    form.kind.setCurrentIndex(standard)
+    assert form.spec().options["emission_pseudocount"] == 0 and not shown("smoothing")     # FASTA: never
+    window.data_ctl.add_dataset(words_dataset())
+    assert window.current_dataset.observes_words and shown("smoothing") and not shown("start")
+    assert "inf" in form.hints["smoothing"].label.text() and "972" in form.hints["smoothing"].label.toolTip()
+    # wraps instead of widening the panel (a sideways scroll bar in a 1920 px screen's Model panel)
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
+    assert shown("start") and shown("smoothing")
+    both = form.minimumSizeHint().width()
+    form.set_words_data(False)
+    assert not shown("start") and not shown("smoothing") and both <= form.minimumSizeHint().width()
+    form.set_words_data(True)
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("spectral"))
+    # a dense model has no Smoothing: no hint; back to standard: the hint again
+    form.kind.setCurrentIndex(form.kind.findData("dense_em"))
+    assert not form.fields["emission_pseudocount"].isEnabled() and not shown("smoothing")
+    form.kind.setCurrentIndex(standard)
+    assert shown("smoothing") and form.spec().options["emission_pseudocount"] == 0   # shown, nothing set
+    qtbot.mouseClick(form.hints["smoothing"].button, Qt.LeftButton)
+    assert form.spec().options["emission_pseudocount"] == WORDS_PSEUDOCOUNT == 0.01 and not shown("smoothing")
+    form.fields["emission_pseudocount"].setValue(0.0)
+    assert shown("smoothing")
+    form.fields["emission_pseudocount"].setValue(0.5)          # any smoothing of the user's own: no hint
+    assert not shown("smoothing")
+    # full logits fix Start to random: the start hint's button could not apply, so it stays hidden
+    form.kind.setCurrentIndex(form.kind.findData("dense_em"))
+    form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
+    assert shown("start")
+    form.fields["logits"].setCurrentIndex(form.fields["logits"].findData("full"))
+    assert not form.fields["init_method"].isEnabled() and not shown("start")
 
 
 def test_resources_found_from_source_and_bundle(tmp_path, monkeypatch):

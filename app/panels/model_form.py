@@ -18,15 +18,9 @@ from densehmm_core.registry import model_class, model_type
 
 from ..modelspec import DEFAULT_TYPE, PAPER_GRID, ModelSpec, fair_states, form_params, type_defaults, type_labels
 from ..views.widgets import CompactComboBox
+from .form_hints import WORDS_HINTS, HintRow
 
 __all__ = ["ModelForm", "SciSpinBox"]
-
-#: Init scale the hint's "Use spectral" sets for dense models (the spectral runs' random parts)
-WORDS_INIT_SCALE = 0.2
-WORDS_HINT_TIP = ("On the words of a tagged corpus a random start tags badly: in docs/RESULTS.md, section 4 "
-                  "(Penn Treebank sample, n = 45), many-to-one accuracy was 0.46-0.51 from a random start "
-                  "and 0.62-0.67 from the spectral one; random DenseHMMs also needed Init scale 0.2, not 1.")
-
 
 class SciSpinBox(QDoubleSpinBox):
     """A double spin box that shows and accepts scientific notation (1e-07)."""
@@ -175,6 +169,7 @@ class ModelForm(QWidget):
         # the option fields, from the core's metadata
         self.fields: Dict[str, QWidget] = {}
         self.field_labels: Dict[str, QLabel] = {}
+        self.hints: Dict[str, HintRow] = {}     # app.panels.form_hints, by name
         self._params = dict(form_params())
         for name, per_class in self._params.items():
             hp = next(iter(per_class.values()))
@@ -182,8 +177,11 @@ class ModelForm(QWidget):
             self.fields[name] = w
             self.field_labels[name] = QLabel(hp.label)
             form.addRow(self.field_labels[name], w)
-            if name == "init_method":
-                form.addRow("", self._make_words_hint())
+            for hint in WORDS_HINTS:
+                if hint.field == name:
+                    self.hints[hint.name] = row = HintRow(hint)
+                    row.button.clicked.connect(lambda _=False, h=hint: self.apply_hint(h.name))
+                    form.addRow("", row)
         self._form = form
         self._words = False
         self.seed = QSpinBox(); self.seed.setRange(0, 2**31 - 1)
@@ -259,7 +257,7 @@ class ModelForm(QWidget):
             w.valueChanged.connect(self.changed)
         for w in self.fields.values():
             _changed_signal(w).connect(self.changed)
-        self.fields["init_method"].currentIndexChanged.connect(self._update_words_hint)
+        self.changed.connect(self._update_hints)
         # options another option fixes (full logits: l = n, random start): shown fixed, kept in step with n
         self.fields["logits"].currentIndexChanged.connect(self._update_visibility)
         self.n.valueChanged.connect(self._update_fixed)
@@ -267,7 +265,6 @@ class ModelForm(QWidget):
         every = {k: v for name in type_labels() for k, v in type_defaults(name, "default").items()}
         self.set_spec(ModelSpec(model_type=DEFAULT_TYPE, preset="default",
                                 options={**every, **type_defaults(DEFAULT_TYPE, "default")}))
-        self._update_words_hint()
 
     # ---------------------------------------------------------------- values
     def spec(self) -> ModelSpec:
@@ -361,41 +358,23 @@ class ModelForm(QWidget):
         self._update_fair()
 
     def set_words_data(self, words: bool) -> None:
-        """Whether the current data set's symbols are the words of a tagged corpus (the hint
-        under Start is shown for those while Start is random)."""
+        """Whether the current data set's symbols are the words of a tagged corpus (the form's hints,
+        :data:`app.panels.form_hints.WORDS_HINTS`, show only for those)."""
         self._words = bool(words)
-        self._update_words_hint()
+        self._update_hints()
 
-    def use_spectral_start(self) -> None:
-        """The hint's button: Start = spectral and, for dense models, Init scale = 0.2."""
-        _set_value(self.fields["init_method"], "spectral")
-        if model_type(self.kind.currentData()).kind == "dense":
-            _set_value(self.fields["init_scale"], WORDS_INIT_SCALE)
+    def apply_hint(self, name: str) -> None:
+        """A hint's button: set the values it offers (the hint then goes)."""
+        for option, value in self.hints[name].hint.apply(model_type(self.kind.currentData()).kind).items():
+            _set_value(self.fields[option], value)
 
     # -------------------------------------------------------------- updates
-    def _make_words_hint(self) -> QWidget:
-        """Below Start, only on the words of a tagged corpus with a random start: the spectral start tags
-        far better there (docs/RESULTS.md, section 4); one click switches, nothing changes by itself."""
-        self.words_hint = QWidget()
-        self.words_hint.setObjectName("wordsStartHint")
-        hint_row = QHBoxLayout(self.words_hint)
-        hint_row.setContentsMargins(0, 0, 0, 0)
-        self.words_hint_label = QLabel("Words: a spectral start tags far better.")
-        self.words_hint_label.setWordWrap(True)
-        font = self.words_hint_label.font()
-        font.setItalic(True)
-        self.words_hint_label.setFont(font)
-        self.words_hint_label.setToolTip(WORDS_HINT_TIP)
-        self.use_spectral_button = QPushButton("Use spectral")
-        self.use_spectral_button.setToolTip("Set Start to spectral (dense models: Init scale "
-                                            f"{WORDS_INIT_SCALE:g} too, as in those runs)")
-        self.use_spectral_button.clicked.connect(self.use_spectral_start)
-        hint_row.addWidget(self.words_hint_label, 1)
-        hint_row.addWidget(self.use_spectral_button)
-        return self.words_hint
-
-    def _update_words_hint(self) -> None:
-        self._form.setRowVisible(self.words_hint, self._words and self.fields["init_method"].currentData() == "random")
+    def _update_hints(self) -> None:
+        """Each hint shows on words data while its field is enabled and its condition holds."""
+        options = {name: _value(w) for name, w in self.fields.items()}
+        for row in self.hints.values():
+            show = self._words and self.fields[row.hint.field].isEnabled() and row.hint.shown(options)
+            self._form.setRowVisible(row, show)
 
     def _kind_changed(self) -> None:
         self.apply_paper_defaults()
@@ -449,6 +428,7 @@ class ModelForm(QWidget):
                 self.fields[name].setEnabled(False)
                 self.field_labels[name].setEnabled(False)
                 self.fields[name].setToolTip(f"Fixed to {value} by Logits = {_value(self.fields['logits'])}.")
+        self._update_hints()
 
     def _update_fair(self) -> None:
         if self._m is None:

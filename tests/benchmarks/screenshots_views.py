@@ -19,12 +19,14 @@ data, then saves, under ``docs/screenshots/`` (``--out``):
 * ``model_form_words.png``: the Model panel on the words of a tagged corpus with a random start:
   the hint under Start with its "Use spectral" button, at the form's width in the 420 px Model
   dock of a 1400 x 900 screen (406 px beside the dock's vertical scroll bar);
+* ``model_form_words_standard.png``: the same form with a standard HMM, a random start and no
+  smoothing: both hints (``app.panels.form_hints``), Start's and Smoothing's;
 * ``tags_state_x_tag.png``, ``words_top_words.png``, ``words_embeddings.png``,
   ``decode_words_tags.png``: a word-level model on the tagged corpus (Tags tab, top words
   instead of an n x m heatmap, the 50 most frequent words labelled, decode with gold and
   predicted tags).
 
-Every figure but the two ``model_form`` ones (plain grabs: the form is all controls) is written with
+Every figure but the ``model_form`` ones (plain grabs: the form is all controls) is written with
 :func:`app.export.export_widget` (what File > Export writes).
 """
 from __future__ import annotations
@@ -136,7 +138,7 @@ def main() -> int:
         form.grab().save(path)
         print("saved", path, flush=True)
 
-    if wanted("model_form_words.png"):
+    if wanted("model_form_words.png") or wanted("model_form_words_standard.png"):
         from app.datasets import dataset_from_corpus
         from app.modelspec import ModelSpec, type_defaults
         from app.panels.model_form import ModelForm
@@ -149,11 +151,21 @@ def main() -> int:
         form.resize(max(406, form.minimumSizeHint().width()), form.sizeHint().height())
         form.show()
         settle(app, 0.3)
-        assert form.words_hint.isVisible()
+        assert form.hints["start"].isVisible()
         print("model form: width", form.width(), "minimum", form.minimumSizeHint().width(), flush=True)
         path = os.path.join(args.out, "model_form_words.png")
         form.grab().save(path)
         print("saved", path, flush=True)
+        if wanted("model_form_words_standard.png"):   # the same form, a standard HMM: both hints
+            form.set_spec(ModelSpec.make(model_type="standard", n=17,
+                                         **{**type_defaults("standard", "default"), "init_method": "random"}))
+            settle(app, 0.3)
+            form.resize(form.width(), max(form.sizeHint().height(), form.heightForWidth(form.width())))
+            settle(app, 0.3)
+            assert form.hints["start"].isVisible() and form.hints["smoothing"].isVisible()
+            path = os.path.join(args.out, "model_form_words_standard.png")
+            form.grab().save(path)
+            print("saved", path, flush=True)
 
     if wanted("sweep.png"):
         from densehmm_core.dense import DenseHMM
