@@ -1555,3 +1555,51 @@ def test_log_axis_labels_use_one_notation(qtbot):
         assert float(text) == pytest.approx(v, rel=1e-6) and not exp.startswith(("+", "-0", "0")), text
     vals, labels = _log_ticks(0.0053, 0.112, 300)   # within 1e-4 .. 1e6: plain
     assert labels and all("e" not in t for t in labels), labels
+
+
+@pytest.mark.parametrize("size,lo,hi", [((866, 118), 0.52, 0.60), ((700, 130), 0.52, 0.60),
+                                        ((900, 250), 2.1, 2.9), ((1200, 400), 5.4, 6.1), ((866, 118), 5.4, 6.1)])
+def test_curves_value_axis_labels_stand_apart(qtbot, size, lo, hi):
+    """Defect (a co-occurrence job's curves on a 1330 x 830 window, the NLL plot 60 px tall): its axis
+    read "0.60 0.58 0.56 0.54 0.52", each label touching the next.  pyqtgraph always labels its first
+    tick level, chosen from the axis' length alone; the labels of a linear value axis now stand 1.25
+    lines apart (a wider 1-2-5 step), and at least two stay; a tall plot keeps pyqtgraph's."""
+    from app.views.axes import LABEL_LINES_APART
+    c = shown(qtbot, TrainingCurves(orientation="horizontal"), size)
+    steps = np.arange(9)
+    for s, v in zip(steps, np.linspace(hi, lo, len(steps))):
+        c.add_event(ProgressEvent(step=int(s), total=8, loss=float(v), metrics={"train_nll": float(v)}))
+    qtbot.wait(50)
+    for key in ("loss", "nll"):
+        ax = c.plots[key].getAxis("left")
+        assert not ax.logMode
+        texts = _tick_text_rects(ax)
+        assert len(texts) >= 2, (key, texts)
+        line = QtGui.QFontMetricsF(ax.style["tickFont"] or ax.font()).height()
+        centres = sorted((r.center().y(), t) for t, r in texts)
+        for (y0, s0), (y1, s1) in zip(centres, centres[1:]):
+            assert y1 - y0 >= (LABEL_LINES_APART - 0.05) * line, (key, s0, s1, y1 - y0, line)
+        if c.plots[key].vb.height() > 250:   # room: pyqtgraph's own labels, every 0.1 or 0.2
+            assert len(texts) >= 4, texts
+
+
+@pytest.mark.parametrize("size", [(866, 118), (1330, 140), (900, 250)])
+def test_curves_log_axis_labels_stand_apart(qtbot, size):
+    """Defect (the same window): the co-occurrence loss, 1 down to 3e-7 on a log axis, read "1e0 1e-2
+    1e-4 1e-6 1e-8", each label touching the next.  Its decades now stand 1.25 lines apart too."""
+    from app.views.axes import LABEL_LINES_APART
+    c = shown(qtbot, TrainingCurves(orientation="horizontal"), size)
+    for s in range(0, 20001, 500):
+        c.add_event(ProgressEvent(step=s, total=20000, phase="cooc", loss=10.0 ** (-6.5 * s / 20000),
+                                  metrics={"mad": 0.01 / (1 + s / 500)}))
+    qtbot.wait(50)
+    ax = c.plots["loss"].getAxis("left")
+    assert ax.logMode
+    texts = _tick_text_rects(ax)
+    assert len(texts) >= 2, texts
+    line = QtGui.QFontMetricsF(ax.style["tickFont"] or ax.font()).height()
+    centres = sorted((r.center().y(), t) for t, r in texts)
+    for (y0, s0), (y1, s1) in zip(centres, centres[1:]):
+        assert y1 - y0 >= (LABEL_LINES_APART - 0.05) * line, (s0, s1, y1 - y0, line)
+    assert all(float(t) > 0 and abs(math.log10(float(t)) - round(math.log10(float(t)))) < 1e-9
+               for t, _r in texts), texts      # decades, written as such

@@ -1,6 +1,6 @@
 """Plot axes of the views: category axes (:class:`LabelAxis`), numeric axes whose labels never run
 together (:class:`GappedAxis`, :func:`space_vertical_labels`) and log axes that never crowd
-(:class:`ThinLogAxis`).
+(:class:`ThinLogAxis`, whose labels also stand apart: :func:`spaced_levels`).
 
 Built on the formatting helpers of :mod:`app.views.theme`; display code, no model maths.
 """
@@ -14,7 +14,7 @@ from PySide6 import QtCore, QtGui
 
 from .theme import log_tick_strings, tick_strings
 
-__all__ = ["LabelAxis", "GappedAxis", "space_vertical_labels", "labels_crowded", "ThinLogAxis"]
+__all__ = ["LabelAxis", "GappedAxis", "space_vertical_labels", "spaced_levels", "labels_crowded", "ThinLogAxis"]
 
 class LabelAxis(pg.AxisItem):
     """An axis whose ticks are integer positions ``0..k-1`` named by strings (categories).
@@ -343,28 +343,40 @@ LABEL_LINES_APART = 1.25
 def space_vertical_labels(axis: pg.AxisItem) -> pg.AxisItem:
     """Give an existing vertical axis (a ColorBarItem's) labels at least :data:`LABEL_LINES_APART`
     lines apart: pyqtgraph labels at least two intervals whatever the axis' length, and a colour bar
-    45 px tall read "1.0 0.8 0.6 0.4 0.2" on top of each other.  Where its spacing would crowd, the
-    next wider 1-2-5 step is used, labels only (no finer level), as long as two values stay in view
-    (one label alone gives no scale); a long axis keeps pyqtgraph's."""
+    45 px tall read "1.0 0.8 0.6 0.4 0.2" on top of each other (:func:`spaced_levels`)."""
     own = axis.tickSpacing
 
     def spacing(minVal, maxVal, size):  # noqa: N803 (pyqtgraph API)
-        levels = own(minVal, maxVal, size)
-        if not levels or maxVal <= minVal:
-            return levels
-        line = QtGui.QFontMetricsF(axis.style["tickFont"] or axis.font()).height()
-        step = levels[0][0]
-        while step * size / (maxVal - minVal) < LABEL_LINES_APART * line:
-            mant = round(step / 10 ** math.floor(math.log10(step) + 1e-9), 6)
-            wider = step * (2.5 if mant == 2.0 else 2.0)     # 1 -> 2 -> 5 -> 10
-            if math.floor(maxVal / wider + 1e-9) - math.ceil(minVal / wider - 1e-9) + 1 < 2:
-                break
-            step = wider
-        return levels if step == levels[0][0] else [(step, 0.0)]
+        return spaced_levels(axis, own(minVal, maxVal, size), minVal, maxVal, size)
 
     axis.tickSpacing = spacing
     axis.picture = None
     return axis
+
+
+def spaced_levels(axis: pg.AxisItem, levels, minVal: float, maxVal: float, size: float):  # noqa: N803
+    """pyqtgraph's tick ``levels`` of a vertical axis ``size`` px long, or, where its labels would stand
+    less than :data:`LABEL_LINES_APART` lines apart, one level of the next wider 1-2-5 step (labels
+    only, no finer level) as long as two values stay in view (one label alone gives no scale): first
+    its multiples, else the multiples shifted by the narrower step (0.55 and 0.65 on 0.51 .. 0.66,
+    where 0.1 alone shows only 0.6). A long axis keeps pyqtgraph's levels."""
+    if not levels or maxVal <= minVal:
+        return levels
+    line = QtGui.QFontMetricsF(axis.style["tickFont"] or axis.font()).height()
+
+    def in_view(step: float, offset: float) -> int:
+        return math.floor((maxVal - offset) / step + 1e-9) - math.ceil((minVal - offset) / step - 1e-9) + 1
+
+    step, offset = levels[0][0], 0.0
+    while step * size / (maxVal - minVal) < LABEL_LINES_APART * line:
+        mant = round(step / 10 ** math.floor(math.log10(step) + 1e-9), 6)
+        wider = step * (2.5 if mant == 2.0 else 2.0)     # 1 -> 2 -> 5 -> 10
+        shifts = [k * step for k in range(int(round(wider / step + 0.5)))]   # 0, then the narrower step's
+        shift = next((sh for sh in shifts if in_view(wider, sh) >= 2), None)
+        if shift is None:
+            break
+        step, offset = wider, shift
+    return levels if step == levels[0][0] else [(step, offset)]
 
 
 def labels_crowded(rects, gap: float) -> bool:
@@ -374,17 +386,26 @@ def labels_crowded(rects, gap: float) -> bool:
 
 
 class ThinLogAxis(pg.AxisItem):
-    """A value axis whose log-mode ticks never crowd.
+    """A value axis whose ticks never crowd.
 
-    Below one decade pyqtgraph puts all of 2..9 x 10^k on one tick level, which is always
-    drawn and overlaps on short plots; here such levels keep 1-2-5 values, or only the
-    decades, when the axis is too short for all of them.  Well inside one decade, where
-    fewer than two such values are in view, the ticks are evenly spaced values instead.
+    Its labels stand apart (:meth:`tickSpacing`). In log mode, below one decade pyqtgraph puts all of
+    2..9 x 10^k on one tick level, which is always drawn and overlaps on short plots; here such levels
+    keep 1-2-5 values, or only the decades, when the axis is too short for all of them.  Well inside
+    one decade, where fewer than two such values are in view, the ticks are evenly spaced values instead.
     """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._linear_labels: Dict[float, str] = {}  # log10 tick value -> label, of the even ticks
+
+    def tickSpacing(self, minVal, maxVal, size):  # noqa: N802, N803 (pyqtgraph API)
+        """A vertical axis' labels stand apart (:func:`spaced_levels`; in log mode its levels are
+        decades): pyqtgraph always labels its first level, and a short NLL plot read "0.60 0.58 0.56
+        0.54 0.52", a short loss plot "1e0 1e-2 1e-4 1e-6 1e-8", each label touching the next."""
+        levels = super().tickSpacing(minVal, maxVal, size)
+        if self.orientation not in ("left", "right"):
+            return levels
+        return spaced_levels(self, levels, minVal, maxVal, size)
 
     def logTickValues(self, minVal, maxVal, size, stdTicks):  # noqa: N802 (pyqtgraph API)
         levels = super().logTickValues(minVal, maxVal, size, stdTicks)
