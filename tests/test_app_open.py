@@ -76,3 +76,36 @@ def test_the_open_dialogs_file_type_chooses_the_format(window, qtbot, tmp_path, 
     expected = load(str(src), format="conllu")
     assert ds.vocabulary == list(expected.vocabulary)
     assert ds.corpus.provenance["format"] == "conllu" and os.path.basename(ds.path) == "sentences.txt"
+
+
+def test_a_data_sets_statistics_are_counted_on_the_loading_thread(window, qtbot, monkeypatch):
+    """The data panel's statistics (sequences, tokens, lengths, each symbol's count) are counted once,
+    by the thread that reads the file: the Brown corpus's took 0.25 s of the GUI thread each time the
+    data set was shown.  They equal counting the sequences by hand; preprocessing counts its own."""
+    import threading
+
+    import numpy as np
+
+    from app import datasets
+    counted_on = []
+    real = datasets.dataset_summary
+
+    def spy(ds):
+        counted_on.append(threading.current_thread() is threading.main_thread())
+        return real(ds)
+    monkeypatch.setattr(datasets, "dataset_summary", spy)
+    window.open_files([str(FIXTURES / "words.conllu")])
+    qtbot.waitUntil(lambda: len(window.datasets) == 1 and not window.data_ctl.loading, timeout=20000)
+    ds = window.current_dataset
+    assert counted_on == [False]                       # once, not on the GUI thread
+    s = window.data_panel.summary
+    assert s is ds.summary and counted_on == [False]   # the panel showed it without counting again
+    seqs = ds.all_sequences
+    assert (s["n_sequences"], s["n_tokens"], s["n_symbols"]) == (len(seqs), sum(map(len, seqs)), ds.n_symbols)
+    np.testing.assert_array_equal(s["lengths"], [len(x) for x in ds.processed.sequences])
+    np.testing.assert_array_equal(s["frequencies"], np.bincount(np.concatenate(seqs), minlength=ds.n_symbols))
+    assert (s["n_train"], s["n_test"]) == (len(ds.train), len(ds.test))
+    window.data_ctl.preprocess_current({"subset": 5, "split": 0.5, "seed": 0})
+    qtbot.waitUntil(lambda: window.current_dataset is not ds, timeout=20000)
+    sub = window.current_dataset
+    assert counted_on == [False, False] and sub.summary["n_sequences"] == 5 == len(sub.all_sequences)

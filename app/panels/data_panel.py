@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QCo
 
 from densehmm_core.data import WORDS_MIN_COUNT
 
-from ..datasets import DataSet, dataset_summary, is_tagged, read_options
+from ..datasets import DataSet, is_tagged, read_options
 from ..views.axes import GappedAxis, LabelAxis
 from ..views.widgets import CompactComboBox, HeaderLabel
 
@@ -337,7 +337,7 @@ class DataPanel(QWidget):
         if ds is None:
             self.summary = None
             return
-        s = self.summary = dataset_summary(ds)
+        s = self.summary = ds.summary
         corpus = ds.corpus
         prov = getattr(corpus, "provenance", None) or {}
         fmt = prov.get("format", "") if isinstance(prov, dict) else getattr(prov, "format", "")

@@ -589,7 +589,7 @@ class Dashboard(QtWidgets.QWidget):
         if not seqs or not m:
             return None
         if self._counted[0] is not corpus or self._counted[1] != int(m):
-            flat = np.concatenate([np.asarray(s).reshape(-1) for s in seqs])
+            flat = np.concatenate(seqs)
             self._counted = (corpus, int(m), np.bincount(flat, minlength=int(m))[:int(m)])
         return self._counted[2]
 

@@ -50,8 +50,9 @@ class OverviewView(QtWidgets.QWidget):
         self.before = _Row("Before training")
         self.after = _Row("After training")
         # while hidden (another tab), updates are only stored (newest per row): the live stream
-        # must stay cheap; they are drawn when the view shows (app.live.DrawQueue)
-        self._draw = DrawQueue(self, auto=False)
+        # must stay cheap; while it shows, they are drawn from the event loop, one row per turn (a
+        # 30,000-word model's two rows took 0.15 s at once when the tab was opened; app.live.DrawQueue)
+        self._draw = DrawQueue(self, visible=self.isVisible)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.stack = PageStack()
@@ -90,7 +91,7 @@ class OverviewView(QtWidgets.QWidget):
         self._queue(self.after, params, title)
 
     def flush(self) -> None:
-        """Draw what was set while the view was hidden (done automatically when it is shown)."""
+        """Draw every pending row now (an export, a test); shown, the view draws them from the event loop."""
         self._draw.run_all()
 
     def _show_safe(self, row: _Row, params: Optional[dict], title: str) -> None:
@@ -103,12 +104,17 @@ class OverviewView(QtWidgets.QWidget):
         """Called by :func:`app.export.export_widget`: draw pending updates before rendering."""
         self.flush()
 
+    @property
+    def draw_pending(self) -> bool:
+        """Whether rows wait to be drawn (hidden: until the view shows; shown: the next event-loop turns)."""
+        return self._draw.pending
+
     def has_content(self) -> bool:
         return self._draw.pending or self.before.params is not None or self.after.params is not None
 
     def showEvent(self, ev) -> None:  # noqa: N802 (Qt API)
-        self.flush()
         super().showEvent(ev)
+        self._draw.resume()
 
     def set_symbol_frequencies(self, counts) -> None:
         """Symbol counts of the data (None: unknown): with a large vocabulary both scatters draw the most
@@ -135,9 +141,7 @@ class OverviewView(QtWidgets.QWidget):
     def _queue(self, row: _Row, params: Optional[dict], title: str) -> None:
         if not params:
             return
-        self._draw.put(id(row), self._show_safe, row, params, title)
-        if self.isVisible():
-            self.flush()
+        self._draw.put(id(row), self._show_safe, row, params, title)   # (drawn from the event loop if shown)
 
     def _set_has_embeddings(self, on: bool) -> None:
         for row in (self.before, self.after):

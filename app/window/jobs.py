@@ -331,4 +331,4 @@ class JobsController(QObject):
 def _token_count(data) -> int:
     """Number of tokens of a Corpus or a list of sequences (for per-token NLL curves)."""
     seqs = getattr(data, "sequences", data)
-    return int(sum(len(x) for x in seqs))
+    return int(sum(map(len, seqs)))

@@ -262,6 +262,9 @@ class Corpus:
         counts, edges = self.length_histogram()
         sc = self.symbol_counts
         total = max(int(sc.sum()), 1)
+        untagged = None
+        if self.tags is not None:
+            untagged = int(np.count_nonzero(np.concatenate(self.tags) < 0)) if self.tags else 0
         return {
             "n_sequences": self.n_sequences,
             "n_tokens": self.n_tokens,
@@ -275,8 +278,7 @@ class Corpus:
             "symbol_frequencies": {v: int(c) / total for v, c in zip(self.vocabulary, sc)},
             # gold tags (tagged corpora): tokens per tag, and tokens without a gold tag (extra files)
             "tag_counts": None if self.tags is None else dict(zip(self.tag_vocabulary, self.tag_counts().tolist())),
-            "n_untagged_tokens": None if self.tags is None else int(sum(int(np.count_nonzero(t < 0))
-                                                                        for t in self.tags)),
+            "n_untagged_tokens": untagged,
         }
 
     # ------------------------------------------------------- encode / decode
@@ -348,6 +350,13 @@ class Corpus:
             step.update(unknown_symbol=unknown, to_unknown=names, unknown_tokens=n_tokens)
         fill = -1 if unknown is None else index[unknown]  # -1 only for symbols no sequence uses
         lut = np.array([index.get(v, found.get(i, fill)) for i, v in enumerate(self.vocabulary)], dtype=np.int32)
+        if lut.size == len(target) and np.array_equal(lut, np.arange(lut.size)):
+            # the same symbols at the same indices: the sequences shared (as select's are), and what
+            # was counted of them
+            out = self._derive(list(self.sequences), vocabulary=target, names=self.names, step=step,
+                               tags=self.tags)
+            out._lengths, out._counts = self._lengths, self._counts
+            return out
         return self._derive([lut[s] for s in self.sequences], vocabulary=target, names=self.names, step=step,
                             tags=self.tags)
 

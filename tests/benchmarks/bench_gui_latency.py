@@ -241,8 +241,9 @@ def main() -> int:
     from app.settings import Settings
     QMessageBox.question = staticmethod(lambda *a, **k: QMessageBox.Yes)
     tmp = tempfile.mkdtemp()
-    from app import gcguard
-    gcguard.install()          # as app.main does: cyclic GC only on the GUI thread
+    from app import gcguard, gil
+    gcguard.install()          # as app.main does: cyclic GC only on the GUI thread,
+    gil.install()              # and the GIL handed to it within 1 ms
     win = MainWindow(Settings(QSettings(os.path.join(tmp, "s.ini"), QSettings.IniFormat)))
     win.resize(1500, 950)
     win.show()
