@@ -4,9 +4,9 @@ Reading a file, preprocessing and scoring run on background threads of the windo
 (:mod:`app.tasks`). Python lets a thread that wants the GIL wait up to its switch interval,
 5 ms by default, and the GUI thread wants it for every Python callback Qt makes while it
 handles one batch of events (event filters, paint and resize handlers of the plots): about a
-hundred of them after a 1.2 M-word corpus was read, so one batch waited up to 0.55 s.  At
-:data:`SWITCH_INTERVAL_S` the same batch took 0.16 s, and reading the file took as long as
-before (docs/PERFORMANCE.md, "The GIL and the GUI thread").  :func:`install` sets it once, from
+hundred of them while a 1.2 M-word corpus was read, so one batch waited up to 0.55-0.85 s.  At
+:data:`SWITCH_INTERVAL_S` the same batch took 0.19-0.25 s, and reading the file took as long as
+before (docs/PERFORMANCE.md, "A 1.2 M-word corpus").  :func:`install` sets it once, from
 :func:`app.main.main`.
 """
 from __future__ import annotations

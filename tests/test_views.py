@@ -418,10 +418,10 @@ def test_overview_before_and_after(qtbot):
     assert not w.after.embeddings.isVisible()
 
 
-def test_overview_draws_one_row_per_event_loop_turn(qtbot):
+def test_overview_draws_one_part_per_event_loop_turn(qtbot):
     """Defect (the Brown corpus's 30,499 words): opening Overview drew both rows at once, 0.15 s of the GUI
-    thread.  Shown, it draws one row per event-loop turn; hidden, nothing until it shows; an export
-    (``flush``) draws everything at once."""
+    thread.  Shown, it draws one part of a row per event-loop turn (its matrices, then its embeddings);
+    hidden, nothing until it shows; an export (``flush``) draws everything at once."""
     import time
 
     from PySide6.QtWidgets import QApplication
@@ -430,15 +430,20 @@ def test_overview_draws_one_row_per_event_loop_turn(qtbot):
     w.set_initial(p0)
     w.set_final(p1)
     assert w.draw_pending and w.before.params is None and w.after.params is None   # nothing drawn inline
-    drawn = []
+
+    def parts():
+        return [(r.params is not None, r.embeddings.mode() != "none") for r in (w.before, w.after)]
+    turns = []
     for _ in range(200):
         if not w.draw_pending:
             break
-        before = (w.before.params is not None) + (w.after.params is not None)
+        was = parts()
         QApplication.processEvents()
-        drawn.append((w.before.params is not None) + (w.after.params is not None) - before)
+        now = parts()
+        turns.append(sum(a != b for row_was, row_now in zip(was, now) for a, b in zip(row_was, row_now)))
         time.sleep(0.005)
-    assert max(drawn) == 1 and sum(drawn) == 2, drawn                # never both rows in one turn
+    assert max(turns) == 1 and sum(turns) == 4, turns                # never two parts in one turn
+    assert parts() == [(True, True), (True, True)]
     w.hide()
     w.set_final(p0)
     qtbot.wait(50)

@@ -41,6 +41,11 @@ class _Row:
         self.params: Optional[dict] = None
 
 
+#: the parts a row is drawn in, one per event-loop turn: its matrices (A, and B or the top words),
+#: then its embeddings (each 40-50 ms of the GUI thread for a 30,000-word model)
+ROW_PARTS = ("matrices", "embeddings")
+
+
 class OverviewView(QtWidgets.QWidget):
     """Embeddings and matrices before and after training, side by side."""
 
@@ -50,8 +55,8 @@ class OverviewView(QtWidgets.QWidget):
         self.before = _Row("Before training")
         self.after = _Row("After training")
         # while hidden (another tab), updates are only stored (newest per row): the live stream
-        # must stay cheap; while it shows, they are drawn from the event loop, one row per turn (a
-        # 30,000-word model's two rows took 0.15 s at once when the tab was opened; app.live.DrawQueue)
+        # must stay cheap; while it shows, they are drawn from the event loop, one part of a row per turn
+        # (ROW_PARTS: a 30,000-word model's two rows took 0.15 s at once when the tab was opened)
         self._draw = DrawQueue(self, visible=self.isVisible)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
@@ -79,7 +84,7 @@ class OverviewView(QtWidgets.QWidget):
         self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
         for row in (self.before, self.after):
             row.embeddings.set_vocabulary(self._vocab)
-            if row.params is not None and not self._draw.has(id(row)):
+            if row.params is not None and not self._queued(row):
                 self._queue(row, row.params, row.label.text())
 
     def set_initial(self, params: Optional[dict], title: str = "Before training") -> None:
@@ -94,9 +99,9 @@ class OverviewView(QtWidgets.QWidget):
         """Draw every pending row now (an export, a test); shown, the view draws them from the event loop."""
         self._draw.run_all()
 
-    def _show_safe(self, row: _Row, params: Optional[dict], title: str) -> None:
+    def _show_safe(self, row: _Row, params: Optional[dict], title: str, part: str) -> None:
         try:
-            self._show(row, params, title)
+            self._show(row, params, title, part)
         except Exception as exc:  # noqa: BLE001 - shown in the row's title; never raised from showEvent
             row.label.setText(f"{title}: cannot show these parameters ({type(exc).__name__}: {exc})")
 
@@ -122,7 +127,7 @@ class OverviewView(QtWidgets.QWidget):
         diamonds covered the states)."""
         for row in (self.before, self.after):
             row.embeddings.set_symbol_frequencies(counts, redraw=False)
-            if row.params is not None and not self._draw.has(id(row)):   # drawn again when the view shows
+            if row.params is not None and not self._queued(row):   # drawn again when the view shows
                 self._queue(row, row.params, row.label.text())
 
     def clear(self) -> None:
@@ -141,14 +146,22 @@ class OverviewView(QtWidgets.QWidget):
     def _queue(self, row: _Row, params: Optional[dict], title: str) -> None:
         if not params:
             return
-        self._draw.put(id(row), self._show_safe, row, params, title)   # (drawn from the event loop if shown)
+        for part in ROW_PARTS:     # (drawn from the event loop, one part per turn, while the view shows)
+            self._draw.put((id(row), part), self._show_safe, row, params, title, part)
+
+    def _queued(self, row: _Row) -> bool:
+        return any(self._draw.has((id(row), part)) for part in ROW_PARTS)
 
     def _set_has_embeddings(self, on: bool) -> None:
         for row in (self.before, self.after):
             row.embeddings.setVisible(on)
 
-    def _show(self, row: _Row, params: Optional[dict], title: str) -> None:
+    def _show(self, row: _Row, params: Optional[dict], title: str, part: str) -> None:
         if not params:
+            return
+        if part == "embeddings":
+            if any(params.get(k) is not None for k in EMBEDDING_SETS):
+                row.embeddings.set_embeddings(params)
             return
         row.params = params
         row.label.setText(title)
@@ -164,9 +177,6 @@ class OverviewView(QtWidgets.QWidget):
             else:
                 row.emission.set_matrix(B, state_labels(n), symbol_labels(m, self._vocab))
                 row.emission_stack.setCurrentWidget(row.emission)
-        has_emb = any(params.get(k) is not None for k in EMBEDDING_SETS)
-        if has_emb:
-            row.embeddings.set_embeddings(params)
         any_emb = any(r.params is not None and any(r.params.get(k) is not None for k in EMBEDDING_SETS)
                       for r in (self.before, self.after))
         self._set_has_embeddings(any_emb)
