@@ -38,6 +38,8 @@ __all__ = [
     "run_start",
     "check_cancel",
     "StartCancelled",
+    "STOP_REASONS",
+    "stop_meaning",
 ]
 
 #: ``ProgressEvent.phase`` of the events that report a fit's start before its first step.
@@ -47,6 +49,24 @@ START_PHASE = "start"
 START_STAGES = {"pairs": "reading pairs", "svd": "SVD", "kmeans": "k-means"}
 #: Their short names (a progress bar's text: "SVD 2/3").
 START_SHORT = {"pairs": "pairs", "svd": "SVD", "kmeans": "k-means"}
+
+#: What each ``ProgressEvent.reason`` (and a model's ``stop_reason_``) means, in words.  The values
+#: themselves stay as they are in model files, CSV tables and sessions; this is what a reader is told
+#: (the CLI's last line, the Jobs panel's tooltips).
+STOP_REASONS = {
+    "converged": "the objective changed by less than tol",
+    "max_steps": "every iteration or step it was given was run",
+    "stalled": "the co-occurrence fit stopped making progress",
+    "line_search": "the line search found no better point",
+    "cancelled": "stopped by the user before its last iteration",
+    "diverged": "training diverged; the last finite model was kept",
+}
+
+
+def stop_meaning(reason: str) -> str:
+    """``STOP_REASONS[reason]``, or ``""`` for a reason it does not know (e.g. an error message, or
+    "loaded from a file", which say what they mean)."""
+    return STOP_REASONS.get(reason, "")
 
 
 class TrainingDiverged(RuntimeError):

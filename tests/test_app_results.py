@@ -52,7 +52,9 @@ def test_results_table_fills_from_jobs_and_sorts_numerically(window, qtbot):
         assert row["stop"] == job.reason and row["device"] == "cpu"
         assert item.text(jp.C_MODEL) == "Standard" and item.text(jp.C_N) == str(n)
         assert item.text(jp.C_RESULT) == f"{test_nll:.4f}"        # the final test NLL, not "max_steps"
-        assert item.text(jp.C_STOP) == job.reason
+        assert item.text(jp.C_STOP) == job.reason == "max_steps"
+        # its tooltip says what the machine value means
+        assert item.toolTip(jp.C_STOP) == "max_steps: every iteration or step it was given was run"
     tree = panel.tree
     # sort by test NLL, both ways: the table's order is the order of the numbers
     for order in (Qt.AscendingOrder, Qt.DescendingOrder):

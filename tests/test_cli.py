@@ -416,6 +416,41 @@ def test_dense_divergence_exits_1_and_keeps_the_last_finite_model(tmp_path, caps
     assert all(np.all(np.isfinite(v)) for v in model.embeddings_.values())
 
 
+@pytest.mark.parametrize("argv, option", [
+    (["--model", "standard", "--iter", "3", "--tol", "0"], "--iter"),
+    (["--dim", "2", "--method", "em", "--iter", "2", "--tol", "0"], "--iter"),
+    (["--dim", "2", "--method", "cooc", "--steps", "3", "--finish-steps", "0"], "--steps"),
+])
+def test_last_line_says_what_the_stop_reason_means(tmp_path, capsys, argv, option):
+    """A run that used all its iterations says so and names the option that gives it more (for EM
+    that is --iter, not the stream's machine value 'max_steps' alone); the file keeps the value."""
+    from densehmm_core.cli import main
+    out = tmp_path / "s.h5"
+    assert main(["train", "demo", "--states", "3", "--device", "cpu", "--out", str(out), *argv]) == 0
+    last = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("stopped:")]
+    unit = "step" if option == "--steps" else "iteration"
+    assert last and last[0].startswith(f"stopped: max_steps (every {unit} was run; a larger {option} trains longer);")
+    assert load_model(out).stop_reason_ == "max_steps"
+
+
+def test_stop_meanings_cover_every_reason_the_core_emits():
+    """Every reason the fits put on their last event has words (found by reading the core's source)."""
+    import re
+    from pathlib import Path
+    import densehmm_core
+    from densehmm_core.events import STOP_REASONS, stop_meaning
+    emitted = set()
+    for path in Path(densehmm_core.__file__).parent.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        emitted |= set(re.findall(r'reason="(\w+)"', text))
+        emitted |= set(re.findall(r'(?:reason|stop_reason_) = "(\w+)"', text))
+        emitted |= set(re.findall(r'yield it(?: - 1)?, x, f, \(?"(\w+)"', text))
+    emitted -= {""}
+    assert {"converged", "max_steps", "cancelled", "stalled", "line_search", "diverged"} <= emitted
+    assert emitted <= set(STOP_REASONS), emitted - set(STOP_REASONS)
+    assert stop_meaning("loaded from m.h5") == ""
+
+
 def test_dense_resume_warm_starts_from_the_saved_embeddings(tmp_path, capsys):
     from densehmm_core.cli import main
     out = str(tmp_path / "r.h5")

@@ -219,6 +219,7 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
     last_ckpt = time.monotonic()
     ckpt_failures = 0
     stopped = "done"
+    phase = ""
     error = None
     saved_name = name
     kind = model.kind
@@ -228,7 +229,7 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
             if ev.params:
                 last_params = ev.params
             if ev.done:
-                stopped = ev.reason or "done"
+                stopped, phase = ev.reason or "done", ev.phase
             if (args.checkpoint_every and not ev.done
                     and time.monotonic() - last_ckpt >= args.checkpoint_every):
                 try:
@@ -275,7 +276,7 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
             # callback of the save's file probe): the save finished regardless; say so
             _err(f"densehmm: note: the {signals.abort_name} could not stop the save: {out} holds the model")
     if not args.quiet:
-        parts = [f"stopped: {stopped}"]
+        parts = [_stop_text(stopped, phase)]
         for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
             if k in metrics:
                 parts.append(f"{k} {metrics[k]:.6g}")
@@ -289,6 +290,17 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
              + (f"the last finite model was saved to {out}" if out else "the last finite model was kept"))
         return EXIT_FAIL
     return _signal_status(signals, EXIT_OK)
+
+
+def _stop_text(reason: str, phase: str) -> str:
+    """The last line's "stopped: ..." part: the machine value (as the model file records it) and what it
+    means; for a run that used all its iterations, the option that gives it more."""
+    from ..events import stop_meaning
+    if reason == "max_steps":
+        option, unit = ("--steps", "step") if phase == "cooc" else ("--iter", "iteration")
+        return f"stopped: max_steps (every {unit} was run; a larger {option} trains longer)"
+    meaning = stop_meaning(reason)
+    return f"stopped: {reason}" + (f" ({meaning})" if meaning else "")
 
 
 def _signal_status(signals, otherwise: int) -> int:
