@@ -602,7 +602,8 @@ class JobsPanel(QWidget):
             item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
         tips = dict(texts)      # every cell's full text (it may be elided)
         stop = row["stop"] or "—"
-        tips.update({C_DATA: row["data"] or "—", C_STOP: f"{stop}: {stop_meaning(stop)}" if stop_meaning(stop) else stop,
+        meaning = stop_meaning(stop)
+        tips.update({C_DATA: row["data"] or "—", C_STOP: f"{stop}: {meaning}" if meaning else stop,
                      C_RESULT: (job.reason + (("\n\n" + job.error) if job.error else ""))
                      if job.state in (JobState.FAILED, JobState.DIVERGED) else texts[C_RESULT]})
         test_nll = row.get("test_nll")
