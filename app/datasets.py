@@ -153,6 +153,9 @@ def dataset_from_corpus(path: str, corpus, split: float = 0.5, seed: int = 0, pr
                  vocabulary=list(processed.vocabulary), corpus=corpus, processed=processed,
                  warnings=warnings, options={"split": split, "seed": seed})
     ds.summary    # noqa: B018 - computed here, on the loading thread, not when the window first shows it
+    for part in (train, test):   # and the split's token counts (a job's curves ask when it starts)
+        if part is not None and hasattr(part, "lengths"):
+            part.lengths  # noqa: B018 - cached by the Corpus
     return ds
 
 

@@ -85,12 +85,20 @@ def text_limit() -> int:
     return max(1 << 20, memory_budget() // TEXT_BYTES_PER_BYTE)
 
 
+def _lengths(lengths: Iterable[int]) -> np.ndarray:
+    """Sequence lengths as an int64 array (an array as it is: a corpus's 57,340 lengths were turned
+    into Python ints three times over before each job)."""
+    if isinstance(lengths, np.ndarray):
+        return lengths.astype(np.int64, copy=False).reshape(-1)
+    return np.fromiter((int(x) for x in lengths), dtype=np.int64)
+
+
 def largest_chunk_tokens(lengths: Iterable[int], n_states: int,
                          chunk_elements: int = DEFAULT_CHUNK_ELEMENTS) -> int:
     """Padded positions (``T_max x n_seq``) of the largest chunk the engine makes for
     sequences of these lengths and a model of ``n_states`` (the engine's own rule: chunks of
     ``chunk_elements // n_states`` tokens, a longer sequence alone)."""
-    lens = np.sort(np.asarray(list(lengths), dtype=np.int64))[::-1]
+    lens = np.sort(_lengths(lengths))[::-1]
     if lens.size == 0:
         return 0
     budget = max(1, int(chunk_elements) // max(1, int(n_states)))
@@ -110,11 +118,11 @@ def inference_bytes(lengths: Iterable[int], n_states: int, n_symbols: int = 0, *
     """Peak bytes of training, scoring or decoding sequences of these ``lengths`` with a model
     of ``n_states`` states and ``n_symbols`` symbols (module docstring), ``tensorflow``: the
     fit imports TensorFlow."""
-    lens = [int(x) for x in lengths]
+    lens = _lengths(lengths)
     n = max(1, int(n_states))
     chunk = largest_chunk_tokens(lens, n, DEFAULT_CHUNK_ELEMENTS if chunk_elements is None else chunk_elements)
     model = 8 * 8 * (n * n + n * max(0, int(n_symbols)))   # the matrices, their counts and copies
-    return int(BASE_BYTES + (TENSORFLOW_BYTES if tensorflow else 0) + BYTES_PER_TOKEN * sum(lens)
+    return int(BASE_BYTES + (TENSORFLOW_BYTES if tensorflow else 0) + BYTES_PER_TOKEN * int(lens.sum())
                + (BYTES_PER_CHUNK_TOKEN + BYTES_PER_CHUNK_ELEMENT * n) * chunk + model)
 
 
@@ -128,6 +136,7 @@ def check_fits(nbytes: float, what: str) -> None:
 
 def check_inference(lengths: Iterable[int], n_states: int, n_symbols: int = 0, *, tensorflow: bool = False) -> None:
     """:func:`check_fits` for :func:`inference_bytes` (before anything is allocated)."""
-    lens = [int(x) for x in lengths]
+    lens = _lengths(lengths)
     check_fits(inference_bytes(lens, n_states, n_symbols, tensorflow=tensorflow),
-               f"{sum(lens)} tokens (longest sequence {max(lens, default=0)}) with {int(n_states)} states")
+               f"{int(lens.sum())} tokens (longest sequence {int(lens.max()) if lens.size else 0}) with "
+               f"{int(n_states)} states")

@@ -168,6 +168,12 @@ def test_encode_with_its_own_vocabulary_shares_the_sequences():
     assert e.n_tokens == sum(map(len, sents))
     step = e.provenance["preprocessing"][-1]
     assert step == {"step": "encode_with", "n_symbols_before": 4, "n_symbols_after": 4}
+    # with lower-casing and word shapes asked for: nothing is looked up lower-cased or shaped
+    e2 = c.encode_with(tuple(words), unknown="<unk>", lowercase=True, shapes=True)
+    assert all(x is y for x, y in zip(e2.sequences, c.sequences))
+    assert e2.provenance["preprocessing"][-1] == {"step": "encode_with", "n_symbols_before": 4,
+                                                  "n_symbols_after": 4, "lowercased_tokens": 0,
+                                                  "shape_class_tokens": 0}
     # one symbol more at the end, or two swapped: mapped, not shared
     longer = c.encode_with(words + ["z"])
     assert not any(x is y for x, y in zip(longer.sequences, c.sequences))

@@ -78,6 +78,11 @@ def test_the_largest_chunk_is_the_engines(n_states, chunk_elements):
     prepared = NumpyEngine(chunk_elements=chunk_elements).prepare(seqs, n_states)
     engine_largest = max(ch.obs.shape[0] * ch.obs.shape[1] for ch in prepared.chunks)
     assert largest_chunk_tokens(lengths, n_states, chunk_elements) == engine_largest
+    # the lengths as a list of Python ints, a generator or an int32 array (a worker's): the same
+    as_array = np.array(lengths, dtype=np.int32)
+    assert largest_chunk_tokens(as_array, n_states, chunk_elements) == engine_largest
+    assert largest_chunk_tokens((int(x) for x in lengths), n_states, chunk_elements) == engine_largest
+    assert inference_bytes(as_array, n_states, 5) == inference_bytes([int(x) for x in lengths], n_states, 5)
 
 
 def test_a_long_sequence_counts_as_one_chunk_of_t_by_n():

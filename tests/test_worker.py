@@ -52,6 +52,49 @@ def test_messages_round_trip_exactly_and_never_pickle():
         decode_message(b"\x80\x04garbage")
 
 
+def _one_by_one(data, n_symbols):
+    """The oracle: every sequence checked on its own (as_sequences), then joined."""
+    from densehmm_core.sequences import as_sequences
+    seqs = as_sequences(data, n_symbols=n_symbols)
+    return np.concatenate(seqs).astype(np.int32), np.array([len(x) for x in seqs], dtype=np.int64)
+
+
+@pytest.mark.parametrize("layout", ["int32 arrays", "int64 arrays", "uint8 arrays", "lists", "corpus",
+                                    "2-d column arrays", "mixed"])
+def test_plain_sequences_are_what_checking_one_by_one_gives(layout):
+    """What crosses to a worker: the same tokens and lengths whether the sequences are joined and checked
+    at once (1-D integer arrays) or one by one (anything else)."""
+    from densehmm_core.data import Corpus
+    from densehmm_core.worker.wire import as_plain_sequences
+    rng = np.random.default_rng(11)
+    raw = [rng.integers(0, 7, size=int(rng.integers(1, 30))) for _ in range(200)]
+    data = {"int32 arrays": [x.astype(np.int32) for x in raw], "int64 arrays": raw,
+            "uint8 arrays": [x.astype(np.uint8) for x in raw], "lists": [x.tolist() for x in raw],
+            "corpus": Corpus.from_sequences([x.astype(np.int32) for x in raw], vocabulary=list("abcdefg")),
+            "2-d column arrays": [x[:, None] for x in raw],
+            "mixed": [x if i % 2 else x[:, None] for i, x in enumerate(raw)]}[layout]
+    plain = as_plain_sequences(data, 7)
+    tokens, lengths = _one_by_one(data, 7)
+    assert plain["tokens"].dtype == np.int32 and plain["lengths"].dtype == np.int64
+    np.testing.assert_array_equal(plain["tokens"], tokens)
+    np.testing.assert_array_equal(plain["lengths"], lengths)
+    assert as_plain_sequences(None, 7) is None
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    ([np.array([0, 1]), np.array([2, 7]), np.array([1])], "sequence 1 holds symbol 7, outside 0..6"),
+    ([np.array([0, 1]), np.array([-1, 2])], "sequence 1 holds symbol -1"),
+    ([np.array([0, 1]), np.array([], dtype=np.int64)], "sequence 1 is empty"),
+    ([np.array([0, 1]), np.array([0.5, 1.0])], "sequence 1 holds non-integer symbols"),
+    ([], "no sequences given"),
+])
+def test_plain_sequences_name_the_sequence_at_fault(bad, phrase):
+    """Joined and checked at once, a problem is still reported as the one-by-one check words it."""
+    from densehmm_core.worker.wire import as_plain_sequences
+    with pytest.raises(ValueError, match=phrase):
+        as_plain_sequences(bad, 7)
+
+
 def test_only_the_core_models_are_supported():
     class Custom(StandardHMM):
         pass

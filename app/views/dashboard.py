@@ -589,8 +589,12 @@ class Dashboard(QtWidgets.QWidget):
         if not seqs or not m:
             return None
         if self._counted[0] is not corpus or self._counted[1] != int(m):
-            flat = np.concatenate(seqs)
-            self._counted = (corpus, int(m), np.bincount(flat, minlength=int(m))[:int(m)])
+            known = getattr(corpus, "symbol_counts", None)      # a Corpus counts once (the loading thread)
+            if known is not None and len(known) == int(m):
+                counts = np.asarray(known)
+            else:
+                counts = np.bincount(np.concatenate(seqs), minlength=int(m))[:int(m)]
+            self._counted = (corpus, int(m), counts)
         return self._counted[2]
 
     def image_data(self, name: str) -> Optional[np.ndarray]:

@@ -284,7 +284,7 @@ class JobsController(QObject):
         from densehmm_core.data import residual_symbol
         model = job.model
         vocab = getattr(model, "vocabulary", None)
-        key = (id(data), getattr(model, "n_symbols", None), None if vocab is None else tuple(str(v) for v in vocab),
+        key = (id(data), getattr(model, "n_symbols", None), None if vocab is None else tuple(vocab),
                residual_symbol(vocab, getattr(model, "provenance_", None)) if vocab is not None else None)
         cached = _DECODED.get(job)
         if cached is not None and cached[0] == key and cached[1] is data:
@@ -329,6 +329,7 @@ class JobsController(QObject):
 
 
 def _token_count(data) -> int:
-    """Number of tokens of a Corpus or a list of sequences (for per-token NLL curves)."""
-    seqs = getattr(data, "sequences", data)
-    return int(sum(map(len, seqs)))
+    """Number of tokens of a Corpus (counted once, with its lengths) or a list of sequences (for
+    per-token NLL curves)."""
+    n = getattr(data, "n_tokens", None)
+    return int(n) if n is not None else int(sum(map(len, data)))

@@ -333,7 +333,13 @@ class Corpus:
         if unknown is not None and unknown not in index:
             raise ValueError(f"the unknown symbol {unknown!r} is not in the vocabulary to encode with")
         counts = self.symbol_counts
-        found, n_lower, n_shape, missing = self._match(index, unknown, lowercase, shapes)
+        same = target == self.vocabulary
+        if same:
+            # the same symbols at the same indices (a model shown on its own data): every symbol is
+            # found as it is, none lower-cased, shaped or missing; nothing to match
+            found, n_lower, n_shape, missing = {}, 0, 0, []
+        else:
+            found, n_lower, n_shape, missing = self._match(index, unknown, lowercase, shapes)
         step: Dict[str, Any] = {"step": "encode_with", "n_symbols_before": self.n_symbols,
                                 "n_symbols_after": len(target)}
         if lowercase:
@@ -349,8 +355,9 @@ class Corpus:
                                  f"({n_tokens} of {self.n_tokens} tokens)")
             step.update(unknown_symbol=unknown, to_unknown=names, unknown_tokens=n_tokens)
         fill = -1 if unknown is None else index[unknown]  # -1 only for symbols no sequence uses
-        lut = np.array([index.get(v, found.get(i, fill)) for i, v in enumerate(self.vocabulary)], dtype=np.int32)
-        if lut.size == len(target) and np.array_equal(lut, np.arange(lut.size)):
+        lut = None if same else np.array(
+            [index.get(v, found.get(i, fill)) for i, v in enumerate(self.vocabulary)], dtype=np.int32)
+        if lut is None or (lut.size == len(target) and np.array_equal(lut, np.arange(lut.size))):
             # the same symbols at the same indices: the sequences shared (as select's are), and what
             # was counted of them
             out = self._derive(list(self.sequences), vocabulary=target, names=self.names, step=step,
@@ -425,9 +432,13 @@ class Corpus:
             prov.update(extra)
         if (self.tags is None) != (tags is None):
             raise ValueError("derived corpus: tags must be given exactly when the corpus has tags")
-        c = Corpus(sequences, self.vocabulary if vocabulary is None else vocabulary, names=names,
+        c = Corpus(sequences, self.vocabulary if vocabulary is None else vocabulary, names=None,
                    provenance=prov, warnings=self.warnings, validate=False, tags=tags,
                    tag_vocabulary=self.tag_vocabulary)
+        if names is not None:   # this corpus's own names (strings already), or a subset of them
+            if len(names) != len(c.sequences):
+                raise ValueError(f"{len(names)} names for {len(c.sequences)} sequences")
+            c.names = list(names)
         if vocabulary is None:
             c.vocabulary = self.vocabulary  # share the very same list
         c.tag_vocabulary = self.tag_vocabulary

@@ -8,6 +8,8 @@ import threading
 import time
 from typing import Iterator, List, Optional
 
+import numpy as np
+
 from ..events import CancelToken, ProgressEvent, TrainingDiverged
 from ..memory import check_inference
 from .lifeline import start_process
@@ -296,7 +298,7 @@ class TrainingWorker:
         train = as_plain_sequences(data, model.n_symbols)
         test = as_plain_sequences(eval_data, model.n_symbols)
         # the worker's engine buffers must fit (a single long sequence forms a chunk of its own)
-        check_inference([int(x) for part in (train, test) if part is not None for x in part["lengths"]],
+        check_inference(np.concatenate([part["lengths"] for part in (train, test) if part is not None]),
                         model.n_states, model.n_symbols, tensorflow=model.needs_tensorflow)
         self._jobs += 1
         job = self._jobs
