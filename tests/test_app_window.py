@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pytestqt")
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QUrl  # noqa: E402
-from PySide6.QtGui import QDragEnterEvent, QDropEvent  # noqa: E402
+from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication, QMessageBox  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,16 +67,24 @@ def random_protein_records(seed, n=25):
     return [(f"p{i}", "".join(rng.choice(letters, size=int(rng.integers(5, 150))))) for i in range(n)]
 
 
-def drop(widget, paths):
-    """Synthesise the drop of local files on a widget (as a file manager does)."""
-    mime = QMimeData()
-    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
-    center = widget.rect().center()
+def drop(widget, paths=None, mime=None):
+    """Synthesise the drop of local files on a widget (as a file manager does): the events go where
+    the platform sends them, to the window's native window, at the widget's centre."""
+    if mime is None:
+        mime = QMimeData()
+        mime.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    top = widget.window()
+    center = widget.mapTo(top, widget.rect().center())
+    handle = top.windowHandle()
+    assert handle is not None, "the window is not shown"
     enter = QDragEnterEvent(center, Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
-    QApplication.sendEvent(widget, enter)
+    QApplication.sendEvent(handle, enter)
     entered = enter.isAccepted()
+    move = QDragMoveEvent(center, Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
+    QApplication.sendEvent(handle, move)
+    entered = entered and move.isAccepted()
     ev = QDropEvent(QPointF(center), Qt.CopyAction, mime, Qt.LeftButton, Qt.NoModifier)
-    QApplication.sendEvent(widget, ev)
+    QApplication.sendEvent(handle, ev)
     return entered and ev.isAccepted()
 
 
@@ -139,6 +147,49 @@ def test_drop_several_files_on_a_child_widget(window, qtbot, tmp_path):
     wait_loaded(qtbot, window, 2)
     assert sorted(len(d.all_sequences) for d in window.datasets) == [8, 12]
     assert window.data_panel.selector.count() == 2
+
+
+def test_drops_filter_the_native_window_only(window, qtbot, tmp_path):
+    """The drop filter sees the drags the platform delivers to the window's native window, and not
+    the rest of the application's events (an application-wide Python filter made every paint and
+    timer event of every widget wait for the GIL while a file was read)."""
+    from PySide6.QtCore import QEvent
+    drops = window.drops
+    assert drops.handle is window.windowHandle() is not None
+    seen = []
+    real = drops.eventFilter
+
+    def spy(obj, event):
+        if obj is not window:        # (the window's own events: the filter notices its native window)
+            seen.append(event.type())
+        return real(obj, event)
+    drops.eventFilter = spy
+    try:
+        child = window.jobs_panel.tree.viewport()
+        for widget in (child, window.model_form, window.dashboard):
+            for kind in (QEvent.UpdateRequest, QEvent.LayoutRequest, QEvent.FontChange):
+                QApplication.sendEvent(widget, QEvent(kind))
+        window.repaint()             # the whole window painted, every child included
+        assert seen == []            # a child's events never reach it
+        a = write_fasta(tmp_path / "a.fa", random_protein_records(4, 5))
+        assert drop(child, [a])
+        assert seen == [QEvent.DragEnter, QEvent.DragMove, QEvent.Drop]
+    finally:
+        del drops.eventFilter
+    wait_loaded(qtbot, window, 1)
+
+
+def test_a_text_drag_goes_on_to_the_widget_under_it(window, qtbot):
+    """Only local files are taken: dragged text reaches the text field it is dropped on."""
+    from PySide6.QtWidgets import QLineEdit
+    field = QLineEdit()                         # a text field in the window (the status bar's)
+    window.statusBar().addPermanentWidget(field, 1)
+    qtbot.waitUntil(lambda: field.isVisible() and not field.visibleRegion().isEmpty())
+    mime = QMimeData()
+    mime.setText("hello")
+    drop(field, mime=mime)
+    assert not window.data_ctl.loading and window.datasets == []
+    assert "hello" in field.text()
 
 
 def test_drop_real_fasta(window, qtbot, shared_data):
