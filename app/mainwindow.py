@@ -77,6 +77,10 @@ TITLE_BAR = 32
 #: the Jobs panel's first height on such a screen (pixels: its buttons, a header and three jobs); the
 #: dashboard takes the rest (at a third of the window its plots had only their minimum height)
 SHORT_SCREEN_JOBS = 160
+#: its share of the window's height on a taller screen: a quarter (237 px of a 950 px window: buttons,
+#: a header and seven jobs; at a third a word model's top-words table showed 15 of 17 states and the
+#: plots below it were 130 px tall)
+JOBS_SHARE = 1 / 4
 
 
 class _MinimumHost(QWidget):
@@ -296,7 +300,7 @@ class MainWindow(QMainWindow):
     def finish_startup(self) -> None:
         """Build the remaining views after the window is on screen."""
         self.dashboard
-        if self._default_layout:   # first start, or saved on another screen: a Jobs panel a third as tall
+        if self._default_layout:   # first start, or saved on another screen: a Jobs panel a quarter as tall
             self._size_jobs_dock()  # as the window, or less on a short screen (now that the pages exist)
         self._freeze_gc()
 
@@ -317,7 +321,7 @@ class MainWindow(QMainWindow):
         self.addDockWidget(area, dock)
         return dock
 
-    def _size_jobs_dock(self, share: float = 1 / 3) -> None:
+    def _size_jobs_dock(self, share: float = JOBS_SHARE) -> None:
         """The Jobs panel's first height: ``share`` of the window, at least 190 px; on a short screen (a
         1366 x 768 laptop) :data:`SHORT_SCREEN_JOBS`, the rest for the plots, and never so tall that the
         central pages lack their minimum height (no scroll bar); never below the panel's own minimum."""

@@ -138,6 +138,21 @@ def _short_screen_window(make_window, qtbot, monkeypatch, width, height, name="a
     return w
 
 
+@pytest.mark.parametrize("screen", [(1920, 1040), (1400, 860)])
+def test_on_a_large_screen_the_jobs_panel_starts_a_quarter_of_the_window(make_window, qtbot, monkeypatch, screen):
+    """At a third of a 950 px window the Jobs panel kept 300 px for one job while a word model's top-words
+    table scrolled (15 of 17 states shown): it starts at a quarter, and the pages keep more than their
+    minimum height."""
+    from app.mainwindow import JOBS_SHARE
+    w = _short_screen_window(make_window, qtbot, monkeypatch, *screen)
+    assert JOBS_SHARE == 0.25
+    want = max(190, int(JOBS_SHARE * w.height()))
+    # (the dock area's height counts the Jobs / Log tab bar below the dock)
+    assert want - 32 <= w.jobs_dock.height() <= want, (w.jobs_dock.height(), want, w.height())
+    assert w.central_area.viewport().height() >= w.stack.minimumSizeHint().height() + 80
+    assert not w.central_area.verticalScrollBar().isVisible()
+
+
 @pytest.mark.parametrize("screen", [(1366, 728), (1280, 680)])
 @pytest.mark.parametrize("saved_on_a_larger_screen", [False, True])
 def test_a_1366_x_768_laptop_shows_the_whole_window_without_scroll_bars(make_window, qtbot, monkeypatch,
