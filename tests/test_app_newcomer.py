@@ -143,6 +143,11 @@ def test_help_has_every_section_and_f1_opens_it_at_the_part_in_use(make_window, 
                  "V-measure", "NLL per token", "Paper's NLL", "Ctrl+Tab", "Alt+1",
                  "Train &gt; Run sweep (Ctrl+Shift+T)", "Hover a position"):
         assert term in html
+    # the Jobs panel's Stop column: every reason a fit ends with is explained (a diverged job says why
+    # in its Result cell)
+    from densehmm_core.events import STOP_REASONS
+    for reason in set(STOP_REASONS) - {"diverged"}:
+        assert f"<i>{reason}</i>" in html, reason
     w = make_window()
     _activate(qtbot, w)
     w.stack.setCurrentWidget(w.start_view)
