@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from densehmm_core.events import START_PHASE, start_text
+from densehmm_core.events import START_PHASE, start_text, stop_meaning
 
 from .. import view_registry as registry
 from ..export import add_export_context_menu, ask_and_export_csv, file_stem
@@ -101,6 +101,7 @@ class Dashboard(QtWidgets.QWidget):
         self._counted: tuple = (None, 0, None)   # (corpus, m, symbol counts): _symbol_counts
         self._has_initial = False
         self._last_step: Optional[int] = None
+        self._tips: Dict[str, str] = {"stop": "", "error": ""}   # the title's tooltip (_update_title_tip)
         # queued parts of a live update or of a model shown: one per event-loop turn, each held while
         # its view is hidden (the live page's while it is; Decode's while its tab is not current)
         self._part_views: Dict[str, str] = {}
@@ -395,6 +396,9 @@ class Dashboard(QtWidgets.QWidget):
                 parts.append(f"{k} {fmt_value(v)}")
         if ev.done:
             parts.append(f"[{ev.reason or 'done'}]")
+            meaning = stop_meaning(ev.reason or "")
+            self._tips["stop"] = f"[{ev.reason}] {meaning}" if meaning else ""
+            self._update_title_tip()
             if not ev.params and not self._has_initial:
                 # ended in its start: no model to draw (empty matrices and curves): the page says why
                 self.live_placeholder.setText(f"No parameters: the fit ended ({ev.reason or 'done'}) before "
@@ -609,6 +613,8 @@ class Dashboard(QtWidgets.QWidget):
         self._model = None
         self._has_initial = False
         self._last_step = None
+        self._tips = {"stop": "", "error": ""}
+        self._update_title_tip()
         self.title.setText("No job selected")
         self.live_placeholder.setText(NO_JOB)
         self.live_stack.setCurrentWidget(self.live_placeholder)
@@ -646,7 +652,13 @@ class Dashboard(QtWidgets.QWidget):
         except Exception as exc:  # noqa: BLE001 - a bad snapshot must not stop the live stream
             msg = f"{name} view: {type(exc).__name__}: {exc}"
             self.sigError.emit(msg)
-            self.title.set_extra_tip(msg)
+            self._tips["error"] = msg
+            self._update_title_tip()
+
+    def _update_title_tip(self) -> None:
+        """The title's tooltip below its full text: why the job stopped, in words, and a view's error
+        (both forgotten when the job changes)."""
+        self.title.set_extra_tip("\n".join(t for t in (self._tips["stop"], self._tips["error"]) if t))
 
     def _show_params(self, params: dict) -> None:
         self._safe("matrices", self.heatmaps.set_params, params)
