@@ -95,6 +95,15 @@ def test_embedding_scatter_labels_only_the_most_frequent_words(qtbot):
     np.testing.assert_allclose(np.column_stack([xs, ys]), w.coordinates("V")[idx])
     w.boxes["V"].setChecked(False)
     assert not w.faint_symbols.isVisible() and not w.scatters["V"].isVisible()
+    w.boxes["V"].setChecked(True)
+    # other counts (another data set): the labelled words follow them, and the next snapshot too
+    counts2 = counts[::-1].copy()
+    w.set_symbol_frequencies(counts2, top=10)
+    top2 = list(np.argsort(-counts2, kind="stable")[:10])
+    assert w.labelled_symbols() == top2
+    w.set_embeddings({"V": rng.normal(size=(m, l)), "U": rng.normal(size=(3, l))})
+    assert w.labelled_symbols() == top2
+    assert sorted(int(p.data()) for p in w.scatters["V"].points()) == sorted(top2)
 
 
 def test_embedding_labels_are_reused_across_models_and_measured_for_their_new_text(qtbot):

@@ -104,6 +104,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         self._crowded: set = set()  # ids of labels hidden because they would overlap another
         self._freq: Optional[np.ndarray] = None  # symbol counts: label the most frequent only
         self._top_n = TOP_LABELLED
+        self._top_order: Optional[np.ndarray] = None   # _top_symbols, for the counts in _freq
         self._labels_stale = False      # the counts changed since the labels were made
         self._label_todo: List[tuple] = []   # (set, text, colour) of label items still to make
         self._label_timer = QtCore.QTimer(self)
@@ -259,6 +260,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
         to make: the points are then drawn once, not twice)."""
         self._freq = None if counts is None else np.asarray(counts, dtype=np.float64).reshape(-1)
         self._top_n = int(top)
+        self._top_order = None
         self._labels_stale = True
         if self._emb and redraw:
             self.set_embeddings(dict(self._emb), force_labels=True)
@@ -267,7 +269,9 @@ class EmbeddingScatter(QtWidgets.QWidget):
         """Indices of the most frequent symbols (most frequent first), or ``None`` when all are shown."""
         if self._freq is None or self._freq.size != m or m <= self._top_n:
             return None
-        return np.argsort(-self._freq, kind="stable")[:self._top_n]
+        if self._top_order is None:     # sorted once per set of counts (a snapshot asked 4 times: 9 ms
+            self._top_order = np.argsort(-self._freq, kind="stable")[:self._top_n]   # at 30,000 words)
+        return self._top_order
 
     def labelled_symbols(self) -> List[int]:
         """Indices of the symbols (V) that have a label item."""
