@@ -423,3 +423,42 @@ def test_dashboard_symbol_counts_are_the_corpus_counts(qtbot):
     qtbot.addWidget(fresh)
     np.testing.assert_array_equal(fresh._symbol_counts(model, smaller), [3, 1, 1, 0])
     assert fresh._symbol_counts(SimpleNamespace(n_symbols=None), smaller) is None
+
+
+def test_uniform_scatter_moves_the_same_points_in_place(qtbot):
+    """A live snapshot of the same vocabulary moves the faint points without building pyqtgraph's record
+    array again; the picture, the data and the view's range are those of a fresh setData (the oracle),
+    and other points (another subset) are set afresh."""
+    import pyqtgraph as pg
+    from app.views.embeddings import UniformScatter
+    rng = np.random.default_rng(3)
+    kw = dict(symbol="d", size=4, pen=pg.mkPen(None), brush=pg.mkBrush(120, 80, 200, 55))
+    pa, pb = pg.PlotWidget(), pg.PlotWidget()
+    for pw in (pa, pb):
+        pw.resize(300, 240)
+        qtbot.addWidget(pw)
+    a, b = pg.ScatterPlotItem(**kw), UniformScatter(**kw)
+    pa.addItem(a)
+    pb.addItem(b)
+    ids = np.sort(rng.choice(900, size=500, replace=False))
+    records = None
+    for step in range(3):
+        xy = rng.normal(size=(500, 2)) * (1 + step)       # the points spread: the range must follow
+        a.setData(x=xy[:, 0], y=xy[:, 1], data=ids)
+        b.set_points(xy[:, 0], xy[:, 1], ids)
+        if records is None:
+            records = b.data
+        assert b.data is records                           # moved in place, not built again
+        for pw in (pa, pb):
+            pw.autoRange(padding=0)
+        np.testing.assert_array_equal(b.getData()[0], xy[:, 0])
+        np.testing.assert_array_equal([int(d) for d in b.data["data"]], ids)
+        assert b.dataBounds(0) == a.dataBounds(0) and b.dataBounds(1) == a.dataBounds(1)
+        assert pa.grab().toImage() == pb.grab().toImage()
+    other = np.arange(300)
+    xy = rng.normal(size=(300, 2))
+    b.set_points(xy[:, 0], xy[:, 1], other)
+    assert b.data is not records and [int(d) for d in b.data["data"]] == list(range(300))
+    b.setData([], [])
+    b.set_points(xy[:, 0], xy[:, 1], other)                # cleared in between: set afresh
+    assert len(b.data) == 300

@@ -88,6 +88,28 @@ class UniformScatter(pg.ScatterPlotItem):
             self.invalidate()
         self._updateMaxSpotSizes(data=data)
 
+    def set_points(self, x: np.ndarray, y: np.ndarray, ids: np.ndarray) -> None:
+        """``setData(x=x, y=y, data=ids)``.  The same points in new places (a live snapshot of the same
+        vocabulary) are moved in place: pyqtgraph's ``setData`` builds a new record array of 30,000
+        rows, about 15 ms of each snapshot at the Brown corpus's vocabulary."""
+        ids = np.asarray(ids)
+        old = getattr(self, "_ids", None)
+        if old is not None and len(self.data) == ids.size == len(x) and np.array_equal(old, ids):
+            self.data["x"] = x
+            self.data["y"] = y
+            self.prepareGeometryChange()
+            self.informViewBoundsChanged()
+            self.bounds = [None, None]
+            self.invalidate()
+            self.sigPlotChanged.emit(self)
+            return
+        self.setData(x=x, y=y, data=ids)
+        self._ids = ids.copy()
+
+    def clear(self) -> None:
+        self._ids = None
+        super().clear()
+
 
 class EmbeddingScatter(QtWidgets.QWidget):
     """The embedding scatter; ``set_embeddings(dict)`` with keys U, Z, W, V, z_start."""
@@ -307,7 +329,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                 in_top[self._top_symbols(xy.shape[0])] = True
                 top, rest = np.flatnonzero(in_top), np.flatnonzero(~in_top)
                 sc.setData(x=xy[top, 0], y=xy[top, 1], data=top)
-                self.faint_symbols.setData(x=xy[rest, 0], y=xy[rest, 1], data=rest)
+                self.faint_symbols.set_points(xy[rest, 0], xy[rest, 1], rest)
                 continue
             else:
                 sc.setData(x=xy[:, 0], y=xy[:, 1], data=np.arange(xy.shape[0]))
