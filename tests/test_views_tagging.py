@@ -58,6 +58,23 @@ def test_tagging_curves_and_top_words(qtbot):
     assert t.table.item(0, 0).text() == "dog" and "0.5" in t.table.item(0, 0).toolTip()
 
 
+def test_top_words_of_a_large_vocabulary_follow_a_full_sort(qtbot):
+    """With many symbols only each row's candidates are sorted; the oracle is a full stable sort of the
+    row (largest first, ties by index), on rows full of ties; words named from the vocabulary."""
+    rng = np.random.default_rng(7)
+    n, m, top = 6, 400, 10
+    B = np.round(rng.dirichlet(np.full(m, 0.3), size=n), 3)    # rounded: many equal values
+    vocab = [f"w{k}" for k in range(m)]
+    t = shown(qtbot, TopWordsTable(top=top), (500, 300))
+    t.set_emissions(B, vocab)
+    want = [[vocab[k] for k in np.argsort(-B[i], kind="stable")[:top]] for i in range(n)]
+    assert t.words() == want
+    assert t.table.item(2, 0).text() == want[2][0]
+    assert t.table.item(2, 0).toolTip() == f"state 2: P({want[2][0]}) = {B[2].max():.6g}"
+    t.set_emissions(B, None)                                  # no names: the indices
+    assert t.words()[0] == [str(np.argsort(-B[0], kind="stable")[j]) for j in range(top)]
+
+
 def test_large_vocabulary_shows_top_words_instead_of_a_heatmap(qtbot):
     rng = np.random.default_rng(0)
     n, m = 4, 500

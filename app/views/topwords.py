@@ -46,13 +46,15 @@ class TopWordsTable(QtWidgets.QWidget):
         """Fill from an emission matrix (n x m) and the symbol names (``None``: indices)."""
         B = np.asarray(emissionprob, dtype=np.float64)
         n, m = B.shape
-        names = [str(v) for v in vocabulary] if vocabulary is not None and len(vocabulary) == m else \
-            [str(i) for i in range(m)]
+        named = vocabulary is not None and len(vocabulary) == m
+
+        def name(k: int) -> str:   # only the words shown are named (not 30,000 at every snapshot)
+            return str(vocabulary[k]) if named else str(k)
         top = min(self._top, m)
         # the order to list the symbols in (display only): largest probability first, ties by index;
         # only the candidates (values >= each row's top-th largest, ties included) are sorted
         if m > 4 * top:
-            kth = -np.partition(-B, top - 1, axis=1)[:, top - 1]
+            kth = np.partition(B, m - top, axis=1)[:, m - top]      # each row's top-th largest
             order = np.empty((n, top), dtype=np.int64)
             for i in range(n):
                 cand = np.flatnonzero(B[i] >= kth[i])
@@ -62,7 +64,7 @@ class TopWordsTable(QtWidgets.QWidget):
         t = self.table
         rows = list(row_labels) if row_labels is not None and len(row_labels) == n \
             else [f"state {s}" for s in state_labels(n)]
-        self._words = [[names[int(k)] for k in order[i]] for i in range(n)]
+        self._words = [[name(int(k)) for k in order[i]] for i in range(n)]
         with self._sizes_fixed():
             t.setRowCount(n)
             t.setColumnCount(top)
@@ -71,14 +73,15 @@ class TopWordsTable(QtWidgets.QWidget):
             for i in range(n):
                 for j in range(top):
                     k = int(order[i, j])
-                    tip = f"state {i}: P({names[k]}) = {B[i, k]:.6g}"
+                    word = self._words[i][j]
+                    tip = f"state {i}: P({word}) = {B[i, k]:.6g}"
                     item = t.item(i, j)
                     if item is None:
-                        item = QtWidgets.QTableWidgetItem(names[k])  # the words; probabilities in tooltips
+                        item = QtWidgets.QTableWidgetItem(word)  # the words; probabilities in tooltips
                         item.setToolTip(tip)
                         t.setItem(i, j, item)
                     else:
-                        item.setText(names[k])
+                        item.setText(word)
                         item.setToolTip(tip)
         # the title is part of exported figures: the hint to hover is in the tooltip only
         self.title.setText(f"Top {top} of {m} symbols per state, most probable first")
