@@ -1,4 +1,4 @@
-"""The GUI process hands the GIL to the GUI thread within 1 ms (app/gil.py)."""
+"""The GUI process hands the GIL to the GUI thread within 0.25 ms (app/gil.py)."""
 import os
 import subprocess
 import sys
@@ -8,10 +8,10 @@ import pytest
 pytest.importorskip("PySide6")
 
 
-def test_the_app_sets_a_1_ms_switch_interval(tmp_path):
+def test_the_app_sets_a_quarter_ms_switch_interval(tmp_path):
     """app.main sets it before the window exists (the Brown corpus read on a background thread froze
-    the window for 0.55-0.85 s at Python's 5 ms, 0.19-0.25 s at 1 ms: docs/PERFORMANCE.md); this test process
-    keeps Python's default."""
+    the window for 0.55-0.85 s at Python's 5 ms, 0.19-0.25 s at 1 ms, then 90 ms at 1 ms and 44-49 ms at
+    0.25 ms: docs/PERFORMANCE.md); this test process keeps Python's default."""
     from app import gil
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = """
@@ -33,5 +33,5 @@ sys.exit(m.main(["main.py", "--no-tensorflow", "--quit-after", "0.3"]))
     assert out.returncode == 0, out.stderr
     seen = dict(line.split() for line in out.stdout.splitlines() if line.startswith(("BEFORE", "WINDOW")))
     assert float(seen["BEFORE"]) == pytest.approx(0.005)
-    assert float(seen["WINDOW"]) == pytest.approx(gil.SWITCH_INTERVAL_S) == pytest.approx(0.001)
+    assert float(seen["WINDOW"]) == pytest.approx(gil.SWITCH_INTERVAL_S) == pytest.approx(0.00025)
     assert sys.getswitchinterval() == pytest.approx(0.005)     # importing app.gil changes nothing
