@@ -10,9 +10,9 @@ call), trains on it (``train``: the window while it trains) and is shown, and Ov
 Every ``processEvents`` call of the GUI thread is timed, per phase, and so is each call the window
 makes for a click (start a job, show it, open a tab); the longest is the longest the window
 stayed frozen.  Each round runs two fresh processes in turn: ``switch 5 ms``
-(Python's default GIL switch interval, the baseline) and ``shipped`` (:data:`app.gil.SWITCH_INTERVAL_S`
-of the checkout, what ``app.main`` sets), so the ratio is measured in the same run.  Prints the medians of the rounds and
-the ratio (``--shipped``: the shipped interval's processes only, to compare two checkouts;
+(Python's default GIL switch interval, the baseline) and the shipped one
+(:data:`app.gil.SWITCH_INTERVAL_S` of the checkout, what ``app.main`` sets), so the ratio is
+measured in the same run.  Prints the medians of the rounds and the ratio (``--shipped``: the shipped interval's processes only, to compare two checkouts;
 ``--switch S``: another interval in seconds instead of the shipped one).  Target: no
 ``processEvents`` call over 50 ms.  Skipped (exit 0, a message) without the
 shared data.
