@@ -14,8 +14,8 @@ stayed frozen.  Each round runs two fresh processes in turn: ``switch 5 ms``
 (:data:`app.gil.SWITCH_INTERVAL_S` of the checkout, what ``app.main`` sets), so the ratio is
 measured in the same run.  Prints the medians of the rounds and the ratio (``--shipped``: the
 shipped interval's processes only, to compare two checkouts; ``--switch S``: another interval in
-seconds instead of the shipped one).  Target: no ``processEvents`` call over 50 ms.  Skipped (exit 0, a message) without the
-shared data.
+seconds instead of the shipped one).  Target: no ``processEvents`` call over 50 ms.  Skipped
+(exit 0, a message) without the shared data.
 """
 from __future__ import annotations
 
