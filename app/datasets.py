@@ -154,7 +154,7 @@ def dataset_from_corpus(path: str, corpus, split: float = 0.5, seed: int = 0, pr
                  warnings=warnings, options={"split": split, "seed": seed})
     ds.summary    # noqa: B018 - computed here, on the loading thread, not when the window first shows it
     for part in (train, test):   # and the split's token counts (a job's curves ask when it starts)
-        if part is not None and hasattr(part, "lengths"):
+        if part is not None:
             part.lengths  # noqa: B018 - cached by the Corpus
     return ds
 

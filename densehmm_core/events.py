@@ -40,6 +40,7 @@ __all__ = [
     "StartCancelled",
     "STOP_REASONS",
     "stop_meaning",
+    "stop_text",
 ]
 
 #: ``ProgressEvent.phase`` of the events that report a fit's start before its first step.
@@ -67,6 +68,13 @@ def stop_meaning(reason: str) -> str:
     """``STOP_REASONS[reason]``, or ``""`` for a reason it does not know (e.g. an error message, or
     "loaded from a file", which say what they mean)."""
     return STOP_REASONS.get(reason, "")
+
+
+def stop_text(reason: str) -> str:
+    """``"max_steps: every iteration or step it was given was run"`` (a tooltip's text), or ``""`` for
+    a reason :data:`STOP_REASONS` does not know."""
+    meaning = stop_meaning(reason)
+    return f"{reason}: {meaning}" if meaning else ""
 
 
 class TrainingDiverged(RuntimeError):

@@ -622,12 +622,12 @@ def test_dashboard_survives_a_bad_snapshot(qtbot):
     assert "embeddings view" in dash.title.toolTip()
     dash.update_from_event(ProgressEvent(step=3, loss=0.4, params=good, done=True, reason="max_steps"))
     tip = dash.title.toolTip()
-    assert "[max_steps] every iteration or step it was given was run" in tip and "embeddings view" in tip
+    assert "max_steps: every iteration or step it was given was run" in tip and "embeddings view" in tip
     # another job: neither is left over from this one
     dash.clear()
     assert dash.title.toolTip() == ""
     dash.update_from_event(ProgressEvent(step=1, loss=0.4, params=good, done=True, reason="converged"))
-    assert dash.title.toolTip() == "[converged] the objective changed by less than tol"
+    assert dash.title.toolTip() == "converged: the objective changed by less than tol"
 
 
 def test_dashboard_with_real_core_models(qtbot):

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
                                QProgressBar, QPushButton, QSpinBox, QTreeWidget, QTreeWidgetItem, QVBoxLayout,
                                QWidget)
 
-from densehmm_core.events import START_PHASE, start_fraction, start_label, start_text, stop_meaning
+from densehmm_core.events import START_PHASE, start_fraction, start_label, start_text, stop_text
 
 from ..jobrows import INFINITE_TEST_NLL, job_row
 from ..jobs import Job, JobState
@@ -602,8 +602,7 @@ class JobsPanel(QWidget):
             item.setTextAlignment(c, Qt.AlignRight | Qt.AlignVCenter)
         tips = dict(texts)      # every cell's full text (it may be elided)
         stop = row["stop"] or "—"
-        meaning = stop_meaning(stop)
-        tips.update({C_DATA: row["data"] or "—", C_STOP: f"{stop}: {meaning}" if meaning else stop,
+        tips.update({C_DATA: row["data"] or "—", C_STOP: stop_text(stop) or stop,
                      C_RESULT: (job.reason + (("\n\n" + job.error) if job.error else ""))
                      if job.state in (JobState.FAILED, JobState.DIVERGED) else texts[C_RESULT]})
         test_nll = row.get("test_nll")

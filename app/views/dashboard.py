@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from densehmm_core.events import START_PHASE, start_text, stop_meaning
+from densehmm_core.events import START_PHASE, start_text, stop_text
 
 from .. import view_registry as registry
 from ..export import add_export_context_menu, ask_and_export_csv, file_stem
@@ -396,8 +396,7 @@ class Dashboard(QtWidgets.QWidget):
                 parts.append(f"{k} {fmt_value(v)}")
         if ev.done:
             parts.append(f"[{ev.reason or 'done'}]")
-            meaning = stop_meaning(ev.reason or "")
-            self._tips["stop"] = f"[{ev.reason}] {meaning}" if meaning else ""
+            self._tips["stop"] = stop_text(ev.reason or "")
             self._update_title_tip()
             if not ev.params and not self._has_initial:
                 # ended in its start: no model to draw (empty matrices and curves): the page says why

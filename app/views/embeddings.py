@@ -76,6 +76,8 @@ class UniformScatter(pg.ScatterPlotItem):
     symbol atlas, one Python tuple per point, 40 ms of the GUI thread for the Brown corpus's 30,499 words
     at every snapshot; here the one style is looked up once and its place in the atlas given to all."""
 
+    _ids: Optional[np.ndarray] = None   # the points' ids as last set (set_points)
+
     def updateSpots(self, dataSet=None):  # noqa: N802, N803 (pyqtgraph API)
         data = self.data if dataSet is None else dataSet
         if not (self.opts["pxMode"] and self.opts["useCache"]) or not len(data):
@@ -93,8 +95,7 @@ class UniformScatter(pg.ScatterPlotItem):
         vocabulary) are moved in place: pyqtgraph's ``setData`` builds a new record array of 30,000
         rows, about 15 ms of each snapshot at the Brown corpus's vocabulary."""
         ids = np.asarray(ids)
-        old = getattr(self, "_ids", None)
-        if old is not None and len(self.data) == ids.size == len(x) and np.array_equal(old, ids):
+        if self._ids is not None and len(self.data) == ids.size == len(x) and np.array_equal(self._ids, ids):
             self.data["x"] = x
             self.data["y"] = y
             self.prepareGeometryChange()

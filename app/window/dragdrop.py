@@ -6,7 +6,7 @@ sees a drag over any widget of the window, text fields and plots included, and n
 application's traffic.  (It used to filter the whole application: every event of every widget, paint
 and timer events included, went through Python, each call waiting for the GIL while a file was read
 or a job started on another thread.  Reading the Brown corpus again as words froze the window for
-up to 180 ms then, 90 ms now: docs/PERFORMANCE.md.)
+up to 180 ms then, 90 ms after this change alone: docs/PERFORMANCE.md.)
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ def residual_symbol(vocabulary: Sequence[str], provenance: Optional[dict] = None
     if isinstance(options, dict) and options.get("unknown_symbol"):
         names.append(str(options["unknown_symbol"]))
     names.append(DEFAULT_UNKNOWN)
-    known = vocabulary if len(vocabulary) < 64 or isinstance(vocabulary, (set, frozenset, dict)) else set(vocabulary)
+    known = set(vocabulary)     # (a 30,000-word list searched once per name took ms each)
     for c in names:
         if c in known:
             return c
@@ -41,7 +41,7 @@ def residual_symbol(vocabulary: Sequence[str], provenance: Optional[dict] = None
 def _shapes(vocabulary: Sequence[str]) -> bool:
     """Whether the vocabulary has word-shape classes (one look-up each in a set: a 30,000-word
     list searched 24 times took 8 ms)."""
-    names = vocabulary if isinstance(vocabulary, (set, frozenset, dict)) else set(vocabulary)
+    names = set(vocabulary)
     return any(c in names for c in SHAPE_CLASSES[:-1])
 
 
