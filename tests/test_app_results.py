@@ -7,6 +7,7 @@ import pytest
 pytest.importorskip("pytestqt")
 from PySide6.QtCore import QSettings, Qt  # noqa: E402
 
+from app.jobs import JobState  # noqa: E402
 from app.modelspec import ModelSpec  # noqa: E402
 
 
@@ -113,6 +114,31 @@ def _long_named_fasta(tmp_path):
 
 def _visible_columns(panel):
     return [c for c in range(panel.tree.columnCount()) if not panel.tree.isColumnHidden(c)]
+
+
+def test_a_running_jobs_time_tooltips_follow_its_time_cell(window, qtbot):
+    """The Time cell ticks once a second between progress events; its tooltip, and the Job cell's line
+    for Time while the column is hidden, tick with it (they kept the last event's time)."""
+    from app.panels import jobs_panel as jp
+    window.data_ctl.load_demo()
+    running = window.jobs_ctl.start_training(
+        ModelSpec.make(model_type="standard", n=6, n_iter=10 ** 6, tol=0.0, seed=3))
+    panel = window.jobs_panel
+    try:
+        qtbot.waitUntil(lambda: running.state == JobState.RUNNING and running.step > 0, timeout=30000)
+        item = panel.items[running.id]
+        for hidden in (False, True):
+            panel.set_hidden_columns(["time_s"] if hidden else [])
+            running.started_at -= 100.0        # 100 s later, with no progress event in between
+            panel._tick_times()
+            text = item.text(jp.C_TIME)
+            assert text.startswith("1:4" if not hidden else "3:2") and item.toolTip(jp.C_TIME) == text
+            if hidden:
+                assert f"{panel.column_title(jp.C_TIME)}: {text}" in item.toolTip(jp.C_NAME).split("\n")
+    finally:
+        panel.set_hidden_columns([])
+        window.jobs_ctl.cancel_job(running)
+        qtbot.waitUntil(lambda: running.state.is_final, timeout=30000)
 
 
 def test_jobs_table_fits_a_narrow_dock_without_scrolling_sideways(window, qtbot, tmp_path):

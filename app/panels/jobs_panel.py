@@ -554,13 +554,18 @@ class JobsPanel(QWidget):
         return format_seconds(job.elapsed) + (f" · ETA {format_seconds(job.eta)}" if job.eta is not None else "")
 
     def _tick_times(self) -> None:
-        """The Time cells of the running jobs, once a second (only those that changed are set)."""
+        """The Time cells of the running jobs, once a second (only those that changed are set), with
+        their tooltips (the cell's, and the Job cell's while Time is hidden): between two progress
+        events they kept the time of the last one."""
         for job_id, job in self.jobs.items():
             if job.state == JobState.RUNNING:
                 item = self.items.get(job_id)
                 text = self._running_time(job)
                 if item is not None and item.text(C_TIME) != text:
                     item.setText(C_TIME, text)
+                    item.setToolTip(C_TIME, text)
+                    if C_TIME in self.user_hidden or C_TIME in self.no_room:
+                        self._name_tip(job)
 
     def update_job(self, job: Job) -> None:
         item = self.items.get(job.id)
