@@ -54,9 +54,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     app.setOrganizationName("DenseHMM")
     app.setDesktopFileName("densehmm-studio")
     release_display_check()  # Qt holds its own connection now
-    from . import gcguard, gil
+    from . import blas, gcguard, gil
     gcguard.install()  # cyclic garbage collection on the GUI thread only (see app/gcguard.py)
-    gil.install()      # background threads hand the GUI thread the GIL within 1 ms (see app/gil.py)
+    gil.install()      # background threads hand the GUI thread the GIL within 0.25 ms (see app/gil.py)
+    blas.install()     # BLAS on one thread beside the training workers (see app/blas.py)
     from .panels.log_panel import install_log_file
     log_path = install_log_file()  # None (window-only log) when the folder is not writable
     from .mainwindow import MainWindow

@@ -75,6 +75,28 @@ def test_top_words_of_a_large_vocabulary_follow_a_full_sort(qtbot):
     assert t.words()[0] == [str(np.argsort(-B[0], kind="stable")[j]) for j in range(top)]
 
 
+def test_top_symbols_match_a_full_stable_sort():
+    """The candidates' bound comes from a sample of the columns; the oracle is each row's full stable
+    sort by decreasing value (ties by index), on shapes around the sampling threshold, rows of one
+    repeated value, heavy ties, one large entry and NaN."""
+    from app.views.topwords import top_symbols
+    rng = np.random.default_rng(11)
+    for n, m, top in [(3, 41, 10), (5, 39, 10), (4, 400, 10), (2, 30499, 10), (7, 1000, 1), (3, 5, 10),
+                      (6, 2000, 25)]:
+        mats = [rng.dirichlet(np.full(m, 0.3), size=n),
+                np.round(rng.dirichlet(np.full(m, 0.3), size=n), 3),        # many equal values
+                np.full((n, m), 1.0 / m)]                                      # every value tied
+        spike = np.full((n, m), 1e-9)
+        spike[:, m // 2] = 1.0
+        mats.append(spike)
+        nan = mats[0].copy()
+        nan[0, ::3] = np.nan
+        mats.append(nan)
+        for B in mats:
+            want = np.argsort(-B, axis=1, kind="stable")[:, :min(top, m)]
+            np.testing.assert_array_equal(top_symbols(B, top), want, err_msg=f"{n}x{m} top {top}")
+
+
 def test_large_vocabulary_shows_top_words_instead_of_a_heatmap(qtbot):
     rng = np.random.default_rng(0)
     n, m = 4, 500
@@ -183,6 +205,38 @@ def test_decode_view_shows_words_gold_and_predicted_tags(qtbot):
     assert list(path) == [0, 1, 0, 1]  # the Viterbi path of this model (alternating)
     bad = w.tag_table.item(2, 3)
     assert bad.background().color().alpha() > 0  # NOUN predicted, DET gold: shaded
+
+
+def test_decode_view_converts_only_the_sequences_it_shows(qtbot):
+    """Showing a model converts the sequence on screen, not every sequence of the data set (57,340
+    for the Brown corpus: about 40 ms of the GUI thread each time a job was shown); the sequence and
+    gold tags shown are the data set's own, also after another one is picked."""
+    class Counted(list):
+        looked = 0
+
+        def __getitem__(self, i):
+            type(self).looked += 1
+            return list.__getitem__(self, i)
+
+        def __iter__(self):
+            return (self[i] for i in range(len(self)))
+
+    rng = np.random.default_rng(5)
+    seqs = Counted([list(rng.integers(0, 3, size=int(rng.integers(2, 9)))) for _ in range(1000)])
+    tags = Counted([list(rng.integers(0, 2, size=len(s))) for s in seqs])
+    Counted.looked = 0
+    data = SimpleNamespace(sequences=seqs, vocabulary=["the", "dog", "cat"], tags=tags,
+                           tag_vocabulary=["DET", "NOUN"])
+    model = model_of([0.5, 0.5], [[0.1, 0.9], [0.9, 0.1]], [[0.8, 0.1, 0.1], [0.1, 0.45, 0.45]])
+    w = shown(qtbot, DecodeView(), (900, 600))
+    w.set_model(model, data)
+    assert w.sequence_count() == 1000
+    assert Counted.looked <= 4          # the first sequence and its tags (each looked at once or twice)
+    w.select_sequence(537)
+    np.testing.assert_array_equal(w.current_sequence(), list.__getitem__(seqs, 537))
+    assert w.tag_rows()[1] == [["DET", "NOUN"][g] for g in list.__getitem__(tags, 537)]
+    np.testing.assert_array_equal(w.current_path(), model.predict([np.array(list.__getitem__(seqs, 537))])[0])
+    assert Counted.looked <= 10
 
 
 def test_dashboard_shows_the_tags_tab_for_a_tagged_corpus(qtbot):

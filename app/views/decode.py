@@ -34,13 +34,28 @@ TRACK_TITLE = "Viterbi state path"
 TITLE_ID_CHARS = 40
 
 
-def _sequences_of(data: Any) -> List[np.ndarray]:
+class _Rows(Sequence[np.ndarray]):
+    """The sequences (or gold tag rows) of a data set, each made a flat array when it is looked at:
+    the view shows one at a time, and converting all 57,340 of a Brown corpus when a job was shown
+    held the GUI thread for about 40 ms."""
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i):  # type: ignore[override]  # (an index only; the view never slices)
+        return np.asarray(self._rows[i]).reshape(-1)
+
+
+def _sequences_of(data: Any) -> Sequence[np.ndarray]:
     if data is None:
         return []
     seqs = getattr(data, "sequences", data)
     if isinstance(seqs, np.ndarray) and seqs.ndim == 1 and seqs.dtype != object:
         seqs = [seqs]
-    return [np.asarray(s).reshape(-1) for s in seqs]
+    return _Rows(seqs)
 
 
 def _names_of(data: Any, count: int) -> Optional[List[str]]:
@@ -70,7 +85,7 @@ class DecodeView(QtWidgets.QWidget):
         super().__init__(parent)
         self._model = None
         self._pending: Optional[int] = None   # a sequence to decode once the view is shown or read
-        self._seqs: List[np.ndarray] = []
+        self._seqs: Sequence[np.ndarray] = []
         self._names: Optional[List[str]] = None
         self._vocab: Optional[List[str]] = None
         self._source = ""
@@ -78,7 +93,7 @@ class DecodeView(QtWidgets.QWidget):
         self._post: Optional[np.ndarray] = None
         self._current = 0   # index of the sequence drawn (the spin box may already show another)
         self._logprob: Optional[float] = None
-        self._gold: Optional[List[np.ndarray]] = None   # gold tags per sequence (tagged corpora)
+        self._gold: Optional[Sequence[np.ndarray]] = None   # gold tags per sequence (tagged corpora)
         self._tag_names: Optional[List[str]] = None
         self._state_tags: Optional[np.ndarray] = None  # mapped tag of each state (M-1)
 
@@ -241,7 +256,7 @@ class DecodeView(QtWidgets.QWidget):
         tags = getattr(data, "tags", None)
         tag_names = getattr(data, "tag_vocabulary", None)
         if tags is not None and tag_names is not None and len(tags) == len(self._seqs):
-            self._gold = [np.asarray(t).reshape(-1) for t in tags]
+            self._gold = _Rows(tags)
             self._tag_names = [str(t) for t in tag_names]
         else:
             self._gold, self._tag_names = None, None

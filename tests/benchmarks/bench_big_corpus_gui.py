@@ -44,10 +44,11 @@ def child(switch: float) -> dict:
     from PySide6.QtWidgets import QApplication
     from qtwait import fresh_window
     app = QApplication(["densehmm-studio"])
-    from app import gcguard
+    from app import blas, gcguard
     from app.mainwindow import MainWindow
     from app.modelspec import ModelSpec
     gcguard.install()
+    blas.install()            # (as app.main does)
     sys.setswitchinterval(switch)
     MainWindow.available_geometry = lambda self: QRect(0, 0, 1366, 728)
     win = fresh_window(app, tempfile.mkdtemp())
