@@ -14,12 +14,12 @@ different trainers (−Q, co-occurrence loss, NLL) are never compared.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
-from .theme import diverging_cmap, fmt_compact, state_labels, symbol_labels
+from .theme import diverging_cmap, fmt_compact, state_labels, symbol_labels, symbol_names
 from .heatmap import MatrixHeatmap
 from .widgets import PageStack, Placeholder
 
@@ -108,7 +108,7 @@ class CompareView(QtWidgets.QWidget):
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
-        self._vocab: Optional[List[str]] = None
+        self._vocab: Optional[Sequence[str]] = None
         self._diffs: Dict[str, Optional[np.ndarray]] = {}
         self._perm: Optional[np.ndarray] = None
         self._symbols: Optional[np.ndarray] = None
@@ -176,7 +176,7 @@ class CompareView(QtWidgets.QWidget):
 
     # ------------------------------------------------------------------ API
     def set_vocabulary(self, vocabulary) -> None:
-        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        self._vocab = symbol_names(vocabulary)
 
     def set_models(self, name_a: str, model_a, name_b: str, model_b,
                    metrics_a: Optional[dict] = None, metrics_b: Optional[dict] = None,

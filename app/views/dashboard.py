@@ -37,7 +37,7 @@ from densehmm_core.events import START_PHASE, start_text, stop_text
 from .. import view_registry as registry
 from ..export import add_export_context_menu, ask_and_export_csv, file_stem
 from ..live import DrawQueue
-from .theme import fmt_value
+from .theme import fmt_value, symbol_names
 from .widgets import HeaderLabel, Placeholder
 from .compare import CompareView
 from .curves import TrainingCurves
@@ -96,7 +96,7 @@ class Dashboard(QtWidgets.QWidget):
                  get_default_dir: Optional[Callable[[], str]] = None,
                  on_exported: Optional[Callable[[Any], None]] = None) -> None:
         super().__init__(parent)
-        self._vocab: Optional[List[str]] = None
+        self._vocab: Optional[Sequence[str]] = None
         self._model = None
         self._counted: tuple = (None, 0, None)   # (corpus, m, symbol counts): _symbol_counts
         self._has_initial = False
@@ -328,7 +328,7 @@ class Dashboard(QtWidgets.QWidget):
 
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
         """Symbol names (amino-acid letters, tags) in index order, or ``None`` for indices."""
-        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        self._vocab = symbol_names(vocabulary)
         for v in self._needing("vocabulary"):
             v.set_vocabulary(self._vocab)
 

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
-                    symbol_labels, theme_colors)
+                    symbol_labels, symbol_names, theme_colors)
 from .axes import GappedAxis, LabelAxis
 from .widgets import ColorKey, CompactComboBox, HeaderLabel, PageStack, Placeholder
 
@@ -87,7 +87,7 @@ class DecodeView(QtWidgets.QWidget):
         self._pending: Optional[int] = None   # a sequence to decode once the view is shown or read
         self._seqs: Sequence[np.ndarray] = []
         self._names: Optional[List[str]] = None
-        self._vocab: Optional[List[str]] = None
+        self._vocab: Optional[Sequence[str]] = None
         self._source = ""
         self._path: Optional[np.ndarray] = None
         self._post: Optional[np.ndarray] = None
@@ -233,7 +233,7 @@ class DecodeView(QtWidgets.QWidget):
         return hits[0]
 
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
-        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        self._vocab = symbol_names(vocabulary)
         if self._path is not None:
             self._show_symbols()
 
@@ -248,7 +248,7 @@ class DecodeView(QtWidgets.QWidget):
             return
         vocab = getattr(data, "vocabulary", None) or getattr(model, "vocabulary", None)
         if vocab is not None:
-            self._vocab = [str(s) for s in vocab]
+            self._vocab = symbol_names(vocab)
         self._seqs = _sequences_of(data)
         self._names = _names_of(data, len(self._seqs)) if self._seqs else None
         self._completer_model.setStringList(self._names or [])

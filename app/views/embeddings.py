@@ -23,7 +23,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from ..flow import FlowLayout
-from .theme import label_axis_texts, make_graphics_widget, marker_icon, style_plot, theme_colors
+from .theme import label_axis_texts, make_graphics_widget, marker_icon, style_plot, symbol_names, theme_colors
 from .axes import GappedAxis, LabelAxis
 from .widgets import PageStack, Placeholder
 from .projection import pca_2d
@@ -119,7 +119,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
                  title: str = "Embeddings") -> None:
         super().__init__(parent)
         self._emb: Dict[str, np.ndarray] = {}
-        self._vocab: Optional[List[str]] = None
+        self._vocab: Optional[Sequence[str]] = None
         self._coords: Dict[str, np.ndarray] = {}
         self._mode = "none"
         self._explained = np.zeros(2)
@@ -266,7 +266,7 @@ class EmbeddingScatter(QtWidgets.QWidget):
 
     # ------------------------------------------------------------------ API
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
-        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        self._vocab = symbol_names(vocabulary)
         if self._emb:
             self._rebuild_labels()
             self._place_labels()

@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from .theme import (label_axis_text, make_graphics_widget, sequential_cmap, state_labels, style_plot, symbol_labels,
-                    theme_colors, tick_strings, use_precise_ticks)
+                    symbol_names, theme_colors, tick_strings, use_precise_ticks)
 from .topwords import TopWordsTable
 from .axes import LabelAxis, space_vertical_labels
 from .widgets import PageStack
@@ -349,7 +349,7 @@ class ParameterHeatmaps(QtWidgets.QWidget):
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None, fixed_range: bool = True) -> None:
         super().__init__(parent)
-        self._vocab: Optional[List[str]] = None
+        self._vocab: Optional[Sequence[str]] = None
         self._params: Optional[dict] = None
         self.startprob = MatrixHeatmap("Start distribution π", "", "state", symbol="π",
                                        fixed_range=fixed_range, colorbar=False)
@@ -392,7 +392,7 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         return {"startprob": self.startprob, "transmat": self.transmat, "emissionprob": self.emission}
 
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
-        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        self._vocab = symbol_names(vocabulary)
         if self._params is not None:
             self.set_params(self._params, relabel=True)
 

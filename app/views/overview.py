@@ -13,7 +13,7 @@ import numpy as np
 from PySide6 import QtWidgets
 
 from ..live import DrawQueue
-from .theme import state_labels, symbol_labels
+from .theme import state_labels, symbol_labels, symbol_names
 from .widgets import PageStack, Placeholder
 from .embeddings import EMBEDDING_SETS, EmbeddingScatter
 from .heatmap import HEATMAP_MAX_SYMBOLS, MatrixHeatmap
@@ -51,7 +51,7 @@ class OverviewView(QtWidgets.QWidget):
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
-        self._vocab: Optional[list] = None
+        self._vocab: Optional[Sequence[str]] = None
         self.before = _Row("Before training")
         self.after = _Row("After training")
         # while hidden (another tab), updates are only stored (newest per row): the live stream
@@ -81,7 +81,7 @@ class OverviewView(QtWidgets.QWidget):
         self._set_has_embeddings(False)
 
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
-        self._vocab = None if vocabulary is None else [str(s) for s in vocabulary]
+        self._vocab = symbol_names(vocabulary)
         for row in (self.before, self.after):
             row.embeddings.set_vocabulary(self._vocab)
             if row.params is not None and not self._queued(row):
