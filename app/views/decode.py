@@ -134,6 +134,7 @@ class DecodeView(QtWidgets.QWidget):
         completer.setFilterMode(QtCore.Qt.MatchFlag.MatchContains)
         completer.activated.connect(self.find_sequence)
         self.find_edit.setCompleter(completer)
+        self._completer_stale = False   # the ids of new data wait for the box's focus (_fill_completer)
         self.find_edit.returnPressed.connect(lambda: self.find_sequence(self.find_edit.text()))
         row.addWidget(self.find_edit)
         lay.addWidget(self.controls)
@@ -199,6 +200,7 @@ class DecodeView(QtWidgets.QWidget):
         self.tag_table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
         self.tag_table.setVisible(False)
         self.tag_table.installEventFilter(self)     # its height follows its width (_fit_tag_table_height)
+        self.find_edit.installEventFilter(self)     # its completer filled on focus (_fill_completer)
         lay.addWidget(self.tag_table)
         self.status = QtWidgets.QLabel("")
         self.status.setWordWrap(True)
@@ -251,7 +253,12 @@ class DecodeView(QtWidgets.QWidget):
             self._vocab = symbol_names(vocab)
         self._seqs = _sequences_of(data)
         self._names = _names_of(data, len(self._seqs)) if self._seqs else None
-        self._completer_model.setStringList(self._names or [])
+        # the ids reach the completer when the find box is first used: 57,340 of them took the GUI
+        # thread 5 ms each time a job was shown
+        self._completer_stale = True
+        self._completer_model.setStringList([])
+        if self.find_edit.hasFocus():    # (the box in use already: no focus event will come)
+            self._fill_completer()
         self.find_edit.setEnabled(bool(self._names))
         tags = getattr(data, "tags", None)
         tag_names = getattr(data, "tag_vocabulary", None)
@@ -391,7 +398,15 @@ class DecodeView(QtWidgets.QWidget):
         if obj is self.tag_table and event.type() == QtCore.QEvent.Type.Resize:
             # from the event loop: the height is set outside the table's own resize
             QtCore.QTimer.singleShot(0, self, self._fit_tag_table_height)
+        elif obj is self.find_edit and event.type() == QtCore.QEvent.Type.FocusIn:
+            self._fill_completer()
         return super().eventFilter(obj, event)
+
+    def _fill_completer(self) -> None:
+        """The sequence ids offered while typing in the find box (set when the box gets the focus)."""
+        if self._completer_stale:
+            self._completer_stale = False
+            self._completer_model.setStringList(self._names or [])
 
     def figure_title(self) -> str:
         """The state track's title, naming the sequence shown (the figure's title on export, where

@@ -3,7 +3,7 @@
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python tests/benchmarks/bench_gui_numerics.py [--repeats 15]
 
-Three calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary (n = 45, l = 32,
+Four calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary (n = 45, l = 32,
 30,499 words, 57,340 sentences) is shown, each against its baseline in the same run (ms, median):
 
 * ``pca``: the embeddings' projection (:func:`app.views.projection.pca_2d` of 30,634 x 32) while
@@ -14,7 +14,9 @@ Three calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabular
   (what the table did before);
 * ``decode``: :meth:`app.views.decode.DecodeView.set_model` on 57,340 sentences against the same
   call after converting every sentence (what the view did before); the view is hidden, as the
-  Decode tab is while a job is shown (it decodes when it is first shown).
+  Decode tab is while a job is shown (it decodes when it is first shown);
+* ``faint points``: a fresh scatter of the 30,499 words (:class:`app.views.embeddings.UniformScatter`,
+  what Overview and a newly shown job draw) against pyqtgraph's ``setData``.
 
 Prints the medians and the ratios (new / baseline).
 """
@@ -109,9 +111,16 @@ def main() -> int:
     rows["decode set_model, 57,340 sentences (all converted -> shown only)"] = (
         median_ms(converted_first, max(3, args.repeats // 3)), median_ms(lambda: view.set_model(model, data),
                                                                          max(3, args.repeats // 3)))
-    print(f"{'':66s}{'before':>9s}{'after':>9s}{'ratio':>8s}")
+    import pyqtgraph as pg
+    from app.views.embeddings import UniformScatter
+    kw = dict(symbol="o", size=3, pen=pg.mkPen(None), brush=pg.mkBrush(100, 100, 200, 60))
+    fx, fy, fids = rng.normal(size=m), rng.normal(size=m), np.arange(m)
+    rows["faint points, a fresh scatter (pyqtgraph's setData -> one record copied)"] = (
+        median_ms(lambda: UniformScatter(**kw).setData(x=fx, y=fy, data=fids), args.repeats),
+        median_ms(lambda: UniformScatter(**kw).set_points(fx, fy, fids), args.repeats))
+    print(f"{'':74s}{'before':>9s}{'after':>9s}{'ratio':>8s}")
     for name, (before, after) in rows.items():
-        print(f"{name:66s}{before:9.1f}{after:9.1f}{after / before:8.2f}")
+        print(f"{name:74s}{before:9.1f}{after:9.1f}{after / before:8.2f}")
     return 0
 
 
