@@ -369,8 +369,9 @@ def state_labels(n: int) -> List[str]:
     return [str(i) for i in range(n)]
 
 
-class SymbolNames(tuple):
-    """Symbol names already made text (:func:`symbol_names`): the views pass them on as they are."""
+class SymbolNames(list):
+    """Symbol names already made text (:func:`symbol_names`): the views pass them on as they are (a list
+    shared by the views, never changed)."""
 
 
 def symbol_names(vocabulary: Optional[Sequence[Any]]) -> Optional[SymbolNames]:
@@ -378,7 +379,7 @@ def symbol_names(vocabulary: Optional[Sequence[Any]]) -> Optional[SymbolNames]:
     each converting 30,499 words again cost the click that starts a job about 15 ms."""
     if vocabulary is None or isinstance(vocabulary, SymbolNames):
         return vocabulary
-    return SymbolNames(str(s) for s in vocabulary)
+    return SymbolNames([str(s) for s in vocabulary])
 
 
 def symbol_labels(m: int, vocabulary: Optional[Sequence[str]]) -> List[str]:
