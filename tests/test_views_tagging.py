@@ -19,6 +19,17 @@ from app.views.topwords import TopWordsTable  # noqa: E402
 from qtshow import shown  # noqa: E402 - this folder
 
 
+class Hover:
+    """A hover event at ``at`` (scene position) for pyqtgraph's ``hoverEvent``."""
+    exit = False
+
+    def __init__(self, at):
+        self.at = at
+
+    def pos(self):
+        return self.at
+
+
 def model_of(pi, A, B):
     n, m = np.shape(B)
     model = BaseHMM(n, m, seed=0)
@@ -453,15 +464,6 @@ def test_uniform_scatter_draws_what_pyqtgraphs_scatter_draws(qtbot):
         assert a.data["sourceRect"].tolist() == b.data["sourceRect"].tolist()
         assert pa.grab().toImage() == pb.grab().toImage()
     # a hovered point (the first): the same tooltip on the view box, and the same picture after
-    class Hover:
-        exit = False
-
-        def __init__(self, at):
-            self.at = at
-
-        def pos(self):
-            return self.at
-
     x0, y0 = b.getData()[0][0], b.getData()[1][0]
     for pw, item in views:
         item.hoverEvent(Hover(QtCore.QPointF(x0, y0)))
@@ -567,15 +569,6 @@ def test_uniform_scatter_makes_new_points_as_pyqtgraph_does(qtbot):
             pw.setXRange(-3, 3, padding=0)
             pw.setYRange(-3, 3, padding=0)
         assert pa.grab().toImage() == pb.grab().toImage()
-
-    class Hover:
-        exit = False
-
-        def __init__(self, at):
-            self.at = at
-
-        def pos(self):
-            return self.at
 
     for item in (a, b):
         item.hoverEvent(Hover(QtCore.QPointF(xy[7, 0], xy[7, 1])))
