@@ -11,7 +11,7 @@ pytest.importorskip("threadpoolctl")
 
 def test_the_app_limits_its_blas_to_one_thread_and_its_workers_do_not_inherit_it(tmp_path):
     """app.main limits BLAS before the window exists (beside a busy worker, a two-thread call waited
-    for the other core: the PCA of a 30,000-word model took 32 ms instead of 8, docs/PERFORMANCE.md); a
+    for the other core: the PCA of a 30,000-word model took up to 32 ms against 8, docs/PERFORMANCE.md); a
     process started with spawn, as the training workers are, keeps the BLAS's own count."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     code = """
