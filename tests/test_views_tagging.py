@@ -601,3 +601,66 @@ def test_decode_offers_sequence_ids_once_the_find_box_is_used(qtbot):
     assert completer.model().rowCount() == 0
     focus()
     assert completer.model().stringList() == ["x", "y", "z"]
+
+
+def brute_cap(natural, room):
+    """The largest common width ``cap`` with sum(min(w, cap)) <= room, by counting up."""
+    cap = 0
+    while sum(min(w, cap + 1) for w in natural) <= room:
+        cap += 1
+    return cap
+
+
+def test_fit_widths_against_hand_tables_and_brute_force():
+    from app.views.topwords import fit_widths
+    # by hand: natural 30 80 100 50 = 260 > 200: 30 and 50 keep theirs, 120 left for two -> 60 each
+    assert fit_widths([30, 80, 100, 50], 200, 20) == [30, 60, 60, 50]
+    assert fit_widths([30, 80, 100, 50], 201, 20) == [30, 61, 60, 50]     # the spare pixel: first cut column
+    assert fit_widths([30, 80, 100, 50], 260, 20) == [30, 80, 100, 50]    # fits: natural
+    assert fit_widths([30, 80, 100, 50], 79, 20) == [30, 80, 100, 50]     # under 20 each: whole words, scroll
+    assert fit_widths([30, 80, 100, 50], 80, 20) == [20, 20, 20, 20]      # exactly the least
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        natural = [int(w) for w in rng.integers(5, 200, size=int(rng.integers(1, 12)))]
+        room, least = int(rng.integers(1, 1500)), int(rng.integers(1, 60))
+        got = fit_widths(natural, room, least)
+        if sum(natural) <= room or sum(min(w, least) for w in natural) > room:
+            assert got == natural
+            continue
+        cap = brute_cap(natural, room)
+        assert cap >= least
+        assert sum(got) == room and all(g <= w for g, w in zip(got, natural))
+        assert [min(g, cap) for g in got] == [min(w, cap) for w in natural]      # one common width
+        assert all(g - cap in (0, 1) for g, w in zip(got, natural) if w > cap)
+
+
+def test_top_words_columns_fit_the_table_and_grow_back(qtbot):
+    """At the app's default window a words dashboard showed 7 of its 10 columns (it scrolled): the
+    columns now share the table's width, long words elided, short columns whole; a wider table gives
+    every column its words' width again, and a table too narrow for three letters a word scrolls."""
+    n, m = 6, 60
+    rng = np.random.default_rng(2)
+    vocab = [("of", "in", "it")[k % 3] if k % 4 else f"internationalisation{k}" for k in range(m)]
+    B = rng.dirichlet(np.ones(m), size=n)
+    wide = shown(qtbot, TopWordsTable(), (2600, 300))
+    wide.set_emissions(B, vocab)
+    natural = wide.column_widths()
+    t = shown(qtbot, TopWordsTable(), (900, 300))
+    t.set_emissions(B, vocab)
+    table = t.table
+    room = table.viewport().width()
+    widths = t.column_widths()
+    assert sum(natural) > room >= sum(widths)                           # would scroll; fits now
+    qtbot.waitUntil(lambda: table.horizontalScrollBar().maximum() == 0, timeout=2000)
+    assert all(w == nat for w, nat in zip(widths, natural) if nat <= min(widths))   # narrow columns whole
+    assert max(widths) < max(natural)                                   # the long words' columns cut
+    assert all(w >= min(nat, t.least_width()) for w, nat in zip(widths, natural))
+    long_item = next(table.item(i, j) for i in range(n) for j in range(10)
+                     if table.item(i, j).text().startswith("international"))
+    assert long_item.text().startswith("internationalisation")          # elided on screen only
+    assert long_item.text() in long_item.toolTip()
+    t.resize(2600, 300)
+    qtbot.waitUntil(lambda: t.column_widths() == natural, timeout=2000)  # room again: whole words
+    t.resize(260, 300)
+    qtbot.waitUntil(lambda: t.column_widths() == natural, timeout=2000)  # below three letters: scrolls
+    assert table.horizontalScrollBar().maximum() > 0

@@ -11,10 +11,41 @@ from PySide6 import QtCore, QtWidgets
 
 from .theme import state_labels
 
-__all__ = ["TopWordsTable", "TOP_WORDS", "top_symbols"]
+__all__ = ["TopWordsTable", "TOP_WORDS", "top_symbols", "fit_widths"]
 
 #: words listed per state
 TOP_WORDS = 10
+#: a column narrowed to fit the table's width keeps room for this much of a word (then "…")
+LEAST_SHOWN = "000…"
+
+
+def fit_widths(natural: Sequence[int], room: int, least: int) -> List[int]:
+    """Column widths that fit ``room`` pixels: the ``natural`` widths where they fit; otherwise the
+    widest columns are cut to one common width (the largest that fits; the pixels left over go one
+    each to the first cut columns), so narrow columns keep theirs.  No column is cut below ``least``:
+    when the columns do not fit even so, they keep their natural widths (the table scrolls: whole
+    words rather than stubs)."""
+    natural = [max(0, int(w)) for w in natural]
+    room, least = int(room), max(1, int(least))
+    if sum(natural) <= room or sum(min(w, least) for w in natural) > room:
+        return natural
+    left, cap = room, 0
+    ranked = sorted(natural)
+    for i, w in enumerate(ranked):
+        share = left // (len(ranked) - i)
+        if w > share:
+            cap = share
+            break
+        left -= w
+    widths = [min(w, cap) for w in natural]
+    spare = room - sum(widths)
+    for c, w in enumerate(natural):
+        if spare <= 0:
+            break
+        if w > cap:
+            widths[c] += 1
+            spare -= 1
+    return widths
 
 
 def top_symbols(B: np.ndarray, top: int) -> np.ndarray:
@@ -61,9 +92,13 @@ class TopWordsTable(QtWidgets.QWidget):
         self.table = QtWidgets.QTableWidget(0, self._top)
         self.table.setEditTriggers(QtWidgets.QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setHorizontalHeaderLabels([str(i + 1) for i in range(self._top)])
-        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        # the columns' widths are set by _fit_columns (their words' widths, cut to the table's width; a
+        # column dragged wider stays so until the next snapshot or resize)
+        self.table.horizontalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Interactive)
         self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        self._natural: List[int] = []
+        self.table.viewport().installEventFilter(self)
         lay.addWidget(self.table, 1)
         self.setMinimumSize(200, 160)   # (a table: it scrolls) two rows of Overview fit a 1366 x 768 screen;
         # beside pi, A and the embeddings on a 1024 x 600 netbook with the Data column open
@@ -111,43 +146,55 @@ class TopWordsTable(QtWidgets.QWidget):
         measures the whole table again (a 20 x 10 table took 0.3-0.7 s of the GUI thread per snapshot,
         issue 24.13; the row names of a job being shown 14 ms); the sizes are fitted once at the end."""
         t = self.table
-        h, v = t.horizontalHeader(), t.verticalHeader()
-        h.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
+        v = t.verticalHeader()
         v.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
         t.setUpdatesEnabled(False)
         try:
             yield
         finally:
-            fit = QtWidgets.QHeaderView.ResizeMode.ResizeToContents
-            h.setSectionResizeMode(fit)
-            v.setSectionResizeMode(fit)
+            v.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+            h = t.horizontalHeader()
+            self._natural = [max(t.sizeHintForColumn(c), h.sectionSizeHint(c)) for c in range(t.columnCount())]
+            self._fit_columns()
             t.setUpdatesEnabled(True)
+
+    def least_width(self) -> int:
+        """The narrowest a column is cut to on screen: :data:`LEAST_SHOWN` and the cell's margins."""
+        return self.table.fontMetrics().horizontalAdvance(LEAST_SHOWN) + 8   # (a cell pads its text by 7 px)
+
+    def _fit_columns(self, least: Optional[int] = None) -> None:
+        """Every column on screen where the words allow: the widest columns share what the table's
+        width leaves (:func:`fit_widths`, long words end in "…", the whole word in the tooltip); below
+        :meth:`least_width` a column is not cut further and the table scrolls sideways.  At the app's
+        default window a words dashboard showed 7 of the 10 columns before."""
+        t = self.table
+        widths = fit_widths(self._natural, t.viewport().width(), self.least_width() if least is None else least)
+        for c, w in enumerate(widths[:t.columnCount()]):
+            if t.columnWidth(c) != w:
+                t.setColumnWidth(c, w)
+
+    def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt API)
+        if event.type() == QtCore.QEvent.Type.Resize and watched is self.table.viewport():
+            self._fit_columns()     # a wider or narrower table (a dock or the splitter moved)
+        return super().eventFilter(watched, event)
+
+    def column_widths(self) -> List[int]:
+        """The columns' widths on screen (pixels)."""
+        return [self.table.columnWidth(c) for c in range(self.table.columnCount())]
 
     @contextlib.contextmanager
     def figure_mode(self) -> Iterator[None]:
-        """While the table is exported (:mod:`app.export`): every column inside the figure.  When the
-        words are wider than the room, the columns share the width and long words end in "…" (a figure
-        cannot scroll: without this, the PNG of a words dashboard stopped after column 7)."""
-        t, header = self.table, self.table.horizontalHeader()
-        cols = t.columnCount()
-        room = t.viewport().width()
-        needed = sum(t.columnWidth(c) for c in range(cols))
-        if cols == 0 or needed <= room:
-            yield
-            return
-        widths = [t.columnWidth(c) for c in range(cols)]
-        header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed)
-        t.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
-        share = max(1, room // cols)
-        for c in range(cols):
-            t.setColumnWidth(c, share if c < cols - 1 else max(1, room - share * (cols - 1)))
+        """While the table is exported (:mod:`app.export`): every column inside the figure.  On screen
+        a column is not cut below :meth:`least_width` (the table scrolls instead); a figure cannot
+        scroll, so here the columns are cut as far as the width needs (without this, the PNG of a
+        words dashboard stopped after column 7)."""
+        widths = self.column_widths()
+        self._fit_columns(least=1)
         try:
             yield
         finally:
-            t.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
             for c, w in enumerate(widths):
-                t.setColumnWidth(c, w)
-            header.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+                self.table.setColumnWidth(c, w)
 
     def set_pending(self, n: int, m: int) -> None:
         """The table of ``n`` states before the model has parameters (a job in its start): rows named,
@@ -169,4 +216,5 @@ class TopWordsTable(QtWidgets.QWidget):
     def clear(self) -> None:
         self.table.setRowCount(0)
         self._words = []
+        self._natural = []
         self.title.setText("")
