@@ -183,6 +183,42 @@ def test_encode_with_its_own_vocabulary_shares_the_sequences():
     assert any(not np.array_equal(x, y) for x, y in zip(swapped.sequences, c.sequences))
 
 
+class CountedStr(str):
+    """A symbol name that counts its conversions to ``str``."""
+    calls = 0
+
+    def __str__(self):
+        CountedStr.calls += 1
+        return str.__str__(self)
+
+
+def test_a_corpus_read_with_its_own_vocabulary_converts_no_names():
+    """The window reads a job's data with its model's vocabulary when the job starts: with the corpus's
+    own names (the usual case) no name is converted or indexed again (12 ms of 30,000 names at every
+    start, the Brown corpus).  The result is what the names give, and a bad unknown symbol is refused."""
+    from densehmm_core.data import encode_for_model
+    rng = np.random.default_rng(9)
+    words = ["a", "b", "c", "<unk>"]
+    sents = [list(rng.choice(words, size=int(rng.integers(1, 9)))) for _ in range(20)]
+    c = Corpus.from_tokens(sents, vocabulary=words)
+    named = [CountedStr(w) for w in words]                   # equal names, each conversion counted
+    CountedStr.calls = 0
+    e = c.encode_with(named, unknown="<unk>")
+    f = encode_for_model(c, named, len(words))
+    assert CountedStr.calls == 0
+    for out in (e, f):
+        assert out.vocabulary == words and all(type(v) is str for v in out.vocabulary)
+        assert [out.decode(s) for s in out.sequences] == sents
+        assert all(x is y for x, y in zip(out.sequences, c.sequences))
+    assert f.provenance["preprocessing"][-1] == {"step": "encode_with", "n_symbols_before": 4, "n_symbols_after": 4}
+    with pytest.raises(ValueError, match="unknown symbol 'zz' is not in the vocabulary"):
+        c.encode_with(named, unknown="zz")
+    other = [CountedStr(w) for w in ["b", "a", "c", "<unk>"]]     # other names: converted once each
+    CountedStr.calls = 0
+    swapped = c.encode_with(other)
+    assert CountedStr.calls == 4 and [swapped.decode(s) for s in swapped.sequences] == sents
+
+
 def test_encode_with_unknown_symbols():
     c = Corpus.from_tokens([["a", "q", "b"], ["q", "z", "q"], ["a"]])
     with pytest.raises(ValueError, match=r"2 symbol\(s\) not in the vocabulary: 'q', 'z' \(4 of 7 tokens\)"):

@@ -5,7 +5,7 @@ alike, so both accept the same files and say the same thing about those they can
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Collection, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -19,9 +19,10 @@ __all__ = ["residual_symbol", "encode_for_model", "unknown_report", "ON_UNKNOWN"
 ON_UNKNOWN = ("map", "skip")
 
 
-def residual_symbol(vocabulary: Sequence[str], provenance: Optional[dict] = None) -> Optional[str]:
+def residual_symbol(vocabulary: Collection[str], provenance: Optional[dict] = None) -> Optional[str]:
     """The residual symbol of a model's vocabulary (the merged rare symbols, or the unknown
-    word), if it has one: the symbols it does not know are read as this one."""
+    word), if it has one: the symbols it does not know are read as this one.  ``vocabulary``:
+    the symbols in index order, or a set of them."""
     names = []
     for step in (provenance or {}).get("preprocessing", []) or []:
         if isinstance(step, dict) and step.get("step") == "merge_below" and step.get("residual_symbol"):
@@ -31,17 +32,17 @@ def residual_symbol(vocabulary: Sequence[str], provenance: Optional[dict] = None
     if isinstance(options, dict) and options.get("unknown_symbol"):
         names.append(str(options["unknown_symbol"]))
     names.append(DEFAULT_UNKNOWN)
-    known = set(vocabulary)     # (a 30,000-word list searched once per name took ms each)
+    # (a 30,000-word list searched once per name took ms each; a caller with a set passes it)
+    known = vocabulary if isinstance(vocabulary, (set, frozenset, dict)) else set(vocabulary)
     for c in names:
         if c in known:
             return c
     return None
 
 
-def _shapes(vocabulary: Sequence[str]) -> bool:
-    """Whether the vocabulary has word-shape classes (one look-up each in a set: a 30,000-word
-    list searched 24 times took 8 ms)."""
-    names = set(vocabulary)
+def _shapes(names: Collection[str]) -> bool:
+    """Whether the vocabulary (as a set: a 30,000-word list searched 24 times took 8 ms) has
+    word-shape classes."""
     return any(c in names for c in SHAPE_CLASSES[:-1])
 
 
@@ -64,8 +65,9 @@ def unknown_report(corpus: Any, vocabulary: Optional[Sequence[str]], *, provenan
     if vocabulary is None or not isinstance(corpus, Corpus):
         return out
     vocabulary = [str(v) for v in vocabulary]
-    unknown = residual_symbol(vocabulary, provenance)
-    missing = corpus.unmatched(vocabulary, lowercase=lowercase, shapes=_shapes(vocabulary), unknown=unknown)
+    known = set(vocabulary)
+    unknown = residual_symbol(known, provenance)
+    missing = corpus.unmatched(vocabulary, lowercase=lowercase, shapes=_shapes(known), unknown=unknown)
     counts = corpus.symbol_counts
     bad = np.zeros(corpus.n_symbols, dtype=bool)
     bad[missing] = True
@@ -118,9 +120,12 @@ def encode_for_model(corpus: Any, vocabulary: Optional[Sequence[str]], n_symbols
         if top >= int(n_symbols):
             raise ValueError(f"the data use {top + 1} symbols but the model knows only {n_symbols}")
         return corpus
-    vocabulary = [str(v) for v in vocabulary]
-    unknown = residual_symbol(vocabulary, provenance)
-    shapes = _shapes(vocabulary)
+    vocabulary = list(vocabulary)
+    if vocabulary != corpus.vocabulary:   # (the corpus's own names, the usual case: 5 ms saved at 30,000)
+        vocabulary = [str(v) for v in vocabulary]
+    known = set(vocabulary)
+    unknown = residual_symbol(known, provenance)
+    shapes = _shapes(known)
     if on_unknown == "skip":
         missing = corpus.unmatched(vocabulary, lowercase=lowercase, shapes=shapes, unknown=unknown)
         if missing:

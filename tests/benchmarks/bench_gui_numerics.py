@@ -3,7 +3,7 @@
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python tests/benchmarks/bench_gui_numerics.py [--repeats 15]
 
-Four calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary (n = 45, l = 32,
+Five calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary (n = 45, l = 32,
 30,499 words, 57,340 sentences) is shown, each against its baseline in the same run (ms, median):
 
 * ``pca``: the embeddings' projection (:func:`app.views.projection.pca_2d` of 30,634 x 32) while
@@ -15,6 +15,9 @@ Four calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary
 * ``decode``: :meth:`app.views.decode.DecodeView.set_model` on 57,340 sentences against the same
   call after converting every sentence (what the view did before); the view is hidden, as the
   Decode tab is while a job is shown (it decodes when it is first shown);
+* ``decode data``: the job's data read with its model's vocabulary when a job starts
+  (:func:`densehmm_core.data.encode_for_model`, the corpus's own names in another list) against the
+  same call after the conversions it made before (the names made strings and indexed again);
 * ``faint points``: a fresh scatter of the 30,499 words (:class:`app.views.embeddings.UniformScatter`,
   what Overview and a newly shown job draw) against pyqtgraph's ``setData``.
 
@@ -111,6 +114,19 @@ def main() -> int:
     rows["decode set_model, 57,340 sentences (all converted -> shown only)"] = (
         median_ms(converted_first, max(3, args.repeats // 3)), median_ms(lambda: view.set_model(model, data),
                                                                          max(3, args.repeats // 3)))
+    from densehmm_core.data import Corpus, encode_for_model
+    corpus = Corpus(sentences, data.vocabulary, tags=tags, tag_vocabulary=data.tag_vocabulary, validate=False)
+    names = list(data.vocabulary)         # a model's vocabulary: the corpus's own names, another list
+
+    def names_converted():
+        """The former way: the names converted and indexed again (three lists, a dict, two sets)."""
+        target = [str(v) for v in names]
+        [str(v) for v in target]                                        # noqa: B018
+        {v: i for i, v in enumerate(target)}                            # noqa: B018
+        set(target), set(target)                                        # noqa: B018
+        encode_for_model(corpus, names, m)
+    rows["decode data at a job's start, 30,499 names (converted -> compared)"] = (
+        median_ms(names_converted, args.repeats), median_ms(lambda: encode_for_model(corpus, names, m), args.repeats))
     import pyqtgraph as pg
     from app.views.embeddings import UniformScatter
     kw = dict(symbol="o", size=3, pen=pg.mkPen(None), brush=pg.mkBrush(100, 100, 200, 60))
