@@ -141,7 +141,7 @@ def test_help_has_every_section_and_f1_opens_it_at_the_part_in_use(make_window, 
         assert f'<a name="{topic}"></a>' in html and f'href="#{topic}"' in html
     for term in ("A<sub>ij</sub> = exp(z<sub>i</sub>·u<sub>j</sub>)", "MAD", "M-1 (many-to-one)", "1-1 (one-to-one)",
                  "V-measure", "NLL per token", "Paper's NLL", "Ctrl+Tab", "Alt+1",
-                 "Train &gt; Run sweep (Ctrl+Shift+T)", "Hover a position"):
+                 "Train &gt; Run sweep (Ctrl+Shift+T)", "Hover a position", "Ctrl+C", "Copy table"):
         assert term in html
     # the Jobs panel's Stop column: every reason a fit ends with is explained (a diverged job says why
     # in its Result cell)

@@ -30,6 +30,7 @@ from densehmm_core.events import START_PHASE, start_fraction, start_label, start
 from ..jobrows import INFINITE_TEST_NLL, job_row
 from ..jobs import Job, JobState
 from ..flow import FlowLayout
+from ..views.tablecopy import install_copy
 
 __all__ = ["JobsPanel", "format_seconds", "COLUMNS", "COLUMN_IDS", "PRIORITY"]
 
@@ -254,6 +255,7 @@ class JobsPanel(QWidget):
         self.tree.currentItemChanged.connect(self._current_changed)
         self.tree.itemSelectionChanged.connect(lambda: self.selection_changed.emit(self.selected_jobs()))
         self.tree.viewport().installEventFilter(self)
+        install_copy(self.tree)   # Ctrl+C: the selected jobs' shown columns as text (a spreadsheet)
         lay.addWidget(self.tree, 1)
         self.fit_columns()
 

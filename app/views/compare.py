@@ -21,6 +21,7 @@ from PySide6 import QtCore, QtWidgets
 
 from .theme import diverging_cmap, fmt_compact, state_labels, symbol_labels, symbol_names
 from .heatmap import MatrixHeatmap
+from .tablecopy import install_copy
 from .widgets import PageStack, Placeholder
 
 __all__ = ["CompareView", "score_both"]
@@ -145,6 +146,7 @@ class CompareView(QtWidgets.QWidget):
         self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
         self.table.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         self.table.setMinimumWidth(TABLE_MIN_WIDTH)
+        install_copy(self.table)           # the metrics as text: Ctrl+C, or the right-click menu
         left = QtWidgets.QVBoxLayout()
         left.addWidget(self.table)
         left.addStretch(1)

@@ -17,6 +17,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from .theme import (as_single, label_axis_text, make_graphics_widget, sequential_cmap, state_colors, style_plot,
                     symbol_labels, symbol_names, theme_colors)
 from .axes import GappedAxis, LabelAxis
+from .tablecopy import install_copy
 from .widgets import ColorKey, CompactComboBox, HeaderLabel, PageStack, Placeholder
 
 __all__ = ["DecodeView"]
@@ -200,6 +201,7 @@ class DecodeView(QtWidgets.QWidget):
         self.tag_table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
         self.tag_table.setVisible(False)
         self.tag_table.installEventFilter(self)     # its height follows its width (_fit_tag_table_height)
+        install_copy(self.tag_table)
         self.find_edit.installEventFilter(self)     # its completer filled on focus (_fill_completer)
         lay.addWidget(self.tag_table)
         self.status = QtWidgets.QLabel("")

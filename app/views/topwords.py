@@ -9,6 +9,7 @@ from typing import Iterator, List, Optional, Sequence
 import numpy as np
 from PySide6 import QtCore, QtWidgets
 
+from .tablecopy import install_copy
 from .theme import state_labels
 
 __all__ = ["TopWordsTable", "TOP_WORDS", "top_symbols", "fit_widths"]
@@ -99,6 +100,7 @@ class TopWordsTable(QtWidgets.QWidget):
         self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self._natural: List[int] = []
         self.table.viewport().installEventFilter(self)
+        install_copy(self.table)          # Ctrl+C and the right-click menu: the words as text
         lay.addWidget(self.table, 1)
         self.setMinimumSize(200, 160)   # (a table: it scrolls) two rows of Overview fit a 1366 x 768 screen;
         # beside pi, A and the embeddings on a 1024 x 600 netbook with the Data column open
