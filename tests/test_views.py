@@ -440,17 +440,30 @@ def test_overview_draws_one_part_per_event_loop_turn(qtbot):
         was = parts()
         QApplication.processEvents()
         now = parts()
+        if w.draw_pending and now != was:
+            assert not w.page.updatesEnabled()      # a part drawn, more to come: the page is not painted yet
         turns.append(sum(a != b for row_was, row_now in zip(was, now) for a, b in zip(row_was, row_now)))
         time.sleep(0.005)
     assert max(turns) == 1 and sum(turns) == 4, turns                # never two parts in one turn
     assert parts() == [(True, True), (True, True)]
+    assert w.page.updatesEnabled()                                   # painted once, after the last part
     w.hide()
     w.set_final(p0)
     qtbot.wait(50)
     assert w.draw_pending and w.after.params is p1                   # hidden: held
     w.flush()
-    assert not w.draw_pending and w.after.params is p0
+    assert not w.draw_pending and w.after.params is p0 and w.page.updatesEnabled()
     np.testing.assert_array_equal(w.after.transmat.image_data(), p0["transmat"])
+    w.show()                                   # cleared after one part: painted again, not left frozen
+    w.set_final(p1)
+    for _ in range(200):                       # until the first part (one part per turn, see above)
+        if not w.page.updatesEnabled():
+            break
+        QApplication.processEvents()
+        time.sleep(0.005)
+    assert w.draw_pending and not w.page.updatesEnabled()
+    w.clear()
+    assert w.page.updatesEnabled()
 
 
 def test_overview_shows_a_vocabulary_sized_b_as_top_words(qtbot):
