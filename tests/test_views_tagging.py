@@ -659,6 +659,11 @@ def test_top_words_columns_fit_the_table_and_grow_back(qtbot):
                      if table.item(i, j).text().startswith("international"))
     assert long_item.text().startswith("internationalisation")          # elided on screen only
     assert long_item.text() in long_item.toolTip()
+    cut = max(range(10), key=lambda c: natural[c] - widths[c])
+    table.horizontalHeader().resizeSection(cut, natural[cut] + 40)    # the user drags a cut column wider
+    qtbot.waitUntil(lambda: table.horizontalScrollBar().maximum() > 0, timeout=2000)
+    qtbot.wait(50)
+    assert t.column_widths()[cut] == natural[cut] + 40                 # kept (until the next snapshot)
     t.resize(2600, 300)
     qtbot.waitUntil(lambda: t.column_widths() == natural, timeout=2000)  # room again: whole words
     t.resize(260, 300)

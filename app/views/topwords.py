@@ -176,8 +176,11 @@ class TopWordsTable(QtWidgets.QWidget):
                 t.setColumnWidth(c, w)
 
     def eventFilter(self, watched: QtCore.QObject, event: QtCore.QEvent) -> bool:  # noqa: N802 (Qt API)
-        if event.type() == QtCore.QEvent.Type.Resize and watched is self.table.viewport():
-            self._fit_columns()     # a wider or narrower table (a dock or the splitter moved)
+        if event.type() == QtCore.QEvent.Type.Resize and watched is self.table.viewport() \
+                and event.size().width() != event.oldSize().width():
+            # a wider or narrower table (a dock or the splitter moved); not a height change (the sideways
+            # scroll bar that a column dragged wider brings would undo the drag)
+            self._fit_columns()
         return super().eventFilter(watched, event)
 
     def column_widths(self) -> List[int]:
