@@ -59,7 +59,7 @@ class OverviewView(QtWidgets.QWidget):
         # (ROW_PARTS: a 30,000-word model's two rows took 0.15 s at once when the tab was opened)
         # while the parts are drawn the page is not painted: it is painted once, whole, after the last
         # (each part repainted what the others had drawn: opening Overview at 30,000 words froze the
-        # window for 71 ms, now about 50)
+        # window for 66-76 ms, now 43-48 in 19 rounds of 20: docs/PERFORMANCE.md)
         self._draw = DrawQueue(self, visible=self.isVisible, on_drawn=lambda _cost: self._thaw())
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
