@@ -166,9 +166,10 @@ class TopWordsTable(QtWidgets.QWidget):
 
     def _fit_columns(self, least: Optional[int] = None) -> None:
         """Every column on screen where the words allow: the widest columns share what the table's
-        width leaves (:func:`fit_widths`, long words end in "…", the whole word in the tooltip); below
-        :meth:`least_width` a column is not cut further and the table scrolls sideways.  At the app's
-        default window a words dashboard showed 7 of the 10 columns before."""
+        width leaves (:func:`fit_widths`, long words end in "…", the whole word in the tooltip); where
+        that would cut a column below :meth:`least_width`, the columns keep their words' widths and
+        the table scrolls sideways.  At the app's default window a words dashboard showed 7 of the 10
+        columns before."""
         t = self.table
         widths = fit_widths(self._natural, t.viewport().width(), self.least_width() if least is None else least)
         for c, w in enumerate(widths[:t.columnCount()]):
