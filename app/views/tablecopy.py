@@ -101,7 +101,7 @@ def copy_to_clipboard(text: str) -> None:
 def install_copy(view: QtWidgets.QAbstractItemView, extra: Sequence[QtGui.QAction] = ()) -> List[QtGui.QAction]:
     """Give ``view`` Ctrl+C (the selected cells) and a right-click menu: **Copy**, **Copy table** (every
     row and shown column, with the headers), then ``extra`` and the export entries of the nearest
-    enclosing view that has them (:func:`app.export.add_export_actions`), after a separator.
+    enclosing view that has them (:func:`app.export.add_export_context_menu`), after a separator.
     Returns the two copy actions (tests trigger them)."""
     copy = QtGui.QAction("Copy", view)
     copy.setShortcut(QtGui.QKeySequence(QtGui.QKeySequence.StandardKey.Copy))
@@ -133,7 +133,7 @@ def install_copy(view: QtWidgets.QAbstractItemView, extra: Sequence[QtGui.QActio
 
 def _export_actions(widget: QtWidgets.QWidget) -> List[QtGui.QAction]:
     """The export entries of the nearest enclosing widget that has them (set by
-    :func:`app.export.add_export_actions` as ``_export_actions``), or none."""
+    :func:`app.export.add_export_context_menu` as ``_export_actions``), or none."""
     w: Optional[QtWidgets.QWidget] = widget.parentWidget()
     while w is not None:
         actions = getattr(w, "_export_actions", None)
