@@ -45,7 +45,7 @@ from .view_registry import view_file_name
 __all__ = ["export_widget", "add_export_context_menu", "ask_and_export", "ExportError", "FORMATS", "figure_size",
            "ask_png_scale", "ViewChooser",
            "FILE_FILTER", "format_for_path", "file_stem", "view_file_name", "controls_hidden",
-           "export_model_csv", "ask_and_export_csv"]
+           "export_model_csv", "ask_and_export_csv", "export_actions"]
 
 #: format -> file-dialog filter text
 FORMATS = {"png": "PNG image (*.png)", "svg": "SVG vector image (*.svg)", "pdf": "PDF document (*.pdf)"}
@@ -696,6 +696,19 @@ def ask_and_export_csv(model: Any, parent: Optional[QtWidgets.QWidget] = None, d
     if on_exported is not None:
         on_exported(out)
     return out
+
+
+def export_actions(widget: QtWidgets.QWidget) -> List[QtGui.QAction]:
+    """The export entries of ``widget`` or of the nearest widget around it that has them
+    (:func:`add_export_context_menu`), or none: for a child with a menu of its own (a table's
+    Copy entries, :mod:`app.views.tablecopy`) that keeps its view's export entries."""
+    w: Optional[QtWidgets.QWidget] = widget
+    while w is not None:
+        actions = getattr(w, "_export_actions", None)
+        if actions:
+            return list(actions)
+        w = w.parentWidget()
+    return []
 
 
 def _graphics_menu(view, pos: QtCore.QPoint, actions) -> None:

@@ -68,10 +68,23 @@ def test_a_tree_copies_children_after_their_parent(qtbot):
     shown(qtbot, tree, (300, 200))
     install_copy(tree)
     assert table_text(tree, selected_only=False, headers=True) == "job\tnll\nsweep 1\t\na\t1.5\nb\t2.5\nc\t3.5"
+    # cells drawn by widgets (the Jobs panel's): a progress bar gives its text, an untitled column of
+    # buttons is left out
+    tree.setColumnCount(4)
+    tree.setHeaderLabels(["job", "nll", "progress", ""])
+    for item, done in ((group.child(0), 1), (group.child(1), 2), (tree.topLevelItem(1), 3)):
+        bar = QtWidgets.QProgressBar()
+        bar.setRange(0, 3)
+        bar.setValue(done)
+        bar.setFormat("%v/%m")
+        tree.setItemWidget(item, 2, bar)
+        tree.setItemWidget(item, 3, QtWidgets.QPushButton("Cancel"))
+    assert table_text(tree, selected_only=False, headers=True) == \
+        "job\tnll\tprogress\nsweep 1\t\t\na\t1.5\t1/3\nb\t2.5\t2/3\nc\t3.5\t3/3"
     tree.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
     group.child(1).setSelected(True)
     tree.topLevelItem(1).setSelected(True)
-    assert table_text(tree) == "b\t2.5\nc\t3.5"
+    assert table_text(tree) == "b\t2.5\t2/3\nc\t3.5\t3/3"          # selected rows: their shown columns
 
 
 def test_top_words_copy_as_the_table_lists_them(qtbot):
@@ -116,7 +129,10 @@ def test_the_jobs_panel_copies_the_selected_jobs_shown_columns(qtbot, tmp_path):
         item = panel.items[jobs[1].id]
         shown_cols = [tree.header().logicalIndex(v) for v in range(tree.header().count())
                       if not tree.isColumnHidden(tree.header().logicalIndex(v))]
-        assert clipboard() == "\t".join(item.text(c) for c in shown_cols)
+        bar = panel.bars[jobs[1].id]
+        want = [bar.text() if c == jp.C_PROG else item.text(c) for c in shown_cols]
+        assert bar.text() == f"{jobs[1].step}/{jobs[1].total}" == "2/2"   # the progress bar's own text
+        assert clipboard() == "\t".join(want)
         assert item.text(jp.C_RESULT) in clipboard().split("\t")
         lines = table_text(tree, selected_only=False, headers=True).splitlines()
         assert lines[0].split("\t") == [tree.headerItem().text(c) for c in shown_cols]

@@ -3,14 +3,17 @@ copies the selected cells; the right-click menu copies them or the whole table w
 
 Used by the tables of the window: each state's top words, Compare, Decode's words and tags, and the
 Jobs panel (its rows and visible columns, sweeps' jobs included).  The text is what the table shows
-(the display role), in the order it shows it: columns in their on-screen order, hidden ones left
-out; a tree's rows depth first.  Tabs and line breaks inside a cell become spaces, so every line
-of the text is one row."""
+(the display role; a cell drawn by a widget, such as the Jobs panel's progress bar, gives the
+widget's text, and a column of buttons alone with no title is left out), in the order it shows
+it: columns in their on-screen order, hidden ones left out; a tree's rows depth first.  Tabs and
+line breaks inside a cell become spaces, so every line of the text is one row."""
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional
 
 from PySide6 import QtCore, QtGui, QtWidgets
+
+from ..export import export_actions
 
 __all__ = ["install_copy", "table_text", "copy_to_clipboard"]
 
@@ -51,6 +54,17 @@ def _clean(value) -> str:
     return "" if value is None else " ".join(str(value).replace("\t", " ").splitlines())
 
 
+def _cell(view: QtWidgets.QAbstractItemView, index: QtCore.QModelIndex) -> str:
+    """What a cell shows as text: its display role, or the text of the widget drawn in it (a progress
+    bar's "3/3"; a button is an action, not data: nothing)."""
+    text = _clean(index.data())
+    if not text:
+        w = view.indexWidget(index)
+        if w is not None and not isinstance(w, QtWidgets.QAbstractButton) and callable(getattr(w, "text", None)):
+            text = _clean(w.text())
+    return text
+
+
 def table_text(view: QtWidgets.QAbstractItemView, selected_only: bool = True, headers: bool = False) -> str:
     """The view's cells as tab-separated lines.
 
@@ -73,22 +87,19 @@ def table_text(view: QtWidgets.QAbstractItemView, selected_only: bool = True, he
         cols = [c for c in cols if c in keep_cols]
     if not rows or not cols:
         return ""
+    body = [[("" if chosen is not None and (_key(r), c) not in chosen else _cell(view, r.sibling(r.row(), c)))
+             for c in cols] for r in rows]
+    titles = [_clean(model.headerData(c, QtCore.Qt.Orientation.Horizontal)) for c in cols]
+    keep = [j for j in range(len(cols)) if titles[j] or any(line[j] for line in body)]   # (not a Cancel column)
+    if not keep:
+        return ""
     row_titles = headers and isinstance(view, QtWidgets.QTableView) and not view.verticalHeader().isHidden()
     lines: List[str] = []
     if headers and not _header(view).isHidden():     # (Decode's words and tags have no column titles)
-        top = [_clean(model.headerData(c, QtCore.Qt.Orientation.Horizontal)) for c in cols]
-        lines.append("\t".join(([""] if row_titles else []) + top))
-    for r in rows:
-        cells: List[str] = []
-        if row_titles:
-            cells.append(_clean(model.headerData(r.row(), QtCore.Qt.Orientation.Vertical)))
-        key = _key(r)
-        for c in cols:
-            if chosen is not None and (key, c) not in chosen:
-                cells.append("")
-            else:
-                cells.append(_clean(r.sibling(r.row(), c).data()))
-        lines.append("\t".join(cells))
+        lines.append("\t".join(([""] if row_titles else []) + [titles[j] for j in keep]))
+    for r, line in zip(rows, body):
+        first = [_clean(model.headerData(r.row(), QtCore.Qt.Orientation.Vertical))] if row_titles else []
+        lines.append("\t".join(first + [line[j] for j in keep]))
     return "\n".join(lines)
 
 
@@ -98,11 +109,11 @@ def copy_to_clipboard(text: str) -> None:
         QtGui.QGuiApplication.clipboard().setText(text)
 
 
-def install_copy(view: QtWidgets.QAbstractItemView, extra: Sequence[QtGui.QAction] = ()) -> List[QtGui.QAction]:
+def install_copy(view: QtWidgets.QAbstractItemView) -> List[QtGui.QAction]:
     """Give ``view`` Ctrl+C (the selected cells) and a right-click menu: **Copy**, **Copy table** (every
-    row and shown column, with the headers), then ``extra`` and the export entries of the nearest
-    enclosing view that has them (:func:`app.export.add_export_context_menu`), after a separator.
-    Returns the two copy actions (tests trigger them)."""
+    row and shown column, with the headers), then the export entries of its view
+    (:func:`app.export.export_actions`), after a separator.  Returns the two copy actions (tests
+    trigger them)."""
     copy = QtGui.QAction("Copy", view)
     copy.setShortcut(QtGui.QKeySequence(QtGui.QKeySequence.StandardKey.Copy))
     copy.setShortcutContext(QtCore.Qt.ShortcutContext.WidgetWithChildrenShortcut)
@@ -110,7 +121,6 @@ def install_copy(view: QtWidgets.QAbstractItemView, extra: Sequence[QtGui.QActio
     whole = QtGui.QAction("Copy table", view)
     whole.triggered.connect(lambda: copy_to_clipboard(table_text(view, selected_only=False, headers=True)))
     view.addAction(copy)                  # (the shortcut works while the table has the focus)
-    extra = list(extra)
 
     def menu(pos: QtCore.QPoint) -> None:
         m = QtWidgets.QMenu(view)
@@ -118,7 +128,7 @@ def install_copy(view: QtWidgets.QAbstractItemView, extra: Sequence[QtGui.QActio
         copy.setEnabled(sel is not None and sel.hasSelection())
         m.addAction(copy)
         m.addAction(whole)
-        more = list(extra) + _export_actions(view)
+        more = export_actions(view)
         if more:
             m.addSeparator()
             for a in more:
@@ -130,14 +140,3 @@ def install_copy(view: QtWidgets.QAbstractItemView, extra: Sequence[QtGui.QActio
     view.customContextMenuRequested.connect(menu)
     return [copy, whole]
 
-
-def _export_actions(widget: QtWidgets.QWidget) -> List[QtGui.QAction]:
-    """The export entries of the nearest enclosing widget that has them (set by
-    :func:`app.export.add_export_context_menu` as ``_export_actions``), or none."""
-    w: Optional[QtWidgets.QWidget] = widget.parentWidget()
-    while w is not None:
-        actions = getattr(w, "_export_actions", None)
-        if actions:
-            return list(actions)
-        w = w.parentWidget()
-    return []
