@@ -153,9 +153,12 @@ def dataset_from_corpus(path: str, corpus, split: float = 0.5, seed: int = 0, pr
                  vocabulary=list(processed.vocabulary), corpus=corpus, processed=processed,
                  warnings=warnings, options={"split": split, "seed": seed})
     ds.summary    # noqa: B018 - computed here, on the loading thread, not when the window first shows it
-    for part in (train, test):   # and the split's token counts (a job's curves ask when it starts)
+    # and, on the loading thread too, what a job asks when it starts: the split's token counts (its
+    # curves) and joined tokens (what it sends its worker; joined beside the window, the GIL stalls it)
+    for part in (train, test):
         if part is not None:
             part.lengths  # noqa: B018 - cached by the Corpus
+            part.tokens  # noqa: B018 - cached by the Corpus
     return ds
 
 

@@ -799,3 +799,22 @@ def test_empty_sweep_and_compare_pages_say_how_to_fill_them(window):
     act = window.menus.act_sweep
     assert f"Train > {act.text().replace('&', '')} ({act.shortcut().toString()})" in NO_SWEEP
     assert f"press {window.jobs_panel.compare_btn.text().replace('&', '')}" in NOTHING_COMPARED
+
+
+def test_a_data_set_is_joined_on_the_loading_thread():
+    """A job's thread sends its worker the split's joined tokens (the GIL: joining 57,340 sentences
+    beside the window froze it); ``dataset_from_corpus``, which runs on the loading thread, joins them,
+    so that the job reads no sequence again."""
+    from app.datasets import dataset_from_corpus
+    from densehmm_core.data import load
+    from densehmm_core.worker.wire import as_plain_sequences
+    ds = dataset_from_corpus(WORDS_CONLLU, load(WORDS_CONLLU, observe="words"))
+    for part in (ds.train, ds.test):
+        expected = np.concatenate(part.sequences)
+
+        class Unreadable(list):
+            def __iter__(self):
+                raise AssertionError("the job's thread read the sequences again")
+        part.sequences = Unreadable(part.sequences)
+        plain = as_plain_sequences(part, ds.n_symbols)
+        np.testing.assert_array_equal(plain["tokens"], expected)

@@ -266,3 +266,55 @@ def test_query_tensorflow_reports_the_devices_of_a_worker(pool):
     info = pool.query_tensorflow()
     assert info["tf_version"].count(".") >= 2
     assert any(d["type"] == "CPU" for d in info["devices"])
+
+
+class _Unreadable(list):
+    """A sequence list that refuses to be read: proof that nobody joins the sequences again."""
+
+    def __iter__(self):
+        raise AssertionError("the sequences were read again")
+
+    def __getitem__(self, item):
+        raise AssertionError("the sequences were read again")
+
+
+def test_a_corpus_crosses_to_a_worker_as_its_own_joined_tokens():
+    """A Corpus is joined once (``Corpus.tokens``, read-only, int32, kept): what crosses to a worker is
+    that array and the cached lengths, without reading the sequences again; symbols outside the model's
+    range are still refused with the one-by-one check's message."""
+    from densehmm_core.data import Corpus
+    from densehmm_core.worker.wire import as_plain_sequences
+    rng = np.random.default_rng(5)
+    raw = [rng.integers(0, 7, size=int(rng.integers(1, 20))).astype(np.int64) for _ in range(300)]
+    corpus = Corpus.from_sequences(raw, vocabulary=list("abcdefg"))
+    expected = np.concatenate(raw)
+    tokens = corpus.tokens
+    assert tokens is corpus.tokens and tokens.dtype == np.int32 and not tokens.flags.writeable
+    np.testing.assert_array_equal(tokens, expected)
+    corpus.lengths  # noqa: B018 - cached
+    kept = corpus.sequences
+    corpus.sequences = _Unreadable(kept)
+    plain = as_plain_sequences(corpus, 7)
+    assert plain["tokens"] is tokens and plain["lengths"] is corpus.lengths
+    back = decode_message(encode_message({"train": plain}))["train"]
+    np.testing.assert_array_equal(back["tokens"], expected)
+    np.testing.assert_array_equal(back["lengths"], [len(x) for x in raw])
+    corpus.sequences = kept
+    with pytest.raises(ValueError, match="holds symbol 6, outside 0..5"):
+        as_plain_sequences(corpus, 6)
+    train, test = corpus.split(0.5, seed=1)      # derived corpora join their own sequences
+    np.testing.assert_array_equal(train.tokens, np.concatenate(train.sequences))
+    np.testing.assert_array_equal(test.tokens, np.concatenate(test.sequences))
+
+
+def test_lists_of_strings_cross_as_they_are_and_anything_else_is_still_checked():
+    """A vocabulary (a list of str) is written as JSON without visiting each name; lists that hold
+    anything else still go through every check."""
+    names = ["the", "", "naïve", 'quo"te', "tab\there", "\u2603", "a\\b", "line\nbreak"]
+    back = decode_message(encode_message({"vocabulary": names, "t": tuple(names), "empty": []}))
+    assert back == {"vocabulary": names, "t": names, "empty": []}
+    mixed = decode_message(encode_message({"v": ["a", np.int64(3), np.float32(0.5), ["b", None]]}))
+    assert mixed == {"v": ["a", 3, 0.5, ["b", None]]}
+    for bad in (["a", object()], ["a", np.array([object()], dtype=object)], ("a", {1: "x"})):
+        with pytest.raises(TypeError):
+            encode_message({"v": bad})

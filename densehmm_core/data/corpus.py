@@ -123,6 +123,7 @@ class Corpus:
         self.warnings: List[str] = list(warnings or [])
         self._counts: Optional[np.ndarray] = None
         self._lengths: Optional[np.ndarray] = None
+        self._tokens: Optional[np.ndarray] = None
 
     # ------------------------------------------------------------ constructors
     @classmethod
@@ -169,6 +170,17 @@ class Corpus:
             self._lengths = np.fromiter((s.shape[0] for s in self.sequences), dtype=np.int64,
                                         count=len(self.sequences))
         return self._lengths
+
+    @property
+    def tokens(self) -> np.ndarray:
+        """Every sequence's symbols joined in order (int32, read-only): the layout a worker process
+        receives (:func:`densehmm_core.worker.wire.as_plain_sequences`).  Joined once and kept (4 bytes
+        per token), so that the thread starting a job does not join thousands of arrays again."""
+        if self._tokens is None:
+            tokens = np.concatenate(self.sequences).astype(np.int32, copy=False)   # (a new array)
+            tokens.flags.writeable = False
+            self._tokens = tokens
+        return self._tokens
 
     @property
     def n_tokens(self) -> int:

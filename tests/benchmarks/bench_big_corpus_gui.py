@@ -6,7 +6,9 @@
 The Brown corpus of ../shared/data (1.16 M tokens, 57,340 sentences; read as words with the app's
 defaults: 30,499 symbols) is opened in the main window, read again as words (the data panel's
 Observe box), a DenseHMM-EM (n = 45, l = 32, 3 iterations) is started (``start``: the click's own
-call), trains on it (``train``: the window while it trains) and is shown, and Overview is opened.
+call), trains on it (``starting``: the window in the first second after the click, while the job
+sends the data to its worker and the dashboard is first drawn; ``train``: the window after that, its
+live snapshots) and is shown, and Overview is opened.
 Every ``processEvents`` call of the GUI thread is timed, per phase, and so is each call the window
 makes for a click (start a job, show it, open a tab); the longest is the longest the window
 stayed frozen.  Each round runs two fresh processes in turn: ``switch 5 ms``
@@ -29,7 +31,11 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BROWN = os.path.join(os.path.dirname(REPO), "shared", "data", "pos", "brown_all.txt")
-PHASES = ("reread", "start", "train", "show", "overview")
+PHASES = ("reread", "start", "starting", "train", "show", "overview")
+#: the window's calls within this many seconds of the click that starts a job count as ``starting``
+#: (the first paint of the dashboard while the job's thread sends the data to its worker), later
+#: ones as ``train`` (the live snapshots)
+STARTING_S = 1.0
 
 
 def child(switch: float) -> dict:
@@ -61,13 +67,16 @@ def child(switch: float) -> dict:
         longest[phase] = max(longest[phase], 1000 * (time.perf_counter() - t0))
         return out
 
+    clicked = [0.0]
+
     def pump(phase, cond, timeout):
         end = time.perf_counter() + timeout
         while not cond() and time.perf_counter() < end:
             t0 = time.perf_counter()
             app.processEvents()
             app.sendPostedEvents(None, QEvent.Type.DeferredDelete)
-            longest[phase] = max(longest[phase], 1000 * (time.perf_counter() - t0))
+            which = "starting" if phase == "train" and t0 - clicked[0] < STARTING_S else phase
+            longest[which] = max(longest[which], 1000 * (time.perf_counter() - t0))
             time.sleep(0.01)
 
     win.open_files([BROWN])
@@ -78,6 +87,7 @@ def child(switch: float) -> dict:
     pump("reread", lambda: not win.data_ctl.loading, 300)
     reread_s = time.perf_counter() - t0
     pump("reread", lambda: False, 1.0)
+    clicked[0] = time.perf_counter()
     job = timed("start", lambda: win.jobs_ctl.start_training(
         ModelSpec.make(model_type="dense_em", n=45, l=32, n_iter=3, seed=1)))
     pump("train", lambda: job.state.is_final, 900)
