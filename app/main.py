@@ -77,8 +77,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         QTimer.singleShot(0, win.data_ctl.load_demo)
     if args.files:
         QTimer.singleShot(0, lambda: win.open_files(args.files))
-    if not args.no_tensorflow:
-        QTimer.singleShot(50, win.start_background_init)
+    # TensorFlow's version and devices from a worker process, and the app's own warm-up (only the
+    # warm-up with --no-tensorflow)
+    QTimer.singleShot(50, win.warm_up if args.no_tensorflow else win.start_background_init)
     if args.quit_after is not None:
         QTimer.singleShot(int(args.quit_after * 1000), win.close)
     code = app.exec()

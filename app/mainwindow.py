@@ -466,8 +466,17 @@ class MainWindow(QMainWindow):
                 return tf.__version__, list_devices(), time.perf_counter() - t0
 
         tasks.run_background(work, self._tf_ready, self._tf_failed)
-        # what this process's own decoding and tagging scores import, loaded now while the app is idle
-        tasks.run_background(warm_scoring, lambda _result: None, lambda _exc, _tb: None)
+        self.warm_up()
+
+    def warm_up(self) -> None:
+        """Off the GUI thread, after the window shows (with or without TensorFlow's start-up query,
+        ``--no-tensorflow``): import what this process's own decoding and tagging scores need
+        (:func:`~app.window.common.warm_scoring`), then freeze the collector on the GUI thread.
+        Otherwise the first snapshot of a words job imported scipy beside the window (60-100 ms
+        stalls) and each young collection scanned the thousands of objects that import made."""
+        def frozen(_result=None, _tb=None) -> None:
+            self._freeze_gc()
+        tasks.run_background(warm_scoring, frozen, frozen)
 
     def _tf_ready(self, result) -> None:
         version, devices, secs = result

@@ -35,3 +35,42 @@ def test_the_background_start_runs_the_warm_up(make_window, monkeypatch):
     w = make_window()
     w.start_background_init()
     assert warm_scoring in started and len(started) == 2   # the TensorFlow query and the warm-up
+
+
+def test_warm_up_freezes_the_collector_after_the_imports(make_window, monkeypatch):
+    """The warm-up alone (what ``--no-tensorflow`` starts): the imports on a background thread, then
+    the collector frozen on the GUI thread, also when the imports fail."""
+    from app import gcguard, tasks
+    from app.window.common import warm_scoring
+    calls = []
+    monkeypatch.setattr(gcguard, "freeze", lambda: calls.append("freeze"))
+
+    def run(fn, on_done, on_error=None, **_):
+        calls.append(fn)
+        on_done(None) if len(calls) == 1 else on_error(ImportError("no scipy"), "")
+    monkeypatch.setattr(tasks, "run_background", run)
+    w = make_window()
+    w.warm_up()
+    assert calls == [warm_scoring, "freeze"]
+    w.warm_up()
+    assert calls == [warm_scoring, "freeze", warm_scoring, "freeze"]
+
+
+def test_the_app_started_without_tensorflow_still_warms_up(tmp_path):
+    """``--no-tensorflow`` skips TensorFlow's start-up query, not the app's own warm-up: scipy's
+    tag mapping is imported and the collector frozen within seconds of the start, not while the
+    first words job trains."""
+    code = """
+import gc, sys
+from app import main as m
+print("BEFORE", "scipy.optimize" in sys.modules, gc.get_freeze_count() > 0, flush=True)
+code = m.main(["main.py", "--no-tensorflow", "--quit-after", "4"])
+print("AFTER", "scipy.optimize" in sys.modules, gc.get_freeze_count() > 0, "tensorflow" in sys.modules, flush=True)
+sys.exit(code)
+"""
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+               XDG_STATE_HOME=str(tmp_path / "state"), PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = [line.split() for line in out.stdout.splitlines() if line.startswith(("BEFORE", "AFTER"))]
+    assert lines == [["BEFORE", "False", "False"], ["AFTER", "True", "True", "False"]], out.stdout
