@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtWidgets import (QAbstractScrollArea, QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout,
                                QGroupBox, QHBoxLayout,
                                QLabel, QPushButton, QSpinBox, QToolButton, QVBoxLayout, QWidget)
@@ -55,6 +55,46 @@ class PanelPlot(pg.PlotWidget):
         else:
             self.getPlotItem().enableAutoRange(x=True)
         self.getPlotItem().enableAutoRange(y=True)
+
+
+class FrequencyBars(pg.BarGraphItem):
+    """The frequency chart's bars: one per symbol at x = 0, 1, ..., of width ``width``, one pen and one
+    brush.  Paints only the bars inside the view; pyqtgraph's item draws every bar at each paint (5 ms
+    for the 30,499 words of the Brown corpus, of which the chart shows :data:`FREQ_SHOWN` until the
+    user zooms out; an export to SVG or PDF wrote them all).  Data, bounds and ``opts`` stay
+    pyqtgraph's."""
+
+    def __init__(self, heights, width: float = 0.8, pen=None, brush=None) -> None:
+        heights = np.asarray(heights, dtype=np.float64)
+        pen = pg.getConfigOption("foreground") if pen is None else pen   # (pyqtgraph's default)
+        super().__init__(x=np.arange(len(heights)), height=heights, width=width, pen=pen, brush=brush)
+        self._heights = heights
+        self._half = 0.5 * float(width)
+        self._pen, self._brush = pg.mkPen(pen), pg.mkBrush(brush)
+
+    def shown_range(self):
+        """``(first, stop)``: the indices of the bars that reach into the view (all without one)."""
+        n = len(self._heights)
+        view = self.viewRect()
+        if view is None:
+            return 0, n
+        first = int(np.clip(np.floor(view.left() - self._half), 0, n))
+        stop = int(np.clip(np.ceil(view.right() + self._half) + 1, first, n))
+        return first, stop
+
+    #: more bars than this in view: pyqtgraph's one call for all (cheaper than making their rectangles)
+    MAX_CULLED = 1000
+
+    def paint(self, p, *args) -> None:
+        first, stop = self.shown_range()
+        if stop - first > min(self.MAX_CULLED, len(self._heights) - 1):
+            super().paint(p, *args)
+            return
+        p.setPen(self._pen)
+        p.setBrush(self._brush)
+        w = 2 * self._half
+        p.drawRects([QRectF(i - self._half, 0.0, w, float(h))
+                     for i, h in zip(range(first, stop), self._heights[first:stop].tolist())])
 
 
 def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = None) -> PanelPlot:
@@ -364,8 +404,7 @@ class DataPanel(QWidget):
         freq = s["frequencies"]
         # most frequent first (ties in vocabulary order): a word list reads like a Zipf curve
         self.freq_order = np.lexsort((np.arange(len(freq)), -freq))
-        x = np.arange(len(freq))
-        self.freq_bars = pg.BarGraphItem(x=x, height=freq[self.freq_order], width=0.8, brush=pg.mkBrush(60, 120, 200))
+        self.freq_bars = FrequencyBars(freq[self.freq_order], width=0.8, brush=pg.mkBrush(60, 120, 200))
         self.freq_plot.addItem(self.freq_bars)
         self.freq_plot.getAxis("bottom").set_labels([str(vocab[i]) for i in self.freq_order])
         # a vocabulary of words: the FREQ_SHOWN most frequent at first (drag or Ctrl + wheel for the rest)

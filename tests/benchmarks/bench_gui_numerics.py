@@ -3,7 +3,7 @@
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python tests/benchmarks/bench_gui_numerics.py [--repeats 15]
 
-Five calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary (n = 45, l = 32,
+Six calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary (n = 45, l = 32,
 30,499 words, 57,340 sentences) is shown, each against its baseline in the same run (ms, median):
 
 * ``pca``: the embeddings' projection (:func:`app.views.projection.pca_2d` of 30,634 x 32) while
@@ -19,7 +19,10 @@ Five calls the GUI thread makes when a DenseHMM of the Brown corpus's vocabulary
   (:func:`densehmm_core.data.encode_for_model`, the corpus's own names in another list) against the
   same call after the conversions it made before (the names made strings and indexed again);
 * ``faint points``: a fresh scatter of the 30,499 words (:class:`app.views.embeddings.UniformScatter`,
-  what Overview and a newly shown job draw) against pyqtgraph's ``setData``.
+  what Overview and a newly shown job draw) against pyqtgraph's ``setData``;
+* ``frequency chart``: one paint of the data panel's chart of the 30,499 words' counts, its first
+  view (:data:`app.panels.data_panel.FREQ_SHOWN` bars), with :class:`app.panels.data_panel.FrequencyBars`
+  (the bars in view) against pyqtgraph's ``BarGraphItem`` (every bar).
 
 Prints the medians and the ratios (new / baseline).
 """
@@ -134,6 +137,20 @@ def main() -> int:
     rows["faint points, a fresh scatter (pyqtgraph's setData -> one record copied)"] = (
         median_ms(lambda: UniformScatter(**kw).setData(x=fx, y=fy, data=fids), args.repeats),
         median_ms(lambda: UniformScatter(**kw).set_points(fx, fy, fids), args.repeats))
+    from app.panels.data_panel import FREQ_SHOWN, FrequencyBars
+    counts = np.sort(rng.zipf(1.3, m).astype(float))[::-1]
+    charts = []
+    for bars in (pg.BarGraphItem(x=np.arange(m), height=counts, width=0.8, brush=pg.mkBrush(60, 120, 200)),
+                 FrequencyBars(counts, width=0.8, brush=pg.mkBrush(60, 120, 200))):
+        chart = pg.PlotWidget()
+        chart.resize(400, 260)
+        chart.addItem(bars)
+        chart.setXRange(-0.6, FREQ_SHOWN - 0.4, padding=0)
+        chart.show()
+        _app.processEvents()
+        charts.append(chart)
+    rows[f"frequency chart paint, {FREQ_SHOWN} of 30,499 bars in view (all drawn -> in view)"] = (
+        median_ms(charts[0].grab, args.repeats), median_ms(charts[1].grab, args.repeats))
     print(f"{'':74s}{'before':>9s}{'after':>9s}{'ratio':>8s}")
     for name, (before, after) in rows.items():
         print(f"{name:74s}{before:9.1f}{after:9.1f}{after / before:8.2f}")
