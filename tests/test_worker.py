@@ -318,3 +318,15 @@ def test_lists_of_strings_cross_as_they_are_and_anything_else_is_still_checked()
     for bad in (["a", object()], ["a", np.array([object()], dtype=object)], ("a", {1: "x"})):
         with pytest.raises(TypeError):
             encode_message({"v": bad})
+
+
+def test_an_unchecked_corpus_of_columns_is_still_checked_one_by_one():
+    """``Corpus(validate=False)`` of 2-D column arrays: its joined tokens are not the wire's layout, so
+    the sequences go through the one-by-one check (the same tokens as the list of columns gives)."""
+    from densehmm_core.data import Corpus
+    from densehmm_core.worker.wire import as_plain_sequences
+    raw = [np.array([[0], [1], [2]]), np.array([[3], [1]])]
+    corpus = Corpus(raw, list("abcd"), validate=False)
+    plain = as_plain_sequences(corpus, 4)
+    np.testing.assert_array_equal(plain["tokens"], [0, 1, 2, 3, 1])
+    np.testing.assert_array_equal(plain["lengths"], [3, 2])

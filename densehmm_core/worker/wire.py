@@ -158,8 +158,8 @@ def as_plain_sequences(data, n_symbols) -> Optional[dict]:
     from ..sequences import as_sequences
     if isinstance(data, Corpus):   # joined once and kept by the Corpus (the app joins it when it is read)
         tokens, lengths = data.tokens, data.lengths
-        if tokens.size and lengths.min() >= 1 and tokens.min() >= 0 and (
-                n_symbols is None or tokens.max() < int(n_symbols)):
+        if tokens.ndim == 1 and tokens.size == int(lengths.sum()) and tokens.size and lengths.min() >= 1 \
+                and tokens.min() >= 0 and (n_symbols is None or tokens.max() < int(n_symbols)):
             return {"tokens": tokens, "lengths": lengths}
     seqs = data.sequences if hasattr(data, "sequences") and not isinstance(data, np.ndarray) else data
     if isinstance(seqs, list) and seqs and all(type(s) is np.ndarray for s in seqs):
