@@ -83,6 +83,12 @@ def _child_slow_start(ctrl, data, nice):  # pragma: no cover
     time.sleep(60)
 
 
+def _child_alive_every_tenth(ctrl, data, nice):  # pragma: no cover
+    while True:                                         # never reads its pipe; says "alive" ten times a second
+        data.send_bytes(encode_message({"op": "alive"}))
+        time.sleep(0.1)
+
+
 def _child_alive_then_deaf(ctrl, data, nice):  # pragma: no cover
     data.send_bytes(encode_message({"op": "alive"}))   # it runs, and then never reads its pipe
     time.sleep(60)
@@ -268,3 +274,77 @@ def test_decoding_refuses_malformed_and_oversized_messages_quickly():
                 b"DHW1" + struct.pack("<QI", 20, 0) + b'{"x": {"__nd__": 5}}'):
         with pytest.raises(ValueError):
             decode_message(bad)
+
+
+# ------------------------------------------------ closing never races a pipe's user
+class _HeldPipe:
+    """Stands in for one end of a worker's pipe: a call on it stays under way until ``go`` is set,
+    and a close during that call is recorded (the descriptor's number would be free for a new pipe
+    while the call still used it)."""
+
+    def __init__(self):
+        import threading
+        self.inside, self.go = threading.Event(), threading.Event()
+        self.busy = self.closed = self.closed_while_busy = False
+
+    def _hold(self):
+        self.busy = True
+        self.inside.set()
+        self.go.wait(30)
+        self.busy = False
+
+    def send_bytes(self, payload):
+        self._hold()
+
+    def recv_bytes(self):
+        self._hold()
+        raise EOFError
+
+    def close(self):
+        self.closed_while_busy |= self.busy
+        self.closed = True
+
+
+def test_close_leaves_the_control_pipe_to_a_write_under_way():
+    """Once, a worker closed while a large fit message was still being written had its control pipe
+    closed under the write; the write went on with the freed descriptor number, which the next
+    worker's pipe had taken, and that worker read the rest of the old message as a 32 MB header and
+    waited forever.  close() now closes the pipe only when no write is under way; the write closes
+    it when it ends."""
+    w = TrainingWorker(nice=0, _target=_child_alive_then_deaf)
+    real, held = w._ctrl, _HeldPipe()
+    try:
+        w._ctrl = held
+        w._send_later({"op": "cancel", "job": 1})        # a write under way (it holds the send lock)
+        assert held.inside.wait(10)
+        t0 = time.monotonic()
+        w.close(timeout=0.1)
+        assert time.monotonic() - t0 < 0.1 + 0.5 + 0.5 + 2 + 1.5   # (its documented bound, and some slack;
+        #                                                             before, a worker not heard from yet: 60 s)
+        assert not w.process.is_alive() and not held.closed          # not closed under the write
+        held.go.set()
+        deadline = time.monotonic() + 10
+        while not held.closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert held.closed and not held.closed_while_busy            # closed by the write, after it
+    finally:
+        held.go.set()
+        real.close()
+
+
+def test_close_leaves_the_reply_pipe_to_a_read_under_way():
+    """The same for the reader thread's pipe: closed by close() only once the reader has ended, else
+    by the reader when it ends (here its read is held past the process's end)."""
+    w = TrainingWorker(nice=0, _target=_child_alive_every_tenth)
+    real, held = w._data, _HeldPipe()
+    try:
+        w._data = held                  # the reader's next call, after the next "alive", is held
+        assert held.inside.wait(30)
+        w.close(timeout=0.1)
+        assert w._reader.is_alive() and not held.closed               # not closed under the read
+        held.go.set()
+        w._reader.join(10)
+        assert not w._reader.is_alive() and held.closed and not held.closed_while_busy
+    finally:
+        held.go.set()
+        real.close()

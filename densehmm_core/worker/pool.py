@@ -80,6 +80,8 @@ class TrainingWorker:
         self._abandoned: set = set()
         self._abandoned_lock = threading.Lock()
         self._closing = threading.Event()
+        self._release_lock = threading.Lock()
+        self._ctrl_orphaned = False   # close() left the control pipe to the write under way
         self._last_heard = time.monotonic()
         self._heard = threading.Event()   # set by the first message: the process runs
         # A reader thread drains the pipe at all times (the worker never blocks on a full
@@ -121,6 +123,13 @@ class TrainingWorker:
         return False
 
     def _read_loop(self) -> None:
+        try:
+            self._read_replies()
+        finally:
+            if self._closing.is_set():     # close() has run or is running: the pipe is this thread's to close
+                self._release(self._data)
+
+    def _read_replies(self) -> None:
         while True:
             try:
                 raw = self._data.recv_bytes()
@@ -209,6 +218,17 @@ class TrainingWorker:
                 return msg
 
     # --------------------------------------------------------------- sending
+    def _send_payload(self, payload: bytes) -> None:
+        """Write one encoded message, holding the send lock for the whole write (messages never
+        interleave, and :meth:`close` never closes the pipe under a write: see :meth:`_release`).
+        A write that was under way when the worker was closed closes the pipe when it ends."""
+        with self._send_lock:
+            try:
+                self._ctrl.send_bytes(payload)
+            finally:
+                if self._ctrl_orphaned:
+                    self._release(self._ctrl)
+
     def _send(self, msg: dict, timeout: Optional[float] = None) -> None:
         """Write a message; a worker that does not take it within ``timeout`` is killed (WorkerError)."""
         self._write(msg, timeout)
@@ -219,14 +239,13 @@ class TrainingWorker:
         in its thread, and messages sent later follow it.  Else True once written."""
         payload = encode_message(msg)
         limit = self.send_timeout if timeout is None else float(timeout)
-        if not self._heard.is_set():   # still starting (imports): the silence limit, not the write limit
-            limit = max(limit, self.silence_timeout)
+        if timeout is None and not self._heard.is_set():   # still starting (imports): the silence limit
+            limit = max(limit, self.silence_timeout)         # (a given limit, close()'s, is kept)
         box: List[BaseException] = []
 
         def write():
             try:
-                with self._send_lock:
-                    self._ctrl.send_bytes(payload)
+                self._send_payload(payload)
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 box.append(exc)
 
@@ -255,8 +274,7 @@ class TrainingWorker:
 
         def write():
             try:
-                with self._send_lock:
-                    self._ctrl.send_bytes(payload)
+                self._send_payload(payload)
             except (OSError, ValueError, EOFError):
                 pass
 
@@ -425,7 +443,8 @@ class TrainingWorker:
                              elapsed=last.elapsed if last else 0.0)
 
     def close(self, timeout: float = 0.5) -> None:
-        """Stop the process: ask, then terminate, then kill (never blocks much longer than ``timeout``)."""
+        """Stop the process: ask, then terminate, then kill, then close the pipes (never blocks much
+        longer than ``timeout``, plus at most 2 s for a pipe another thread is still using)."""
         self._closing.set()
         if not self.broken and self.process.is_alive():
             try:
@@ -440,9 +459,27 @@ class TrainingWorker:
             self.process.kill()
             self.process.join(0.5)
         self.broken = True
-        for c in (self._ctrl, self._data):
+        # A pipe is closed only while no other thread is inside a call on it: a write or read under
+        # way keeps using the descriptor's number, which a new pipe (the next worker's) may take
+        # as soon as it is closed; a write that went on there once sent a new worker the rest of an
+        # old fit message (a 32 MB "header" of tokens), and its fit waited forever.  The process is
+        # gone, so a write under way fails and the reader reaches the end of its pipe at once.
+        if self._send_lock.acquire(timeout=1.0):
             try:
-                c.close()
+                self._release(self._ctrl)
+            finally:
+                self._send_lock.release()
+        else:                        # (the read end held elsewhere): the write closes it when it ends
+            self._ctrl_orphaned = True
+        self._reader.join(1.0)
+        if not self._reader.is_alive():
+            self._release(self._data)   # (else the reader closes it when it ends: _read_loop)
+
+    def _release(self, conn) -> None:
+        """Close one of the two pipes, once, whichever thread gets there (under a lock)."""
+        with self._release_lock:
+            try:
+                conn.close()
             except OSError:
                 pass
 
