@@ -471,6 +471,11 @@ class TrainingWorker:
                 self._send_lock.release()
         else:                        # (the read end held elsewhere): the write closes it when it ends
             self._ctrl_orphaned = True
+            if self._send_lock.acquire(blocking=False):   # (it ended meanwhile, before it saw the flag)
+                try:
+                    self._release(self._ctrl)
+                finally:
+                    self._send_lock.release()
         self._reader.join(1.0)
         if not self._reader.is_alive():
             self._release(self._data)   # (else the reader closes it when it ends: _read_loop)
