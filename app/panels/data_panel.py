@@ -61,40 +61,39 @@ class FrequencyBars(pg.BarGraphItem):
     """The frequency chart's bars: one per symbol at x = 0, 1, ..., of width ``width``, one pen and one
     brush.  Paints only the bars inside the view; pyqtgraph's item draws every bar at each paint (5 ms
     for the 30,499 words of the Brown corpus, of which the chart shows :data:`FREQ_SHOWN` until the
-    user zooms out; an export to SVG or PDF wrote them all).  Data, bounds and ``opts`` stay
-    pyqtgraph's."""
+    user zooms out).  Data, bounds and ``opts`` stay pyqtgraph's; the bars are read from ``opts``."""
+
+    #: more bars than this in view: pyqtgraph's one call for all (cheaper than making their rectangles)
+    MAX_CULLED = 1000
 
     def __init__(self, heights, width: float = 0.8, pen=None, brush=None) -> None:
         heights = np.asarray(heights, dtype=np.float64)
         pen = pg.getConfigOption("foreground") if pen is None else pen   # (pyqtgraph's default)
         super().__init__(x=np.arange(len(heights)), height=heights, width=width, pen=pen, brush=brush)
-        self._heights = heights
-        self._half = 0.5 * float(width)
         self._pen, self._brush = pg.mkPen(pen), pg.mkBrush(brush)
 
     def shown_range(self):
         """``(first, stop)``: the indices of the bars that reach into the view (all without one)."""
-        n = len(self._heights)
+        n = len(self.opts["height"])
+        half = 0.5 * float(self.opts["width"])
         view = self.viewRect()
         if view is None:
             return 0, n
-        first = int(np.clip(np.floor(view.left() - self._half), 0, n))
-        stop = int(np.clip(np.ceil(view.right() + self._half) + 1, first, n))
+        first = int(np.clip(np.floor(view.left() - half), 0, n))
+        stop = int(np.clip(np.ceil(view.right() + half) + 1, first, n))
         return first, stop
 
-    #: more bars than this in view: pyqtgraph's one call for all (cheaper than making their rectangles)
-    MAX_CULLED = 1000
-
     def paint(self, p, *args) -> None:
+        heights = self.opts["height"]
         first, stop = self.shown_range()
-        if stop - first > min(self.MAX_CULLED, len(self._heights) - 1):
+        if stop - first > min(self.MAX_CULLED, len(heights) - 1):
             super().paint(p, *args)
             return
         p.setPen(self._pen)
         p.setBrush(self._brush)
-        w = 2 * self._half
-        p.drawRects([QRectF(i - self._half, 0.0, w, float(h))
-                     for i, h in zip(range(first, stop), self._heights[first:stop].tolist())])
+        w = float(self.opts["width"])
+        p.drawRects([QRectF(i - 0.5 * w, 0.0, w, float(h))
+                     for i, h in zip(range(first, stop), heights[first:stop].tolist())])
 
 
 def _plot(title: str, xlabel: str, ylabel: str, axis_items: Optional[dict] = None) -> PanelPlot:
