@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, List, Optional
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from densehmm_core import config
+from densehmm_core.threads import fit_threads
 
 from .live import LiveFeed
 
@@ -170,6 +171,9 @@ class _JobRunner(QRunnable):
         self.live = live
         self.executor = executor
         self.worker = None       # the training worker process of the job's fit, if any
+        #: CPU threads of the fit in its worker process (set when the job starts: the CPUs shared
+        #: by the CPU slots; densehmm_core.threads)
+        self.threads: Optional[int] = None
         # Python owns the runnable (kept in JobManager._runners for the job's lifetime), so a
         # queued job can still be taken off the pool and no wrapper ever outlives its C++ object.
         self.setAutoDelete(False)
@@ -188,7 +192,7 @@ class _JobRunner(QRunnable):
                 else:
                     self.worker = worker
                     return pool.iter_fit_on(worker, job.model, job.train, eval_data=job.test,
-                                            cancel=job.token, **job.fit_kwargs)
+                                            cancel=job.token, threads=self.threads, **job.fit_kwargs)
         return job.model.iter_fit(job.train, eval_data=job.test, cancel=job.token, **job.fit_kwargs)
 
     def tensorflow_info(self) -> Optional[dict]:
@@ -351,6 +355,7 @@ class JobManager(QObject):
                 busy[slot] = busy.get(slot, 0) + 1
                 self._waiting.remove(runner)
                 self._running_on[runner.job.id] = slot
+                runner.threads = fit_threads(self.cpu_slots)
                 self.pool.start(runner)
 
     def place(self, device: str) -> str:

@@ -35,6 +35,8 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
+from .threads import cpu_threads, run_halves
+
 __all__ = ["MStep", "AdamMoments", "STATUS_OK", "STATUS_NONFINITE", "STATUS_LIMIT", "BETA1", "BETA2", "EPS"]
 
 STATUS_OK, STATUS_NONFINITE, STATUS_LIMIT = 0, 1, 2
@@ -67,7 +69,7 @@ class MStep:
     """
 
     def __init__(self, layout, backend, l2: float = 0.0, dtype: Any = np.float64,
-                 fixed_kernels: bool = False) -> None:
+                 fixed_kernels: bool = False, threads: Optional[int] = None) -> None:
         if not (np.isfinite(l2) and l2 >= 0):
             raise ValueError(f"l2 must be a finite number >= 0, got {l2}")
         self.dtype = np.dtype(dtype)
@@ -77,19 +79,33 @@ class MStep:
         self.fixed_kernels = bool(fixed_kernels)
         self.layout = layout
         self.backend = backend
-        self.xp = xp = backend.xp
+        self.xp = backend.xp
         n, m, l = layout.n, layout.m, layout.l
         self.n, self.m, self.l = n, m, l
         self.nf = int(layout.n_feat)
         nl = n * l
         self._cuts = (0, nl, 2 * nl, 3 * nl, 3 * nl + m * l, 3 * nl + m * l + l, layout.size)
+        #: threads of one step on the CPU (1 or 2; the budget of :func:`densehmm_core.threads.cpu_threads`)
+        self.threads = min(2, cpu_threads() if threads is None else int(threads)) if backend.is_numpy else 1
+        if self.threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        # On the CPU the symbols are split in two blocks and the parameters in two halves, whatever the
+        # number of threads (so the numbers do not depend on it); on a GPU one block.
+        split = backend.is_numpy and m >= 2
+        self._blocks = ((0, m // 2), (m // 2, m)) if split else ((0, m),)
+        #: the parts of theta besides V_own (U, Z, W; z_start, feature_V): Adam updates them once the
+        #: gradient of every block is in
+        self._shared = ((0, 3 * nl), (3 * nl + m * l, layout.size))
         self.S = self.ST = None
-        self._work = None
+        self._S_blocks: tuple = ()
+        self._ST_blocks: tuple = ()
+        self._work: Optional[list] = None
         if self.nf:
             indptr, cols = layout.features.csr_index
             self.S = backend.csr_matrix(np.ones(len(cols), self.dtype), cols, indptr, (m, self.nf))
             self.ST = self.S.T.tocsr()
-        del xp
+            self._S_blocks = tuple(self.S[a:e].tocsr() for a, e in self._blocks)
+            self._ST_blocks = tuple(Sb.T.tocsr() for Sb in self._S_blocks)
 
     # ----------------------------------------------------------------- parts
     def to_device(self, theta: np.ndarray):
@@ -100,8 +116,9 @@ class MStep:
         """``theta`` as float64 (itself when it is already)."""
         return theta if theta.dtype == np.float64 else theta.astype(np.float64)
 
-    def parts(self, theta):
-        """Views ``U, Z, W, V_own, z_start, feature_V`` of ``theta`` and the effective ``V``."""
+    def parts(self, theta, effective: bool = True):
+        """Views ``U, Z, W, V_own, z_start, feature_V`` of ``theta`` and the effective ``V`` (None
+        with ``effective=False``)."""
         c = self._cuts
         n, m, l = self.n, self.m, self.l
         U = theta[c[0]:c[1]].reshape(n, l)
@@ -110,7 +127,9 @@ class MStep:
         Vown = theta[c[3]:c[4]].reshape(m, l)
         zs = theta[c[4]:c[5]]
         F = theta[c[5]:c[6]].reshape(self.nf, l)
-        if self.nf:
+        if not effective:
+            V = None
+        elif self.nf:
             V = self.S @ F
             V += Vown
         else:
@@ -143,42 +162,97 @@ class MStep:
         or None (the matrices alone)."""
         xp = self.xp
         theta = self._f64(theta)
-        U, Z, W, _, zs, _, V = self.parts(theta)
-        logits = (Z @ U.T, (U @ zs)[None, :], W @ V.T)
+        U, Z, W, Vown, zs, F, _ = self.parts(theta, effective=False)
+        logits = (Z @ U.T, (U @ zs)[None, :])
+        B = xp.empty((self.n, self.m), np.float64)
+        outs = [B[:, a:e] for a, e in self._blocks]
+        c_emit = None if counts is None else [xp.asarray(counts[2])[:, a:e] for a, e in self._blocks]
+        _, q_e, lse, scales = self._emission_exp(W, Vown, F, outs, c_emit, None)
+
+        def scale(b):
+            outs[b] *= scales[b]
+        run_halves(scale, range(len(outs)), self.threads)
         if counts is None:
-            A, pi, B = (self._softmax_rows(X)[0] for X in logits)
+            A, pi = (self._softmax_rows(X)[0] for X in logits)
             return None, (pi[0], A, B)
-        c_start, c_trans, c_emit, norm = counts
-        q = 0.0
+        c_start, c_trans, _, norm = counts
+        q = q_e - xp.asarray(counts[2]).sum(axis=1) @ lse
         probs = []
-        for X, C in zip(logits, (c_trans, c_start[None, :], c_emit)):
+        for X, C in zip(logits, (c_trans, c_start[None, :])):
             q += xp.vdot(C, X)          # before the softmax overwrites the logits
-            P, lse = self._softmax_rows(X)
-            q -= C.sum(axis=1) @ lse
+            P, lse_x = self._softmax_rows(X)
+            q -= C.sum(axis=1) @ lse_x
             probs.append(P)
         loss = float(-q / float(norm) + 0.5 * self.l2 * self.free_sq(theta))
-        return loss, (probs[1][0], probs[0], probs[2])
+        return loss, (probs[1][0], probs[0], B)
+
+    def _emission_exp(self, W, Vown, F, outs, counts, rows):
+        """The emission softmax's exponentials, block by block of symbols (on the CPU the second
+        block on the helper thread): ``outs[b]`` (n x m_b) receives ``exp(W V_b^T - max)``.
+
+        Returns ``(V_blocks, q, lse, scales)``: the blocks' rows of the effective ``V``; ``q =
+        sum_b <counts[b], W V_b^T>`` (0 when ``counts`` is None); the rows' log-sum-exp; and per
+        block the column that turns ``outs[b]`` into its columns of ``rows * softmax`` (``rows``: a
+        vector of row weights, or None for 1).
+        """
+        xp, be = self.xp, self.backend
+        V_blocks = [None] * len(self._blocks)
+
+        def block(b):
+            a, e = self._blocks[b]
+            if self.nf:
+                V = self._S_blocks[b] @ F
+                V += Vown[a:e]
+            else:
+                V = Vown[a:e]
+            V_blocks[b] = V
+            X = outs[b]
+            be.matmul_into(W, V.T, X)
+            if counts is None:
+                q = 0.0
+            elif counts[b].flags.c_contiguous and X.flags.c_contiguous:
+                q = xp.vdot(counts[b], X)
+            else:   # column blocks of full arrays: a copy for vdot would cost more than the product
+                q = xp.einsum("ij,ij->", counts[b], X)
+            mx = X.max(axis=1, keepdims=True)
+            X -= mx
+            xp.exp(X, out=X)
+            return q, mx, X.sum(axis=1, keepdims=True)
+
+        firsts = run_halves(block, range(len(self._blocks)), self.threads)
+        weight = 1.0 if rows is None else xp.reshape(rows, (-1, 1))
+        if len(firsts) == 1:
+            q, mx, s = firsts[0]
+            scales: tuple = (weight / s,)
+        else:   # one softmax over both blocks: each block's exponentials rescaled to the common maximum
+            q = firsts[0][0] + firsts[1][0]
+            mx = xp.maximum(firsts[0][1], firsts[1][1])
+            shifts = [xp.exp(f[1] - mx) for f in firsts]
+            s = firsts[0][2] * shifts[0] + firsts[1][2] * shifts[1]
+            scales = tuple(weight * e / s for e in shifts)
+        return V_blocks, q, (mx + xp.log(s))[:, 0], scales
 
     # ------------------------------------------------------ loss and gradient
     def loss_and_grad(self, theta, c_start, c_trans, c_emit, norm: float, grad=None):
         """``(L, dL/dtheta)``: the loss as a 0-d array of the backend and the gradient (written into
         ``grad`` when given).  Counts are arrays of the backend (or numpy, for numpy)."""
-        cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
-        return self._loss_and_grad(theta, cs, ct, ce, tot_s, rs_a, rs_b, grad)
+        return self._loss_and_grad(theta, self._scaled(c_start, c_trans, c_emit, norm), grad)[:2]
 
     def _scaled(self, c_start, c_trans, c_emit, norm: float) -> tuple:
-        """The counts divided by ``norm`` and their row totals (once per M-step)."""
+        """The counts divided by ``norm``, their row totals and the emission counts of each block of
+        symbols (once per M-step)."""
         inv = 1.0 / float(norm)
         xp, dt = self.xp, self.dtype
         cs, ct, ce = (xp.asarray(c * inv, dtype=dt) for c in (c_start, c_trans, c_emit))
-        return cs, ct, ce, cs.sum(), ct.sum(axis=1), ce.sum(axis=1)
+        blocks = (ce,) if len(self._blocks) == 1 else tuple(xp.ascontiguousarray(ce[:, a:e])
+                                                             for a, e in self._blocks)
+        return cs, ct, blocks, cs.sum(), ct.sum(axis=1), ce.sum(axis=1)
 
-    def _loss_and_grad(self, theta, cs, ct, ce, tot_s, rs_a, rs_b, grad=None):
-        xp = self.xp
-        U, Z, W, _, zs, _, V = self.parts(theta)
-        c = self._cuts
+    def _transitions(self, U, Z, zs, cs, ct, tot_s, rs_a, g):
+        """The start and transition terms: their part of ``q`` (returned) and of the gradient
+        (``dU``, ``dZ``, ``dz_start``, written into ``g``)."""
+        xp, c = self.xp, self._cuts
         n, l = self.n, self.l
-        g = xp.empty(self.layout.size, self.dtype) if grad is None else grad
         # transitions: logits Z U^T, G_A = rs * A - C (in place)
         X = Z @ U.T
         q = xp.vdot(ct, X)
@@ -195,29 +269,59 @@ class MStep:
         gs = ps[0] - cs
         g[c[0]:c[1]].reshape(n, l)[...] += gs[:, None] * zs[None, :]
         g[c[4]:c[5]] = U.T @ gs
-        # emissions: logits W V^T, G_B = rs * B - E (in place); the n x m logits live in a buffer
-        # kept across steps (a fresh multi-MB array costs page faults every step)
-        be = self.backend
-        if self._work is None:
-            self._work = xp.empty((n, self.m), self.dtype)
-        X = self._work
-        be.matmul_into(W, V.T, X)
-        q += xp.vdot(ce, X)
-        X, lse = self._softmax_rows(X, rs_b)
-        q -= rs_b @ lse
-        X -= ce
-        be.matmul_into(X, V, g[c[2]:c[3]].reshape(n, l))
-        gV = g[c[3]:c[4]].reshape(self.m, l)
-        be.matmul_into(X.T, W, gV)
-        if self.nf:
-            g[c[5]:c[6]].reshape(self.nf, l)[...] = self.ST @ gV
+        return q
+
+    def _loss_and_grad(self, theta, scaled, grad=None, rows_done=None):
+        """``(loss, gradient, [rows_done results])``.  The emissions (almost all of the work) go block
+        by block of symbols: each block's logits ``W V_b^T`` and the shifted exponentials, then (the
+        row maxima and sums of all blocks combined) each block's ``G_B``, its part of ``dW`` and
+        ``dfeature_V`` and its rows of ``dV``; on the CPU the second block on the helper thread.
+        ``rows_done(lo, hi)``: called by each block as soon as its rows ``theta[lo:hi]`` of ``V_own``
+        have their final gradient (Adam updates them there, without waiting for the other block)."""
+        xp, be, c = self.xp, self.backend, self._cuts
+        n, m, l = self.n, self.m, self.l
+        cs, ct, ce_blocks, tot_s, rs_a, rs_b = scaled
+        U, Z, W, Vown, zs, F, _ = self.parts(theta, effective=False)
+        g = xp.empty(self.layout.size, self.dtype) if grad is None else grad
+        if self._work is None:   # the n x m logits live in buffers kept across steps (no page faults)
+            self._work = [xp.empty((n, e - a), self.dtype) for a, e in self._blocks]
+        V_blocks, q_e, lse, scales = self._emission_exp(W, Vown, F, self._work, ce_blocks, rs_b)
+        gV = g[c[3]:c[4]].reshape(m, l)
+
+        def gradient(b):
+            a, e = self._blocks[b]
+            X = self._work[b]
+            X *= scales[b]
+            X -= ce_blocks[b]
+            dW = X @ V_blocks[b]
+            be.matmul_into(X.T, W, gV[a:e])
+            dF = self._ST_blocks[b] @ gV[a:e] if self.nf else None
+            if self.l2:
+                gV[a:e] += self.l2 * Vown[a:e]
+            done = None if rows_done is None else rows_done(c[3] + a * l, c[3] + e * l)
+            q_t = self._transitions(U, Z, zs, cs, ct, tot_s, rs_a, g) if b == 0 else None
+            return dW, dF, q_t, done
+
+        parts = run_halves(gradient, range(len(self._blocks)), self.threads)
+        gW = g[c[2]:c[3]].reshape(n, l)
+        gF = g[c[5]:c[6]].reshape(self.nf, l)
+        if len(parts) == 1:
+            gW[...] = parts[0][0]
+            if self.nf:
+                gF[...] = parts[0][1]
+        else:
+            xp.add(parts[0][0], parts[1][0], out=gW)
+            if self.nf:
+                xp.add(parts[0][1], parts[1][1], out=gF)
+        q = parts[0][2] + q_e - rs_b @ lse
         if self.l2:
             q -= 0.5 * self.l2 * self.free_sq(theta)
-            g += self.l2 * theta
+            for lo, hi in self._shared:    # V_own's rows have theirs (above)
+                g[lo:hi] += self.l2 * theta[lo:hi]
         if self.fixed_kernels:
             g[c[0]:c[1]] = 0.0
             g[c[2]:c[3]] = 0.0
-        return -q, g
+        return -q, g, [p[3] for p in parts]
 
     def free_sq(self, theta):
         """``||theta||^2`` over the trained parameters (without ``U`` and ``W`` when they are fixed), a
@@ -260,26 +364,39 @@ class MStep:
         # nor the last good one lives (fresh multi-MB arrays cost page faults every step)
         ring = [xp.empty(size, self.dtype) for _ in range(3)]
         mm, vv = mm.copy(), vv.copy()   # updated in place below (the caller's state is not modified)
-        cs, ct, ce, tot_s, rs_a, rs_b = self._scaled(c_start, c_trans, c_emit, norm)
+        scaled = self._scaled(c_start, c_trans, c_emit, norm)
         while k < int(n_steps):
-            loss, grad = self._loss_and_grad(th, cs, ct, ce, tot_s, rs_a, rs_b, grad)
             t1 = t + 1.0
-            # in place, with the same roundings as m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
-            # theta - alpha m / (sqrt(v) + eps)
-            mm *= BETA1
-            xp.multiply(grad, 1.0 - BETA1, out=tmp)
-            mm += tmp
-            vv *= BETA2
-            xp.multiply(grad, grad, out=tmp)
-            tmp *= 1.0 - BETA2
-            vv += tmp
             alpha = lr * math.sqrt(1.0 - BETA2 ** t1) / (1.0 - BETA1 ** t1)
-            xp.sqrt(vv, out=den)
-            den += EPS
-            xp.multiply(mm, alpha, out=tmp)
-            tmp /= den
-            th1 = xp.subtract(th, tmp, out=ring[k % 3])
-            checks = self.backend.to_host(xp.stack([loss, th1.max(), -th1.min()]))
+            th1 = ring[k % 3]
+
+            def update(lo, hi, th=th, th1=th1, alpha=alpha):
+                # in place, with the same roundings as m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
+                # theta - alpha m / (sqrt(v) + eps); element-wise, so updating in parts changes no number
+                m_, v_, g_, tm, de = mm[lo:hi], vv[lo:hi], grad[lo:hi], tmp[lo:hi], den[lo:hi]
+                m_ *= BETA1
+                xp.multiply(g_, 1.0 - BETA1, out=tm)
+                m_ += tm
+                v_ *= BETA2
+                xp.multiply(g_, g_, out=tm)
+                tm *= 1.0 - BETA2
+                v_ += tm
+                xp.sqrt(v_, out=de)
+                de += EPS
+                xp.multiply(m_, alpha, out=tm)
+                tm /= de
+                new = xp.subtract(th[lo:hi], tm, out=th1[lo:hi])
+                return [new.max(), -new.min()]
+
+            if len(self._blocks) == 1:     # one pass over theta (on a GPU: fewer kernel launches)
+                loss, grad, _ = self._loss_and_grad(th, scaled, grad)
+                extremes = update(0, size)
+            else:   # each block updates its rows of V_own at once, the rest after the gradient is in
+                loss, grad, done = self._loss_and_grad(th, scaled, grad, rows_done=update)
+                extremes = [x for part in done for x in part]
+                for lo, hi in self._shared:
+                    extremes += update(lo, hi)
+            checks = self.backend.to_host(xp.stack([loss] + extremes))
             f_loss, amax = float(checks[0]), float(np.max(checks[1:]))  # NaN propagates
             if np.isfinite(f_loss):
                 good = th

@@ -128,3 +128,25 @@ def test_gpu_slots_setting(tmp_path):
     assert s.gpu_slots == 1
     s.gpu_slots = 3
     assert Settings(QSettings(str(tmp_path / "s.ini"), QSettings.IniFormat)).gpu_slots == 3
+
+
+@pytest.mark.parametrize("slots, user, expected", [(2, None, 4), (3, None, 2), (16, None, 1), (2, "3", 3)])
+def test_each_started_job_gets_its_share_of_the_cpus(qtbot, monkeypatch, slots, user, expected):
+    """A job's worker gets ``cpus // CPU slots`` threads (densehmm_core.threads.fit_threads), taken
+    when the job starts; DENSEHMM_THREADS, when the user set it, is each fit's number."""
+    from app.jobs import JobManager
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    if user is None:
+        monkeypatch.delenv("DENSEHMM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("DENSEHMM_THREADS", user)
+    jm = JobManager(pool_size=slots, executor="thread")
+    try:
+        tracker = Tracker()
+        job, = submit(jm, "cpu", tracker, 1)
+        runner = jm._runners[job.id]
+        assert runner.threads == expected
+        job.model.release.set()
+    finally:
+        jm.cancel_all()
+        assert jm.wait(20)

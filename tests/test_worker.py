@@ -330,3 +330,36 @@ def test_an_unchecked_corpus_of_columns_is_still_checked_one_by_one():
     plain = as_plain_sequences(corpus, 4)
     np.testing.assert_array_equal(plain["tokens"], [0, 1, 2, 3, 1])
     np.testing.assert_array_equal(plain["lengths"], [3, 2])
+
+
+def test_the_fit_message_carries_the_thread_budget_and_the_worker_sets_it(demo, monkeypatch):
+    """The app gives each job's worker ``cpus // CPU slots`` threads (densehmm_core.threads): the
+    fit message carries the number, and the worker's fit runs with it as DENSEHMM_THREADS (None:
+    the budget the process started with)."""
+    from densehmm_core.standard import StandardHMM
+    from densehmm_core.worker import server
+    train, _, _ = demo
+    own = WorkerPool(max_idle=0)       # its worker is closed after this test
+    w = own.acquire()
+    sent = []
+
+    def capture(msg, cancel=None):
+        sent.append(msg)
+        return False            # as if cancelled while sending: nothing reaches the process
+    monkeypatch.setattr(w, "_write", capture)
+    try:
+        for threads, expected in ((3, 3), (None, None), (0, 1)):
+            list(w.iter_fit(StandardHMM(2, seed=0, n_iter=1), train, threads=threads))
+            assert sent[-1]["op"] == "fit" and sent[-1]["threads"] == expected
+    finally:
+        monkeypatch.undo()
+        own.close()
+    monkeypatch.setenv("DENSEHMM_THREADS", "9")   # restored after the test
+    monkeypatch.setattr(server, "_OWN_THREADS", "5")
+    server._set_threads(2)
+    assert os.environ["DENSEHMM_THREADS"] == "2"
+    server._set_threads(None)
+    assert os.environ["DENSEHMM_THREADS"] == "5"
+    monkeypatch.setattr(server, "_OWN_THREADS", None)
+    server._set_threads(None)
+    assert "DENSEHMM_THREADS" not in os.environ

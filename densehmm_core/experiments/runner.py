@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from typing import TYPE_CHECKING, Union
 
+from ..threads import THREADS_ENV, fit_threads
 from ._env import EnvPatch
 
 if TYPE_CHECKING:
@@ -552,6 +553,7 @@ def _worker_env(jobs: int, import_tf: bool = False) -> Dict[str, str]:
     (and TensorFlow's, read when a task imports it, with ``import_tf``)."""
     threads = max(1, (os.cpu_count() or 1) // max(1, jobs))
     env = {k: str(threads) for k in _THREAD_ENV}
+    env[THREADS_ENV] = str(fit_threads(jobs))      # the DenseHMM M-step's threads (densehmm_core.threads)
     env["TF_CPP_MIN_LOG_LEVEL"] = os.environ.get("TF_CPP_MIN_LOG_LEVEL", "3")
     if import_tf:
         env.update(TF_NUM_INTRAOP_THREADS=str(threads), TF_NUM_INTEROP_THREADS="1")

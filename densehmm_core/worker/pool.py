@@ -297,8 +297,12 @@ class TrainingWorker:
 
     # --------------------------------------------------------------- fitting
     def iter_fit(self, model, data, *, eval_data=None, cancel: Optional[CancelToken] = None,
-                 params_interval: float = 0.05, **fit_kwargs) -> Iterator[ProgressEvent]:
+                 params_interval: float = 0.05, threads: Optional[int] = None,
+                 **fit_kwargs) -> Iterator[ProgressEvent]:
         """Like ``model.iter_fit(data, eval_data=..., cancel=..., **fit_kwargs)``, in the worker.
+
+        ``threads``: the CPU threads the fit may use (the worker's ``DENSEHMM_THREADS`` during the
+        fit: :mod:`densehmm_core.threads`); None: the worker's own budget.
 
         Work whose engine buffers would not fit the memory budget is refused before anything
         is sent (:class:`densehmm_core.memory.TooLargeError`, a ValueError).  A cancel is sent
@@ -323,7 +327,8 @@ class TrainingWorker:
         msg = {"op": "fit", "job": job, "kind": model.kind, "config": config,
                "vocabulary": list(model.vocabulary) if model.vocabulary is not None else None,
                "train": train, "test": test,
-               "fit_kwargs": dict(fit_kwargs), "params_interval": float(params_interval)}
+               "fit_kwargs": dict(fit_kwargs), "params_interval": float(params_interval),
+               "threads": None if threads is None else max(1, int(threads))}
         model.history_ = []
         started = time.monotonic()
         # cancelled before the fit was sent, or while the process imported TensorFlow

@@ -16,8 +16,23 @@ from typing import Any, Dict, List
 
 from ..device import import_tf, imported_tf
 from ..events import CancelToken, ProgressEvent, TrainingDiverged
+from ..threads import THREADS_ENV
 from .lifeline import die_with_parent
 from .wire import HEARTBEAT_S, check_control, decode_message, encode_message, event_to_plain, from_plain_sequences
+
+
+_OWN_THREADS = os.environ.get(THREADS_ENV)   # the budget this process was started with
+
+
+def _set_threads(threads) -> None:
+    """The fit's thread budget (a worker runs one fit at a time): ``threads`` from the fit message,
+    or (None) the one the process was started with."""
+    if threads is not None:
+        os.environ[THREADS_ENV] = str(max(1, int(threads)))
+    elif _OWN_THREADS is None:
+        os.environ.pop(THREADS_ENV, None)
+    else:
+        os.environ[THREADS_ENV] = _OWN_THREADS
 
 
 def worker_main(target, parent_pid: int, ctrl, data, nice: int) -> None:  # pragma: no cover - worker process
@@ -181,6 +196,7 @@ def _serve_fit(msg: dict, token: CancelToken, send_any, tell_tensorflow) -> None
             return
         if msg.get("vocabulary") is not None:
             model.vocabulary = list(msg["vocabulary"])
+        _set_threads(msg.get("threads"))
         train = from_plain_sequences(msg["train"])
         test = from_plain_sequences(msg.get("test"))
         interval = float(msg.get("params_interval", 0.05))
