@@ -10,6 +10,8 @@ paths, in one module (read at call time, so that a changed environment counts).
 ``DENSEHMM_DASK_TIMEOUT``      seconds to wait for a Dask scheduler (default 10)
 ``DENSEHMM_SHARED_DATA``       the folder of the shared data sets (default ``../shared/data`` beside the
                                repository)
+``DENSEHMM_THREADS``           CPU threads of one fit (default: ``OMP_NUM_THREADS``, else the CPUs; the app
+                               gives each job ``cpus // CPU slots``; densehmm_core.threads)
 ``DENSEHMM_JOB_EXECUTOR``      the app: ``process`` (default) or ``thread`` (training jobs in threads)
 ``DENSEHMM_STARTUP_REPORT``    the app: print the start-up time (benchmarks)
 =============================  =========================================================================
@@ -23,7 +25,10 @@ from pathlib import Path
 from typing import Optional
 
 __all__ = ["max_model_bytes", "probe_disabled", "probe_timeout", "lock_timeout", "dask_timeout", "shared_data",
-           "job_executor", "startup_report", "dist_version"]
+           "job_executor", "startup_report", "dist_version", "THREADS_ENV", "fit_threads", "omp_threads"]
+
+#: the variable of :func:`fit_threads` (worker processes get the number of their fit in it)
+THREADS_ENV = "DENSEHMM_THREADS"
 
 
 def _number(name: str) -> Optional[float]:
@@ -65,6 +70,22 @@ def shared_data() -> Path:
     """The shared data sets' folder: ``$DENSEHMM_SHARED_DATA`` or ``../shared/data`` beside the repository."""
     env = os.environ.get("DENSEHMM_SHARED_DATA")
     return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def _whole(name: str) -> Optional[int]:
+    """``$name`` as a whole number >= 1 (for ``OMP_NUM_THREADS``, its first), or None."""
+    text = os.environ.get(name, "").split(",")[0].strip()
+    return int(text) if text.isdigit() and int(text) >= 1 else None
+
+
+def fit_threads() -> Optional[int]:
+    """``$DENSEHMM_THREADS``: the CPU threads of one fit, or None when unset."""
+    return _whole(THREADS_ENV)
+
+
+def omp_threads() -> Optional[int]:
+    """``$OMP_NUM_THREADS`` (its first number), or None: the thread budget a job system gave this process."""
+    return _whole("OMP_NUM_THREADS")
 
 
 def job_executor() -> str:

@@ -18,14 +18,14 @@ from __future__ import annotations
 import os
 import queue
 import threading
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["THREADS_ENV", "available_cpus", "cpu_threads", "fit_threads", "run_halves"]
+from . import config
+from .config import THREADS_ENV
 
-#: the environment variable that sets the thread budget of one fit
-THREADS_ENV = "DENSEHMM_THREADS"
+__all__ = ["THREADS_ENV", "available_cpus", "cpu_threads", "fit_threads", "run_halves"]
 
 
 def available_cpus() -> int:
@@ -36,36 +36,18 @@ def available_cpus() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def cpu_threads(environ: Optional[Mapping[str, str]] = None) -> int:
-    """The number of CPU threads one fit may use.
-
-    ``DENSEHMM_THREADS`` (a whole number >= 1; anything else is a ``ValueError`` naming it), else the
-    first number of ``OMP_NUM_THREADS`` when it has one, else :func:`available_cpus`.
-    """
-    env = os.environ if environ is None else environ
-    value = env.get(THREADS_ENV)
-    if value is not None and value.strip():
-        try:
-            k = int(value.strip())
-        except ValueError:
-            k = 0
-        if k < 1:
-            raise ValueError(f"{THREADS_ENV} must be a whole number >= 1, got {value!r}")
-        return k
-    omp = env.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if omp.isdigit() and int(omp) >= 1:
-        return int(omp)
-    return available_cpus()
+def cpu_threads() -> int:
+    """The number of CPU threads one fit may use: ``DENSEHMM_THREADS``, else ``OMP_NUM_THREADS``,
+    else :func:`available_cpus` (a value that cannot be read counts as unset, as every variable of
+    :mod:`densehmm_core.config`)."""
+    return config.fit_threads() or config.omp_threads() or available_cpus()
 
 
-def fit_threads(concurrent: int, environ: Optional[Mapping[str, str]] = None) -> int:
+def fit_threads(concurrent: int) -> int:
     """The threads of one fit when ``concurrent`` fits share this process's CPUs:
-    ``DENSEHMM_THREADS`` when it is set (the user's choice per fit), else :func:`cpu_threads`
-    divided by ``concurrent`` (at least 1)."""
-    env = os.environ if environ is None else environ
-    if (env.get(THREADS_ENV) or "").strip():
-        return cpu_threads(env)
-    return max(1, cpu_threads(env) // max(1, int(concurrent)))
+    ``DENSEHMM_THREADS`` when it is set (the user's choice per fit), else ``OMP_NUM_THREADS`` or the
+    CPUs divided by ``concurrent`` (at least 1)."""
+    return config.fit_threads() or max(1, cpu_threads() // max(1, int(concurrent)))
 
 
 class _Call:

@@ -354,6 +354,12 @@ def test_the_fit_message_carries_the_thread_budget_and_the_worker_sets_it(demo, 
     finally:
         monkeypatch.undo()
         own.close()
+    from densehmm_core.worker.wire import check_control
+    msg = dict(sent[0], train={"tokens": np.zeros(1, np.int32), "lengths": np.ones(1, np.int64)})
+    for bad in (0, -1, 2.0, "2", True):
+        with pytest.raises(ValueError, match="thread budget"):
+            check_control(dict(msg, threads=bad))
+    assert check_control(dict(msg, threads=2))["threads"] == 2
     monkeypatch.setenv("DENSEHMM_THREADS", "9")   # restored after the test
     monkeypatch.setattr(server, "_OWN_THREADS", "5")
     server._set_threads(2)
@@ -363,3 +369,17 @@ def test_the_fit_message_carries_the_thread_budget_and_the_worker_sets_it(demo, 
     monkeypatch.setattr(server, "_OWN_THREADS", None)
     server._set_threads(None)
     assert "DENSEHMM_THREADS" not in os.environ
+
+
+def test_a_dense_em_fit_in_a_worker_on_two_threads_equals_one_here(demo, pool, monkeypatch):
+    """The budget reaches the worker's fit (the message is accepted) and changes no number: the
+    M-step's split does not depend on the thread count."""
+    from densehmm_core.dense import DenseHMM
+    train, test, _ = demo
+    monkeypatch.setenv("DENSEHMM_THREADS", "1")
+    kw = dict(fit_method="em", seed=4, n_iter=4, tol=0, mstep_steps=5)
+    here = DenseHMM(3, 2, **kw).fit(train, eval_data=test)
+    there = DenseHMM(3, 2, **kw)
+    list(pool.iter_fit(there, train, eval_data=test, threads=2))
+    assert without_elapsed(there.history_) == without_elapsed(here.history_)
+    np.testing.assert_array_equal(there.emissionprob_, here.emissionprob_)

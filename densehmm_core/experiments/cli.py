@@ -8,7 +8,6 @@ Importing this module is cheap (no numpy-heavy work, no TensorFlow).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -192,10 +191,8 @@ def _pos_handler(args) -> int:
 
 
 def _default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    from ..threads import available_cpus
+    return available_cpus()
 
 
 #: ``--jobs`` above this many times the cores is lowered to it (with a note): more workers than

@@ -25,10 +25,10 @@ _OWN_THREADS = os.environ.get(THREADS_ENV)   # the budget this process was start
 
 
 def _set_threads(threads) -> None:
-    """The fit's thread budget (a worker runs one fit at a time): ``threads`` from the fit message,
-    or (None) the one the process was started with."""
+    """The fit's thread budget (a worker runs one fit at a time): ``threads`` from the fit message
+    (checked by :func:`~.wire.check_control`), or (None) the one the process was started with."""
     if threads is not None:
-        os.environ[THREADS_ENV] = str(max(1, int(threads)))
+        os.environ[THREADS_ENV] = str(int(threads))
     elif _OWN_THREADS is None:
         os.environ.pop(THREADS_ENV, None)
     else:

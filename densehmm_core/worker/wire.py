@@ -222,6 +222,9 @@ def check_control(msg: Any) -> dict:
         if not (isinstance(train, dict) and isinstance(train.get("tokens"), np.ndarray)
                 and isinstance(train.get("lengths"), np.ndarray)):
             raise ValueError("fit message without training sequences")
+        threads = msg.get("threads")
+        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+            raise ValueError(f"fit message with a thread budget that is not a whole number >= 1: {threads!r}")
     return msg
 
 
