@@ -26,6 +26,12 @@ Adam is Kingma & Ba's efficient form, step for step the loop the TensorFlow M-st
 (:func:`densehmm_core.dense_tf._adam_loop`): ``theta -= lr sqrt(1-b2^t)/(1-b1^t) m/(sqrt(v)+eps)``;
 a step whose loss, gradient or new parameters are not finite, or that moves an entry beyond
 ``limit``, is not taken and ends the loop (the status says which).
+
+On the CPU the emission terms go in two blocks of symbols ``b``: each block's exponentials
+``exp(W V_b^T - max_b)`` and row sums ``s_b``, combined into one softmax over all symbols
+(``max = max over b of max_b``, ``s = sum_b s_b exp(max_b - max)``), then each block's ``G_B`` columns, its
+share of ``dW`` and ``dfeature_V``, its rows of ``dV``, and Adam's update of its rows of ``V_own``;
+the second block on a helper thread (:mod:`densehmm_core.threads`).
 """
 from __future__ import annotations
 
@@ -66,6 +72,11 @@ class MStep:
     fixed_kernels : bool
         ``logits="full"``: ``U`` and ``W`` are fixed (the identity): their gradient is zero (so Adam and
         L-BFGS leave them exactly as they are) and the penalty leaves them out.
+    threads : int, optional
+        CPU threads of one step (more than 2 are not used; default: the fit's budget,
+        :func:`densehmm_core.threads.cpu_threads`).  On the CPU the symbols are split in two blocks
+        whatever the number: the second block runs on a helper thread when ``threads >= 2``, and the
+        numbers are the same either way.  On a GPU: one block, one thread.
     """
 
     def __init__(self, layout, backend, l2: float = 0.0, dtype: Any = np.float64,
@@ -89,8 +100,8 @@ class MStep:
         self.threads = min(2, cpu_threads() if threads is None else int(threads)) if backend.is_numpy else 1
         if self.threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
-        # On the CPU the symbols are split in two blocks and the parameters in two halves, whatever the
-        # number of threads (so the numbers do not depend on it); on a GPU one block.
+        # On the CPU the symbols are split in two blocks whatever the number of threads (so the numbers
+        # do not depend on it); on a GPU one block.
         split = backend.is_numpy and m >= 2
         self._blocks = ((0, m // 2), (m // 2, m)) if split else ((0, m),)
         #: the parts of theta besides V_own (U, Z, W; z_start, feature_V): Adam updates them once the
@@ -104,8 +115,11 @@ class MStep:
             indptr, cols = layout.features.csr_index
             self.S = backend.csr_matrix(np.ones(len(cols), self.dtype), cols, indptr, (m, self.nf))
             self.ST = self.S.T.tocsr()
-            self._S_blocks = tuple(self.S[a:e].tocsr() for a, e in self._blocks)
-            self._ST_blocks = tuple(Sb.T.tocsr() for Sb in self._S_blocks)
+            if split:
+                self._S_blocks = tuple(self.S[a:e].tocsr() for a, e in self._blocks)
+                self._ST_blocks = tuple(Sb.T.tocsr() for Sb in self._S_blocks)
+            else:
+                self._S_blocks, self._ST_blocks = (self.S,), (self.ST,)
 
     # ----------------------------------------------------------------- parts
     def to_device(self, theta: np.ndarray):

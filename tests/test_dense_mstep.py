@@ -375,6 +375,31 @@ def test_em_host_work_runs_with_one_blas_thread(monkeypatch):
 
 
 
+def test_the_one_blas_thread_limit_covers_libraries_loaded_after_its_first_use():
+    """scipy's own OpenBLAS is loaded with scipy.linalg (the spectral start's SVD), possibly after the
+    engine first limited BLAS: the limit finds it too (it once kept its two threads)."""
+    code = textwrap.dedent("""
+        import sys
+        from threadpoolctl import threadpool_info
+        from densehmm_core.engine.numpy_engine import _single_threaded_blas
+        with _single_threaded_blas():
+            pass
+        before = {i["filepath"] for i in threadpool_info() if i["user_api"] == "blas"}
+        import scipy.linalg  # noqa: F401
+        new = [i for i in threadpool_info() if i["user_api"] == "blas" and i["filepath"] not in before]
+        if not new or max(i["num_threads"] for i in new) < 2:
+            print("skip")
+            sys.exit(0)
+        with _single_threaded_blas():
+            print(sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    if out.stdout.strip() == "skip":
+        pytest.skip("no BLAS library with more than one thread is loaded by scipy.linalg here")
+    assert out.stdout.strip() == "[1]"
+
+
 @pytest.mark.parametrize("features", [False, True])
 def test_em_evaluates_each_iterations_parameters_once(features, monkeypatch):
     """The E-step, the diagnostics and the snapshot of an iteration share one float64 evaluation of

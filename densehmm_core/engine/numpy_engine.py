@@ -21,6 +21,9 @@ working array; two of them).
 """
 from __future__ import annotations
 
+import sys
+from typing import Any, Optional, Tuple
+
 import numpy as np
 
 from .array_engine import ArrayEngine, PreparedSequences, _make_chunk
@@ -28,7 +31,8 @@ from .backend import numpy_backend
 
 __all__ = ["NumpyEngine", "PreparedSequences"]
 
-_CONTROLLER = None
+#: (len(sys.modules) when made, threadpoolctl's controller of the libraries then loaded)
+_CONTROLLER: Optional[Tuple[int, Any]] = None
 _HMMC = False
 
 
@@ -48,13 +52,17 @@ def _hmmc():
 
 
 def _single_threaded_blas():
-    """Context limiting BLAS to one thread (a no-op without threadpoolctl)."""
+    """Context limiting BLAS to one thread (a no-op without threadpoolctl).
+
+    The controller (the BLAS libraries loaded) is found again after any import: a library loaded
+    later (scipy's own OpenBLAS, loaded with ``scipy.linalg``, runs the spectral start's SVD) would
+    otherwise keep its threads."""
     global _CONTROLLER
     try:
-        if _CONTROLLER is None:
+        if _CONTROLLER is None or _CONTROLLER[0] != len(sys.modules):
             from threadpoolctl import ThreadpoolController
-            _CONTROLLER = ThreadpoolController()
-        return _CONTROLLER.limit(limits=1, user_api="blas")
+            _CONTROLLER = (len(sys.modules), ThreadpoolController())
+        return _CONTROLLER[1].limit(limits=1, user_api="blas")
     except Exception:  # noqa: BLE001 - threadpoolctl cannot inspect this BLAS: run unlimited  # pragma: no cover
         import contextlib
         return contextlib.nullcontext()
