@@ -9,10 +9,11 @@ Measured in one run, on the Penn Treebank sample read as words (``observe="words
 
 1. **Seconds per iteration**: ``StandardHMM(45)`` (Baum-Welch, numpy engine) and
    ``DenseHMM(45, 32, fit_method="em", symbol_features="orthographic")`` (E-step + 25 Adam steps of
-   the array-module M-step in float32, the default ``mstep_dtype``; and the same in float64), all with
-   ``diagnostics_every`` at its default; the median of the
+   the array-module M-step in float32, the default ``mstep_dtype``, with this process's thread budget
+   (``DENSEHMM_THREADS``, else the CPUs: two threads for the M-step on 2 cores); the same on one
+   thread; and in float64), all with ``diagnostics_every`` at its default; the median of the
    differences of the progress events' elapsed times after the first iteration, median over
-   ``--repeats`` fits.  Target: DenseHMM-EM <= 1.5x Baum-Welch.
+   ``--repeats`` fits; wall and CPU time.  Target: DenseHMM-EM <= 1.5x Baum-Welch.
 2. **Start**: seconds from ``fit`` to the first progress event (the initial model, spectral start
    included) of a DenseHMM-EM fit in a fresh process, and whether TensorFlow was imported.
    Target: <= 2 s, no TensorFlow.
@@ -23,7 +24,9 @@ Measured in one run, on the Penn Treebank sample read as words (``observe="words
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -38,8 +41,9 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "pos" / "ptb_wsj_sample_combine
 
 
 def per_iteration(model, corpus, **kw):
-    """Median (wall, CPU) seconds per iteration after the first (the engine and the M-step are
-    single-threaded, so CPU time is the steadier figure on a shared machine)."""
+    """Median (wall, CPU) seconds per iteration after the first (the engine is single-threaded and
+    the M-step on one thread or two: CPU time is the steadier figure on a shared machine, wall time
+    the one a user waits)."""
     from densehmm_core.events import START_PHASE
     wall, cpu = [], []
     for ev in model.iter_fit(corpus, **kw):
@@ -48,6 +52,20 @@ def per_iteration(model, corpus, **kw):
         wall.append(time.perf_counter())
         cpu.append(time.process_time())
     return float(np.median(np.diff(wall)[1:])), float(np.median(np.diff(cpu)[1:]))
+
+
+@contextlib.contextmanager
+def one_thread():
+    """DENSEHMM_THREADS=1 for the fits inside (each reads its budget when it starts)."""
+    old = os.environ.get("DENSEHMM_THREADS")
+    os.environ["DENSEHMM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("DENSEHMM_THREADS")
+        else:
+            os.environ["DENSEHMM_THREADS"] = old
 
 
 def start_in_fresh_process(data: str) -> dict:
@@ -80,16 +98,25 @@ def main(argv=None) -> int:
     corpus = load(args.data, observe="words", min_count=1)
     print(f"data: {args.data}: {corpus.n_sequences} sentences, {corpus.n_tokens} tokens, {corpus.n_symbols} types")
     res: dict = {"data": args.data, "tokens": int(corpus.n_tokens), "types": int(corpus.n_symbols)}
-    bw, de, de64 = [], [], []
+    from densehmm_core.threads import cpu_threads
+    budget = cpu_threads()
+    print(f"thread budget: {budget} (the M-step uses {min(2, budget)})")
+    res["threads"] = budget
+    bw, de, de1, de64 = [], [], [], []
     for r in range(args.repeats):
         bw.append(per_iteration(StandardHMM(45, n_iter=args.iters, tol=0, seed=r), corpus))
         de.append(per_iteration(DenseHMM(45, 32, fit_method="em", n_iter=args.iters, tol=0, seed=r,
                                          symbol_features="orthographic"), corpus))
+        with one_thread():
+            de1.append(per_iteration(DenseHMM(45, 32, fit_method="em", n_iter=args.iters, tol=0, seed=r,
+                                              symbol_features="orthographic"), corpus))
         de64.append(per_iteration(DenseHMM(45, 32, fit_method="em", n_iter=args.iters, tol=0, seed=r,
                                            symbol_features="orthographic", mstep_dtype="float64"), corpus))
         print(f"repeat {r}: Baum-Welch {bw[-1][0]:.3f} s/iter ({bw[-1][1]:.3f} CPU), DenseHMM-EM "
-              f"{de[-1][0]:.3f} s/iter ({de[-1][1]:.3f} CPU), float64 M-step {de64[-1][0]:.3f} s/iter "
-              f"({de64[-1][1]:.3f} CPU)", flush=True)
+              f"{de[-1][0]:.3f} s/iter ({de[-1][1]:.3f} CPU), on one thread {de1[-1][0]:.3f} s/iter "
+              f"({de1[-1][1]:.3f} CPU), float64 M-step {de64[-1][0]:.3f} s/iter ({de64[-1][1]:.3f} CPU)", flush=True)
+    res["dense_em_one_thread_s_per_iter"] = float(np.median([v[0] for v in de1]))
+    res["ratio_one_thread"] = res["dense_em_one_thread_s_per_iter"] / float(np.median([v[0] for v in bw]))
     res["dense_em_float64_cpu_s_per_iter"] = float(np.median([v[1] for v in de64]))
     res["ratio_cpu_float64"] = res["dense_em_float64_cpu_s_per_iter"] / float(np.median([v[1] for v in bw]))
     for key, vals in (("baum_welch", bw), ("dense_em", de)):
@@ -100,7 +127,8 @@ def main(argv=None) -> int:
     print(f"median: Baum-Welch {res['baum_welch_s_per_iter']:.3f} s/iter ({res['baum_welch_cpu_s_per_iter']:.3f} CPU), "
           f"DenseHMM-EM {res['dense_em_s_per_iter']:.3f} s/iter ({res['dense_em_cpu_s_per_iter']:.3f} CPU), "
           f"ratio {res['ratio']:.2f} wall, {res['ratio_cpu']:.2f} CPU (target <= 1.5); float64 M-step "
-          f"{res['dense_em_float64_cpu_s_per_iter']:.3f} CPU s/iter, ratio {res['ratio_cpu_float64']:.2f} CPU")
+          f"{res['dense_em_float64_cpu_s_per_iter']:.3f} CPU s/iter, ratio {res['ratio_cpu_float64']:.2f} CPU; "
+          f"on one thread {res['dense_em_one_thread_s_per_iter']:.3f} s/iter, ratio {res['ratio_one_thread']:.2f}")
     # diagnostics against one iteration
     train, test = corpus.split(0.5, seed=0)
     model = DenseHMM(45, 32, fit_method="em", n_iter=1, tol=0, seed=0, symbol_features="orthographic")
