@@ -58,6 +58,21 @@ class AdamMoments:
     t: float = 0.0
 
 
+def _halves(ranges):
+    """``ranges`` (disjoint ``(lo, hi)``) cut into two lists of ranges covering as many elements each
+    (the first may be one larger)."""
+    total = sum(hi - lo for lo, hi in ranges)
+    first, second, left = [], [], (total + 1) // 2
+    for lo, hi in ranges:
+        take = min(hi - lo, left)
+        if take:
+            first.append((lo, lo + take))
+        if lo + take < hi:
+            second.append((lo + take, hi))
+        left -= take
+    return first, second
+
+
 class MStep:
     """The M-step of one DenseHMM shape on one array backend.
 
@@ -104,9 +119,9 @@ class MStep:
         # do not depend on it); on a GPU one block.
         split = backend.is_numpy and m >= 2
         self._blocks = ((0, m // 2), (m // 2, m)) if split else ((0, m),)
-        #: the parts of theta besides V_own (U, Z, W; z_start, feature_V): Adam updates them once the
-        #: gradient of every block is in
-        self._shared = ((0, 3 * nl), (3 * nl + m * l, layout.size))
+        #: the parts of theta besides V_own (U, Z, W; z_start, feature_V) in two halves of equal size,
+        #: each a list of ranges: Adam updates them once the gradient of every block is in
+        self._shared = _halves([(0, 3 * nl), (3 * nl + m * l, layout.size)])
         self.S = self.ST = None
         self._S_blocks: tuple = ()
         self._ST_blocks: tuple = ()
@@ -257,10 +272,16 @@ class MStep:
         symbols (once per M-step)."""
         inv = 1.0 / float(norm)
         xp, dt = self.xp, self.dtype
-        cs, ct, ce = (xp.asarray(c * inv, dtype=dt) for c in (c_start, c_trans, c_emit))
-        blocks = (ce,) if len(self._blocks) == 1 else tuple(xp.ascontiguousarray(ce[:, a:e])
-                                                             for a, e in self._blocks)
-        return cs, ct, blocks, cs.sum(), ct.sum(axis=1), ce.sum(axis=1)
+        cs, ct = (xp.asarray(c * inv, dtype=dt) for c in (c_start, c_trans))
+
+        def block(b):      # each block's emission counts (contiguous) and row totals
+            a, e = self._blocks[b]
+            ce = xp.asarray(c_emit[:, a:e] * inv, dtype=dt)
+            return ce, ce.sum(axis=1)
+
+        blocks = run_halves(block, range(len(self._blocks)), self.threads)
+        rs_b = blocks[0][1] if len(blocks) == 1 else blocks[0][1] + blocks[1][1]
+        return cs, ct, tuple(ce for ce, _ in blocks), cs.sum(), ct.sum(axis=1), rs_b
 
     def _transitions(self, U, Z, zs, cs, ct, tot_s, rs_a, g):
         """The start and transition terms: their part of ``q`` (returned) and of the gradient
@@ -330,7 +351,7 @@ class MStep:
         q = parts[0][2] + q_e - rs_b @ lse
         if self.l2:
             q -= 0.5 * self.l2 * self.free_sq(theta)
-            for lo, hi in self._shared:    # V_own's rows have theirs (above)
+            for lo, hi in self._shared[0] + self._shared[1]:    # V_own's rows have theirs (above)
                 g[lo:hi] += self.l2 * theta[lo:hi]
         if self.fixed_kernels:
             g[c[0]:c[1]] = 0.0
@@ -407,9 +428,8 @@ class MStep:
                 extremes = update(0, size)
             else:   # each block updates its rows of V_own at once, the rest after the gradient is in
                 loss, grad, done = self._loss_and_grad(th, scaled, grad, rows_done=update)
-                extremes = [x for part in done for x in part]
-                for lo, hi in self._shared:
-                    extremes += update(lo, hi)
+                rest = run_halves(lambda half: [x for r in half for x in update(*r)], self._shared, self.threads)
+                extremes = [x for part in done + list(rest) for x in part]
             checks = self.backend.to_host(xp.stack([loss] + extremes))
             f_loss, amax = float(checks[0]), float(np.max(checks[1:]))  # NaN propagates
             if np.isfinite(f_loss):
