@@ -58,21 +58,6 @@ class AdamMoments:
     t: float = 0.0
 
 
-def _halves(ranges):
-    """``ranges`` (disjoint ``(lo, hi)``) cut into two lists of ranges covering as many elements each
-    (the first may be one larger)."""
-    total = sum(hi - lo for lo, hi in ranges)
-    first, second, left = [], [], (total + 1) // 2
-    for lo, hi in ranges:
-        take = min(hi - lo, left)
-        if take:
-            first.append((lo, lo + take))
-        if lo + take < hi:
-            second.append((lo + take, hi))
-        left -= take
-    return first, second
-
-
 class MStep:
     """The M-step of one DenseHMM shape on one array backend.
 
@@ -119,9 +104,10 @@ class MStep:
         # do not depend on it); on a GPU one block.
         split = backend.is_numpy and m >= 2
         self._blocks = ((0, m // 2), (m // 2, m)) if split else ((0, m),)
-        #: the parts of theta besides V_own (U, Z, W; z_start, feature_V) in two halves of equal size,
-        #: each a list of ranges: Adam updates them once the gradient of every block is in
-        self._shared = _halves([(0, 3 * nl), (3 * nl + m * l, layout.size)])
+        #: the parts of theta besides V_own (U, Z, W; z_start, feature_V): Adam updates them once the
+        #: gradient of every block is in (on the calling thread: split in two, the hand-over to the helper
+        #: cost as much as it saved)
+        self._shared = ((0, 3 * nl), (3 * nl + m * l, layout.size))
         self.S = self.ST = None
         self._S_blocks: tuple = ()
         self._ST_blocks: tuple = ()
@@ -351,7 +337,7 @@ class MStep:
         q = parts[0][2] + q_e - rs_b @ lse
         if self.l2:
             q -= 0.5 * self.l2 * self.free_sq(theta)
-            for lo, hi in self._shared[0] + self._shared[1]:    # V_own's rows have theirs (above)
+            for lo, hi in self._shared:    # V_own's rows have theirs (above)
                 g[lo:hi] += self.l2 * theta[lo:hi]
         if self.fixed_kernels:
             g[c[0]:c[1]] = 0.0
@@ -428,8 +414,9 @@ class MStep:
                 extremes = update(0, size)
             else:   # each block updates its rows of V_own at once, the rest after the gradient is in
                 loss, grad, done = self._loss_and_grad(th, scaled, grad, rows_done=update)
-                rest = run_halves(lambda half: [x for r in half for x in update(*r)], self._shared, self.threads)
-                extremes = [x for part in done + list(rest) for x in part]
+                extremes = [x for part in done for x in part]
+                for lo, hi in self._shared:
+                    extremes += update(lo, hi)
             checks = self.backend.to_host(xp.stack([loss] + extremes))
             f_loss, amax = float(checks[0]), float(np.max(checks[1:]))  # NaN propagates
             if np.isfinite(f_loss):
