@@ -15,14 +15,10 @@ import pytest
 
 import densehmm_core.dense_mstep as dense_mstep
 from densehmm_core import threads as th
-from densehmm_core.dense import DenseHMM, init_embeddings
-from densehmm_core.dense_layout import FeatureLayout, Layout
+from densehmm_core.dense import DenseHMM
 from densehmm_core.dense_mstep import MStep
 from densehmm_core.engine.backend import numpy_backend
-from densehmm_core.features import build_features
-
-WORDS = ["the", "The", "cats", "cat", "dogs", "runs", "ran", "running", "walked", "walks", "a", "A",
-         "big-dog", "2020", "in", "on", "quickly", "slowly", "of", "to", "U.S.", "1.5"]
+from test_dense_mstep import WORDS, _problem as _dense_problem   # the tests' folder is on the path
 
 
 # ------------------------------------------------------------------ the budget
@@ -141,14 +137,8 @@ def test_a_forked_child_gets_its_own_helper():
 
 # ------------------------------------------------------------------ the M-step on two threads
 def _problem(features, n=5, l=3, seed=0):
-    rng = np.random.default_rng(seed)
-    m = len(WORDS)
-    layout = FeatureLayout(n, m, l, build_features(WORDS, "orthographic")) if features else Layout(n, m, l)
-    emb = init_embeddings(n, m, l, rng)
-    if features:
-        emb["feature_V"] = rng.standard_normal((layout.n_feat, l))
-    counts = (rng.random(n) * 3, rng.random((n, n)) * 10, rng.random((n, m)) * 10 * (rng.random((n, m)) > 0.3))
-    return layout, layout.pack(emb), counts
+    """A random model and random counts over test_dense_mstep's words (its problem generator)."""
+    return _dense_problem(n, l, seed, features)
 
 
 def _spy(monkeypatch):
