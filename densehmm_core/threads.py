@@ -2,10 +2,10 @@
 
 The engine's E-step is single-threaded (BLAS limited to one thread: its products are small, and a
 multi-threaded BLAS only adds synchronisation).  The DenseHMM M-step on the CPU splits its work in
-two halves (the symbols, then the parameters) and, when the thread budget allows, runs the second
-half on a helper thread while the caller runs the first: numpy releases the GIL inside its
-products and element-wise loops, so the halves run at the same time.  The split does not depend
-on the number of threads, so the numbers are the same with one thread or two.
+two blocks of symbols and, when the thread budget allows, runs the second on a helper thread while
+the caller runs the first: numpy releases the GIL inside its products and element-wise loops, so
+the halves run at the same time.  The split does not depend on the number of threads, so the
+numbers are the same with one thread or two.
 
 The budget (:func:`cpu_threads`) is the environment's ``DENSEHMM_THREADS``, else
 ``OMP_NUM_THREADS`` (which the experiment runner sets to ``cpus // jobs`` for its workers), else
@@ -63,12 +63,12 @@ class _Call:
         self.done = threading.Event()
 
     def run(self) -> None:
+        """Call ``fn(arg)``, keeping its result or exception (``done`` is set by the helper)."""
         try:
             with np.errstate(**self.err):
                 self.result = self.fn(self.arg)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller, which raises it
             self.error = exc
-        self.done.set()
 
 
 class _Helper:
@@ -102,10 +102,9 @@ class _Helper:
     def _serve(tasks: "queue.SimpleQueue[_Call]", busy: threading.Lock) -> None:
         while True:
             call = tasks.get()
-            try:
-                call.run()
-            finally:
-                busy.release()
+            call.run()
+            busy.release()      # free before the caller wakes: its next call finds the helper free
+            call.done.set()
 
 
 _helper = _Helper()
