@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from densehmm_core import config
-from densehmm_core.threads import fit_threads
+from densehmm_core.threads import fit_budget, fit_threads
 
 from .live import LiveFeed
 
@@ -171,8 +171,8 @@ class _JobRunner(QRunnable):
         self.live = live
         self.executor = executor
         self.worker = None       # the training worker process of the job's fit, if any
-        #: CPU threads of the fit in its worker process (set when the job starts: the CPUs shared
-        #: by the CPU slots; densehmm_core.threads)
+        #: CPU threads of the job's fit, in its worker process or on this thread (set when the job
+        #: starts: the CPUs shared by the CPU slots; densehmm_core.threads)
         self.threads: Optional[int] = None
         # Python owns the runnable (kept in JobManager._runners for the job's lifetime), so a
         # queued job can still be taken off the pool and no wrapper ever outlives its C++ object.
@@ -219,14 +219,15 @@ class _JobRunner(QRunnable):
         try:
             last = None
             told_tf = False
-            for ev in self.stream(job):
-                last = ev
-                self.live.post(job, ev)
-                if not told_tf:  # the fit may just have imported TensorFlow: tell the window
-                    info = self.tensorflow_info()
-                    if info is not None:
-                        told_tf = True
-                        sig.tensorflow.emit(info)
+            with fit_budget(self.threads):      # a fit on this thread (executor "thread") takes the job's share
+                for ev in self.stream(job):
+                    last = ev
+                    self.live.post(job, ev)
+                    if not told_tf:  # the fit may just have imported TensorFlow: tell the window
+                        info = self.tensorflow_info()
+                        if info is not None:
+                            told_tf = True
+                            sig.tensorflow.emit(info)
             reason = (last.reason if last is not None else "") or "done"
             if reason == "cancelled" or (job.token.cancelled and reason != "converged"):
                 state = JobState.CANCELLED

@@ -27,7 +27,7 @@ from typing import Optional
 __all__ = ["max_model_bytes", "probe_disabled", "probe_timeout", "lock_timeout", "dask_timeout", "shared_data",
            "job_executor", "startup_report", "dist_version", "THREADS_ENV", "fit_threads", "omp_threads"]
 
-#: the variable of :func:`fit_threads` (worker processes get the number of their fit in it)
+#: the variable of :func:`fit_threads`
 THREADS_ENV = "DENSEHMM_THREADS"
 
 

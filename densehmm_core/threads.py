@@ -7,25 +7,31 @@ the caller runs the first: numpy releases the GIL inside its products and elemen
 the halves run at the same time.  The split does not depend on the number of threads, so the
 numbers are the same with one thread or two.
 
-The budget (:func:`cpu_threads`) is the environment's ``DENSEHMM_THREADS``, else
-``OMP_NUM_THREADS`` (which the experiment runner sets to ``cpus // jobs`` for its workers), else
-the CPUs this process may run on.  Whoever runs several fits at once on one machine divides it
-(:func:`fit_threads`): the app gives each job's worker process ``cpus // CPU slots`` (its fit
-message carries the number), the experiment runner gives its workers ``cpus // jobs``.
+The budget (:func:`cpu_threads`) is the one set around the fit (:func:`fit_budget`), else the
+environment's ``DENSEHMM_THREADS``, else ``OMP_NUM_THREADS`` (which the experiment runner sets to
+``cpus // jobs`` for its workers), else the CPUs this process may run on.  Whoever runs several fits
+at once on one machine divides it (:func:`fit_threads`): the app gives each job ``cpus // CPU
+slots`` (its fit message carries the number to the worker), the experiment runner gives its workers
+``cpus // jobs``.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import threading
-from typing import Any, Callable, Optional, Sequence, Tuple
+from contextvars import ContextVar
+from typing import Any, Callable, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import config
 from .config import THREADS_ENV
 
-__all__ = ["THREADS_ENV", "available_cpus", "cpu_threads", "fit_threads", "run_halves"]
+__all__ = ["THREADS_ENV", "available_cpus", "cpu_threads", "fit_threads", "fit_budget", "run_halves"]
+
+#: the budget of the fits run inside :func:`fit_budget` (per thread of control; None: none set)
+_BUDGET: ContextVar[Optional[int]] = ContextVar("densehmm_fit_budget", default=None)
 
 
 def available_cpus() -> int:
@@ -37,10 +43,22 @@ def available_cpus() -> int:
 
 
 def cpu_threads() -> int:
-    """The number of CPU threads one fit may use: ``DENSEHMM_THREADS``, else ``OMP_NUM_THREADS``,
-    else :func:`available_cpus` (a value that cannot be read counts as unset, as every variable of
-    :mod:`densehmm_core.config`)."""
-    return config.fit_threads() or config.omp_threads() or available_cpus()
+    """The number of CPU threads one fit may use: the :func:`fit_budget` around it, else
+    ``DENSEHMM_THREADS``, else ``OMP_NUM_THREADS``, else :func:`available_cpus` (a value that cannot
+    be read counts as unset, as every variable of :mod:`densehmm_core.config`)."""
+    return _BUDGET.get() or config.fit_threads() or config.omp_threads() or available_cpus()
+
+
+@contextlib.contextmanager
+def fit_budget(threads: Optional[int]) -> Iterator[None]:
+    """The fits started inside (on this thread) may use ``threads`` CPU threads (None: the usual
+    budget).  A worker process sets its fit message's number this way, the app's thread executor its
+    job's share."""
+    token = _BUDGET.set(None if threads is None else max(1, int(threads)))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
 
 
 def fit_threads(concurrent: int) -> int:

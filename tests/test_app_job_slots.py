@@ -150,3 +150,28 @@ def test_each_started_job_gets_its_share_of_the_cpus(qtbot, monkeypatch, slots, 
     finally:
         jm.cancel_all()
         assert jm.wait(20)
+
+
+def test_a_job_on_the_thread_executor_fits_with_its_share(qtbot, monkeypatch):
+    """With executor "thread" the fit runs on the pool thread inside the job's budget
+    (densehmm_core.threads.fit_budget): what its fit reads is the job's share."""
+    from app.jobs import Job, JobManager, JobState
+    from densehmm_core.threads import cpu_threads
+    monkeypatch.setenv("OMP_NUM_THREADS", "8")
+    monkeypatch.delenv("DENSEHMM_THREADS", raising=False)
+
+    class Reader:
+        seen = None
+
+        def iter_fit(self, train, eval_data=None, cancel=None, **kw):
+            Reader.seen = cpu_threads()
+            yield ProgressEvent(step=1, total=1, phase="test", done=True, reason="max_steps")
+
+    jm = JobManager(pool_size=4, executor="thread")
+    try:
+        job = jm.submit(Job("reader", Reader(), [], device="cpu"))
+        qtbot.waitUntil(lambda: job.state == JobState.FINISHED, timeout=10000)
+        assert Reader.seen == 2
+    finally:
+        jm.cancel_all()
+        assert jm.wait(20)

@@ -53,6 +53,26 @@ def test_fit_threads_divides_the_budget_unless_the_user_set_it(monkeypatch):
     assert th.fit_threads(4) == 2 and th.fit_threads(1) == 2
 
 
+def test_a_fit_budget_holds_for_the_fits_inside_on_this_thread_only(monkeypatch):
+    _env(monkeypatch, OMP_NUM_THREADS="8", DENSEHMM_THREADS="6")
+    seen = {}
+    with th.fit_budget(3):
+        assert th.cpu_threads() == 3
+        with th.fit_budget(None):          # None: the usual budget
+            assert th.cpu_threads() == 6
+        with th.fit_budget(0):             # at least one
+            assert th.cpu_threads() == 1
+        other = threading.Thread(target=lambda: seen.setdefault("other", th.cpu_threads()))
+        other.start()
+        other.join()
+        assert th.cpu_threads() == 3
+    assert th.cpu_threads() == 6 and seen["other"] == 6
+    with th.fit_budget(1):
+        assert MStep(_problem(False)[0], numpy_backend()).threads == 1
+    with th.fit_budget(4):
+        assert MStep(_problem(False)[0], numpy_backend()).threads == 2      # at most two are used
+
+
 # ------------------------------------------------------------------ the helper
 def test_run_halves_runs_the_second_half_on_another_thread():
     seen = []

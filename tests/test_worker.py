@@ -332,12 +332,11 @@ def test_an_unchecked_corpus_of_columns_is_still_checked_one_by_one():
     np.testing.assert_array_equal(plain["lengths"], [3, 2])
 
 
-def test_the_fit_message_carries_the_thread_budget_and_the_worker_sets_it(demo, monkeypatch):
+def test_the_fit_message_carries_the_thread_budget(demo, monkeypatch):
     """The app gives each job's worker ``cpus // CPU slots`` threads (densehmm_core.threads): the
-    fit message carries the number, and the worker's fit runs with it as DENSEHMM_THREADS (None:
-    the budget the process started with)."""
+    fit message carries the number (checked like the rest of the message); the worker runs the fit
+    inside ``fit_budget`` of it (tests/test_threads.py)."""
     from densehmm_core.standard import StandardHMM
-    from densehmm_core.worker import server
     train, _, _ = demo
     own = WorkerPool(max_idle=0)       # its worker is closed after this test
     w = own.acquire()
@@ -360,15 +359,6 @@ def test_the_fit_message_carries_the_thread_budget_and_the_worker_sets_it(demo, 
         with pytest.raises(ValueError, match="thread budget"):
             check_control(dict(msg, threads=bad))
     assert check_control(dict(msg, threads=2))["threads"] == 2
-    monkeypatch.setenv("DENSEHMM_THREADS", "9")   # restored after the test
-    monkeypatch.setattr(server, "_OWN_THREADS", "5")
-    server._set_threads(2)
-    assert os.environ["DENSEHMM_THREADS"] == "2"
-    server._set_threads(None)
-    assert os.environ["DENSEHMM_THREADS"] == "5"
-    monkeypatch.setattr(server, "_OWN_THREADS", None)
-    server._set_threads(None)
-    assert "DENSEHMM_THREADS" not in os.environ
 
 
 def test_a_dense_em_fit_in_a_worker_on_two_threads_equals_one_here(demo, pool, monkeypatch):

@@ -16,23 +16,9 @@ from typing import Any, Dict, List
 
 from ..device import import_tf, imported_tf
 from ..events import CancelToken, ProgressEvent, TrainingDiverged
-from ..threads import THREADS_ENV
+from ..threads import fit_budget
 from .lifeline import die_with_parent
 from .wire import HEARTBEAT_S, check_control, decode_message, encode_message, event_to_plain, from_plain_sequences
-
-
-_OWN_THREADS = os.environ.get(THREADS_ENV)   # the budget this process was started with
-
-
-def _set_threads(threads) -> None:
-    """The fit's thread budget (a worker runs one fit at a time): ``threads`` from the fit message
-    (checked by :func:`~.wire.check_control`), or (None) the one the process was started with."""
-    if threads is not None:
-        os.environ[THREADS_ENV] = str(int(threads))
-    elif _OWN_THREADS is None:
-        os.environ.pop(THREADS_ENV, None)
-    else:
-        os.environ[THREADS_ENV] = _OWN_THREADS
 
 
 def worker_main(target, parent_pid: int, ctrl, data, nice: int) -> None:  # pragma: no cover - worker process
@@ -196,20 +182,20 @@ def _serve_fit(msg: dict, token: CancelToken, send_any, tell_tensorflow) -> None
             return
         if msg.get("vocabulary") is not None:
             model.vocabulary = list(msg["vocabulary"])
-        _set_threads(msg.get("threads"))
         train = from_plain_sequences(msg["train"])
         test = from_plain_sequences(msg.get("test"))
         interval = float(msg.get("params_interval", 0.05))
         last_params = float("-inf")
         first = True
-        for ev in model.iter_fit(train, eval_data=test, cancel=token, **(msg.get("fit_kwargs") or {})):
-            now = time.monotonic()
-            with_params = bool(ev.params) and (first or ev.done or now - last_params >= interval)
-            if with_params:
-                last_params = now
-                first = False
-            tell_tensorflow()
-            send({"op": "event", "event": event_to_plain(ev, with_params)})
+        with fit_budget(msg.get("threads")):      # the fit's CPU threads (checked by check_control)
+            for ev in model.iter_fit(train, eval_data=test, cancel=token, **(msg.get("fit_kwargs") or {})):
+                now = time.monotonic()
+                with_params = bool(ev.params) and (first or ev.done or now - last_params >= interval)
+                if with_params:
+                    last_params = now
+                    first = False
+                tell_tensorflow()
+                send({"op": "event", "event": event_to_plain(ev, with_params)})
         tell_tensorflow()
         send({"op": "end", "outcome": "done", "state": model.arrays()})
     except TrainingDiverged as exc:
