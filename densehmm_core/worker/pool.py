@@ -301,8 +301,8 @@ class TrainingWorker:
                  **fit_kwargs) -> Iterator[ProgressEvent]:
         """Like ``model.iter_fit(data, eval_data=..., cancel=..., **fit_kwargs)``, in the worker.
 
-        ``threads``: the CPU threads the fit may use (the worker's ``DENSEHMM_THREADS`` during the
-        fit: :mod:`densehmm_core.threads`); None: the worker's own budget.
+        ``threads``: the CPU threads the fit may use (the worker runs it inside
+        :func:`densehmm_core.threads.fit_budget` of the number); None: the worker's own budget.
 
         Work whose engine buffers would not fit the memory budget is refused before anything
         is sent (:class:`densehmm_core.memory.TooLargeError`, a ValueError).  A cancel is sent
