@@ -35,7 +35,8 @@ words (m = 11,000 symbols with word-like strings, so the orthographic features a
 suffixes, capitals, digits, hyphens), 100k and 1M tokens of the same Zipf corpus, ``engine="numpy"`` vs
 ``engine="cupy"``: median seconds per EM iteration (E-step + 25 Adam steps of the array-module
 M-step, all on the device) and the final training log-likelihoods of both.  Target (issue 22):
-the GPU >= 30x numpy at 1M tokens.
+the GPU >= 30x numpy at 1M tokens.  The numpy side's M-step runs on two threads when this process's
+budget allows (``densehmm_core.threads.cpu_threads``, printed with the machine); its E-step on one.
 
 ``--json PATH`` writes every figure, with the machine, card and versions.
 """
@@ -298,6 +299,8 @@ def main(argv=None) -> int:
     cfg = QUICK if args.quick else FULL
     gpu, gpu_desc = gpu_engine(args.fake_gpu)
     info = machine_info(args.fake_gpu)
+    from densehmm_core.threads import cpu_threads
+    info["cpu_threads"] = cpu_threads()      # the numpy M-step uses min(2, this)
     print(f"machine: {info}", flush=True)
     print(f"GPU side: {gpu_desc}", flush=True)
     print("E-step (Engine.statistics), median wall time; * = numpy extrapolated from the tokens shown", flush=True)
