@@ -359,8 +359,9 @@ def test_em_host_work_runs_with_one_blas_thread(monkeypatch):
     under the engine's one-BLAS-thread context, like the E- and M-step: a second OpenBLAS thread woken
     by its products spins after each call (about 0.1 s of CPU per iteration at word scale)."""
     threadpoolctl = pytest.importorskip("threadpoolctl")
-    if max([i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"] or [1]) < 2:
-        pytest.skip("BLAS runs one thread here anyway")
+    from densehmm_core.threads import available_cpus
+    if available_cpus() < 2:
+        pytest.skip("one CPU: BLAS runs one thread anyway")
     seen = []
     adopt = DenseHMM._adopt
 
@@ -370,8 +371,11 @@ def test_em_host_work_runs_with_one_blas_thread(monkeypatch):
 
     monkeypatch.setattr(DenseHMM, "_adopt", spy)
     rng = np.random.default_rng(0)
-    DenseHMM(3, 2, fit_method="em", seed=0, n_iter=3, init_method="random").fit(
-        [rng.integers(0, 6, size=30) for _ in range(5)])
+    # two BLAS threads around the fit, whatever an earlier test (the app's one-thread limit) left
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        DenseHMM(3, 2, fit_method="em", seed=0, n_iter=3, init_method="random").fit(
+            [rng.integers(0, 6, size=30) for _ in range(5)])
+        assert max(i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas") == 2
     assert len(seen) >= 4 and set(seen) == {1}
 
 
