@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Optional
 
 __all__ = ["max_model_bytes", "probe_disabled", "probe_timeout", "lock_timeout", "dask_timeout", "shared_data",
-           "job_executor", "startup_report", "dist_version", "THREADS_ENV", "fit_threads", "omp_threads"]
+           "job_executor", "startup_report", "dist_version", "THREADS_ENV", "threads_per_fit", "omp_threads"]
 
-#: the variable of :func:`fit_threads`
+#: the variable of :func:`threads_per_fit`
 THREADS_ENV = "DENSEHMM_THREADS"
 
 
@@ -78,7 +78,7 @@ def _whole(name: str) -> Optional[int]:
     return int(text) if text.isdigit() and int(text) >= 1 else None
 
 
-def fit_threads() -> Optional[int]:
+def threads_per_fit() -> Optional[int]:
     """``$DENSEHMM_THREADS``: the CPU threads of one fit, or None when unset."""
     return _whole(THREADS_ENV)
 

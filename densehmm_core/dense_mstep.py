@@ -108,19 +108,15 @@ class MStep:
         #: gradient of every block is in (on the calling thread: split in two, the hand-over to the helper
         #: cost as much as it saved)
         self._shared = ((0, 3 * nl), (3 * nl + m * l, layout.size))
-        self.S = self.ST = None
+        # each block's rows of the symbol x feature incidence S (V = V_own + S feature_V) and their transpose
         self._S_blocks: tuple = ()
         self._ST_blocks: tuple = ()
         self._work: Optional[list] = None
         if self.nf:
             indptr, cols = layout.features.csr_index
-            self.S = backend.csr_matrix(np.ones(len(cols), self.dtype), cols, indptr, (m, self.nf))
-            self.ST = self.S.T.tocsr()
-            if split:
-                self._S_blocks = tuple(self.S[a:e].tocsr() for a, e in self._blocks)
-                self._ST_blocks = tuple(Sb.T.tocsr() for Sb in self._S_blocks)
-            else:
-                self._S_blocks, self._ST_blocks = (self.S,), (self.ST,)
+            S = backend.csr_matrix(np.ones(len(cols), self.dtype), cols, indptr, (m, self.nf))
+            self._S_blocks = tuple(S[a:e].tocsr() for a, e in self._blocks) if split else (S,)
+            self._ST_blocks = tuple(Sb.T.tocsr() for Sb in self._S_blocks)
 
     # ----------------------------------------------------------------- parts
     def to_device(self, theta: np.ndarray):
@@ -131,9 +127,9 @@ class MStep:
         """``theta`` as float64 (itself when it is already)."""
         return theta if theta.dtype == np.float64 else theta.astype(np.float64)
 
-    def parts(self, theta, effective: bool = True):
-        """Views ``U, Z, W, V_own, z_start, feature_V`` of ``theta`` and the effective ``V`` (None
-        with ``effective=False``)."""
+    def parts(self, theta):
+        """Views ``U, Z, W, V_own, z_start, feature_V`` of ``theta`` (the effective ``V`` is formed
+        block by block: :meth:`_emission_exp`)."""
         c = self._cuts
         n, m, l = self.n, self.m, self.l
         U = theta[c[0]:c[1]].reshape(n, l)
@@ -142,14 +138,7 @@ class MStep:
         Vown = theta[c[3]:c[4]].reshape(m, l)
         zs = theta[c[4]:c[5]]
         F = theta[c[5]:c[6]].reshape(self.nf, l)
-        if not effective:
-            V = None
-        elif self.nf:
-            V = self.S @ F
-            V += Vown
-        else:
-            V = Vown
-        return U, Z, W, Vown, zs, F, V
+        return U, Z, W, Vown, zs, F
 
     def _softmax_rows(self, X, scale=None):
         """Row softmax of ``X`` in place, each row times ``scale`` (a vector or scalar, default 1);
@@ -177,7 +166,7 @@ class MStep:
         or None (the matrices alone)."""
         xp = self.xp
         theta = self._f64(theta)
-        U, Z, W, Vown, zs, F, _ = self.parts(theta, effective=False)
+        U, Z, W, Vown, zs, F = self.parts(theta)
         logits = (Z @ U.T, (U @ zs)[None, :])
         B = xp.empty((self.n, self.m), np.float64)
         outs = [B[:, a:e] for a, e in self._blocks]
@@ -302,7 +291,7 @@ class MStep:
         xp, be, c = self.xp, self.backend, self._cuts
         n, m, l = self.n, self.m, self.l
         cs, ct, ce_blocks, tot_s, rs_a, rs_b = scaled
-        U, Z, W, Vown, zs, F, _ = self.parts(theta, effective=False)
+        U, Z, W, Vown, zs, F = self.parts(theta)
         g = xp.empty(self.layout.size, self.dtype) if grad is None else grad
         if self._work is None:   # the n x m logits live in buffers kept across steps (no page faults)
             self._work = [xp.empty((n, e - a), self.dtype) for a, e in self._blocks]

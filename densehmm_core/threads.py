@@ -46,7 +46,7 @@ def cpu_threads() -> int:
     """The number of CPU threads one fit may use: the :func:`fit_budget` around it, else
     ``DENSEHMM_THREADS``, else ``OMP_NUM_THREADS``, else :func:`available_cpus` (a value that cannot
     be read counts as unset, as every variable of :mod:`densehmm_core.config`)."""
-    return _BUDGET.get() or config.fit_threads() or config.omp_threads() or available_cpus()
+    return _BUDGET.get() or config.threads_per_fit() or config.omp_threads() or available_cpus()
 
 
 @contextlib.contextmanager
@@ -65,7 +65,7 @@ def fit_threads(concurrent: int) -> int:
     """The threads of one fit when ``concurrent`` fits share this process's CPUs:
     ``DENSEHMM_THREADS`` when it is set (the user's choice per fit), else ``OMP_NUM_THREADS`` or the
     CPUs divided by ``concurrent`` (at least 1)."""
-    return config.fit_threads() or max(1, cpu_threads() // max(1, int(concurrent)))
+    return config.threads_per_fit() or max(1, cpu_threads() // max(1, int(concurrent)))
 
 
 class _Call:
