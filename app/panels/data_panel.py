@@ -70,7 +70,6 @@ class FrequencyBars(pg.BarGraphItem):
         heights = np.asarray(heights, dtype=np.float64)
         pen = pg.getConfigOption("foreground") if pen is None else pen   # (pyqtgraph's default)
         super().__init__(x=np.arange(len(heights)), height=heights, width=width, pen=pen, brush=brush)
-        self._pen, self._brush = pg.mkPen(pen), pg.mkBrush(brush)
 
     def shown_range(self):
         """``(first, stop)``: the indices of the bars that reach into the view (all without one)."""
@@ -89,8 +88,8 @@ class FrequencyBars(pg.BarGraphItem):
         if stop - first > min(self.MAX_CULLED, len(heights) - 1):
             super().paint(p, *args)
             return
-        p.setPen(self._pen)
-        p.setBrush(self._brush)
+        p.setPen(pg.mkPen(self.opts["pen"]))
+        p.setBrush(pg.mkBrush(self.opts["brush"]))
         w = float(self.opts["width"])
         p.drawRects([QRectF(i - 0.5 * w, 0.0, w, float(h))
                      for i, h in zip(range(first, stop), heights[first:stop].tolist())])
