@@ -27,7 +27,8 @@ PRESETS = ["(none)", "paper_protein", "paper_medpost", "reference_code_protein",
 class PanelPlot(pg.PlotWidget):
     """A chart inside the scrolling data panel: the mouse wheel scrolls the panel; with a modifier
     held (Ctrl, Shift, Alt) it zooms the chart, and :meth:`reset_view` (the chart's Reset button,
-    or a double click) shows its first view again (``full_range``; the whole chart when None)."""
+    or a double click) shows its first view again (``full_range``; the whole chart when None) and,
+    on a category axis, fits the room under it to that view's labels again."""
 
     def __init__(self, axis_items: Optional[dict] = None) -> None:
         super().__init__(axisItems=axis_items)
@@ -55,6 +56,9 @@ class PanelPlot(pg.PlotWidget):
         else:
             self.getPlotItem().enableAutoRange(x=True)
         self.getPlotItem().enableAutoRange(y=True)
+        bottom = self.getPlotItem().getAxis("bottom")
+        if isinstance(bottom, LabelAxis):   # upright labels: room for those of the first view again
+            bottom.refit()
 
 
 class FrequencyBars(pg.BarGraphItem):
@@ -410,6 +414,7 @@ class DataPanel(QWidget):
         self.freq_plot.full_range = (-0.6, shown_bars - 0.4)
         self.freq_plot.setLimits(xMin=-0.6, xMax=len(freq) - 0.4)   # before the range: the last data set's
         self.freq_plot.setXRange(-0.6, shown_bars - 0.4, padding=0)
+        self.freq_plot.getAxis("bottom").refit()    # room under the axis for the first view's words
         lengths = s["lengths"]
         if len(lengths):
             lo, hi = int(lengths.min()), int(lengths.max())

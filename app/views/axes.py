@@ -26,6 +26,11 @@ class LabelAxis(pg.AxisItem):
     one text line, else a regular subset.  Names longer than ``max_label_px`` are elided
     ("…").  Hovering over the axis shows the full name of the category under the mouse,
     so a name left out or elided is never lost.
+
+    Upright labels get the height of the longest label shown so far (since :meth:`set_labels` or
+    :meth:`refit`), not of the longest in the whole set: a word chart showing its most frequent,
+    short words keeps its bars tall, and panning to longer words grows the axis (it does not
+    shrink back while the user pans, so the chart does not jump).
     """
 
     #: pixels between neighbouring labels
@@ -40,12 +45,20 @@ class LabelAxis(pg.AxisItem):
         self._layout: tuple = ("horizontal", 1)  # (mode, stride) of the last tick computation
         self._drawn: List[tuple] = []  # (index, text, QRectF in axis coordinates, rotated)
         self._rot_height: Optional[int] = None
+        #: (font key, widest upright label shown since set_labels / refit, capped at max_label_px)
+        self._shown_widest: Optional[tuple] = None
         self.setAcceptHoverEvents(True)
 
     # ------------------------------------------------------------------ API
     def set_labels(self, labels: Optional[Sequence[str]]) -> None:
         self._labels = [str(s) for s in labels] if labels is not None else []
         self._by_length, self._widest_by_font = None, {}    # measured again, once per font (_widest)
+        self.refit()
+
+    def refit(self) -> None:
+        """Fit the room for upright labels to the labels in view now (it only grows while the view
+        pans and zooms: a chart's Reset calls this to shrink it back)."""
+        self._shown_widest = None
         self.picture = None
         self._relayout_now()
         self.update()
@@ -61,7 +74,7 @@ class LabelAxis(pg.AxisItem):
         lo, hi = min(self.range), max(self.range)
         mode, stride = self._choose(int(math.ceil(max(hi - lo, 1.0))), size)
         self._layout = (mode, stride)
-        self._fit_rotated_height(mode)
+        self._fit_rotated_height(mode, self._shown(lo, hi, stride))
 
     def resizeEvent(self, ev=None) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(ev)
@@ -170,29 +183,43 @@ class LabelAxis(pg.AxisItem):
         return ("rotated", stride_r) if stride_r < stride_h else ("horizontal", stride_h)
 
     def tickValues(self, minVal, maxVal, size):  # noqa: N802 (pyqtgraph API)
-        k = len(self._labels)
-        if k == 0:
+        if not self._labels:
             return super().tickValues(minVal, maxVal, size)
         minVal, maxVal = min(minVal, maxVal), max(minVal, maxVal)
-        lo = max(0, int(math.ceil(minVal - 0.5)))
-        hi = min(k - 1, int(math.floor(maxVal + 0.5)))
-        if hi < lo:
-            return []
         # categories per pixel follow the view range (maxVal - minVal), not only the visible count
         span = max(maxVal - minVal, 1.0)
         mode, stride = self._choose(int(math.ceil(span)), size)
         self._layout = (mode, stride)
-        start = lo - (lo % stride)
-        vals = [float(v) for v in range(start, hi + 1, stride) if v >= lo]
-        self._fit_rotated_height(mode)
-        return [(float(stride), vals)]
+        vals = self._shown(minVal, maxVal, stride)
+        self._fit_rotated_height(mode, vals)
+        return [(float(stride), [float(v) for v in vals])] if vals else []
 
-    def _fit_rotated_height(self, mode: str) -> None:
-        """Room beneath a bottom axis for upright labels (only re-set when it changes)."""
+    def _shown(self, lo_val: float, hi_val: float, stride: int) -> List[int]:
+        """The categories labelled in the view ``lo_val..hi_val``: every ``stride``-th."""
+        lo = max(0, int(math.ceil(lo_val - 0.5)))
+        hi = min(len(self._labels) - 1, int(math.floor(hi_val + 0.5)))
+        start = lo - (lo % stride)
+        return [v for v in range(start, hi + 1, stride) if v >= lo]
+
+    def _widest_shown(self, shown: Sequence[int]) -> float:
+        """The widest upright label shown since :meth:`refit`, ``shown`` included (at most
+        ``max_label_px``), at the tick font (a new font starts the measure again)."""
+        f = self.style.get("tickFont") or self.font()
+        key = (f.family(), f.pointSizeF(), f.weight(), f.italic(), f.stretch())
+        fm = self._fm(f)
+        widest = max([fm.horizontalAdvance(self._labels[i]) for i in shown] + [0.0])
+        if self._shown_widest is not None and self._shown_widest[0] == key:
+            widest = max(widest, self._shown_widest[1])
+        widest = min(widest, self._max_px)
+        self._shown_widest = (key, widest)
+        return widest
+
+    def _fit_rotated_height(self, mode: str, shown: Sequence[int]) -> None:
+        """Room beneath a bottom axis for the upright labels ``shown`` (only re-set when it changes)."""
         if self.orientation not in ("bottom", "top"):
             return
         if mode == "rotated":
-            text_h = self._widest()
+            text_h = self._widest_shown(shown)
             h = int(math.ceil(text_h + max(0, self.style["tickLength"]) + self.style["tickTextOffset"][1] + 4))
             if self.label.isVisible():
                 h += int(self.label.boundingRect().height() * 0.8)
