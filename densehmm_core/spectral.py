@@ -298,7 +298,6 @@ def spectral_embeddings_steps(pairs, n: int, dim: int, rng: np.random.Generator,
     zs = init_scale * rng.standard_normal(dim)
     starts, ends = bounds if bounds is not None else (None, None)
     step = StartStep("svd", 0.0, f"context of {int(pairs.m)} symbols")
-    yield step
     X, freq = yield from _in_step(step, context_matrix, pairs, n_context, starts, ends)
     E = yield from _svd_rows(X, dim)
     yield StartStep("svd", 1.0, f"rank {min(int(dim), X.shape[1])} of {X.shape[0]} x {X.shape[1]}")
@@ -325,11 +324,10 @@ def pairs_steps(seqs, m: int) -> Generator[StartStep, None, tuple]:
     from .cooc_sparse import pair_counts
     ntok = sum(len(x) for x in seqs)
     step = StartStep("pairs", 0.0, f"{ntok} tokens in {len(seqs)} sequences")
-    yield step
 
     def count() -> tuple:
         return (pair_counts(seqs, m) if any(len(x) > 1 for x in seqs) else None), boundary_counts(seqs, m)
-    pairs, bounds = yield from _in_step(step, count)
+    pairs, bounds = yield from _in_step(step, count)     # (reports the step before it counts)
     yield StartStep("pairs", 1.0, "no adjacent pairs" if pairs is None else
                     f"{len(pairs.vals)} distinct pairs of {int(pairs.n_pairs)}")
     return pairs, bounds

@@ -42,8 +42,10 @@ def _split(events):
 
 def _check_stage_order(starts):
     """Stages in the order pairs, SVD, k-means; inside a stage the share done never decreases and
-    each stage ends at 1."""
+    each stage ends at 1; no progress is reported twice in a row (the CLI printed each such line twice)."""
     order = list(START_STAGES)
+    said = [(e.metrics["stage"], e.metrics["stage_done"], e.metrics["detail"]) for e in starts]
+    assert all(a != b for a, b in zip(said, said[1:])), said
     stages = [e.metrics["stage"] for e in starts]
     seen = [s for i, s in enumerate(stages) if i == 0 or stages[i - 1] != s]
     assert seen == order, seen
@@ -246,6 +248,8 @@ def test_the_cli_prints_the_start_stages(tmp_path, capsys):
     for name in ("start 1/3: reading pairs", "start 2/3: SVD", "start 3/3: k-means"):
         assert any(s.startswith(name) for s in starts), (name, starts)
     assert any(s.startswith("start 3/3: k-means 100%") for s in starts)
+    said = [s.rsplit("  (", 1)[0] for s in starts]       # without the elapsed time
+    assert all(a != b for a, b in zip(said, said[1:])), starts
 
 
 def test_the_cli_knows_the_start_phase_without_importing_numpy():
