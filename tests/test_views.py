@@ -72,6 +72,31 @@ def test_heatmap_shows_exactly_the_matrices_with_labels(qtbot):
     assert w.emission.col_labels()[3] == "T3"
 
 
+def test_heatmap_axes_set_before_the_first_parameters_keep_their_labels(qtbot):
+    """A job drawn from its start (``set_shape``: the axes before any values) kept its symbols' names
+    only until the first parameters arrived: B's columns then read 0..m-1 instead of the residues,
+    tags or nucleotides (every job with a named vocabulary, in the dashboard)."""
+    p = random_params(4, 20, seed=1)
+    w = shown(qtbot, ParameterHeatmaps())
+    w.set_vocabulary(AMINO)
+    w.set_shape(4, 20)
+    assert w.emission.col_labels() == AMINO
+    w.set_params(p)
+    np.testing.assert_array_equal(w.image_data("emissionprob"), p["emissionprob"])
+    assert w.emission.col_labels() == AMINO
+    assert w.emission.plot.getAxis("bottom").labels == AMINO      # what the axis draws
+    assert w.emission.row_labels() == ["0", "1", "2", "3"]
+    # a matrix of another shape without labels: indices (the names were for the other shape)
+    h = shown(qtbot, MatrixHeatmap("B", "state", "symbol"))
+    h.set_shape(2, 3, ["s", "t"], ["x", "y", "z"])
+    h.set_matrix(np.full((2, 3), 1 / 3))
+    assert (h.row_labels(), h.col_labels()) == (["s", "t"], ["x", "y", "z"])
+    h.clear()
+    h.set_shape(2, 3, ["s", "t"], ["x", "y", "z"])
+    h.set_matrix(np.full((2, 4), 0.25))
+    assert (h.row_labels(), h.col_labels()) == (["0", "1"], ["0", "1", "2", "3"])
+
+
 def test_heatmap_levels_tooltip_and_cell_mapping(qtbot):
     A = np.array([[0.1, 0.9], [0.25, 0.75]])
     h = shown(qtbot, MatrixHeatmap("A", "from state", "to state", symbol="A", fixed_range=True), (400, 300))

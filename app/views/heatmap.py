@@ -74,6 +74,7 @@ class MatrixHeatmap(QtWidgets.QWidget):
         self._data: Optional[np.ndarray] = None
         self._row_labels: List[str] = []
         self._col_labels: List[str] = []
+        self._labels_shape: Optional[tuple] = None   # the (rows, cols) the labels were made for
         self._texts: List[pg.TextItem] = []
         self._cmap = cmap if cmap is not None else sequential_cmap()
 
@@ -128,7 +129,9 @@ class MatrixHeatmap(QtWidgets.QWidget):
             raise ValueError(f"{self._symbol}: expected a non-empty 2-D matrix, got shape {data.shape}")
         shape_changed = self._data is None or self._data.shape != data.shape
         self._data = data
-        if row_labels is not None or shape_changed:
+        # labels that set_shape gave this very shape (a job drawn from its start) stay when none come
+        named = row_labels is None and col_labels is None and self._labels_shape == data.shape
+        if (row_labels is not None or shape_changed) and not named:
             self._set_labels(row_labels, col_labels, data.shape)
         elif col_labels is not None:
             self._set_labels(self._row_labels, col_labels, data.shape)
@@ -214,10 +217,12 @@ class MatrixHeatmap(QtWidgets.QWidget):
         self._left.set_labels(None)
         self._bottom.set_labels(None)
         self._row_labels, self._col_labels = [], []
+        self._labels_shape = None
 
     # ------------------------------------------------------------- internals
     def _set_labels(self, row_labels, col_labels, shape) -> None:
         rows, cols = shape
+        self._labels_shape = (int(rows), int(cols))
         self._row_labels = [str(s) for s in row_labels] if row_labels is not None and len(row_labels) == rows \
             else [str(i) for i in range(rows)]
         self._col_labels = [str(s) for s in col_labels] if col_labels is not None and len(col_labels) == cols \
