@@ -1166,6 +1166,26 @@ def test_staged_model_and_history_then_live_events_keep_every_point(qtbot):
     assert dash.decode.current_path() is not None
 
 
+def test_a_data_set_chosen_in_decode_while_the_job_is_still_drawn_stays_chosen(qtbot):
+    """Decode's "Data" box used right after a job was selected (its views still drawn in parts): the
+    queued part decoding the job's own data ran later and replaced the chosen data set's sequences,
+    while the box still named the chosen one."""
+    std_mod = pytest.importorskip("densehmm_core.standard")
+    from densehmm_core.synthetic import demo_dataset
+    train, test, _ = demo_dataset(seed=0)
+    model = std_mod.StandardHMM(3, n_iter=2, seed=0).fit(train)
+    other = [np.asarray(s)[:37] for s in test[:5]]            # another data set: 5 sequences of 37
+    dash = shown(qtbot, Dashboard(), (1200, 800))
+    dash.tabs.setCurrentWidget(dash.decode)
+    dash.set_model(model, train, staged=True)
+    assert dash.live_update_pending
+    dash.decode_on(model, other)                              # the user's choice, before the parts ran
+    dash.flush()
+    assert dash.decode.sequence_count() == 5
+    np.testing.assert_array_equal(dash.decode.current_sequence(), other[0])
+    assert len(dash.decode.current_path()) == 37
+
+
 # ---------------------------------------------------------------- readable category axes
 UPOS = "ADJ ADP ADV AUX CCONJ DET INTJ NOUN NUM PART PRON PROPN PUNCT SCONJ SYM VERB X".split()
 RESIDUES = list("ACDEFGHIKLMNPQRSTVWYX")

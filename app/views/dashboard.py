@@ -498,7 +498,10 @@ class Dashboard(QtWidgets.QWidget):
         self.decode.set_datasets(names, current)
 
     def decode_on(self, model, data) -> None:
-        """Decode ``model`` on ``data`` (a data set chosen in Decode's "Data" box, read by the window)."""
+        """Decode ``model`` on ``data`` (a data set chosen in Decode's "Data" box, read by the window).
+        A queued part of a job being drawn that would decode the job's own data is dropped: the
+        choice stays."""
+        self._stages.discard("decode")
         self.decode.set_model(model, data)
 
     def show_compare(self) -> None:
