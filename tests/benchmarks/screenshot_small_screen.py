@@ -4,6 +4,8 @@
     xvfb-run -a -s "-screen 0 1366x768x24" .venv/bin/python tests/benchmarks/screenshot_small_screen.py
     xvfb-run -a -s "-screen 0 1024x600x24" .venv/bin/python tests/benchmarks/screenshot_small_screen.py \
         --screen 1024x600
+    xvfb-run -a -s "-screen 0 1400x900x24" .venv/bin/python tests/benchmarks/screenshot_small_screen.py \
+        --screen 1400x900
 
 The free area is the screen less a 40 px task bar (1366 x 728, as on such a laptop).  Opens the DNA
 genes of ../shared/data (the demo data set when absent), trains a standard HMM and a DenseHMM-EM
