@@ -170,15 +170,18 @@ def default_text(cls, name: str) -> str:
     if name in _REQUIRED and name in cls.config_keys:
         return "required"
     d = default(cls, name)
-    if d is None:
-        return "from the preset" if resolved_defaults(cls).get(name) is not None else "none"
+    if d is None:   # left to the preset of a fit method that uses it (EM's iterations: not cooc's)
+        methods = hyper_param(cls, name).methods or (None,)
+        preset = any(resolved_defaults(cls, fit_method=m).get(name) is not None for m in methods)
+        return "from the preset" if preset else "none"
     return repr(d) if isinstance(d, str) else str(d)
 
 
 def cli_help(pairs: Sequence[Tuple[Any, HyperParam]]) -> str:
     """The ``--help`` text of a flag: who uses it, what it does, the option it sets and its default."""
-    def text(hp: HyperParam) -> str:
-        return hp.help[0].lower() + hp.help[1:].rstrip(".")
+    def text(hp: HyperParam) -> str:    # lower-cased after the colon, but not an acronym ("EM", "L2")
+        acronym = len(hp.help) > 1 and (hp.help[1].isupper() or hp.help[1].isdigit())
+        return (hp.help if acronym else hp.help[0].lower() + hp.help[1:]).rstrip(".")
     parts = [f"{applies_text(cls, hp)}: {text(hp)}" for cls, hp in pairs]
     if len({hp.help for _, hp in pairs}) == 1 and len(pairs) > 1:
         parts = [f"{' and '.join(applies_text(c, h) for c, h in pairs)}: {text(pairs[0][1])}"]

@@ -153,3 +153,21 @@ def test_a_new_hyper_parameter_reaches_cli_form_and_saved_config(dummy, tmp_path
     assert isinstance(model, DummyStandard) and model.get_config()["dummy_weight"] == 1.25
     form.kind.setCurrentIndex(form.kind.findData("dense_em"))
     assert not field.isEnabled() and "dummy_weight" not in build_model(form.spec(), 5)[0].get_config()
+
+
+def test_help_says_from_the_preset_for_options_a_method_preset_sets_and_keeps_acronyms():
+    """``densehmm train --help`` said "default none" for EM's iterations, Adam steps per M-step and
+    M-step dtype (the default method, cooc, leaves them unset; EM's preset sets 40, 25, float32), and
+    lower-cased a help text's leading acronym ("eM: the co-occurrence MAD ...")."""
+    for name, em_value in (("n_iter", 40), ("mstep_steps", 25), ("mstep_dtype", "float32")):
+        assert hyperparams.resolved_defaults(DenseHMM, fit_method="em")[name] == em_value
+        assert hyperparams.resolved_defaults(DenseHMM)[name] is None          # (cooc, the default method)
+        assert hyperparams.default_text(DenseHMM, name) == "from the preset", name
+    assert hyperparams.default_text(DenseHMM, "symbol_features") == "none"   # no preset sets it
+    assert hyperparams.default_text(StandardHMM, "n_iter") == "100"
+    flags = hyperparams.cli_flags([DenseHMM, StandardHMM])
+    assert hyperparams.cli_help(flags["--iter"]).endswith(
+        "(option n_iter; dense default from the preset; standard default 100)")
+    diag = hyperparams.cli_help(flags["--diagnostics-every"])
+    assert diag.startswith("dense (em, cooc_em, marginal): EM: the co-occurrence MAD"), diag
+    assert "standard: the co-occurrence MAD" in diag       # an ordinary first word is lower-cased
