@@ -148,6 +148,13 @@ def test_help_has_every_section_and_f1_opens_it_at_the_part_in_use(make_window, 
     from densehmm_core.events import STOP_REASONS
     for reason in set(STOP_REASONS) - {"diverged"}:
         assert f"<i>{reason}</i>" in html, reason
+    # the default start the help names is the core's (issue 22: defaults shown where users look)
+    from densehmm_core.dense import DenseHMM
+    from densehmm_core.hyperparams import resolved_defaults
+    from densehmm_core.standard import StandardHMM
+    assert "the default start of every model" in " ".join(html.split())
+    assert {resolved_defaults(DenseHMM, fit_method=m)["init_method"] for m in ("em", "cooc", "marginal")} \
+        == {resolved_defaults(StandardHMM)["init_method"]} == {"spectral"}
     w = make_window()
     _activate(qtbot, w)
     w.stack.setCurrentWidget(w.start_view)
