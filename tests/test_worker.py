@@ -373,3 +373,35 @@ def test_a_dense_em_fit_in_a_worker_on_two_threads_equals_one_here(demo, pool, m
     list(pool.iter_fit(there, train, eval_data=test, threads=2))
     assert without_elapsed(there.history_) == without_elapsed(here.history_)
     np.testing.assert_array_equal(there.emissionprob_, here.emissionprob_)
+
+
+def test_an_em_fit_never_waits_for_a_tensorflow_import_under_way(demo):
+    """The app warms one idle worker (it imports TensorFlow for the co-occurrence fits). An EM job
+    that arrived meanwhile was given that worker, the one without TensorFlow *yet*, and waited the
+    whole import (seconds) before its fit began. A fit that does not need TensorFlow now gets another
+    worker; one that needs it still takes the importing one (it has TensorFlow soonest)."""
+    pytest.importorskip("tensorflow")
+    from densehmm_core.dense import DenseHMM
+    train, _, _ = demo
+    p = WorkerPool(max_idle=2)
+    try:
+        p.warm(1)
+        (warming,) = p._idle
+        assert warming.importing                    # the import takes seconds; this is microseconds later
+        em = DenseHMM(3, 2, fit_method="em", n_iter=1, mstep_steps=2, seed=0)
+        assert not em.needs_tensorflow
+        w = p.acquire(em.needs_tensorflow)
+        assert w is not warming and not w.importing
+        t0 = time.monotonic()
+        events = steps_only(p.iter_fit_on(w, em, train))
+        assert events[-1].done and warming.importing, "the EM fit ran while the other worker imported"
+        assert time.monotonic() - t0 < 30
+        cooc = DenseHMM(3, 2, fit_method="cooc", seed=0)
+        assert p.acquire(cooc.needs_tensorflow) is warming     # (released by iter_fit_on's end: w is idle)
+        p.release(warming)
+        deadline = time.time() + 120
+        while warming.importing and time.time() < deadline:
+            time.sleep(0.05)
+        assert not warming.importing and warming.tf_info is not None
+    finally:
+        p.close()

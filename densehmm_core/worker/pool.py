@@ -74,6 +74,7 @@ class TrainingWorker:
         #: (for a fit, or asked to by :meth:`warm`); set by the reader thread
         self.tf_info: Optional[dict] = None
         self._warm_pending = False
+        self._warm_answered = threading.Event()   # set by the reader thread when "warm" is answered
         self._cancel_acked: set = set()
         #: fits cancelled before their first event that the caller stopped waiting for: the
         #: process still ends them (a TensorFlow import may be under way); their messages are skipped
@@ -93,6 +94,12 @@ class TrainingWorker:
     @property
     def alive(self) -> bool:
         return not self.broken and self.process.is_alive()
+
+    @property
+    def importing(self) -> bool:
+        """The process is importing TensorFlow (asked to by :meth:`warm`, not answered yet): a fit sent
+        now would start after the import (seconds)."""
+        return self._warm_pending and not self._warm_answered.is_set()
 
     @property
     def busy(self) -> bool:
@@ -153,6 +160,8 @@ class TrainingWorker:
                 self.tf_info = {"tf_version": msg["tf_version"], "devices": msg["devices"]}
                 if op == "tensorflow":
                     continue
+            if op == "warm":
+                self._warm_answered.set()
             if op == "protocol_error":
                 self._put(("bad", f"the training process refused a message: {msg.get('message', '')}"))
                 return
@@ -282,6 +291,7 @@ class TrainingWorker:
 
     def warm(self) -> None:
         """Ask the worker to import TensorFlow now (answered before the next fit starts)."""
+        self._warm_answered.clear()
         self._send({"op": "warm"})
         self._warm_pending = True
 
@@ -541,19 +551,28 @@ class WorkerPool:
 
         ``needs_tensorflow`` (the model's ``needs_tensorflow``): prefer an idle worker that
         has already imported TensorFlow (True) or one that has not (False), so that fits
-        which need it start at once and the others leave TensorFlow-free workers free.
+        which need it start at once and the others leave TensorFlow-free workers free.  A fit that
+        does not need it (False: EM) never waits for an import under way (:meth:`warm`): without
+        another idle worker it gets a new one (a process starts in about a second; the import
+        takes several).
         """
+        def tf_rank(w: TrainingWorker) -> int:   # with TensorFlow as wished: 0; importing it: 1
+            if needs_tensorflow is None:
+                return 0
+            if needs_tensorflow:
+                return 0 if w.tf_info is not None else (1 if w.importing else 2)
+            return 0 if w.tf_info is None else 2
+
         with self._lock:
             if self._closed:
                 raise WorkerError("the worker pool is closed")
             for w in [w for w in self._idle if not w.alive]:
                 self._idle.remove(w)
                 w.close(0)
-            if self._idle:
-                # one that is not still ending an abandoned fit, with TensorFlow as wished, else any
-                ranked = sorted(reversed(self._idle), key=lambda w: (
-                    w.busy, needs_tensorflow is not None and (w.tf_info is not None) != needs_tensorflow))
-                pick = ranked[0]
+            # one that is not still ending an abandoned fit, with TensorFlow as wished, else any
+            usable = [w for w in self._idle if not (needs_tensorflow is False and w.importing)]
+            if usable:
+                pick = sorted(reversed(usable), key=lambda w: (w.busy, tf_rank(w)))[0]
                 self._idle.remove(pick)
                 self._busy.append(pick)
                 return pick
