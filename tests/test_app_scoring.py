@@ -113,6 +113,35 @@ def test_a_model_scores_and_decodes_a_file_with_fewer_symbols(window, qtbot, tmp
     assert dec.find_sequence("no-such-id") is None and "No sequence id" in dec.status.text()
 
 
+def test_decodes_data_set_choice_stays_named_when_another_file_opens(window, qtbot, tmp_path):
+    """Decode's Data box was reset to the job's own data set whenever the list of data sets changed
+    (another file opened), while the view still showed the chosen set's sequences."""
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(1)
+    recs = [[(f"{tag}{i}", "".join(rng.choice(list("ACGT"), 20 + 5 * k))) for i in range(6 + k)]
+            for k, tag in enumerate("abc")]
+    a, b = _open(qtbot, window, [_fasta(tmp_path / "a.fasta", recs[0]), _fasta(tmp_path / "b.fasta", recs[1])])
+    model = StandardHMM(2, n_iter=2, seed=0).fit(a.train)
+    model.vocabulary = list(a.vocabulary)
+    job = _finished_job(window, model, a)
+    window.jobs_panel.select(job)
+    dec = window.dashboard.decode
+    ib = window.datasets.index(b)
+    dec.data_box.setCurrentIndex(ib)
+    dec.data_box.activated.emit(ib)
+    assert dec.sequence_count() == len(recs[1])
+    (c,) = _open(qtbot, window, [_fasta(tmp_path / "c.fasta", recs[2])])   # the list of data sets changes
+    qtbot.wait(50)
+    assert dec.data_box.count() == 3
+    assert dec.data_box.currentText() == b.name and dec.sequence_count() == len(recs[1])
+    # the chosen set read again (replaced by a new data set): Decode shows the job's own data again,
+    # and its box says so
+    import dataclasses
+    assert window.state.replace_dataset(b, dataclasses.replace(b, name="b2.fasta"))
+    own = a.processed if a.processed is not None else (a.test if a.test is not None else a.train)
+    assert dec.data_box.currentText() == a.name and dec.sequence_count() == len(own)
+
+
 def _answer(monkeypatch, pick):
     """Answer the unknown-symbols dialog: ``pick(box)`` returns the button to click (None: Cancel);
     the boxes shown are returned."""

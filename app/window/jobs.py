@@ -56,6 +56,8 @@ class JobsController(QObject):
         self.training_dataset = training_dataset
         self._sweeps = 0                    # sweeps started (or restored): the next is "sweep <n + 1>"
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
+        #: (job, data set) Decode shows for the job on view, when chosen in its Data box (else its own)
+        self._decoded_on: Optional[tuple] = None
 
     def _error_dialog(self, title: str, message: str) -> None:
         error_dialog(self.window, title, message)
@@ -233,6 +235,7 @@ class JobsController(QObject):
         """``current_job_changed``: the dashboard shows the job, its live updates reach the
         dashboard (``self.jobs.live``)."""
         self.jobs.live.current = None if self.window.closing else job
+        self._decoded_on = None             # a job shown (again) decodes its own data first
         d = self.window.dashboard
         d.clear()
         if job is None:
@@ -303,10 +306,17 @@ class JobsController(QObject):
             self._offer_decode_datasets(self.state.current_job)
 
     def _offer_decode_datasets(self, job: Job) -> None:
-        """List the open data sets in Decode's "Data" box (the one decoded selected)."""
+        """List the open data sets in Decode's "Data" box (the one decoded selected: the one chosen
+        there for this job while it is open, else the job's own)."""
         datasets = self.state.datasets
         own = job.dataset if isinstance(job.dataset, DataSet) else self.state.current_dataset
-        current = datasets.index(own) if own in datasets else -1
+        chosen = self._decoded_on[1] if self._decoded_on is not None and self._decoded_on[0] is job else None
+        if chosen is not None and not any(d is chosen for d in datasets):   # replaced (read again)
+            self._decoded_on, chosen = None, None
+            if job.has_model:                        # its own data again, as the box will say
+                self.window.dashboard.decode_on(job.model, self._decode_data(job))
+        shown = chosen if chosen is not None else own
+        current = next((i for i, d in enumerate(datasets) if d is shown), -1)
         self.window.dashboard.set_decode_datasets([d.name for d in datasets], current)
 
     def decode_on(self, index: int) -> None:
@@ -325,6 +335,7 @@ class JobsController(QObject):
             return
         if data is None:
             return
+        self._decoded_on = (job, ds)
         self.window.dashboard.decode_on(job.model, data)
 
 
