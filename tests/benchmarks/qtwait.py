@@ -62,6 +62,7 @@ def saver(app, out: str, default=None):
     def shot(name, widget=None):
         settle(app, 0.8)
         path = os.path.join(out, name)
-        (widget if widget is not None else default).grab().save(path)
+        if not (widget if widget is not None else default).grab().save(path):
+            raise SystemExit(f"could not write {path}")
         print("saved", path, (widget if widget is not None else default).size(), flush=True)
     return shot

@@ -25,8 +25,11 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default=os.path.join(REPO, "docs", "screenshots", "jobs_dask.png"))
+    ap.add_argument("--out", default=os.path.join(REPO, "docs", "screenshots"),
+                    help="a folder (as the other screenshot scripts take: jobs_dask.png inside) or a .png file")
     args = ap.parse_args()
+    if os.path.isdir(args.out):
+        args.out = os.path.join(args.out, "jobs_dask.png")
     import numpy as np
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
@@ -55,7 +58,8 @@ def main() -> int:
     win.jobs_dock.resize(1900, 330)
     win.jobs_panel.tree.setColumnWidth(0, 330)
     wait_until(app, lambda: False, 0.6)
-    win.jobs_panel.grab().save(args.out)
+    if not win.jobs_panel.grab().save(args.out):
+        raise SystemExit(f"could not write {args.out}")
     print("saved", args.out)
     win.jobs.cancel_all()
     win.jobs_ctl.remote_sweeps.close_all()
