@@ -376,9 +376,9 @@ def test_a_dense_em_fit_in_a_worker_on_two_threads_equals_one_here(demo, pool, m
 
 
 def test_an_em_fit_never_waits_for_a_tensorflow_import_under_way(demo):
-    """The app warms one idle worker (it imports TensorFlow for the co-occurrence fits). An EM job
-    that arrived meanwhile was given that worker, the one without TensorFlow *yet*, and waited the
-    whole import (seconds) before its fit began. A fit that does not need TensorFlow now gets another
+    """``WorkerPool.warm`` starts idle workers that import TensorFlow (for the co-occurrence fits). An
+    EM fit that arrived meanwhile was given such a worker, the one without TensorFlow *yet*, and waited
+    the whole import (seconds) before it began. A fit that does not need TensorFlow now gets another
     worker; one that needs it still takes the importing one (it has TensorFlow soonest)."""
     import importlib.util
     if importlib.util.find_spec("tensorflow") is None:     # (not imported here: only the worker does)
