@@ -93,7 +93,7 @@ def _show_and_finish(w, qtbot, job, model, ds, reads) -> None:
     # (checked below against the finished model's counts)
     live_top = d.embeddings.labelled_symbols()
     d.tabs.setCurrentWidget(d.overview)
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: not d.overview.draw_pending, timeout=30000)   # drawn in parts once shown
     live_overview_top = d.overview.after.embeddings.labelled_symbols()
     d.tabs.setCurrentWidget(d.live)
     read_before = len(reads)
@@ -121,5 +121,5 @@ def _show_and_finish(w, qtbot, job, model, ds, reads) -> None:
     assert sorted(d.embeddings.label_texts("V")) == sorted(ds.vocabulary[i] for i in d.embeddings.labelled_symbols())
     # Overview's scatter too (it drew all the words full size, over the states): drawn when it shows
     d.tabs.setCurrentWidget(d.overview)
-    qtbot.wait(50)
+    qtbot.waitUntil(lambda: not d.overview.draw_pending, timeout=30000)   # drawn in parts once shown
     assert d.overview.after.embeddings.labelled_symbols() == d.embeddings.labelled_symbols()
