@@ -135,8 +135,11 @@ def test_v1_fixture_loads_with_migrated_config(name):
 @pytest.mark.parametrize("name", sorted(V1_FITS))
 def test_seeded_fits_are_bit_identical_to_the_v1_fixtures(name, tmp_path):
     """The fixtures were written by the code before the refactor; the same seeded fits today
-    give the same bits (the one exception: a cooc fit's stationary start distribution, now
-    computed by the one ``maths.stationary_distribution``, which polishes pi to round-off)."""
+    give the same bits (the exceptions: a cooc fit's stationary start distribution, now computed by
+    the one ``maths.stationary_distribution``, which polishes pi to round-off; EM's closed-form
+    M-step; and the co-occurrence fit's TensorFlow kernels, whose vectorised sums round differently
+    on a CPU with other vector units than the one that wrote the fixtures: 1e-12 relative between
+    the Intel host of the fixtures and an AMD EPYC one, so they are compared to 1e-10 relative)."""
     kind, cfg = V1_FITS[name]
     train, test = _data()
     # the v1 files were trained from random starts (today's default is spectral; old files that
@@ -150,6 +153,8 @@ def test_seeded_fits_are_bit_identical_to_the_v1_fixtures(name, tmp_path):
     for key, value in new_params.items():
         if name == "dense_cooc" and key == "startprob":
             np.testing.assert_allclose(value, old_params[key], rtol=0, atol=1e-15)
+        elif name == "dense_cooc":
+            np.testing.assert_allclose(value, old_params[key], rtol=1e-10, atol=0)
         elif name == "dense_em":
             # the M-step is now the closed-form gradient on numpy, not TensorFlow's autodiff: the
             # same steps up to round-off (tests/test_dense_mstep.py compares them step by step)
