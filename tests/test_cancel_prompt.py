@@ -16,6 +16,10 @@ from densehmm_core.events import START_PHASE, CancelToken  # noqa: E402
 from densehmm_core.worker import WorkerPool  # noqa: E402
 
 BOUND = 0.5
+#: a cancel that lands in the graph's first trace in a process waits for it (TensorFlow cannot stop a
+#: trace): 0.17 s on the Intel development hosts, 0.36 s on a quiet 2-core AMD EPYC host and 0.52 s
+#: there under the whole suite's load (docs/PERFORMANCE.md, "Cancel")
+TRACE_BOUND = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -49,11 +53,13 @@ def _cancel_after_step_0(seqs, model, delay):
 
 @pytest.mark.parametrize("delay", [0.0, 0.15, 0.4, 1.5])
 def test_a_cancel_inside_the_first_chunk_ends_the_fit_within_half_a_second(words, delay):
-    """0 s: during the graph's trace; later: inside the first chunk of 250 steps (~5 s long).  The fit
-    ends with a "cancelled" event holding the parameters reached, before step 250."""
+    """0 s: during the graph's trace (bounded by the trace: ``TRACE_BOUND``); later: inside the first
+    chunk of 250 steps (~5 s long).  The fit ends with a "cancelled" event holding the parameters
+    reached, before step 250."""
     model = DenseHMM(40, 16, fit_method="cooc", seed=0, init_method="random")
     took, events = _cancel_after_step_0(words, model, delay)
-    assert took < BOUND, f"a cancel {delay} s into the first chunk took {took:.3f} s"
+    bound = TRACE_BOUND if delay == 0.0 else BOUND
+    assert took < bound, f"a cancel {delay} s into the first chunk took {took:.3f} s"
     last = events[-1]
     assert last.done and last.reason == "cancelled" and model.stop_reason_ == "cancelled"
     steps = [e for e in events if e.phase != START_PHASE]
