@@ -43,7 +43,7 @@ from .posterior_sparsity import check_sparsity
 from .dense_layout import FeatureLayout, Layout
 from .dense_hyper import (DENSE_HYPER_PARAMS, DENSE_MODEL_TYPES, FIT_METHODS, INIT_METHODS, LOGITS,
                           MSTEP_DTYPES, PRESETS)
-from .hmm_base import BaseHMM
+from .hmm_base import MATRIX_NAMES, BaseHMM
 from .maths import EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, stationary_distribution
 
 __all__ = ["DenseHMM", "PRESETS", "init_embeddings"]
@@ -434,7 +434,11 @@ class DenseHMM(BaseHMM):
 
     def _set_param_arrays(self, params: Dict[str, Any]) -> None:
         emb = {k: params.pop(k) for k in EMBEDDING_NAMES + ("feature_V",) if k in params}
-        if emb:
+        if emb and all(params.get(k) is not None for k in MATRIX_NAMES):
+            # the matrices are restored as given (below): recomputing them first is wasted work
+            # (a 50,000-word model: a softmax over n x 50,000 entries on every load)
+            self._embeddings = self._checked_embeddings(emb)
+        elif emb:
             self.set_embeddings(emb)
         super()._set_param_arrays(params)
 

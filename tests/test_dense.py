@@ -91,6 +91,30 @@ def test_bad_embeddings_and_options_are_rejected():
             est.fit(seqs, n_iterations=3)
 
 
+def test_restoring_a_fitted_state_takes_the_matrices_as_given_without_recomputing_them(monkeypatch):
+    """set_arrays with the matrices (a loaded file, a worker's result) checks the embeddings and stores
+    the matrices bit for bit; the softmaxes are not recomputed first (50,000 words: a wasted softmax
+    over n x 50,000 entries per load).  A state without the matrices is refused, as before."""
+    src = DenseHMM(3, 2, 5, seed=0).init_embeddings()
+    state = src.arrays()
+    state["params"]["emissionprob"] = np.full((3, 5), 0.2)    # stored as given, not softmax(W V^T)
+    monkeypatch.setattr(DenseHMM, "_update_matrices", lambda self: pytest.fail("matrices recomputed"))
+    clone = DenseHMM(3, 2, 5).set_arrays(state)
+    assert clone.emissionprob_.tobytes() == np.full((3, 5), 0.2).tobytes()
+    assert clone.transmat_.tobytes() == src.transmat_.tobytes()
+    assert clone.embeddings_["V"].tobytes() == src.embeddings_["V"].tobytes()
+    bad = src.arrays()
+    bad["params"]["V"] = np.full((5, 2), np.nan)
+    with pytest.raises(ValueError, match="non-finite"):
+        DenseHMM(3, 2, 5).set_arrays(bad)
+    monkeypatch.undo()
+    only_embeddings = src.arrays()
+    for key in ("startprob", "transmat", "emissionprob"):
+        del only_embeddings["params"][key]
+    with pytest.raises(ValueError, match="lacks"):
+        DenseHMM(3, 2, 5).set_arrays(only_embeddings)
+
+
 def test_fit_options_are_checked_once_before_the_data_and_point_to_the_constructor():
     seqs = [np.array([0, 1, 2, 3, 0, 1])]
     for est in (DenseHMM(3, 2, fit_method="em", n_iter=1), StandardHMM(3, n_iter=1)):

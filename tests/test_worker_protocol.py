@@ -276,6 +276,27 @@ def test_decoding_refuses_malformed_and_oversized_messages_quickly():
             decode_message(bad)
 
 
+def test_messages_round_trip_from_parts_and_from_a_view_into_a_larger_buffer():
+    """encode_parts is encode_message in pieces (the arrays' own memory); decoding reads from any
+    buffer, e.g. a view past a one-byte tag, and gives arrays that own their data (writable, untouched
+    when the buffer changes); a 0-d array keeps its shape (it came back 1-d before)."""
+    from densehmm_core.worker.wire import encode_parts
+    rng = np.random.default_rng(3)
+    msg = {"a": rng.normal(size=(4, 5)), "f": np.asfortranarray(rng.normal(size=(3, 2))),
+           "i": np.arange(7, dtype=np.int32)[::2], "s": np.array(2.5), "e": np.zeros((0, 3)),
+           "words": ["ç", "x"], "n": 3}
+    whole = encode_message(msg)
+    assert b"".join(bytes(p) for p in encode_parts(msg)) == whole
+    buf = bytearray(b"R" + whole)
+    out = decode_message(memoryview(buf)[1:])
+    buf[1:] = bytes(len(buf) - 1)            # the buffer changes: the decoded arrays do not
+    for key in ("a", "f", "i", "s", "e"):
+        assert out[key].shape == np.asarray(msg[key]).shape and out[key].dtype == np.asarray(msg[key]).dtype
+        assert np.array_equal(out[key], msg[key]) and out[key].flags.writeable
+    assert out["words"] == ["ç", "x"] and out["n"] == 3
+    out["a"][0, 0] = 1.0
+
+
 # ------------------------------------------------ closing never races a pipe's user
 class _HeldPipe:
     """Stands in for one end of a worker's pipe: a call on it stays under way until ``go`` is set,

@@ -33,7 +33,7 @@ import signal
 import struct
 import threading
 import time
-from typing import Callable, Generator, Iterator, Optional
+from typing import Any, Callable, Generator, Iterator, Optional, Sequence
 
 from .. import config
 from ..memory import budget_hint, gb, memory_budget
@@ -327,36 +327,77 @@ def _hang(timeout: float) -> str:
     return f"is damaged: reading it made the HDF5 library hang (stopped after {timeout:.0f} s)"
 
 
-def _fork_call(spath: str, timeout: float, work: Callable[[], bytes]):
-    """Run ``work()`` in a forked, memory-capped child; ``(problem, answer bytes)``.
+def _answer_file() -> int:
+    """A file descriptor for the child's answer: an anonymous in-memory file (``memfd``) where
+    the platform has one, else an unlinked temporary file."""
+    if hasattr(os, "memfd_create"):
+        try:
+            return os.memfd_create("densehmm-read", os.MFD_CLOEXEC)
+        except OSError:
+            pass
+    import tempfile
+    fh = tempfile.TemporaryFile()
+    fd = os.dup(fh.fileno())
+    fh.close()
+    return fd
+
+
+def _read_answer(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    chunks, done = [], 0
+    while done < size:
+        chunk = os.pread(fd, size - done, done)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        done += len(chunk)
+    return b"".join(chunks)
+
+
+def _fork_call(spath: str, timeout: float, work: Callable[[], Sequence[Any]]):
+    """Run ``work()`` (a list of buffers) in a forked, memory-capped child; ``(problem, answer
+    bytes)``, the answer being the buffers' concatenation.
 
     ``problem`` is None when the child answered; otherwise it says that reading the file
-    made HDF5 hang (the child is killed after ``timeout`` s) or crash.
+    made HDF5 hang (the child is killed after ``timeout`` s) or crash.  The answer goes into
+    an in-memory file in one write; the pipe only tells when the child is done (its end
+    closes).  Through the pipe itself a model of 20 MB took some 300 hand-overs of 64 KB,
+    each waiting for the other process to be scheduled: slow on a busy machine.
     """
-    pid, r = _spawn(spath, lambda w: _write_all(w, work()))
-    chunks = []
-    deadline = time.monotonic() + timeout
-    timed_out = False
+    out = _answer_file()
+
+    def answer(w: int) -> None:  # pragma: no cover - runs in the child
+        for part in work():
+            _write_all(out, part)
+        _write_all(w, b"1")
+
     try:
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            ready, _, _ = select.select([r], [], [], min(left, 1.0))
-            if ready:
-                chunk = os.read(r, 1 << 20)
-                if not chunk:
+        pid, r = _spawn(spath, answer)
+        done = False
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
                     break
-                chunks.append(chunk)
+                ready, _, _ = select.select([r], [], [], min(left, 1.0))
+                if ready:
+                    chunk = os.read(r, 64)
+                    if not chunk:
+                        break
+                    done = True
+        finally:
+            os.close(r)
+            crashed = _ended(pid, timed_out)
+        if timed_out:
+            return _hang(timeout), b""
+        if crashed:
+            return crashed, b""
+        return None, _read_answer(out) if done else b""
     finally:
-        os.close(r)
-        crashed = _ended(pid, timed_out)
-    if timed_out:
-        return _hang(timeout), b""
-    if crashed:
-        return crashed, b""
-    return None, b"".join(chunks)
+        os.close(out)
 
 
 def _problem_of(exc: BaseException) -> str:
@@ -368,12 +409,12 @@ def _problem_of(exc: BaseException) -> str:
 
 
 def _run_probe(spath: str, timeout: float, read: Callable[[str], None]) -> Optional[str]:
-    def work() -> bytes:  # pragma: no cover - runs in the child
+    def work() -> list:  # pragma: no cover - runs in the child
         try:
             read(spath)
-            return b"0\n"
+            return [b"0\n"]
         except BaseException as e:  # noqa: BLE001 - reported to the parent
-            return ("1\n" + _problem_of(e)).encode("utf-8", "replace")[:60000]
+            return [("1\n" + _problem_of(e)).encode("utf-8", "replace")[:60000]]
     problem, answer = _fork_call(spath, timeout, work)
     if problem:
         return problem
@@ -393,23 +434,23 @@ def run_isolated(path, fn: Callable[[], object]):
     This process never opens the file with HDF5, so a damaged file that makes the library hang
     or crash costs only the child.  Errors come back as :class:`ModelFileError`.
     """
-    from ..worker import decode_message, encode_message
+    from ..worker.wire import decode_message, encode_parts
     spath = os.fspath(path)
     try:
         size = os.stat(spath).st_size
     except OSError:
         size = 0
 
-    def work() -> bytes:  # pragma: no cover - runs in the child
+    def work() -> list:  # pragma: no cover - runs in the child
         try:
-            return b"R" + encode_message({"result": fn()})
+            return [b"R"] + encode_parts({"result": fn()})
         except BaseException as e:  # noqa: BLE001 - reported to the parent
-            return b"E" + _problem_of(e).encode("utf-8", "replace")[:60000]
+            return [b"E" + _problem_of(e).encode("utf-8", "replace")[:60000]]
     problem, answer = _fork_call(spath, _timeout(size), work)
     if problem is None:
         if answer[:1] == b"R":
             try:
-                return decode_message(answer[1:])["result"]
+                return decode_message(memoryview(answer)[1:])["result"]
             except (ValueError, KeyError, TypeError) as e:
                 problem = f"is damaged: its contents could not be passed back ({e})"
         elif answer[:1] == b"E":

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..events import ProgressEvent
 
-__all__ = ["WorkerError", "encode_message", "decode_message", "supports", "as_plain_sequences",
+__all__ = ["WorkerError", "encode_message", "encode_parts", "decode_message", "supports", "as_plain_sequences",
            "from_plain_sequences", "event_to_plain", "CONTROL_OPS", "REPLY_OPS", "HEARTBEAT_S",
            "check_control", "check_reply"]
 
@@ -40,6 +40,12 @@ _MAGIC = b"DHW1"
 def encode_message(msg: Any) -> bytes:
     """Encode plain data (dict with str keys, list, tuple, str, int, float, bool, None,
     numpy scalars and numeric arrays) as JSON + ``.npy`` buffers; never pickles."""
+    return b"".join(encode_parts(msg))
+
+
+def encode_parts(msg: Any) -> List[Any]:
+    """:func:`encode_message` as a list of buffers (whose concatenation it is): the arrays'
+    memory itself, not copied, for writing to a file or pipe piece by piece."""
     arrays: List[np.ndarray] = []
 
     def enc(o):
@@ -65,40 +71,50 @@ def encode_message(msg: Any) -> bytes:
         raise TypeError(f"{type(o).__name__} cannot be sent to a worker")
 
     header = json.dumps(enc(msg), allow_nan=True).encode("utf-8")
-    out = io.BytesIO()
-    out.write(_MAGIC)
-    out.write(struct.pack("<QI", len(header), len(arrays)))
-    out.write(header)
+    parts: List[Any] = [_MAGIC + struct.pack("<QI", len(header), len(arrays)) + header]
+    fmt = np.lib.format
     for a in arrays:
-        np.lib.format.write_array(out, np.ascontiguousarray(a), allow_pickle=False)
-    return out.getvalue()
+        a = a if a.flags.c_contiguous else np.ascontiguousarray(a)   # (ascontiguousarray makes 0-d 1-d)
+        head = io.BytesIO()
+        d = fmt.header_data_from_array_1_0(a)
+        try:
+            fmt.write_array_header_1_0(head, d)
+        except ValueError:  # a header over 64 KiB (never for our shapes)
+            fmt.write_array_header_2_0(head, d)
+        parts.append(head.getvalue())
+        parts.append(a.reshape(-1).view(np.uint8))
+    return parts
 
 
-def decode_message(data: bytes) -> Any:
+def decode_message(data) -> Any:
     """Inverse of :func:`encode_message` (arrays come back with their dtype and shape).
 
+    ``data``: bytes or any buffer (a ``memoryview`` of part of a larger answer is not copied;
+    each array is copied out once, so the arrays own their memory and are writable).
     Any malformed input raises :class:`ValueError` (never a memory bomb: every array's
     declared size is checked against the bytes present before it is allocated).
     """
     try:
-        return _decode(data)
+        return _decode(memoryview(data).cast("B"))
     except ValueError:
         raise
     except Exception as exc:  # noqa: BLE001 - struct.error, UnicodeDecodeError, IndexError, KeyError, ...
         raise ValueError(f"malformed worker message ({type(exc).__name__}: {exc})") from None
 
 
-def _decode(data: bytes) -> Any:
-    data = bytes(data)
-    if data[:4] != _MAGIC:
+def _decode(data: memoryview) -> Any:
+    if bytes(data[:4]) != _MAGIC:
         raise ValueError("not a worker message")
     if len(data) < 16:
         raise ValueError("truncated worker message")
-    hlen, narr = struct.unpack("<QI", data[4:16])
+    hlen, narr = struct.unpack_from("<QI", data, 4)
     if 16 + hlen > len(data) or narr > len(data):
         raise ValueError("truncated worker message")
-    buf = io.BytesIO(data[16 + hlen:])
-    arrays = [_read_npy(buf) for _ in range(narr)]
+    pos = 16 + hlen
+    arrays = []
+    for _ in range(narr):
+        arr, pos = _read_npy(data, pos)
+        arrays.append(arr)
 
     def array_of(o: dict):  # called by the JSON parser for each object (no second walk of the tree)
         if len(o) == 1 and "__nd__" in o:
@@ -108,31 +124,39 @@ def _decode(data: bytes) -> Any:
             return arrays[i]
         return o
 
-    return json.loads(data[16:16 + hlen].decode("utf-8"), object_hook=array_of)
+    return json.loads(bytes(data[16:16 + hlen]).decode("utf-8"), object_hook=array_of)
 
 
-def _read_npy(buf: io.BytesIO) -> np.ndarray:
-    """One ``.npy`` buffer, its size checked before anything is allocated (no pickles)."""
+def _read_npy(data: memoryview, pos: int) -> tuple:
+    """The ``.npy`` buffer at ``data[pos:]``, its size checked before anything is allocated (no
+    pickles); ``(array, position after it)``."""
     fmt = np.lib.format
-    version = fmt.read_magic(buf)
+    version = (data[pos + 6], data[pos + 7]) if len(data) >= pos + 8 else None
     if version == (1, 0):
-        shape, fortran, dtype = fmt.read_array_header_1_0(buf)
+        start = pos + 10 + struct.unpack_from("<H", data, pos + 8)[0]
     elif version == (2, 0):
-        shape, fortran, dtype = fmt.read_array_header_2_0(buf)
+        start = pos + 12 + struct.unpack_from("<I", data, pos + 8)[0]
     else:
         raise ValueError(f"unsupported array format version {version}")
+    if start > len(data):
+        raise ValueError("truncated array header")
+    head = io.BytesIO(bytes(data[pos:start]))
+    fmt.read_magic(head)
+    if version == (1, 0):
+        shape, fortran, dtype = fmt.read_array_header_1_0(head)
+    else:
+        shape, fortran, dtype = fmt.read_array_header_2_0(head)
     if dtype.hasobject:
         raise ValueError("object arrays are not accepted")
     count = 1
     for d in shape:
         count *= int(d)
     nbytes = count * dtype.itemsize
-    left = len(buf.getbuffer()) - buf.tell()
+    left = len(data) - start
     if nbytes > left:
         raise ValueError(f"an array declares {nbytes} bytes but only {left} follow")
-    raw = bytearray(buf.read(nbytes))
-    arr = np.frombuffer(raw, dtype=dtype, count=count)
-    return arr.reshape(shape, order="F" if fortran else "C")
+    arr = np.frombuffer(data[start:start + nbytes], dtype=dtype, count=count).copy()
+    return arr.reshape(shape, order="F" if fortran else "C"), start + nbytes
 
 
 # ------------------------------------------------------- model <-> plain data
