@@ -96,8 +96,8 @@ def main(argv=None):
     standard.emissionprob_ = rng.dirichlet(np.ones(M), size=45)
     with tempfile.TemporaryDirectory() as tmp:
         for label, model in (("dense n=32 l=16", _dense(32, 16, M)), ("standard n=45", standard)):
-            now = os.path.join(tmp, "now.h5")
-            before = os.path.join(tmp, "before.h5")
+            now = os.path.join(tmp, f"now-{model.kind}.h5")
+            before = os.path.join(tmp, f"before-{model.kind}.h5")
             save_model(now, model, "m", corpus=_corpus(vocab))
             save_model(before, model, "m", corpus=_corpus(vocab))
             _rechunk_as_h5py_guesses(before)
