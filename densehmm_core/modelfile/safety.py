@@ -359,10 +359,10 @@ def _fork_call(spath: str, timeout: float, work: Callable[[], Sequence[Any]]):
     bytes)``, the answer being the buffers' concatenation.
 
     ``problem`` is None when the child answered; otherwise it says that reading the file
-    made HDF5 hang (the child is killed after ``timeout`` s) or crash.  The answer goes into
-    an in-memory file in one write; the pipe only tells when the child is done (its end
-    closes).  Through the pipe itself a model of 20 MB took some 300 hand-overs of 64 KB,
-    each waiting for the other process to be scheduled: slow on a busy machine.
+    made HDF5 hang (the child is killed after ``timeout`` s) or crash.  The child writes its
+    parts (an array's own memory, not joined first) into an in-memory file and then one byte
+    into the pipe; the answer is read from the file in one piece once the pipe closes (a
+    50,000-word model's 20 MB were copied about ten times on their way through the pipe).
     """
     out = _answer_file()
 
