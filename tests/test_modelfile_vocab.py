@@ -40,6 +40,16 @@ def _dense(n, l, m, seed=0):
     return model
 
 
+def _small_standard():
+    """A fitted-looking standard HMM, n = 2, m = 3 (seeded)."""
+    model = StandardHMM(2, 3, seed=0)
+    rng = np.random.default_rng(0)
+    model.startprob_ = rng.dirichlet(np.ones(2))
+    model.transmat_ = rng.dirichlet(np.ones(2), size=2)
+    model.emissionprob_ = rng.dirichlet(np.ones(3), size=2)
+    return model
+
+
 def _best_load_seconds(path, name, repeats=5):
     """Fastest of a few loads (as timeit does: other processes on a shared machine only add time)."""
     times = []
@@ -78,11 +88,7 @@ def test_50000_word_vocabulary_and_tags_round_trip_and_load_fast(tmp_path, kind)
 
 def test_tag_vocabulary_absent_for_untagged_data_and_model_value_wins(tmp_path):
     vocab = ["a", "b", "c"]
-    model = StandardHMM(2, 3, seed=0)
-    rng = np.random.default_rng(0)
-    model.startprob_ = rng.dirichlet(np.ones(2))
-    model.transmat_ = rng.dirichlet(np.ones(2), size=2)
-    model.emissionprob_ = rng.dirichlet(np.ones(3), size=2)
+    model = _small_standard()
     path = tmp_path / "m.h5"
     save_model(path, model, "plain", corpus=Corpus.from_sequences([np.array([0, 1, 2])], vocab))
     assert load_model(path, "plain").tag_vocabulary is None
@@ -93,11 +99,7 @@ def test_tag_vocabulary_absent_for_untagged_data_and_model_value_wins(tmp_path):
 
 
 def test_damaged_tag_vocabulary_is_a_clear_error(tmp_path):
-    model = StandardHMM(2, 3, seed=0)
-    rng = np.random.default_rng(0)
-    model.startprob_ = rng.dirichlet(np.ones(2))
-    model.transmat_ = rng.dirichlet(np.ones(2), size=2)
-    model.emissionprob_ = rng.dirichlet(np.ones(3), size=2)
+    model = _small_standard()
     path = tmp_path / "m.h5"
     save_model(path, model, "x", corpus=_corpus(["a", "b", "c"]))
     with h5py.File(path, "a") as f:
@@ -132,11 +134,7 @@ def test_large_arrays_are_stored_in_chunks_of_whole_rows(tmp_path):
 def test_a_fixed_length_vocabulary_holding_nul_bytes_is_read_exactly(tmp_path):
     """Vocabularies are decoded in one piece split at NUL (variable-length HDF5 strings cannot hold
     one); a fixed-length dataset can, and its symbols still come back exactly."""
-    model = StandardHMM(2, 3, seed=0)
-    rng = np.random.default_rng(0)
-    model.startprob_ = rng.dirichlet(np.ones(2))
-    model.transmat_ = rng.dirichlet(np.ones(2), size=2)
-    model.emissionprob_ = rng.dirichlet(np.ones(3), size=2)
+    model = _small_standard()
     path = tmp_path / "m.h5"
     save_model(path, model, "x", corpus=_corpus(["a", "b", "c"]))
     for words, expected in (([b"a\x00b", b"c", "ç".encode()], ["a\x00b", "c", "ç"]),
