@@ -1608,12 +1608,24 @@ def test_short_curves_keep_legend_note_and_last_label_apart(qtbot, size):
                                   metrics={"mad": 0.003 / (1 + s / 250)}))
     c.add_event(ProgressEvent(step=1476, total=1500, phase="cooc", loss=0.09, test_ll=-180.0,
                               metrics={"mad": 0.0013, "test_nll": 2.4656}, done=True))
-    qtbot.wait(50)
     p = c.plots["nll"]
-    assert c.note("nll") and c.legend_names("nll") == ["test"]
     text = p._note.textItem
-    note_box = text.mapRectToScene(text.boundingRect())
-    legend_box = p.legend.mapRectToScene(p.legend.boundingRect())
+
+    def boxes():
+        return text.mapRectToScene(text.boundingRect()), p.legend.mapRectToScene(p.legend.boundingRect())
+
+    # the layout settles over several rounds of events (a fixed 50 ms wait read a half-laid-out note,
+    # 60 px wide and 104 px tall, once on a slow host): read it when two rounds 50 ms apart agree
+    seen = [None]
+
+    def settled():
+        qtbot.wait(50)
+        now = boxes()
+        same, seen[0] = now == seen[0], now
+        return same
+    qtbot.waitUntil(settled, timeout=5000)
+    assert c.note("nll") and c.legend_names("nll") == ["test"]
+    note_box, legend_box = boxes()
     assert not note_box.intersects(legend_box), (c.legend_corner("nll"), note_box, legend_box)
     # every step label drawn lies inside the view (none cut at its edge)
     view = c.graphics.mapToScene(c.graphics.viewport().rect()).boundingRect()
