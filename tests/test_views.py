@@ -22,7 +22,7 @@ from app.views import (CompareView, Dashboard, DecodeView, EmbeddingScatter, Mat
                        OverviewView, ParameterHeatmaps, TrainingCurves)
 from app.views.theme import fmt_compact, plot_title, state_colors  # noqa: E402
 from app.views.projection import pca_2d  # noqa: E402
-from qtshow import shown  # noqa: E402 - this folder
+from qtshow import settled, shown  # noqa: E402 - this folder
 
 AMINO = list("ACDEFGHIKLMNPQRSTVWY")
 
@@ -1610,22 +1610,10 @@ def test_short_curves_keep_legend_note_and_last_label_apart(qtbot, size):
                               metrics={"mad": 0.0013, "test_nll": 2.4656}, done=True))
     p = c.plots["nll"]
     text = p._note.textItem
-
-    def boxes():
-        return text.mapRectToScene(text.boundingRect()), p.legend.mapRectToScene(p.legend.boundingRect())
-
-    # the layout settles over several rounds of events (a fixed 50 ms wait read a half-laid-out note,
-    # 60 px wide and 104 px tall, once on a slow host): read it when two rounds 50 ms apart agree
-    seen = [None]
-
-    def settled():
-        qtbot.wait(50)
-        now = boxes()
-        same, seen[0] = now == seen[0], now
-        return same
-    qtbot.waitUntil(settled, timeout=5000)
+    # (a fixed 50 ms wait read a half-laid-out note, 60 x 104 px, once on the slow CI host)
+    note_box, legend_box = settled(qtbot, lambda: (text.mapRectToScene(text.boundingRect()),
+                                                   p.legend.mapRectToScene(p.legend.boundingRect())))
     assert c.note("nll") and c.legend_names("nll") == ["test"]
-    note_box, legend_box = boxes()
     assert not note_box.intersects(legend_box), (c.legend_corner("nll"), note_box, legend_box)
     # every step label drawn lies inside the view (none cut at its edge)
     view = c.graphics.mapToScene(c.graphics.viewport().rect()).boundingRect()
@@ -1654,9 +1642,8 @@ def test_colour_bar_labels_never_overlap(qtbot, height, spread):
         w.set_matrix(np.clip(rng.dirichlet(np.ones(6), size=6) * 3, 0, 1))
     else:
         w.set_matrix(rng.permutation(np.linspace(0.18 - spread / 2, 0.18 + spread / 2, 36)).reshape(6, 6))
-    qtbot.wait(50)
     ax = w.colorbar.axis
-    texts = _tick_text_rects(ax)
+    texts = settled(qtbot, lambda: _tick_text_rects(ax))
     assert len(texts) >= 2, (height, texts)
     line = QtGui.QFontMetricsF(ax.font()).height()
     centres = sorted((r.center().y(), t) for t, r in texts)
@@ -1691,7 +1678,7 @@ def test_curves_value_axis_labels_stand_apart(qtbot, size, lo, hi):
     steps = np.arange(9)
     for s, v in zip(steps, np.linspace(hi, lo, len(steps))):
         c.add_event(ProgressEvent(step=int(s), total=8, loss=float(v), metrics={"train_nll": float(v)}))
-    qtbot.wait(50)
+    settled(qtbot, lambda: [_tick_text_rects(c.plots[k].getAxis("left")) for k in ("loss", "nll")])
     for key in ("loss", "nll"):
         ax = c.plots[key].getAxis("left")
         assert not ax.logMode
@@ -1714,10 +1701,9 @@ def test_curves_log_axis_labels_stand_apart(qtbot, size):
     for s in range(0, 20001, 500):
         c.add_event(ProgressEvent(step=s, total=20000, phase="cooc", loss=10.0 ** (-6.5 * s / 20000),
                                   metrics={"mad": 0.01 / (1 + s / 500)}))
-    qtbot.wait(50)
     ax = c.plots["loss"].getAxis("left")
+    texts = settled(qtbot, lambda: _tick_text_rects(ax))
     assert ax.logMode
-    texts = _tick_text_rects(ax)
     assert len(texts) >= 2, texts
     line = QtGui.QFontMetricsF(ax.style["tickFont"] or ax.font()).height()
     centres = sorted((r.center().y(), t) for t, r in texts)
