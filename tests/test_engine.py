@@ -24,6 +24,8 @@ from densehmm_core.engine.cupy_engine import CupyEngine
 from densehmm_core.engine.numpy_engine import NumpyEngine
 from densehmm_core.engine.sampling import sample_sequences
 
+from strictdev import strict_backend
+
 hmm = pytest.importorskip("hmmlearn.hmm")
 logging.getLogger("hmmlearn").setLevel(logging.ERROR)
 
@@ -34,6 +36,12 @@ AVAILABLE = available_engines()
 def gpu_path_on_numpy(free_bytes):
     """The CuPy engine's code path with numpy as its array module and a fake free-memory figure."""
     return CupyEngine(backend=numpy_backend(free_bytes=lambda: free_bytes))
+
+
+def gpu_path_strict(free_bytes):
+    """The CuPy engine's code path on :mod:`strictdev`'s device arrays: numpy inside, CuPy's refusal
+    of host arrays and of implicit conversions outside."""
+    return CupyEngine(backend=strict_backend(free_bytes=lambda: free_bytes))
 
 
 def engine_variants():
@@ -48,7 +56,9 @@ def engine_variants():
                     ("numpy-sparse-counts", NumpyEngine(min_batch=0, emit_method="sparse")),
                     ("gpu-path-on-numpy", gpu_path_on_numpy(1 << 30)),
                     # 0.5 * 2560 bytes / 32 bytes per element = chunks of 40 floats
-                    ("gpu-path-on-numpy-tiny-memory", gpu_path_on_numpy(2560))]
+                    ("gpu-path-on-numpy-tiny-memory", gpu_path_on_numpy(2560)),
+                    ("gpu-path-strict", gpu_path_strict(1 << 30)),
+                    ("gpu-path-strict-tiny-memory", gpu_path_strict(2560))]
         elif name == "cupy":
             out += [("cupy", get_engine("cupy")), ("cupy-tiny-chunks", CupyEngine(chunk_elements=40))]
     return out

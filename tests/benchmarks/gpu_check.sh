@@ -56,7 +56,7 @@ PYEOF
 cat "$OUT/env.txt"
 
 echo "== engine tests (CuPy variants included when CuPy works)"
-timeout 240 "$PY" -m pytest -q -p no:cacheprovider -o addopts="-ra" --durations=8 tests/test_engine.py tests/test_dense_mstep.py 2>&1 | tee "$OUT/engine_tests.txt" | tail -25
+timeout 240 "$PY" -m pytest -q -p no:cacheprovider -o addopts="-ra" --durations=8 tests/test_engine.py tests/test_dense_mstep.py tests/test_strict_device.py 2>&1 | tee "$OUT/engine_tests.txt" | tail -25
 echo "== benchmark"
 timeout 270 "$PY" tests/benchmarks/bench_gpu.py $QUICK --json "$OUT/bench_gpu.json" 2>&1 | tee "$OUT/bench_gpu.txt"
 echo "== done $(date -u)"
