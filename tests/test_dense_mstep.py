@@ -337,10 +337,12 @@ def test_em_on_the_device_path_keeps_everything_on_the_device(features):
     np.testing.assert_allclose(model.emissionprob_, ref.emissionprob_, rtol=1e-10, atol=1e-14)
     assert [e.params is not None for e in events] == [True, False, False, True, False, False, True]
     big = [s for s in sizes if s > 3]
-    # the snapshots of events 0, 3 and 6 and the final (best-run) snapshot: theta each; the rest are
-    # the M-step's per-step checks (loss, max theta, -min theta): 6 iterations x 5 steps
-    assert big == [model.n_parameters] * 4
-    assert sizes.count(3) == 6 * 5 and len(sizes) == 4 + 30
+    # the snapshots of events 0, 3 and 6 and the final (best-run) snapshot: theta and the matrices the
+    # E-step used (pi, A, B in one transfer) each; the rest are the M-step's per-step checks (loss,
+    # max theta, -min theta): 6 iterations x 5 steps
+    n, m = model.n_states, model.n_symbols
+    assert big == [model.n_parameters, n + n * n + n * m] * 4
+    assert sizes.count(3) == 6 * 5 and len(sizes) == 8 + 30
 
 
 def test_em_restarts_keep_the_best_training_likelihood():
