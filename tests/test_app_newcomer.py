@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QPoint, QPointF, Qt  # noqa: E402
 from PySide6.QtGui import QWheelEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox  # noqa: E402
-from qtshow import shown  # noqa: E402 - this folder
+from qtshow import settled, shown  # noqa: E402 - this folder
 
 FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "data"
 WORDS = FIX / "words.conllu"
@@ -419,8 +419,7 @@ def test_start_page_gives_way_jobs_have_numbers_and_time_and_status_are_not_cut(
     label = w.tf_label
     assert label.minimumWidth() >= label.fontMetrics().horizontalAdvance(label.text())
     w.resize(700, 500)
-    qtbot.wait(50)
-    assert label.width() >= label.fontMetrics().horizontalAdvance(label.text())
+    assert settled(qtbot, label.width) >= label.fontMetrics().horizontalAdvance(label.text())
 
 
 def test_a_large_vocabulary_shows_its_most_frequent_words_first(make_window, qtbot, tmp_path):

@@ -9,6 +9,7 @@ from PySide6.QtCore import QSettings, Qt  # noqa: E402
 
 from app.jobs import JobState  # noqa: E402
 from app.modelspec import ModelSpec  # noqa: E402
+from qtshow import settled  # noqa: E402 - this folder
 
 
 @pytest.fixture
@@ -172,7 +173,8 @@ def _check_narrow_and_wide(window, qtbot):
     for width in (420, 1400):
         dock.resize(width, 330)
         qtbot.waitUntil(lambda: abs(dock.width() - width) < 2, timeout=5000)
-        qtbot.wait(50)
+        settled(qtbot, lambda: (_visible_columns(panel), tree.viewport().width(),
+                                [tree.columnWidth(c) for c in _visible_columns(panel)]))
         shown = _visible_columns(panel)
         room = tree.viewport().width()
         assert not tree.horizontalScrollBar().isVisible(), width

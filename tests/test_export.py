@@ -19,6 +19,7 @@ import app.vector_figure as vector_figure  # noqa: E402
 from app.export import ExportError, add_export_context_menu, export_widget  # noqa: E402
 from app.views import Dashboard, ParameterHeatmaps  # noqa: E402
 from densehmm_core.events import ProgressEvent  # noqa: E402
+from qtshow import settled  # noqa: E402 - this folder
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
@@ -640,8 +641,7 @@ def test_a_view_off_screen_exports_at_its_on_screen_size_with_every_label(qtbot,
     # the oracle: the size the view has once its tab is shown
     d.tabs.setCurrentWidget(d.tags_page)
     qtbot.waitUntil(lambda: d.state_tags.isVisible())
-    qtbot.wait(50)
-    on_screen = d.state_tags.size()
+    on_screen = settled(qtbot, lambda: d.state_tags.size())
     assert (png.width(), png.height()) == (on_screen.width(), on_screen.height())
     assert svg.get("viewBox") == f"0 0 {on_screen.width()} {on_screen.height()}"
     box = [round(float(v)) for v in

@@ -16,7 +16,7 @@ from densehmm_core.metrics import tagging_scores  # noqa: E402
 from app.views import Dashboard, DecodeView, EmbeddingScatter, ParameterHeatmaps  # noqa: E402
 from app.views.tagging import StateTagView, TaggingCurves  # noqa: E402
 from app.views.topwords import TopWordsTable  # noqa: E402
-from qtshow import shown  # noqa: E402 - this folder
+from qtshow import settled, shown  # noqa: E402 - this folder
 
 
 class Hover:
@@ -336,8 +336,8 @@ def test_state_tag_title_fits_a_narrow_view_with_its_scores(qtbot):
     scores = tagging_scores(pred, gold, n_states=3, n_tags=3)
     w = shown(qtbot, StateTagView(), size=(376, 480))
     w.set_scores(scores, ["NN", "VB", "DT"])
-    qtbot.wait(50)
     label = w.heatmap.plot.titleLabel
+    settled(qtbot, lambda: (label.geometry(), w.heatmap.graphics.width()))
     lines = label.item.toPlainText().split("\n")
     assert lines[0] == "States x gold tags: P(tag | state)" and lines[1].startswith("M-1 0.")
     assert "V-measure" in lines[1]
@@ -395,9 +395,9 @@ def test_equal_scores_leave_each_point_visible(qtbot):
     from PySide6 import QtCore, QtGui
     w = shown(qtbot, TaggingCurves(), (360, 300))
     w.add_point(10, {"m1": 0.487, "one_to_one": 0.487, "v_measure": 0.2})
-    qtbot.wait(50)
-    img = w.graphics.grab().toImage()
     vb = w.plot.vb
+    settled(qtbot, lambda: (vb.viewRange(), vb.sceneBoundingRect()))
+    img = w.graphics.grab().toImage()
     centre = w.graphics.mapFromScene(vb.mapViewToScene(QtCore.QPointF(10, 0.487)))
 
     def colours_near(radius):
