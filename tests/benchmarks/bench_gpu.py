@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python tests/benchmarks/bench_gpu.py --quick         # tiny sizes (a check of the script)
     .venv/bin/python tests/benchmarks/bench_gpu.py --quick --fake-gpu   # no GPU: the GPU engine's
                                                                    # code path on numpy instead of CuPy
+                                                                   # (strict device arrays, tests/strictdev.py)
 
 On the GPU test machine use ``tests/benchmarks/gpu_check.sh`` (it also runs the
 engine tests on CuPy).  Without a working CuPy the GPU columns say why and only
@@ -105,10 +106,13 @@ def timed(fn, reps: int, warmup: int = 1):
 
 def gpu_engine(fake: bool):
     """(engine or None, description): the CuPy engine, or its code path on numpy with --fake-gpu."""
-    if fake:
-        from densehmm_core.engine.backend import numpy_backend
+    if fake:   # the tests' strict device arrays: the GPU branches under CuPy's rules (tests/strictdev.py)
+        sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+        from strictdev import strict_backend
+
         from densehmm_core.engine.cupy_engine import CupyEngine
-        return CupyEngine(backend=numpy_backend(lambda: 4 << 30)), "fake: the GPU engine's code path on numpy"
+        return (CupyEngine(backend=strict_backend(free_bytes=lambda: 4 << 30)),
+                "fake: the GPU engine's code path on numpy arrays that follow CuPy's rules")
     from densehmm_core.engine.backend import cupy_status
     ok, reason = cupy_status(0)
     if not ok:
