@@ -104,9 +104,9 @@ class DenseEMHooks(EMHooks):
         # under the engine's context: on the CPU one BLAS thread (the model's float64 matrices are
         # small products; a second BLAS thread spins after them and doubles the CPU time).
         # The matrices the E-step used are reused when they are this state's: on the CPU copied (the
-        # model must not share them); on a GPU brought back in one transfer beside theta's (at
-        # n = 45, m = 11,000: 4 MB, well under a millisecond, where computing them again on the host
-        # took 8 ms per snapshot on the 2-core CPU)
+        # model must not share them); on a GPU brought back in one transfer beside theta's (4 MB at
+        # n = 45, m = 11,000, where computing them again on the host took 8-9 ms per snapshot on the
+        # 2-core CPU; the gain on a GPU is still to be measured)
         cached = self._cached(state)
         with self.engine.compute():
             theta = self.backend.to_host(state[0]).astype(np.float64)
