@@ -15,12 +15,13 @@ Nothing here imports TensorFlow; the only module of the package it uses is ``seq
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Optional, Tuple
 
 import numpy as np
 
 __all__ = ["EMBEDDING_NAMES", "softmax", "stationary_distribution", "empirical_cooc",
-           "analytic_cooc", "check_stochastic", "dirichlet_rows", "split_indices"]
+           "analytic_cooc", "check_stochastic", "dirichlet_rows", "split_indices", "median_quartiles"]
 
 #: The embeddings of a DenseHMM: ``U, Z, W`` (n x l), ``V`` (m x l), ``z_start`` (l).
 EMBEDDING_NAMES: Tuple[str, ...] = ("U", "Z", "W", "V", "z_start")
@@ -191,3 +192,41 @@ def split_indices(n: int, test_fraction: float, seed: Optional[int] = 0,
     n_test = int(round(n * float(test_fraction)))
     n_test = min(max(n_test, 1), n - 1)
     return order[: n - n_test], order[n - n_test:]
+
+
+def median_quartiles(values, finite_only: bool = False) -> Tuple[float, float, float]:
+    """``(median, 25th percentile, 75th percentile)`` of ``values`` over repeats: what every summary
+    of the package reports (sweep tables and figures, the factorization experiment, the app's Sweep
+    view).
+
+    NaN values are left out, and with ``finite_only`` infinities too (a plot cannot draw them); all
+    three are NaN when nothing is left.  Otherwise an infinity counts as a value: a test NLL of
+    ``inf`` (a test symbol the model gives probability 0) is a result.  The median is numpy's and the
+    percentiles are numpy's linear interpolation (``q (k - 1)`` between the sorted values), except
+    where numpy's interpolation meets an infinity and computes ``inf - inf`` or ``0 * inf`` (NaN and a
+    warning): there the percentile is the value at its position when the position is a whole number,
+    else the infinity it lies next to (NaN only between ``-inf`` and ``inf``).
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)] if finite_only else v[~np.isnan(v)]
+    if v.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    with np.errstate(invalid="ignore"):
+        med = float(np.median(v))
+        q25, q75 = (float(x) for x in np.quantile(v, (0.25, 0.75)))
+    if math.isnan(q25) or math.isnan(q75):    # only next to an infinity (no NaN is left in v)
+        s = np.sort(v)
+        q25, q75 = (_infinite_quantile(s, q) if math.isnan(x) else x for q, x in ((0.25, q25), (0.75, q75)))
+    return med, q25, q75
+
+
+def _infinite_quantile(s: np.ndarray, q: float) -> float:
+    """The ``q`` quantile of the sorted ``s`` where linear interpolation involves an infinity."""
+    pos = q * (len(s) - 1)
+    i = int(math.floor(pos))
+    a, b = float(s[i]), float(s[min(i + 1, len(s) - 1)])
+    if pos == i or a == b:
+        return a
+    if math.isinf(a) and math.isinf(b):      # -inf and inf
+        return float("nan")
+    return a if math.isinf(a) else b

@@ -21,6 +21,8 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtWidgets
 
+from densehmm_core.maths import median_quartiles
+
 from ..modelspec import ModelSpec
 from .theme import label_axis_text, make_graphics_widget, state_colors, style_plot, theme_colors
 from .axes import ThinLogAxis
@@ -57,8 +59,7 @@ def summarize_rows(rows: Sequence[dict], metric: str) -> Dict[tuple, Dict[int, t
     for key, by_n in groups.items():
         out[key] = {}
         for n, vals in sorted(by_n.items()):
-            a = np.asarray(vals, dtype=float)
-            out[key][n] = (float(np.median(a)), float(np.quantile(a, 0.25)), float(np.quantile(a, 0.75)), a.size)
+            out[key][n] = (*median_quartiles(vals), len(vals))
     return out
 
 

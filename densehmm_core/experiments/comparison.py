@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Union
 import numpy as np
 
 from ..grid import PAPER_GRID
+from ..maths import median_quartiles
 
 if TYPE_CHECKING:
     from .dask_executor import DaskTarget
@@ -410,13 +411,6 @@ def describe_rows(rows: Sequence[dict]) -> str:
 
 
 # ------------------------------------------------------------------ summary
-def _q(v):
-    v = np.asarray([x for x in v if not np.isnan(x)], dtype=float)
-    if v.size == 0:
-        return (float("nan"),) * 3
-    return float(np.median(v)), float(np.quantile(v, 0.25)), float(np.quantile(v, 0.75))
-
-
 SUMMARY_METRICS = ("mad", "mad_paper", "mad_sampled", "test_nll", "test_paper_nll", "fit_seconds")
 
 
@@ -433,7 +427,7 @@ def summarize(rows: Sequence[dict]) -> List[dict]:
                "n_states": ",".join(sorted({str(r["n_states"]) for r in rs}, key=int)),
                "diverged": sum(1 for r in rs if not str(r["status"]).startswith("ok"))}
         for k in SUMMARY_METRICS:
-            med, a, b = _q([float(r[k]) for r in rs])
+            med, a, b = median_quartiles([float(r[k]) for r in rs])
             rec[f"{k}_median"], rec[f"{k}_q25"], rec[f"{k}_q75"] = med, a, b
         out.append(rec)
     return out

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from ..maths import median_quartiles
 from .figures import factorization_figure
 
 __all__ = [
@@ -314,8 +315,7 @@ def make_tasks(settings: FactorizationSettings):
 
 # ----------------------------------------------------------------- summary
 def _q(x: np.ndarray) -> Tuple[float, float, float]:
-    x = np.asarray(x, dtype=float)
-    return float(np.median(x)), float(np.quantile(x, 0.25)), float(np.quantile(x, 0.75))
+    return median_quartiles(x)
 
 
 def summarize(rows: Sequence[dict]) -> List[dict]:
@@ -376,10 +376,9 @@ def format_table(summary: Sequence[dict]) -> str:
 # -------------------------------------------------------------- the sweep
 def describe_rows(rows: Sequence[dict]) -> str:
     """Progress-line summary of one task's rows."""
-    err = np.array([float(r["error"]) for r in rows])
+    med, q25, q75 = median_quartiles([float(r["error"]) for r in rows])
     steps = np.array([int(r["steps"]) for r in rows])
-    return (f"error median {np.median(err):.4f} ({np.quantile(err, 0.25):.4f}/"
-            f"{np.quantile(err, 0.75):.4f}), median steps {int(np.median(steps))}")
+    return f"error median {med:.4f} ({q25:.4f}/{q75:.4f}), median steps {int(np.median(steps))}"
 
 
 def write_outputs(rows: Sequence[dict], out) -> dict:

@@ -11,6 +11,8 @@ from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
+from ..maths import median_quartiles
+
 __all__ = ["factorization_figure", "comparison_figure", "MODEL_STYLE", "MODEL_LABEL"]
 
 MODEL_LABEL = {
@@ -54,10 +56,7 @@ def _save(fig, path) -> Path:
 
 
 def _quantiles(values: Sequence[float]):
-    v = np.asarray([x for x in values if np.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return np.nan, np.nan, np.nan
-    return float(np.median(v)), float(np.quantile(v, 0.25)), float(np.quantile(v, 0.75))
+    return median_quartiles(values, finite_only=True)     # a figure cannot draw an infinity
 
 
 def factorization_figure(rows: Sequence[dict], path, paper_table: Optional[dict] = None) -> Path:
