@@ -80,6 +80,9 @@ FITS = {
     "dense-marginal": (DenseHMM, dict(n_states=4, dim=3, fit_method="marginal")),
     "dense-posterior-sparsity": (DenseHMM, dict(n_states=4, dim=3, fit_method="em", mstep_steps=5,
                                                 posterior_sparsity=1.0, mstep_dtype="float64")),
+    # its co-occurrence phase runs in TensorFlow (on the CPU), its EM phase on the device path
+    "dense-cooc-em": (DenseHMM, dict(n_states=4, dim=3, fit_method="cooc_em", cooc_steps=30, mstep_steps=5,
+                                     mstep_dtype="float64")),
     "baum-welch": (StandardHMM, dict(n_components=4, emission_pseudocount=0.01)),
     "baum-welch-random": (StandardHMM, dict(n_components=4, init_method="random")),
 }
@@ -91,6 +94,8 @@ def test_every_em_fit_runs_on_the_device_path_under_cupys_rules(name):
     parameters; per iteration only scalars come back (snapshots aside), and nothing is uploaded
     after the start (the counts, parameters and Adam's state stay on the device)."""
     cls, kw = FITS[name]
+    if kw.get("fit_method") == "cooc_em":
+        pytest.importorskip("tensorflow")       # not on the GPU test machine
     kw = dict(kw, seed=1, n_iter=6, tol=0, snapshot_every=3, diagnostics_every=2)
     if cls is StandardHMM:
         kw = {("n_states" if k == "n_components" else k): v for k, v in kw.items()}
@@ -102,14 +107,14 @@ def test_every_em_fit_runs_on_the_device_path_under_cupys_rules(name):
     model._engine = lambda: eng
     events, crossings = [], []
     for ev in model.iter_fit(corpus, eval_data=seqs[:10]):
-        if ev.phase != START_PHASE:
+        if ev.phase not in (START_PHASE, "cooc"):    # cooc_em: its EM phase
             events.append(ev)
             first_of_run = not events[:-1] or events[-2].metrics.get("restart") != ev.metrics.get("restart")
             crossings.append((list(be.traffic.d2h), list(be.traffic.h2d), ev.params is not None, first_of_run))
         be.traffic.clear()
     rtol = 1e-6 if name.endswith("float32") else 1e-10   # float32: one block on a GPU, two on the CPU
     np.testing.assert_allclose([e.train_ll for e in events],
-                               [r["train_ll"] for r in ref.history_], rtol=rtol)
+                               [r["train_ll"] for r in ref.history_ if r["phase"] != "cooc"], rtol=rtol)
     for a, b in ((model.startprob_, ref.startprob_), (model.transmat_, ref.transmat_),
                  (model.emissionprob_, ref.emissionprob_)):
         np.testing.assert_allclose(a, b, rtol=rtol * 100, atol=1e-12)
