@@ -75,3 +75,17 @@ def test_a_sweep_summary_of_infinite_test_nlls_says_inf_not_nan():
     assert (summary[2]["test_nll_median"], summary[2]["test_nll_q25"], summary[2]["test_nll_q75"]) == \
         (float(np.median([1.37, 2.18])), float(np.quantile([1.37, 2.18], 0.25)),
          float(np.quantile([1.37, 2.18], 0.75)))
+
+
+def test_a_comparison_figure_names_the_runs_it_cannot_draw(tmp_path):
+    """The figure leaves infinite values out (it cannot draw them); a note under it says which, so an
+    empty column is not a mystery.  The tables keep them (above)."""
+    from densehmm_core.experiments.figures import comparison_figure, left_out_note
+    rows = [_row(2, 0, 1.37), _row(2, 1, 2.18), _row(3, 0, math.inf), _row(3, 1, math.inf), _row(4, 0, math.inf),
+            _row(4, 1, 3.0), _row(5, 0, math.nan)]
+    assert left_out_note(rows, "test_nll") == ("Not drawn, infinite test_nll: standard HMM at n=3 l=1 (2 of 2 runs); "
+                                               "standard HMM at n=4 l=1 (1 of 2 runs)")
+    assert left_out_note(rows, "test_nll", most=1).endswith("(2 of 2 runs), and 1 more")
+    assert left_out_note(rows, "mad") == ""
+    path = comparison_figure(rows, "test_nll", tmp_path / "nll.png", title="t")
+    assert path.stat().st_size > 1000

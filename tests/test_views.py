@@ -1374,6 +1374,11 @@ def test_sweep_view_medians_and_quartiles_fill_as_jobs_finish(qtbot):
     assert w.series("nll")["standard"][1].tolist() == [2.25]
     assert "standard" not in w.series("mad")  # no MAD given: no empty series
     assert len(w.rows()) == 31
+    assert "Not drawn" not in w.header.text()
+    # a job whose test NLL is infinite (a test symbol of probability 0) cannot be drawn: the header says so
+    w.add_row(row_from_spec({"kind": "standard", "n": 10, "l": 3, "seed": 0}, {"test_nll": float("inf")}, 1000))
+    assert w.series("nll")["standard"][0].tolist() == [5]
+    assert "Not drawn: 1 job(s) with an infinite test NLL" in w.header.text()
 
 
 def test_log_axis_draws_each_tick_value_once(qtbot):

@@ -44,6 +44,13 @@ def _num(v) -> float:
     return f if math.isfinite(f) else math.nan
 
 
+def _is_inf(v) -> bool:
+    try:
+        return math.isinf(float(v))
+    except (TypeError, ValueError):
+        return False
+
+
 def summarize_rows(rows: Sequence[dict], metric: str) -> Dict[tuple, Dict[int, tuple]]:
     """``{(kind, l): {n: (median, q25, q75, count)}}`` of one metric over repeats (NaN left out).
 
@@ -242,9 +249,12 @@ class SweepView(QtWidgets.QWidget):
         reps = sorted(set(runs.values())) or [0]
         rep_text = str(reps[0]) if len(reps) == 1 else f"{reps[0]}-{reps[-1]}"
         what = "" if shown_kind is None else f"{shown_kind}: "
+        infinite = sum(1 for r in rows if _is_inf(r.get(nll_key)))
+        not_drawn = (f" Not drawn: {infinite} job(s) with an infinite {which} NLL (a {which} symbol the model "
+                     "gives probability 0)." if infinite else "")
         self.header.setText(f"{what}{len(rows)} finished job(s), {len(runs)} (kind, n, l) cell(s), "
                             f"{rep_text} repeat(s) each: markers are medians, bars span the 25th-75th "
-                            "percentile.")
+                            f"percentile.{not_drawn}")
         self.stack.setCurrentWidget(self.graphics)
 
 

@@ -6,6 +6,7 @@ atomically (temp file + rename).
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..maths import median_quartiles
 
-__all__ = ["factorization_figure", "comparison_figure", "MODEL_STYLE", "MODEL_LABEL"]
+__all__ = ["factorization_figure", "comparison_figure", "left_out_note", "MODEL_STYLE", "MODEL_LABEL"]
 
 MODEL_LABEL = {
     "dense-em": "DenseHMM-EM",
@@ -141,4 +142,31 @@ def comparison_figure(rows: Sequence[dict], metric: str, path, *, title: str = "
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    note = left_out_note(rows, metric)
+    if note:
+        fig.text(0.01, -0.04, note, fontsize=7, ha="left", va="top", wrap=True)
     return _save(fig, path)
+
+
+def left_out_note(rows: Sequence[dict], metric: str, most: int = 4) -> str:
+    """What a comparison figure of ``metric`` cannot draw: the runs whose value is infinite (a test
+    NLL of ``inf``: a test symbol the model gives probability 0), per model and (n, l); empty when
+    there are none.  The tables keep them (``inf``)."""
+    count: Dict[tuple, List[int]] = {}
+    for r in rows:
+        try:
+            v = float(r[metric])
+        except (TypeError, ValueError, KeyError):
+            continue
+        if math.isnan(v):
+            continue
+        c = count.setdefault((r["model"], int(r["n"]), int(r["l"])), [0, 0])
+        c[0] += math.isinf(v)
+        c[1] += 1
+    cells = [f"{MODEL_LABEL.get(m, m)} at n={n} l={l} ({k} of {t} runs)"
+             for (m, n, l), (k, t) in sorted(count.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0]))
+             if k]
+    if not cells:
+        return ""
+    more = f", and {len(cells) - most} more" if len(cells) > most else ""
+    return f"Not drawn, infinite {metric}: " + "; ".join(cells[:most]) + more
