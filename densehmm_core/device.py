@@ -162,7 +162,7 @@ def _tf_on_cpu(spec, gpu: str) -> str:
         import logging
         logging.getLogger(__name__).warning(
             "device %r: TensorFlow sees no GPU (tensorflow-cpu?), so its steps run on the CPU; "
-            "the E-step runs on %s with CuPy", spec, gpu)
+            "the engine's work (E-steps, EM's M-steps and diagnostics) runs on %s with CuPy", spec, gpu)
     return "/CPU:0"
 
 

@@ -107,7 +107,8 @@ def engine_for(engine="auto", device: Optional[str] = "auto") -> Engine:
             return get_engine("cupy", device=gpu)
         if kind == "gpu" and gpu not in _WARNED:     # a GPU was named: say once why the CPU is used
             _WARNED.add(gpu)
-            _LOG.warning("device %r: the E-step runs on the CPU (numpy): %s", device, reason)
+            _LOG.warning("device %r: the engine's work (E-steps, EM's M-steps and diagnostics, scoring) runs on "
+                         "the CPU (numpy): %s", device, reason)
         return get_engine("numpy")
     if key == "cupy" and kind == "cpu":
         raise DeviceError("engine 'cupy' runs on a GPU, but the device is 'cpu' "
