@@ -24,7 +24,6 @@ kernels, streams and float32 rounding on the device.
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 from typing import List
 
@@ -261,17 +260,13 @@ class StrictModule:
             return create
         if name in _UPLOAD:
             def upload(a, *args, **kwargs):
-                if isinstance(a, DeviceArray):
-                    a = a._a
-                elif isinstance(a, (np.ndarray, list, tuple, numbers.Number, np.generic)):
-                    if isinstance(a, (list, tuple)) and any(isinstance(v, DeviceArray) for v in a):
-                        a = _unwrap(a)   # a list of device arrays (cupy.array takes it)
-                    else:
-                        traffic.h2d.append(int(np.size(a)))
-                r = attr(a, *args, **kwargs)
-                if r is a and name != "array":
-                    return _wrap(r, traffic)
-                return _wrap(np.array(r, copy=True) if name == "array" else r, traffic)
+                host = not isinstance(a, DeviceArray) and not (
+                    isinstance(a, (list, tuple)) and any(isinstance(v, DeviceArray) for v in a))
+                if host:
+                    traffic.h2d.append(int(np.size(a)))
+                r = attr(_unwrap(a) if not host else a, *args, **kwargs)
+                # an upload is a copy on the device (never the host array itself), and array() copies
+                return _wrap(np.array(r, copy=True) if host or name == "array" else r, traffic)
             return upload
 
         def function(*args, **kwargs):

@@ -33,8 +33,13 @@ WORDS = ["the", "The", "cats", "cat", "dogs", "runs", "ran", "running", "walked"
 def test_the_harness_refuses_what_cupy_refuses_and_counts_crossings():
     be = strict_backend()
     xp = be.xp
-    d = xp.asarray(np.arange(6.0))                   # an explicit upload
+    host = np.arange(6.0)
+    d = xp.asarray(host)                             # an explicit upload: a copy on the device
     assert isinstance(d, DeviceArray) and be.traffic.h2d == [6]
+    e = xp.asarray(host)
+    e += 1.0
+    assert host[0] == 0.0 and xp.asarray(e) is not None     # the host array is not the device's
+    be.traffic.clear()
     with pytest.raises(HostDeviceMixError):
         d + np.ones(6)                               # a host array in a kernel
     with pytest.raises(HostDeviceMixError):

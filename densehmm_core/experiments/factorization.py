@@ -314,10 +314,6 @@ def make_tasks(settings: FactorizationSettings):
 
 
 # ----------------------------------------------------------------- summary
-def _q(x: np.ndarray) -> Tuple[float, float, float]:
-    return median_quartiles(x)
-
-
 def summarize(rows: Sequence[dict]) -> List[dict]:
     """Median and 25/75 percentiles per (n, l, method): over all runs and over the
     best restart of each ground-truth matrix."""
@@ -331,8 +327,8 @@ def summarize(rows: Sequence[dict]) -> List[dict]:
         for r in rs:
             i = int(r["matrix"])
             best[i] = min(best.get(i, np.inf), float(r["error"]))
-        med, q25, q75 = _q(err)
-        bmed, bq25, bq75 = _q(np.array(list(best.values())))
+        med, q25, q75 = median_quartiles(err)
+        bmed, bq25, bq75 = median_quartiles(list(best.values()))
         paper = PAPER_TABLE.get((n, l), {}).get(method)
         out.append({"n": n, "l": l, "l_over_n": l / n, "method": method, "runs": len(rs),
                     "median": med, "q25": q25, "q75": q75,
