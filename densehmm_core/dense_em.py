@@ -109,18 +109,8 @@ class DenseEMHooks(EMHooks):
         # 2-core CPU; the gain on a GPU is still to be measured)
         cached = self._cached(state)
         with self.engine.compute():
-            theta = self.backend.to_host(state[0]).astype(np.float64)
-            matrices = None if cached is None else self._host_matrices(cached)
-            self.model._adopt(theta, self.layout, stationary=False, matrices=matrices)
-
-    def _host_matrices(self, mats) -> tuple:
-        """``(pi, A, B)`` of the backend as host float64 arrays the model may own."""
-        if self.backend.is_numpy:
-            return tuple(np.array(a) for a in mats)
-        xp = self.backend.xp
-        flat = self.backend.to_host(xp.concatenate([xp.ravel(a) for a in mats]))
-        n, m = self.model.n_states, self.model.n_symbols
-        return flat[:n], flat[n:n + n * n].reshape(n, n), flat[n + n * n:].reshape(n, m)
+            theta, *mats = self.backend.to_host_many([state[0], *(cached or ())])
+            self.model._adopt(theta, self.layout, stationary=False, matrices=tuple(mats) or None)
 
     def snapshot(self, state) -> dict:
         self.adopt(state)

@@ -334,9 +334,9 @@ class _BaumWelch(EMHooks):
         return new, None
 
     def adopt(self, state) -> None:
-        be = self.backend
-        self.model.startprob_, self.model.transmat_, self.model.emissionprob_ = (
-            np.array(be.to_host(a), dtype=np.float64) for a in state)
+        # on a GPU one transfer for the three (each transfer is a synchronisation)
+        self.model.startprob_, self.model.transmat_, self.model.emissionprob_ = \
+            self.backend.to_host_many(state)
 
     def snapshot(self, state) -> dict:
         self.adopt(state)

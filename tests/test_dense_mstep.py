@@ -337,12 +337,12 @@ def test_em_on_the_device_path_keeps_everything_on_the_device(features):
     np.testing.assert_allclose(model.emissionprob_, ref.emissionprob_, rtol=1e-10, atol=1e-14)
     assert [e.params is not None for e in events] == [True, False, False, True, False, False, True]
     big = [s for s in sizes if s > 3]
-    # the snapshots of events 0, 3 and 6 and the final (best-run) snapshot: theta and the matrices the
-    # E-step used (pi, A, B in one transfer) each; the rest are the M-step's per-step checks (loss,
-    # max theta, -min theta): 6 iterations x 5 steps
+    # the snapshots of events 0, 3 and 6 (the final event reuses the last: one run), each one transfer
+    # of theta and the matrices the E-step used (pi, A, B); the rest are the M-step's per-step checks
+    # (loss, max theta, -min theta): 6 iterations x 5 steps
     n, m = model.n_states, model.n_symbols
-    assert big == [model.n_parameters, n + n * n + n * m] * 4
-    assert sizes.count(3) == 6 * 5 and len(sizes) == 8 + 30
+    assert big == [model.n_parameters + n + n * n + n * m] * 3
+    assert sizes.count(3) == 6 * 5 and len(sizes) == 3 + 30
 
 
 def test_em_restarts_keep_the_best_training_likelihood():
@@ -354,6 +354,29 @@ def test_em_restarts_keep_the_best_training_likelihood():
     assert model.history_[-1]["train_ll"] == pytest.approx(max(lls))
     assert model.history_[-1]["restart"] == int(np.argmax(lls))
     assert model.score(seqs) == pytest.approx(max(lls), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed,best", [(1, 2), (2, 1)])
+def test_em_final_event_carries_the_kept_runs_parameters(seed, best):
+    """The final event's snapshot is the model's parameters, whether the best run is the last (its
+    last event's snapshot is reused, not taken again) or an earlier one (taken again)."""
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 6, size=30) for _ in range(20)]
+    model = DenseHMM(3, 2, fit_method="em", seed=seed, n_iter=3, restarts=3, init_method="random")
+    events = [e for e in model.iter_fit(seqs) if e.phase != START_PHASE]
+    assert int(np.argmax([-x for x in model.restart_losses_])) == best
+    final = events[-1].params
+    fresh = model._snapshot()
+    assert final.keys() == fresh.keys()
+    for k in fresh:
+        np.testing.assert_array_equal(final[k], fresh[k])
+    np.testing.assert_array_equal(final["emissionprob"], model.emissionprob_)
+    # the kept run's last event (yielded before the final one) has the same snapshot: the same
+    # object when that run is the last; else the host computed the matrices again (roundings)
+    last_of_best = [e for e in events[:-1] if e.metrics["restart"] == best][-1]
+    assert (last_of_best.params is final) == (best == 2)
+    for k in fresh:
+        np.testing.assert_allclose(last_of_best.params[k], fresh[k], rtol=1e-14, atol=0)
 
 
 def test_em_host_work_runs_with_one_blas_thread(monkeypatch):

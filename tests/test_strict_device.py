@@ -22,6 +22,7 @@ from densehmm_core.cooc_sparse import DevicePairs, pair_counts, sparse_mad  # no
 from densehmm_core.data.corpus import Corpus  # noqa: E402
 from densehmm_core.dense import DenseHMM  # noqa: E402
 from densehmm_core.engine.cupy_engine import CupyEngine  # noqa: E402
+from densehmm_core.engine.backend import numpy_backend  # noqa: E402
 from densehmm_core.events import START_PHASE  # noqa: E402
 from densehmm_core.standard import StandardHMM  # noqa: E402
 
@@ -65,6 +66,26 @@ def test_the_harness_refuses_what_cupy_refuses_and_counts_crossings():
     assert isinstance(S @ xp.ones((2, 3)), DeviceArray)
     with pytest.raises(HostDeviceMixError):
         S @ np.ones((2, 3))
+
+
+def test_to_host_many_is_one_transfer_of_every_array():
+    """Several device arrays come back in one transfer, each with its shape, as float64 (float32
+    widened exactly); on numpy they are copies the caller may own."""
+    be = strict_backend()
+    xp = be.xp
+    host = [np.arange(3.0), np.arange(6.0).reshape(2, 3) / 7, (np.arange(8) / 3).astype(np.float32).reshape(4, 2)]
+    dev = [xp.asarray(a) for a in host]
+    be.traffic.clear()
+    out = be.to_host_many(dev)
+    assert be.traffic.d2h == [3 + 6 + 8]
+    for a, b in zip(out, host):
+        assert isinstance(a, np.ndarray) and a.dtype == np.float64 and a.shape == b.shape
+        np.testing.assert_array_equal(a, b.astype(np.float64))
+    nb = numpy_backend()
+    copies = nb.to_host_many(host)
+    for a, b in zip(copies, host):
+        assert a.dtype == np.float64 and not np.shares_memory(a, b)
+        np.testing.assert_array_equal(a, b)
 
 
 def _corpus(n_seq=60, seed=3):
@@ -126,25 +147,26 @@ def test_every_em_fit_runs_on_the_device_path_under_cupys_rules(name):
     n, m = model.n_states, model.n_symbols
     ntok = sum(len(s) for s in seqs)
     host_side = {n * ntok, ntok} if name == "dense-posterior-sparsity" else set()   # see below
+    mats = n + n * n + n * m
     if isinstance(model, DenseHMM):
-        # a snapshot is the packed theta (n_parameters; with fixed kernels U and W too) and, but for
-        # the marginal fit, the matrices the E-step used (pi, A, B in one transfer)
-        mats = n + n * n + n * m
-        thetas = {s for d2h, _, _, _ in crossings for s in d2h if s > 3 and s != mats and s not in host_side}
-        assert len(thetas) == 1 and min(thetas) >= model.n_parameters, thetas
-        allowed = thetas | ({mats} if name != "dense-marginal" else set())
-    else:                                           # a snapshot is pi, A and B
-        allowed = {n, n * n, n * m}
+        # a snapshot is one transfer: the packed theta (n_parameters; with fixed kernels U and W too)
+        # followed, but for the marginal fit, by the matrices the E-step used (pi, A and B); at the end
+        # of restarts the best run's matrices are not the last evaluated (theta alone: the host
+        # computes them)
+        sizes = {s for d2h, _, _, _ in crossings[:-1] for s in d2h if s > 3 and s not in host_side}
+        assert len(sizes) == 1, sizes
+        snap = sizes.pop()
+        theta = snap if name == "dense-marginal" else snap - mats
+        assert theta >= model.n_parameters, (snap, theta)
+        allowed = {snap, theta} if "restarts" in name else {snap}
+    else:                                           # a snapshot is pi, A and B in one transfer
+        allowed = {mats}
     for i, (d2h, h2d, has_params, first_of_run) in enumerate(crossings):
         # the projection of posterior sparsity runs on the host (documented): the posteriors come back
         # each E-step, the symbols once
         big = [s for s in d2h if s > 3 and s not in host_side]
-        assert set(big) <= allowed, (i, d2h)
-        if isinstance(model, DenseHMM) and name != "dense-marginal":
-            # theta and its matrices together (at the end of restarts the best run's matrices are not
-            # the last evaluated: the host computes them)
-            together = big.count(mats) == len(big) - big.count(mats)
-            assert together or (i == len(crossings) - 1 and "restarts" in name), (i, d2h)
+        assert set(big) <= allowed, (i, d2h, allowed)
+        assert len(big) <= 1, (i, d2h)                  # a snapshot is one transfer
         assert bool(big) <= has_params or i == len(crossings) - 1, (i, d2h)
         if not first_of_run and name != "dense-posterior-sparsity":   # a run's start uploads it
             assert h2d == [], (i, h2d)

@@ -83,6 +83,22 @@ class ArrayBackend:
         self.transfers += 1
         return self._to_host(a)
 
+    def to_host_many(self, arrays, dtype=np.float64) -> tuple:
+        """Several device arrays -> host arrays of ``dtype`` with their shapes, in one transfer
+        (on numpy: copies the caller may own).  A parameter snapshot crosses this way: on a GPU
+        each transfer is a synchronisation and a launch, whatever its size."""
+        arrays = list(arrays)
+        if self.is_numpy:
+            self.transfers += 1
+            return tuple(np.array(a, dtype=dtype) for a in arrays)
+        xp = self.xp
+        flat = self.to_host(xp.concatenate([xp.ravel(a).astype(dtype, copy=False) for a in arrays]))
+        out, at = [], 0
+        for a in arrays:
+            out.append(flat[at:at + a.size].reshape(a.shape))
+            at += a.size
+        return tuple(out)
+
     def free_bytes(self) -> Optional[int]:
         """Memory a chunk may draw on now, or None when chunks are sized by element count."""
         return None if self._free_bytes is None else int(self._free_bytes())
