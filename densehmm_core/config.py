@@ -5,8 +5,8 @@ paths, in one module (read at call time, so that a changed environment counts).
 ``DENSEHMM_MAX_MODEL_BYTES``   the memory budget of a command (model files, data text, inference; default:
                                half the physical memory; densehmm_core.memory)
 ``DENSEHMM_NO_PROBE``          ``1``: read model files without the forked, memory-capped probe
-``DENSEHMM_PROBE_TIMEOUT``     seconds the probe may take, plus 1 s per 50 MB (default 10)
-``DENSEHMM_LOCK_TIMEOUT``      seconds a writer waits for another's lock on a file (default 10)
+``DENSEHMM_PROBE_TIMEOUT``     seconds the probe may take, plus 1 s per 50 MB (default 30)
+``DENSEHMM_LOCK_TIMEOUT``      seconds a writer waits for another's lock on a file (default 60)
 ``DENSEHMM_DASK_TIMEOUT``      seconds to wait for a Dask scheduler (default 10)
 ``DENSEHMM_SHARED_DATA``       the folder of the shared data sets (default ``../shared/data`` beside the
                                repository)

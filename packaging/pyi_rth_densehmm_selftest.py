@@ -37,8 +37,9 @@ def _densehmm_bundle_selftest():
         import numpy as np
         import tensorflow as tf
 
-        # the app's TensorFlow code paths: DenseHMM trained with both schemes (direct co-occurrence
-        # fit and EM with the gradient M-step), a few steps each, on a tiny random data set
+        # DenseHMM trained with both schemes, a few steps each, on a tiny random data set: the direct
+        # co-occurrence fit (the app's TensorFlow code path) and EM (its M-step on the array module, no
+        # TensorFlow; in the bundle it checks numpy, scipy's sparse matrices and the engine)
         from densehmm_core.dense import DenseHMM
 
         rng = np.random.default_rng(0)
@@ -49,7 +50,7 @@ def _densehmm_bundle_selftest():
             if a.shape != (3, 3) or not np.all(np.isfinite(a)) or not np.allclose(a.sum(axis=1), 1.0):
                 raise ValueError(f"{method}: bad transition matrix {a}")
         devices = ", ".join(d.device_type for d in tf.config.list_physical_devices())
-        return f"TensorFlow {tf.__version__} (devices: {devices}); DenseHMM cooc and em fits"
+        return f"TensorFlow {tf.__version__} (devices: {devices}); DenseHMM cooc (TensorFlow) and em fits"
 
     def hmmlearn():
         import hmmlearn

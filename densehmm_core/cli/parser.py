@@ -322,7 +322,8 @@ examples:
     # ---- export
     p = sub.add_parser("export", formatter_class=_formatter, help="export matrices and embeddings to CSV",
                        description="Write one CSV file per array (startprob, transmat, emissionprob and, for "
-                                   "dense models, U, Z, W, V, z_start) into a folder, or into a .zip.",
+                                   "dense models, U, Z, W, V, z_start; with symbol features feature_V) "
+                                   "and the vocabulary (vocabulary.csv) into a folder, or into a .zip.",
                        epilog="""\
 examples:
   densehmm export protein.h5 protein_csv/

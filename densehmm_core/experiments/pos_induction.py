@@ -97,7 +97,7 @@ class PosSettings:
     n_iter: int = 100                    # Baum-Welch iterations = DenseHMM EM iterations
     steps: int = 25                      # Adam steps per M-step
     lr: float = 0.01
-    init_scale: float = 0.2              # std of the initial embeddings (DenseHMM default 1.0; see docs/RESULTS.md)
+    init_scale: float = 0.2              # std of the initial embeddings (DenseHMM default; paper: 1.0)
     init_method: str = "spectral"        # how the DenseHMMs start (densehmm_core.spectral) or "random"
     l2: float = 0.0                      # L2 penalty of the DenseHMMs' objectives (EM and direct fit)
     sparsity: float = 1.0                # sigma of the "-ps" rows' posterior-sparsity E-step

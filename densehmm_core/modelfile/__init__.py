@@ -3,7 +3,7 @@
 One file holds one or several models (one group each under ``/models``).  The
 schema is documented in ``docs/FILE_FORMAT.md``; in short::
 
-    /                       attrs: format="densehmm-model", schema_version=1, writer, modified_utc
+    /                       attrs: format="densehmm-model", schema_version=2, writer, modified_utc
     /models/<name>/         attrs: kind, class, n_states, n_symbols, dim, fit_method, seed,
                                    device_used, created_utc, stop_reason, n_parameters
         startprob           (n,)   float64
