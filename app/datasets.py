@@ -81,6 +81,15 @@ class DataSet:
             return False
         return (corpus.provenance.get("options") or {}).get("observe") == "words"
 
+    @property
+    def gold_tags(self) -> Optional[int]:
+        """How many gold tags the words of a tagged corpus carry (None for other data sets, and for
+        words without tags)."""
+        corpus = self.processed if self.processed is not None else self.corpus
+        if not self.observes_words or corpus.tag_vocabulary is None:
+            return None
+        return len(corpus.tag_vocabulary)
+
 
 @dataclasses.dataclass
 class ModelSet:

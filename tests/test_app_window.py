@@ -435,6 +435,52 @@ def test_words_data_with_a_standard_hmm_unsmoothed_shows_the_smoothing_hint(wind
     assert not form.fields["init_method"].isEnabled() and not shown("start")
 
 
+def test_words_data_with_fewer_states_than_gold_tags_shows_the_states_hint(window, qtbot, tmp_path):
+    """Words with k gold tags and fewer states than k: a hint below States n names both numbers, its
+    button sets n = k and the hint goes; never for FASTA, for tags as symbols, for words without gold
+    tags or for the fair standard HMM (its n is the DenseHMM's it matches); nothing changes by itself."""
+    from densehmm_core.data.corpus import Corpus
+    from app.datasets import dataset_from_corpus
+    form = window.model_form
+
+    def shown():
+        return form.hints["states"].isVisibleTo(form)
+    window.open_files([write_fasta(tmp_path / "p.fasta", random_protein_records(4, 6))])
+    wait_loaded(qtbot, window, 1)
+    form.n.setValue(3)
+    assert not shown()                                               # FASTA: never
+    window.open_files([WORDS_CONLLU])                                 # its tags as the symbols
+    wait_loaded(qtbot, window, 2)
+    assert window.current_dataset.gold_tags is None and not shown()
+    words = words_dataset()
+    k = len(words.corpus.tag_vocabulary)
+    assert words.gold_tags == k == 10
+    window.data_ctl.add_dataset(words)
+    assert shown() and form.n.value() == 3                            # shown, nothing set
+    row = form.hints["states"]
+    assert row.label.text() == "Words with 10 gold tags: 3 states cannot tell them apart."
+    assert row.button.text() == "Use 10" and "0.34" in row.label.toolTip()
+    form.n.setValue(7)                                                # the text follows n
+    assert shown() and "7 states" in row.label.text()
+    form.kind.setCurrentIndex(form.kind.findData("standard_fair"))
+    assert not shown()
+    form.kind.setCurrentIndex(form.kind.findData("dense_em"))
+    assert shown()
+    qtbot.mouseClick(row.button, Qt.LeftButton)
+    assert form.spec().n == 10 and form.spec().model_type == "dense_em" and not shown()
+    form.n.setValue(12)                                               # more states than tags: no hint
+    assert not shown()
+    form.n.setValue(4)
+    assert shown()
+    window.data_ctl.select_dataset(0)                                  # another data set hides it
+    assert not shown()
+    # words without gold tags (plain text read as words): no number to offer
+    plain = Corpus([s.copy() for s in words.corpus.sequences], list(words.corpus.vocabulary),
+                   provenance=dict(words.corpus.provenance))
+    window.data_ctl.add_dataset(dataset_from_corpus(WORDS_CONLLU, plain))
+    assert window.current_dataset.observes_words and window.current_dataset.gold_tags is None and not shown()
+
+
 def test_resources_found_from_source_and_bundle(tmp_path, monkeypatch):
     from app import resources
     assert resources.resource_root() == __import__("pathlib").Path(REPO) / "resources"

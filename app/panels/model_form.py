@@ -18,7 +18,7 @@ from densehmm_core.registry import model_class, model_type
 
 from ..modelspec import DEFAULT_TYPE, PAPER_GRID, ModelSpec, fair_states, form_params, type_defaults, type_labels
 from ..views.widgets import CompactComboBox
-from .form_hints import WORDS_HINTS, HintRow
+from .form_hints import WORDS_HINTS, HintRow, hint_facts
 
 __all__ = ["ModelForm", "SciSpinBox"]
 
@@ -159,6 +159,8 @@ class ModelForm(QWidget):
         self.n = QSpinBox(); self.n.setRange(1, 2000); self.n.setValue(5)
         self.n.setToolTip(hyperparams.hyper_param(model_class("dense"), "n_states").help)
         form.addRow("States n", self.n)
+        self.hints: Dict[str, HintRow] = {}     # app.panels.form_hints, by name
+        self._add_hints(form, "n_states")
         self.l = QSpinBox(); self.l.setRange(1, 1024); self.l.setValue(3)   # its tooltip: _update_visibility
         self.l_label = QLabel("Embedding length l")
         form.addRow(self.l_label, self.l)
@@ -169,7 +171,6 @@ class ModelForm(QWidget):
         # the option fields, from the core's metadata
         self.fields: Dict[str, QWidget] = {}
         self.field_labels: Dict[str, QLabel] = {}
-        self.hints: Dict[str, HintRow] = {}     # app.panels.form_hints, by name
         self._params = dict(form_params())
         for name, per_class in self._params.items():
             hp = next(iter(per_class.values()))
@@ -177,13 +178,10 @@ class ModelForm(QWidget):
             self.fields[name] = w
             self.field_labels[name] = QLabel(hp.label)
             form.addRow(self.field_labels[name], w)
-            for hint in WORDS_HINTS:
-                if hint.field == name:
-                    self.hints[hint.name] = row = HintRow(hint)
-                    row.button.clicked.connect(lambda _=False, h=hint: self.apply_hint(h.name))
-                    form.addRow("", row)
+            self._add_hints(form, name)
         self._form = form
         self._words = False
+        self._gold_tags: Optional[int] = None
         self.seed = QSpinBox(); self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip(hyperparams.hyper_param(model_class("dense"), "seed").help)
         form.addRow("Seed", self.seed)
@@ -357,23 +355,42 @@ class ModelForm(QWidget):
         self._m = m
         self._update_fair()
 
-    def set_words_data(self, words: bool) -> None:
-        """Whether the current data set's symbols are the words of a tagged corpus (the form's hints,
-        :data:`app.panels.form_hints.WORDS_HINTS`, show only for those)."""
+    def set_words_data(self, words: bool, gold_tags: Optional[int] = None) -> None:
+        """Whether the current data set's symbols are the words of a tagged corpus, and how many gold
+        tags it has (the form's hints, :data:`app.panels.form_hints.WORDS_HINTS`, show only for those)."""
         self._words = bool(words)
+        self._gold_tags = int(gold_tags) if words and gold_tags else None
         self._update_hints()
 
     def apply_hint(self, name: str) -> None:
         """A hint's button: set the values it offers (the hint then goes)."""
-        for option, value in self.hints[name].hint.apply(model_type(self.kind.currentData()).kind).items():
-            _set_value(self.fields[option], value)
+        kind = model_type(self.kind.currentData()).kind
+        for option, value in self.hints[name].hint.apply(kind, self._hint_facts()).items():
+            _set_value(self._hint_field(option), value)
+
+    def _add_hints(self, form: QFormLayout, field: str) -> None:
+        """The rows of the hints about ``field``, below it (hidden until :meth:`_update_hints`)."""
+        for hint in WORDS_HINTS:
+            if hint.field == field:
+                self.hints[hint.name] = row = HintRow(hint)
+                row.button.clicked.connect(lambda _=False, h=hint: self.apply_hint(h.name))
+                form.addRow("", row)
+
+    def _hint_field(self, name: str) -> QWidget:
+        return self.n if name == "n_states" else self.fields[name]
+
+    def _hint_facts(self) -> Dict[str, Any]:
+        return hint_facts({name: _value(w) for name, w in self.fields.items()}, self.n.value(),
+                          self.kind.currentData(), self._gold_tags)
 
     # -------------------------------------------------------------- updates
     def _update_hints(self) -> None:
         """Each hint shows on words data while its field is enabled and its condition holds."""
-        options = {name: _value(w) for name, w in self.fields.items()}
+        facts = self._hint_facts()
         for row in self.hints.values():
-            show = self._words and self.fields[row.hint.field].isEnabled() and row.hint.shown(options)
+            show = self._words and self._hint_field(row.hint.field).isEnabled() and row.hint.shown(facts)
+            if show:
+                row.set_facts(facts)
             self._form.setRowVisible(row, show)
 
     def _kind_changed(self) -> None:

@@ -130,7 +130,7 @@ class DataController(QObject):
             self.data_panel.selector.blockSignals(False)
         self.data_panel.set_dataset(ds)
         self.model_form.set_n_symbols(ds.n_symbols)
-        self.model_form.set_words_data(ds.observes_words)
+        self.model_form.set_words_data(ds.observes_words, ds.gold_tags)
         self.data_dock.raise_()
 
     def open_dialog(self) -> None:

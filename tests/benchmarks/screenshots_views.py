@@ -21,6 +21,8 @@ data, then saves, under ``docs/screenshots/`` (``--out``):
   dock of a 1400 x 900 screen (406 px beside the dock's vertical scroll bar);
 * ``model_form_words_standard.png``: the same form with a standard HMM, a random start and no
   smoothing: both hints (``app.panels.form_hints``), Start's and Smoothing's;
+* ``model_form_words_states.png``: the same form with the app's first settings (the direct
+  co-occurrence fit, 5 states): the hint under States n (17 gold tags) and its "Use 17" button;
 * ``tags_state_x_tag.png``, ``words_top_words.png``, ``words_embeddings.png``,
   ``decode_words_tags.png``: a word-level model on the tagged corpus (Tags tab, top words
   instead of an n x m heatmap, the 50 most frequent words labelled, decode with gold and
@@ -138,7 +140,8 @@ def main() -> int:
         form.grab().save(path)
         print("saved", path, flush=True)
 
-    if wanted("model_form_words.png") or wanted("model_form_words_standard.png"):
+    if wanted("model_form_words.png") or wanted("model_form_words_standard.png") \
+            or wanted("model_form_words_states.png"):
         from app.datasets import dataset_from_corpus
         from app.modelspec import ModelSpec, type_defaults
         from app.panels.model_form import ModelForm
@@ -146,7 +149,7 @@ def main() -> int:
         ds = dataset_from_corpus(words_file, load(words_file, observe="words", lowercase=True))
         form = ModelForm()
         form.set_n_symbols(ds.n_symbols)            # what the window tells the form (app/window/data.py)
-        form.set_words_data(ds.observes_words)
+        form.set_words_data(ds.observes_words, ds.gold_tags)
         form.set_spec(ModelSpec.make(model_type="dense_em", n=17, l=32, **type_defaults("dense_em", "paper")))
         form.resize(max(406, form.minimumSizeHint().width()), form.sizeHint().height())
         form.show()
@@ -164,6 +167,15 @@ def main() -> int:
             settle(app, 0.3)
             assert form.hints["start"].isVisible() and form.hints["smoothing"].isVisible()
             path = os.path.join(args.out, "model_form_words_standard.png")
+            form.grab().save(path)
+            print("saved", path, flush=True)
+        if wanted("model_form_words_states.png"):   # the app's first settings: too few states
+            form.set_spec(ModelSpec.make(model_type="dense_cooc", n=5, l=3, **type_defaults("dense_cooc", "default")))
+            settle(app, 0.3)
+            form.resize(form.width(), max(form.sizeHint().height(), form.heightForWidth(form.width())))
+            settle(app, 0.3)
+            assert form.hints["states"].isVisible() and not form.hints["start"].isVisible()
+            path = os.path.join(args.out, "model_form_words_states.png")
             form.grab().save(path)
             print("saved", path, flush=True)
 
