@@ -308,14 +308,18 @@ def main(argv=None) -> int:
     print(f"machine: {info}", flush=True)
     print(f"GPU side: {gpu_desc}", flush=True)
     print("E-step (Engine.statistics), median wall time; * = numpy extrapolated from the tokens shown", flush=True)
-    res = {"machine": info, "gpu_side": gpu_desc, "quick": args.quick,
-           "estep": bench_estep(cfg, gpu, cfg["reps"])}
+    res: dict = {"machine": info, "gpu_side": gpu_desc, "quick": args.quick}
+
+    def part(name, run):
+        # the JSON is written after every part: a run stopped by its time limit keeps what it measured
+        res[name] = run()
+        if args.json:
+            pathlib.Path(args.json).write_text(json.dumps(res, indent=1))
+    part("estep", lambda: bench_estep(cfg, gpu, cfg["reps"]))
     if not args.skip_fit:
-        res["fit"] = bench_fit(cfg, gpu, args.fake_gpu)
+        part("fit", lambda: bench_fit(cfg, gpu, args.fake_gpu))
     if not args.skip_dense:
-        res["dense_em"] = bench_dense(cfg, gpu, args.fake_gpu)
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(res, indent=1))
+        part("dense_em", lambda: bench_dense(cfg, gpu, args.fake_gpu))
     return 0
 
 
