@@ -56,8 +56,8 @@ WORDS_HINTS = (
         tip=("Each state can stand for one part of speech only if there are as many states as tags. On UD "
              "English EWT's dev file as words (lower-case, min. count 2, half of the sentences for training, "
              "17 UPOS tags, 3 seeds; docs/RESULTS.md, \"States for the tags\") the co-occurrence fit reached "
-             "many-to-one 0.34 with 5 states and 0.44 with 17; with 17 states DenseHMM-EM reached 0.48 and "
-             "a smoothed standard HMM 0.48."),
+             "many-to-one 0.34 with 5 states (l = 3) and 0.44 with 17; with 17 states DenseHMM-EM (l = 17) "
+             "and a smoothed standard HMM reached 0.48."),
         button="Use {gold_tags}",
         button_tip="Set States n to the number of gold tags",
         shown=lambda o: bool(o.get("gold_tags")) and o["n_states"] < o["gold_tags"]
