@@ -233,6 +233,21 @@ def test_user_errors_in_process(tmp_path, demo_model_file, capsys, monkeypatch, 
     assert phrase in lines[0], lines[0]
 
 
+def test_missing_states_on_words_names_the_gold_tags(tmp_path, capsys):
+    """Words with gold tags and no --states: the one-line error offers one state per tag; tags as
+    the symbols, or the demo, get the plain error."""
+    from densehmm_core.cli import main
+    words = str(pathlib.Path(__file__).parent / "fixtures" / "data" / "words.conllu")
+    for argv, tail in ((["--observe", "words"], " (the words carry 10 gold tags: --states 10 gives one state per tag)"),
+                       ([], ""), (["--observe", "tags"], "")):
+        assert main(["train", words, *argv, "--out", str(tmp_path / "m.h5")]) == 2
+        lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+        assert lines == [f"densehmm train: error: --states N is required{tail}"], lines
+    assert main(["train", "demo", "--dim", "2"]) == 2
+    assert capsys.readouterr().err.strip() == "densehmm train: error: --states N is required"
+    assert not (tmp_path / "m.h5").exists()
+
+
 def test_name_taken_is_refused_before_training(tmp_path, demo_model_file, capsys):
     from densehmm_core.cli import main
     d, path = demo_model_file

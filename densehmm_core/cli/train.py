@@ -5,7 +5,7 @@ import math
 import os
 import signal
 import time
-from typing import Tuple
+from typing import Optional, Tuple
 
 from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_inference_memory,
                      _check_memory, _err, _impossible_note, _load_model, _metric_values, _out, _user_error_types)
@@ -38,13 +38,16 @@ def _check_model_size(kind: str, cfg: dict) -> None:
     _check_memory(8.0 * floats, what)
 
 
-def _model_config(args, n_symbols: int):
+def _model_config(args, n_symbols: int, gold_tags: Optional[int] = None):
     """``(kind, config)`` of the model the command line asks for: every flag maps to one option
     of the estimator's configuration (``--iter`` -> ``n_iter``, ``--steps`` -> ``cooc_steps``,
-    ``--mstep-steps`` -> ``mstep_steps``, ...); :func:`densehmm_core.model_from_config` builds it."""
+    ``--mstep-steps`` -> ``mstep_steps``, ...); :func:`densehmm_core.model_from_config` builds it.
+    ``gold_tags``: how many gold tags the training words carry (named when ``--states`` is missing)."""
     kind = args.model or "dense"
     if args.states is None:
-        raise UserError("--states N is required")
+        per_tag = f" (the words carry {gold_tags} gold tags: --states {gold_tags} gives one state per tag)" \
+            if gold_tags else ""
+        raise UserError("--states N is required" + per_tag)
     _check_positive(args, ("states", "dim"))
     if args.states > 10 ** 7 or (args.dim is not None and args.dim > 10 ** 7):
         _check_memory(8.0 * max(args.states, args.dim or 0) ** 2, f"--states {args.states}"
@@ -172,7 +175,8 @@ def cmd_train(args) -> int:
     else:
         try:
             from ..registry import model_from_config
-            model = model_from_config(*_model_config(args, n_symbols))
+            words = args.observe == "words" and train.tag_vocabulary is not None
+            model = model_from_config(*_model_config(args, n_symbols, len(train.tag_vocabulary) if words else None))
         except (TypeError, ValueError) as e:
             if isinstance(e, _user_error_types()):  # e.g. DeviceError: already a clear message
                 raise
