@@ -236,9 +236,8 @@ def run_em(model, hooks: EMHooks, seqs: List[np.ndarray], *, eval_seqs, cancel: 
         yield ProgressEvent(step=0, total=total, phase=s.phase, done=True, reason="cancelled", elapsed=clock.elapsed)
         return
     _, state, src, r_best = best
-    # the best run's last event has its snapshot; when that run is the last one the model holds its
-    # parameters already (that snapshot adopted them): no second snapshot (on a GPU a transfer)
-    reuse = started and r_best == r and src.params is not None
-    params = src.params if reuse else hooks.snapshot(state)
+    # every run's last event has a snapshot; when the best run is the last one (a run counts once it
+    # started), that snapshot adopted its parameters already: no second one (on a GPU a transfer)
+    params = src.params if r_best == r else hooks.snapshot(state)
     yield dataclasses.replace(src, step=gstep, total=total, params=params, done=True, reason=reason,
                               metrics=dict(src.metrics, restart=r_best, restarts=nr), elapsed=clock.elapsed)
