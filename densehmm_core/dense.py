@@ -145,9 +145,12 @@ class DenseHMM(BaseHMM):
         embeddings (``init_scale``).  ``"spectral"``: ``V`` and ``W`` from the training data's
         adjacent-pair counts (context vectors, SVD, k-means of the frequent symbols;
         :mod:`densehmm_core.spectral`), ``U``, ``Z``, ``z_start`` random; seeded restarts differ
-        in their k-means starts.  With more states than symbols seen in pairs the states left over
-        start as copies of the most frequent symbols' clusters.  Where the data has no adjacent
-        pairs the fit starts randomly and says so in its first event (``metrics["start"]``).
+        in their k-means starts.  With more states than symbols seen in pairs (a small alphabet: DNA,
+        proteins) EM and the likelihood fit start from the embeddings closest to the matrices counted
+        from the tokens' contexts (:func:`densehmm_core.spectral.context_states`; ``init_scale`` is
+        not used), the co-occurrence fits from one state per symbol and copies of the most frequent.
+        Where the data has no adjacent pairs the fit starts randomly and says so in its first event
+        (``metrics["start"]``).
     l2 : float
         EM and marginal: weight of the L2 penalty ``(l2/2) ||theta||^2`` on all embeddings (features
         included), added to EM's M-step loss ``-Q / n_tokens`` and to the direct fit's
@@ -612,11 +615,13 @@ class DenseHMM(BaseHMM):
         return finish(self._start_steps(layout, restart, init, h, pairs, bounds))
 
     def _start_steps(self, layout, restart: int, init: bool, h: dict, pairs=None, bounds=None,
-                     report_pairs: bool = False):
+                     report_pairs: bool = False, seqs=None):
         """:meth:`_start_theta` reporting its progress: a generator of
         :class:`~densehmm_core.events.StartStep` (the spectral start's stages; one ``"random"`` step when
         the data cannot give a spectral start) that returns ``(packed start, note)``.
-        ``report_pairs``: the pairs were counted by the caller; say so as the stage's end."""
+        ``report_pairs``: the pairs were counted by the caller; say so as the stage's end.
+        ``seqs``: the training sequences, when known (fitting sequences): with fewer symbols seen in
+        pairs than states the start comes from their contexts (:func:`densehmm_core.spectral.context_states`)."""
         if not init and self._embeddings is not None and restart == 0:
             if self._embeddings["V"].shape[0] != layout.m:
                 raise ValueError("init=False but the current embeddings have another n_symbols")
@@ -626,9 +631,13 @@ class DenseHMM(BaseHMM):
         if h["init_method"] == "spectral":
             why: Optional[str] = "no adjacent pairs" if pairs is None else None
             if why is None:
-                from .spectral import spectral_embeddings_steps
+                from .spectral import (context_states_steps, embeddings_from_matrices, needs_contexts,
+                                       spectral_embeddings_steps)
                 if report_pairs:
                     yield StartStep("pairs", 1.0, f"{len(pairs.vals)} distinct pairs of {layout.m} symbols")
+                if seqs is not None and needs_contexts(pairs, layout.n):
+                    pi, A, B = yield from context_states_steps(seqs, layout.m, layout.n, self._rng(restart))
+                    return layout.pack(embeddings_from_matrices(pi, A, B, layout.l)), note
                 emb = yield from spectral_embeddings_steps(pairs, layout.n, layout.l, self._rng(restart), scale,
                                                            bounds=bounds)
                 return layout.pack(emb), note

@@ -57,7 +57,7 @@ class DenseEMHooks(EMHooks):
             self.pairs, self.bounds = yield from within(self.engine.compute,
                                                         pairs_steps(self.seqs, self.model.n_symbols))
         theta, self.note = yield from within(self.engine.compute, self.model._start_steps(
-            self.layout, restart, self.init, self.h, self.pairs, self.bounds))
+            self.layout, restart, self.init, self.h, self.pairs, self.bounds, seqs=self.seqs))
         with self.engine.compute():
             return self.initial_state(self.mstep_.to_device(theta))
 

@@ -115,8 +115,10 @@ DENSE_HYPER_PARAMS = (
     HyperParam("init_method", str, "Start", "How training starts. spectral (the default; the paper preset: "
                "random): V and W from the training data's context counts (each symbol's neighbours "
                "counted, reduced by an SVD, frequent symbols clustered by k-means); restarts differ in "
-               "their k-means starts; more states than symbols: one state per symbol, the others copies of the "
-               "most frequent; data without adjacent pairs starts randomly and says why. random: normal "
+               "their k-means starts; more states than symbols (DNA, proteins): EM and the likelihood fit start "
+               "from the tokens' contexts (a symbol and the symbols before it, clustered by what follows), "
+               "the co-occurrence fits from one state per symbol and copies of the most frequent; data "
+               "without adjacent pairs starts randomly and says why. random: normal "
                "embeddings (Init scale).",
                choices=INIT_METHODS,
                flag="--init", form=True, group="model"),

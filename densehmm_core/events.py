@@ -7,7 +7,8 @@ them.  A :class:`CancelToken` is polled by the trainers between chunks of work.
 
 Before its first step a fit may report how its **start** is being prepared: events of phase
 :data:`START_PHASE` (``"start"``), one or more per stage of a spectral start (:data:`START_STAGES`:
-reading the adjacent pairs, the SVD of the context matrix, k-means) or one saying that the start is
+reading the adjacent pairs, the SVD of the context matrix -- or, with more states than symbols,
+counting the tokens' contexts -- and k-means) or one saying that the start is
 random and why.  They carry no loss and no parameters, are not recorded in ``history_``, and the
 cancel token is polled after each (:func:`run_start`): a fit cancelled during its start ends within
 a fraction of a second and leaves the model as it was before the fit.
@@ -31,6 +32,8 @@ __all__ = [
     "START_PHASE",
     "START_STAGES",
     "START_SHORT",
+    "START_INDEX",
+    "START_COUNT",
     "StartStep",
     "start_text",
     "start_fraction",
@@ -47,9 +50,15 @@ __all__ = [
 START_PHASE = "start"
 #: The stages of a spectral start, in order, with what they are called on screen; a start that
 #: falls back to random reports one step of stage ``"random"``.
-START_STAGES = {"pairs": "reading pairs", "svd": "SVD", "kmeans": "k-means"}
+#: ``"contexts"`` takes the SVD's place where there are more states than symbols (a small alphabet's
+#: start counts the contexts of the tokens instead: :func:`densehmm_core.spectral.context_states`).
+START_STAGES = {"pairs": "reading pairs", "svd": "SVD", "contexts": "counting contexts", "kmeans": "k-means"}
 #: Their short names (a progress bar's text: "SVD 2/3").
-START_SHORT = {"pairs": "pairs", "svd": "SVD", "kmeans": "k-means"}
+START_SHORT = {"pairs": "pairs", "svd": "SVD", "contexts": "contexts", "kmeans": "k-means"}
+#: Each stage's place in a start (one of :data:`START_COUNT`).
+START_INDEX = {"pairs": 1, "svd": 2, "contexts": 2, "kmeans": 3}
+#: How many stages a spectral start has.
+START_COUNT = 3
 
 #: What each ``ProgressEvent.reason`` (and a model's ``stop_reason_``) means, in words.  The values
 #: themselves stay as they are in model files, CSV tables and sessions; this is what a reader is told
@@ -221,10 +230,9 @@ class StartStep:
 
     def metrics(self, restart: int = 0, restarts: int = 1) -> dict:
         """The metrics of its start event."""
-        keys = list(START_STAGES)
-        index = keys.index(self.stage) + 1 if self.stage in START_STAGES else 1
-        return {"stage": self.stage, "stage_index": index,
-                "stages": len(keys) if self.stage in START_STAGES else 1,
+        known = self.stage in START_STAGES
+        return {"stage": self.stage, "stage_index": START_INDEX[self.stage] if known else 1,
+                "stages": START_COUNT if known else 1,
                 "stage_done": float(min(1.0, max(0.0, self.done))), "detail": self.detail, "start": self.note,
                 "restart": int(restart), "restarts": int(restarts)}
 
@@ -234,7 +242,7 @@ def start_label(metrics: Mapping[str, Any]) -> str:
     stage = str(metrics.get("stage", ""))
     if stage not in START_SHORT:
         return "random start" if stage == "random" else "start"
-    return f"{START_SHORT[stage]} {metrics.get('stage_index', 1)}/{metrics.get('stages', len(START_STAGES))}"
+    return f"{START_SHORT[stage]} {metrics.get('stage_index', 1)}/{metrics.get('stages', START_COUNT)}"
 
 
 def start_text(metrics: Mapping[str, Any], detail: bool = False) -> str:
@@ -243,7 +251,7 @@ def start_text(metrics: Mapping[str, Any], detail: bool = False) -> str:
     stage = str(metrics.get("stage", ""))
     if stage not in START_STAGES:
         return f"start: {metrics.get('start') or stage}"
-    text = f"start {metrics.get('stage_index', 1)}/{metrics.get('stages', len(START_STAGES))}: {START_STAGES[stage]}"
+    text = f"start {metrics.get('stage_index', 1)}/{metrics.get('stages', START_COUNT)}: {START_STAGES[stage]}"
     if int(metrics.get("restarts", 1) or 1) > 1:
         text += f" (restart {int(metrics.get('restart', 0)) + 1}/{int(metrics['restarts'])})"
     if detail:

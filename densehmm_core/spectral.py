@@ -14,12 +14,7 @@ symbols by the company they keep, instead of random ones:
 3. **Clusters.**  Weighted k-means (weights ``sqrt(count)``, k-means++ starts from the
    model's seeded generator, best of ``n_init``) of the rows of ``E`` of the
    ``n_cluster_symbols`` most frequent symbols into ``n`` clusters; ``c_i`` the unit-length
-   centroids.  With fewer symbols seen in adjacent pairs than states (a small alphabet: 5
-   symbols and 10 states, 21 residues and 45 states) every symbol is its own cluster and the
-   states left over copy the most frequent symbols' rows, in order of frequency: copies start
-   with the same emissions and are told apart by their random transitions (measured: the demo
-   data, 10 states, 5 iterations: NLL per token 0.527 against 0.728 from the random start the
-   fit fell back to before; docs/DENSEHMM.md).
+   centroids.
 4. **Embeddings.**  ``V = sqrt(s) E`` and ``W = sqrt(s) C``, so the initial emission logits
    are ``w_i . v_k = s cos(c_i, e_k)`` with ``s = LOGIT_SCALE``: state ``i`` starts by
    emitting the symbols of cluster ``i``.  ``U``, ``Z`` and ``z_start`` are random
@@ -28,6 +23,24 @@ symbols by the company they keep, instead of random ones:
    (:func:`spectral_matrices`) starts from uniform ``pi`` and ``A``, or, where two states' emission
    rows coincide (copies, or coinciding centroids), from random ones (Dirichlet(1) rows): under
    Baum-Welch states with equal emissions and uniform transitions would stay equal for ever.
+
+**A small alphabet** (fewer symbols seen in adjacent pairs than states: DNA's 4 bases with 8
+states, 21 residues with 40) cannot give every state a cluster of symbols.  Fitting sequences
+(EM, the likelihood fit, Baum-Welch), the states come from the tokens' **contexts** instead
+(:func:`context_states`): each token's context is the token with the ``k`` symbols before it
+(``k`` = 1, or more up to :data:`MAX_CONTEXT_ORDER` until there are at least ``n`` distinct
+contexts); weighted k-means (weights ``sqrt(count)``) groups the contexts by what follows them
+(the square roots of the next symbol's frequencies) and by their own symbol (weight
+:data:`CONTEXT_SYMBOL_WEIGHT`) into ``n`` states; every token takes its context's state, and
+``pi``, ``A``, ``B`` are the counts of that labelling (plus :data:`CONTEXT_PSEUDOCOUNT` each),
+the emission rows then mixed half and half (:data:`CONTEXT_EMISSION_MIX`) with the symbols'
+frequencies: rows of one symbol each leave Baum-Welch where it starts.  A DenseHMM takes the
+embeddings closest to them (:func:`embeddings_from_matrices`).  The earlier start, one state per
+symbol and the states left over copies of the most frequent, emitted one symbol each and left EM at
+the first-order Markov chain (measured, held-out NLL per token and the table:
+docs/RESULTS.md, "A small alphabet's start"; tests/benchmarks/small_alphabet_start.py).  A co-occurrence fit knows
+only the pairs, not the sequences: there, every symbol is its own cluster and the states left
+over copy the most frequent symbols' rows, told apart by their random transitions.
 
 This is the distributional idea behind Brown clustering and spectral word embeddings
 (context counts, low-rank factorisation), here used only to start EM.  Everything comes from
@@ -57,12 +70,18 @@ import numpy as np
 
 from .events import StartStep, check_cancel
 
-__all__ = ["LOGIT_SCALE", "STANDARD_RANK", "TICK_S", "context_matrix", "context_embeddings", "weighted_kmeans",
+__all__ = ["LOGIT_SCALE", "STANDARD_RANK", "TICK_S", "MAX_CONTEXT_ORDER", "CONTEXT_SYMBOL_WEIGHT",
+           "CONTEXT_PSEUDOCOUNT", "CONTEXT_EMISSION_MIX", "context_matrix", "context_embeddings", "weighted_kmeans",
+           "context_states", "context_states_steps", "embeddings_from_matrices", "needs_contexts", "symbols_in_pairs",
            "boundary_counts", "spectral_embeddings", "spectral_matrices", "spectral_unavailable",
            "spectral_embeddings_steps", "spectral_matrices_steps", "pairs_steps", "within", "finish"]
 
 LOGIT_SCALE = 36.0   # initial emission logits s * cos(c_i, e_k); 9 and 36 measured, 36 better (RESULTS.md)
 STANDARD_RANK = 32   # SVD rank of a StandardHMM's spectral start (it has no embedding length)
+MAX_CONTEXT_ORDER = 4          # a small alphabet's contexts: at most the token and 4 symbols before it
+CONTEXT_SYMBOL_WEIGHT = 2.0    # k-means of contexts: weight of the token's own symbol (0.5: alike; 0: worse)
+CONTEXT_PSEUDOCOUNT = 0.01     # added to every count of a small alphabet's start (no probability 0)
+CONTEXT_EMISSION_MIX = 0.5     # its emission rows: this share the symbols' frequencies (0-0.7 measured)
 TICK_S = 0.1         # inside k-means, a progress step (and a cancel check) at least this often
 
 T = TypeVar("T")
@@ -222,9 +241,10 @@ def weighted_kmeans(points: np.ndarray, weights: np.ndarray, k: int, rng: np.ran
 
 
 def _kmeans_steps(points: np.ndarray, weights: np.ndarray, k: int, rng: np.random.Generator,
-                  n_init: int = 3, max_iter: int = 300) -> Generator[StartStep, None, np.ndarray]:
+                  n_init: int = 3, max_iter: int = 300,
+                  noun: str = "symbols") -> Generator[StartStep, None, np.ndarray]:
     """:func:`weighted_kmeans` reporting progress: a step when each run begins and at most every
-    :data:`TICK_S` seconds between its Lloyd iterations."""
+    :data:`TICK_S` seconds between its Lloyd iterations (``noun``: what the points are, in its texts)."""
     X = np.asarray(points, np.float64)
     w = np.asarray(weights, np.float64)
     k = int(k)
@@ -234,7 +254,7 @@ def _kmeans_steps(points: np.ndarray, weights: np.ndarray, k: int, rng: np.rando
     best = None
     runs = int(n_init)
     for run in range(runs):
-        what = f"{k} clusters of {X.shape[0]} symbols, run {run + 1} of {runs}"
+        what = f"{k} clusters of {X.shape[0]} {noun}, run {run + 1} of {runs}"
         yield StartStep("kmeans", run / runs, what)
         tick = time.perf_counter()
         C = _kmeans_pp(X, w, k, rng, x2)
@@ -260,7 +280,7 @@ def _kmeans_steps(points: np.ndarray, weights: np.ndarray, k: int, rng: np.rando
         if best is None or inertia < best[0]:
             best = (inertia, C)
     assert best is not None
-    yield StartStep("kmeans", 1.0, f"{k} clusters of {X.shape[0]} symbols, best of {runs} runs")
+    yield StartStep("kmeans", 1.0, f"{k} clusters of {X.shape[0]} {noun}, best of {runs} runs")
     return best[1]
 
 
@@ -336,7 +356,8 @@ def pairs_steps(seqs, m: int) -> Generator[StartStep, None, tuple]:
 def spectral_matrices(seqs, m: int, n: int, rng: np.random.Generator, rank: int = STANDARD_RANK):
     """``(pi, A, B)`` of a standard HMM started like a spectral DenseHMM: ``B`` the same
     emission rows ``softmax_k(s cos(c_i, e_k))``, ``pi`` and ``A`` uniform, or drawn from
-    Dirichlet(1) (``rng``) where two rows of ``B`` coincide."""
+    Dirichlet(1) (``rng``) where two rows of ``B`` coincide; with fewer symbols seen in pairs than
+    states, the tokens' context states (:func:`context_states`)."""
     return finish(spectral_matrices_steps(seqs, m, n, rng, rank))
 
 
@@ -346,9 +367,126 @@ def spectral_matrices_steps(seqs, m: int, n: int, rng: np.random.Generator, rank
     pairs, bounds = yield from pairs_steps(seqs, m)
     if pairs is None:
         raise ValueError("a spectral start needs adjacent pairs")
+    if needs_contexts(pairs, n):
+        return (yield from context_states_steps(seqs, m, n, rng))
     emb = yield from spectral_embeddings_steps(pairs, n, rank, rng, 0.0, bounds=bounds)
     B = softmax(emb["W"] @ emb["V"].T, axis=1)
     if np.unique(B, axis=0).shape[0] < n:
         # states with equal emissions and uniform transitions would stay equal under Baum-Welch
         return rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n), size=n), B
     return np.full(n, 1.0 / n), np.full((n, n), 1.0 / n), B
+
+
+# ------------------------------------------------------------------ a small alphabet: contexts
+def symbols_in_pairs(pairs) -> int:
+    """How many symbols occur in the adjacent pairs (as first or second member)."""
+    return int(np.unique(np.concatenate([np.asarray(pairs.rows), np.asarray(pairs.cols)])).size)
+
+
+def needs_contexts(pairs, n: int) -> bool:
+    """Whether a start of ``n`` states from these pairs is a small alphabet's (fewer symbols seen in
+    pairs than states): the states then come from the tokens' contexts (:func:`context_states`)."""
+    return pairs is not None and symbols_in_pairs(pairs) < int(n)
+
+
+def _token_contexts(seqs, m: int, n: int):
+    """Each token's context key (the token and the ``order`` symbols before it, the sequence boundary
+    standing in before a sequence's start) for the shortest ``order`` (1 to :data:`MAX_CONTEXT_ORDER`)
+    with at least ``n`` distinct keys; ``(order, keys, key index per token, tokens, last-of-sequence
+    mask, first-of-sequence mask)``."""
+    parts = [np.asarray(x, np.int64) for x in seqs if len(x)]
+    x = np.concatenate(parts)
+    lens = np.array([len(p) for p in parts], np.int64)
+    pos = np.arange(x.size, dtype=np.int64) - np.repeat(np.cumsum(lens) - lens, lens)
+    base = int(m) + 1                     # symbol m: the sequence boundary
+    code = x.copy()
+    order = 0
+    while True:
+        order += 1
+        prev = np.full(x.size, m, np.int64)
+        inside = np.flatnonzero(pos >= order)
+        prev[inside] = x[inside - order]
+        code = code + prev * base ** order
+        keys, inv = np.unique(code, return_inverse=True)
+        if keys.size >= n or order >= MAX_CONTEXT_ORDER or float(base) ** (order + 2) > 2.0 ** 62:
+            break
+    last = pos == np.repeat(lens - 1, lens)
+    return order, keys, inv.ravel(), x, last, pos == 0
+
+
+def context_states(seqs, m: int, n: int, rng: np.random.Generator, n_init: int = 3):
+    """``(pi, A, B)`` of ``n`` states from the tokens' contexts, for a small alphabet (fewer symbols
+    than states; see the module docstring)."""
+    return finish(context_states_steps(seqs, m, n, rng, n_init))
+
+
+def context_states_steps(seqs, m: int, n: int, rng: np.random.Generator, n_init: int = 3):
+    """:func:`context_states` reporting its stages (counting the contexts, k-means)."""
+    m, n = int(m), int(n)
+    ntok = sum(len(x) for x in seqs)
+    step = StartStep("contexts", 0.0, f"{ntok} tokens, {m} symbols for {n} states")
+    order, keys, inv, x, last, first = yield from _in_step(step, _token_contexts, seqs, m, n)
+    K = int(keys.size)
+    base = m + 1
+    nxt = np.full(x.size, m, np.int64)    # the next token (m: the sequence ends)
+    inner = np.flatnonzero(~last)
+    nxt[inner] = x[inner + 1]
+    weight = np.bincount(inv, minlength=K).astype(np.float64)
+    follow = np.bincount(inv * base + nxt, minlength=K * base).reshape(K, base) / weight[:, None]
+    current = (keys % base).astype(np.int64)
+    before = "symbol" if order == 1 else f"{order} symbols"
+    yield StartStep("contexts", 1.0, f"{K} contexts (the token and the {before} before it)")
+    if K <= n:
+        label = np.arange(K)
+        yield StartStep("kmeans", 1.0, f"{K} contexts for {n} states: one each"
+                        + (f", {n - K} copies of the most frequent" if K < n else ""))
+    else:
+        # what follows a context (Hellinger coordinates) and, weighted CONTEXT_SYMBOL_WEIGHT, its
+        # own symbol: a cluster holds contexts of one symbol where it can
+        F = np.concatenate([np.sqrt(follow), CONTEXT_SYMBOL_WEIGHT * np.eye(m)[current]], axis=1)
+        C = yield from _kmeans_steps(F, np.sqrt(weight), n, rng, n_init=n_init, noun="contexts")
+        label = np.argmin(_sq_dist(F, C, np.einsum("nd,nd->n", F, F)), axis=1)
+    state = label[inv]
+    k_states = int(min(K, n))
+    B = np.bincount(state * m + x, minlength=k_states * m).reshape(k_states, m).astype(np.float64)
+    A = np.bincount(state[inner] * k_states + state[inner + 1],
+                    minlength=k_states * k_states).reshape(k_states, k_states).astype(np.float64)
+    pi = np.bincount(state[first], minlength=k_states).astype(np.float64)
+    if k_states < n:
+        # more states than contexts: the states left over copy the most frequent ones (rows, and
+        # columns sharing their incoming counts) and are told apart by random transitions
+        src = np.concatenate([np.arange(k_states), np.argsort(-B.sum(axis=1), kind="stable")[
+            np.arange(n - k_states) % k_states]])
+        share = np.bincount(src, minlength=k_states).astype(np.float64)[src]
+        B, pi = B[src], pi[src] / share
+        A = A[src][:, src] / share[None, :]
+    A, B, pi = A + CONTEXT_PSEUDOCOUNT, B + CONTEXT_PSEUDOCOUNT, pi + CONTEXT_PSEUDOCOUNT
+    A, B, pi = A / A.sum(axis=1, keepdims=True), B / B.sum(axis=1, keepdims=True), pi / pi.sum()
+    # half the state's own symbols, half the symbols' frequencies: Baum-Welch moves on from there
+    B = (1.0 - CONTEXT_EMISSION_MIX) * B + CONTEXT_EMISSION_MIX * (np.bincount(x, minlength=m) / x.size)
+    if k_states < n:
+        A = 0.5 * A + 0.5 * rng.dirichlet(np.ones(n), size=n)
+    return pi, A, B
+
+
+def embeddings_from_matrices(pi: np.ndarray, A: np.ndarray, B: np.ndarray, dim: int) -> Dict[str, np.ndarray]:
+    """``U, Z, W, V, z_start`` of length ``dim`` whose ``softmax(Z U^T)``, ``softmax(W V^T)`` and
+    ``softmax(U z_start)`` are closest to ``A``, ``B`` and ``pi``: the rank-``dim`` SVD of the
+    row-centred log-probabilities (exact where ``dim`` reaches their rank), the singular values
+    shared by both factors; ``z_start`` by least squares."""
+    dim = int(dim)
+
+    def factors(P: np.ndarray):
+        L = np.log(P)
+        L = L - L.mean(axis=1, keepdims=True)
+        left, sv, right = np.linalg.svd(L, full_matrices=False)
+        r = int(min(dim, sv.size))
+        X, Y = np.zeros((L.shape[0], dim)), np.zeros((L.shape[1], dim))
+        X[:, :r] = left[:, :r] * np.sqrt(sv[:r])
+        Y[:, :r] = right[:r].T * np.sqrt(sv[:r])
+        return X, Y
+    Z, U = factors(np.asarray(A, np.float64))
+    W, V = factors(np.asarray(B, np.float64))
+    logpi = np.log(np.asarray(pi, np.float64))
+    z_start = np.linalg.lstsq(U, logpi - logpi.mean(), rcond=None)[0]
+    return {"U": U, "Z": Z, "W": W, "V": V, "z_start": z_start}

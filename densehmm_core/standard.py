@@ -81,10 +81,11 @@ class StandardHMM(BaseHMM):
     init_method : {"spectral", "random"}
         ``"spectral"`` (the default): uniform ``startprob`` and ``transmat``, emission rows from
         the training data's context clusters, the same start as a spectral DenseHMM's emissions
-        (:func:`densehmm_core.spectral.spectral_matrices`); with more states than symbols the
-        states left over copy the most frequent symbols' rows and their ``pi`` and ``A`` are random;
-        where the data has no adjacent pairs the fit starts randomly and its first event says so
-        (``metrics["start"]``).  ``"random"``: the Dirichlet draws above.
+        (:func:`densehmm_core.spectral.spectral_matrices`); with more states than symbols seen in
+        pairs (a small alphabet: DNA, proteins) ``pi``, ``A`` and ``B`` are counted from the tokens'
+        contexts (:func:`densehmm_core.spectral.context_states`); where the data has no adjacent
+        pairs the fit starts randomly and its first event says so (``metrics["start"]``).
+        ``"random"``: the Dirichlet draws above.
     emission_pseudocount : float
         Additive smoothing of the emission M-step, ``B[i, k] = (N[i, k] + a) / (N[i] + m a)``
         with the expected counts ``N`` (the MAP estimate under a symmetric Dirichlet(1 + a)
@@ -145,7 +146,8 @@ class StandardHMM(BaseHMM):
                    flag="--device", group="model"),
         HyperParam("init_method", str, "Start", "How training starts. spectral (the default): uniform start and "
                    "transitions, emission rows from the training data's context clusters (more states "
-                   "than symbols: copies of the most frequent symbols' rows with random transitions; random "
+                   "than symbols, as DNA and proteins: start, transitions and emissions counted from the "
+                   "tokens' contexts, a symbol and the symbols before it clustered by what follows; random "
                    "where the data has no adjacent pairs, said in the log). random: Dirichlet draws.",
                    choices=("random", "spectral"), flag="--init", form=True, group="model"),
         HyperParam("emission_pseudocount", float, "Smoothing", "Additive smoothing of the emission M-step, "

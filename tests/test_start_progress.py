@@ -40,10 +40,11 @@ def _split(events):
     return starts, steps
 
 
-def _check_stage_order(starts):
-    """Stages in the order pairs, SVD, k-means; inside a stage the share done never decreases and
-    each stage ends at 1; no progress is reported twice in a row (the CLI printed each such line twice)."""
-    order = list(START_STAGES)
+def _check_stage_order(starts, order=("pairs", "svd", "kmeans")):
+    """Stages in the order pairs, SVD, k-means (a small alphabet: pairs, contexts, k-means); inside a
+    stage the share done never decreases and each stage ends at 1; no progress is reported twice in a
+    row (the CLI printed each such line twice)."""
+    order = list(order)
     said = [(e.metrics["stage"], e.metrics["stage_done"], e.metrics["detail"]) for e in starts]
     assert all(a != b for a, b in zip(said, said[1:])), said
     stages = [e.metrics["stage"] for e in starts]
@@ -57,6 +58,20 @@ def _check_stage_order(starts):
     for e in starts:
         assert e.step == 0 and e.loss is None and e.params is None and not e.done
         assert e.metrics["start"] == "spectral" and e.metrics["stages"] == 3
+
+
+@pytest.mark.parametrize("make", [
+    lambda: DenseHMM(8, 2, fit_method="em", n_iter=1, mstep_steps=2, seed=4),
+    lambda: StandardHMM(8, n_iter=1, seed=4),
+], ids=["dense-em", "standard"])
+def test_a_small_alphabets_start_reports_pairs_contexts_kmeans(demo, make):
+    """More states than symbols (8 states, the demo's 5 symbols): the contexts are counted in the SVD's
+    place, stage 2 of 3, and k-means clusters contexts, not symbols."""
+    starts, steps = _split(list(make().iter_fit(demo)))
+    _check_stage_order(starts, ("pairs", "contexts", "kmeans"))
+    said = [start_text(e.metrics, detail=True) for e in starts]
+    assert said[2] == "start 2/3: counting contexts 0%  2000 tokens, 5 symbols for 8 states", said
+    assert said[-1].startswith("start 3/3: k-means 100%  8 clusters of ") and "contexts" in said[-1], said
 
 
 @pytest.mark.parametrize("make", [
