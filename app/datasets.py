@@ -267,7 +267,7 @@ def dataset_summary(ds: DataSet) -> dict:
     }
 
 
-PREPROCESS_KEYS = {"subset": "subset", "max_length": "max_len", "min_length": "min_len",
+PREPROCESS_KEYS = {"subset": "subset", "chunk_length": "chunk_len", "max_length": "max_len", "min_length": "min_len",
                    "merge_below": "merge_below", "dedupe": "dedupe"}
 
 

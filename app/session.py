@@ -198,6 +198,7 @@ _OPTION_CHECKS: Dict[str, Callable] = {
     "preset": _optional(_text(64)),
     "subset": _optional(_int(0, 2 ** 63 - 1)),
     "subset_random": _bool,
+    "chunk_length": _optional(_int(0, 2 ** 63 - 1)),
     "max_length": _optional(_int(0, 2 ** 63 - 1)),
     "min_length": _optional(_int(0, 2 ** 63 - 1)),
     "merge_below": _optional(_number(0.0, 1.0)),

@@ -40,7 +40,8 @@ def load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = 
     Preprocessing options given on the command line override those of ``--preset``.
     ``read_as`` (evaluate, decode): the reader options of the model's training data; its
     ``observe``, ``tagset``, ``drop_traces`` and ``collapse_tags`` are used where they apply to
-    DATA's format and the command line does not set them.  Words are read as written
+    DATA's format and the command line does not set them, and its ``chunk_len`` (the sequences
+    cut into pieces as for training) where ``--chunk`` is not given.  Words are read as written
     (``--lowercase`` and the rare-word classes act when encoding for the model).
     """
     check_file(path)
@@ -77,6 +78,11 @@ def load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = 
         raise UserError(f"unknown preset {preset!r} (choose one of: {', '.join(sorted(data_mod.PRESETS))})")
     if getattr(args, "subset", None) is not None:
         options["subset"] = int(args.subset)
+    chunk = getattr(args, "chunk_len", None)
+    if chunk is None and not preprocess:
+        chunk = (read_as or {}).get("chunk_len")
+    if chunk is not None:
+        options["chunk_len"] = int(chunk)
     if getattr(args, "max_len", None) is not None:
         options["max_len"] = int(args.max_len)
     if preprocess:

@@ -244,6 +244,26 @@ def test_preprocessing_changes_statistics(window, qtbot, tmp_path):
     assert len(window.datasets) == 1
 
 
+def test_chunk_length_cuts_one_long_sequence_into_pieces_the_split_holds_out(window, qtbot, tmp_path):
+    """A genome is one sequence: nothing can be held out (all of it trains).  Chunk length 100 cuts
+    1,050 symbols into 11 pieces (10 of 100, one of 50), which the split divides."""
+    rng = np.random.default_rng(5)
+    recs = [("chromosome", "".join(rng.choice(list("ACGT"), size=1050)))]
+    window.open_files([write_fasta(tmp_path / "genome.fasta", recs)])
+    wait_loaded(qtbot, window, 1)
+    panel = window.data_panel
+    assert (panel.summary["n_train"], panel.summary["n_test"]) == (1, 0)
+    said = panel.fields["Sequences"].text()
+    assert said == "1  (train 1 / test 0: Chunk length below cuts it to hold part out)", said
+    panel.chunk_len.setValue(100)
+    panel.split.setValue(0.5)
+    qtbot.mouseClick(panel.apply_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: panel.summary["n_train"] + panel.summary["n_test"] == 11, timeout=20000)
+    ds = window.current_dataset
+    assert sorted(len(s) for s in ds.all_sequences) == [50] + [100] * 10
+    assert panel.summary["n_test"] >= 5 and panel.options()["chunk_length"] == 100
+
+
 # ----------------------------------------------------------------------------- settings
 def test_settings_persist(qtbot, settings, dialogs, tmp_path):
     from app.mainwindow import MainWindow

@@ -248,6 +248,33 @@ def test_missing_states_on_words_names_the_gold_tags(tmp_path, capsys):
     assert not (tmp_path / "m.h5").exists()
 
 
+def test_a_genome_is_cut_by_chunk_and_evaluate_cuts_it_as_the_model_was_trained(tmp_path, capsys):
+    """One long sequence cannot be split: the one-line error names --chunk; with --chunk 100 the 1,030
+    bases become 11 sequences, half held out; evaluate --split 0.5 --part test reads the file cut as
+    the model's training data were (no --chunk given) and scores the very test part training scored."""
+    from densehmm_core.cli import main
+    rng = np.random.default_rng(2)
+    genome = tmp_path / "genome.fna"
+    genome.write_text(">chr1\n" + "".join(rng.choice(list("ACGT"), size=1030)) + "\n")
+    out = str(tmp_path / "g.h5")
+    assert main(["train", str(genome), "--model", "standard", "--states", "3", "--iter", "2", "--out", out]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "densehmm train: error: the data hold a single sequence: it cannot be split (--chunk T cuts it into "
+        "pieces of T symbols; --split 0 trains on all of it)")
+    assert main(["train", str(genome), "--chunk", "100", "--model", "standard", "--states", "3", "--iter", "2",
+                 "--out", out, "--quiet"]) == 0
+    info = read_model_info(out)
+    assert info["provenance"]["preprocess_options"] == {"chunk_len": 100}
+    assert info["provenance"]["n_sequences"] + info["provenance_test"]["n_sequences"] == 11
+    capsys.readouterr()
+    assert main(["evaluate", out, str(genome), "--split", "0.5", "--part", "test", "--json"]) == 0
+    scored = json.loads(capsys.readouterr().out)
+    assert scored["n_sequences"] == info["provenance_test"]["n_sequences"]
+    assert scored["n_tokens"] == info["provenance_test"]["n_tokens"]
+    assert main(["evaluate", out, str(genome), "--chunk", "5000", "--split", "0.5", "--part", "test"]) == 2
+    assert capsys.readouterr().err.strip().endswith("it cannot be split (--chunk T cuts it into pieces of T symbols)")
+
+
 def test_name_taken_is_refused_before_training(tmp_path, demo_model_file, capsys):
     from densehmm_core.cli import main
     d, path = demo_model_file

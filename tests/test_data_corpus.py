@@ -102,6 +102,43 @@ def test_max_len_min_len():
         c.preprocess(min_len=10_000)
 
 
+@pytest.mark.parametrize("k", [1, 4, 7, 29])
+def test_chunk_len_cuts_long_sequences_into_consecutive_named_pieces(k):
+    """Every sequence longer than k becomes pieces of k symbols (the last shorter) that concatenate
+    back to it, in order, named name:START-END (1-based, inclusive); shorter ones stay as they are."""
+    c = make_corpus()
+    t = c.preprocess(chunk_len=k)
+    expected, names = [], []
+    for name, s in zip(c.names, c.sequences):       # brute force: symbol by symbol
+        if len(s) <= k:
+            expected.append(list(s))
+            names.append(name)
+            continue
+        for a in range(0, len(s), k):
+            expected.append(list(s[a:a + k]))
+            names.append(f"{name}:{a + 1}-{min(len(s), a + k)}")
+    assert [list(x) for x in t.sequences] == expected and t.names == names
+    assert t.n_tokens == c.n_tokens and max(t.lengths) <= k
+    step = t.provenance["preprocessing"][-1]
+    assert step == {"step": "chunk_len", "chunk_len": k, "cut": int(np.sum(c.lengths > k)),
+                    "sequences": len(expected), "of": c.n_sequences}
+    with pytest.raises(ValueError, match="chunk_len must be >= 1"):
+        c.preprocess(chunk_len=0)
+
+
+def test_chunk_len_comes_before_max_len_and_load_applies_it(tmp_path):
+    """The steps' order: cut first, then truncate the pieces; load() takes the option too (a genome)."""
+    c = make_corpus()
+    t = c.preprocess(chunk_len=10, max_len=4)
+    assert [s["step"] for s in t.provenance["preprocessing"]] == ["chunk_len", "max_len"]
+    assert t.n_sequences == c.preprocess(chunk_len=10).n_sequences and max(t.lengths) <= 4
+    path = tmp_path / "genome.fa"
+    path.write_text(">chr1 a genome\n" + "ACGT" * 25 + "AC\n")
+    g = load(str(path), chunk_len=30)
+    assert g.lengths.tolist() == [30, 30, 30, 12] and g.names[0] == "chr1:1-30" and g.names[-1] == "chr1:91-102"
+    assert "".join("".join(g.decode(s)) for s in g.sequences) == "ACGT" * 25 + "AC"
+
+
 def brute_force_merge(corpus, threshold):
     """Oracle: add symbols rarest first while the cumulative share stays below the threshold."""
     counts = Counter()

@@ -81,6 +81,15 @@ def test_split_select_and_every_preprocessing_step_keep_tags_aligned():
     p = c.preprocess(dedupe=True, subset=4, subset_seed=3, max_len=4, min_len=2, merge_below=0.2, shuffle_seed=1)
     assert [s["step"] for s in p.provenance["preprocessing"]] == ["dedupe", "subset", "max_len", "min_len",
                                                                    "merge_below", "shuffle"]
+    cut = c.preprocess(chunk_len=3)      # pieces of sentences keep their tags
+    assert cut.n_sequences > c.n_sequences
+    for name, (words, tags) in zip(cut.names, _rows(cut)):
+        base, _, span = name.rpartition(":")
+        if base in rows and span and "-" in span:
+            a, b = (int(x) for x in span.split("-"))
+            assert (words, tags) == (rows[base][0][a - 1:b], rows[base][1][a - 1:b])
+        else:
+            assert (words, tags) == rows[name]
     assert p.vocabulary != c.vocabulary  # rare words were merged into <other>
     assert p.tag_vocabulary is c.tag_vocabulary
     for name, (words, tags) in zip(p.names, _rows(p)):

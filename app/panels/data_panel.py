@@ -201,6 +201,11 @@ class DataPanel(QWidget):
         self.subset_random = QCheckBox("random")
         row = QHBoxLayout(); row.addWidget(self.subset, 1); row.addWidget(self.subset_random)
         form.addRow("Subset (sequences)", row)
+        self.chunk_len = QSpinBox(); self.chunk_len.setRange(0, 100_000_000)
+        self.chunk_len.setSpecialValueText("none")
+        self.chunk_len.setToolTip("Cut sequences longer than this into pieces of this many symbols, in order: "
+                                  "a genome (one long sequence) becomes many, which the split can hold out")
+        form.addRow("Chunk length", self.chunk_len)
         self.max_len = QSpinBox(); self.max_len.setRange(0, 100_000_000); self.max_len.setSpecialValueText("none")
         form.addRow("Max length", self.max_len)
         self.min_len = QSpinBox(); self.min_len.setRange(0, 100_000_000); self.min_len.setSpecialValueText("none")
@@ -326,6 +331,7 @@ class DataPanel(QWidget):
             "preset": None if preset == "(none)" else preset,
             "subset": self.subset.value() or None,
             "subset_random": self.subset_random.isChecked(),
+            "chunk_length": self.chunk_len.value() or None,
             "max_length": self.max_len.value() or None,
             "min_length": self.min_len.value() or None,
             "merge_below": (self.merge.value() / 100.0) or None,
@@ -343,6 +349,7 @@ class DataPanel(QWidget):
         pre = p.get("preprocess", {})
         self.subset.setValue(int(pre.get("subset") or 0))
         self.subset_random.setChecked(pre.get("subset_seed") is not None)
+        self.chunk_len.setValue(int(pre.get("chunk_len") or 0))
         self.max_len.setValue(int(pre.get("max_len") or 0))
         self.min_len.setValue(int(pre.get("min_len") or 0))
         self.merge.setValue(100.0 * float(pre.get("merge_below") or 0.0))
@@ -353,7 +360,7 @@ class DataPanel(QWidget):
 
     def reset_options(self) -> None:
         self.preset.setCurrentIndex(0); self.subset.setValue(0); self.subset_random.setChecked(False)
-        self.max_len.setValue(0); self.min_len.setValue(0); self.merge.setValue(0.0)
+        self.chunk_len.setValue(0); self.max_len.setValue(0); self.min_len.setValue(0); self.merge.setValue(0.0)
         self.split.setValue(0.5); self.seed.setValue(0)
 
     # -------------------------------------------------------------- data
@@ -384,8 +391,11 @@ class DataPanel(QWidget):
         prov = getattr(corpus, "provenance", None) or {}
         fmt = prov.get("format", "") if isinstance(prov, dict) else getattr(prov, "format", "")
         source = ds.path or "generated in the app (random Dirichlet(0.1) HMM, seed %s)" % ds.options.get("seed", 0)
+        split = f"train {s['n_train']:,} / test {s['n_test']:,}"
+        if s["n_sequences"] == 1:     # a genome: one sequence cannot be split
+            split += ": Chunk length below cuts it to hold part out"
         rows = [("Source", source), ("Format", fmt or ("synthetic" if ds.is_demo else "?")),
-                ("Sequences", f"{s['n_sequences']:,}  (train {s['n_train']:,} / test {s['n_test']:,})"),
+                ("Sequences", f"{s['n_sequences']:,}  ({split})"),
                 ("Tokens", f"{s['n_tokens']:,}"),
                 ("Symbols", f"{s['n_symbols']}")]
         if len(s["lengths"]):

@@ -30,12 +30,13 @@ def _check_split(fraction: Optional[float]) -> None:
         raise UserError(f"--split must lie in [0, 1), got {fraction}")
 
 
-def _split(corpus, fraction: Optional[float], seed: int):
+def _split(corpus, fraction: Optional[float], seed: int, training: bool = True):
     _check_split(fraction)
     if not fraction:
         return corpus, None
     if len(corpus.sequences) < 2:
-        raise UserError("the data hold a single sequence: it cannot be split (use --split 0)")
+        raise UserError("the data hold a single sequence: it cannot be split (--chunk T cuts it into pieces "
+                        "of T symbols" + ("; --split 0 trains on all of it)" if training else ")"))
     try:
         return corpus.split(fraction, seed=seed)
     except ValueError as e:
@@ -43,10 +44,16 @@ def _split(corpus, fraction: Optional[float], seed: int):
 
 
 def _training_read_options(model) -> dict:
-    """The reader options of the model's training data (from its file), or {}."""
+    """The reader options of the model's training data (from its file), or {}; with the length its
+    sequences were cut to (``chunk_len``, a preprocessing option), when they were."""
     prov = getattr(model, "provenance_", None) or {}
     options = prov.get("options") if isinstance(prov, dict) else None
-    return dict(options) if isinstance(options, dict) else {}
+    out = dict(options) if isinstance(options, dict) else {}
+    pre = prov.get("preprocess_options") if isinstance(prov, dict) else None
+    chunk = pre.get("chunk_len") if isinstance(pre, dict) else None
+    if isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 1:
+        out["chunk_len"] = chunk
+    return out
 
 
 def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False, skip_unknown: bool = False,
@@ -120,7 +127,7 @@ def _load_eval_data(args, model):
         if part != "all":
             if not split:
                 raise UserError("--part train/test needs --split F (the split used for training)")
-            train, test = _split(corpus, split, args.seed)
+            train, test = _split(corpus, split, args.seed, training=False)
             corpus = train if part == "train" else test
         source = args.data
     data_corpus = corpus

@@ -134,6 +134,9 @@ def _data_options(p, *, preprocess=True, split=True):
                    help="Penn Treebank: keep the -NONE- trace leaves (dropped by default)")
     g.add_argument("--subset", type=int, metavar="N", help="use the first N sequences")
     if preprocess:
+        g.add_argument("--chunk", type=int, metavar="T", dest="chunk_len",
+                       help="cut sequences longer than T into pieces of T symbols, in order (a genome "
+                            "becomes sequences that --split can hold out)")
         g.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
         g.add_argument("--min-len", type=int, metavar="T", help="drop sequences shorter than T")
         g.add_argument("--merge-below", type=float, metavar="F",
@@ -177,6 +180,9 @@ def _model_and_data_args(p, verb: str) -> None:
     p.add_argument("--skip-unknown", action="store_true",
                    help="leave out the sequences holding symbols the model does not know (instead of the "
                         "error given when the model has no unknown/residual symbol to read them as)")
+    p.add_argument("--chunk", type=int, metavar="T", dest="chunk_len",
+                   help="cut sequences longer than T into pieces of T symbols (default: as the model's "
+                        "training data were cut, if they were)")
     p.add_argument("--max-len", type=int, metavar="T", help="truncate sequences to T symbols")
     p.add_argument("--part", choices=["all", "train", "test"], default="all",
                    help=f"with --split: which part to {verb} (default all)")

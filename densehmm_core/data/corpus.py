@@ -464,6 +464,29 @@ class Corpus:
         c.tag_vocabulary = self.tag_vocabulary
         return c
 
+    def _chunked(self, k: int) -> "Corpus":
+        """Every sequence longer than ``k`` cut into pieces of ``k`` symbols (the ``chunk_len`` step)."""
+        if k < 1:
+            raise ValueError(f"chunk_len must be >= 1, got {k}")
+        seqs: List[np.ndarray] = []
+        tags: Optional[List[np.ndarray]] = None if self.tags is None else []
+        names: Optional[List[str]] = None if self.names is None else []
+        n_cut = 0
+        for i, s in enumerate(self.sequences):
+            n = int(s.shape[0])
+            starts = range(0, n, k) if n > k else [0]
+            n_cut += n > k
+            for a in starts:
+                b = min(n, a + k)
+                seqs.append(s[a:b] if n > k else s)
+                if tags is not None:
+                    tags.append(self.tags[i][a:b] if n > k else self.tags[i])
+                if names is not None:
+                    names.append(f"{self.names[i]}:{a + 1}-{b}" if n > k else self.names[i])
+        return self._derive(seqs, names=names, tags=tags,
+                            step={"step": "chunk_len", "chunk_len": k, "cut": n_cut,
+                                  "sequences": len(seqs), "of": self.n_sequences})
+
     def select(self, indices: Union[Sequence[int], np.ndarray], step: Optional[Dict[str, Any]] = None) -> "Corpus":
         """A Corpus with the sequences at ``indices`` (same vocabulary)."""
         idx = [int(i) for i in np.asarray(indices, dtype=np.int64).ravel()]
@@ -506,7 +529,7 @@ class Corpus:
         return out[0], out[1]
 
     def preprocess(self, *, dedupe: bool = False, subset: Optional[int] = None, subset_seed: Optional[int] = None,
-                   max_len: Optional[int] = None, min_len: Optional[int] = None,
+                   chunk_len: Optional[int] = None, max_len: Optional[int] = None, min_len: Optional[int] = None,
                    merge_below: Optional[float] = None, residual_symbol: str = DEFAULT_RESIDUAL,
                    shuffle_seed: Optional[int] = None) -> "Corpus":
         """Apply the paper's preprocessing steps; returns a new Corpus.
@@ -517,14 +540,18 @@ class Corpus:
         1. ``dedupe``: drop exact duplicate sequences (the first occurrence stays).
         2. ``subset``: keep ``subset`` sequences: the first ones, or, with
            ``subset_seed``, a seeded random sample (kept in file order).
-        3. ``max_len``: truncate every sequence after ``max_len`` symbols.
-        4. ``min_len``: drop sequences shorter than ``min_len``.
-        5. ``merge_below``: sort symbols by count (rarest first, ties by index) and
+        3. ``chunk_len``: cut every sequence longer than ``chunk_len`` into consecutive pieces of
+           ``chunk_len`` symbols (the last one shorter), in order; a piece of sequence ``name``
+           is named ``name:START-END`` (1-based, inclusive).  A genome (one long sequence)
+           becomes many, which a split can hold out and the engine batches.
+        4. ``max_len``: truncate every sequence after ``max_len`` symbols.
+        5. ``min_len``: drop sequences shorter than ``min_len``.
+        6. ``merge_below``: sort symbols by count (rarest first, ties by index) and
            merge the longest run of rarest symbols whose cumulative frequency stays
            strictly below ``merge_below`` (a fraction, e.g. 0.002 for 0.2 %) into one
            residual symbol ``residual_symbol``, appended at the end of the
            vocabulary.  Nothing happens when fewer than two symbols qualify.
-        6. ``shuffle_seed``: seeded shuffle of the sequence order.
+        7. ``shuffle_seed``: seeded shuffle of the sequence order.
 
         Raises
         ------
@@ -554,6 +581,8 @@ class Corpus:
             c = c.select(idx, step={"step": "subset", "n": n, "seed": None if subset_seed is None else int(subset_seed),
                                     "mode": "first" if subset_seed is None else "random", "kept": int(len(idx)),
                                     "of": total})
+        if chunk_len is not None:
+            c = c._chunked(int(chunk_len))
         if max_len is not None:
             k = int(max_len)
             if k < 1:

@@ -38,7 +38,8 @@ READER_DEFAULTS: Dict[str, Dict[str, Any]] = {
 }
 
 #: Preprocessing options (see :meth:`Corpus.preprocess`) with their defaults.
-PREPROCESS_DEFAULTS: Dict[str, Any] = {"dedupe": False, "subset": None, "subset_seed": None, "max_len": None,
+PREPROCESS_DEFAULTS: Dict[str, Any] = {"dedupe": False, "subset": None, "subset_seed": None, "chunk_len": None,
+                                       "max_len": None,
                                        "min_len": None, "merge_below": None, "residual_symbol": DEFAULT_RESIDUAL,
                                        "shuffle_seed": None}
 
@@ -110,7 +111,7 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
           sentences of a file cut short or holding a broken line, and count the others).
 
         and preprocessing options, applied after reading (see :meth:`Corpus.preprocess`):
-        ``dedupe``, ``subset``, ``subset_seed``, ``max_len``, ``min_len``,
+        ``dedupe``, ``subset``, ``subset_seed``, ``chunk_len``, ``max_len``, ``min_len``,
         ``merge_below``, ``residual_symbol``, ``shuffle_seed``.
 
     Returns

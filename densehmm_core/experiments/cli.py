@@ -389,8 +389,8 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
 
 
 #: The data options of ``sweep`` (those of ``train``) that change what a run sees: all of them.
-SWEEP_DATA_OPTIONS = ("format", "preset", "observe", "column", "tagset", "keep_traces", "subset", "max_len",
-                      "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare")
+SWEEP_DATA_OPTIONS = ("format", "preset", "observe", "column", "tagset", "keep_traces", "subset", "chunk_len",
+                      "max_len", "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare")
 
 
 def sweep_data_options(args) -> dict:
