@@ -212,6 +212,21 @@ def test_context_states_count_the_labelling_of_the_tokens_by_their_contexts(n, o
     np.testing.assert_allclose(B, B_b, rtol=1e-13)
 
 
+def test_fewer_contexts_than_states_even_at_the_longest_context_copy_the_most_frequent():
+    """Two tokens have at most two contexts at any order: the 5 states left over copy the more frequent
+    context's state (its emissions) and differ by random transitions; every row is a distribution."""
+    from densehmm_core.spectral import context_states
+    pi, A, B = context_states([np.array([0, 1]), np.array([0, 1])], 2, 7, np.random.default_rng(0))
+    assert pi.shape == (7,) and A.shape == (7, 7) and B.shape == (7, 2)
+    for P in (pi[None, :], A, B):
+        np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
+        assert np.all(P > 0)
+    assert sorted(B[:2].argmax(axis=1)) == [0, 1]    # the contexts (b b b b 0) and (b b b 0 1)
+    for j in range(2, 7):
+        assert np.allclose(B[j], B[0]) or np.allclose(B[j], B[1])
+    assert np.abs(A[2:] - A[[0]]).max() > 1e-3       # the copies' transitions differ
+
+
 def test_context_states_find_a_second_order_chain_the_symbol_start_cannot():
     """0 0 1 1 0 0 1 1 ...: every symbol follows from the two before it, so its first-order Markov
     chain is a coin flip (0.69 nats per token) while 4 states recover it exactly.  From the context
