@@ -216,8 +216,9 @@ examples:
   densehmm train seqs.fasta --preset paper_protein --model standard --fair --states 10 --dim 4 --out p.h5
   densehmm train tags.txt --model dense --method cooc --states 20 --dim 8 --steps 20000 --out tags.h5
   densehmm train seqs.fasta --preset paper_protein --out protein.h5 --name em10 --resume
-  densehmm train wsj.mrg --observe words --lowercase --min-count 2 --rare shape --extra brown_all.txt \
+  densehmm train wsj.mrg --observe words --lowercase --min-count 2 --rare shape --extra brown_all.txt \\
            --model standard --states 45 --split 0 --out words.h5
+  densehmm train genome.fna.gz --chunk 10000 --model dense --method em --states 8 --dim 4 --out dna.h5
 
 Ctrl-C stops after the current chunk of work and saves what was trained so far (with --out).
 DATA is a FASTA or tagged-corpus file, or 'demo' for the built-in synthetic data set.""")
