@@ -44,7 +44,8 @@ from .dense_layout import FeatureLayout, Layout
 from .dense_hyper import (DENSE_HYPER_PARAMS, DENSE_MODEL_TYPES, FIT_METHODS, INIT_METHODS, LOGITS,
                           MSTEP_DTYPES, PRESETS)
 from .hmm_base import MATRIX_NAMES, BaseHMM
-from .maths import EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, stationary_distribution
+from .maths import (EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, softmax_inverse_lstsq,
+                    stationary_distribution)
 
 __all__ = ["DenseHMM", "PRESETS", "init_embeddings"]
 
@@ -600,8 +601,7 @@ class DenseHMM(BaseHMM):
         if cancelled:
             return
         emb = self._embeddings
-        logpi = np.log(np.maximum(self.startprob_, 1e-300))
-        emb["z_start"] = np.linalg.lstsq(emb["U"], logpi - logpi.mean(), rcond=None)[0]
+        emb["z_start"] = softmax_inverse_lstsq(emb["U"], self.startprob_)
         self.start_mode_ = "embedding"
         self.set_embeddings(emb)
         yield from self._iter_em(seqs, init=False, eval_seqs=eval_seqs, cancel=cancel, restarts=1)

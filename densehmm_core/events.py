@@ -58,7 +58,7 @@ START_SHORT = {"pairs": "pairs", "svd": "SVD", "contexts": "contexts", "kmeans":
 #: Each stage's place in a start (one of :data:`START_COUNT`).
 START_INDEX = {"pairs": 1, "svd": 2, "contexts": 2, "kmeans": 3}
 #: How many stages a spectral start has.
-START_COUNT = 3
+START_COUNT = max(START_INDEX.values())
 
 #: What each ``ProgressEvent.reason`` (and a model's ``stop_reason_``) means, in words.  The values
 #: themselves stay as they are in model files, CSV tables and sessions; this is what a reader is told

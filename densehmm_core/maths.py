@@ -20,7 +20,7 @@ from typing import Any, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["EMBEDDING_NAMES", "softmax", "stationary_distribution", "empirical_cooc",
+__all__ = ["EMBEDDING_NAMES", "softmax", "softmax_inverse_lstsq", "stationary_distribution", "empirical_cooc",
            "analytic_cooc", "check_stochastic", "dirichlet_rows", "split_indices", "median_quartiles"]
 
 #: The embeddings of a DenseHMM: ``U, Z, W`` (n x l), ``V`` (m x l), ``z_start`` (l).
@@ -32,6 +32,14 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     x = np.asarray(x, dtype=np.float64)
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax_inverse_lstsq(U: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The ``z`` whose ``softmax(U z)`` is closest to the distribution ``p``: least squares of ``U z``
+    against the centred ``log p`` (entries floored at 1e-300).  A DenseHMM's ``z_start`` for a start
+    distribution ``pi``."""
+    logp = np.log(np.maximum(np.asarray(p, dtype=np.float64), 1e-300))
+    return np.linalg.lstsq(U, logp - logp.mean(), rcond=None)[0]
 
 
 def stationary_distribution(transmat) -> np.ndarray:

@@ -488,6 +488,5 @@ def embeddings_from_matrices(pi: np.ndarray, A: np.ndarray, B: np.ndarray, dim: 
         return X, Y
     Z, U = factors(np.asarray(A, np.float64))
     W, V = factors(np.asarray(B, np.float64))
-    logpi = np.log(np.asarray(pi, np.float64))
-    z_start = np.linalg.lstsq(U, logpi - logpi.mean(), rcond=None)[0]
-    return {"U": U, "Z": Z, "W": W, "V": V, "z_start": z_start}
+    from .maths import softmax_inverse_lstsq
+    return {"U": U, "Z": Z, "W": W, "V": V, "z_start": softmax_inverse_lstsq(U, pi)}

@@ -474,15 +474,15 @@ class Corpus:
         n_cut = 0
         for i, s in enumerate(self.sequences):
             n = int(s.shape[0])
-            starts = range(0, n, k) if n > k else [0]
-            n_cut += n > k
-            for a in starts:
+            cut = n > k
+            n_cut += cut
+            for a in range(0, max(n, 1), k):       # one piece, the whole, when not cut
                 b = min(n, a + k)
-                seqs.append(s[a:b] if n > k else s)
+                seqs.append(s[a:b])
                 if tags is not None:
-                    tags.append(self.tags[i][a:b] if n > k else self.tags[i])
+                    tags.append(self.tags[i][a:b])
                 if names is not None:
-                    names.append(f"{self.names[i]}:{a + 1}-{b}" if n > k else self.names[i])
+                    names.append(f"{self.names[i]}:{a + 1}-{b}" if cut else self.names[i])
         return self._derive(seqs, names=names, tags=tags,
                             step={"step": "chunk_len", "chunk_len": k, "cut": n_cut,
                                   "sequences": len(seqs), "of": self.n_sequences})
