@@ -191,7 +191,12 @@ class _JobRunner(QRunnable):
                                      f"the job trained in the app's process")
                 else:
                     self.worker = worker
-                    return pool.iter_fit_on(worker, job.model, job.train, eval_data=job.test,
+
+                    def replaced(new) -> None:   # the worker had ended before it took the fit
+                        self.worker = new
+                        job.notes.append("the first worker process had ended before it took the job; "
+                                         "a new one trained it")
+                    return pool.iter_fit_on(worker, job.model, job.train, eval_data=job.test, on_worker=replaced,
                                             cancel=job.token, threads=self.threads, **job.fit_kwargs)
         return job.model.iter_fit(job.train, eval_data=job.test, cancel=job.token, **job.fit_kwargs)
 

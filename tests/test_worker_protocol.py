@@ -15,7 +15,8 @@ import pytest
 from densehmm_core.events import START_PHASE, CancelToken
 from densehmm_core.standard import StandardHMM
 from densehmm_core.synthetic import demo_dataset
-from densehmm_core.worker import (TrainingWorker, WorkerError, WorkerPool, decode_message, encode_message)
+from densehmm_core.worker import (TrainingWorker, WorkerError, WorkerPool, WorkerUnreachable, decode_message,
+                                  encode_message)
 
 
 @pytest.fixture(scope="module")
@@ -369,3 +370,70 @@ def test_close_leaves_the_reply_pipe_to_a_read_under_way():
     finally:
         held.go.set()
         real.close()
+
+
+# --------------------------------------- a worker that ended while idle (killed, crashed)
+def _child_refuses_at_once(ctrl, data, nice):  # pragma: no cover - runs in a child process
+    """Says a message was bad and ends, before it reads anything (its pipe's end closes)."""
+    data.send_bytes(encode_message({"op": "protocol_error", "message": "bad control message: test"}))
+    data.close()
+    ctrl.close()
+
+
+def _wait_dead(w: TrainingWorker, timeout: float = 20.0) -> None:
+    t0 = time.monotonic()
+    while w.process.is_alive():
+        assert time.monotonic() - t0 < timeout
+        time.sleep(0.02)
+
+
+def test_a_worker_killed_while_idle_names_the_signal_and_the_pool_trains_on_a_new_one(train):
+    """Once (1 run of 11 in the app) a fit failed with 'the training process cannot be reached
+    (BrokenPipeError)': its process had ended before the fit's message was written.  The fit never
+    started there, so the pool sends it to a new process; the result is the in-process fit's."""
+    pool = WorkerPool(max_idle=1)
+    model = StandardHMM(4, n_iter=3, tol=-np.inf, seed=2)
+    replaced = []
+    try:
+        w = pool.acquire()
+        while not w._heard.is_set():        # running: its first "alive" came
+            time.sleep(0.02)
+        os.kill(w.process.pid, signal.SIGKILL)
+        _wait_dead(w)
+        events = list(pool.iter_fit_on(w, model, train, on_worker=replaced.append))
+        assert len(replaced) == 1 and replaced[0] is not w and not w.process.is_alive()
+        assert events[-1].done and model.stop_reason_ == "max_steps"
+        oracle = StandardHMM(4, n_iter=3, tol=-np.inf, seed=2)
+        list(oracle.iter_fit(train))
+        np.testing.assert_allclose(model.transmat_, oracle.transmat_, rtol=1e-12)
+        np.testing.assert_allclose(model.emissionprob_, oracle.emissionprob_, rtol=1e-12)
+        assert pool.n_processes == 1          # the new worker is kept, the dead one is not
+        # one worker alone says how its process ended
+        lone = TrainingWorker(nice=0)
+        try:
+            while not lone._heard.is_set():
+                time.sleep(0.02)
+            os.kill(lone.process.pid, signal.SIGKILL)
+            _wait_dead(lone)
+            with pytest.raises(WorkerUnreachable, match=r"cannot be reached \(BrokenPipeError.*it had ended: "
+                                                        r"killed by signal SIGKILL") as info:
+                list(lone.iter_fit(StandardHMM(4, n_iter=3, seed=2), train))
+            assert not info.value.refused and lone.broken
+        finally:
+            lone.close()
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_refused_a_message_is_not_tried_again(train):
+    pool = WorkerPool(max_idle=1, _target=_child_refuses_at_once)
+    replaced = []
+    try:
+        w = pool.acquire()
+        _wait_dead(w)
+        with pytest.raises(WorkerError, match="it had ended: protocol error: the training process refused a "
+                                              "message: bad control message: test"):
+            list(pool.iter_fit_on(w, StandardHMM(4, n_iter=3, seed=2), train, on_worker=replaced.append))
+        assert replaced == [] and pool.n_processes == 0
+    finally:
+        pool.close()

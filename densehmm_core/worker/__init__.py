@@ -35,7 +35,7 @@ process executor).
 from __future__ import annotations
 
 from .pool import TrainingWorker, WorkerPool, close_shared_pool, shared_pool
-from .wire import WorkerError, decode_message, encode_message, supports
+from .wire import WorkerError, WorkerUnreachable, decode_message, encode_message, supports
 
-__all__ = ["WorkerPool", "TrainingWorker", "WorkerError", "supports", "shared_pool", "close_shared_pool",
-           "encode_message", "decode_message"]
+__all__ = ["WorkerPool", "TrainingWorker", "WorkerError", "WorkerUnreachable", "supports", "shared_pool",
+           "close_shared_pool", "encode_message", "decode_message"]

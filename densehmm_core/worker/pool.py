@@ -2,11 +2,13 @@
 :class:`WorkerPool` (persistent workers handed out per fit; :func:`shared_pool`)."""
 from __future__ import annotations
 
+import logging
 import os
 import queue
+import signal
 import threading
 import time
-from typing import Iterator, List, Optional
+from typing import Callable, Iterator, List, Optional
 
 import numpy as np
 
@@ -14,9 +16,24 @@ from ..events import CancelToken, ProgressEvent, TrainingDiverged
 from ..memory import check_inference
 from .lifeline import start_process
 from .server import child_main, worker_main
-from .wire import WorkerError, as_plain_sequences, check_reply, decode_message, encode_message, supports
+from .wire import (WorkerError, WorkerUnreachable, as_plain_sequences, check_reply, decode_message, encode_message,
+                   supports)
 
 __all__ = ["TrainingWorker", "WorkerPool", "shared_pool", "close_shared_pool"]
+
+_log = logging.getLogger(__name__)
+
+
+def ended_how(exitcode: Optional[int]) -> str:
+    """How a process ended, in words: ``exit code 3``, ``killed by signal SIGKILL``, or ``still running``."""
+    if exitcode is None:
+        return "still running"
+    if exitcode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit code {exitcode}"
 
 
 def _context():
@@ -202,12 +219,12 @@ class TrainingWorker:
                 raise self._fail(f"the training process {how}: no message for {quiet:.1f} s; it was killed")
             if not self.process.is_alive() and quiet > 2.0:
                 self.broken = True
-                raise WorkerError(f"the training process ended unexpectedly (exit code {self.process.exitcode})")
+                raise WorkerError(f"the training process ended unexpectedly ({ended_how(self.process.exitcode)})")
             return None
         if kind == "eof":
             self.broken = True
             self.process.join(1.0)
-            raise WorkerError(f"the training process ended unexpectedly (exit code {self.process.exitcode})")
+            raise WorkerError(f"the training process ended unexpectedly ({ended_how(self.process.exitcode)})")
         if kind == "bad":
             raise self._fail(f"protocol error: {payload}")
         if payload["op"] == "warm":
@@ -270,10 +287,31 @@ class TrainingWorker:
         if box:
             exc = box[0]
             if isinstance(exc, (OSError, ValueError, EOFError)):
-                self.broken = True
-                raise WorkerError(f"the training process cannot be reached ({type(exc).__name__}: {exc})")
+                raise self._unreachable(exc)
             raise exc
         return True
+
+    def _unreachable(self, exc: BaseException) -> WorkerUnreachable:
+        """The error for a message the process could not take (its end of the pipe is closed): why it
+        ended, as far as it said (a refused message: a protocol error) or its exit status says."""
+        self.broken = True
+        refusal = None
+        deadline = time.monotonic() + 1.0
+        while refusal is None and time.monotonic() < deadline:   # the reader may still hold its last words
+            try:
+                kind, payload = self._inbox.get(timeout=0.05)
+            except queue.Empty:
+                if not self._reader.is_alive() and self._inbox.empty():
+                    break
+                continue
+            if kind == "bad":
+                refusal = payload
+            elif kind == "eof":
+                break
+        self.process.join(1.0)
+        why = f"protocol error: {refusal}" if refusal else ended_how(self.process.exitcode)
+        return WorkerUnreachable(f"the training process cannot be reached ({type(exc).__name__}: {exc}); "
+                                 f"it had ended: {why}", refused=refusal is not None)
 
     def _send_later(self, msg: dict) -> None:
         """Write a message without waiting for it (the cancel of an abandoned fit: it may queue behind
@@ -625,12 +663,37 @@ class WorkerPool:
         (one that has TensorFlow loaded when the model needs it, if there is one)."""
         return self.iter_fit_on(self.acquire(supports(model) and model.needs_tensorflow), model, data, **kw)
 
-    def iter_fit_on(self, worker: "TrainingWorker", model, data, **kw) -> Iterator[ProgressEvent]:
-        """Like :meth:`iter_fit` with a worker already :meth:`acquire`-d (released at the end)."""
+    def iter_fit_on(self, worker: "TrainingWorker", model, data, *,
+                    on_worker: Optional[Callable[["TrainingWorker"], None]] = None,
+                    **kw) -> Iterator[ProgressEvent]:
+        """Like :meth:`iter_fit` with a worker already :meth:`acquire`-d (released at the end).
+
+        A worker process that had ended before it took the fit (killed or crashed while idle:
+        :class:`~densehmm_core.worker.wire.WorkerUnreachable`, no event yet) is replaced once: the fit
+        goes to a new process, and ``on_worker`` (if given) is called with it.  A process that
+        refused the fit's message (a protocol error) is not: the error is raised.
+        """
+        events = 0
+        current: Optional[TrainingWorker] = worker
         try:
-            yield from worker.iter_fit(model, data, **kw)
+            try:
+                for ev in worker.iter_fit(model, data, **kw):
+                    events += 1
+                    yield ev
+                return
+            except WorkerUnreachable as exc:
+                if events or exc.refused:
+                    raise
+                _log.warning("%s; the fit goes to a new worker process", exc)
+            current = None
+            self.release(worker)          # broken: closed, not kept
+            current = self.acquire(supports(model) and model.needs_tensorflow)
+            if on_worker is not None:
+                on_worker(current)
+            yield from current.iter_fit(model, data, **kw)
         finally:
-            self.release(worker)
+            if current is not None:
+                self.release(current)
 
     @property
     def n_processes(self) -> int:

@@ -33,6 +33,18 @@ class WorkerError(RuntimeError):
         self.remote_traceback = remote_traceback
 
 
+class WorkerUnreachable(WorkerError):
+    """A fit's message could not be written to its worker: the process had ended (killed, crashed)
+    before it read the message, so the fit never started there.  ``refused`` is True when the
+    process ended because it rejected the message (a protocol error: sending it again would
+    fail again); :meth:`~densehmm_core.worker.WorkerPool.iter_fit_on` then raises, and otherwise
+    sends the fit once more to a new process."""
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = bool(refused)
+
+
 # ---------------------------------------------------------------- wire format
 _MAGIC = b"DHW1"
 
