@@ -418,7 +418,7 @@ def test_a_worker_killed_while_idle_names_the_signal_and_the_pool_trains_on_a_ne
             with pytest.raises(WorkerUnreachable, match=r"cannot be reached \(BrokenPipeError.*it had ended: "
                                                         r"killed by signal SIGKILL") as info:
                 list(lone.iter_fit(StandardHMM(4, n_iter=3, seed=2), train))
-            assert not info.value.refused and lone.broken
+            assert info.value.retry and lone.broken
         finally:
             lone.close()
     finally:
@@ -437,3 +437,60 @@ def test_a_worker_that_refused_a_message_is_not_tried_again(train):
         assert replaced == [] and pool.n_processes == 0
     finally:
         pool.close()
+
+
+# ------------------------------------------------- a main script that workers run again
+_GUARDED = "import sys\n\ndef main():\n    print(1)\n\nif __name__ == '__main__':\n    main()\n"
+_ONLY_DEFS = "import os\nfrom sys import argv\n\ndef f():\n    return os.getpid()\n\nclass C:\n    pass\n"
+_UNGUARDED = "import time\nX = 3\ntime.sleep(0)\n"
+
+
+@pytest.mark.parametrize("text,reruns", [(_GUARDED, False), (_ONLY_DEFS, False), (_UNGUARDED, True),
+                                         ("x = [len(s) for s in 'ab']\n", True), ("def broken(:\n", False)],
+                         ids=["guarded", "only-definitions", "top-level-call", "call-in-assignment", "syntax-error"])
+def test_main_script_reruns_finds_top_level_work_without_a_guard(tmp_path, text, reruns):
+    import types
+
+    from densehmm_core.worker.lifeline import main_script_reruns
+    path = tmp_path / "script.py"
+    path.write_text(text)
+    module = types.ModuleType("__main__")
+    module.__file__ = str(path)
+    assert main_script_reruns(module) == (str(path) if reruns else None)
+    assert main_script_reruns(types.ModuleType("__main__")) is None   # python -c, a notebook: no file
+
+
+def test_an_unguarded_script_is_warned_and_its_worker_error_says_why(tmp_path):
+    """A script that starts a worker at top level, without 'if __name__ == "__main__":'.  Each worker
+    imports the main script first: there it tries to start a worker of its own during its start-up,
+    which multiprocessing refuses, and ends.  The script gets a RuntimeWarning when it starts the
+    worker, and an error that names the script and the guard (not a bare BrokenPipeError or exit
+    code); the pool does not try a second process."""
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {repo!r})\n"
+        "from densehmm_core.standard import StandardHMM\n"
+        "from densehmm_core.synthetic import demo_dataset\n"
+        "from densehmm_core.worker import WorkerError, WorkerPool\n"
+        "pool = WorkerPool(max_idle=1)\n"
+        "replaced = []\n"
+        "w = pool.acquire()\n"
+        "try:\n"
+        "    list(pool.iter_fit_on(w, StandardHMM(3, n_iter=2, seed=0), demo_dataset(seed=0)[0],\n"
+        "                          on_worker=replaced.append))\n"
+        "except WorkerError as exc:\n"
+        "    print('ERROR', exc)\n"
+        "print('REPLACED', len(replaced))\n"
+        "pool.close()\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONWARNINGS="default"))
+    assert f"{script}:" in done.stderr and "RuntimeWarning" in done.stderr and "__name__" in done.stderr
+    error = [line for line in done.stdout.splitlines() if line.startswith("ERROR")]
+    assert len(error) == 1, done.stdout + done.stderr
+    assert ("cannot be reached" in error[0] or "ended unexpectedly" in error[0]) and "exit code 1" in error[0]
+    assert f"it runs {script} again first" in error[0] and "if __name__ ==" in error[0]
+    assert "REPLACED 0" in done.stdout

@@ -670,6 +670,8 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
 
     def new_pool():
         if executor == "process":
+            from ..worker.lifeline import warn_if_main_reruns
+            warn_if_main_reruns()
             return ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn"),
                                        initializer=_init_worker, initargs=(os.getpid(),))
         return ThreadPoolExecutor(max_workers=jobs)

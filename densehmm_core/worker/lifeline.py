@@ -14,6 +14,7 @@ mechanisms, both set up first thing in the worker by :func:`die_with_parent`:
 """
 from __future__ import annotations
 
+import ast
 import ctypes
 import os
 import queue
@@ -21,9 +22,11 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from typing import Any, List, Optional, Tuple
 
-__all__ = ["die_with_parent", "set_parent_death_signal", "start_process", "CHECK_S", "ORPHAN_EXIT"]
+__all__ = ["die_with_parent", "set_parent_death_signal", "start_process", "main_script_reruns", "warn_if_main_reruns",
+           "CHECK_S", "ORPHAN_EXIT"]
 
 #: seconds between the watchdog's checks of the parent
 CHECK_S = 0.25
@@ -103,3 +106,49 @@ def start_process(process) -> None:
     or a daemon thread kept for this), so that its parent-death signal means "the process
     ended", not "the thread that asked for a worker ended"."""
     _starter.start(process)
+
+
+# ----------------------------------------------------------- the main script in a worker
+def main_script_reruns(main=None) -> Optional[str]:
+    """The path of the main script when a spawned worker would run its work again, else None.
+
+    Every process started by ``spawn`` (or ``forkserver``) imports the parent's main module
+    before it runs anything else, as multiprocessing always does.  A script whose top-level
+    code calls something (trains a model, opens a window) and has no ``if __name__ ==
+    "__main__":`` guard runs all of it again in each worker, and the worker answers only when
+    that ends.  ``main``: the module to check (default ``sys.modules["__main__"]``).
+    """
+    main = sys.modules.get("__main__") if main is None else main
+    path = getattr(main, "__file__", None)
+    if not path or not str(path).endswith(".py"):
+        return None     # an interactive session, a notebook, python -c: nothing is imported again
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), filename=str(path))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+    def mentions_name(node) -> bool:
+        return any(isinstance(n, ast.Name) and n.id == "__name__" for n in ast.walk(node))
+
+    if any(isinstance(node, ast.If) and mentions_name(node.test) for node in tree.body):
+        return None
+    quiet = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    calls = any(not isinstance(node, quiet) and any(isinstance(n, ast.Call) for n in ast.walk(node))
+                for node in tree.body)
+    return str(path) if calls else None
+
+
+_warned: List[str] = []
+
+
+def warn_if_main_reruns() -> None:
+    """Warn once per process (:class:`RuntimeWarning`) when worker processes will run the main
+    script's work again (:func:`main_script_reruns`)."""
+    path = main_script_reruns()
+    if path is None or path in _warned:
+        return
+    _warned.append(path)
+    warnings.warn(f"{path}: each worker process runs this script's top-level code again before it starts "
+                  f"(multiprocessing imports the main script in every worker); put the script's work under "
+                  f"'if __name__ == \"__main__\":'", RuntimeWarning, stacklevel=3)

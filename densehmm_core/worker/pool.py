@@ -14,7 +14,7 @@ import numpy as np
 
 from ..events import CancelToken, ProgressEvent, TrainingDiverged
 from ..memory import check_inference
-from .lifeline import start_process
+from .lifeline import main_script_reruns, start_process, warn_if_main_reruns
 from .server import child_main, worker_main
 from .wire import (WorkerError, WorkerUnreachable, as_plain_sequences, check_reply, decode_message, encode_message,
                    supports)
@@ -71,6 +71,7 @@ class TrainingWorker:
 
     def __init__(self, nice: int = 10, *, silence_timeout: float = 60.0, cancel_timeout: float = 5.0,
                  send_timeout: float = 10.0, _target=None) -> None:
+        warn_if_main_reruns()
         ctx = _context()
         ctrl_recv, self._ctrl = ctx.Pipe(duplex=False)
         self._data, data_send = ctx.Pipe(duplex=False)
@@ -216,15 +217,18 @@ class TrainingWorker:
             if quiet > limit:
                 state = _process_state(self.process.pid)
                 how = "is stopped (SIGSTOP)" if state == "T" else "stopped answering"
-                raise self._fail(f"the training process {how}: no message for {quiet:.1f} s; it was killed")
+                raise self._fail(f"the training process {how}: no message for {quiet:.1f} s; it was killed"
+                                 + self._never_started())
             if not self.process.is_alive() and quiet > 2.0:
                 self.broken = True
-                raise WorkerError(f"the training process ended unexpectedly ({ended_how(self.process.exitcode)})")
+                raise WorkerError(f"the training process ended unexpectedly ({ended_how(self.process.exitcode)})"
+                                  + self._never_started())
             return None
         if kind == "eof":
             self.broken = True
             self.process.join(1.0)
-            raise WorkerError(f"the training process ended unexpectedly ({ended_how(self.process.exitcode)})")
+            raise WorkerError(f"the training process ended unexpectedly ({ended_how(self.process.exitcode)})"
+                                  + self._never_started())
         if kind == "bad":
             raise self._fail(f"protocol error: {payload}")
         if payload["op"] == "warm":
@@ -283,13 +287,24 @@ class TrainingWorker:
             if cancel is not None and cancel.cancelled and t.is_alive():
                 return False
         if t.is_alive():
-            raise self._fail(f"the training process did not read its messages for {limit:g} s; it was killed")
+            raise self._fail(f"the training process did not read its messages for {limit:g} s; it was killed"
+                             + self._never_started())
         if box:
             exc = box[0]
             if isinstance(exc, (OSError, ValueError, EOFError)):
                 raise self._unreachable(exc)
             raise exc
         return True
+
+    def _never_started(self) -> str:
+        """What to add to an error when the process never said it runs (its first "alive")."""
+        if self._heard.is_set():
+            return ""
+        path = main_script_reruns()
+        if path is None:
+            return " (no message from it at all: it never started)"
+        return (f" (no message from it at all: it never started; it runs {path} again first, as every worker "
+                f"process imports the main script; put the script's work under 'if __name__ == \"__main__\":')")
 
     def _unreachable(self, exc: BaseException) -> WorkerUnreachable:
         """The error for a message the process could not take (its end of the pipe is closed): why it
@@ -311,7 +326,8 @@ class TrainingWorker:
         self.process.join(1.0)
         why = f"protocol error: {refusal}" if refusal else ended_how(self.process.exitcode)
         return WorkerUnreachable(f"the training process cannot be reached ({type(exc).__name__}: {exc}); "
-                                 f"it had ended: {why}", refused=refusal is not None)
+                                 f"it had ended: {why}" + self._never_started(),
+                                 retry=refusal is None and self._heard.is_set())
 
     def _send_later(self, msg: dict) -> None:
         """Write a message without waiting for it (the cancel of an abandoned fit: it may queue behind
@@ -669,9 +685,10 @@ class WorkerPool:
         """Like :meth:`iter_fit` with a worker already :meth:`acquire`-d (released at the end).
 
         A worker process that had ended before it took the fit (killed or crashed while idle:
-        :class:`~densehmm_core.worker.wire.WorkerUnreachable`, no event yet) is replaced once: the fit
-        goes to a new process, and ``on_worker`` (if given) is called with it.  A process that
-        refused the fit's message (a protocol error) is not: the error is raised.
+        :class:`~densehmm_core.worker.wire.WorkerUnreachable` with ``retry``, no event yet) is
+        replaced once: the fit goes to a new process, and ``on_worker`` (if given) is called with
+        it.  A process that refused the fit's message (a protocol error) or never started is not:
+        the error is raised.
         """
         events = 0
         current: Optional[TrainingWorker] = worker
@@ -682,7 +699,7 @@ class WorkerPool:
                     yield ev
                 return
             except WorkerUnreachable as exc:
-                if events or exc.refused:
+                if events or not exc.retry:
                     raise
                 _log.warning("%s; the fit goes to a new worker process", exc)
             current = None

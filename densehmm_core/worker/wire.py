@@ -34,15 +34,16 @@ class WorkerError(RuntimeError):
 
 
 class WorkerUnreachable(WorkerError):
-    """A fit's message could not be written to its worker: the process had ended (killed, crashed)
-    before it read the message, so the fit never started there.  ``refused`` is True when the
-    process ended because it rejected the message (a protocol error: sending it again would
-    fail again); :meth:`~densehmm_core.worker.WorkerPool.iter_fit_on` then raises, and otherwise
-    sends the fit once more to a new process."""
+    """A fit's message could not be written to its worker: the process had ended before it read the
+    message, so the fit never started there.  ``retry`` is True when a new process may take the
+    fit: this one had run (it said so) and ended without refusing a message (killed or crashed
+    while idle).  It is False when it refused a message (a protocol error: the same message
+    would fail again) or never started (a start that fails fails again: the error says why).
+    :meth:`~densehmm_core.worker.WorkerPool.iter_fit_on` sends the fit once more only when True."""
 
-    def __init__(self, message: str, refused: bool = False) -> None:
+    def __init__(self, message: str, retry: bool = False) -> None:
         super().__init__(message)
-        self.refused = bool(refused)
+        self.retry = bool(retry)
 
 
 # ---------------------------------------------------------------- wire format
