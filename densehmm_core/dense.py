@@ -666,14 +666,16 @@ class DenseHMM(BaseHMM):
         self.startprob_, self.transmat_, self.emissionprob_ = matrices
 
     @staticmethod
-    def _diverged_msg(status: int, step: int, what: str) -> str:
+    def _diverged_msg(status: int, step: int, what: str, advice: str = "Lower the learning rate (lr).") -> str:
+        """The message of :class:`TrainingDiverged` in phase ``what`` at ``step``; ``advice``: what
+        to change (the Adam phases' default: the learning rate; the L-BFGS and Levenberg-Marquardt
+        steps have none)."""
         from .dense_mstep import STATUS_LIMIT
         if status == STATUS_LIMIT:
             return (f"{what} diverged at step {step}: an embedding left the range the divergence "
-                    f"guard allows (param_limit); the model keeps its last finite parameters. "
-                    f"Lower the learning rate.")
+                    f"guard allows (param_limit); the model keeps its last finite parameters. {advice}")
         return (f"{what} diverged at step {step}: the loss or a parameter became non-finite; "
-                f"the model keeps its last finite parameters. Lower the learning rate.")
+                f"the model keeps its last finite parameters. {advice}")
 
     def model_omega(self) -> np.ndarray:
         """``B^T diag(pi_stat) A B`` of the current matrices (``pi_stat`` stationary for ``A``)."""

@@ -220,7 +220,10 @@ def iter_cooc(model, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[Pr
                 for it, x, f, why in finisher:
                     if not np.all(np.isfinite(x)) or np.max(np.abs(x)) > model.param_limit:
                         model._adopt(x_prev, layout, stationary=True)
-                        raise TrainingDiverged(model._diverged_msg(tfm.STATUS_LIMIT, gstep, f"cooc {opt}"))
+                        raise TrainingDiverged(model._diverged_msg(
+                            tfm.STATUS_LIMIT, gstep, f"cooc {opt}",
+                            "The finish has no learning rate: train without it (finish='none', --finish none) "
+                            "to keep the Adam phase's result, or with fewer finish steps."))
                     x_prev = x
                     gstep += it - it_prev
                     it_prev = it

@@ -123,6 +123,8 @@ class DenseMarginalHooks(DenseEMHooks):
     ``-log p(X)/N + (l2/2)||theta||^2`` whose trial points are E-steps; the accepted point keeps its
     counts, so the loop's E-step after it costs nothing.  The event ``loss`` is that objective."""
 
+    divergence_advice = "Add or raise the L2 penalty (l2), which keeps the embeddings bounded."
+
     def __init__(self, model: "DenseHMM", layout, h: dict, seqs, init: bool, engine) -> None:
         from .dense_marginal import MarginalLBFGS
         super().__init__(model, layout, h, seqs, init, engine)
@@ -154,14 +156,14 @@ class DenseMarginalHooks(DenseEMHooks):
         from .dense_mstep import STATUS_LIMIT, STATUS_NONFINITE
         if state.g is None:
             self.adopt(state)
-            raise TrainingDiverged(self.model._diverged_msg(STATUS_NONFINITE, it, "L-BFGS"))
+            raise TrainingDiverged(self.model._diverged_msg(STATUS_NONFINITE, it, "L-BFGS", self.divergence_advice))
         with self.engine.compute():
             new = self.lbfgs.step(state, self.data)
             self.model.evaluations_ = self.lbfgs.evaluations
             amax = float(self.backend.to_host(self.backend.xp.max(self.backend.xp.abs(new.theta))))
         if not amax <= self.model.param_limit:
             self.adopt(state)
-            raise TrainingDiverged(self.model._diverged_msg(STATUS_LIMIT, it, "L-BFGS"))
+            raise TrainingDiverged(self.model._diverged_msg(STATUS_LIMIT, it, "L-BFGS", self.divergence_advice))
         return new, new.f
 
     def adopt(self, state) -> None:

@@ -87,6 +87,9 @@ class EMHooks:
     #: True when the event ``loss`` is the training NLL per token (Baum-Welch), False when the
     #: M-step reports its own objective (None on the first event).
     loss_is_nll = False
+    #: What to change when the training log-likelihood becomes non-finite (the end of
+    #: :class:`~densehmm_core.events.TrainingDiverged`'s message): the model's own remedy.
+    divergence_advice = "Lower the learning rate (lr)."
     #: Posterior sparsity of the E-step (a :class:`~densehmm_core.posterior_sparsity.PosteriorSparsity`
     #: the model sets when its ``posterior_sparsity`` is > 0), or None: the plain E-step.
     sparsity: Any = None
@@ -221,7 +224,7 @@ def run_em(model, hooks: EMHooks, seqs: List[np.ndarray], *, eval_seqs, cancel: 
                 hooks.adopt(state)
                 raise TrainingDiverged(
                     f"EM diverged at iteration {it}: the training log-likelihood became {new_ll}; the model "
-                    "keeps its last finite parameters. Lower the learning rate.")
+                    f"keeps its last finite parameters. {hooks.divergence_advice}")
             gstep += 1
             state, stats, prev, ll = new_state, new_stats, ll, new_ll
         model.restart_losses_.append(-ll)

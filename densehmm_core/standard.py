@@ -254,6 +254,8 @@ class _BaumWelch(EMHooks):
     E-step + M-step is one ``CategoricalHMM.fit`` iteration on the host."""
 
     loss_is_nll = True
+    divergence_advice = ("Add emission smoothing (emission_pseudocount, --pseudocount) so that no "
+                         "probability becomes 0.")
 
     def __init__(self, model: "StandardHMM", seqs: List[np.ndarray], init: bool) -> None:
         self.model, self.seqs, self.init = model, seqs, init

@@ -312,6 +312,31 @@ def test_huge_learning_rate_raises_training_diverged_and_keeps_finite_parameters
     np.testing.assert_array_equal(model.embeddings_["U"], events[0].params["U"])
 
 
+def test_a_diverging_finish_keeps_its_last_finite_point_and_advises_no_finish(em_data, monkeypatch):
+    """The Levenberg-Marquardt finish has no learning rate: its divergence message says how to avoid
+    it (no finish, fewer finish steps), and the model keeps the finish's last finite point."""
+    import densehmm_core._cooc_np as cooc_np
+    _, train, _ = em_data
+    seen = []
+
+    def bursts(theta0, *args, **kw):      # one good step, then an iterate past the guard
+        x = np.asarray(theta0, dtype=np.float64) * 0.5
+        seen.append(x.copy())
+        yield 1, x, 1.0, ""
+        yield 2, x * 1e9, 1.0, ""
+    monkeypatch.setattr(cooc_np, "levenberg_marquardt", bursts)
+    model = DenseHMM(5, 3, fit_method="cooc", seed=0, cooc_steps=20, finish="lm", finish_steps=5)
+    with pytest.raises(TrainingDiverged, match=r"cooc lm diverged.*left the range.*no learning rate: train "
+                                               r"without it \(finish='none', --finish none\)"):
+        model.fit(train[:20])
+    assert len(seen) == 1
+    from densehmm_core.dense_layout import Layout
+    kept = Layout(5, model.n_symbols, 3).unpack(seen[0])      # the finish's last finite point
+    for name, value in kept.items():
+        np.testing.assert_array_equal(model.embeddings_[name], value)
+    assert np.isfinite(model.score(train[:20]))
+
+
 # ------------------------------------------------------------------ devices
 def test_device_selection_on_this_machine():
     from densehmm_core.device import DeviceError, list_devices, resolve_device
