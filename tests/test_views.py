@@ -365,6 +365,7 @@ def test_decode_view_key_wraps_and_long_labels_never_clip(qtbot):
     w.resize(700, 500)
     qtbot.waitUntil(lambda: w.seq_label.is_elided(), timeout=2000)
     assert name in w.seq_label.toolTip() and w.width() <= 700
+    assert f"length {len(seq)}" in w.seq_label.visible_lines()[0]   # the id is cut, not the length
     path, post, _ = hmmlearn_oracle(p, seq)
     t = 17
     text = w.hover_text(t)

@@ -555,7 +555,8 @@ class DecodeView(QtWidgets.QWidget):
             p.vb.setLimits(xMin=-0.5, xMax=T - 0.5)
         self.track_plot.setXRange(-0.5, min(T, INITIAL_WINDOW) - 0.5, padding=0)
         name = self._names[self.current_index()] if self._names else ""
-        self.seq_label.setText(f"of {len(self._seqs)} ({self._source})   {name}   length {T}")
+        # the length before the id: an elided line cuts the id (whole in the tooltip), never the length
+        self.seq_label.setText(f"of {len(self._seqs)} ({self._source})   length {T}   {name}")
         style_plot(self.track_plot, self, self.figure_title())
         self.legend_label.set_colors(colors)
         used = np.unique(self._path)
