@@ -1,4 +1,5 @@
-"""Worker processes end with their parent, whatever ends it (``kill -9`` included).
+"""Worker processes end with their parent, whatever ends it (``kill -9`` included); and how they start
+(:func:`main_script_reruns`: a main script that every spawned worker would run again).
 
 A worker left behind by a dead parent keeps computing, holds its memory and keeps the
 parent's standard output open (``densehmm sweep ... | tee log`` would never end).  Two
