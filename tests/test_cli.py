@@ -233,6 +233,24 @@ def test_user_errors_in_process(tmp_path, demo_model_file, capsys, monkeypatch, 
     assert phrase in lines[0], lines[0]
 
 
+def test_info_shows_every_reading_option_of_the_data(tmp_path, capsys):
+    """What reproduces the data (lower-casing, min. count, rare words, tag set, the split) is printed
+    whole, not cut after 60 characters as it was (lowercase was never visible)."""
+    from densehmm_core.cli import main
+    words = str(pathlib.Path(__file__).parent / "fixtures" / "data" / "words.conllu")
+    out = str(tmp_path / "w.h5")
+    assert main(["train", words, "--observe", "words", "--lowercase", "--min-count", "1", "--model", "standard",
+                 "--states", "3", "--iter", "2", "--out", out]) == 0
+    capsys.readouterr()
+    assert main(["info", out]) == 0
+    text = " ".join(capsys.readouterr().out.split())       # (the listing wraps lines)
+    data = text[text.index(" data ") + 6:text.index(" test data ")]
+    for key in ('"observe": "words"', '"lowercase": true', '"min_count": 1', '"rare": "unk"',
+                '"tagset": "upos"', '"encoding": "utf-8"', '"test_fraction": 0.5'):
+        assert key in data.replace(" ,", ","), key
+    assert "..." not in data.split("split=")[1].split("}")[0]
+
+
 def test_missing_states_on_words_names_the_gold_tags(tmp_path, capsys):
     """Words with gold tags and no --states: the one-line error offers one state per tag; tags as
     the symbols, or the demo, get the plain error."""

@@ -103,12 +103,20 @@ def _kv(d: dict) -> str:
     return ("\n" + " " * 15).join(lines)
 
 
+#: longest list shown whole in the listing (a vocabulary or a history would fill screens: --json has them)
+LIST_CHARS = 60
+#: longest mapping shown whole: the data's reading options, preprocessing, split and reader counts
+#: (what reproduces the data: lowercase, min_count, ... all visible; a few hundred characters)
+DICT_CHARS = 600
+
+
 def _short(v) -> str:
     if isinstance(v, float):
         return f"{v:.6g}"
     if isinstance(v, (list, dict)):
         s = json.dumps(v)
-        return s if len(s) <= 60 else s[:57] + "..."
+        limit = DICT_CHARS if isinstance(v, dict) else LIST_CHARS
+        return _safe(s if len(s) <= limit else s[:limit - 3] + "...")
     return _safe(v)
 
 
