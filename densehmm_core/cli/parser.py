@@ -156,7 +156,10 @@ def _data_options(p, *, preprocess=True, split=True):
 def _word_options(p, *, vocabulary: bool) -> None:
     """Words mode of tagged corpora (docs/DATA.md, 'Words mode')."""
     g = p.add_argument_group("words (tagged corpora with --observe words)")
-    g.add_argument("--lowercase", action="store_true", help="lower-case the words")
+    g.add_argument("--lowercase", action="store_true",
+                   help="lower-case the words (default: as written, as the library reads them; the app's Data "
+                        "panel lower-cases by default; keep the case for --symbol-features orthographic)"
+                   if vocabulary else "look the words up lower-cased (for a model trained with --lowercase)")
     if vocabulary:
         g.add_argument("--min-count", type=int, metavar="K",
                        help="words seen fewer than K times are rare (default 2: words seen once become <unk>, "
