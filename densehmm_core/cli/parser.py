@@ -159,7 +159,8 @@ def _word_options(p, *, vocabulary: bool) -> None:
     g.add_argument("--lowercase", action="store_true",
                    help="lower-case the words (default: as written, as the library reads them; the app's Data "
                         "panel lower-cases by default; keep the case for --symbol-features orthographic)"
-                   if vocabulary else "look the words up lower-cased (for a model trained with --lowercase)")
+                   if vocabulary else "look the words up lower-cased (default: as the model's training data were read, "
+                                      "recorded in its file)")
     if vocabulary:
         g.add_argument("--min-count", type=int, metavar="K",
                        help="words seen fewer than K times are rare (default 2: words seen once become <unk>, "
