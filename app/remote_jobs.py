@@ -152,10 +152,12 @@ class RemoteSweeps(QObject):
             self.manager.adopt(job, cancel=lambda j=job, s=sweep: self._cancel(s, j))
 
         def started(_):
-            sweep.started = True
             for job in jobs:  # cancelled while connecting
                 if job.state == JobState.CANCELLED:
                     core.cancel(job.run_id)
+            # started only now: a cancel's result (handled at once on this thread) must not close the
+            # sweep while the loop above still cancels its other runs through the client
+            sweep.started = True
             self.log(f"{first.sweep}: {len(jobs)} runs sent to {core.where}"
                      + (f"; models are written to {save_dir}" if save_dir and not temp else ""), "info")
             self._maybe_close(sweep)   # every run may have been cancelled meanwhile

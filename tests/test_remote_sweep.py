@@ -138,3 +138,39 @@ def test_a_sweep_closed_while_connecting_submits_nothing(cluster, data):
     sweep.start()
     assert sweep.client is None and sweep.poll() == [] and sweep.state("a") == "pending"
     assert not any(str(k).startswith(f"densehmm-{sweep.sweep_id}") for k in cluster.scheduler.tasks)
+
+
+def test_a_cancel_racing_the_close_of_the_client_is_a_cancel_not_an_error(monkeypatch):
+    """The app cancels runs cancelled while connecting as soon as the sweep has started; once, the
+    close the first cancel's result set off (another thread) closed the client in between, and the
+    next cancel raised distributed's ClosedClientError in the GUI thread.  A cancel that fails because
+    close() is closing the client ends the run as cancelled (close cancels what is left anyway);
+    while the sweep is not closing, the same failure is raised."""
+    class ClosedClient:
+        def cancel(self, futures):
+            raise distributed.client.ClosedClientError("Client is closed. Can't send cancel-keys message.")
+
+    class Future:
+        key = "densehmm-test-job1"
+
+    class Event:                     # the run's cancel flag on the cluster (set before the cancel)
+        def __init__(self, name, client=None):
+            pass
+
+        def set(self):
+            pass
+    monkeypatch.setattr(distributed, "Event", Event)
+
+    seqs = [np.array([0, 1, 0, 1])]
+    for closing in (True, False):
+        results = []
+        sweep = RemoteSweep([RemoteRun("job1", "standard", StandardHMM(2, n_symbols=2).get_config())], seqs,
+                            on_result=results.append)
+        sweep.client, sweep._futures["job1"], sweep._closed = ClosedClient(), Future(), closing
+        if closing:
+            assert sweep.cancel("job1") is True
+            assert [(r.run_id, r.state) for r in results] == [("job1", "cancelled")]
+        else:
+            with pytest.raises(distributed.client.ClosedClientError):
+                sweep.cancel("job1")
+            assert results == []

@@ -348,8 +348,14 @@ class RemoteSweep:
         if fut is None or ended or self.client is None:
             return False
         import distributed
-        distributed.Event(f"{fut.key}-cancel", client=self.client).set()
-        self.client.cancel([fut])
+        client = self.client
+        try:
+            distributed.Event(f"{fut.key}-cancel", client=client).set()
+            client.cancel([fut])
+        except Exception:  # noqa: BLE001 - any error of a client that close() (another thread) is closing
+            if not self._closed:
+                raise
+            # close() cancels every run that is left anyway, and the cluster forgets the sweep's tasks
         self._finish(RunResult(run_id, "cancelled"))
         return True
 
