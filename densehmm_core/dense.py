@@ -666,10 +666,10 @@ class DenseHMM(BaseHMM):
         self.startprob_, self.transmat_, self.emissionprob_ = matrices
 
     @staticmethod
-    def _diverged_msg(status: int, step: int, what: str, advice: str = "Lower the learning rate (lr).") -> str:
-        """The message of :class:`TrainingDiverged` in phase ``what`` at ``step``; ``advice``: what
-        to change (the Adam phases' default: the learning rate; the L-BFGS and Levenberg-Marquardt
-        steps have none)."""
+    def _diverged_msg(status: int, step: int, what: str, advice: str) -> str:
+        """The message of :class:`TrainingDiverged` in phase ``what`` at ``step``; ``advice``: what to
+        change (:data:`~densehmm_core.events.LOWER_LR` for the Adam steps; the L-BFGS and
+        Levenberg-Marquardt steps have no learning rate and name their own)."""
         from .dense_mstep import STATUS_LIMIT
         if status == STATUS_LIMIT:
             return (f"{what} diverged at step {step}: an embedding left the range the divergence "

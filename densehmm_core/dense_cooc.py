@@ -13,7 +13,7 @@ from typing import Iterator, List, Optional
 
 import numpy as np
 
-from .events import START_PHASE, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start
+from .events import LOWER_LR, START_PHASE, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start
 from .sequences import n_tokens
 
 __all__ = ["iter_cooc", "lbfgs", "Pace", "CALL_SECONDS"]
@@ -188,7 +188,8 @@ def iter_cooc(model, omega, *, init, eval_seqs, cancel, restarts) -> Iterator[Pr
                         keep = good if status == tfm.STATUS_NONFINITE else (
                             theta_new if np.isfinite(loss) else theta)
                         model._adopt(keep, layout, stationary=True)
-                        raise TrainingDiverged(model._diverged_msg(status, gstep + kd_chunk + kd, "cooc Adam"))
+                        raise TrainingDiverged(
+                            model._diverged_msg(status, gstep + kd_chunk + kd, "cooc Adam", LOWER_LR))
                     theta = theta_new
                     kd_chunk += kd
                     if cancel is not None and cancel.cancelled:

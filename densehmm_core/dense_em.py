@@ -96,7 +96,7 @@ class DenseEMHooks(EMHooks):
                     status = STATUS_NONFINITE
         if status != STATUS_OK:
             self.adopt(state)
-            raise TrainingDiverged(self.model._diverged_msg(status, it, "EM M-step"))
+            raise TrainingDiverged(self.model._diverged_msg(status, it, "EM M-step", self.divergence_advice))
         self._matrices = (th, mats)
         return (th, moments), loss
 

@@ -40,7 +40,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .events import START_PHASE, CancelToken, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start
+from .events import LOWER_LR, START_PHASE, CancelToken, ProgressEvent, StartStep, Stopwatch, TrainingDiverged, run_start
 from .sequences import n_tokens
 
 __all__ = ["EMSettings", "EMHooks", "run_em", "relative_change", "DIAGNOSTICS_EVERY"]
@@ -89,7 +89,7 @@ class EMHooks:
     loss_is_nll = False
     #: What to change when the training log-likelihood becomes non-finite (the end of
     #: :class:`~densehmm_core.events.TrainingDiverged`'s message): the model's own remedy.
-    divergence_advice = "Lower the learning rate (lr)."
+    divergence_advice = LOWER_LR
     #: Posterior sparsity of the E-step (a :class:`~densehmm_core.posterior_sparsity.PosteriorSparsity`
     #: the model sets when its ``posterior_sparsity`` is > 0), or None: the plain E-step.
     sparsity: Any = None

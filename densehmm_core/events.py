@@ -28,6 +28,7 @@ __all__ = [
     "CancelToken",
     "TrainingCancelled",
     "TrainingDiverged",
+    "LOWER_LR",
     "ProgressCallback",
     "START_PHASE",
     "START_STAGES",
@@ -89,8 +90,14 @@ def stop_text(reason: str) -> str:
 class TrainingDiverged(RuntimeError):
     """A loss or a parameter became non-finite.
 
-    The model that raised it keeps its last finite parameters.
+    The model that raised it keeps its last finite parameters.  Its message ends with what to
+    change, which depends on the step that diverged (:data:`LOWER_LR` for Adam steps).
     """
+
+
+#: The remedy a :class:`TrainingDiverged` message gives for an Adam step (the co-occurrence fit,
+#: EM's M-step); the steps without a learning rate name their own.
+LOWER_LR = "Lower the learning rate (lr)."
 
 
 class TrainingCancelled(Exception):
