@@ -205,6 +205,14 @@ class DenseHMM(BaseHMM):
         ``vocabulary`` is the feature vocabulary; ``embeddings_["feature_V"]`` the feature vectors).
     device_used_ : str
         The TensorFlow device of the last fit.
+    adam_state_ : dict or None
+        Adam's state after the last EM iteration of a ``fit_method="em"`` (or ``"cooc_em"``) fit:
+        ``{"m": ndarray, "v": ndarray, "t": float}``, the first and second moments in the packed
+        parameter order (:mod:`densehmm_core.dense_layout`) and the steps taken.  Adam's state
+        persists across EM iterations, so ``fit(..., init=False)`` (and ``densehmm train --resume``)
+        continues from it: a fit stopped after k iterations and continued gives the same iterates as
+        one fit.  Saved in model files; ``None`` after the other fit methods and after
+        :meth:`set_embeddings` (a continued fit then starts Adam's moments at zero).
     evaluations_ : int
         E-steps of the last ``fit_method="marginal"`` fit (all restarts, line-search trials included).
     """
@@ -215,7 +223,7 @@ class DenseHMM(BaseHMM):
                    "restarts", "stationary_grad", "device", "snapshot_every", "chunk", "init_scale",
                    "param_limit", "jit", "engine", "symbol_features", "sparse_cooc", "init_method",
                    "diagnostics_every", "l2", "mstep_dtype", "posterior_sparsity", "logits")
-    fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_")
+    fitted_attrs = ("stop_reason_", "start_mode_", "seed_used_", "device_used_", "restart_losses_", "adam_state_")
     fit_options = ("restarts",)
 
     # ---- hyper-parameter metadata (densehmm_core.hyperparams, written in densehmm_core.dense_hyper): the CLI
@@ -294,6 +302,7 @@ class DenseHMM(BaseHMM):
         self.device_used_: Optional[str] = None
         self.seed_used_: Optional[int] = None
         self.restart_losses_: list = []
+        self._adam: Any = None
         self.evaluations_ = 0
 
     # ------------------------------------------------------------ settings
@@ -400,7 +409,38 @@ class DenseHMM(BaseHMM):
         """
         self._embeddings = self._checked_embeddings(emb, start_mode)
         self._update_matrices()
+        self._adam = None      # Adam's moments belonged to other parameters
         return self
+
+    @property
+    def adam_state_(self) -> Optional[Dict[str, Any]]:
+        """Adam's state (see the class's attributes), on the host.  The EM loop leaves its moments here
+        as arrays of its module; they cross to the host only when read (saving, a worker's reply)."""
+        if self._adam is not None and not isinstance(self._adam, dict):
+            backend, moments = self._adam
+            m, v = backend.to_host_many([moments.m, moments.v], dtype=moments.m.dtype)
+            self._adam = {"m": m, "v": v, "t": float(moments.t)}
+        return self._adam
+
+    @adam_state_.setter
+    def adam_state_(self, state: Optional[Dict[str, Any]]) -> None:
+        if state is not None:
+            if not isinstance(state, dict) or set(state) != {"m", "v", "t"}:
+                raise ValueError("adam_state must be None or a dict with keys 'm', 'v' and 't'")
+            m, v = (np.asarray(state[k]) for k in "mv")
+            t = float(state["t"])
+            if m.ndim != 1 or m.shape != v.shape or m.dtype.kind != "f" or v.dtype.kind != "f":
+                raise ValueError("adam_state's m and v must be floating-point vectors of one length")
+            if not (np.isfinite(t) and t >= 0 and np.all(np.isfinite(m)) and np.all(np.isfinite(v))
+                    and np.all(v >= 0)):
+                raise ValueError("adam_state must be finite, with t >= 0 and v >= 0")
+            state = {"m": m, "v": v, "t": t}
+        self._adam = state
+
+    def _keep_adam(self, backend, moments) -> None:
+        """The EM loop's Adam state ``moments`` (arrays of ``backend``, not modified later): read back
+        by :attr:`adam_state_` when needed."""
+        self._adam = (backend, moments)
 
     def _checked_embeddings(self, emb: dict, start_mode: Optional[str] = None) -> Dict[str, np.ndarray]:
         """:meth:`set_embeddings`' checks: float64 copies of ``emb`` (sets ``n_symbols`` and the start mode)."""
@@ -491,6 +531,8 @@ class DenseHMM(BaseHMM):
         else:
             self.seed_used_ = int(self.seed)
         self._check_logits(method or self.fit_method)
+        if init or (method or self.fit_method) != "em":
+            self._adam = None    # only a continued EM fit uses Adam's state
         h = self.hyper(method)
         nr = int(h["restarts"] if restarts is None else restarts)
         if nr < 1:

@@ -62,8 +62,15 @@ class DenseEMHooks(EMHooks):
             return self.initial_state(self.mstep_.to_device(theta))
 
     def initial_state(self, theta):
-        """The loop's state at the packed start ``theta`` (on the device): Adam's moments at zero."""
-        return theta, self.mstep_.zeros()
+        """The loop's state at the packed start ``theta`` (on the device): Adam's moments at zero, or,
+        continuing a fit (``init=False``), the moments the model kept (:attr:`DenseHMM.adam_state_`),
+        so that a continued fit takes the steps one uninterrupted fit would."""
+        from .dense_mstep import AdamMoments
+        kept = None if self.init else self.model.adam_state_
+        if kept is None or len(kept["m"]) != self.layout.size:
+            return theta, self.mstep_.zeros()
+        return theta, AdamMoments(self.mstep_.to_device(kept["m"]), self.mstep_.to_device(kept["v"]),
+                                  float(kept["t"]))
 
     def start_note(self) -> Optional[str]:
         return self.note
@@ -111,6 +118,7 @@ class DenseEMHooks(EMHooks):
         with self.engine.compute():
             theta, *mats = self.backend.to_host_many([state[0], *(cached or ())])
             self.model._adopt(theta, self.layout, stationary=False, matrices=tuple(mats) or None)
+        self.model._keep_adam(self.backend, state[1])    # crosses to the host only when read
 
     def snapshot(self, state) -> dict:
         self.adopt(state)

@@ -175,7 +175,7 @@ def run_em(model, hooks: EMHooks, seqs: List[np.ndarray], *, eval_seqs, cancel: 
     n_iter, nr, tol = int(s.n_iter), int(s.restarts), float(s.tol)
     total = nr * n_iter
     clock = Stopwatch()
-    best: Optional[Tuple[float, Any, ProgressEvent, int]] = None
+    best: Optional[Tuple[float, Any, ProgressEvent, int, str]] = None
     model.restart_losses_ = []
     reason = "max_steps"
     gstep = 0
@@ -229,16 +229,17 @@ def run_em(model, hooks: EMHooks, seqs: List[np.ndarray], *, eval_seqs, cancel: 
             state, stats, prev, ll = new_state, new_stats, ll, new_ll
         model.restart_losses_.append(-ll)
         if best is None or ll > best[0]:
-            best = (ll, state, ev, r)
+            best = (ll, state, ev, r, run_reason)
         if nr > 1:
             yield ev
-        reason = run_reason
         if run_reason == "cancelled":
+            reason = run_reason
             break
     if best is None:      # cancelled during the first start: no parameters, the model as it was
         yield ProgressEvent(step=0, total=total, phase=s.phase, done=True, reason="cancelled", elapsed=clock.elapsed)
         return
-    _, state, src, r_best = best
+    _, state, src, r_best, best_reason = best
+    reason = reason if reason == "cancelled" else best_reason   # why the kept run stopped
     # every run's last event has a snapshot; when the best run is the last one (a run counts once it
     # started), that snapshot adopted its parameters already: no second one (on a GPU a transfer)
     params = src.params if r_best == r else hooks.snapshot(state)

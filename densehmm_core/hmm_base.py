@@ -226,6 +226,8 @@ class BaseHMM:
                                "history": [dict(r) for r in self.history_]}
         for attr in self.fitted_attrs:
             val = getattr(self, attr)
+            if isinstance(val, dict):
+                val = {k: np.array(v) if isinstance(v, np.ndarray) else v for k, v in val.items()}
             out[attr.rstrip("_")] = list(val) if isinstance(val, list) else val
         return out
 

@@ -373,6 +373,9 @@ def test_a_dense_em_fit_in_a_worker_on_two_threads_equals_one_here(demo, pool, m
     list(pool.iter_fit(there, train, eval_data=test, threads=2))
     assert without_elapsed(there.history_) == without_elapsed(here.history_)
     np.testing.assert_array_equal(there.emissionprob_, here.emissionprob_)
+    for k in ("m", "v"):     # Adam's state comes back too: a continued fit here takes the same steps
+        np.testing.assert_array_equal(there.adam_state_[k], here.adam_state_[k])
+    assert there.adam_state_["t"] == here.adam_state_["t"] == 20
 
 
 def test_an_em_fit_never_waits_for_a_tensorflow_import_under_way(demo):

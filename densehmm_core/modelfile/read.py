@@ -332,6 +332,26 @@ def _decoded(values: list) -> List[str]:
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
 
 
+def _read_adam(objs, path, where: str, size: int, with_arrays: bool) -> Optional[dict]:
+    """The ``optimizer`` group: Adam's state of a DenseHMM-EM fit (``m``, ``v``: ``(size,)``, ``t``); None
+    when ``with_arrays`` is False."""
+    attrs = _read_group_attrs(objs, "optimizer", path, where) or {}
+    t = attrs.get("t")
+    if attrs.get("method") != "adam" or isinstance(t, bool) or not isinstance(t, (int, float)) \
+            or not (np.isfinite(t) and t >= 0):
+        raise ModelFileError(path, f"{where}/optimizer: expected method 'adam' and a step count t >= 0, got "
+                                   f"method {attrs.get('method')!r}, t {t!r}")
+    dsets = {key: _dataset(objs, path, where, f"optimizer/{key}", (size,)) for key in ("m", "v")}
+    if not with_arrays:
+        return None
+    safety.check_budget(path, where, 2 * 8 * size, f"its optimizer state ({size} parameters)")
+    out: Dict[str, Any] = {key: _read_dataset(ds, path, where, f"optimizer/{key}") for key, ds in dsets.items()}
+    if np.any(out["v"] < 0):
+        raise ModelFileError(path, f"{where}: dataset 'optimizer/v' holds negative values")
+    out["t"] = float(t)
+    return out
+
+
 def _read_strings(objs, path, where: str, key: str) -> list:
     """A 1-D dataset of distinct UTF-8 strings (e.g. the tag vocabulary)."""
     h5py = _h5py()
@@ -418,6 +438,9 @@ def _read_model_group(f, path, name, *, with_arrays=True, history=True, history_
         if fidx.size and (fidx.min() < 0 or fidx[:, 0].max() >= m or fidx[:, 1].max() >= len(fvocab)):
             raise ModelFileError(path, f"{where}: dataset 'feature_index' points outside the symbols or features")
         info["features"] = {"vocabulary": fvocab, "index": fidx}
+    if kind == "dense" and "optimizer" in objs:
+        n_feat = len(info["features"]["vocabulary"]) if "features" in info else 0
+        info["adam_state"] = _read_adam(objs, path, where, l * (3 * n + m + 1 + n_feat), with_arrays)
     vocab = None
     if vocab_ds is not None:
         vocab = _decoded(vocab_ds[()].tolist())
@@ -681,6 +704,8 @@ def _build_model(spath: str, info: dict):
     for key in _FITTED_KEYS:
         if key in fitted and key in a and a[key] != "":
             state[key] = a[key]
+    if info.get("adam_state") is not None:
+        state["adam_state"] = info["adam_state"]
     model.set_arrays(state)
     model.vocabulary = info["vocabulary"]
     model.tag_vocabulary = info.get("tag_vocabulary")

@@ -179,6 +179,20 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
         mg.create_dataset("feature_index", data=np.stack([feats.rows, feats.cols], axis=1).astype(np.int64))
         mg["feature_index"].attrs["description"] = "rows (symbol, feature): the symbol has the feature"
 
+    # Adam's state of a DenseHMM-EM fit: a continued fit (--resume) takes the steps one fit would
+    adam = state.get("adam_state") if kind == "dense" else None
+    if adam is not None:
+        og = mg.create_group("optimizer", track_order=True)
+        _write_attrs(og, {"method": "adam", "t": float(adam["t"])})
+        for key in ("m", "v"):
+            arr = np.asarray(adam[key])
+            kw = {}
+            if compress and arr.size >= 4096:
+                kw = {"compression": "gzip", "compression_opts": 4, "shuffle": True, "chunks": _row_chunks(arr)}
+            og.create_dataset(key, data=arr, **kw)
+        og.attrs["description"] = ("Adam's first (m) and second (v) moments in the packed order U, Z, W, V "
+                                   "(own part), z_start[, feature_V], and its step count t")
+
     # The gold tag set of the training corpus (tagged corpora; issue 14): decode and
     # evaluate name the tags a state is mapped to.
     tags = getattr(model, "tag_vocabulary", None)
