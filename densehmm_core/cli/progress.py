@@ -23,15 +23,18 @@ def _fmt_duration(s: Optional[float]) -> str:
 
 
 class ProgressPrinter:
-    """Prints a ProgressEvent stream: a bar on a terminal, lines with --verbose, nothing when quiet.
+    """Prints a ProgressEvent stream: a bar on a terminal, lines with --verbose, nothing when quiet;
+    its ``note:`` lines whenever ``notes`` (the command line: unless --quiet).
 
     The bar shows the step, the rate (steps per second), the ETA and the current loss (while the
     start is prepared: its stage, e.g. ``start 2/3: SVD``); it redraws at most ten times a second
     and at every change of phase or start stage.
     """
 
-    def __init__(self, mode: str, stream=None) -> None:
+    def __init__(self, mode: str, stream=None, *, notes: Optional[bool] = None) -> None:
         self.mode = mode  # "bar" | "lines" | "none"
+        #: ``note:`` lines (e.g. why training starts randomly): also without a bar (pipes, CI), not with --quiet
+        self.notes = mode != "none" if notes is None else notes
         self.stream = stream or sys.stderr
         self._last_draw = 0.0
         self._drawn = False
@@ -41,14 +44,14 @@ class ProgressPrinter:
     def __call__(self, ev) -> None:
         try:
             start = ev.metrics.get("start")
-            if self.mode != "none" and isinstance(start, str) and start.startswith("random (") \
-                    and not self._said_random:
+            if self.notes and isinstance(start, str) and start.startswith("random (") and not self._said_random:
                 self._said_random = True
                 self.close()
                 print(f"note: training starts randomly: no spectral start, {start[8:-1]}", file=self.stream)
             self._show(ev)
         except (OSError, ValueError):  # stderr closed (e.g. a pipe into `head`): keep training, quietly
             self.mode = "none"
+            self.notes = False
 
     def _show(self, ev) -> None:
         if self.mode == "lines":

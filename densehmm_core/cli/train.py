@@ -5,7 +5,7 @@ import math
 import os
 import signal
 import time
-from typing import Optional, Tuple
+from typing import Optional
 
 from .common import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_TERMINATED, UserError, _check_inference_memory,
                      _check_memory, _err, _impossible_note, _load_model, _metric_values, _out, _user_error_types)
@@ -38,6 +38,16 @@ def _check_model_size(kind: str, cfg: dict) -> None:
     _check_memory(8.0 * floats, what)
 
 
+def _refuse_dense_structure(args, *, fair: bool) -> None:
+    """A standard HMM: ``--method`` (any) and ``--dim`` (but with ``--fair``, which matches a DenseHMM of
+    that size) are a DenseHMM's; given, they are one line naming the flag (exit 2), never ignored."""
+    if args.method is not None:
+        raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
+    if args.dim is not None and not fair:
+        raise UserError("--dim needs --model dense (or --model standard --fair: the DenseHMM whose "
+                        "parameter count to match)")
+
+
 def _model_config(args, n_symbols: int, gold_tags: Optional[int] = None):
     """``(kind, config)`` of the model the command line asks for: every flag maps to one option
     of the estimator's configuration (``--iter`` -> ``n_iter``, ``--steps`` -> ``cooc_steps``,
@@ -57,8 +67,7 @@ def _model_config(args, n_symbols: int, gold_tags: Optional[int] = None):
     # from the estimators' metadata (densehmm_core.hyperparams), checked against the model and fit method
     structural = ("n_states", "dim", "fit_method")
     if kind == "standard":
-        if args.method in ("cooc", "cooc_em"):
-            raise UserError(f"--method {args.method} needs --model dense (standard HMMs are trained by Baum-Welch)")
+        _refuse_dense_structure(args, fair=bool(args.fair))
         if args.paper_settings:
             raise UserError("--paper-settings applies to dense models only")
         method = None
@@ -93,6 +102,15 @@ def _model_config(args, n_symbols: int, gold_tags: Optional[int] = None):
         cfg["preset"] = "paper"
     _check_model_size("dense", cfg)
     return "dense", cfg
+
+
+def _check_adjacent_pairs(model, train, source) -> None:
+    """A co-occurrence fit counts adjacent symbols: training sequences of one symbol each give it nothing
+    to fit (one line naming the way out, exit 2, before any training; EM and Baum-Welch start randomly)."""
+    method = model.get_config().get("fit_method") if model.kind == "dense" else None
+    if method in ("cooc", "cooc_em") and not any(len(s) >= 2 for s in train.sequences):
+        raise UserError(f"{source}: no training sequence has two symbols or more, so the co-occurrence fit "
+                        f"(--method {method}) has no adjacent pairs to fit: use --method em (or --model standard)")
 
 
 def _final_metrics(model, train, test) -> dict:
@@ -184,6 +202,7 @@ def cmd_train(args) -> int:
         name = args.name
     if vocab is not None and model.vocabulary is None:
         model.vocabulary = list(vocab)
+    _check_adjacent_pairs(model, train, "demo" if args.demo else args.data)
     _check_inference_memory(model, train.sequences, test.sequences if test is not None else None, fitting=True)
 
     if not args.quiet:
@@ -194,7 +213,7 @@ def cmd_train(args) -> int:
              + (f", testing on {len(test.sequences)}" if test is not None else "")
              + (" [resumed]" if resume_from else ""))
     token = CancelToken()
-    printer = ProgressPrinter(_progress_mode(args))
+    printer = ProgressPrinter(_progress_mode(args), notes=not args.quiet)
     signals = _SigintCancel(token, args.quiet)
     try:
         # The handlers stay through the final save: a signal there lets the save finish
@@ -328,53 +347,59 @@ def _ckpt_params(model, last_params):
     return last_params
 
 
+#: Configuration options a --resume may change (how much longer and how it trains on); every other
+#: hyper-parameter flag given on --resume must equal the checkpoint's value.
+RESUME_OPTIONS = ("device", "n_iter", "tol", "lr", "mstep_steps", "cooc_steps", "finish", "finish_steps")
+
+
 def _apply_overrides(model, args) -> None:
     """--resume: apply the training options given on the command line to the loaded model
-    (through ``set_params``, so every flag maps to one configuration option).
+    (through ``set_params``, so every flag maps to one configuration option).  A flag the model or
+    its fit method does not use exits 2 naming it, as for a new model; one that shapes the model
+    (e.g. ``--l2``, ``--init``) and differs from the checkpoint's value too.
 
     Without ``--iter``, an EM / Baum-Welch run continues for the iterations it had left
-    (the configured maximum minus the iterations in the saved history).
+    (the configured maximum minus the iterations in the saved history); with ``--iter K`` it runs K
+    more iterations and the file then records ``n_iter`` K.
     """
+    from ..hyperparams import cli_flags
     kind = model.kind
     for opt in ("fair", "paper_settings"):
         if getattr(args, opt, False):
             raise UserError(f"--{opt.replace('_', '-')} cannot be changed on --resume")
-    if args.states is not None and args.states != model.n_states and not args.fair:
+    if args.states is not None and args.states != model.n_states:
         raise UserError(f"--states {args.states} does not match the model in the checkpoint "
                         f"({model.n_states} states)")
     cfg = model.get_config()
-    if kind == "dense" and args.dim is not None and args.dim != cfg["dim"]:
-        raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={cfg['dim']})")
-    method = cfg.get("fit_method", "baum-welch")
-    if args.method and kind == "dense" and args.method != method:
-        raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
-    done = _iterations_done(model)
-    changes = {}
-    if args.device:
-        changes["device"] = args.device
+    method = cfg.get("fit_method") if kind == "dense" else None
     if kind == "standard":
-        for opt in ("steps", "lr", "mstep_steps", "restarts", "finish", "finish_steps"):
-            if getattr(args, opt) is not None:
-                raise UserError(f"--{opt.replace('_', '-')} applies to dense models only")
-        changes["n_iter"] = args.iter if args.iter is not None else max(0, cfg["n_iter"] - done)
-        if args.tol is not None:
-            changes["tol"] = args.tol
-    else:
-        for opt in ("lr", "tol"):
-            if getattr(args, opt) is not None:
-                changes[opt] = getattr(args, opt)
-        if method in ("em", "marginal"):
-            changes["n_iter"] = args.iter if args.iter is not None else max(1, int(cfg["n_iter"]) - done)
-            flags: Tuple[Tuple[str, str], ...] = (("mstep_steps", "mstep_steps"),)
-        else:
-            flags = (("steps", "cooc_steps"), ("finish", "finish"), ("finish_steps", "finish_steps"))
-        for opt, key in flags:
-            if getattr(args, opt) is not None:
-                changes[key] = getattr(args, opt)
+        _refuse_dense_structure(args, fair=False)
+    elif args.dim is not None and args.dim != cfg["dim"]:
+        raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={cfg['dim']})")
+    if args.method and args.method != method:
+        raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
+    try:
+        options = options_from_cli(args, type(model), method, model_classes(), skip=("n_states", "dim", "fit_method"))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    flag_of = {hp.name: flag for flag, pairs in cli_flags(model_classes()).items() for _, hp in pairs}
+    for key, value in options.items():
+        if key not in RESUME_OPTIONS and value != cfg.get(key):
+            raise UserError(f"{flag_of.get(key, key)} {value} cannot be changed on --resume (the checkpoint has "
+                            f"{cfg.get(key)}; --resume may change {', '.join(_resume_flags(flag_of))})")
+    changes = {k: v for k, v in options.items() if k in RESUME_OPTIONS}
+    if kind == "standard" or method in ("em", "marginal"):
+        if "n_iter" not in changes:
+            done = _iterations_done(model)
+            changes["n_iter"] = max(0 if kind == "standard" else 1, int(cfg["n_iter"]) - done)
     try:
         model.set_params(**changes)
     except (TypeError, ValueError) as e:
         raise UserError(f"invalid model options: {e}") from None
+
+
+def _resume_flags(flag_of: dict) -> list:
+    return [flag_of[k] for k in RESUME_OPTIONS if k in flag_of]
 
 
 def _iterations_done(model) -> int:
