@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["UserError", "user_error_types", "check_file", "load_corpus"]
+__all__ = ["UserError", "user_error_types", "check_file", "load_corpus", "print_data_warnings"]
 
 
 class UserError(Exception):
@@ -90,9 +90,31 @@ def load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = 
             options["min_len"] = int(args.min_len)
         if getattr(args, "merge_below", None) is not None:
             options["merge_below"] = float(args.merge_below)
+    if getattr(args, "encoding", None):
+        options["encoding"] = args.encoding
     try:
-        return data_mod.load(path, format=args.format or "auto", preset=preset, defaults=defaults, **options)
+        corpus = data_mod.load(path, format=args.format or "auto", preset=preset, defaults=defaults, **options)
     except (TypeError, ValueError) as e:
+        undecodable = getattr(e, "undecodable", None)
+        if undecodable:   # the hint in the command line's words (the library's names its encoding= option)
+            what, encoding = undecodable
+            raise data_mod.DataFormatError(f"{what}; pass --encoding latin-1 (or the file's encoding) if it is "
+                                           f"not {encoding}", e.path, e.line) from None
         if isinstance(e, user_error_types()):
             raise
         raise UserError(f"{path}: {e}") from None
+    if not getattr(args, "quiet", False):
+        print_data_warnings(corpus, "standard input" if path == "-" else path)
+    return corpus
+
+
+def print_data_warnings(corpus, source: str) -> None:
+    """The reader's warnings (``corpus.warnings``: malformed tokens skipped, empty records, rare words
+    mapped to ``<unk>``, ...) as ``note: SOURCE: ...`` lines on stderr, as the app's log shows them:
+    data left out are never left out silently.  A closed stderr never stops the work."""
+    import sys
+    for warning in corpus.warnings:
+        try:
+            print(f"note: {source}: {warning}", file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            return

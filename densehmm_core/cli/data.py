@@ -31,16 +31,35 @@ def _check_split(fraction: Optional[float]) -> None:
 
 
 def _split(corpus, fraction: Optional[float], seed: int, training: bool = True):
+    """(train, test) parts of ``corpus`` (test None without a split).  The sentences of ``--extra`` files
+    (unlabelled, after DATA's) all go to the training part: DATA alone is split, as ``evaluate --split F
+    --part test`` splits it, so the test part is DATA's sentences with their gold tags."""
     _check_split(fraction)
     if not fraction:
         return corpus, None
-    if len(corpus.sequences) < 2:
+    n_extra = _n_extra_sentences(corpus)
+    if len(corpus.sequences) - n_extra < 2:
         raise UserError("the data hold a single sequence: it cannot be split (--chunk T cuts it into pieces "
                         "of T symbols" + ("; --split 0 trains on all of it)" if training else ")"))
     try:
-        return corpus.split(fraction, seed=seed)
+        if not n_extra:
+            return corpus.split(fraction, seed=seed)
+        from ..maths import split_indices
+        n = corpus.n_sequences - n_extra
+        data_train, test = corpus.select(range(n)).split(fraction, seed=seed)
+        train_idx, _ = split_indices(n, fraction, seed)   # the sentences data_train holds (Corpus.split's)
+        train = corpus.select(list(train_idx) + list(range(n, corpus.n_sequences)))
+        train.provenance["split"] = dict(data_train.provenance["split"], extra_in_train=n_extra)
+        return train, test
     except ValueError as e:
         raise UserError(f"cannot split the data: {e}") from None
+
+
+def _n_extra_sentences(corpus) -> int:
+    """How many sentences of ``corpus`` come from ``--extra`` files (they follow DATA's, without gold tags)."""
+    if not (getattr(corpus, "provenance", None) or {}).get("extra") or corpus.tags is None:
+        return 0
+    return sum(1 for t in corpus.tags if not (t.size and int(t.max()) >= 0))
 
 
 def _training_read_options(model) -> dict:
@@ -73,9 +92,11 @@ def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False, sk
             raise UserError(f"{source}: {e}") from None
         hint = ""
         if rep["types"] and not skip_unknown:
+            read = prov.get("options") if isinstance(prov, dict) else None
+            words = isinstance(read, dict) and read.get("observe") == "words"   # <unk> is a word model's
             hint = (f"; the model has no unknown symbol to read them as: --skip-unknown leaves out the "
-                    f"{rep['sentences']} of {rep['total_sentences']} sequences holding them (a word model "
-                    f"trained with the default --min-count 2 has <unk>)")
+                    f"{rep['sentences']} of {rep['total_sentences']} sequences holding them"
+                    + (" (a word model trained with the default --min-count 2 has <unk>)" if words else ""))
         raise UserError(f"{source}: the model cannot read these data: {e}{hint}") from None
     if rep["types"] and not quiet:
         shown = ", ".join(repr(w) for w in rep["examples"][:5])

@@ -132,7 +132,11 @@ def _data_options(p, *, preprocess=True, split=True):
     g.add_argument("--tagset", choices=["upos", "xpos"], help="CoNLL-U: the tag column (default upos)")
     g.add_argument("--keep-traces", action="store_true",
                    help="Penn Treebank: keep the -NONE- trace leaves (dropped by default)")
-    g.add_argument("--subset", type=int, metavar="N", help="use the first N sequences")
+    g.add_argument("--encoding", metavar="ENC",
+                   help="text encoding of tagged corpora (default utf-8; e.g. latin-1; a UTF-16/32 byte-order "
+                        "mark decides by itself)")
+    g.add_argument("--subset", type=int, metavar="N",
+                   help="use the first N sequences (with --extra: of DATA; the extra files stay whole)")
     if preprocess:
         g.add_argument("--chunk", type=int, metavar="T", dest="chunk_len",
                        help="cut sequences longer than T into pieces of T symbols, in order (a genome "
@@ -295,7 +299,7 @@ examples:
     # ---- sample
     p = sub.add_parser("sample", formatter_class=_formatter, help="sample sequences from a model",
                        description="Sample sequences from a saved model; symbols are printed as the strings of "
-                                   "the model's vocabulary, one sequence per line.",
+                                   "the model's vocabulary (a space inside one as U+00A0), one sequence per line.",
                        epilog="""\
 examples:
   densehmm sample protein.h5 -n 10 --length 50
@@ -319,7 +323,9 @@ examples:
                                    "index, id (when the data name their sequences), length, log-probability "
                                    "of the path, states (space-separated); with --symbols the observed "
                                    "symbols; for words the words as written; with gold tags the gold tags and "
-                                   "each state's mapped tag (many-to-one mapping on DATA).",
+                                   "each state's mapped tag (many-to-one mapping on DATA). Every per-token "
+                                   "column has one space-separated entry per token: a space inside a word is "
+                                   "written as U+00A0 (no-break space).",
                        epilog="""\
 examples:
   densehmm decode protein.h5 seqs.fasta > states.tsv

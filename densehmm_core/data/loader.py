@@ -88,6 +88,8 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         ``rare`` act on the union).  Their sentences come after those of ``path`` and
         their tags are :data:`NO_TAG` (-1): whatever tags an extra file has are not gold.
         :meth:`Corpus.labelled` gives back the sentences of ``path`` alone (for scoring).
+        ``subset`` (and ``subset_seed``) choose among the sentences of ``path`` only: the extra
+        files' sentences all stay.
     defaults : dict, optional
         Reader options that replace the format's defaults **where they apply to the
         detected format** (others are ignored), below the preset and ``options``: e.g.
@@ -217,9 +219,28 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         corpus.warnings.append("old Mac line endings (CR only) were read as line breaks")
     for w in corpus.warnings:
         log.info("%s: %s", name, w)
-    if any(v is not None and v is not False for k, v in prep_opts.items() if k != "residual_symbol"):
-        corpus = corpus.preprocess(**prep_opts)
+    prep = dict(prep_opts)
+    if extra_prov and prep.get("subset") is not None:
+        corpus = _subset_of_path(corpus, prep)
+    if any(v is not None and v is not False for k, v in prep.items() if k != "residual_symbol"):
+        corpus = corpus.preprocess(**prep)
     return corpus
+
+
+def _subset_of_path(corpus: Corpus, prep: Dict[str, Any]) -> Corpus:
+    """With ``extra`` files, ``subset`` (and ``subset_seed``) choose among the sentences of ``path`` only: the
+    extra files' sentences (after them, without gold tags) all stay, since they are given for their text.
+    ``dedupe`` runs first, as in :meth:`Corpus.preprocess`; the other steps are left in ``prep``."""
+    sub = {k: prep.pop(k) for k in ("dedupe", "subset", "subset_seed") if k in prep}
+    if sub.pop("dedupe", False):
+        corpus = corpus.preprocess(dedupe=True)
+    n_path = sum(1 for t in corpus.tags if t.size and int(t.max()) >= 0)   # they come first, with gold tags
+    head = corpus.select(range(n_path)).preprocess(**sub)   # the step's own choice (first N, or seeded)
+    tail = range(n_path, corpus.n_sequences)
+    step = dict(head.provenance["preprocessing"][-1], extra_kept=len(tail))
+    return corpus._derive(list(head.sequences) + [corpus.sequences[i] for i in tail],
+                          names=None if corpus.names is None else list(head.names) + [corpus.names[i] for i in tail],
+                          tags=list(head.tags) + [corpus.tags[i] for i in tail], step=step)
 
 
 def _jsonable(d: Dict[str, Any]) -> Dict[str, Any]:

@@ -408,10 +408,12 @@ class Source:
                 text = block.decode(encoding)
             except UnicodeDecodeError as exc:
                 line_start = block.rfind(b"\n", 0, exc.start) + 1
-                raise DataFormatError(
-                    f"undecodable text: not valid {encoding} (byte 0x{block[exc.start]:02x} at column "
-                    f"{exc.start - line_start + 1}); pass encoding='latin-1' (or the file's encoding) "
-                    f"if it is not {encoding}", self.path, lineno + block.count(b"\n", 0, exc.start) + 1) from None
+                what = (f"undecodable text: not valid {encoding} (byte 0x{block[exc.start]:02x} at column "
+                        f"{exc.start - line_start + 1})")
+                err = DataFormatError(f"{what}; pass encoding='latin-1' (or the file's encoding) if it is not "
+                                      f"{encoding}", self.path, lineno + block.count(b"\n", 0, exc.start) + 1)
+                err.undecodable = (what, encoding)   # the reason without the hint, for a front end's own words
+                raise err from None
             lines = text.split("\n")
             if lines and lines[-1] == "":
                 lines.pop()
