@@ -11,7 +11,6 @@ Exit status: 0 success, 1 failure (training diverged, internal error),
 2 user error (bad option, missing or malformed file), 130 interrupted (Ctrl-C),
 143 terminated (SIGTERM; ``train`` saves what was reached, as on Ctrl-C).
 
-Importing this module is fast: numpy, h5py and TensorFlow are imported only by
 Importing this package is fast: numpy, h5py and TensorFlow are imported only by
 the command that needs them.
 
@@ -30,6 +29,15 @@ from .common import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, PROG, User
 from .parser import build_parser
 
 __all__ = ["main", "build_parser", "UserError"]
+
+
+def _drop_stdout() -> None:
+    """Standard output can no longer be written (a closed pipe, a full disk): send the rest to nowhere, so
+    that nothing is tried again (and reported) at exit."""
+    try:
+        sys.stdout = open(os.devnull, "w")
+    except OSError:
+        pass
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -57,22 +65,26 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _err("interrupted")
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. `densehmm sample ... | head`
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
-            pass
+        _drop_stdout()
         return EXIT_OK
     except Exception as e:  # noqa: BLE001 - the command line's last line of defence
-        if isinstance(e, _user_error_types()):
+        from ..fileio import is_disk_full
+        cmd = getattr(args, "command", None) if args is not None else None
+        user_error = isinstance(e, _user_error_types())   # a save's full disk is one, in its own words
+        if user_error or (isinstance(e, OSError) and is_disk_full(e)):
             if debug:
                 import traceback
                 traceback.print_exc()
-            msg = str(e)
-            cmd = getattr(args, "command", None) if args is not None else None
+            if user_error:
+                msg = str(e)
+            else:   # e.g. `densehmm sample ... > /dev/full`
+                _drop_stdout()   # what could not be written is not tried again at exit
+                msg = f"cannot write {e.filename or 'the output'}: the disk is full (no space left on device)"
             _err(f"{PROG}{(' ' + cmd) if cmd else ''}: error: {msg}")
             return EXIT_USAGE
         if isinstance(e, FileNotFoundError):
-            _err(f"{PROG}: error: {e.filename or ''}: no such file" if e.filename else f"{PROG}: error: {e}")
+            _err(f"{PROG}{(' ' + cmd) if cmd else ''}: error: "
+                 + (f"{e.filename}: no such file" if e.filename else str(e)))
             return EXIT_USAGE
         if debug:
             import traceback

@@ -58,6 +58,17 @@ def _tty_safe(text) -> str:
     return _safe(text) if tty else str(text)
 
 
+#: What a space inside a word or symbol is written as in a space-separated per-token column (U+00A0, the
+#: no-break space): a CoNLL-U word may hold spaces ("10 000"), each column keeps one entry per token.
+SPACE_IN_TOKEN = "\u00a0"
+
+
+def _token(text) -> str:
+    """One entry of a space-separated per-token column (``decode``'s symbols, words and tags, ``sample``'s
+    symbols): :func:`_tty_safe`, and a space inside it written as :data:`SPACE_IN_TOKEN`."""
+    return _tty_safe(text).replace(" ", SPACE_IN_TOKEN)
+
+
 def _check_memory(nbytes: float, what: str) -> None:
     """Refuse work that cannot fit in memory before anything is allocated (one line, exit 2)."""
     from ..memory import TooLargeError, check_fits

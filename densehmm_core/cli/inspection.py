@@ -5,7 +5,7 @@ import json
 import shutil
 
 from .common import (EXIT_OK, UserError, _check_memory, _impossible_note, _jsonable, _load_model, _metric_values,
-                     _out, _safe, _tty_safe)
+                     _out, _safe, _token, _tty_safe)
 from .data import _load_eval_data
 
 
@@ -182,8 +182,7 @@ def cmd_sample(args) -> int:
                   f"sampling {args.n_sequences} sequences of length {args.length}")
     model = _load_model(args.model_file, args.name)
     obs, states = model.sample(args.n_sequences, args.length, seed=args.seed)
-    vocab = [_tty_safe(v) for v in model.vocabulary] if model.vocabulary else \
-        [str(i) for i in range(model.n_symbols)]
+    vocab = [_token(v) for v in model.vocabulary] if model.vocabulary else [str(i) for i in range(model.n_symbols)]
     sep = args.sep
     if sep is None:
         sep = "" if all(len(s) == 1 for s in vocab) else " "
@@ -207,8 +206,7 @@ def cmd_decode(args) -> int:
     model = _load_model(args.model_file, args.name)
     seqs, corpus, data = _load_eval_data(args, model)
     paths, logprobs = model.decode(seqs)
-    vocab = [_tty_safe(v) for v in model.vocabulary] if model.vocabulary else \
-        [str(i) for i in range(model.n_symbols)]
+    vocab = [_token(v) for v in model.vocabulary] if model.vocabulary else [str(i) for i in range(model.n_symbols)]
     ids = getattr(corpus, "names", None)
     if ids is not None and len(ids) != len(seqs):
         ids = None
@@ -221,16 +219,16 @@ def cmd_decode(args) -> int:
         header.append("words")
     if tagged:
         header += ["gold_tags", "mapped_tags"]
-        tags = [_tty_safe(t) for t in corpus.tag_vocabulary]
+        tags = [_token(t) for t in corpus.tag_vocabulary]
         mapping = _tagging(met, model, paths, corpus)["mapping"]
     _out("\t".join(header))
     for i, (s, p, lp) in enumerate(zip(seqs, paths, logprobs)):
-        row = [str(i)] + ([str(ids[i])] if ids is not None else []) + [str(len(s)), repr(float(lp)),
-                                                                        " ".join(str(int(k)) for k in p)]
+        row = ([str(i)] + ([_tty_safe(ids[i])] if ids is not None else [])
+               + [str(len(s)), repr(float(lp)), " ".join(str(int(k)) for k in p)])
         if args.symbols:
             row.append(" ".join(vocab[int(k)] for k in s))
         if words:
-            row.append(" ".join(_tty_safe(w) for w in data.decode(data.sequences[i])))
+            row.append(" ".join(_token(w) for w in data.decode(data.sequences[i])))
         if tagged:
             row.append(" ".join(tags[int(t)] if t >= 0 else "_" for t in corpus.tags[i]))
             row.append(" ".join(tags[int(mapping[int(k)])] if mapping[int(k)] >= 0 else "_" for k in p))
