@@ -232,8 +232,8 @@ def test_cli_sweep_on_a_tls_cluster(tls_cluster, tmp_path):
 
 
 def _one_line_exit_2(r):
-    err = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert r.returncode == 2 and len(err) == 1 and err[0].startswith("error: "), (r.returncode, r.stderr)
+    err = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("note: ")]  # notes: the data's
+    assert r.returncode == 2 and len(err) == 1 and err[0].startswith("densehmm sweep: error: "), r.stderr
     assert "Traceback" not in r.stderr + r.stdout
     return err[0]
 

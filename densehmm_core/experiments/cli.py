@@ -320,17 +320,19 @@ def _dask_target(args):
 
 
 def _run_guarded(fn, *a, args, **kw) -> int:
-    """Run a sweep; a Dask set-up problem (bad address or options, Dask missing) is one line, exit 2."""
+    """Run a sweep; a Dask set-up problem (bad address or options, Dask missing) is one line, exit 2
+    (``densehmm sweep: error: ...`` when ``kw`` names the command as ``prog``, else ``error: ...``)."""
     from .dask_executor import DaskMissingError, SchedulerError
+    err = f"{kw['prog']}: error: " if kw.get("prog") else "error: "
     try:
         kw["scheduler"] = _dask_target(args).check()
     except (ValueError, SchedulerError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{err}{exc}", file=sys.stderr)
         return 2
     try:
         return fn(*a, **kw)
     except (SchedulerError, DaskMissingError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{err}{exc}", file=sys.stderr)
         return 2
 
 
@@ -375,7 +377,9 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
     p.add_argument("--out", metavar="DIR", required=True, help="output folder")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="parallel workers (default: the number of CPU cores)")
-    p.add_argument("--quick", action="store_true", help="smoke-test mode: few iterations and steps")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke-test mode: few iterations and steps, and only the first 60 sequences "
+                        "(unless --max-sequences says)")
     p.add_argument("--dense-preset", choices=("paper", "default"), default="paper",
                    help="DenseHMM hyper-parameters: the paper's (default) or our tuned defaults")
     p.add_argument("--max-sequences", type=int, default=None, metavar="K",
@@ -390,7 +394,7 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
 
 #: The data options of ``sweep`` (those of ``train``) that change what a run sees: all of them.
 SWEEP_DATA_OPTIONS = ("format", "preset", "observe", "column", "tagset", "keep_traces", "subset", "chunk_len",
-                      "max_len", "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare")
+                      "max_len", "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare", "encoding")
 
 
 def sweep_data_options(args) -> dict:
@@ -455,9 +459,10 @@ def _sweep_handler(args) -> int:
     settings = (ComparisonSettings.quick("sweep", data=args.data, **kw) if args.quick
                 else ComparisonSettings.full("sweep", data=args.data, **kw))
     if not getattr(args, "quiet", False):
-        print(f"sweep: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} from {args.data}",
-              flush=True)
+        used = settings.max_sequences
+        print(f"sweep: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} from {args.data}"
+              + (f" (the runs use the first {used})" if used is not None and used < len(seqs) else ""), flush=True)
     return _run_guarded(run_comparison, settings, args.out, jobs=jobs, executor=args.executor,
                         run=not args.report_only, args=args,
                         shared={"sequences": seqs, "n_symbols": m}, save_models=args.save_models,
-                        quiet=bool(getattr(args, "quiet", False)))
+                        quiet=bool(getattr(args, "quiet", False)), prog="densehmm sweep")

@@ -589,8 +589,11 @@ def check_size(s: "ComparisonSettings", m: int, tokens: int, jobs: int) -> None:
 
 def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "thread",
                    quiet: bool = False, run: bool = True, scheduler: Union[None, str, "DaskTarget"] = None,
-                   shared: Optional[dict] = None, save_models: bool = False) -> int:
+                   shared: Optional[dict] = None, save_models: bool = False, prog: Optional[str] = None) -> int:
     """Run (or resume) one comparison sweep into ``out``; returns an exit code.
+
+    ``prog``: the command whose errors these are (``"densehmm sweep"``: ``densehmm sweep: error: ...``,
+    as that command's other errors); by default they start with ``error:``.
 
     ``executor``: ``"thread"``, ``"process"`` or ``"dask"`` (``scheduler``: a
     :class:`~.dask_executor.DaskTarget` or an existing Dask scheduler's address; none starts a
@@ -609,29 +612,30 @@ def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor
 
     from .. import fileio
     from .runner import FolderBusyError, FolderLock, ResultFileError, file_fingerprint
+    err = f"{prog}: error: " if prog else "error: "
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        print(f"error: cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
+        print(f"{err}cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
         return 2
     if settings.data is not None and settings.data_fingerprint is None:
         try:
             settings = replace(settings, data_fingerprint=file_fingerprint(settings.data))
         except OSError as e:
-            print(f"error: cannot read {settings.data}: {e.strerror or e}", file=sys.stderr)
+            print(f"{err}cannot read {settings.data}: {e.strerror or e}", file=sys.stderr)
             return 2
     try:
         with FolderLock(out):
             return _run_locked(settings, out, jobs=jobs, executor=executor, quiet=quiet, run=run,
-                               scheduler=scheduler, shared=shared, save_models=save_models)
+                               scheduler=scheduler, shared=shared, save_models=save_models, err=err)
     except (FolderBusyError, ResultFileError, fileio.FileWriteError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{err}{exc}", file=sys.stderr)
         return 2
 
 
 def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quiet, run, scheduler, shared,
-                save_models) -> int:
+                save_models, err: str = "error: ") -> int:
     import sys
 
     from .factorization import _atomic_text
@@ -663,10 +667,10 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         try:
             seqs, m = _corpus(settings.data, DATA_PRESETS[name], settings.max_sequences)
         except Exception as exc:  # noqa: BLE001 - reported as a clean error
-            print(f"error: cannot read {settings.data}: {exc}", file=sys.stderr)
+            print(f"{err}cannot read {settings.data}: {exc}", file=sys.stderr)
             return 2
         if len(seqs) < 2:
-            print(f"error: {settings.data}: need at least 2 sequences, got {len(seqs)}", file=sys.stderr)
+            print(f"{err}{settings.data}: need at least 2 sequences, got {len(seqs)}", file=sys.stderr)
             return 2
         say(f"{name}: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} "
             f"(preset {DATA_PRESETS[name]}) from {settings.data}")
@@ -680,7 +684,7 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         remote = executor == "dask" and DaskTarget.of(scheduler).address is not None
         check_size(settings, m, tokens, 1 if remote else jobs)  # a remote cluster: its own memory per worker
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"{err}{exc}", file=sys.stderr)
         return 2
     _atomic_text(out / f"{name}_settings.json",
                  json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
