@@ -96,7 +96,7 @@ def load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = 
         corpus = data_mod.load(path, format=args.format or "auto", preset=preset, defaults=defaults, **options)
     except (TypeError, ValueError) as e:
         undecodable = getattr(e, "undecodable", None)
-        if undecodable:   # the hint in the command line's words (the library's names its encoding= option)
+        if undecodable and isinstance(e, data_mod.DataFormatError):   # the hint in the command line's words
             what, encoding = undecodable
             raise data_mod.DataFormatError(f"{what}; pass --encoding latin-1 (or the file's encoding) if it is "
                                            f"not {encoding}", e.path, e.line) from None

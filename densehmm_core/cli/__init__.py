@@ -79,7 +79,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 msg = str(e)
             else:   # e.g. `densehmm sample ... > /dev/full`
                 _drop_stdout()   # what could not be written is not tried again at exit
-                msg = f"cannot write {e.filename or 'the output'}: the disk is full (no space left on device)"
+                msg = (f"cannot write {getattr(e, 'filename', None) or 'the output'}: the disk is full "
+                       f"(no space left on device)")
             _err(f"{PROG}{(' ' + cmd) if cmd else ''}: error: {msg}")
             return EXIT_USAGE
         if isinstance(e, FileNotFoundError):

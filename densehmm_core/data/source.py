@@ -412,7 +412,8 @@ class Source:
                         f"{exc.start - line_start + 1})")
                 err = DataFormatError(f"{what}; pass encoding='latin-1' (or the file's encoding) if it is not "
                                       f"{encoding}", self.path, lineno + block.count(b"\n", 0, exc.start) + 1)
-                err.undecodable = (what, encoding)   # the reason without the hint, for a front end's own words
+                # the reason without the hint, for a front end's own words (the command line names --encoding)
+                err.undecodable = (what, encoding)  # type: ignore[attr-defined]
                 raise err from None
             lines = text.split("\n")
             if lines and lines[-1] == "":
