@@ -88,7 +88,7 @@ def file_stem(model: Any = None, **fields) -> str:
     ``model`` is a ``StandardHMM`` / ``DenseHMM`` (its ``get_config()``) or ``None``;
     keyword ``fields`` (kind, n, l, seed, start) override what the model says.
     """
-    params = model.get_config() if model is not None else {}  # the constructor arguments
+    params = model.resolved_config() if model is not None else {}  # the settings it trains with
     kind = fields.get("kind")
     if kind is None and model is not None:  # the core's kind and, for a DenseHMM, its fit method
         kind = f"{model.kind}-{params['fit_method']}" if "fit_method" in params else model.kind

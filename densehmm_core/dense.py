@@ -296,7 +296,7 @@ class DenseHMM(BaseHMM):
                                  f"{sorted(FEATURE_FUNCTIONS)}")
         self.symbol_features = symbol_features
         self.sparse_cooc = None if sparse_cooc is None else bool(sparse_cooc)
-        self.features_ = None
+        self.features_: Any = None
         self._embeddings: Optional[dict] = None
         self.start_mode_ = "embedding"
         self.device_used_: Optional[str] = None
@@ -356,11 +356,12 @@ class DenseHMM(BaseHMM):
             base["snapshot_every"] = self.snapshot_every or 1
         return base
 
-    def get_config(self) -> dict:
-        """The constructor's keyword arguments, with the options left at ``None`` resolved from the
-        preset for ``fit_method`` (so a model file records the settings used); ``DenseHMM(**cfg)``
-        rebuilds an equal, unfitted estimator.  Options of another fit method stay as given."""
-        cfg = super().get_config()
+    def resolved_config(self) -> dict:
+        """The constructor's keyword arguments with the options left at ``None`` resolved from the
+        preset for ``fit_method`` (what a model file records: the settings used).  Options of another
+        fit method stay as given.  :meth:`get_config` keeps the ``None`` s, so that a copy follows a
+        later change of ``preset`` or ``fit_method`` as the original does."""
+        cfg = super().resolved_config()
         h = self.hyper()
         for key in PRESET_KEYS + ("snapshot_every",):
             val = h.get(key, cfg[key])
@@ -496,7 +497,8 @@ class DenseHMM(BaseHMM):
             self.startprob_ = softmax(e["U"] @ e["z_start"])
 
     def init_embeddings(self, seed: Optional[int] = None, n_symbols: Optional[int] = None) -> "DenseHMM":
-        """Draw standard-normal embeddings (seeded) without fitting."""
+        """Draw random embeddings without fitting: normal with standard deviation ``init_scale`` (the
+        resolved one: 0.2 with the default preset), seeded by ``seed`` (default: the model's)."""
         if n_symbols is not None:
             self.n_symbols = int(n_symbols)
         if self.n_symbols is None:
@@ -539,23 +541,24 @@ class DenseHMM(BaseHMM):
             raise ValueError("restarts must be >= 1")
         layout: Any
         if self.symbol_features is not None:
-            layout = FeatureLayout(self.n_states, self.n_symbols, self.dim, self._build_features())
+            layout = FeatureLayout(self.n_states, self.n_symbols, self.dim, self._build_features(init))
         else:
             layout = Layout(self.n_states, self.n_symbols, self.dim)
         return h, (nr if init else 1), layout
 
-    def _build_features(self):
-        """The symbol x feature incidence of ``vocabulary`` (kept in ``features_``)."""
+    def _build_features(self, init: bool = False):
+        """The symbol x feature incidence of ``vocabulary`` (kept in ``features_``; built anew for a fresh
+        fit, ``init``: the vocabulary may have changed)."""
         from .features import build_features
         vocab = self.vocabulary
         if vocab is None or len(vocab) != self.n_symbols:
             raise ValueError(f"symbol_features={self.symbol_features!r} needs the symbols' strings: fit on a "
                              f"Corpus or set model.vocabulary (one string per symbol, {self.n_symbols})")
         f = self.features_
-        if f is None or f.name != self.symbol_features or f.n_symbols != len(vocab):
+        if init or f is None or f.name != self.symbol_features or f.n_symbols != len(vocab):
             f = build_features(vocab, self.symbol_features)
         self.features_ = f
-        fv = None if self._embeddings is None else self._embeddings.get("feature_V")
+        fv = None if init or self._embeddings is None else self._embeddings.get("feature_V")
         if fv is not None and fv.shape[0] != f.n_features:
             raise ValueError(f"the model's feature_V has {fv.shape[0]} rows but {f.n_features} features")
         return f

@@ -73,6 +73,9 @@ class BaseHMM:
             raise ValueError("n_states must be >= 1")
         self.n_states = int(n_states)
         self.n_symbols = None if n_symbols is None else int(n_symbols)
+        # given (constructor, set_params) rather than learnt from data or parameters: a fresh fit
+        # keeps a given alphabet size and infers one it was not given (get_config says None then)
+        self._n_symbols_given = n_symbols is not None
         self.seed = seed
         self.engine = engine
         self.device = device
@@ -89,19 +92,42 @@ class BaseHMM:
         from .engine import engine_for
         return engine_for(self.engine, self.device)
 
-    def _resolve_n_symbols(self, data: Any, lengths=None) -> None:
+    def _resolve_n_symbols(self, data: Any, lengths=None, init: bool = True) -> None:
+        """The alphabet of a fit on ``data``.  A fresh fit (``init``) infers ``n_symbols`` unless it was
+        given (a Corpus: its vocabulary's size, else the largest symbol + 1) and takes the data's
+        vocabulary; a continued fit keeps the model's and refuses data numbered by another vocabulary."""
+        if init and not self._n_symbols_given:
+            self.n_symbols = None
         if self.n_symbols is None:
             m = infer_n_symbols(data)
             if m is None:
                 seqs = as_sequences(data, lengths)
                 m = int(max(int(s.max()) for s in seqs)) + 1
             self.n_symbols = m
-        vocab = getattr(data, "vocabulary", None)
-        if vocab is not None and not isinstance(data, np.ndarray) and self.vocabulary is None:
+        vocab = getattr(data, "vocabulary", None) if not isinstance(data, np.ndarray) else None
+        if vocab is not None and (init or self.vocabulary is None):
             self.vocabulary = list(vocab)
+        else:
+            self._check_vocabulary(data)
+
+    def _check_vocabulary(self, data: Any) -> None:
+        """A ``ValueError`` when ``data`` (a Corpus) numbers its symbols by another vocabulary than the
+        model's: its symbol k would be read as the model's symbol k, and every number would be wrong."""
+        vocab = getattr(data, "vocabulary", None) if not isinstance(data, np.ndarray) else None
+        mine = self.vocabulary
+        if vocab is None or mine is None or vocab is mine:
+            return
+        vocab = list(vocab)
+        if vocab == list(mine):
+            return
+        same = sum(1 for a, b in zip(vocab, mine) if a == b)
+        raise ValueError(f"the data number their symbols by another vocabulary than the model's ({len(vocab)} "
+                         f"symbols against {len(mine)}, {same} at the same index): re-encode them with "
+                         f"data.encode_with(model.vocabulary)")
 
     def _seqs(self, data: Any, lengths=None) -> List[np.ndarray]:
         self._check_params()
+        self._check_vocabulary(data)
         return as_sequences(data, lengths, n_symbols=self.n_symbols)
 
     def _check_params(self) -> None:
@@ -111,9 +137,11 @@ class BaseHMM:
         if self.n_symbols is None:
             self.n_symbols = int(np.asarray(self.emissionprob_).shape[1])
         m = self.n_symbols
-        self.startprob_ = check_stochastic("startprob_", self.startprob_, (n,))
-        self.transmat_ = check_stochastic("transmat_", self.transmat_, (n, n))
-        self.emissionprob_ = check_stochastic("emissionprob_", self.emissionprob_, (n, m))
+        # rows to 1e-6, as set_arrays and the model files (parameters computed in float32, or converted
+        # from it, are off by about 1e-7 per entry)
+        self.startprob_ = check_stochastic("startprob_", self.startprob_, (n,), atol=1e-6)
+        self.transmat_ = check_stochastic("transmat_", self.transmat_, (n, n), atol=1e-6)
+        self.emissionprob_ = check_stochastic("emissionprob_", self.emissionprob_, (n, m), atol=1e-6)
 
     # --------------------------------------------------------------- scoring
     def score_per_sequence(self, data: Any, lengths=None) -> np.ndarray:
@@ -129,7 +157,8 @@ class BaseHMM:
         """State posteriors: a list of (T_i, n) arrays (a single array for a single sequence)."""
         seqs = self._seqs(data, lengths)
         post = self._engine().posteriors(self.startprob_, self.transmat_, self.emissionprob_, seqs)
-        if lengths is None and isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype != object:
+        if lengths is None and isinstance(data, np.ndarray) and data.dtype != object and (
+                data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1)):
             return post[0]
         return post
 
@@ -185,7 +214,15 @@ class BaseHMM:
         for key in self.config_keys:
             val = getattr(self, key)
             cfg[key] = val.item() if isinstance(val, np.generic) else val
+        if not self._n_symbols_given:
+            cfg["n_symbols"] = None     # learnt by a fit, not an argument: a copy learns its own
         return cfg
+
+    def resolved_config(self) -> dict:
+        """The settings a fit uses: :meth:`get_config` with the options the estimator decides itself
+        filled in (DenseHMM: those left at ``None`` for its preset) and the alphabet size learnt by a
+        fit.  Model files record these, so a model read back trains with explicit values."""
+        return {**self.get_config(), "n_symbols": self.n_symbols}
 
     def get_params(self, deep: bool = True) -> dict:
         """scikit-learn's name for :meth:`get_config`: the constructor's arguments, so that
@@ -207,6 +244,8 @@ class BaseHMM:
         checked = type(self)(**{**cfg, **params})
         for key in params:
             setattr(self, key, getattr(checked, key))
+        if "n_symbols" in params:
+            self._n_symbols_given = params["n_symbols"] is not None
         return self
 
     # ------------------------------------------------------- fitted state
@@ -298,7 +337,9 @@ class BaseHMM:
         if "eval_seqs" in kw:   # the internal name: it reached _iter_fit twice ("multiple values")
             raise TypeError("held-out data go in eval_data=, not eval_seqs=")
         self._check_fit_options(kw)
-        self._resolve_n_symbols(data, lengths)
+        self._resolve_n_symbols(data, lengths, init=init)
+        if eval_data is not None:
+            self._check_vocabulary(eval_data)
         seqs = as_sequences(data, lengths, n_symbols=self.n_symbols)
         eval_seqs = None if eval_data is None else as_sequences(eval_data, n_symbols=self.n_symbols)
         self.history_ = [] if init else list(self.history_)

@@ -106,14 +106,14 @@ def defaults(cls) -> Dict[str, Any]:
 
 def resolved_defaults(cls, fit_method: Optional[str] = None, preset: Optional[str] = None) -> Dict[str, Any]:
     """The values a model of ``cls`` trains with when nothing is set: a model of ``cls`` built from
-    its configuration and read back with ``get_config``, which resolves what the estimator decides
+    its configuration and read back with ``resolved_config``, which fills in what the estimator decides
     itself (DenseHMM: the options left to ``preset`` for ``fit_method``) -- the estimator's own
     resolution, not a copy of it.  (``cls`` is given: this module sits below the registry.)"""
     cfg: Dict[str, Any] = {}
     for key, value in (("fit_method", fit_method), ("preset", preset)):
         if value is not None and key in cls.config_keys:
             cfg[key] = value
-    full = _built(cls, **cfg).get_config()
+    full = _built(cls, **cfg).resolved_config()
     return {hp.name: (None if hp.name in _REQUIRED else full[hp.name]) for hp in cls.hyper_params}
 
 

@@ -145,9 +145,14 @@ def check_stochastic(name: str, a, shape: Optional[tuple] = None, atol: float = 
     """Validate a probability vector / row-stochastic matrix and return it as float64.
 
     Checks the shape (when given), finiteness, non-negativity and that every row sums
-    to 1 within ``atol``; raises ``ValueError`` naming ``name`` and the first bad row.
+    to 1 within ``atol`` (for input of a lower precision than float64, e.g. float32, at least
+    1e-5: its rounding alone moves a row's sum by about 1e-7 per entry); raises ``ValueError``
+    naming ``name`` and the first bad row.
     """
-    a = np.asarray(a, dtype=np.float64)
+    given = np.asarray(a)
+    if given.dtype.kind == "f" and given.dtype.itemsize < 8:
+        atol = max(atol, 1e-5)
+    a = np.asarray(given, dtype=np.float64)
     if shape is not None and a.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {a.shape}")
     if not np.all(np.isfinite(a)):
@@ -157,9 +162,10 @@ def check_stochastic(name: str, a, shape: Optional[tuple] = None, atol: float = 
     sums = np.atleast_1d(a.sum(axis=-1))
     bad = np.flatnonzero(np.abs(sums - 1.0) > atol)
     if bad.size:
-        what = (f"sums to {float(sums[0]):.6g}" if a.ndim == 1
-                else f"row {int(bad[0])} sums to {float(sums[bad[0]]):.6g}")
-        raise ValueError(f"{name} is not stochastic ({what}, not 1)")
+        s = float(sums[0] if a.ndim == 1 else sums[bad[0]])
+        what = (f"sums to {s:.6g}" if a.ndim == 1 else f"row {int(bad[0])} sums to {s:.6g}")
+        raise ValueError(f"{name} is not stochastic ({what}, not 1: off by {s - 1.0:.2g}, more than "
+                         f"the {atol:.0e} allowed)")
     return a
 
 

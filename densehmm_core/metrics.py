@@ -146,7 +146,8 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
         called, because importing ``sklearn.metrics`` costs seconds);
         ``mapping``: int array (n_states,), the M-1 tag of each state (ties: the lowest
         tag index; -1 for a state that labels no token);
-        ``one_to_one_mapping``: int array (n_states,), the 1-1 tag of each state (-1: none);
+        ``one_to_one_mapping``: int array (n_states,), the 1-1 tag of each state (-1: none, also
+        where the assignment pairs a state with a tag it never labels, which scores nothing);
         ``contingency``: int array (n_states, n_tags), tokens per (state, tag);
         ``n_tokens``: number of tokens scored.
 
@@ -178,7 +179,9 @@ def tagging_scores(pred_states, gold_tags, n_states: Optional[int] = None,
     m1 = float(C.max(axis=1).sum()) / total
     rows, cols = linear_sum_assignment(C, maximize=True)
     one = np.full(n, -1, dtype=np.int64)
-    one[rows] = cols
+    # a pair of the assignment that shares no token scores nothing: the state shows no tag (the
+    # assignment gives every state a tag while there are tags left, also to states that label none)
+    one[rows] = np.where(C[rows, cols] > 0, cols, -1)
     o2o = float(C[rows, cols].sum()) / total
     return {"m1": m1, "one_to_one": o2o, "v_measure": _v_measure(C), "mapping": mapping,
             "one_to_one_mapping": one, "contingency": C, "n_tokens": total}

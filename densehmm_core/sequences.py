@@ -15,7 +15,9 @@ def as_sequences(data: Any, lengths: Optional[Sequence[int]] = None,
     Parameters
     ----------
     data : list of 1-D int arrays, array X with ``lengths`` (hmmlearn layout), or a Corpus
-        Anything with a ``.sequences`` attribute is treated as a Corpus.
+        Anything with a ``.sequences`` attribute is treated as a Corpus.  Without ``lengths``, an
+        array of shape (N,) or (N, 1) (hmmlearn's ``X``) and a flat list of integers are one
+        sequence; a 2-D array of shape (k, T) with T > 1 is k sequences of length T (its rows).
     lengths : sequence of int, optional
         hmmlearn's lengths; ``X`` may then have shape (N,) or (N, 1).
     n_symbols : int, optional
@@ -41,10 +43,13 @@ def as_sequences(data: Any, lengths: Optional[Sequence[int]] = None,
             raise ValueError(f"sum(lengths) = {int(lens.sum())} does not match len(X) = {X.shape[0]}")
         bounds = np.concatenate([[0], np.cumsum(lens)])
         seqs = [X[bounds[i]:bounds[i + 1]] for i in range(len(lens))]
-    elif isinstance(data, np.ndarray) and data.ndim == 1 and data.dtype != object:
-        seqs = [data]
+    elif isinstance(data, np.ndarray) and data.dtype != object and (
+            data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1)):
+        seqs = [data.reshape(-1)]        # hmmlearn's X without lengths: one sequence
     else:
         seqs = list(data)
+        if seqs and all(np.ndim(s) == 0 for s in seqs):     # a flat list of symbols: one sequence
+            seqs = [np.asarray(seqs)]
     if len(seqs) == 0:
         raise ValueError("no sequences given")
     out = []

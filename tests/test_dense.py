@@ -159,9 +159,13 @@ def test_get_config_is_json_and_rebuilds_the_estimator():
     cfg2 = json.loads(json.dumps(cfg))
     rebuilt = DenseHMM(**cfg2)
     assert rebuilt.get_config() == cfg
-    assert cfg["lr"] == 0.02 and cfg["mstep_steps"] == PRESETS["default"]["em"]["mstep_steps"]
-    assert cfg["n_iter"] == PRESETS["default"]["em"]["n_iter"] and cfg["cooc_steps"] is None
-    paper = DenseHMM(4, 3, preset="paper").get_config()
+    # the arguments as given; the settings used (the preset's values filled in) from resolved_config
+    assert cfg["lr"] == 0.02 and cfg["mstep_steps"] is None and cfg["n_iter"] is None
+    used = model.resolved_config()
+    assert used["lr"] == 0.02 and used["mstep_steps"] == PRESETS["default"]["em"]["mstep_steps"]
+    assert used["n_iter"] == PRESETS["default"]["em"]["n_iter"] and used["cooc_steps"] is None
+    assert DenseHMM(**json.loads(json.dumps(used))).resolved_config() == used
+    paper = DenseHMM(4, 3, preset="paper").resolved_config()
     assert (paper["lr"], paper["cooc_steps"], paper["finish"], paper["stationary_grad"]) == \
         (0.001, 10000, "none", False)
 

@@ -227,7 +227,7 @@ def test_float32_em_fit_follows_the_float64_fit():
     kw = dict(fit_method="em", seed=2, n_iter=8, tol=0, symbol_features="orthographic")
     m32 = DenseHMM(4, 3, **kw).fit(corpus)
     m64 = DenseHMM(4, 3, mstep_dtype="float64", **kw).fit(corpus)
-    assert m32.get_config()["mstep_dtype"] == "float32" and m64.get_config()["mstep_dtype"] == "float64"
+    assert m32.resolved_config()["mstep_dtype"] == "float32" and m64.get_config()["mstep_dtype"] == "float64"
     a = np.array([r["train_ll"] for r in m32.history_])
     b = np.array([r["train_ll"] for r in m64.history_])
     np.testing.assert_allclose(a, b, rtol=1e-5)
@@ -243,7 +243,7 @@ def test_mstep_dtype_presets_and_old_files():
     assert DenseHMM(3, 2, fit_method="em").hyper()["mstep_dtype"] == "float32"
     assert DenseHMM(3, 2, fit_method="cooc_em").hyper("em")["mstep_dtype"] == "float32"
     assert DenseHMM(3, 2, fit_method="em", preset="paper").hyper()["mstep_dtype"] == "float64"
-    old = DenseHMM(3, 2, fit_method="em").get_config()
+    old = DenseHMM(3, 2, fit_method="em").resolved_config()
     del old["mstep_dtype"]
     assert DenseHMM(**migrate_config("dense", old)).hyper()["mstep_dtype"] == "float64"
     rng = np.random.default_rng(0)

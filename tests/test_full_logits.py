@@ -132,7 +132,7 @@ def test_logits_travel_in_the_config_and_the_model_file(tmp_path):
     assert model.get_config()["logits"] == "full"
     save_model(tmp_path / "full.h5", model)
     back = load_model(tmp_path / "full.h5")
-    assert back.logits == "full" and back.get_config() == model.get_config()
+    assert back.logits == "full" and back.get_config() == model.resolved_config()
     np.testing.assert_array_equal(back.emissionprob_, model.emissionprob_)
 
 
@@ -222,7 +222,7 @@ def test_app_form_shows_what_full_logits_fix_and_builds_that_model(qtbot):
     form.n.setValue(7)
     assert form.l.value() == 7
     model, n_states, _ = build_model(form.spec(), 9)
-    cfg = model.get_config()
+    cfg = model.resolved_config()
     assert (cfg["logits"], cfg["dim"], cfg["init_method"], n_states) == ("full", 7, "random", 7)
     logits.setCurrentIndex(logits.findData("dense"))
     assert form.l.isEnabled() and start.isEnabled()

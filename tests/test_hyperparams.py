@@ -92,9 +92,9 @@ def test_every_cli_flag_sets_its_option():
         assert cfg[hp.name] == value, flag
         users = {c for c, _ in pairs}
         if users != {DenseHMM, StandardHMM}:
-            other = "standard" if model == "dense" else "dense"
+            other = ["--model", "standard"] if model == "dense" else ["--model", "dense", "--dim", "2"]
             with pytest.raises(UserError, match=re.escape(flag)):
-                _model_config(_train_args(["--model", other, "--states", "3", "--dim", "2", flag, str(value)]), 5)
+                _model_config(_train_args(other + ["--states", "3", flag, str(value)]), 5)
 
 
 class DummyStandard(StandardHMM):

@@ -82,7 +82,7 @@ def _assert_same_model(orig, loaded, data):
     assert loaded.vocabulary == orig.vocabulary
     assert loaded.history_ == orig.history_
     assert loaded.stop_reason_ == orig.stop_reason_
-    assert loaded.get_config() == orig.get_config()
+    assert loaded.get_config() == orig.resolved_config()     # the file records the settings used
     assert loaded.n_parameters == orig.n_parameters
     assert _bits_equal(loaded.score_per_sequence(data), orig.score_per_sequence(data))
     assert loaded.score(data) == orig.score(data)
@@ -211,7 +211,7 @@ def test_file_is_readable_with_bare_h5py(tmp_path, corpora, dense_em):
         f.visititems(check)
         for k, v in g["config"].attrs.items():
             if k != "json_keys" and k not in json.loads(g["config"].attrs.get("json_keys", "[]")):
-                assert dense_em.get_config()[k] == (v.item() if hasattr(v, "item") else v)
+                assert dense_em.resolved_config()[k] == (v.item() if hasattr(v, "item") else v)
 
 
 def test_history_round_trips_none_absent_and_types(tmp_path, standard):

@@ -57,6 +57,8 @@ def test_lists_of_sequences_equal_flat_arrays_and_sizes():
     c = tagging_scores(np.array(STATES), np.array(TAGS), n_states=6, n_tags=4)
     assert c["contingency"].shape == (6, 4) and c["mapping"].tolist() == [0, 1, 2, 0, -1, -1]
     assert c["m1"] == b["m1"] and c["one_to_one"] == b["one_to_one"]
+    # 1-1 with 4 tags: the assignment pairs state 0 with tag 3, which it never labels: shown as none
+    assert c["one_to_one_mapping"].tolist() == [-1, 1, 2, 0, -1, -1]
 
 
 def test_ties_perfect_and_worst_cases():

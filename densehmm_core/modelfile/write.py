@@ -123,7 +123,7 @@ def _write_model(mg, model, arrays: Dict[str, np.ndarray], *, corpus, test_corpu
     kind = model.kind
     n = int(arrays["transmat"].shape[0])
     m = int(arrays["emissionprob"].shape[1])
-    cfg = model.get_config()
+    cfg = model.resolved_config()     # the settings used (DenseHMM: its preset's values filled in)
     state = model.arrays()
     attrs = {
         "kind": kind,

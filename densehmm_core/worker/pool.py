@@ -378,9 +378,8 @@ class TrainingWorker:
         """
         if not supports(model):
             raise TypeError(f"{type(model).__name__} cannot be trained in a worker process")
-        if model.n_symbols is None:
-            model._resolve_n_symbols(data)
-        config = model.get_config()
+        model._resolve_n_symbols(data, init=fit_kwargs.get("init", True))
+        config = model.resolved_config()      # the alphabet resolved here (the worker sees plain sequences)
         train = as_plain_sequences(data, model.n_symbols)
         test = as_plain_sequences(eval_data, model.n_symbols)
         # the worker's engine buffers must fit (a single long sequence forms a chunk of its own)
