@@ -146,3 +146,30 @@ def test_the_stop_reason_is_the_kept_runs():
     # every iteration of run 0 (its start and 12 more), few of run 1
     assert len(per_run[0]) == 13 and len(per_run[1]) < 10
     assert events[-1].reason == m.stop_reason_ == "max_steps"
+
+
+def test_the_command_line_resumes_as_one_run(tmp_path):
+    """``densehmm train --resume`` on a checkpoint of 3 EM iterations, for 2 more, ends where a run of 5
+    does; ``info`` names the kept state."""
+    import subprocess
+    import sys
+    fasta = tmp_path / "s.fa"
+    rng = np.random.default_rng(0)
+    fasta.write_text("".join(f">s{i}\n{''.join(rng.choice(list('ACGT'), size=60))}\n" for i in range(30)))
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "densehmm_core", *map(str, args)], capture_output=True,
+                              text=True, timeout=240)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    common = [fasta, "--states", 3, "--dim", 2, "--method", "em", "--split", 0, "--seed", 1, "--name", "a"]
+    cli("train", *common, "--iter", 5, "--out", tmp_path / "one.h5")
+    cli("train", *common, "--iter", 3, "--out", tmp_path / "two.h5")
+    cli("train", *common, "--iter", 2, "--out", tmp_path / "two.h5", "--resume")
+    one, two = load_model(str(tmp_path / "one.h5")), load_model(str(tmp_path / "two.h5"))
+    assert _lls(two)[-1] == _lls(one)[-1] and two.stop_reason_ == one.stop_reason_
+    np.testing.assert_array_equal(two.emissionprob_, one.emissionprob_)
+    np.testing.assert_array_equal(two.adam_state_["m"], one.adam_state_["m"])
+    t = one.adam_state_["t"]
+    assert t % 25 == 0 and f"optimizer    Adam's state after {t:.0f} steps" in cli("info", tmp_path / "two.h5")

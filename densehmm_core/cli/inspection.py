@@ -136,6 +136,8 @@ def _print_model_info(info: dict, args) -> None:
                f"stop reason {a.get('stop_reason') or '-'}    {info.get('history_length', len(hist))} history records"))
     if info["config"]:
         _out(f"  config       {_kv(info['config'])}")
+    if info.get("adam_state"):
+        _out(f"  optimizer    Adam's state after {info['adam_state']['t']:.0f} steps: --resume continues as one run would")
     if info["metrics"]:
         _out(f"  metrics      {_kv(info['metrics'])}")
     for key, label in (("provenance", "data"), ("provenance_test", "test data")):

@@ -333,8 +333,8 @@ def _decoded(values: list) -> List[str]:
 
 
 def _read_adam(objs, path, where: str, size: int, with_arrays: bool) -> Optional[dict]:
-    """The ``optimizer`` group: Adam's state of a DenseHMM-EM fit (``m``, ``v``: ``(size,)``, ``t``); None
-    when ``with_arrays`` is False."""
+    """The ``optimizer`` group: Adam's state of a DenseHMM-EM fit (``m``, ``v``: ``(size,)``, ``t``); without
+    ``with_arrays`` ``m`` and ``v`` are their shapes (unread)."""
     attrs = _read_group_attrs(objs, "optimizer", path, where) or {}
     t = attrs.get("t")
     if attrs.get("method") != "adam" or isinstance(t, bool) or not isinstance(t, (int, float)) \
@@ -343,7 +343,7 @@ def _read_adam(objs, path, where: str, size: int, with_arrays: bool) -> Optional
                                    f"method {attrs.get('method')!r}, t {t!r}")
     dsets = {key: _dataset(objs, path, where, f"optimizer/{key}", (size,)) for key in ("m", "v")}
     if not with_arrays:
-        return None
+        return {"m": (size,), "v": (size,), "t": float(t)}
     safety.check_budget(path, where, 2 * 8 * size, f"its optimizer state ({size} parameters)")
     out: Dict[str, Any] = {key: _read_dataset(ds, path, where, f"optimizer/{key}") for key, ds in dsets.items()}
     if np.any(out["v"] < 0):
@@ -704,8 +704,9 @@ def _build_model(spath: str, info: dict):
     for key in _FITTED_KEYS:
         if key in fitted and key in a and a[key] != "":
             state[key] = a[key]
-    if info.get("adam_state") is not None:
-        state["adam_state"] = info["adam_state"]
+    adam = info.get("adam_state")
+    if adam is not None and isinstance(adam["m"], np.ndarray):
+        state["adam_state"] = adam
     model.set_arrays(state)
     model.vocabulary = info["vocabulary"]
     model.tag_vocabulary = info.get("tag_vocabulary")
