@@ -137,7 +137,8 @@ def _print_model_info(info: dict, args) -> None:
     if info["config"]:
         _out(f"  config       {_kv(info['config'])}")
     if info.get("adam_state"):
-        _out(f"  optimizer    Adam's state after {info['adam_state']['t']:.0f} steps: --resume continues as one run would")
+        _out(f"  optimizer    Adam's state after {info['adam_state']['t']:.0f} steps: "
+             "--resume continues as one run would")
     if info["metrics"]:
         _out(f"  metrics      {_kv(info['metrics'])}")
     for key, label in (("provenance", "data"), ("provenance_test", "test data")):
