@@ -50,6 +50,8 @@ class _Plain:
     def get_config(self):
         return {"n_states": 2, "n_symbols": 3, "seed": 1}
 
+    resolved_config = get_config
+
     def predict(self, seqs):
         return [np.zeros(len(s), dtype=int) for s in seqs]
 
