@@ -84,8 +84,31 @@ def test_models_from_a_file_show_the_recorded_metrics_in_header_and_row(window, 
             assert row[key] == row_src[key], key
         assert row["test_nll"] == pytest.approx(last["test_nll"], rel=0, abs=0)
         assert row["stop"] == src.model.stop_reason_
-        assert row["time_s"] == pytest.approx(last["elapsed"])
+        assert row["time_s"] == pytest.approx(src.elapsed, abs=1e-9)   # the job's own time, as its row said
+        assert row["time_s"] != pytest.approx(last["elapsed"])           # (not the history's, without the start)
         assert job.fraction == 1.0
+
+
+def test_a_cancelled_job_stays_cancelled_through_a_model_file(window, qtbot, tmp_path):
+    """Exported and opened again, a cancelled job reads "cancelled" at its step of its planned total (the
+    file records why it stopped and what was planned), not "finished, 100%"."""
+    from app.jobs import JobState
+    job = window.jobs_ctl.start_training(spec("dense_cooc", steps=100000, lr=1e-4))
+    qtbot.waitUntil(lambda: job.step >= 2, timeout=120000)
+    window.jobs.cancel(job)
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+    assert job.state == JobState.CANCELLED and job.total >= 100000     # (the finish's steps after the Adam steps)
+    path = str(tmp_path / "cancelled.h5")
+    names = []
+    window.results_ctl.export_models([job], path, on_done=names.extend)
+    qtbot.waitUntil(lambda: len(names) == 1, timeout=30000)
+    n_before = len(window.jobs.jobs)
+    window.open_files([path])
+    qtbot.waitUntil(lambda: len(window.jobs.jobs) == n_before + 1, timeout=30000)
+    back = window.jobs.jobs[-1]
+    assert back.state == JobState.CANCELLED and back.model.stop_reason_ == "cancelled"
+    assert (back.step, back.total) == (job.history[-1]["step"], job.total) and back.fraction < 0.1
+    assert window.jobs_panel.rows[back.id]["time_s"] == pytest.approx(job.elapsed, abs=1e-9)
 
 
 def test_a_model_file_without_history_shows_the_metrics_it_records(window, qtbot, tmp_path):
@@ -112,3 +135,25 @@ def test_a_model_file_without_history_shows_the_metrics_it_records(window, qtbot
     row = window.jobs_panel.rows[job.id]
     assert (row["train_nll"], row["test_nll"], row["mad"]) == (last["train_nll"], last["test_nll"], last["mad"])
     np.testing.assert_array_equal(job.model.transmat_, model.transmat_)
+
+
+def test_a_comparison_stays_while_other_jobs_are_shown(window, qtbot, tmp_path):
+    """Compare two models read from a file, then select one of them and then a third job: the Compare
+    tab keeps its table and differences (it used to fall back to its placeholder on every selection),
+    and its symbol axis names the compared models' symbols."""
+    _, opened = _trained_and_reopened(window, qtbot, tmp_path, [spec("standard", steps=4, tol=0.0),
+                                                                spec("standard", steps=4, tol=0.0, seed=1)])
+    other = window.jobs_ctl.start_training(spec("standard", steps=2, tol=0.0, seed=2))
+    qtbot.waitUntil(lambda: other.state.is_final, timeout=120000)
+    done = []
+    window.results_ctl.compare_jobs(opened[0], opened[1], on_done=lambda: done.append(True))
+    qtbot.waitUntil(lambda: len(done) == 1, timeout=30000)
+    view = window.compare_view
+    rows, diff = view.table_rows(), view.difference("emissionprob")
+    assert rows and diff is not None
+    for job in (opened[0], other):
+        window.jobs_panel.select(job)
+        window.jobs_ctl.show_job(job)
+        qtbot.waitUntil(lambda job=job: window.dashboard.title.text().startswith(f"Job {job.id}:"), timeout=5000)
+        assert view.table_rows() == rows
+        np.testing.assert_array_equal(view.difference("emissionprob"), diff)

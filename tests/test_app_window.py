@@ -264,6 +264,27 @@ def test_chunk_length_cuts_one_long_sequence_into_pieces_the_split_holds_out(win
     assert panel.summary["n_test"] >= 5 and panel.options()["chunk_length"] == 100
 
 
+def test_the_preprocessing_fields_follow_the_selected_data_set(window, qtbot, tmp_path):
+    """Chunk one file, select another: the fields show the other's settings (none), so Apply cannot
+    chunk it with the first one's; selecting the first again shows its chunk length and split."""
+    rng = np.random.default_rng(6)
+    window.open_files([write_fasta(tmp_path / "genome.fasta", [("chr", "".join(rng.choice(list("ACGT"), size=600)))])])
+    wait_loaded(qtbot, window, 1)
+    panel = window.data_panel
+    panel.chunk_len.setValue(100)
+    panel.split.setValue(0.8)
+    qtbot.mouseClick(panel.apply_button, Qt.LeftButton)
+    qtbot.waitUntil(lambda: panel.summary["n_train"] + panel.summary["n_test"] == 6, timeout=20000)
+    window.open_files([write_fasta(tmp_path / "prot.fasta", [(f"p{i}", "ACDEFGHIK" * 3) for i in range(4)])])
+    wait_loaded(qtbot, window, 2)
+    window.data_ctl.select_dataset(1)
+    assert window.current_dataset.name.startswith("prot")
+    opts = panel.options()
+    assert opts["chunk_length"] is None and opts["split"] == 0.8 == window.current_dataset.options["split"]
+    window.data_ctl.select_dataset(0)
+    assert panel.options()["chunk_length"] == 100 and panel.options()["split"] == 0.8
+
+
 # ----------------------------------------------------------------------------- settings
 def test_settings_persist(qtbot, settings, dialogs, tmp_path):
     from app.mainwindow import MainWindow

@@ -442,6 +442,16 @@ def test_overview_before_and_after(qtbot):
     w.set_final(random_params(3, 5, seed=3))  # standard model: no embeddings column
     qtbot.waitUntil(lambda: not w.draw_pending, timeout=5000)
     assert not w.after.embeddings.isVisible()
+    # no initial model (read from a file or a session): the row says so instead of empty plots
+    assert "not recorded" in w.before.label.text()
+    assert not w.before.transmat.isVisible() and not w.before.embeddings.isVisible()
+    assert w.after.transmat.isVisible()
+    w.set_initial(p0)                          # known after all: drawn as usual
+    qtbot.waitUntil(lambda: not w.draw_pending, timeout=5000)
+    assert w.before.label.text() == "Before training" and w.before.transmat.isVisible()
+    np.testing.assert_array_equal(w.before.transmat.image_data(), p0["transmat"])
+    w.clear()
+    assert w.before.transmat.isVisibleTo(w.page)
 
 
 def test_overview_draws_one_part_per_event_loop_turn(qtbot):

@@ -358,6 +358,21 @@ class DataPanel(QWidget):
             self.split.setValue(1.0 - float(tf))
         self.preset.setToolTip(p.get("description", ""))
 
+    def _show_options(self, options: dict) -> None:
+        """The preprocessing fields as the shown data set was made (``DataSet.options``; absent: none, the
+        default split), so that Apply starts from the selected data set's settings, not another's."""
+        self.preset.blockSignals(True)      # the preset's own values must not overwrite the data set's
+        self.preset.setCurrentIndex(max(0, self.preset.findText(options.get("preset") or "(none)")))
+        self.preset.blockSignals(False)
+        self.subset.setValue(int(options.get("subset") or 0))
+        self.subset_random.setChecked(bool(options.get("subset_random")))
+        self.chunk_len.setValue(int(options.get("chunk_length") or 0))
+        self.max_len.setValue(int(options.get("max_length") or 0))
+        self.min_len.setValue(int(options.get("min_length") or 0))
+        self.merge.setValue(100.0 * float(options.get("merge_below") or 0.0))
+        self.split.setValue(float(options.get("split", 0.5)))
+        self.seed.setValue(int(options.get("seed", 0)))
+
     def reset_options(self) -> None:
         self.preset.setCurrentIndex(0); self.subset.setValue(0); self.subset_random.setChecked(False)
         self.chunk_len.setValue(0); self.max_len.setValue(0); self.min_len.setValue(0); self.merge.setValue(0.0)
@@ -386,6 +401,7 @@ class DataPanel(QWidget):
         if ds is None:
             self.summary = None
             return
+        self._show_options(ds.options or {})
         s = self.summary = ds.summary
         corpus = ds.corpus
         prov = getattr(corpus, "provenance", None) or {}

@@ -182,8 +182,10 @@ class CompareView(QtWidgets.QWidget):
 
     def set_models(self, name_a: str, model_a, name_b: str, model_b,
                    metrics_a: Optional[dict] = None, metrics_b: Optional[dict] = None,
-                   scores=None, data_name: str = "", same_data: Optional[bool] = None) -> None:
+                   scores=None, data_name: str = "", same_data: Optional[bool] = None,
+                   vocabulary: Optional[Sequence[str]] = None) -> None:
         """Compare ``model_a`` and ``model_b``; the matrices shown are ``B - A`` after aligning B's states.
+        The comparison stays until the next one (or :meth:`clear`): the job shown elsewhere does not change it.
 
         Parameters
         ----------
@@ -198,8 +200,14 @@ class CompareView(QtWidgets.QWidget):
         same_data : bool, optional
             Whether both jobs trained on the same data; their own train / test NLL and MAD are
             listed only then (``None``: unknown, not listed).
+        vocabulary : sequence of str, optional
+            The symbols' names (ΔB's axis): the models' own vocabulary when they have one, else this,
+            else those of :meth:`set_vocabulary`.
         """
         metrics_a, metrics_b = dict(metrics_a or {}), dict(metrics_b or {})
+        own = getattr(model_a, "vocabulary", None)
+        if own is not None or vocabulary is not None:      # else the names set before (set_vocabulary)
+            self.set_vocabulary(own if own is not None else vocabulary)
         self.stack.setCurrentIndex(1)
         self.header.setText(f"Compare  A = {name_a}   with   B = {name_b}")
         self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])

@@ -144,6 +144,7 @@ class OverviewView(QtWidgets.QWidget):
     def clear(self) -> None:
         self._draw.clear()
         self._thaw()
+        self._show_row(self.before, True)
         for row in (self.before, self.after):
             row.params = None
             row.embeddings.clear()
@@ -166,7 +167,19 @@ class OverviewView(QtWidgets.QWidget):
 
     def _set_has_embeddings(self, on: bool) -> None:
         for row in (self.before, self.after):
-            row.embeddings.setVisible(on)
+            row.embeddings.setVisible(on and row.transmat.isVisibleTo(self.page))
+
+    def _show_row(self, row: _Row, on: bool) -> None:
+        """Show or hide a row's plots (its title stays)."""
+        for w in (row.embeddings, row.transmat, row.emission_stack):
+            w.setVisible(on)
+
+    def _before_not_recorded(self) -> None:
+        """The trained model is shown and the initial one is not known (a model read from a file or a
+        session keeps only its trained parameters): the row says so instead of empty plots."""
+        self._show_row(self.before, False)
+        self.before.label.setText("Before training: not recorded for this job (a model read from a file or "
+                                  "a session keeps only its trained parameters)")
 
     def _show(self, row: _Row, params: Optional[dict], title: str, part: str) -> None:
         if not params:
@@ -177,6 +190,10 @@ class OverviewView(QtWidgets.QWidget):
             return
         row.params = params
         row.label.setText(title)
+        if row is self.before:
+            self._show_row(row, True)
+        elif self.before.params is None and not self._queued(self.before):
+            self._before_not_recorded()
         A, B = params.get("transmat"), params.get("emissionprob")
         if A is not None:
             n = np.shape(A)[0]

@@ -12,6 +12,7 @@ from .. import tasks
 from ..datasets import DataSet, ModelSet, encode_for
 from ..jobs import Job, JobManager, JobState
 from ..session import recorded_training_time
+from ..jobrows import as_number
 from .common import error_dialog, final_event, job_metrics, safe_name
 
 __all__ = ["ResultsController"]
@@ -62,17 +63,27 @@ class ResultsController(QObject):
         first = None
         for name, model in ms.models:
             job = Job(f"{ms.name}: {name}", model, None, None, dataset=ms, device="file", sweep=ms.path)
-            job.state = JobState.FINISHED
+            stop = getattr(model, "stop_reason_", "") or ""
+            # a cancelled or diverged run stays one (the file records why it stopped)
+            job.state = {"cancelled": JobState.CANCELLED, "diverged": JobState.DIVERGED}.get(stop, JobState.FINISHED)
             # why its training stopped, as the file records it (the Data column names the file)
-            job.reason = getattr(model, "stop_reason_", "") or f"loaded from {ms.name}"
+            job.reason = stop or f"loaded from {ms.name}"
             job.last_params = model.arrays()["params"]
+            facts = getattr(model, "metrics_", None) or {}
             hist = job.history
             if hist:
                 job.step = int(hist[-1].get("step") or 0)
-                if getattr(model, "stop_reason_", "") == "max_steps" and job.step > 0:
+                planned = as_number(facts.get("planned_steps"))     # written by this app's export
+                if planned is not None and planned >= job.step:
+                    job.total = int(planned)       # "4/100000" for a run cancelled at step 4, as it read
+                elif stop == "max_steps" and job.step > 0:
                     job.total = job.step           # it ran all its steps: the bar reads "30/30", as it did
-            elapsed = recorded_training_time(model)
-            if elapsed is not None:                # the Jobs panel's Time: the training time the file recorded
+            # the Jobs panel's Time: the job's own run time when this app exported it, else the training
+            # time the history recorded (without the worker's start)
+            elapsed = as_number(facts.get("run_time_s"))
+            if elapsed is None or elapsed < 0:
+                elapsed = recorded_training_time(model)
+            if elapsed is not None:
                 job.started_at, job.finished_at = 0.0, elapsed
             # the dashboard's header: the final step and metrics the file records, why training stopped
             job.last_event = final_event(job, getattr(model, "metrics_", None))
@@ -91,7 +102,13 @@ class ResultsController(QObject):
         items = []
         for job in jobs:
             corpus = job.dataset.processed if isinstance(job.dataset, DataSet) else None
-            items.append((safe_name(f"job{job.id}_{job.name}"), job.model, corpus, job_metrics(job),
+            metrics = job_metrics(job)
+            # the Jobs panel's Time and progress, read back by add_model_set (the file's metrics group)
+            if job.elapsed is not None:
+                metrics["run_time_s"] = float(job.elapsed)
+            if job.total:
+                metrics["planned_steps"] = int(job.total)
+            items.append((safe_name(f"job{job.id}_{job.name}"), job.model, corpus, metrics,
                           {"trained_utc": job.finished_utc}))
 
         def done(names):
@@ -203,7 +220,8 @@ class ResultsController(QObject):
         def show(scores) -> None:
             try:
                 self.window.dashboard.compare.set_models(a.name, a.model, b.name, b.model, ma, mb, scores=scores,
-                                             data_name=data_name, same_data=same)
+                                                         data_name=data_name, same_data=same,
+                                                         vocabulary=ds.vocabulary if isinstance(ds, DataSet) else None)
             except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
                 self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
                 return
