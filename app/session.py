@@ -413,7 +413,13 @@ def session_notes(job, dataset: Any = None) -> dict:
     ds = dataset if dataset is not None else job.dataset
     ref = None
     if ds is not None and hasattr(ds, "options"):
-        ref = {"name": _clip(ds.name, MAX_NAME), "path": getattr(ds, "path", None), "options": dict(ds.options or {})}
+        path = getattr(ds, "path", None)
+        if path is not None:
+            try:
+                _path(path, "dataset.path")
+            except _Bad:      # a path the reader refuses (a control character, legal in Linux names; too long):
+                path = None   # the job is kept and restored, its data are not read again
+        ref = {"name": _clip(ds.name, MAX_NAME), "path": path, "options": dict(ds.options or {})}
     return {
         SESSION_KEY: VERSION,
         "job_name": _clip(job.name, MAX_NAME) or "job",

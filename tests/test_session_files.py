@@ -385,3 +385,16 @@ def test_fuzzed_session_files_give_only_clean_errors(tmp_path):
     assert int(session_errors) > cases // 10 and int(file_errors) > cases // 10, proc.stdout
     assert float(slowest) < 30.0          # no hang (a hanging probe is stopped after 5 s)
     assert int(grown_kb) < 400_000         # bounded memory (max RSS grew by < 400 MB)
+
+
+def test_a_data_path_the_reader_refuses_does_not_lose_the_session(tmp_path):
+    """A data file whose name holds a carriage return (legal on Linux): the session used to store the path
+    as it is, and opening it refused the whole session ("holds control characters"). Now the job is kept
+    without its data path (its data are not read again); a plain path is kept."""
+    js = jobs(2)
+    js[0].dataset = _DS("/data/bad\rname.txt")
+    path = str(tmp_path / "s.h5")
+    sess.save_session(path, [(f"job{i}", j, None, None, {}) for i, j in enumerate(js)])
+    session = sess.load_session(path)
+    assert [sj.dataset.path for sj in session.jobs] == [None, "/data/words.txt"]
+    assert session.jobs[0].dataset.name == "words.txt"
