@@ -78,6 +78,8 @@ INIT_METHODS = ("spectral", "random")
 #: files by their content: size and SHA-256, never by their names)
 RESUME_KEYS = ("data_fingerprint", "extra_fingerprints", "n_states", "n_iter", "steps", "lr", "init_scale",
                "init_method", "max_sequences", "quick", "l2", "sparsity", "kappa")
+#: settings only some models use (which ones: the predicate)
+MODEL_KEYS = {"sparsity": lambda m: m.endswith("-ps"), "kappa": lambda m: m in FULL_MODELS}
 KEY = ("model", "dim", "seed")
 COLUMNS = KEY + ("n_states", "n_symbols", "n_tokens", "n_iter", "m1", "one_to_one", "v_measure",
                  "train_nll", "fit_cpu_s", "fit_wall_s", "stop_reason", "e_steps")
@@ -114,13 +116,13 @@ class PosSettings:
                       "dims": tuple(d["dims"]), "direct_dims": tuple(d.get("direct_dims", ())),
                       "extra_fingerprints": tuple(d.get("extra_fingerprints", ()))})
 
-    def result_settings(self) -> dict:
+    def result_settings(self, models: Optional[Sequence[str]] = None) -> dict:
         """What changes a run's result (rows carry model, l and seed).  ``sparsity`` and ``kappa`` only
-        where a model uses them (folders made before they existed keep their settings_id)."""
+        where a model (of ``models``, default :attr:`models`) uses them (folders made before they existed
+        keep their settings_id)."""
         d = self.to_dict()
-        unused = {"sparsity": not any(m.endswith("-ps") for m in self.models),
-                  "kappa": not any(m in FULL_MODELS for m in self.models)}
-        return {k: d[k] for k in RESUME_KEYS if not unused.get(k, False)}
+        models = self.models if models is None else models
+        return {k: d[k] for k in RESUME_KEYS if k not in MODEL_KEYS or any(MODEL_KEYS[k](m) for m in models)}
 
     @staticmethod
     def _id(settings: dict) -> str:
@@ -348,9 +350,10 @@ FLOAT_COLUMNS = ("m1", "one_to_one", "v_measure", "train_nll", "fit_cpu_s", "fit
 def check_resume(out: Path, s: PosSettings, store, report_only: bool = False) -> Optional[PosSettings]:
     """Refuse (:class:`~.runner.ResultFileError`) a folder whose runs were made with other result
     settings (:data:`RESUME_KEYS`; ``sparsity`` and ``kappa`` only where both the folder and the command
-    have rows that use them), whose settings file is missing, damaged or edited by hand.  Returns
-    the folder's recorded settings (None for a new folder); ``report_only``: they are not compared
-    with the command's (the report is rebuilt from what the folder holds)."""
+    have models that use them; the settings file keeps the folder's value, :func:`record_settings`), whose
+    settings file is missing, damaged or edited by hand.  Returns the folder's recorded settings (None for
+    a new folder); ``report_only``: they are not compared with the command's (the report is rebuilt from
+    what the folder holds)."""
     from .runner import ResultFileError, read_settings_file, settings_differences
     path = out / "pos_induction_settings.json"
 
@@ -374,8 +377,13 @@ def check_resume(out: Path, s: PosSettings, store, report_only: bool = False) ->
         return None
     if report_only:
         return found[0]
-    old, new = found[0].result_settings(), s.result_settings()
-    for key in ("sparsity", "kappa"):     # only one side has rows that use it ("-ps", full logits): it changes none
+    # a setting only some models use is compared where both the folder (its recorded models and the
+    # models of its rows) and the command have such models; where only the folder has, the settings
+    # file written next keeps the folder's value (record_settings), so a later run that uses it again
+    # is compared with the value its rows were made with
+    held = folder_models(found[0], store)
+    old, new = found[0].result_settings(held), s.result_settings()
+    for key in MODEL_KEYS:
         if (key in old) != (key in new):
             old.pop(key, None)
             new.pop(key, None)
@@ -384,6 +392,27 @@ def check_resume(out: Path, s: PosSettings, store, report_only: bool = False) ->
         raise ResultFileError(out, "holds runs made with other settings: " + "; ".join(diff)
                               + "; use another --out folder (or the settings it was made with)")
     return found[0]
+
+
+def folder_models(recorded: PosSettings, store) -> Tuple[str, ...]:
+    """The models a folder holds runs of: those its settings file records and those of its rows."""
+    have = set(recorded.models) | {str(r.get("model")) for r in store.rows}
+    return tuple(m for m in MODELS if m in have) + tuple(sorted(have - set(MODELS)))
+
+
+def record_settings(s: PosSettings, recorded: Optional[PosSettings], store) -> PosSettings:
+    """What the settings file of a folder records after a run of ``s``: every model it holds runs of,
+    and the folder's value of each setting only some models use where ``s``'s models use none of it
+    (so the folder's rows stay checked against the settings that made them)."""
+    from dataclasses import replace
+    if recorded is None:
+        return s
+    held = folder_models(recorded, store)
+    for key, uses in MODEL_KEYS.items():
+        if not any(uses(m) for m in s.models) and any(uses(m) for m in held):
+            s = replace(s, **{key: getattr(recorded, key)})
+    models = set(held) | set(s.models)
+    return replace(s, models=tuple(m for m in MODELS if m in models) + tuple(sorted(models - set(MODELS))))
 
 
 def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "thread", run: bool = True,
@@ -451,8 +480,9 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
         f"lower-cased word types (the feature models read them as written), {corpus.n_tags} gold tags, "
         f"from {s.data}")
+    kept = record_settings(s, recorded, store)
     _atomic_text(out / "pos_induction_settings.json",
-                 json.dumps({**s.to_dict(), "settings_id": s.settings_id}, indent=2) + "\n")
+                 json.dumps({**kept.to_dict(), "settings_id": kept.settings_id}, indent=2) + "\n")
     code = 0
     if run:
         failed = out / "pos_induction_failed.csv"
