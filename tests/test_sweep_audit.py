@@ -28,3 +28,21 @@ def test_pos_resume_never_reuses_runs_of_another_sparsity(tmp_path, capsys):
     assert "nothing to do" in capsys.readouterr().out
     assert sorted(r["model"] for r in read_rows(out / "pos_induction_runs.csv")) == [
         "baum-welch", "baum-welch-spectral-ps"]
+
+
+def test_sweep_figure_draws_every_model(tmp_path, monkeypatch):
+    """A sweep's dense-cooc rows are drawn (they used to be left out: no label), as is a model no list
+    knows (by its name); every model the sweep and the reproductions accept has a label."""
+    from densehmm_core.experiments import comparison, figures
+    for m in comparison.MODELS + comparison.EXTRA_MODELS + comparison.SWEEP_MODELS:
+        assert m in comparison.MODEL_LABEL
+    drawn = {}
+
+    def fake_save(fig, path):
+        drawn["labels"] = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        return path
+    monkeypatch.setattr(figures, "_save", fake_save)
+    rows = [{"n": "3", "l": "1", "model": m, "mad": str(0.01 * (rep + 1))}
+            for m in ("dense-cooc", "standard", "mystery") for rep in range(3)]
+    figures.comparison_figure(rows, "mad", tmp_path / "x.png", title="t")
+    assert drawn["labels"] == [comparison.MODEL_LABEL["dense-cooc"], "standard HMM", "mystery"]

@@ -58,6 +58,15 @@ MODELS = ("dense-em", "dense-direct", "standard-fair", "standard")
 EXTRA_MODELS = ("dense-direct-gt",)
 #: The model names of ``densehmm sweep`` (``dense-cooc`` = DenseHMM-direct, the same fit and seeds).
 SWEEP_MODELS = ("dense-em", "dense-cooc", "standard", "standard-fair")
+#: The legend label of every model above (figures and notes; the one list of the labels).
+MODEL_LABEL = {
+    "dense-em": "DenseHMM-EM",
+    "dense-direct": "DenseHMM-direct",
+    "dense-cooc": "DenseHMM-direct (dense-cooc)",
+    "standard-fair": "standard HMM (n_fair)",
+    "standard": "standard HMM",
+    "dense-direct-gt": "DenseHMM-direct on the true Omega (reference code)",
+}
 DATA_PRESETS = {"protein": "paper_protein", "medpost": "paper_medpost", "penn": "reference_code_penn"}
 #: ``"sweep"``: any data file, loaded once by the caller and given to the tasks as ``shared``.
 _DATASET_CODE = {"synthetic": 1, "protein": 2, "medpost": 3, "penn": 4, "sweep": 5}

@@ -13,19 +13,14 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..maths import median_quartiles
+from .comparison import MODEL_LABEL     # the models' labels: comparison.py owns the model names
 
 __all__ = ["factorization_figure", "comparison_figure", "left_out_note", "MODEL_STYLE", "MODEL_LABEL"]
 
-MODEL_LABEL = {
-    "dense-em": "DenseHMM-EM",
-    "dense-direct": "DenseHMM-direct",
-    "standard-fair": "standard HMM (n_fair)",
-    "standard": "standard HMM",
-    "dense-direct-gt": "DenseHMM-direct on the true Omega (reference code)",
-}
 MODEL_STYLE = {
     "dense-em": dict(color="tab:orange", marker="s"),
     "dense-direct": dict(color="tab:green", marker="o"),
+    "dense-cooc": dict(color="tab:green", marker="o"),
     "standard-fair": dict(color="tab:purple", marker="^"),
     "standard": dict(color="tab:blue", marker="x"),
     "dense-direct-gt": dict(color="tab:olive", marker="o", linestyle="--"),
@@ -112,7 +107,8 @@ def comparison_figure(rows: Sequence[dict], metric: str, path, *, title: str = "
     """One series per model over the (n, l) pairs: median and 25/75 band of ``metric``."""
     pairs = sorted({(int(r["n"]), int(r["l"])) for r in rows})
     pos = {p: i for i, p in enumerate(pairs)}
-    models = [m for m in MODEL_LABEL if any(r["model"] == m for r in rows)]
+    present = {str(r["model"]) for r in rows}     # every model of the rows is drawn (unknown ones by name)
+    models = [m for m in MODEL_LABEL if m in present] + sorted(present - set(MODEL_LABEL))
     fig = _new_figure(max(6.0, 0.75 * len(pairs) + 3), 4.5)
     ax = fig.add_subplot(1, 1, 1)
     for m in models:
