@@ -46,6 +46,7 @@ import numpy as np
 
 from ..grid import PAPER_GRID
 from ..maths import median_quartiles
+from .names import EXTRA_MODELS, MODEL_LABEL, MODELS, SWEEP_MODELS  # noqa: F401 - the model names (names.py)
 
 if TYPE_CHECKING:
     from .dask_executor import DaskTarget
@@ -54,19 +55,6 @@ __all__ = ["ComparisonSettings", "PAPER_GRID", "MODELS", "run_one", "make_tasks"
            "format_tables", "run_comparison", "COLUMNS"]
 
 QUICK_GRID: Tuple[Tuple[int, int], ...] = ((3, 1), (3, 2))
-MODELS = ("dense-em", "dense-direct", "standard-fair", "standard")
-EXTRA_MODELS = ("dense-direct-gt",)
-#: The model names of ``densehmm sweep`` (``dense-cooc`` = DenseHMM-direct, the same fit and seeds).
-SWEEP_MODELS = ("dense-em", "dense-cooc", "standard", "standard-fair")
-#: The legend label of every model above (figures and notes; the one list of the labels).
-MODEL_LABEL = {
-    "dense-em": "DenseHMM-EM",
-    "dense-direct": "DenseHMM-direct",
-    "dense-cooc": "DenseHMM-direct (dense-cooc)",
-    "standard-fair": "standard HMM (n_fair)",
-    "standard": "standard HMM",
-    "dense-direct-gt": "DenseHMM-direct on the true Omega (reference code)",
-}
 DATA_PRESETS = {"protein": "paper_protein", "medpost": "paper_medpost", "penn": "reference_code_penn"}
 #: ``"sweep"``: any data file, loaded once by the caller and given to the tasks as ``shared``.
 _DATASET_CODE = {"synthetic": 1, "protein": 2, "medpost": 3, "penn": 4, "sweep": 5}

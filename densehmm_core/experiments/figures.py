@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from ..maths import median_quartiles
-from .comparison import MODEL_LABEL     # the models' labels: comparison.py owns the model names
+from .names import MODEL_LABEL     # the models' labels (names.py owns the model names)
 
 __all__ = ["factorization_figure", "comparison_figure", "left_out_note", "MODEL_STYLE", "MODEL_LABEL"]
 
