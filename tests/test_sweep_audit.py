@@ -46,3 +46,26 @@ def test_sweep_figure_draws_every_model(tmp_path, monkeypatch):
             for m in ("dense-cooc", "standard", "mystery") for rep in range(3)]
     figures.comparison_figure(rows, "mad", tmp_path / "x.png", title="t")
     assert drawn["labels"] == [comparison.MODEL_LABEL["dense-cooc"], "standard HMM", "mystery"]
+
+
+@pytest.mark.parametrize("k", ["-3", "0", "1"])
+def test_max_sequences_below_two_is_one_line_exit_2(tmp_path, capsys, k):
+    """sweep and reproduce refuse --max-sequences < 2 up front (-3 used to read as len - 3 sequences,
+    0 and 1 failed every run with a traceback in errors.log)."""
+    from densehmm_core.cli import main
+    fasta = WORDS.parent / "pdb_seqres_like.fasta"
+    out = tmp_path / "sw"
+    assert main(["sweep", str(fasta), "--grid", "n=2 l=1 model=standard", "--repeats", "1", "--quick",
+                 "--jobs", "1", "--out", str(out), "--max-sequences", k]) == 2
+    cap = capsys.readouterr()
+    assert [ln for ln in cap.err.splitlines() if ln.strip()] == [
+        "densehmm sweep: error: --max-sequences must be >= 2 (the runs split the sequences into training and test "
+        "sets)"]
+    assert not out.exists()
+    out2 = tmp_path / "rp"
+    assert reproduce(["reproduce", "protein", "--data", str(fasta), "--quick", "--jobs", "1", "--out", str(out2),
+                      "--max-sequences", k]) == 2
+    cap = capsys.readouterr()
+    assert cap.err.strip() == "error: --max-sequences must be >= 2 (the runs split the sequences into training and " \
+                              "test sets)" and not cap.out.strip()
+    assert not out2.exists()

@@ -213,6 +213,10 @@ def _cap_jobs(jobs: int, executor: str, scheduler: Optional[str]) -> int:
     return jobs
 
 
+#: A sweep and the comparison reproductions split the sequences into training and test sets.
+MAX_SEQUENCES_ERROR = "--max-sequences must be >= 2 (the runs split the sequences into training and test sets)"
+
+
 def _handler(args) -> int:
     name = args.experiment
     out = Path(args.out) if args.out else Path("reproduce-results") / name
@@ -273,6 +277,9 @@ def _handler(args) -> int:
         models = tuple(m.strip() for m in args.models.split(",") if m.strip())
         kw["models"] = models
     if name != "synthetic" and args.max_sequences is not None:
+        if args.max_sequences < 2:
+            print(f"error: {MAX_SEQUENCES_ERROR}", file=sys.stderr)
+            return 2
         kw["max_sequences"] = args.max_sequences
     try:
         csettings = (ComparisonSettings.quick(name, data=data, **kw) if args.quick
@@ -443,6 +450,8 @@ def _sweep_handler(args) -> int:
     jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats < 1:
         raise UserError("--repeats must be >= 1")
+    if args.max_sequences is not None and args.max_sequences < 2:
+        raise UserError(MAX_SEQUENCES_ERROR)
     fraction = 0.5 if args.split is None else float(args.split)
     if not 0.0 < fraction < 1.0:
         raise UserError(f"--split must lie in (0, 1) for a sweep, got {args.split}")
