@@ -303,17 +303,24 @@ def test_reproduce_medpost_quick(tmp_path, capsys):
     _check_comparison(out, "medpost", models, 1, capsys, argv)
 
 
+def _one_error_line(capsys) -> str:
+    """A user error of ``reproduce``: one line on stderr, nothing on stdout."""
+    cap = capsys.readouterr()
+    assert not cap.out.strip() and len(cap.err.strip().splitlines()) == 1 and cap.err.startswith("error: ")
+    return cap.err
+
+
 def test_reproduce_medpost_without_data_is_a_clear_error(tmp_path, capsys):
     assert _run(["reproduce", "medpost", "--quick", "--out", str(tmp_path)]) == 2
-    assert "--data" in capsys.readouterr().out
+    assert "--data" in _one_error_line(capsys)
     assert _run(["reproduce", "penn", "--quick", "--out", str(tmp_path),
                  "--data", str(tmp_path / "missing.mrg")]) == 2
-    assert "not found" in capsys.readouterr().out
+    assert "not found" in _one_error_line(capsys)
 
 
 def test_reproduce_rejects_bad_grid(tmp_path, capsys):
     assert _run(["reproduce", "factorization", "--quick", "--out", str(tmp_path), "--grid", "3-1"]) == 2
-    assert "--grid" in capsys.readouterr().out
+    assert "--grid" in _one_error_line(capsys)
 
 
 def test_cli_import_is_cheap():

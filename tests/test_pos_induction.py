@@ -51,12 +51,12 @@ def test_pos_induction_runs_scores_and_resumes(tmp_path, capsys):
 def test_pos_induction_bad_arguments(tmp_path, capsys):
     base = ["reproduce", "pos-induction", "--out", str(tmp_path / "x")]
     assert _run(base + ["--data", str(tmp_path / "missing.mrg")]) == 2
-    assert "data file not found" in capsys.readouterr().out
+    assert "data file not found" in capsys.readouterr().err
     assert _run(base + ["--data", str(WORDS), "--models", "nope"]) == 2
-    assert "unknown model(s) nope" in capsys.readouterr().out
+    assert "unknown model(s) nope" in capsys.readouterr().err
     assert _run(base + ["--data", str(WORDS), "--dims", "0"]) == 2
     assert _run(base + ["--data", str(WORDS), "--direct-dims", "x"]) == 2
-    assert "--direct-dims must be positive integers" in capsys.readouterr().out
+    assert "--direct-dims must be positive integers" in capsys.readouterr().err
 
 
 def test_spectral_control_row_and_resume_guard(tmp_path, capsys):

@@ -69,3 +69,15 @@ def test_max_sequences_below_two_is_one_line_exit_2(tmp_path, capsys, k):
     assert cap.err.strip() == "error: --max-sequences must be >= 2 (the runs split the sequences into training and " \
                               "test sets)" and not cap.out.strip()
     assert not out2.exists()
+
+
+def test_reproduce_user_errors_go_to_stderr(tmp_path, capsys):
+    """``reproduce``'s user errors are one line on stderr, exit 2 (they were printed on stdout)."""
+    cases = [["reproduce", "pos-induction", "--data", str(WORDS), "--out", str(tmp_path / "p"), "--l2", "-1"],
+             ["reproduce", "pos-induction", "--data", str(tmp_path / "nope.conllu"), "--out", str(tmp_path / "p")],
+             ["reproduce", "protein", "--quick", "--out", str(tmp_path / "r"), "--jobs", "0"],
+             ["reproduce", "factorization", "--quick", "--out", str(tmp_path / "f"), "--grid", "3-1"]]
+    for argv in cases:
+        assert reproduce(argv) == 2
+        cap = capsys.readouterr()
+        assert cap.out == "" and len(cap.err.splitlines()) == 1 and cap.err.startswith("error: "), argv

@@ -132,11 +132,11 @@ def _pos_handler(args) -> int:
     from .pos_induction import MODELS, PosSettings, run_pos_induction
     data = args.data or (str(DEFAULT_DATA["penn"]) if DEFAULT_DATA["penn"].is_file() else None)
     if not data:
-        print("error: reproduce pos-induction needs --data FILE (a tagged corpus)")
+        print("error: reproduce pos-induction needs --data FILE (a tagged corpus)", file=sys.stderr)
         return 2
     for f in [data] + list(args.extra):
         if not Path(f).is_file():
-            print(f"error: data file not found: {f}")
+            print(f"error: data file not found: {f}", file=sys.stderr)
             return 2
     kw: Dict[str, Any] = {"seed": args.seed, "extra": tuple(args.extra), "init_method": args.init}
     try:
@@ -162,26 +162,26 @@ def _pos_handler(args) -> int:
                     raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
                 kw[key] = v
     except ValueError as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.init_scale is not None:
         if not args.init_scale > 0:
-            print("error: --init-scale must be > 0")
+            print("error: --init-scale must be > 0", file=sys.stderr)
             return 2
         kw["init_scale"] = args.init_scale
     if args.l2 is not None:
         if not (args.l2 >= 0 and args.l2 < float("inf")):
-            print("error: --l2 must be a finite number >= 0")
+            print("error: --l2 must be a finite number >= 0", file=sys.stderr)
             return 2
         kw["l2"] = args.l2
     if args.kappa is not None:
         if not (args.kappa >= 0 and args.kappa < float("inf")):
-            print("error: --kappa must be a finite number >= 0")
+            print("error: --kappa must be a finite number >= 0", file=sys.stderr)
             return 2
         kw["kappa"] = args.kappa
     if args.sparsity is not None:
         if not (args.sparsity > 0 and args.sparsity < float("inf")):
-            print("error: --sparsity must be a finite number > 0")
+            print("error: --sparsity must be a finite number > 0", file=sys.stderr)
             return 2
         kw["sparsity"] = args.sparsity
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
@@ -222,11 +222,11 @@ def _handler(args) -> int:
     out = Path(args.out) if args.out else Path("reproduce-results") / name
     jobs = args.jobs if args.jobs is not None else _default_jobs()
     if jobs < 1:
-        print("error: --jobs must be >= 1")
+        print("error: --jobs must be >= 1", file=sys.stderr)
         return 2
     jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats is not None and args.repeats < 1:
-        print("error: --repeats must be >= 1")
+        print("error: --repeats must be >= 1", file=sys.stderr)
         return 2
     grid = None
     if args.grid:
@@ -235,7 +235,8 @@ def _handler(args) -> int:
             if not grid or any(len(p) != 2 or min(p) < 1 for p in grid):
                 raise ValueError
         except ValueError:
-            print(f"error: --grid must look like 3:1,5:2 (n:l pairs of positive integers), got {args.grid!r}")
+            print(f"error: --grid must look like 3:1,5:2 (n:l pairs of positive integers), got {args.grid!r}",
+                  file=sys.stderr)
             return 2
     if name == "factorization":
         from .factorization import FactorizationSettings
@@ -250,7 +251,7 @@ def _handler(args) -> int:
         settings = FactorizationSettings.quick(**kw) if args.quick else FactorizationSettings(**kw)
         if args.executor == "dask":
             print("error: reproduce factorization runs on threads or processes only "
-                  "(--executor thread|process)")
+                  "(--executor thread|process)", file=sys.stderr)
             return 2
         return run_factorization(settings, out, jobs=jobs, executor=args.executor,
                                  run=not args.report_only)
@@ -263,10 +264,10 @@ def _handler(args) -> int:
         data = args.data or (str(default) if default else None)
         if not data:
             print(f"error: reproduce {name} needs --data PATH (the MedPost file tag_mb.ioc is not "
-                  "shipped with DenseHMM Studio)")
+                  "shipped with DenseHMM Studio)", file=sys.stderr)
             return 2
         if not Path(data).is_file():
-            print(f"error: data file not found: {data}")
+            print(f"error: data file not found: {data}", file=sys.stderr)
             return 2
     kw = {"seed": args.seed, "dense_preset": args.dense_preset}
     if grid:
@@ -285,7 +286,7 @@ def _handler(args) -> int:
         csettings = (ComparisonSettings.quick(name, data=data, **kw) if args.quick
                     else ComparisonSettings.full(name, data=data, **kw))
     except ValueError as exc:
-        print(f"error: {exc}")
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     return _run_guarded(run_comparison, csettings, out, jobs=jobs, executor=args.executor,
                         run=not args.report_only, args=args,
