@@ -6,6 +6,7 @@ hyper-parameter an estimator marks ``form=True`` is a field here with its help t
 for the model types whose estimator and fit method use it."""
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
@@ -217,7 +218,7 @@ class ModelForm(QWidget):
                                    "\"n=3,5,10 l=2,4\" is every combination of those n (hidden states) and l "
                                    "(embedding length) values. Empty: the paper's grid "
                                    f"({grid_mod.describe_grid(PAPER_GRID)}). A standard HMM has no l: "
-                                   "its sweep repeats the n values only.")
+                                   "its grid needs only n (\"n=2,3,5\"), and its sweep repeats the n values.")
         gl.addWidget(self.sweep_grid, 1)
         sl = QHBoxLayout()
         sweep_rows.addLayout(sl)
@@ -304,9 +305,20 @@ class ModelForm(QWidget):
 
     # ------------------------------------------------------------------ sweep
     def sweep_pairs(self):
-        """The grid's (n, l) pairs (the paper's when the field is empty); ValueError with the reason."""
+        """The grid's (n, l) pairs (the paper's when the field is empty); ValueError with the reason.
+        A model type without an l of its own (a standard HMM; full logits: l = n) needs only n values:
+        a grid without l takes the form's l, which the sweep then sets (``app.modelspec.sweep_grid``)."""
         text = self.sweep_grid.text().strip()
-        return PAPER_GRID if not text else grid_mod.parse_grid(text)[0]
+        if not text:
+            return PAPER_GRID
+        if not self._sweep_needs_l() and not re.search(r"(?:^|[\s;])(?:l|dim)\s*=", text, re.IGNORECASE):
+            text = f"{text} l={self.l.value()}"
+        return grid_mod.parse_grid(text)[0]
+
+    def _sweep_needs_l(self) -> bool:
+        """Whether a sweep of the form's model type varies l (not a plain standard HMM, nor l fixed to n)."""
+        t = model_type(self.kind.currentData())
+        return (t.kind == "dense" or t.fair) and "dim" not in self.fixed_options()
 
     def _update_sweep_info(self) -> None:
         try:
@@ -317,8 +329,14 @@ class ModelForm(QWidget):
             self.sweep_button.setEnabled(False)
         else:
             which = "the paper's grid: " if not self.sweep_grid.text().strip() else ""
-            runs = len(pairs) * self.repeats.value()
-            self.sweep_info.setText(f"{which}{grid_mod.describe_grid(pairs)} — up to {runs} jobs")
+            if self._sweep_needs_l():
+                what = grid_mod.describe_grid(pairs)
+                runs = len(pairs) * self.repeats.value()
+            else:   # the n values only (a standard HMM has no l; full logits: l = n)
+                ns = list(dict.fromkeys(n for n, _l in pairs))
+                what = f"n ∈ {{{', '.join(map(str, ns))}}}"
+                runs = len(ns) * self.repeats.value()
+            self.sweep_info.setText(f"{which}{what} — up to {runs} jobs")
             self.sweep_info.setStyleSheet("")
             self.sweep_button.setEnabled(True)
 
@@ -420,6 +438,7 @@ class ModelForm(QWidget):
                               for c, h in per_class.items())
             self.fields[name].setToolTip(f"{hp.help}\n\nUsed by: {users} models (option {name}).")
         self._update_fixed()
+        self._update_sweep_info()   # a standard HMM's grid needs only n
 
     def fixed_options(self) -> Dict[str, Any]:
         """The options the form's other values fix for the current model type (the core says which:

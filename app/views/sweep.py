@@ -11,10 +11,16 @@ metric may be missing.)  Rows with the same ``(kind, n, l)`` are repeats: each p
 their median as a marker joined along n, with a bar from the 25th to the 75th percentile,
 one series per (kind, l).  The view fills as jobs finish; rows can be replaced by key
 (``add_row`` with the same ``job`` id updates that row).
+
+A row may name its ``sweep`` (``"sweep 2"``) and its data set (``data``): the view keeps the rows of
+every sweep but summarises one at a time, never pooling sweeps (their medians would be no sweep's):
+the one chosen with :meth:`SweepView.show_sweep` (the main window: the sweep of the job selected in
+the Jobs panel), else the latest (the highest sweep number).  Its header names the sweep and data set.
 """
 from __future__ import annotations
 
 import math
+import re
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -28,7 +34,7 @@ from .theme import label_axis_text, make_graphics_widget, state_colors, style_pl
 from .axes import ThinLogAxis
 from .widgets import PageStack, Placeholder
 
-__all__ = ["SweepView", "summarize_rows", "row_from_spec"]
+__all__ = ["SweepView", "summarize_rows", "row_from_spec", "sweep_row", "sweep_order"]
 
 #: metric key -> (plot title, axis label)
 PLOTS = {"nll": ("NLL per token", "NLL / token"), "mad": ("Co-occurrence MAD", "MAD")}
@@ -49,6 +55,12 @@ def _is_inf(v) -> bool:
         return math.isinf(float(v))
     except (TypeError, ValueError):
         return False
+
+
+def sweep_order(name: Optional[str]) -> tuple:
+    """Sort key of sweep names: ``"sweep 2"`` before ``"sweep 10"``; a name without a number first."""
+    m = re.search(r"(\d+)\s*$", name or "")
+    return (int(m.group(1)) if m else -1, name or "")
 
 
 def summarize_rows(rows: Sequence[dict], metric: str) -> Dict[tuple, Dict[int, tuple]]:
@@ -82,8 +94,10 @@ class SweepView(QtWidgets.QWidget):
 
     def __init__(self, parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
-        self._rows: List[dict] = []
+        self._rows: List[dict] = []             # every sweep's rows
         self._keys: Dict[object, int] = {}
+        self._chosen: Optional[str] = None      # the sweep show_sweep chose; None: the latest
+        self._shown: List[dict] = []            # the rows of the sweep summarised
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.header = QtWidgets.QLabel("")
@@ -124,25 +138,42 @@ class SweepView(QtWidgets.QWidget):
     # ------------------------------------------------------------------ API
     def add_row(self, row: dict) -> None:
         """Add one finished job's numbers (see the module doc); a row with a known ``job`` replaces it."""
-        row = dict(row)
-        key = row.get("job")
-        if key is not None and key in self._keys:
-            self._rows[self._keys[key]] = row
-        else:
-            if key is not None:
-                self._keys[key] = len(self._rows)
-            self._rows.append(row)
+        self.add_rows([row])
+
+    def add_rows(self, rows: Sequence[dict]) -> None:
+        """Add many rows at once (a restored session's sweeps): drawn once."""
+        for row in rows:
+            row = dict(row)
+            key = row.get("job")
+            if key is not None and key in self._keys:
+                self._rows[self._keys[key]] = row
+            else:
+                if key is not None:
+                    self._keys[key] = len(self._rows)
+                self._rows.append(row)
         self._redraw()
 
     def set_rows(self, rows: Sequence[dict]) -> None:
-        """Replace every row (e.g. a sweep chosen in the Jobs panel)."""
+        """Replace every row."""
         self._rows, self._keys = [], {}
-        for r in rows:
-            r = dict(r)
-            if r.get("job") is not None:
-                self._keys[r["job"]] = len(self._rows)
-            self._rows.append(r)
-        self._redraw()
+        self.add_rows(rows)
+
+    def show_sweep(self, sweep: Optional[str]) -> None:
+        """Summarise the rows of ``sweep`` (a row's ``sweep``), or of the latest sweep (``None``)."""
+        if sweep != self._chosen:
+            self._chosen = sweep
+            self._redraw()
+
+    def sweeps(self) -> List[Optional[str]]:
+        """The sweeps the view has rows of, oldest first."""
+        return sorted({r.get("sweep") for r in self._rows}, key=sweep_order)
+
+    def shown_sweep(self) -> Optional[str]:
+        """The sweep summarised: the one chosen, else the latest one with rows (None: rows naming none)."""
+        if self._chosen is not None:
+            return self._chosen
+        names = self.sweeps()
+        return names[-1] if names else None
 
     def set_kind(self, kind: Optional[str]) -> None:
         """Show one model kind (e.g. ``"dense-cooc"``), or every kind (``None``)."""
@@ -150,9 +181,15 @@ class SweepView(QtWidgets.QWidget):
         self.kind_box.setCurrentIndex(max(0, i))
 
     def rows(self) -> List[dict]:
+        """The rows of the sweep summarised."""
+        return [dict(r) for r in self._shown]
+
+    def all_rows(self) -> List[dict]:
+        """Every sweep's rows."""
         return [dict(r) for r in self._rows]
 
     def clear(self) -> None:
+        self._chosen = None
         self.set_rows([])
 
     def series(self, plot: str) -> Dict[str, tuple]:
@@ -166,7 +203,12 @@ class SweepView(QtWidgets.QWidget):
 
     # ------------------------------------------------------------- internals
     def _nll_key(self) -> str:
-        return "test_nll" if any(not math.isnan(_num(r.get("test_nll"))) for r in self._rows) else "train_nll"
+        return "test_nll" if any(not math.isnan(_num(r.get("test_nll"))) for r in self._shown) else "train_nll"
+
+    def _which(self, sweep: str) -> str:
+        """``"sweep 2 on demo (synthetic)"``: the sweep and its data set (from its rows)."""
+        data = list(dict.fromkeys(str(r["data"]) for r in self._rows if r.get("sweep") == sweep and r.get("data")))
+        return f"{sweep} on {', '.join(data)}" if data else sweep
 
     @staticmethod
     def _series_name(kind: str, l) -> str:
@@ -180,11 +222,16 @@ class SweepView(QtWidgets.QWidget):
         self._items = []
         self.legend.clear()
         self._drawn: Dict[str, Dict[str, tuple]] = {"nll": {}, "mad": {}}
-        if not self._rows:
+        sweep = self.shown_sweep()
+        self._shown = [r for r in self._rows if r.get("sweep") == sweep]
+        if not self._shown:
             self.header.setText("")
+            self.placeholder.setText(NO_SWEEP if sweep is None else
+                                     f"{self._which(sweep)}: no job of it has finished yet. Its summary, NLL and "
+                                     "MAD against the number of states n, fills in here as its jobs finish.")
             self.stack.setCurrentWidget(self.placeholder)
             return
-        kinds_all = sorted({str(r.get("kind") or "model") for r in self._rows})
+        kinds_all = sorted({str(r.get("kind") or "model") for r in self._shown})
         have = [self.kind_box.itemData(i) for i in range(1, self.kind_box.count())]
         if have != kinds_all:
             current = self.kind_box.currentData()
@@ -196,7 +243,7 @@ class SweepView(QtWidgets.QWidget):
             self.kind_box.setCurrentIndex(max(0, self.kind_box.findData(current)))
             self.kind_box.blockSignals(False)
         shown_kind = self.kind_box.currentData()
-        rows = [r for r in self._rows if shown_kind is None or str(r.get("kind") or "model") == shown_kind]
+        rows = [r for r in self._shown if shown_kind is None or str(r.get("kind") or "model") == shown_kind]
         nll_key = self._nll_key()
         which = "test" if nll_key == "test_nll" else "training"
         style_plot(self.plots["nll"], self, f"NLL per token ({which} data)")
@@ -248,7 +295,8 @@ class SweepView(QtWidgets.QWidget):
             runs[k] = runs.get(k, 0) + 1
         reps = sorted(set(runs.values())) or [0]
         rep_text = str(reps[0]) if len(reps) == 1 else f"{reps[0]}-{reps[-1]}"
-        what = "" if shown_kind is None else f"{shown_kind}: "
+        what = ("" if sweep is None else f"{self._which(sweep)} — ") + \
+            ("" if shown_kind is None else f"{shown_kind}: ")
         infinite = sum(1 for r in rows if _is_inf(r.get(nll_key)))
         not_drawn = (f" Not drawn: {infinite} job(s) with an infinite {which} NLL (a {which} symbol the model "
                      "gives probability 0)." if infinite else "")
@@ -268,3 +316,13 @@ def row_from_spec(spec: dict, metrics: Optional[dict] = None, job=None) -> dict:
     return {"job": job, "kind": kind, "n": form.n, "l": None if kind == "standard" else form.l,
             "seed": form.seed, "train_nll": metrics.get("train_nll"),
             "test_nll": metrics.get("test_nll"), "mad": metrics.get("mad")}
+
+
+def sweep_row(job, metrics: Optional[dict] = None) -> dict:
+    """The row of a finished sweep job (``job.spec``, ``job.id``, ``job.sweep``; its data set's name:
+    ``job.dataset.name``, else ``job.dataset_name``, a restored job's) with its final ``metrics``."""
+    row = row_from_spec(job.spec, metrics, job.id)
+    ds = getattr(job, "dataset", None)
+    row["sweep"] = job.sweep
+    row["data"] = getattr(ds, "name", None) if ds is not None else (getattr(job, "dataset_name", "") or None)
+    return row

@@ -11,7 +11,7 @@ from ..datasets import DataSet, encode_for
 from ..export import file_stem
 from ..jobs import Job, JobManager, JobState
 from ..modelspec import ModelSpec, build_model, sweep_grid
-from ..views.sweep import row_from_spec
+from ..views.sweep import sweep_row
 from .common import error_dialog, job_metrics
 
 __all__ = ["JobsController"]
@@ -85,8 +85,20 @@ class JobsController(QObject):
                          device="dask" if job_class.remote else device, sweep=sweep,
                          spec=spec.to_dict(), fit_kwargs=fit_kwargs)
 
-    def start_training(self, spec: ModelSpec) -> Optional[Job]:
+    def _training_data(self, spec: ModelSpec) -> tuple:
+        """``(data set, spec)`` of a new job or sweep.  With no data set open the demo is loaded first,
+        and loading it sets the model form to the demo's settings: a ``spec`` that was the form's
+        before (Train, Ctrl+T and Run sweep read the form when pressed) becomes the form's after, so
+        the job is what the form shows (a spec given otherwise is kept)."""
+        had_data = self.state.current_dataset is not None
+        before = None if had_data else self.model_form.spec()
         ds = self.training_dataset()
+        if before is not None and ds is not None and spec.to_dict() == before.to_dict():
+            spec = self.model_form.spec()
+        return ds, spec
+
+    def start_training(self, spec: ModelSpec) -> Optional[Job]:
+        ds, spec = self._training_data(spec)
         if ds is None:
             return None
         try:
@@ -102,7 +114,7 @@ class JobsController(QObject):
 
     def start_sweep(self, spec: ModelSpec, repeats: int, grid=None) -> List[Job]:
         """Jobs for ``spec`` over ``grid`` ((n, l) pairs; None: the paper's grid), ``repeats`` seeds each."""
-        ds = self.training_dataset()
+        ds, spec = self._training_data(spec)
         if ds is None:
             return []
         self._sweeps += 1
@@ -196,8 +208,9 @@ class JobsController(QObject):
         """``job_finished``: its row, the log, the sweep summary, the final model when it is shown."""
         self.jobs_panel.update_job(job)
         if job.sweep and job.state == JobState.FINISHED and job.spec:
-            # the sweep summary (NLL and MAD against n, l per kind) fills as the sweep's jobs finish
-            self.window.dashboard.add_sweep_row(row_from_spec(job.spec, job_metrics(job), job.id))
+            # the sweep summary (NLL and MAD against n, l per kind) fills as the sweep's jobs finish; it
+            # summarises one sweep (the latest, or the shown job's: draw_job), each row names its own
+            self.window.dashboard.add_sweep_row(sweep_row(job, job_metrics(job)))
         level = "info" if job.state in (JobState.FINISHED, JobState.CANCELLED) else "error"
         self.log_panel.log(f"Job {job.id} '{job.name}' {job.state.value}: {job.reason} "
                            f"after {job.elapsed:.1f} s", level)
@@ -238,6 +251,8 @@ class JobsController(QObject):
         self._decoded_on = None             # a job shown (again) decodes its own data first
         d = self.window.dashboard
         d.clear()
+        # the Sweep tab summarises the shown job's sweep; for a job of none, the latest sweep
+        d.sweep.show_sweep(job.sweep if job is not None and job.sweep and job.spec else None)
         if job is None:
             return
         title = f"Job {job.id}: {job.name}"
