@@ -470,3 +470,30 @@ def test_csv_export_folder_and_zip_round_trip(tmp_path, dense_cooc, corpora):
     with zipfile.ZipFile(tmp_path / "d.zip") as z:
         assert set(z.namelist()) == set(names)
         assert z.read("transmat.csv").decode("utf-8") == (tmp_path / "csv" / "transmat.csv").read_text("utf-8")
+
+
+def test_a_run_replaces_its_own_model_and_never_another_runs(tmp_path):
+    """Two training runs writing one name (started together, both checkpointing): ``run_id`` lets a run
+    replace the model it wrote, never one another run wrote (ModelNameTaken); ``densehmm train`` then
+    saves under the next free name, so both models are kept (before, the later checkpoint replaced the
+    other run's model and both runs said they had saved it)."""
+    from densehmm_core.cli.train import _RunSave
+    from densehmm_core.modelfile import ModelNameTaken
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, 3, 20) for _ in range(5)]
+    a, b = (StandardHMM(2, n_iter=2, seed=s).fit(seqs) for s in (1, 2))
+    path = str(tmp_path / "m.h5")
+    assert save_model(path, a, "X", run_id="run-a") == "X"
+    assert save_model(path, a, "X", run_id="run-a") == "X"            # its own checkpoint: replaced
+    with pytest.raises(ModelNameTaken, match="already holds a model named 'X'"):
+        save_model(path, b, "X", run_id="run-b")
+    with pytest.raises(ModelNameTaken):
+        save_model(path, b, "X")
+    assert read_model_info(path, "X")["attrs"]["run_id"] == "run-a"
+    run_b = _RunSave(path, "run-b", replace=False)
+    assert run_b.save(b, "X", None) == "X-2" and run_b.save(b, "X-2", None) == "X-2"
+    assert list_models(path) == ["X", "X-2"]
+    np.testing.assert_array_equal(load_model(path, "X").transmat_, a.transmat_)
+    np.testing.assert_array_equal(load_model(path, "X-2").transmat_, b.transmat_)
+    assert save_model(path, b, "X", overwrite=True) == "X"              # --overwrite replaces any
+    np.testing.assert_array_equal(load_model(path, "X").transmat_, b.transmat_)

@@ -235,9 +235,11 @@ def cmd_train(args) -> int:
 def _train_and_save(args, model, train, test, name, resumed: bool, token, printer, signals) -> int:
     """Train with progress and checkpoints, then compute the metrics and save; the exit status."""
     from ..events import TrainingDiverged
-    from ..modelfile import ModelFileError, save_model
+    from ..modelfile import ModelFileError
 
     out = args.out
+    import uuid
+    run = _RunSave(out, uuid.uuid4().hex, replace=bool(args.overwrite or resumed))
     last_params = None
     last_ckpt = time.monotonic()
     ckpt_failures = 0
@@ -256,9 +258,8 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
             if (args.checkpoint_every and not ev.done
                     and time.monotonic() - last_ckpt >= args.checkpoint_every):
                 try:
-                    saved_name = save_model(out, model, saved_name, train, test_corpus=test,
-                                            overwrite=True, params=_ckpt_params(model, last_params),
-                                            metrics={"checkpoint": True})
+                    saved_name = run.save(model, saved_name, train, test_corpus=test,
+                                          params=_ckpt_params(model, last_params), metrics={"checkpoint": True})
                 except (ModelFileError, OSError) as e:  # e.g. a full disk: warn once, keep training
                     ckpt_failures += 1
                     if ckpt_failures == 1:
@@ -291,8 +292,7 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
         model.stop_reason_ = "diverged"
     metrics["stop_reason"] = stopped
     if out:
-        saved_name = save_model(out, model, saved_name, train, test_corpus=test, metrics=metrics,
-                                overwrite=bool(args.overwrite or resumed or args.checkpoint_every))
+        saved_name = run.save(model, saved_name, train, test_corpus=test, metrics=metrics)
         signals.phase = "saved"
         if signals.aborted_by is not None:
             # the abort reached the process where Python ignores exceptions (e.g. a fork
@@ -313,6 +313,31 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
              + (f"the last finite model was saved to {out}" if out else "the last finite model was kept"))
         return EXIT_FAIL
     return _signal_status(signals, EXIT_OK)
+
+
+class _RunSave:
+    """The saves of one ``densehmm train`` run to ``--out`` (its checkpoints and its final save) under one
+    run id: this run replaces the model it wrote, never one of the same name written by another run started
+    at the same time (``--overwrite`` and ``--resume`` replace any): that name taken, the model goes to the
+    next free ``NAME-k`` and a note says so."""
+
+    def __init__(self, out: str, run_id: str, replace: bool) -> None:
+        self.out, self.run_id, self.replace = out, run_id, replace
+
+    def save(self, model, name, corpus, **kw) -> str:
+        from ..modelfile import ModelNameTaken, list_models, save_model
+        for _ in range(20):
+            try:
+                return save_model(self.out, model, name, corpus, overwrite=self.replace, run_id=self.run_id, **kw)
+            except ModelNameTaken:
+                taken = set(list_models(self.out))
+                k = 2
+                while f"{name}-{k}" in taken:
+                    k += 1
+                _err(f"densehmm: note: {self.out} got a model named {name!r} from another run meanwhile; "
+                     f"this run's model is saved as '{name}-{k}'")
+                name = f"{name}-{k}"
+        raise UserError(f"{self.out}: no free model name after 20 tries (other runs write the same names)")
 
 
 def _stop_text(reason: str, phase: str) -> str:

@@ -39,11 +39,11 @@ from __future__ import annotations
 from .read import (ModelStream, list_models, load_model, load_models, model_summaries, read_model_info,
                    read_model_infos)
 from .safety import HISTORY_VALUE_BYTES, memory_budget
-from .schema import FORMAT_NAME, SCHEMA_VERSION, ModelFileError, software_versions
+from .schema import FORMAT_NAME, SCHEMA_VERSION, ModelFileError, ModelNameTaken, software_versions
 from .write import delete_model, save_model, save_models
 
 __all__ = [
-    "FORMAT_NAME", "SCHEMA_VERSION", "ModelFileError", "save_model", "load_model",
+    "FORMAT_NAME", "SCHEMA_VERSION", "ModelFileError", "ModelNameTaken", "save_model", "load_model",
     "list_models", "read_model_info", "read_model_infos", "model_summaries", "delete_model", "software_versions",
     "load_models", "ModelStream", "save_models", "memory_budget", "HISTORY_VALUE_BYTES",
 ]

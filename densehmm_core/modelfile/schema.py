@@ -44,6 +44,11 @@ class ModelFileError(ValueError):
         super().__init__(f"{self.path}: {problem}")
 
 
+class ModelNameTaken(ModelFileError):
+    """:func:`save_model`: the file holds a model of that name, not written by this run (another run, or
+    anything else); the caller may choose another name."""
+
+
 # ---------------------------------------------------------------- helpers
 def _h5py():
     import h5py

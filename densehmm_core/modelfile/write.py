@@ -7,8 +7,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from .schema import (_ABSENT, _NONE, EMBEDDINGS, FORMAT_NAME, MATRICES, SCHEMA_VERSION, ModelFileError, _check_name,
-                     _h5py, _json_default, _utc_now, _write_attrs, software_versions)
+from .schema import (_ABSENT, _NONE, EMBEDDINGS, FORMAT_NAME, MATRICES, SCHEMA_VERSION, ModelFileError, ModelNameTaken,
+                     _check_name, _h5py, _json_default, _utc_now, _write_attrs, software_versions)
 from .read import _open_existing
 
 
@@ -316,7 +316,7 @@ def copy_checked(old, models, name: str, path) -> None:
 def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, test_corpus: Any = None,
                metrics: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
                params: Optional[Mapping[str, Any]] = None, trained_utc: Optional[str] = None,
-               notes: Optional[Mapping[str, Any]] = None) -> str:
+               notes: Optional[Mapping[str, Any]] = None, run_id: Optional[str] = None) -> str:
     """Save a fitted model into an HDF5 file (atomically; other models in the file are kept).
 
     Parameters
@@ -349,6 +349,11 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         Anything else to keep with the model (JSON-able values), stored in the group
         ``notes`` and read back as ``read_model_info(...)["notes"]`` (e.g. the app's
         session: job name, settings, data-set reference).
+    run_id : str, optional
+        Names the training run that saves (``densehmm train``: its checkpoints and final save), stored
+        as the model's attribute ``run_id``: a model of the same name that this run wrote is replaced
+        without ``overwrite``; one written otherwise (e.g. by a run started at the same time with the
+        same ``--name``) raises :class:`ModelNameTaken`.
 
     Returns
     -------
@@ -358,8 +363,8 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
     Raises
     ------
     ModelFileError
-        The existing file is not a readable densehmm model file, the name is taken, or the
-        write failed (the previous file is then unchanged).
+        The existing file is not a readable densehmm model file, the name is taken
+        (:class:`ModelNameTaken`), or the write failed (the previous file is then unchanged).
     ValueError
         The model has no parameters, or an invalid name.
     """
@@ -378,26 +383,35 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
             while f"{kind}_{k}" in existing:
                 k += 1
             new_name = f"{kind}_{k}"
-        elif new_name in existing and not overwrite:
-            raise ModelFileError(spath, f"already holds a model named {new_name!r} "
+        elif new_name in existing and not overwrite and not (run_id and _run_of(old, new_name) == run_id):
+            raise ModelNameTaken(spath, f"already holds a model named {new_name!r} "
                                         f"(choose another name or overwrite it)")
         chosen["name"] = new_name
+        extra = {"name": new_name, **({"run_id": str(run_id)} if run_id else {})}
         wrote = False
         for old_name in existing:
             if old_name == new_name:
                 mg = models.create_group(new_name, track_order=True)
                 _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                             extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
+                             extra_attrs=extra, trained_utc=trained_utc, notes=notes)
                 wrote = True
             else:
                 copy_checked(old, models, old_name, spath)
         if not wrote:
             mg = models.create_group(new_name, track_order=True)
             _write_model(mg, model, arrays, corpus=corpus, test_corpus=test_corpus, metrics=metrics,
-                         extra_attrs={"name": new_name}, trained_utc=trained_utc, notes=notes)
+                         extra_attrs=extra, trained_utc=trained_utc, notes=notes)
 
     _atomic_rewrite(spath, write_fn)
     return chosen["name"]
+
+
+def _run_of(old, name: str) -> Optional[str]:
+    """The ``run_id`` attribute of model ``name`` of the open file ``old`` (None when it has none)."""
+    value = old["models"][name].attrs.get("run_id")
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
 
 
 def save_models(path, entries, progress: Optional[Callable[[int, int], None]] = None,
