@@ -81,3 +81,50 @@ def test_reproduce_user_errors_go_to_stderr(tmp_path, capsys):
         assert reproduce(argv) == 2
         cap = capsys.readouterr()
         assert cap.out == "" and len(cap.err.splitlines()) == 1 and cap.err.startswith("error: "), argv
+
+
+def _sweep_data(m, n_seq=40, length=200):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(0, m, length) for _ in range(n_seq)]
+    for i in range(m):                                  # every symbol occurs
+        seqs[i % n_seq][i % length] = i
+    return {"sequences": seqs, "n_symbols": m}
+
+
+def test_sweep_memory_estimate_bounds_what_a_run_holds():
+    """The estimate covers a run's measured peak (it counted 2 m x m matrices; run_one holds 5)."""
+    import tracemalloc
+
+    from densehmm_core.experiments.comparison import ComparisonSettings, run_memory, run_one
+    m = 1200
+    shared = _sweep_data(m)
+    s = ComparisonSettings.quick("sweep", data="x", grid=((2, 1),), models=("standard",), repeats=1)
+    run_one("sweep", 2, 1, 0, "standard", s.to_dict(), _sweep_data(30))     # imports first
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        run_one("sweep", 2, 1, 0, "standard", s.to_dict(), shared)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert peak > 4.5 * 8 * m * m                       # five m x m arrays at once
+    assert run_memory(2, 1, "standard", m, [len(x) for x in shared["sequences"]]) >= peak
+
+
+def test_sweep_memory_check_uses_trains_chunk_rule(monkeypatch):
+    """A sequence longer than one chunk is a chunk of its own (densehmm_core.memory, as ``train``
+    counts): the sweep's estimate no longer caps the E-step buffers at 2^23 floats."""
+    from densehmm_core import memory
+    from densehmm_core.experiments.comparison import ComparisonSettings, check_size, run_memory
+    lengths = [6_000_000]
+    need = memory.inference_bytes(lengths, 4, 5) - memory.BASE_BYTES
+    assert run_memory(4, 1, "standard", 5, lengths) >= need > 6_000_000 * 4 * 32
+    s = ComparisonSettings.quick("sweep", data="x", grid=((4, 1),), models=("standard",), repeats=2)
+    monkeypatch.setenv("DENSEHMM_MAX_MODEL_BYTES", str(int(need * 0.9)))
+    with pytest.raises(ValueError, match="too large: a run of standard with n=4"):
+        check_size(s, 5, lengths, 1)
+    monkeypatch.setenv("DENSEHMM_MAX_MODEL_BYTES", str(int(need * 1.1)))
+    check_size(s, 5, lengths, 1)
+    with pytest.raises(ValueError, match="x 2 parallel jobs"):
+        check_size(s, 5, lengths, 2)

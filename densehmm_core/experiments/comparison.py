@@ -80,7 +80,6 @@ INT_COLUMNS = ("n", "l", "rep", "n_states", "n_symbols", "n_parameters", "data_s
 FLOAT_COLUMNS = ("mad", "mad_sampled", "mad_paper", "mad_train_omega", "test_nll", "test_paper_nll", "train_nll",
                  "test_ll", "train_ll", "fit_seconds", "eval_seconds", "task_seconds")
 #: Floats of the engine's largest forward-backward chunk (``ArrayEngine``'s default ``chunk_elements``).
-_CHUNK_FLOATS = 2 ** 23
 #: Most runs one sweep may have (grid pairs x repeats x models): far above the paper's (500).
 MAX_RUNS = 100_000
 
@@ -546,24 +545,35 @@ def check_model_files(save_dir: Path, store) -> int:
     return without
 
 
-def run_memory(n: int, l: int, model: str, m: int, tokens: int) -> float:
-    """Bytes one run needs at most, about: its matrices, their expected counts and the engine's
-    forward-backward buffers (8 copies of k^2 + k m floats, the T x k buffers of the largest chunk),
-    the embeddings with their Adam state (dense), and the data and its sampled copy."""
+#: m x m float64 arrays a comparison run holds at its peak: the test set's co-occurrence matrix (the
+#: reference), the model's, a sampled one, and ``cooc_mad``'s difference and absolute value (measured
+#: with tracemalloc and peak RSS on run_one, m = 1000-3000: 5.0 for standard and dense-em, 5.14 for
+#: dense-cooc; 6 bounds them; tests/test_sweep_audit.py)
+RUN_COOC_MATRICES = 6
+
+
+def run_memory(n: int, l: int, model: str, m: int, lengths: Sequence[int],
+               cooc_matrices: float = RUN_COOC_MATRICES) -> float:
+    """Bytes one run needs at most, about: what ``train`` counts for its E-step
+    (:func:`densehmm_core.memory.inference_bytes` without the interpreter's base: the model's matrices,
+    the data, the largest chunk's forward-backward buffers, a sequence longer than one chunk being a
+    chunk of its own), ``cooc_matrices`` m x m float64 arrays (:data:`RUN_COOC_MATRICES`) and, for a
+    DenseHMM, the embeddings with their Adam state."""
+    from ..memory import BASE_BYTES, inference_bytes
     k = n
     if model == "standard-fair":
         from ..standard import n_fair
         k = int(n_fair(n, m, l))
-    floats = 8.0 * (k * k + k * m) + 2.0 * m * m
+    nbytes = float(inference_bytes(lengths, k, m) - BASE_BYTES) + 8.0 * cooc_matrices * m * m
     if model.startswith("dense"):
-        floats += 4.0 * (3 * n + m + 1) * l
-    floats += 4.0 * min(float(tokens) * k, float(_CHUNK_FLOATS) + k)
-    return 8.0 * floats + 24.0 * tokens
+        nbytes += 8.0 * 4.0 * (3 * n + m + 1) * l
+    return nbytes
 
 
-def check_size(s: "ComparisonSettings", m: int, tokens: int, jobs: int) -> None:
+def check_size(s: "ComparisonSettings", m: int, lengths: Sequence[int], jobs: int) -> None:
     """Refuse a sweep that cannot fit (ValueError, one line) before anything is allocated: more
-    than :data:`MAX_RUNS` runs, or ``jobs`` of its largest run above the memory budget."""
+    than :data:`MAX_RUNS` runs, or ``jobs`` of its largest run (:func:`run_memory` of the sequences'
+    ``lengths``) above the memory budget."""
     from ..modelfile.safety import memory_budget
     runs = len(s.grid) * s.repeats * len(s.models)
     if runs > MAX_RUNS:
@@ -572,7 +582,7 @@ def check_size(s: "ComparisonSettings", m: int, tokens: int, jobs: int) -> None:
     worst, what = 0.0, ""
     for (n, l) in s.grid:
         for model in s.models:
-            b = run_memory(n, l, model, m, tokens)
+            b = run_memory(n, l, model, m, lengths)
             if b > worst:
                 worst, what = b, f"{model} with n={n}, l={l}, m={m}"
     budget = memory_budget()
@@ -672,14 +682,15 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         say(f"{name}: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} "
             f"(preset {DATA_PRESETS[name]}) from {settings.data}")
     if settings.dataset == "synthetic":
-        tokens = (settings.n_train_seqs + settings.n_test_seqs) * settings.seq_len
+        lengths = [settings.seq_len] * (settings.n_train_seqs + settings.n_test_seqs)
         m = max(n for n, _ in settings.grid)
-    else:
-        tokens = sum(len(x) for x in seqs)
+    else:      # a sweep's runs read the first max_sequences of its corpus
+        used = seqs if settings.max_sequences is None else seqs[:int(settings.max_sequences)]
+        lengths = [len(x) for x in used]
     try:
         from .dask_executor import DaskTarget
         remote = executor == "dask" and DaskTarget.of(scheduler).address is not None
-        check_size(settings, m, tokens, 1 if remote else jobs)  # a remote cluster: its own memory per worker
+        check_size(settings, m, lengths, 1 if remote else jobs)  # a remote cluster: its own memory per worker
     except ValueError as exc:
         print(f"{err}{exc}", file=sys.stderr)
         return 2

@@ -468,9 +468,11 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     from ..modelfile.safety import memory_budget
     from .comparison import run_memory
     n = s.n_states or corpus.n_tags
+    lengths = [len(x) for x in corpus.sequences]
     worst = max(run_memory(n, n if model in FULL_MODELS else dim,        # full logits: l = n
                            "dense" if model.startswith("dense") or model == "cooc-em" else "standard",
-                           corpus.n_symbols, corpus.n_tokens) for model in s.models for dim in s.model_dims(model))
+                           corpus.n_symbols, lengths, cooc_matrices=2)  # scores tags: no co-occurrence MAD
+                for model in s.models for dim in s.model_dims(model))
     if worst * max(1, jobs) > memory_budget():
         print(f"error: too large: the largest run (n={n}, m={corpus.n_symbols}, l up to {max(max(s.dims), 1)}) "
               f"needs about {worst * max(1, jobs) / 1e9:.3g} GB with {max(1, jobs)} jobs, more than the "
