@@ -69,6 +69,9 @@ def test_the_sweep_tab_shows_one_sweep_the_latest_or_the_selected_jobs(make_wind
     # back to a job of no sweep: the latest sweep again
     w.jobs_panel.select(single)
     assert view.shown_sweep() == more[0].sweep and [r["job"] for r in view.rows()] == [more[0].id]
+    # the first sweep's group row selected in the Jobs panel: that sweep
+    w.jobs_panel.tree.setCurrentItem(w.jobs_panel.groups[s1])
+    assert view.shown_sweep() == s1 and {r["job"] for r in view.rows()} == {j.id for j in demo}
 
 
 def test_a_new_sweeps_tab_says_which_sweep_before_its_first_job_finishes(qtbot):

@@ -244,6 +244,13 @@ class JobsController(QObject):
         current job, which the dashboard and the live feed follow (:meth:`draw_job`)."""
         self.state.set_current_job(job)
 
+    def selection_shown(self, jobs: List[Job]) -> None:
+        """``selection_changed``: a selection within one sweep (its group row in the Jobs panel, or some of
+        its jobs) shows that sweep in the Sweep tab."""
+        sweeps = {j.sweep for j in jobs if j.sweep and j.spec}
+        if len(sweeps) == 1:
+            self.window.dashboard.sweep.show_sweep(sweeps.pop())
+
     def draw_job(self, job: Optional[Job]) -> None:
         """``current_job_changed``: the dashboard shows the job, its live updates reach the
         dashboard (``self.jobs.live``)."""
