@@ -170,9 +170,12 @@ class OverviewView(QtWidgets.QWidget):
             row.embeddings.setVisible(on and row.transmat.isVisibleTo(self.page))
 
     def _show_row(self, row: _Row, on: bool) -> None:
-        """Show or hide a row's plots (its title stays)."""
+        """Show or hide a row's plots (its title stays; a hidden row gives its height to the other)."""
         for w in (row.embeddings, row.transmat, row.emission_stack):
             w.setVisible(on)
+        grid = self.page.layout()
+        if isinstance(grid, QtWidgets.QGridLayout):
+            grid.setRowStretch(1 if row is self.before else 3, 1 if on else 0)
 
     def _before_not_recorded(self) -> None:
         """The trained model is shown and the initial one is not known (a model read from a file or a
