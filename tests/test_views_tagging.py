@@ -216,6 +216,14 @@ def test_decode_view_shows_words_gold_and_predicted_tags(qtbot):
     assert list(path) == [0, 1, 0, 1]  # the Viterbi path of this model (alternating)
     bad = w.tag_table.item(2, 3)
     assert bad.background().color().alpha() > 0  # NOUN predicted, DET gold: shaded
+    assert w.tag_table.verticalHeaderItem(0).text() == "word"
+    # tag data (the observed symbols are the gold tags): the first row says so
+    tags = SimpleNamespace(sequences=[np.array([0, 1, 0, 0])], vocabulary=["DET", "NOUN"],
+                           tags=[np.array([0, 1, 0, 0])], tag_vocabulary=["DET", "NOUN"])
+    w.set_model(model_of(pi, A, [[0.9, 0.1], [0.2, 0.8]]), tags)
+    w.set_state_tags([0, 1])
+    assert w.tag_rows()[0] == ["DET", "NOUN", "DET", "DET"]
+    assert w.tag_table.verticalHeaderItem(0).text() == "observed tag"
 
 
 def test_decode_view_converts_only_the_sequences_it_shows(qtbot):

@@ -357,6 +357,7 @@ class DecodeView(QtWidgets.QWidget):
         t.setColumnCount(T)
         wrong_bg = QtGui.QColor(231, 76, 60, 70)
         right = wrong = 0
+        observed_tags = True       # tag data (Observe: tags): the observed symbols are the gold tags
         for j in range(T):
             g = int(gold[j]) if j < len(gold) else -1
             st = int(self._path[j])
@@ -365,6 +366,7 @@ class DecodeView(QtWidgets.QWidget):
             pname = (self._tag_names[pred] if 0 <= pred < len(self._tag_names) else "—") + f" ({st})"
             w = words[int(seq[j])] if 0 <= int(seq[j]) < len(words) else str(int(seq[j]))
             cells = [w, gname, pname]
+            observed_tags = observed_tags and w == gname
             for r, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
@@ -375,6 +377,7 @@ class DecodeView(QtWidgets.QWidget):
             if g >= 0 and pred >= 0:
                 right += int(pred == g)
                 wrong += int(pred != g)
+        t.setVerticalHeaderLabels(["observed tag" if observed_tags else "word", "gold tag", "predicted"])
         t.resizeColumnsToContents()
         t.resizeRowsToContents()
         t.setVisible(True)
