@@ -114,7 +114,7 @@ def test_lowercase_and_min_count_with_unk():
     counts = dict(zip(low.vocabulary, low.symbol_counts.tolist()))
     assert counts == {".": 3, "dog": 3, "runs": 2, "the": 4, "<unk>": 14}
     assert low.provenance["reader"]["n_unknown_types"] == 14
-    assert any("14 seen fewer than 2 times" in w for w in low.warnings)
+    assert "14 words seen fewer than 2 times (14 tokens) mapped to '<unk>'" in low.warnings
 
 
 def test_max_vocab_counts_the_unknown_symbol():

@@ -259,14 +259,20 @@ class TokenEncoder:
         if shape and n_unknown_types:
             info["shape_classes"] = extra
         if n_unknown_types:
-            why = []
-            if self.min_count is not None and len(cand) < nk:
-                why.append(f"{nk - len(cand)} seen fewer than {self.min_count} times")
-            if k < len(cand):
-                why.append(f"vocabulary capped at {self.max_vocab}")
+            # "14 words seen fewer than 2 times (14 tokens) mapped to '<unk>'" (it read "14 seen fewer than 2
+            # times: 14 rare words (14 tokens) mapped to ...": one number three times)
+            rare_count = nk - len(cand) if self.min_count is not None else 0
             into = (f"{len(extra)} word-shape classes" if shape else repr(self.unknown_symbol))
-            warnings.append(f"{'; '.join(why)}: {n_unknown_types} rare {self.observe} ({n_unknown_tokens} tokens) "
-                            f"mapped to {into}")
+            tail = f"({n_unknown_tokens} tokens) mapped to {into}"
+            if k >= len(cand):
+                what = f"{n_unknown_types} {self.observe} seen fewer than {self.min_count} times"
+                warnings.append(f"{what} {tail}")
+            elif not rare_count:
+                warnings.append(f"{n_unknown_types} {self.observe} beyond the vocabulary capped at {self.max_vocab} "
+                                f"{tail}")
+            else:
+                warnings.append(f"{n_unknown_types} rare {self.observe} {tail}: {rare_count} seen fewer than "
+                                f"{self.min_count} times, the others beyond the vocabulary capped at {self.max_vocab}")
         return {"sequences": seqs, "vocabulary": vocabulary, "names": list(self._names), "warnings": warnings,
                 "info": info, "tags": tag_seqs, "tag_vocabulary": tag_vocabulary}
 
