@@ -392,6 +392,8 @@ class Dashboard(QtWidgets.QWidget):
             parts.append(f"{name} {fmt_value(ev.loss)}")
         for k in ("train_nll", "test_nll", "mad"):
             v = (ev.metrics or {}).get(k)
+            if k == "train_nll" and ev.phase == "baum-welch" and v == ev.loss:
+                continue       # Baum-Welch's loss is the training NLL per token: said once
             if v is not None:
                 parts.append(f"{k} {fmt_value(v)}")
         if ev.done:
