@@ -1,9 +1,17 @@
 """Fixes after the sweep/reproduce audit (auditD): each test failed before its fix."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
-from posruns import WORDS, read_rows, reproduce
+sys.path.insert(0, str(Path(__file__).parent))
+from posruns import WORDS, read_rows, reproduce  # noqa: E402
 
 
 def _pos(out, *options):
@@ -128,3 +136,97 @@ def test_sweep_memory_check_uses_trains_chunk_rule(monkeypatch):
     check_size(s, 5, lengths, 1)
     with pytest.raises(ValueError, match="x 2 parallel jobs"):
         check_size(s, 5, lengths, 2)
+
+
+# ---------------------------------------------------------------- Ctrl-C on the thread executor
+# The child is this file run as a script (python tests/test_sweep_audit.py MODE OUT): a thread sweep of
+# 2 jobs whose task 0 ends at once; the test sends SIGINT when its progress line appears.
+
+def quick_task(x: int) -> list:
+    return [{"x": x, "what": "quick"}]
+
+
+def short_task(x: int) -> list:
+    """Not cancellable, ends 2 s after it started: a run that finishes while the sweep stops."""
+    time.sleep(2.0)
+    return [{"x": x, "what": "short"}]
+
+
+def slow_fit(x: int) -> list:
+    """A Baum-Welch fit of ten million iterations (hours), through the sweep's cancel token."""
+    import numpy as np
+
+    from densehmm_core.experiments.runner import fit_cancellable
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(x)
+    fit_cancellable(StandardHMM(3, n_iter=10 ** 7, tol=0.0, seed=x), [rng.integers(0, 5, 200) for _ in range(20)])
+    return [{"x": x, "what": "slow"}]
+
+
+def stuck_task(x: int) -> list:
+    """Ignores the token (a step no fit check covers) for a minute."""
+    for _ in range(600):
+        time.sleep(0.1)
+    return [{"x": x, "what": "stuck"}]
+
+
+def _child(mode: str, out: str) -> int:
+    from densehmm_core.experiments.runner import ResultStore, Task, run_tasks
+    second = {"keep": "short_task", "twice": "stuck_task"}[mode]
+    funcs = ["quick_task", second, "slow_fit", "slow_fit"]
+    tasks = [Task(key={"x": i}, func=f"test_sweep_audit:{f}", kwargs={"x": i}, label=f"{f}-{i}")
+             for i, f in enumerate(funcs)]
+    store = ResultStore(Path(out) / "runs.csv", ("x", "what"), key=("x",))
+    failed = ResultStore(Path(out) / "failed.csv", ("x", "status", "error"), key=("x",))
+    report = run_tasks(tasks, store, ("x",), jobs=2, executor="thread", failed_store=failed)
+    return 130 if report.interrupted else 0
+
+
+def _interrupt(tmp_path, mode: str, second_after=None):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).parent),
+                                                       str(Path(__file__).resolve().parents[1])]))
+    p = subprocess.Popen([sys.executable, __file__, mode, str(tmp_path)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    lines = []
+    try:
+        for line in p.stdout:                           # wait for task 0's progress line
+            lines.append(line)
+            if "quick_task-0" in line:
+                break
+        p.send_signal(signal.SIGINT)
+        t0 = time.perf_counter()
+        if second_after is not None:
+            time.sleep(second_after)
+            p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    return p.returncode, time.perf_counter() - t0, "".join(lines) + out, err
+
+
+def test_ctrl_c_on_a_thread_sweep_stops_the_fits_and_keeps_finished_runs(tmp_path):
+    """The first Ctrl-C stops the running fits within seconds (their threads used to run on to the
+    end), keeps a run that finished meanwhile and records no cancelled run as failed."""
+    rc, secs, out, err = _interrupt(tmp_path, "keep")
+    assert rc == 130 and secs < 6, (rc, secs, err)
+    assert "interrupted: finished tasks are saved" in out
+    assert "Traceback" not in err
+    rows = read_rows(tmp_path / "runs.csv")
+    assert sorted((r["x"], r["what"]) for r in rows) == [("0", "quick"), ("1", "short")]
+    assert not (tmp_path / "failed.csv").exists() or not read_rows(tmp_path / "failed.csv")
+
+
+def test_second_ctrl_c_exits_at_once_without_traceback(tmp_path):
+    """A run that does not check the token holds the first Ctrl-C; a second one ends the command at once:
+    exit 130, one line, no traceback (it used to abort in threading._shutdown, rc -6)."""
+    rc, secs, out, err = _interrupt(tmp_path, "twice", second_after=1.0)
+    assert rc == 130 and secs < 4, (rc, secs, err)
+    assert "Traceback" not in err and "terminate called" not in err
+    assert "interrupted again" in err
+    assert [r["x"] for r in read_rows(tmp_path / "runs.csv")] == ["0"]
+
+
+if __name__ == "__main__":
+    sys.exit(_child(sys.argv[1], sys.argv[2]))

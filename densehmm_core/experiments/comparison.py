@@ -279,14 +279,15 @@ def _fit_reference_rule(s: ComparisonSettings, model: str, n: int, l: int, m: in
     history, and refit the same seeded model for exactly that many iterations (the first iterations
     of a seeded fit are the same bits)."""
     from ..registry import model_from_config
+    from .runner import fit_cancellable
     kind, cfg = model_config(s, model, n, l, m, seed)
-    est = model_from_config(kind, dict(cfg, tol=0.0)).fit(train)
+    est = fit_cancellable(model_from_config(kind, dict(cfg, tol=0.0)), train)
     lls = [r["train_ll"] for r in est.history_]
     stop = next((k for k in range(1, len(lls)) if lls[k] - lls[k - 1] < s.bw_tol), None)
     if stop is None:
         return est
     if stop < len(lls) - 1:
-        est = model_from_config(kind, dict(cfg, tol=0.0, n_iter=stop)).fit(train)
+        est = fit_cancellable(model_from_config(kind, dict(cfg, tol=0.0, n_iter=stop)), train)
     est.stop_reason_ = "converged"
     return est
 
@@ -302,6 +303,7 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     from ..maths import analytic_cooc, empirical_cooc
     from ..metrics import cooc_mad
     from ..registry import model_from_config
+    from .runner import fit_cancellable
     t0 = time.perf_counter()
     s = ComparisonSettings.from_dict(settings)
     data_seed, model_seed, sample_seed = _seeds(s, n, l, rep, model)
@@ -311,11 +313,11 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     t1 = time.perf_counter()
     try:
         if model == "dense-direct-gt":
-            est.fit_cooc(analytic_cooc(None, truth.transmat, truth.emissionprob))
+            fit_cancellable(est, analytic_cooc(None, truth.transmat, truth.emissionprob), method="fit_cooc")
         elif est.kind == "standard" and s.bw_tol > 0:
             est = _fit_reference_rule(s, model, n, l, m, model_seed, train)
         else:
-            est.fit(train)
+            fit_cancellable(est, train)     # an interrupted sweep (thread executor) stops it
     except TrainingDiverged as exc:
         status = f"diverged: {exc}"
     fit_seconds = time.perf_counter() - t1

@@ -238,9 +238,10 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
         e_steps = 0
     else:
         from ..registry import model_from_config
+        from .runner import fit_cancellable
         est = model_from_config(*model_config(s, model, dim, n, seed, corpus.n_tokens))
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        est.fit(corpus)
+        fit_cancellable(est, corpus)     # an interrupted run (thread executor) stops it
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         pred = est.predict(gold.sequences)
         e_steps = est.evaluations_ if "marginal" in model else (0 if model == "dense-direct" else s.n_iter + 1)
