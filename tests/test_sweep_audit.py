@@ -230,3 +230,31 @@ def test_second_ctrl_c_exits_at_once_without_traceback(tmp_path):
 
 if __name__ == "__main__":
     sys.exit(_child(sys.argv[1], sys.argv[2]))
+
+
+@pytest.mark.parametrize("seed,tol,steps", [(3, 1e-2, 12), (4, 1e-2, 33), (2, 1e-1, 3), (3, 1e-3, 18), (1, 1e-2, 40)])
+def test_standard_rows_stop_where_hmmlearn_stops(seed, tol, steps):
+    """The standard-HMM rows' reference rule returns what hmmlearn's CategoricalHMM returns from the same
+    start: as many M-steps (it stopped one M-step earlier) and the same parameters."""
+    hmm = pytest.importorskip("hmmlearn.hmm")
+    import numpy as np
+
+    from densehmm_core.experiments.comparison import ComparisonSettings, _fit_reference_rule, model_config
+    from densehmm_core.registry import model_from_config
+    rng = np.random.default_rng(seed)
+    seqs = [rng.integers(0, 4, size=60) for _ in range(20)]
+    s = ComparisonSettings.full("synthetic", bw_iter=40, bw_tol=tol)
+    kind, cfg = model_config(s, "standard", 2, 1, 4, seed)
+    start = next(iter(model_from_config(kind, dict(cfg, tol=0.0)).iter_fit(seqs))).params   # step 0
+    ours = _fit_reference_rule(s, "standard", 2, 1, 4, seed, seqs)
+    h = hmm.CategoricalHMM(n_components=2, n_iter=40, tol=tol, init_params="", params="ste", random_state=0)
+    h.n_features = 4
+    h.startprob_, h.transmat_, h.emissionprob_ = start["startprob"], start["transmat"], start["emissionprob"]
+    X, lengths = np.concatenate(seqs)[:, None], [len(x) for x in seqs]
+    h.fit(X, lengths)
+    assert h.monitor_.iter == steps                  # early stopping triggered (40: it did not)
+    assert int(ours.history_[-1]["step"]) == h.monitor_.iter
+    np.testing.assert_allclose(ours.transmat_, h.transmat_, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(ours.emissionprob_, h.emissionprob_, rtol=1e-8, atol=1e-10)
+    assert ours.score(seqs) == pytest.approx(h.score(X, lengths), rel=1e-10)
+    assert ours.stop_reason_ == ("converged" if steps < 40 else "max_steps")

@@ -273,21 +273,24 @@ def model_config(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed
 
 
 def _fit_reference_rule(s: ComparisonSettings, model: str, n: int, l: int, m: int, seed: int, train):
-    """Baum-Welch stopped by the reference's rule -- the first iteration whose absolute log-likelihood
-    gain is below ``bw_tol`` (hmmlearn's ``ConvergenceMonitor``; a loss counts too) -- while the
-    package's one EM rule is relative: fit without early stopping, find that iteration in the
-    history, and refit the same seeded model for exactly that many iterations (the first iterations
-    of a seeded fit are the same bits)."""
+    """Baum-Welch stopped by the reference's rule -- hmmlearn's ``ConvergenceMonitor``: iteration k+1
+    computes the log-likelihood ``L_k`` of the current parameters (its E-step), runs the M-step and then
+    stops when the absolute gain ``L_k - L_(k-1)`` is below ``bw_tol`` (a loss counts too), returning the
+    parameters of k+1 M-steps -- while the package's one EM rule is relative: fit without early stopping,
+    find that k in the history (``history_[k]``: the parameters after k M-steps) and refit the same
+    seeded model for exactly k+1 iterations (the first iterations of a seeded fit are the same bits).
+    (Before this was exact, the refit ran k iterations: one M-step fewer than hmmlearn.)"""
     from ..registry import model_from_config
     from .runner import fit_cancellable
     kind, cfg = model_config(s, model, n, l, m, seed)
     est = fit_cancellable(model_from_config(kind, dict(cfg, tol=0.0)), train)
     lls = [r["train_ll"] for r in est.history_]
-    stop = next((k for k in range(1, len(lls)) if lls[k] - lls[k - 1] < s.bw_tol), None)
+    steps = len(lls) - 1                # M-steps of the full fit (hmmlearn computes L_0 .. L_(steps-1))
+    stop = next((k for k in range(1, steps) if lls[k] - lls[k - 1] < s.bw_tol), None)
     if stop is None:
         return est
-    if stop < len(lls) - 1:
-        est = fit_cancellable(model_from_config(kind, dict(cfg, tol=0.0, n_iter=stop)), train)
+    if stop + 1 < steps:
+        est = fit_cancellable(model_from_config(kind, dict(cfg, tol=0.0, n_iter=stop + 1)), train)
     est.stop_reason_ = "converged"
     return est
 
