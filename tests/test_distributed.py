@@ -271,3 +271,24 @@ def test_a_sweep_without_cooccurrence_fits_does_not_preload_tensorflow(tmp_path,
     assert run_comparison(s, tmp_path / "em", jobs=2, executor="dask", quiet=True) == 0
     assert len(_rows(tmp_path / "em" / "synthetic_runs.csv")) == 2
     assert asked and not any(asked)
+
+
+def _raising(x, marker_dir, shared=None):
+    (Path(marker_dir) / f"ran-{x}-{time.monotonic_ns()}").touch()
+    raise RuntimeError("a flaky node")
+
+
+def test_dask_task_that_raises_runs_once_and_is_recorded_failed(tmp_path):
+    """DISTRIBUTED.md, "Faults": a task that raises is not retried within the sweep (the worker catches
+    its exception); it is recorded in the failed store, and the sweep goes on."""
+    markers = tmp_path / "m"
+    markers.mkdir()
+    tasks = _tasks(2, markers) + [Task(key={"x": 9}, func=f"{__name__}:_raising",
+                                       kwargs={"x": 9, "marker_dir": str(markers)}, label="x=9")]
+    failed = ResultStore(tmp_path / "failed.csv", ["x", "status", "error"])
+    rep = run_tasks(tasks, ResultStore(tmp_path / "runs.csv", ["x", "y"]), ["x"], jobs=1, executor="dask",
+                    failed_store=failed, out=lambda s: None)
+    assert rep.done == 2 and len(rep.failed) == 1
+    assert len(list(markers.glob("ran-9-*"))) == 1
+    assert [(r["x"], r["status"]) for r in _rows(tmp_path / "failed.csv")] == [("9", "failed")]
+    assert "a flaky node" in _rows(tmp_path / "failed.csv")[0]["error"]

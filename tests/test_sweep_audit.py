@@ -258,3 +258,23 @@ def test_standard_rows_stop_where_hmmlearn_stops(seed, tol, steps):
     np.testing.assert_allclose(ours.emissionprob_, h.emissionprob_, rtol=1e-8, atol=1e-10)
     assert ours.score(seqs) == pytest.approx(h.score(X, lengths), rel=1e-10)
     assert ours.stop_reason_ == ("converged" if steps < 40 else "max_steps")
+
+
+def test_results_md_repeats_claims(tmp_path, capsys):
+    """RESULTS.md: a larger --repeats adds repetitions to a comparison folder; reproduce factorization's
+    --repeats (its restarts) is a result setting, refused in the same folder with one line."""
+    f = ["reproduce", "factorization", "--quick", "--grid", "3:1", "--matrices", "1", "--jobs", "1",
+         "--out", str(tmp_path / "f")]
+    assert reproduce(f + ["--repeats", "1"]) == 0
+    capsys.readouterr()
+    assert reproduce(f + ["--repeats", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "other settings" in err and "n_restarts (1 recorded, 2 now)" in err
+    fasta = WORDS.parent / "pdb_seqres_like.fasta"
+    c = ["reproduce", "protein", "--quick", "--grid", "3:1", "--models", "standard", "--jobs", "1",
+         "--data", str(fasta), "--out", str(tmp_path / "c")]
+    assert reproduce(c + ["--repeats", "1"]) == 0
+    capsys.readouterr()
+    assert reproduce(c + ["--repeats", "2"]) == 0
+    assert "resuming: 1 of 2 tasks" in capsys.readouterr().out
+    assert sorted(r["rep"] for r in read_rows(tmp_path / "c" / "protein_runs.csv")) == ["0", "1"]

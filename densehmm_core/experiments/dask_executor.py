@@ -41,9 +41,11 @@ the network: a task that saves models writes them to the output folder itself.
 
 A worker that dies takes its running task with it; the scheduler runs that task
 again on another worker (Dask's own bookkeeping, up to
-``distributed.scheduler.allowed-failures`` times), and a task that raises is
-retried ``retries`` times before it is reported as failed.  Every task is
-seeded from its key, so a rerun gives the same numbers.
+``distributed.scheduler.allowed-failures`` times).  A task that raises runs once:
+``call`` (the runner's ``call_task``) catches its exception on the worker and it is
+reported as failed (a rerun of the sweep retries it; Dask's ``retries`` only see an
+exception that escapes ``call``).  Every task is seeded from its key, so a rerun gives
+the same numbers.
 
 Importing this module does not import Dask; :func:`connect` does.
 """
