@@ -75,3 +75,12 @@ def word_file(path: str, n_words: int = 5166, n_sentences: int = 3000, length: i
                 idx = np.arange(s * length, (s + 1) * length) % n_words
             fh.write(" ".join(f"{words[i]}_{tags[i % len(tags)]}" for i in idx) + "\n")
     return path
+
+
+def protein_fasta(path) -> str:
+    """A small protein FASTA file (16 seeded sequences of 30-45 residues over 9 letters)."""
+    rng = np.random.default_rng(1)
+    with open(path, "w") as f:
+        for i in range(16):
+            f.write(f">s{i}\n" + "".join(rng.choice(list("ACDEFGHIK"), 30 + i)) + "\n")
+    return str(path)

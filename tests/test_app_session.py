@@ -7,14 +7,9 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from app.modelspec import ModelSpec  # noqa: E402
+from sessionfakes import protein_fasta as _fasta  # noqa: E402
 
 
-def _fasta(path):
-    rng = np.random.default_rng(1)
-    with open(path, "w") as f:
-        for i in range(16):
-            f.write(f">s{i}\n" + "".join(rng.choice(list("ACDEFGHIK"), 30 + i)) + "\n")
-    return str(path)
 
 
 def test_session_round_trip_restores_jobs_models_and_data_sets(make_window, session_files, qtbot, tmp_path):

@@ -7,16 +7,11 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from app.modelspec import ModelSpec  # noqa: E402
+from sessionfakes import protein_fasta as _fasta  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def _fasta(path):
-    rng = np.random.default_rng(1)
-    with open(path, "w") as f:
-        for i in range(16):
-            f.write(f">s{i}\n" + "".join(rng.choice(list("ACDEFGHIK"), 30 + i)) + "\n")
-    return str(path)
 
 
 def _standard(n_iter=3):
