@@ -156,7 +156,7 @@ def slow_fit(x: int) -> list:
     """A Baum-Welch fit of ten million iterations (hours), through the sweep's cancel token."""
     import numpy as np
 
-    from densehmm_core.experiments.runner import fit_cancellable
+    from densehmm_core.experiments.cancel import fit_cancellable
     from densehmm_core.standard import StandardHMM
     rng = np.random.default_rng(x)
     fit_cancellable(StandardHMM(3, n_iter=10 ** 7, tol=0.0, seed=x), [rng.integers(0, 5, 200) for _ in range(20)])

@@ -281,7 +281,7 @@ def _fit_reference_rule(s: ComparisonSettings, model: str, n: int, l: int, m: in
     seeded model for exactly k+1 iterations (the first iterations of a seeded fit are the same bits).
     (Before this was exact, the refit ran k iterations: one M-step fewer than hmmlearn.)"""
     from ..registry import model_from_config
-    from .runner import fit_cancellable
+    from .cancel import fit_cancellable
     kind, cfg = model_config(s, model, n, l, m, seed)
     est = fit_cancellable(model_from_config(kind, dict(cfg, tol=0.0)), train)
     lls = [r["train_ll"] for r in est.history_]
@@ -306,7 +306,7 @@ def run_one(dataset: str, n: int, l: int, rep: int, model: str, settings: dict,
     from ..maths import analytic_cooc, empirical_cooc
     from ..metrics import cooc_mad
     from ..registry import model_from_config
-    from .runner import fit_cancellable
+    from .cancel import fit_cancellable
     t0 = time.perf_counter()
     s = ComparisonSettings.from_dict(settings)
     data_seed, model_seed, sample_seed = _seeds(s, n, l, rep, model)

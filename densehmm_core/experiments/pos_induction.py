@@ -238,7 +238,7 @@ def run_one(model: str, dim: int, seed: int, settings: dict, shared=None) -> Lis
         e_steps = 0
     else:
         from ..registry import model_from_config
-        from .runner import fit_cancellable
+        from .cancel import fit_cancellable
         est = model_from_config(*model_config(s, model, dim, n, seed, corpus.n_tokens))
         cpu0, wall0 = time.process_time(), time.perf_counter()
         fit_cancellable(est, corpus)     # an interrupted run (thread executor) stops it

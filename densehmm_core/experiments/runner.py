@@ -40,15 +40,12 @@ import json
 import math
 import os
 import re
-import signal
 import stat
 import sys
-import threading
 import time
 import traceback
 from concurrent.futures.process import BrokenProcessPool
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -57,12 +54,12 @@ from typing import TYPE_CHECKING, Union
 
 from ..threads import THREADS_ENV, fit_threads
 from ._env import EnvPatch
+from .cancel import call_with_token, second_interrupt_exits, was_cancelled
 
 if TYPE_CHECKING:
     from .dask_executor import DaskTarget
 
-__all__ = ["TaskCancelled", "cancel_token", "fit_cancellable",
-           "Task", "ResultStore", "ResultFileError", "FolderLock", "FolderBusyError", "RunReport", "run_tasks",
+__all__ = ["Task", "ResultStore", "ResultFileError", "FolderLock", "FolderBusyError", "RunReport", "run_tasks",
            "call_task", "format_seconds", "EXECUTORS", "progress_bar", "file_fingerprint", "read_folder_file",
            "canonical_int", "column_types", "remove_result_file", "read_settings_file", "settings_differences"]
 
@@ -529,69 +526,6 @@ def progress_bar(done: int, total: int, width: int = 20) -> str:
     return "[" + "#" * filled + "-" * (width - filled) + "]"
 
 
-class TaskCancelled(Exception):
-    """A task whose fit the sweep's cancel token stopped (an interrupted sweep): it has no result."""
-
-
-_task_local = threading.local()
-
-
-def cancel_token():
-    """The :class:`~densehmm_core.events.CancelToken` of the sweep running the current task (a task on
-    the thread executor), or None (in a worker process, a Dask worker or outside a sweep)."""
-    return getattr(_task_local, "cancel", None)
-
-
-def fit_cancellable(est, *args, method: str = "fit", **kw):
-    """``est.fit(*args, cancel=cancel_token(), **kw)`` (or ``method``): an interrupted sweep stops the fit at
-    its next check (an EM iteration, a chunk of Adam steps) and the task raises :class:`TaskCancelled`
-    (no row: a fit stopped half-way is not a result).  A fit that ended on its own is kept."""
-    token = cancel_token()
-    if token is not None and token.cancelled:
-        raise TaskCancelled("the sweep was interrupted")
-    result = getattr(est, method)(*args, cancel=token, **kw)
-    if token is not None and token.cancelled and getattr(result, "stop_reason_", "") == "cancelled":
-        raise TaskCancelled("the sweep was interrupted")
-    return result
-
-
-def _call_with_token(token, func: str, kwargs: dict, shared=None):
-    """:func:`call_task` on a thread of the thread executor, with the sweep's cancel token."""
-    _task_local.cancel = token
-    try:
-        return call_task(func, kwargs, shared)
-    finally:
-        _task_local.cancel = None
-
-
-def _was_cancelled(err: Optional[str]) -> bool:
-    return err is not None and "TaskCancelled" in (err.strip().splitlines() or [""])[-1]
-
-
-@contextmanager
-def _second_interrupt_exits():
-    """While an interrupted sweep waits for its threads' fits to stop: a second Ctrl-C ends the process at
-    once, exit status 130, one line and no traceback (threads cannot be killed, and the interpreter's exit
-    would join them).  Rows are written by this (main) thread, never during the wait."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def second(signum, frame):   # pragma: no cover - runs in a child process (tests/test_sweep_audit.py)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001 - exiting anyway
-                pass
-        os.write(2, b"interrupted again: not waiting for the runs in flight; finished runs are saved\n")
-        os._exit(130)
-    old = signal.signal(signal.SIGINT, second)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 def call_task(func: str, kwargs: dict, shared=None):
     """Run one task function; returns ``(rows, seconds, error_text_or_None)``.
 
@@ -748,7 +682,7 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
 
     def submit(pool, t: Task):
         if executor == "thread":
-            return pool.submit(_call_with_token, cancel, t.func, t.kwargs, shared)
+            return pool.submit(call_with_token, cancel, call_task, t.func, t.kwargs, shared)
         return pool.submit(call_task, t.func, t.kwargs, shared)
 
     with EnvPatch(env):
@@ -794,11 +728,11 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
                 # threads cannot be stopped from outside: their fits stop at their next check of the
                 # token (within a second or two); a run that finished meanwhile is kept
                 running = [f for f in pending if not f.cancelled()]
-                with _second_interrupt_exits():
+                with second_interrupt_exits():
                     wait(running)
                 for fut in running:
                     rows, secs, err = fut.result()
-                    if not _was_cancelled(err):
+                    if not was_cancelled(err):
                         finish(pending[fut], rows, secs, err)
         except BaseException:
             cancel.cancel()      # an error of the sweep itself: no thread runs on after it
