@@ -211,6 +211,8 @@ def test_user_errors_exit_2_with_one_line(tmp_path, demo_model_file):
     (["train", "demo", "--states", "x"], "invalid int value"),
     (["train", "demo", "--model", "standard", "--states", "3", "--out", "nofolder/x.h5"], "does not exist"),
     (["train", "demo", "--model", "standard", "--states", "3", "--checkpoint-every", "5"], "needs --out"),
+    (["train", "demo", "--model", "standard", "--states", "3", "--overwrite"], "--overwrite needs --out"),
+    (["train", "demo", "--model", "standard", "--states", "3", "--name", "m"], "--name names the model in --out"),
     (["train", "demo", "--model", "standard", "--states", "3", "--preset", "nope"], "unknown preset 'nope'"),
     (["info", "nope.h5"], "nope.h5: no such file"),
     (["evaluate", "MODEL", "nothere.txt"], "nothere.txt: no such file"),

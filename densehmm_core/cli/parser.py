@@ -159,7 +159,7 @@ def _data_options(p, *, preprocess=True, split=True):
 
 def _word_options(p, *, vocabulary: bool) -> None:
     """Words mode of tagged corpora (docs/DATA.md, 'Words mode')."""
-    g = p.add_argument_group("words (tagged corpora with --observe words)")
+    g = p.add_argument_group("vocabulary (tagged corpora: of the words with --observe words, else of the tags)")
     g.add_argument("--lowercase", action="store_true",
                    help="lower-case the words (default: as written, as the library reads them; the app's Data "
                         "panel lower-cases by default; keep the case for --symbol-features orthographic)"

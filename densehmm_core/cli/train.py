@@ -145,6 +145,10 @@ def cmd_train(args) -> int:
             raise UserError("--checkpoint-every needs --out")
         if not args.checkpoint_every > 0:
             raise UserError("--checkpoint-every must be > 0 seconds")
+    if not out and args.overwrite:
+        raise UserError("--overwrite needs --out (without --out nothing is saved)")
+    if not out and args.name is not None and not args.resume:
+        raise UserError("--name names the model in --out: give --out FILE.h5 (without --out nothing is saved)")
     if out:
         from .. import fileio
         folder = os.path.dirname(os.path.abspath(out)) or "."
