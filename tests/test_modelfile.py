@@ -490,9 +490,16 @@ def test_a_run_replaces_its_own_model_and_never_another_runs(tmp_path):
     with pytest.raises(ModelNameTaken):
         save_model(path, b, "X")
     assert read_model_info(path, "X")["attrs"]["run_id"] == "run-a"
-    run_b = _RunSave(path, "run-b", replace=False)
-    assert run_b.save(b, "X", None) == "X-2" and run_b.save(b, "X-2", None) == "X-2"
+    run_b = _RunSave(path, "run-b", replace=False, name="X")
+    assert run_b.save(b, None) == "X-2" and run_b.save(b, None) == "X-2"   # its later saves replace X-2
     assert list_models(path) == ["X", "X-2"]
+    # a third run asking for X gets the first free X-k, chosen under the file's lock (not X-2-2)
+    assert save_model(path, a, "X", run_id="run-c", if_taken="next") == "X-3"
+    assert save_model(path, a, "X-2", run_id="run-c", if_taken="next") == "X-2-2"   # asked for X-2: its own -k
+    with pytest.raises(ValueError, match="if_taken"):
+        save_model(path, a, "X", if_taken="rename")
+    assert list_models(path) == ["X", "X-2", "X-3", "X-2-2"]
+    np.testing.assert_array_equal(load_model(path, "X-3").transmat_, a.transmat_)
     np.testing.assert_array_equal(load_model(path, "X").transmat_, a.transmat_)
     np.testing.assert_array_equal(load_model(path, "X-2").transmat_, b.transmat_)
     assert save_model(path, b, "X", overwrite=True) == "X"              # --overwrite replaces any

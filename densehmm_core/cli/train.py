@@ -243,7 +243,7 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
 
     out = args.out
     import uuid
-    run = _RunSave(out, uuid.uuid4().hex, replace=bool(args.overwrite or resumed))
+    run = _RunSave(out, uuid.uuid4().hex, replace=bool(args.overwrite or resumed), name=name)
     last_params = None
     last_ckpt = time.monotonic()
     ckpt_failures = 0
@@ -262,7 +262,7 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
             if (args.checkpoint_every and not ev.done
                     and time.monotonic() - last_ckpt >= args.checkpoint_every):
                 try:
-                    saved_name = run.save(model, saved_name, train, test_corpus=test,
+                    saved_name = run.save(model, train, test_corpus=test,
                                           params=_ckpt_params(model, last_params), metrics={"checkpoint": True})
                 except (ModelFileError, OSError) as e:  # e.g. a full disk: warn once, keep training
                     ckpt_failures += 1
@@ -296,7 +296,7 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
         model.stop_reason_ = "diverged"
     metrics["stop_reason"] = stopped
     if out:
-        saved_name = run.save(model, saved_name, train, test_corpus=test, metrics=metrics)
+        saved_name = run.save(model, train, test_corpus=test, metrics=metrics)
         signals.phase = "saved"
         if signals.aborted_by is not None:
             # the abort reached the process where Python ignores exceptions (e.g. a fork
@@ -322,26 +322,22 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
 class _RunSave:
     """The saves of one ``densehmm train`` run to ``--out`` (its checkpoints and its final save) under one
     run id: this run replaces the model it wrote, never one of the same name written by another run started
-    at the same time (``--overwrite`` and ``--resume`` replace any): that name taken, the model goes to the
-    next free ``NAME-k`` and a note says so."""
+    at the same time (``--overwrite`` and ``--resume`` replace any). That name taken, ``save_model`` stores
+    the model as the next free ``NAME-k`` (chosen under the file's lock) and a note says so once; the
+    later saves of the run go to that name."""
 
-    def __init__(self, out: str, run_id: str, replace: bool) -> None:
-        self.out, self.run_id, self.replace = out, run_id, replace
+    def __init__(self, out: str, run_id: str, replace: bool, name: Optional[str]) -> None:
+        self.out, self.run_id, self.replace, self.name = out, run_id, replace, name
 
-    def save(self, model, name, corpus, **kw) -> str:
-        from ..modelfile import ModelNameTaken, list_models, save_model
-        for _ in range(20):
-            try:
-                return save_model(self.out, model, name, corpus, overwrite=self.replace, run_id=self.run_id, **kw)
-            except ModelNameTaken:
-                taken = set(list_models(self.out))
-                k = 2
-                while f"{name}-{k}" in taken:
-                    k += 1
-                _err(f"densehmm: note: {self.out} got a model named {name!r} from another run meanwhile; "
-                     f"this run's model is saved as '{name}-{k}'")
-                name = f"{name}-{k}"
-        raise UserError(f"{self.out}: no free model name after 20 tries (other runs write the same names)")
+    def save(self, model, corpus, **kw) -> str:
+        from ..modelfile import save_model
+        saved = save_model(self.out, model, self.name, corpus, overwrite=self.replace, run_id=self.run_id,
+                           if_taken="next", **kw)
+        if self.name is not None and saved != self.name:
+            _err(f"densehmm: note: {self.out} got a model named {self.name!r} from another run meanwhile; "
+                 f"this run's model is saved as {saved!r}")
+        self.name = saved
+        return saved
 
 
 def _stop_text(reason: str, phase: str) -> str:

@@ -316,7 +316,8 @@ def copy_checked(old, models, name: str, path) -> None:
 def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, test_corpus: Any = None,
                metrics: Optional[Mapping[str, Any]] = None, overwrite: bool = False,
                params: Optional[Mapping[str, Any]] = None, trained_utc: Optional[str] = None,
-               notes: Optional[Mapping[str, Any]] = None, run_id: Optional[str] = None) -> str:
+               notes: Optional[Mapping[str, Any]] = None, run_id: Optional[str] = None,
+               if_taken: str = "error") -> str:
     """Save a fitted model into an HDF5 file (atomically; other models in the file are kept).
 
     Parameters
@@ -353,12 +354,16 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
         Names the training run that saves (``densehmm train``: its checkpoints and final save), stored
         as the model's attribute ``run_id``: a model of the same name that this run wrote is replaced
         without ``overwrite``; one written otherwise (e.g. by a run started at the same time with the
-        same ``--name``) raises :class:`ModelNameTaken`.
+        same ``--name``) raises :class:`ModelNameTaken`, or with ``if_taken="next"`` takes the next free name.
+    if_taken : {"error", "next"}
+        What to do when ``name`` is held by a model this call may not replace (see ``overwrite`` and
+        ``run_id``): raise :class:`ModelNameTaken` (default), or store the model as ``NAME-k`` with the first
+        free ``k >= 2``, chosen while the file is locked (so two runs never pick the same name).
 
     Returns
     -------
     str
-        The name the model was stored under.
+        The name the model was stored under (with ``if_taken="next"`` it may differ from ``name``).
 
     Raises
     ------
@@ -373,6 +378,8 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
     kind = model.kind
     if name is not None:
         _check_name(name)
+    if if_taken not in ("error", "next"):
+        raise ValueError(f"if_taken must be 'error' or 'next', not {if_taken!r}")
     chosen: Dict[str, str] = {}
 
     def write_fn(old, models):
@@ -384,8 +391,14 @@ def save_model(path, model, name: Optional[str] = None, corpus: Any = None, *, t
                 k += 1
             new_name = f"{kind}_{k}"
         elif new_name in existing and not overwrite and not (run_id and _run_of(old, new_name) == run_id):
-            raise ModelNameTaken(spath, f"already holds a model named {new_name!r} "
-                                        f"(choose another name or overwrite it)")
+            if if_taken == "error":
+                raise ModelNameTaken(spath, f"already holds a model named {new_name!r} "
+                                            f"(choose another name or overwrite it)")
+            k = 2
+            while f"{name}-{k}" in existing:
+                k += 1
+            new_name = f"{name}-{k}"
+            _check_name(new_name)
         chosen["name"] = new_name
         extra = {"name": new_name, **({"run_id": str(run_id)} if run_id else {})}
         wrote = False
