@@ -33,8 +33,13 @@ __all__ = ["SESSION_KEY", "VERSION", "MAX_JOBS", "MAX_NAME", "MAX_TEXT", "MAX_PA
 
 #: ``notes`` key that marks a model group as a session entry (value: format version)
 SESSION_KEY = "app_session"
-#: the version this app writes and the newest it reads (2: a words job's tagging scores, ``tagging``)
-VERSION = 2
+#: the version this app writes and the newest it reads (2: a words job's tagging scores, ``tagging``;
+#: 3: the demo marked in its data set, ``dataset.demo``: a data set without a path is the demo only then)
+VERSION = 3
+#: the name of the app's demo data set (:func:`app.datasets.demo_dataset`): in a session of version 2
+#: or older, a data set without a path is the demo only under this name (a path the writer refused
+#: was stored as none too)
+DEMO_NAME_PREFIX = "Demo: synthetic HMM"
 #: most jobs a session may hold (a file declaring more is refused before anything is read)
 MAX_JOBS = 2000
 #: longest job, sweep, data-set and device name (characters)
@@ -246,12 +251,18 @@ def _path(v, field):
 def _dataset(v, field):
     d = _mapping(v, field)
     for k in d:
-        if k not in ("name", "path", "options"):
+        if k not in ("name", "path", "options", "demo"):
             raise _Bad(f"{field}.{k}" if isinstance(k, str) and len(k) <= 64 else f"{field} key",
-                       "is not a data-set field (name, path, options)")
-    return DataRef(name=_text(MAX_NAME)(d.get("name", ""), f"{field}.name"),
-                   path=_optional(_path)(d.get("path"), f"{field}.path"),
-                   options=_options(d.get("options") or {}, f"{field}.options"))
+                       "is not a data-set field (name, path, options, demo)")
+    name = _text(MAX_NAME)(d.get("name", ""), f"{field}.name")
+    path = _optional(_path)(d.get("path"), f"{field}.path")
+    if "demo" in d:          # version 3 and later: the demo is marked
+        demo = _bool(d["demo"], f"{field}.demo")
+        if demo and path is not None:
+            raise _Bad(f"{field}.demo", "is true for a data set with a path (the demo has none)")
+    else:                    # older sessions stored the demo as "no path", under the demo's name
+        demo = path is None and name.startswith(DEMO_NAME_PREFIX)
+    return DataRef(name=name, path=path, options=_options(d.get("options") or {}, f"{field}.options"), demo=demo)
 
 
 #: largest state x tag table a session's tagging scores may hold (cells)
@@ -342,15 +353,24 @@ def validate_notes(notes: dict) -> dict:
 # ------------------------------------------------------------------ what a session holds
 @dataclasses.dataclass(frozen=True)
 class DataRef:
-    """The data set a job trained on: its name, its file (None: the app's demo) and options."""
+    """The data set a job trained on: its name, its file and options; ``demo``: the app's demo
+    (generated again, no file).  A data set that is not the demo and has no path had a file name the
+    writer refused (a control character): its data are not available (the jobs are restored without)."""
     name: str
     path: Optional[str]
     options: dict
+    demo: bool = False
+
+    @property
+    def available(self) -> bool:
+        """Whether the data can be had again: the demo, or a file named by its path."""
+        return self.demo or self.path is not None
 
     @property
     def key(self) -> tuple:
         """Jobs with the same key trained on the same data set."""
-        return self.path, repr(sorted(self.options.items(), key=lambda kv: kv[0]))
+        return (self.path, self.demo, self.name if not self.available else "",
+                repr(sorted(self.options.items(), key=lambda kv: kv[0])))
 
 
 @dataclasses.dataclass
@@ -414,12 +434,14 @@ def session_notes(job, dataset: Any = None) -> dict:
     ref = None
     if ds is not None and hasattr(ds, "options"):
         path = getattr(ds, "path", None)
+        demo = bool(getattr(ds, "is_demo", False))
         if path is not None:
             try:
                 _path(path, "dataset.path")
             except _Bad:      # a path the reader refuses (a control character, legal in Linux names; too long):
                 path = None   # the job is kept and restored, its data are not read again
-        ref = {"name": _clip(ds.name, MAX_NAME), "path": path, "options": dict(ds.options or {})}
+        ref = {"name": _clip(ds.name, MAX_NAME), "path": path, "options": dict(ds.options or {}),
+               "demo": demo and path is None}
     return {
         SESSION_KEY: VERSION,
         "job_name": _clip(job.name, MAX_NAME) or "job",

@@ -307,3 +307,59 @@ def test_a_restored_words_job_shows_its_mapped_tags_without_scoring_again(make_w
         assert d2.state_tags.row_labels() == [f"{i} → {names[t]}" for i, t in enumerate(scores["mapping"])]
         assert not d2.live_tagging_busy()
     assert runs == []          # nothing decoded and scored again
+
+
+# ------------------------------------------------------------------ review rev24, item 1
+def test_a_refused_data_path_restores_its_jobs_without_data_never_on_the_demo(make_window, session_files, qtbot,
+                                                                            tmp_path):
+    """A data file whose name the session cannot store (a carriage return: legal on Linux) is stored without
+    a path; its jobs come back without data (the log says so), never on the demo that "no path" meant
+    before, and nothing is asked or generated.  The demo is marked in the file and still comes back."""
+    a = make_window("a")
+    a.open_files([_fasta(tmp_path / "bad\rname.fasta")])
+    qtbot.waitUntil(lambda: len(a.datasets) == 1 and not a.data_ctl.loading, timeout=30000)
+    job = a.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=3, tol=0.0))
+    qtbot.waitUntil(lambda: job.state.is_final, timeout=60000)
+    a.data_ctl.load_demo()
+    demo_job = a.jobs_ctl.start_training(ModelSpec.make(model_type="standard", n=2, n_iter=3, tol=0.0, seed=1))
+    qtbot.waitUntil(lambda: demo_job.state.is_final, timeout=60000)
+    path = str(tmp_path / "s.h5")
+    session_files.save(a, path)
+    b = make_window("b")
+    restored = session_files.open(b, path, ready=lambda jobs: len(jobs) == 2)
+    by_name = {j.name: j for j in restored}
+    bad, demo = by_name[job.name], by_name[demo_job.name]
+    qtbot.waitUntil(lambda: demo.dataset is not None, timeout=30000)
+    assert demo.dataset.is_demo and [d.is_demo for d in b.datasets] == [True]
+    qtbot.wait(200)                     # (nothing else is read: no second data set, none attached to it)
+    assert bad.dataset is None and bad.model.n_symbols == job.model.n_symbols != demo.dataset.n_symbols
+    assert len(b.datasets) == 1 and not session_files.asked
+    assert any("bad name.fasta" in t and "no stored path" in t and "kept without it" in t
+               for _, t in b.log_panel.lines), b.log_panel.lines
+
+
+def test_a_version_2_session_still_restores_its_demo_jobs_on_the_demo(make_window, session_files, qtbot,
+                                                                      tmp_path):
+    """Sessions written before the demo was marked (version 2) stored it as a data set without a path under
+    the demo's name: read as the demo still.  A path-less data set of another name there is not the demo."""
+    from densehmm_core import modelfile
+    from app import session as sess
+    from app.datasets import demo_dataset
+    from sessionfakes import finished_job, fitted_model
+    assert demo_dataset().name.startswith(sess.DEMO_NAME_PREFIX)
+    entries = []
+    for i, name in enumerate([demo_dataset().name, "bad name.fasta"]):
+        job = finished_job(fitted_model("standard", n=3, m=5, steps=3, seed=i), f"job {i}",
+                           spec=ModelSpec.make(model_type="standard", n=3).to_dict())
+        notes = sess.session_notes(job)
+        notes[sess.SESSION_KEY] = 2
+        notes["dataset"] = {"name": name, "path": None, "options": {"seed": 0}}    # as version 2 wrote them
+        entries.append({"name": f"job{i}", "model": job.model, "notes": notes})
+    path = str(tmp_path / "old.h5")
+    modelfile.save_models(path, entries)
+    refs = [sj.dataset for sj in sess.load_session(path).jobs]
+    assert [(r.demo, r.available) for r in refs] == [(True, True), (False, False)]
+    b = make_window("b")
+    restored = session_files.open(b, path, ready=lambda jobs: len(jobs) == 2)
+    qtbot.waitUntil(lambda: restored[0].dataset is not None, timeout=30000)
+    assert restored[0].dataset.is_demo and restored[1].dataset is None and len(b.datasets) == 1

@@ -398,3 +398,20 @@ def test_a_data_path_the_reader_refuses_does_not_lose_the_session(tmp_path):
     session = sess.load_session(path)
     assert [sj.dataset.path for sj in session.jobs] == [None, "/data/words.txt"]
     assert session.jobs[0].dataset.name == "words.txt"
+
+
+def test_the_demo_is_marked_and_a_path_less_data_set_that_is_not_it_is_not_available(tmp_path):
+    """Review rev24 item 1: the demo's data set is written with ``demo: true``; a refused path is written
+    without a path and ``demo: false`` (its data not available); a demo mark on a path is refused."""
+    js = jobs(2)
+    js[0].dataset = _DS(None, name="Demo: synthetic HMM (n = m = 5)")
+    js[0].dataset.is_demo = True
+    js[1].dataset = _DS("/data/bad\rname.txt")
+    path = str(tmp_path / "s.h5")
+    sess.save_session(path, [(f"job{i}", j, None, None, {}) for i, j in enumerate(js)])
+    refs = [sj.dataset for sj in sess.load_session(path).jobs]
+    assert [(r.path, r.demo, r.available) for r in refs] == [(None, True, True), (None, False, False)]
+    assert refs[0].key != refs[1].key
+    with pytest.raises(ValueError, match=r"dataset.demo' is true for a data set with a path"):
+        sess.validate_notes({sess.SESSION_KEY: 3, "job_name": "j",
+                             "dataset": {"name": "x", "path": "/x", "options": {}, "demo": True}})

@@ -347,11 +347,15 @@ class SessionsController(QObject):
         reading: List[DataRef] = []
         for ref in session.data_refs():
             members = groups[ref.key]
-            open_ds = next((ds for ds in self.state.datasets if ds.path == ref.path and ds.options == ref.options),
-                           None)
+            if not ref.available:   # a file name the session could not store: never the demo, nothing read
+                self.log_panel.log(f"Session: the data set {ref.name!r} has no stored path (its file name could not "
+                                   f"be stored); {len(members)} job(s) kept without it", "warning")
+                continue
+            open_ds = next((ds for ds in self.state.datasets if ds.is_demo == ref.demo and ds.path == ref.path
+                            and ds.options == ref.options), None)
             if open_ds is not None:
                 self._attach(open_ds, members)
-            elif ref.path is None:                     # the demo: generated again, no file read
+            elif ref.demo:                             # the demo: generated again, no file read
                 reading.append(ref)
             else:
                 to_read.append(ref)
@@ -393,6 +397,7 @@ class SessionsController(QObject):
             if first is not None and first in jobs:
                 self._show_restored(first)
 
+        # (only the demo, path None, or a file: a ref without either is never read, _reattach_datasets)
         tasks.run_background(functools.partial(reopen_dataset, ref.path, dict(ref.options)), done, failed)
 
     def _attach(self, ds: DataSet, jobs: List[Job]) -> None:
