@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Union
 
 from ..threads import THREADS_ENV, fit_threads
 from ._env import EnvPatch
-from .cancel import call_with_token, second_interrupt_exits, was_cancelled
+from .cancel import TaskCancelled, call_with_token, save_as_they_end
 
 if TYPE_CHECKING:
     from .dask_executor import DaskTarget
@@ -537,6 +537,8 @@ def call_task(func: str, kwargs: dict, shared=None):
         fn = getattr(importlib.import_module(mod_name), fn_name)
         rows = fn(**kwargs) if shared is None else fn(**kwargs, shared=shared)
         return list(rows), time.perf_counter() - t0, None
+    except TaskCancelled:   # a fit the sweep's token stopped (threads only: no token in processes or on Dask)
+        raise
     except Exception:  # noqa: BLE001 - reported to the parent, the sweep goes on
         return [], time.perf_counter() - t0, traceback.format_exc()
 
@@ -726,14 +728,8 @@ def run_tasks(tasks: Sequence[Task], store: ResultStore, key_names: Sequence[str
                 proc.terminate()
             if executor == "thread":
                 # threads cannot be stopped from outside: their fits stop at their next check of the
-                # token (within a second or two); a run that finished meanwhile is kept
-                running = [f for f in pending if not f.cancelled()]
-                with second_interrupt_exits():
-                    wait(running)
-                for fut in running:
-                    rows, secs, err = fut.result()
-                    if not was_cancelled(err):
-                        finish(pending[fut], rows, secs, err)
+                # token (within a second or two); a run that finishes meanwhile is saved as it ends
+                save_as_they_end({f: t for f, t in pending.items() if not f.cancelled()}, finish, out)
         except BaseException:
             cancel.cancel()      # an error of the sweep itself: no thread runs on after it
             pool.shutdown(wait=False, cancel_futures=True)
