@@ -225,7 +225,6 @@ class MainWindow(QMainWindow):
         data.models_read.connect(results.add_model_set)        # an .h5 file's models become jobs
         data.session_read.connect(sessions.open_session)       # a session file opened with File > Open
         sessions.dataset_reopened.connect(data.add_dataset)    # a session's data file read again
-        sessions.sweeps_restored.connect(jobs.reserve_sweeps)  # new sweeps numbered after restored ones
 
     def _subscribe(self) -> None:
         """Who listens to the application state (docs/ARCHITECTURE.md, "The app's map")."""

@@ -589,11 +589,3 @@ def load_session(path: str, progress: Optional[Callable[[int, int], None]] = Non
         raise SessionError(spath, f"is damaged: {len(jobs)} of its {total} jobs could be read")
     return Session(spath, jobs)
 
-
-_SWEEP_NAME = re.compile(r"sweep (\d+)")
-
-
-def sweep_number(name: Optional[str]) -> int:
-    """The number of an app sweep's name ("sweep 3" -> 3; anything else 0)."""
-    m = _SWEEP_NAME.fullmatch(name or "")
-    return int(m.group(1)) if m else 0

@@ -2,9 +2,10 @@
 
 :class:`AppState` owns the open data sets, the current data set, the jobs (through the
 :class:`~app.jobs.JobManager` that runs them), the job shown in the dashboard, the jobs selected in the
-Jobs panel and the model form's current values.  Changes go through its methods, which emit one signal
-each; panels, views and the window's controllers subscribe to the signals and never reach into each
-other (docs/ARCHITECTURE.md, "The app's map", lists who listens to what).  No maths and no widgets here.
+Jobs panel and the model form's current values (and, in ``AppState.sweep_names``, who names the sweeps).
+Changes go through its methods, which emit one signal each; panels, views and the window's controllers
+subscribe to the signals and never reach into each other (docs/ARCHITECTURE.md, "The app's map", lists
+who listens to what).  No maths and no widgets here.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from .datasets import DataSet
 from .jobs import Job, JobManager
+from .sweeps import SweepNames
 
 __all__ = ["AppState"]
 
@@ -54,6 +56,8 @@ class AppState(QObject):
         self.current_job: Optional[Job] = None
         self.selection: List[Job] = []
         self.spec: Any = None
+        #: the names of this window's sweeps: the one owner (new ones, restored ones; app.sweeps)
+        self.sweep_names = SweepNames()
         jobs.job_added.connect(self.job_added)
         jobs.job_changed.connect(self.job_changed)
         jobs.job_finished.connect(self.job_finished)

@@ -140,3 +140,50 @@ def test_a_standard_hmms_grid_needs_only_n(qtbot):
     assert not form.sweep_button.isEnabled()
     form.kind.setCurrentIndex(form.kind.findData("standard"))
     assert form.sweep_button.isEnabled()
+
+
+# ------------------------------------------------------------------ review rev24, item 2
+def test_sweep_names_have_one_owner_and_a_taken_name_gets_the_next_number():
+    from app.sweeps import SweepNames, sweep_number, sweep_order
+    names = SweepNames()
+    assert names.new() == "sweep 1"
+    # a session's "sweep 1" and "sweep 4" in a window that has a "sweep 1": the first moves, the second stays
+    assert names.restored(["sweep 1", "sweep 1", "sweep 4", None], ["sweep 1", None]) == \
+        {"sweep 1": "sweep 5", "sweep 4": "sweep 4"}
+    assert names.new() == "sweep 6"
+    assert [sweep_number(n) for n in ("sweep 12", "sweep 1x", "my sweep 3", None)] == [12, 0, 0, 0]
+    assert sorted(["sweep 10", None, "sweep 2"], key=sweep_order) == [None, "sweep 2", "sweep 10"]
+
+
+def test_a_restored_sweep_never_merges_with_a_sweep_of_the_same_name(make_window, session_files, qtbot, tmp_path):
+    """Window b runs its own "sweep 1", then opens a session holding another "sweep 1" (twice): each restored
+    sweep gets the next free number (jobs, their names, the Sweep tab's rows, the Jobs panel's groups), the
+    log says so, and a new sweep is numbered after them all."""
+    a = make_window("a")
+    a.data_ctl.load_demo()
+    theirs = a.jobs_ctl.start_sweep(_standard(), 1, grid=((2, 1), (3, 1)))
+    _finish(qtbot, theirs)
+    path = str(tmp_path / "s.h5")
+    session_files.save(a, path)
+    b = make_window("b")
+    b.open_files([_fasta(tmp_path / "p.fasta")])
+    qtbot.waitUntil(lambda: len(b.datasets) == 1 and not b.data_ctl.loading, timeout=30000)
+    mine = b.jobs_ctl.start_sweep(_standard(), 1, grid=((2, 1), (3, 1)))
+    _finish(qtbot, mine)
+    first = session_files.open(b, path, ready=lambda jobs: len(jobs) == 2)
+    again = session_files.open(b, path, ready=lambda jobs: len(jobs) == 2)
+    assert mine[0].sweep == "sweep 1"
+    assert {j.sweep for j in first} == {"sweep 2"} and {j.sweep for j in again} == {"sweep 3"}
+    assert all(j.name.startswith(f"[{j.sweep}] ") for j in first + again)
+    assert list(b.jobs_panel.groups) == ["sweep 1", "sweep 2", "sweep 3"]
+    assert [b.jobs_panel.groups[g].childCount() for g in b.jobs_panel.groups] == [2, 2, 2]
+    view = b.dashboard.sweep
+    for jobs, data in ((mine, "p.fasta"), (first, "Demo"), (again, "Demo")):
+        b.jobs_panel.select(jobs[0])
+        assert view.shown_sweep() == jobs[0].sweep and len(view.rows()) == 2
+        assert {r["data"].split(":")[0] for r in view.rows()} == {data}
+        assert "1 repeat(s)" in view.header.text() and "," not in view.header.text().split(" — ")[0]
+    assert any("sweep 1 of s.h5 restored as sweep 3" in t for _, t in b.log_panel.lines)
+    nxt = b.jobs_ctl.start_sweep(_standard(), 1, grid=((2, 1),))
+    assert nxt[0].sweep == "sweep 4"
+    _finish(qtbot, nxt)

@@ -20,7 +20,6 @@ the Jobs panel), else the latest (the highest sweep number).  Its header names t
 from __future__ import annotations
 
 import math
-import re
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -30,11 +29,12 @@ from PySide6 import QtWidgets
 from densehmm_core.maths import median_quartiles
 
 from ..modelspec import ModelSpec
+from ..sweeps import sweep_order
 from .theme import label_axis_text, make_graphics_widget, state_colors, style_plot, theme_colors
 from .axes import ThinLogAxis
 from .widgets import PageStack, Placeholder
 
-__all__ = ["SweepView", "summarize_rows", "row_from_spec", "sweep_row", "sweep_order"]
+__all__ = ["SweepView", "summarize_rows", "row_from_spec", "sweep_row"]
 
 #: metric key -> (plot title, axis label)
 PLOTS = {"nll": ("NLL per token", "NLL / token"), "mad": ("Co-occurrence MAD", "MAD")}
@@ -55,12 +55,6 @@ def _is_inf(v) -> bool:
         return math.isinf(float(v))
     except (TypeError, ValueError):
         return False
-
-
-def sweep_order(name: Optional[str]) -> tuple:
-    """Sort key of sweep names: ``"sweep 2"`` before ``"sweep 10"``; a name without a number first."""
-    m = re.search(r"(\d+)\s*$", name or "")
-    return (int(m.group(1)) if m else -1, name or "")
 
 
 def summarize_rows(rows: Sequence[dict], metric: str) -> Dict[tuple, Dict[int, tuple]]:

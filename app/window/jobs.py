@@ -54,17 +54,12 @@ class JobsController(QObject):
         self.log_panel = log_panel
         self.jobs_dock = jobs_dock
         self.training_dataset = training_dataset
-        self._sweeps = 0                    # sweeps started (or restored): the next is "sweep <n + 1>"
         self._remote_sweeps = None          # app.remote_jobs.RemoteSweeps, made by the first Dask sweep
         #: (job, data set) Decode shows for the job on view, when chosen in its Data box (else its own)
         self._decoded_on: Optional[tuple] = None
 
     def _error_dialog(self, title: str, message: str) -> None:
         error_dialog(self.window, title, message)
-
-    def reserve_sweeps(self, number: int) -> None:
-        """Sweeps up to "sweep ``number``" exist (a restored session's): new ones are numbered after."""
-        self._sweeps = max(self._sweeps, int(number))
 
     def close(self) -> None:
         """The window closes: disconnect from Dask (a local cluster shuts down)."""
@@ -117,8 +112,7 @@ class JobsController(QObject):
         ds, spec = self._training_data(spec)
         if ds is None:
             return []
-        self._sweeps += 1
-        sweep = f"sweep {self._sweeps}"
+        sweep = self.state.sweep_names.new()
         target = self.settings.sweep_target  # "": this app's pool; "local" or an address: Dask
         job_class = Job
         if target:

@@ -19,7 +19,8 @@ from .. import tasks
 from ..datasets import DataSet, reopen_dataset
 from ..jobs import Job, JobManager, JobState
 from ..session import (DataRef, Session, SessionCancelled, SessionJob, load_session, recorded_training_time,
-                       save_session, sweep_number, tagging_record, tagging_scores_of)
+                       save_session, tagging_record, tagging_scores_of)
+from ..sweeps import renamed_job_name
 from ..views.sweep import sweep_row
 from .common import error_dialog, final_event, job_metrics, safe_name, warm_scoring
 
@@ -107,12 +108,9 @@ class SessionsController(QObject):
     -------
     dataset_reopened(DataSet)
         A data file the session names was read again: the window adds it (the data sets' controller).
-    sweeps_restored(int)
-        The highest sweep number restored: new sweeps are numbered after it (the jobs' controller).
     """
 
     dataset_reopened = Signal(object)
-    sweeps_restored = Signal(int)
 
     def __init__(self, window: QWidget, state, jobs: JobManager, settings, jobs_panel, log_panel, jobs_dock) -> None:
         super().__init__(window)
@@ -259,6 +257,7 @@ class SessionsController(QObject):
         offered; ``on_done(jobs)`` (not called when cancelled).  ``sweep_rows``: the Sweep tab's rows of
         the jobs (:func:`restored_sweep_rows`, built if not given)."""
         jobs = restored_jobs(session) if jobs is None else jobs
+        sweep_rows = self._name_sweeps(session, jobs, sweep_rows)
         panel = self.jobs_panel
         added: List[Job] = []
 
@@ -302,9 +301,24 @@ class SessionsController(QObject):
 
         step()
 
+    def _name_sweeps(self, session: Session, jobs: List[Job], rows: Optional[List[dict]]) -> Optional[List[dict]]:
+        """The restored sweeps' names in this window (``state.sweep_names``, the one owner): a name a sweep
+        of the window has already (its own, or the same session opened before) becomes the next free
+        number, jobs and Sweep-tab rows alike, and the log says so.  Returns the rows, renamed."""
+        names = self.state.sweep_names.restored([j.sweep for j in jobs], [j.sweep for j in self.jobs.jobs])
+        moved = {old: new for old, new in names.items() if old != new}
+        if not moved:
+            return rows
+        for job in jobs:
+            if job.sweep in moved:
+                job.name = renamed_job_name(job.name, job.sweep, moved[job.sweep])
+                job.sweep = moved[job.sweep]
+        for old, new in moved.items():
+            self.log_panel.log(f"{old} of {os.path.basename(session.path)} restored as {new} (this window has a "
+                               f"{old})")
+        return None if rows is None else [dict(r, sweep=moved.get(r.get("sweep"), r.get("sweep"))) for r in rows]
+
     def _session_restored(self, session: Session, jobs: List[Job], sweep_rows: List[dict]) -> None:
-        # new sweeps of this session must not reuse a restored sweep's name
-        self.sweeps_restored.emit(max([0] + [sweep_number(j.sweep) for j in jobs]))
         self.settings.add_recent_file(session.path)
         self.log_panel.log(f"Session {os.path.basename(session.path)}: {len(jobs)} job(s) restored")
         if not jobs:
