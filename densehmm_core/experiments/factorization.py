@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 import numpy as np
 
 from ..maths import median_quartiles
+from .cancel import cancel_token, check_cancelled
 from .figures import factorization_figure
 
 __all__ = [
@@ -177,7 +178,7 @@ def loss_and_grads(U: np.ndarray, Z: np.ndarray, G: np.ndarray, method: str):
 def fit_batch(G: np.ndarray, U0: np.ndarray, Z0: np.ndarray, method: str, *, lr: float = 0.01,
               min_steps: int = 2000, max_steps: int = 30000, window: int = 500,
               rel_tol: float = 0.0, beta1: float = 0.9, beta2: float = 0.999,
-              eps: float = 1e-8) -> dict:
+              eps: float = 1e-8, cancel=None) -> dict:
     """Optimise a batch of independent factorisation problems with Adam.
 
     Parameters
@@ -185,6 +186,9 @@ def fit_batch(G: np.ndarray, U0: np.ndarray, Z0: np.ndarray, method: str, *, lr:
     G : (b, n, n) ground-truth matrices (one per problem).
     U0, Z0 : (b, n, l) initial factors.
     method : "softmax" or "normabslin".
+    cancel : a :class:`~densehmm_core.events.CancelToken` (or None), checked before every Adam step:
+        once it is set, :class:`~densehmm_core.experiments.cancel.TaskCancelled` is raised (an interrupted
+        sweep; a batch stopped half-way is no result).
 
     Returns
     -------
@@ -208,6 +212,7 @@ def fit_batch(G: np.ndarray, U0: np.ndarray, Z0: np.ndarray, method: str, *, lr:
     best_window = np.full(b, np.inf)
     Ga = G
     for t in range(1, max_steps + 1):
+        check_cancelled(cancel)
         loss, dU, dZ = loss_and_grads(U, Z, Ga, method)
         if not np.all(np.isfinite(loss)):
             # keep going for the finite ones; non-finite problems stop here
@@ -278,7 +283,7 @@ def run_task(n: int, l: int, method: str, settings: dict) -> List[dict]:
     G = np.repeat(G1, s.n_restarts, axis=0)
     U0, Z0 = initial_factors(n, l, s)
     res = fit_batch(G, U0, Z0, method, lr=s.lr, min_steps=s.min_steps, max_steps=s.max_steps,
-                    window=s.window, rel_tol=s.rel_tol)
+                    window=s.window, rel_tol=s.rel_tol, cancel=cancel_token())   # Ctrl-C on a thread sweep
     secs = time.perf_counter() - t0
     rows = []
     k = 0
