@@ -194,6 +194,10 @@ class LiveFeed(QObject):
             self.event.emit(job, ev)
             if job is self.current and self._view is not None:
                 t0 = time.perf_counter()
+                if job.initial_params is not None and not self._view.has_initial_params():
+                    # the step-0 snapshot passed over (only the newest event is forwarded): the starting
+                    # parameters recorded when it was posted go to the view before this update
+                    self._view.set_initial_params(job.initial_params)
                 self._view.update_from_event(ev, skipped)
                 self._call_cost = time.perf_counter() - t0
         self.changed.emit(job)

@@ -18,8 +18,18 @@ class _View:
 
     def __init__(self, cost=0.0):
         self.events, self.skipped, self.cost = [], [], cost
+        self.initial = None
+        self.calls = []
+
+    def has_initial_params(self):
+        return self.initial is not None
+
+    def set_initial_params(self, params):
+        self.initial = params
+        self.calls.append("initial")
 
     def update_from_event(self, ev, skipped=()):
+        self.calls.append(ev.step)
         self.events.append(ev)
         self.skipped.append(list(skipped))
         time.sleep(self.cost)
@@ -228,3 +238,25 @@ def test_the_dashboard_curves_of_a_running_job_have_every_diagnostics_point(make
     finally:
         for job in jobs:
             job.state = JobState.CANCELLED
+
+
+def test_the_starting_parameters_reach_the_view_when_the_step_0_snapshot_is_passed_over(qtbot):
+    """Review rev24 item 3: only the newest event is forwarded, so a step-0 snapshot overtaken before the
+    GUI thread took it never reached the view, which then took a live job for a model read from a file
+    ("not recorded").  The starting parameters recorded when it was posted go to the view first."""
+    feed = LiveFeed(max_rate=1000)
+    view = _View()
+    feed.set_view(view)
+    job = _job()
+    feed.current = job
+    p0, p3 = {"transmat": np.eye(2)}, {"transmat": np.ones((2, 2)) / 2}
+    relay = threading.Thread(target=lambda: [feed.post(job, ProgressEvent(step=s, total=9, params=p))
+                                             for s, p in ((0, p0), (3, p3))])
+    relay.start()                       # a relay thread posts both before the GUI thread takes anything
+    relay.join()
+    feed.take(job)
+    feed.forward(job)
+    assert view.calls == ["initial", 3] and view.initial is p0 and job.initial_params is p0
+    feed.post(job, ProgressEvent(step=4, total=9, params=p3))
+    qtbot.waitUntil(lambda: len(view.calls) == 3, timeout=2000)
+    assert view.calls == ["initial", 3, 4]                         # given once

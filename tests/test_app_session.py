@@ -336,6 +336,9 @@ def test_a_refused_data_path_restores_its_jobs_without_data_never_on_the_demo(ma
     assert len(b.datasets) == 1 and not session_files.asked
     assert any("bad name.fasta" in t and "no stored path" in t and "kept without it" in t
                for _, t in b.log_panel.lines), b.log_panel.lines
+    b.state.set_current_job(bad)        # a restored model: its start was not recorded, and the window says so
+    b.dashboard.overview.flush()
+    assert "not recorded" in b.dashboard.overview.before.label.text()
 
 
 def test_a_version_2_session_still_restores_its_demo_jobs_on_the_demo(make_window, session_files, qtbot,

@@ -442,7 +442,9 @@ def test_overview_before_and_after(qtbot):
     w.set_final(random_params(3, 5, seed=3))  # standard model: no embeddings column
     qtbot.waitUntil(lambda: not w.draw_pending, timeout=5000)
     assert not w.after.embeddings.isVisible()
-    # no initial model (read from a file or a session): the row says so instead of empty plots
+    assert "not recorded" not in w.before.label.text()     # the view does not guess (a live job's may come)
+    # no initial model (read from a file or a session; the window says so): the row says so, no empty plots
+    w.set_initial_not_recorded()
     assert "not recorded" in w.before.label.text()
     assert not w.before.transmat.isVisible() and not w.before.embeddings.isVisible()
     assert w.after.transmat.isVisible()

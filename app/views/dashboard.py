@@ -436,6 +436,16 @@ class Dashboard(QtWidgets.QWidget):
             self._has_initial = True
             self.overview.set_initial(params, "Before training")
 
+    def has_initial_params(self) -> bool:
+        """Whether the overview's "before" row has the shown job's starting parameters."""
+        return self._has_initial
+
+    def set_initial_not_recorded(self) -> None:
+        """The shown job's starting parameters are not known (a model read from a file or a session):
+        the overview's "before" row says so."""
+        self._show_views()
+        self.overview.set_initial_not_recorded()
+
     def set_model(self, model, corpus: Any = None, staged: bool = False) -> None:
         """Show a finished or loaded model in every view; enables Decode on ``corpus`` (or samples).
 

@@ -145,6 +145,7 @@ class OverviewView(QtWidgets.QWidget):
         self._draw.clear()
         self._thaw()
         self._show_row(self.before, True)
+        self.before.label.setText("Before training")
         for row in (self.before, self.after):
             row.params = None
             row.embeddings.clear()
@@ -177,9 +178,10 @@ class OverviewView(QtWidgets.QWidget):
         if isinstance(grid, QtWidgets.QGridLayout):
             grid.setRowStretch(1 if row is self.before else 3, 1 if on else 0)
 
-    def _before_not_recorded(self) -> None:
-        """The trained model is shown and the initial one is not known (a model read from a file or a
-        session keeps only its trained parameters): the row says so instead of empty plots."""
+    def set_initial_not_recorded(self) -> None:
+        """The initial model of the job shown is not known (a model read from a file or a session keeps
+        only its trained parameters; the caller knows, the view does not guess): the row says so instead
+        of empty plots, until :meth:`set_initial` or :meth:`clear`."""
         self._show_row(self.before, False)
         self.before.label.setText("Before training: not recorded for this job (a model read from a file or "
                                   "a session keeps only its trained parameters)")
@@ -195,8 +197,6 @@ class OverviewView(QtWidgets.QWidget):
         row.label.setText(title)
         if row is self.before:
             self._show_row(row, True)
-        elif self.before.params is None and not self._queued(self.before):
-            self._before_not_recorded()
         A, B = params.get("transmat"), params.get("emissionprob")
         if A is not None:
             n = np.shape(A)[0]

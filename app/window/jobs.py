@@ -269,6 +269,8 @@ class JobsController(QObject):
         d.set_job_model(job.model)   # axes and placeholders right before the first parameters
         if job.initial_params is not None:
             d.set_initial_params(job.initial_params)
+        elif job.state.is_final and job.state.has_model:
+            d.set_initial_not_recorded()       # a model read from a file or a session: said, not guessed
         ds = job.dataset
         if isinstance(ds, DataSet):
             d.set_token_counts(_token_count(ds.train), _token_count(ds.test) if ds.test is not None else None)
