@@ -43,9 +43,9 @@ A worker that dies takes its running task with it; the scheduler runs that task
 again on another worker (Dask's own bookkeeping, up to
 ``distributed.scheduler.allowed-failures`` times).  A task that raises runs once:
 ``call`` (the runner's ``call_task``) catches its exception on the worker and it is
-reported as failed (a rerun of the sweep retries it; Dask's ``retries`` only see an
-exception that escapes ``call``).  Every task is seeded from its key, so a rerun gives
-the same numbers.
+reported as failed (a rerun of the sweep retries it; tasks are submitted without Dask's
+``retries``, which would only see an exception that escapes ``call``).  Every task is
+seeded from its key, so a rerun gives the same numbers.
 
 Importing this module does not import Dask; :func:`connect` does.
 """
@@ -407,7 +407,7 @@ def dashboard_note(client) -> str:
 def run_on_dask(todo: Sequence, finish: Callable, *, call: Callable, jobs: int,
                 scheduler: Union[None, str, DaskTarget] = None,
                 shared=None, out: Callable[[str], None] = print,
-                env: Optional[Dict[str, str]] = None, retries: int = 2, preload_tf: bool = False) -> None:
+                env: Optional[Dict[str, str]] = None, preload_tf: bool = False) -> None:
     """Run ``todo`` (runner ``Task`` objects) on a Dask cluster, calling
     ``finish(task, rows, seconds, error_or_None)`` in this process as each one ends.
     ``call(func, kwargs, shared)`` runs one task on a worker (the runner's ``call_task``,
@@ -442,7 +442,7 @@ def run_on_dask(todo: Sequence, finish: Callable, *, call: Callable, jobs: int,
         run_id = uuid.uuid4().hex[:8]
         for i, t in enumerate(todo):
             fut = client.submit(call, t.func, t.kwargs, shared_future,
-                                key=f"densehmm-{run_id}-{i}", retries=retries, pure=False)
+                                key=f"densehmm-{run_id}-{i}", pure=False)
             futures[fut] = t
         for fut in distributed.as_completed(list(futures), loop=client.loop):
             t = futures.pop(fut)
