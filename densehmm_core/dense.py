@@ -44,6 +44,7 @@ from .dense_layout import FeatureLayout, Layout
 from .dense_hyper import (DENSE_HYPER_PARAMS, DENSE_MODEL_TYPES, FIT_METHODS, INIT_METHODS, LOGITS,
                           MSTEP_DTYPES, PRESETS)
 from .hmm_base import MATRIX_NAMES, BaseHMM
+from .dense_adam_state import AdamStateMixin
 from .maths import (EMBEDDING_NAMES, analytic_cooc, empirical_cooc, softmax, softmax_inverse_lstsq,
                     stationary_distribution)
 
@@ -76,7 +77,7 @@ def init_embeddings(n: int, m: int, l: int, rng: np.random.Generator, scale: flo
 
 
 # ----------------------------------------------------------------------- model
-class DenseHMM(BaseHMM):
+class DenseHMM(AdamStateMixin, BaseHMM):
     """Hidden Markov model parametrised by dense embeddings (Sicking et al., 2020).
 
     Parameters
@@ -413,35 +414,13 @@ class DenseHMM(BaseHMM):
         self._adam = None      # Adam's moments belonged to other parameters
         return self
 
-    @property
-    def adam_state_(self) -> Optional[Dict[str, Any]]:
-        """Adam's state (see the class's attributes), on the host.  The EM loop leaves its moments here
-        as arrays of its module; they cross to the host only when read (saving, a worker's reply)."""
-        if self._adam is not None and not isinstance(self._adam, dict):
-            backend, moments = self._adam
-            m, v = backend.to_host_many([moments.m, moments.v], dtype=moments.m.dtype)
-            self._adam = {"m": m, "v": v, "t": float(moments.t)}
-        return self._adam
-
-    @adam_state_.setter
-    def adam_state_(self, state: Optional[Dict[str, Any]]) -> None:
-        if state is not None:
-            if not isinstance(state, dict) or set(state) != {"m", "v", "t"}:
-                raise ValueError("adam_state must be None or a dict with keys 'm', 'v' and 't'")
-            m, v = (np.asarray(state[k]) for k in "mv")
-            t = float(state["t"])
-            if m.ndim != 1 or m.shape != v.shape or m.dtype.kind != "f" or v.dtype.kind != "f":
-                raise ValueError("adam_state's m and v must be floating-point vectors of one length")
-            if not (np.isfinite(t) and t >= 0 and np.all(np.isfinite(m)) and np.all(np.isfinite(v))
-                    and np.all(v >= 0)):
-                raise ValueError("adam_state must be finite, with t >= 0 and v >= 0")
-            state = {"m": m, "v": v, "t": t}
-        self._adam = state
-
-    def _keep_adam(self, backend, moments) -> None:
-        """The EM loop's Adam state ``moments`` (arrays of ``backend``, not modified later): read back
-        by :attr:`adam_state_` when needed."""
-        self._adam = (backend, moments)
+    def _packed_size(self) -> Optional[int]:
+        """Entries of the packed parameters (Adam's state has as many); None while unknown."""
+        if self.n_symbols is None or (self.symbol_features is not None and self.features_ is None):
+            return None
+        if self.symbol_features is None:
+            return Layout(self.n_states, self.n_symbols, self.dim).size
+        return FeatureLayout(self.n_states, self.n_symbols, self.dim, self.features_).size
 
     def _checked_embeddings(self, emb: dict, start_mode: Optional[str] = None) -> Dict[str, np.ndarray]:
         """:meth:`set_embeddings`' checks: float64 copies of ``emb`` (sets ``n_symbols`` and the start mode)."""
@@ -637,6 +616,10 @@ class DenseHMM(BaseHMM):
         """"cooc then EM": the co-occurrence fit (its preset settings, ``restarts`` runs, the
         lowest loss kept), then EM (this model's settings) started from its embeddings, with
         ``z_start`` chosen so that ``softmax(U z_start)`` is closest to the stationary ``pi``."""
+        if not init and self.history_ and self.history_[-1].get("phase") == "em":
+            # continuing a fit whose EM phase began: that phase goes on (from Adam's kept state)
+            yield from self._iter_em(seqs, init=False, eval_seqs=eval_seqs, cancel=cancel, restarts=1)
+            return
         cancelled = False
         for ev in self._iter_cooc(omega, init=init, eval_seqs=None, cancel=cancel, restarts=restarts):
             if ev.done:

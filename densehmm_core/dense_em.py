@@ -67,8 +67,11 @@ class DenseEMHooks(EMHooks):
         so that a continued fit takes the steps one uninterrupted fit would."""
         from .dense_mstep import AdamMoments
         kept = None if self.init else self.model.adam_state_
-        if kept is None or len(kept["m"]) != self.layout.size:
+        if kept is None:
             return theta, self.mstep_.zeros()
+        if len(kept["m"]) != self.layout.size:
+            raise ValueError(f"the model's adam_state has {len(kept['m'])} entries but the fit has "
+                             f"{self.layout.size} parameters")
         return theta, AdamMoments(self.mstep_.to_device(kept["m"]), self.mstep_.to_device(kept["v"]),
                                   float(kept["t"]))
 

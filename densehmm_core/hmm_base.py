@@ -23,7 +23,7 @@ import numpy as np
 
 from .events import START_PHASE, CancelToken, ProgressCallback, ProgressEvent
 from .maths import check_stochastic
-from .sequences import as_sequences, infer_n_symbols, n_tokens
+from .sequences import as_sequences, check_vocabulary, data_vocabulary, is_one_sequence, n_tokens
 
 __all__ = ["BaseHMM", "history_record", "MATRIX_NAMES"]
 
@@ -92,43 +92,48 @@ class BaseHMM:
         from .engine import engine_for
         return engine_for(self.engine, self.device)
 
-    def _resolve_n_symbols(self, data: Any, lengths=None, init: bool = True) -> None:
-        """The alphabet of a fit on ``data``.  A fresh fit (``init``) infers ``n_symbols`` unless it was
-        given (a Corpus: its vocabulary's size, else the largest symbol + 1) and takes the data's
-        vocabulary; a continued fit keeps the model's and refuses data numbered by another vocabulary."""
-        if init and not self._n_symbols_given:
-            self.n_symbols = None
-        if self.n_symbols is None:
-            m = infer_n_symbols(data)
-            if m is None:
-                seqs = as_sequences(data, lengths)
-                m = int(max(int(s.max()) for s in seqs)) + 1
-            self.n_symbols = m
-        vocab = getattr(data, "vocabulary", None) if not isinstance(data, np.ndarray) else None
-        if vocab is not None and (init or self.vocabulary is None):
-            self.vocabulary = list(vocab)
-        else:
-            self._check_vocabulary(data)
+    def _fit_alphabet(self, data: Any, lengths=None, eval_data: Any = None,
+                      init: bool = True) -> Tuple[int, Optional[List[str]]]:
+        """The alphabet of a fit on ``data``: ``(n_symbols, vocabulary)``, the model left unchanged.
 
-    def _check_vocabulary(self, data: Any) -> None:
-        """A ``ValueError`` when ``data`` (a Corpus) numbers its symbols by another vocabulary than the
-        model's: its symbol k would be read as the model's symbol k, and every number would be wrong."""
-        vocab = getattr(data, "vocabulary", None) if not isinstance(data, np.ndarray) else None
-        mine = self.vocabulary
-        if vocab is None or mine is None or vocab is mine:
-            return
-        vocab = list(vocab)
-        if vocab == list(mine):
-            return
-        same = sum(1 for a, b in zip(vocab, mine) if a == b)
-        raise ValueError(f"the data number their symbols by another vocabulary than the model's ({len(vocab)} "
-                         f"symbols against {len(mine)}, {same} at the same index): re-encode them with "
-                         f"data.encode_with(model.vocabulary)")
+        A fresh fit (``init``) on a Corpus takes its vocabulary and its size (an ``n_symbols`` given to the
+        model -- or read from a file -- must match it); on plain sequences it keeps a given ``n_symbols``,
+        else the model's vocabulary's size when the symbols fit in it, else the largest symbol + 1 (and
+        no vocabulary).  A continued fit keeps the model's alphabet.  ``data`` or ``eval_data`` numbered
+        by another vocabulary than the fit's are a ``ValueError``."""
+        vocab = data_vocabulary(data)
+        vocabulary = None if self.vocabulary is None else list(self.vocabulary)
+        n = self.n_symbols
+        if init and vocab is not None:
+            if self._n_symbols_given and n != len(vocab):
+                raise ValueError(f"the data's vocabulary has {len(vocab)} symbols but the model has n_symbols={n} "
+                                 f"(given to it, or read from its file): set_params(n_symbols=None) lets a "
+                                 f"fresh fit take the data's")
+            n, vocabulary = len(vocab), list(vocab)
+        elif init and not self._n_symbols_given:
+            top = int(max(int(s.max()) for s in as_sequences(data, lengths))) + 1
+            n = len(vocabulary) if vocabulary is not None and top <= len(vocabulary) else top
+            if vocabulary is not None and len(vocabulary) != n:
+                vocabulary = None      # the model's strings belonged to other data
+        elif not init and vocabulary is None and vocab is not None:
+            vocabulary = list(vocab)
+        if n is None:
+            n = len(vocabulary) if vocabulary is not None else int(
+                max(int(s.max()) for s in as_sequences(data, lengths))) + 1
+        if vocabulary is not None and len(vocabulary) != n:
+            raise ValueError(f"the model's vocabulary has {len(vocabulary)} strings but n_symbols={n}")
+        check_vocabulary(data, vocabulary)
+        if eval_data is not None:
+            check_vocabulary(eval_data, vocabulary)
+        return n, vocabulary
+
+    def _adopt_alphabet(self, n_symbols: int, vocabulary: Optional[List[str]]) -> None:
+        """Take the alphabet :meth:`_fit_alphabet` gave, once the data were read with it."""
+        self.n_symbols, self.vocabulary = int(n_symbols), vocabulary
 
     def _seqs(self, data: Any, lengths=None) -> List[np.ndarray]:
         self._check_params()
-        self._check_vocabulary(data)
-        return as_sequences(data, lengths, n_symbols=self.n_symbols)
+        return as_sequences(data, lengths, n_symbols=self.n_symbols, vocabulary=self.vocabulary)
 
     def _check_params(self) -> None:
         if self.startprob_ is None or self.transmat_ is None or self.emissionprob_ is None:
@@ -157,8 +162,7 @@ class BaseHMM:
         """State posteriors: a list of (T_i, n) arrays (a single array for a single sequence)."""
         seqs = self._seqs(data, lengths)
         post = self._engine().posteriors(self.startprob_, self.transmat_, self.emissionprob_, seqs)
-        if lengths is None and isinstance(data, np.ndarray) and data.dtype != object and (
-                data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1)):
+        if lengths is None and is_one_sequence(data):
             return post[0]
         return post
 
@@ -209,7 +213,8 @@ class BaseHMM:
 
     def get_config(self) -> dict:
         """The constructor's keyword arguments (JSON-able): ``type(self)(**cfg)`` rebuilds an
-        equal, unfitted model.  Used by the HDF5 writer, the worker process and the app."""
+        equal, unfitted model (options left at ``None`` stay ``None``; an ``n_symbols`` learnt by a fit is
+        ``None``).  Model files, forms and workers use :meth:`resolved_config`."""
         cfg = {}
         for key in self.config_keys:
             val = getattr(self, key)
@@ -337,11 +342,10 @@ class BaseHMM:
         if "eval_seqs" in kw:   # the internal name: it reached _iter_fit twice ("multiple values")
             raise TypeError("held-out data go in eval_data=, not eval_seqs=")
         self._check_fit_options(kw)
-        self._resolve_n_symbols(data, lengths, init=init)
-        if eval_data is not None:
-            self._check_vocabulary(eval_data)
-        seqs = as_sequences(data, lengths, n_symbols=self.n_symbols)
-        eval_seqs = None if eval_data is None else as_sequences(eval_data, n_symbols=self.n_symbols)
+        n, vocabulary = self._fit_alphabet(data, lengths, eval_data, init=init)
+        seqs = as_sequences(data, lengths, n_symbols=n)
+        eval_seqs = None if eval_data is None else as_sequences(eval_data, n_symbols=n)
+        self._adopt_alphabet(n, vocabulary)       # only once the data were read with it
         self.history_ = [] if init else list(self.history_)
         for ev in self._iter_fit(seqs, init=init, eval_seqs=eval_seqs, cancel=cancel, **kw):
             self.record_event(ev)

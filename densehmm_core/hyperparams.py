@@ -8,7 +8,7 @@ its command-line flag and whether the model form shows it) and ``model_types`` (
 picks from: :class:`ModelType`, e.g. DenseHMM with ``fit_method="cooc_em"``).  Defaults are never
 copied here: :func:`default` reads them from a model built from its configuration (the option as the
 estimator holds it, scikit-learn's ``get_params`` rule; ``None`` = "from the preset" for DenseHMM;
-:func:`resolved_defaults` resolves those through ``get_config``).
+:func:`resolved_defaults` resolves those through ``resolved_config``).
 
 Adding a hyper-parameter: the constructor argument, its name in ``config_keys``, one
 ``HyperParam`` line in ``hyper_params`` (and the maths) -- the CLI flag, the form field with its

@@ -71,8 +71,8 @@ def normalized_nll(model_or_loglik: Any, seqs: Any) -> float:
     seqs : the sequences (list of int arrays or Corpus); only their lengths are used
         when a log-likelihood is passed.
     """
-    seqs = as_sequences(seqs)
-    return -total_loglik(model_or_loglik, seqs) / n_tokens(seqs)
+    # the model scores the data as given: a Corpus's vocabulary is checked against the model's
+    return -total_loglik(model_or_loglik, seqs) / n_tokens(as_sequences(seqs))
 
 
 def paper_nll(model_or_loglik: Any, seqs: Any) -> float:
@@ -80,8 +80,9 @@ def paper_nll(model_or_loglik: Any, seqs: Any) -> float:
 
     Equal to :func:`normalized_nll` when all sequences have the same length.
     """
+    ll = total_loglik(model_or_loglik, seqs)     # the data as given (see normalized_nll)
     seqs = as_sequences(seqs)
-    return -total_loglik(model_or_loglik, seqs) / (len(seqs) * max(len(s) for s in seqs))
+    return -ll / (len(seqs) * max(len(s) for s in seqs))
 
 
 def _flat_labels(x, what: str) -> np.ndarray:

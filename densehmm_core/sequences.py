@@ -5,11 +5,46 @@ from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-__all__ = ["as_sequences", "n_tokens", "infer_n_symbols"]
+__all__ = ["as_sequences", "n_tokens", "infer_n_symbols", "data_vocabulary", "check_vocabulary"]
+
+
+def data_vocabulary(data: Any) -> Optional[List[str]]:
+    """The vocabulary that numbers ``data``'s symbols: a Corpus's ``vocabulary`` (None for plain sequences)."""
+    return getattr(data, "vocabulary", None) if not isinstance(data, np.ndarray) else None
+
+
+def check_vocabulary(data: Any, vocabulary: Optional[Sequence[str]]) -> None:
+    """A ``ValueError`` when ``data`` (a Corpus) number their symbols by another vocabulary than
+    ``vocabulary`` (a model's): its symbol k would be read as the model's symbol k, and every number
+    would be wrong.  Plain sequences, and a model without a vocabulary, are not checked."""
+    vocab = data_vocabulary(data)
+    if vocab is None or vocabulary is None or vocab is vocabulary:
+        return
+    vocab, mine = list(vocab), list(vocabulary)
+    if vocab == mine:
+        return
+    same = sum(1 for a, b in zip(vocab, mine) if a == b)
+    raise ValueError(f"the data number their symbols by another vocabulary than the model's ({len(vocab)} "
+                     f"symbols against {len(mine)}, {same} at the same index): re-encode them with "
+                     f"data.encode_with(model.vocabulary)")
+
+
+def is_one_sequence(data: Any) -> bool:
+    """Whether ``data`` given without ``lengths`` is one sequence: hmmlearn's ``X`` of shape (N,) or
+    (N, 1), or a flat list of integers (the rule of :func:`as_sequences`)."""
+    if isinstance(data, np.ndarray):
+        return data.dtype != object and (data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1))
+    if hasattr(data, "sequences"):
+        return False
+    try:
+        items = list(data)
+    except TypeError:
+        return False
+    return bool(items) and all(np.ndim(s) == 0 for s in items)
 
 
 def as_sequences(data: Any, lengths: Optional[Sequence[int]] = None,
-                 n_symbols: Optional[int] = None) -> List[np.ndarray]:
+                 n_symbols: Optional[int] = None, vocabulary: Optional[Sequence[str]] = None) -> List[np.ndarray]:
     """Return the data as a list of 1-D int64 arrays.
 
     Parameters
@@ -22,12 +57,16 @@ def as_sequences(data: Any, lengths: Optional[Sequence[int]] = None,
         hmmlearn's lengths; ``X`` may then have shape (N,) or (N, 1).
     n_symbols : int, optional
         If given, every symbol must lie in ``0 .. n_symbols - 1``.
+    vocabulary : list of str, optional
+        The model's vocabulary: a Corpus numbered by another one is refused (:func:`check_vocabulary`).
 
     Raises
     ------
     ValueError
-        Empty input, a sequence of length 0, a non-integer symbol, or a symbol out of range.
+        Empty input, a sequence of length 0, a non-integer symbol, a symbol out of range, or a
+        Corpus numbered by another vocabulary.
     """
+    check_vocabulary(data, vocabulary)
     if hasattr(data, "sequences") and not isinstance(data, np.ndarray):
         data = data.sequences
     if lengths is not None:
@@ -43,12 +82,11 @@ def as_sequences(data: Any, lengths: Optional[Sequence[int]] = None,
             raise ValueError(f"sum(lengths) = {int(lens.sum())} does not match len(X) = {X.shape[0]}")
         bounds = np.concatenate([[0], np.cumsum(lens)])
         seqs = [X[bounds[i]:bounds[i + 1]] for i in range(len(lens))]
-    elif isinstance(data, np.ndarray) and data.dtype != object and (
-            data.ndim == 1 or (data.ndim == 2 and data.shape[1] == 1)):
-        seqs = [data.reshape(-1)]        # hmmlearn's X without lengths: one sequence
+    elif isinstance(data, np.ndarray) and is_one_sequence(data):   # hmmlearn's X without lengths
+        seqs = [data.reshape(-1)]
     else:
-        seqs = list(data)
-        if seqs and all(np.ndim(s) == 0 for s in seqs):     # a flat list of symbols: one sequence
+        seqs = list(data)      # once: data may be an iterator
+        if is_one_sequence(seqs):                                   # a flat list of symbols
             seqs = [np.asarray(seqs)]
     if len(seqs) == 0:
         raise ValueError("no sequences given")
@@ -85,7 +123,5 @@ def n_tokens(seqs: Sequence[np.ndarray]) -> int:
 
 def infer_n_symbols(data: Any) -> Optional[int]:
     """The vocabulary size of a Corpus, else None (callers fall back to max symbol + 1)."""
-    vocab = getattr(data, "vocabulary", None)
-    if vocab is not None and not isinstance(data, np.ndarray):
-        return len(vocab)
-    return None
+    vocab = data_vocabulary(data)
+    return None if vocab is None else len(vocab)

@@ -88,10 +88,37 @@ def test_what_clears_the_state():
     assert cooc.adam_state_ is None
 
 
-def test_cooc_em_keeps_the_em_phase_state(tmp_path):
+def test_a_continued_cooc_em_fit_goes_on_with_its_em_phase(tmp_path):
+    """A cooc_em fit whose EM phase began continues that phase (from Adam's kept state): 2 + 3 EM
+    iterations give the iterates of one cooc_em fit with 5 (before, the co-occurrence phase ran again and
+    cleared the state: t went from 8 to 4).  A fit stopped in its co-occurrence phase still runs it."""
     seqs = _data()
-    m = DenseHMM(4, dim=3, fit_method="cooc_em", seed=0, cooc_steps=20, n_iter=2, mstep_steps=4).fit(seqs)
-    assert m.adam_state_["t"] == 8.0
+    kw = dict(fit_method="cooc_em", seed=0, cooc_steps=20, mstep_steps=4, tol=0.0)
+    one = DenseHMM(4, dim=3, n_iter=5, **kw).fit(seqs)
+    part = DenseHMM(4, dim=3, n_iter=2, **kw).fit(seqs)
+    assert part.adam_state_["t"] == 8.0
+    path = str(tmp_path / "m.h5")
+    save_model(path, part, "a")
+    back = load_model(path, "a").set_params(n_iter=3)
+    back.fit(seqs, init=False)
+    assert back.adam_state_["t"] == 20.0
+    assert not any(r.get("phase") == "cooc" for r in back.history_[-4:])      # no new co-occurrence steps
+    assert [r["train_ll"] for r in back.history_ if r["phase"] == "em"][-3:] == \
+        [r["train_ll"] for r in one.history_ if r["phase"] == "em"][-3:]
+
+
+def test_parameters_set_without_their_state_drop_it_and_a_wrong_length_is_refused():
+    seqs = _data()
+    a = _model(2).fit(seqs)
+    b = DenseHMM(4, dim=3, fit_method="em", seed=9, n_iter=3, tol=0.0, mstep_steps=5).fit(seqs)
+    a.set_arrays({"params": b.arrays()["params"]})
+    assert a.adam_state_ is None                       # b's parameters with a's moments: dropped
+    a.set_arrays(b.arrays())                           # parameters with their own state: kept
+    assert a.adam_state_["t"] == b.adam_state_["t"]
+    np.testing.assert_array_equal(a.adam_state_["m"], b.adam_state_["m"])
+    size = len(b.adam_state_["m"])
+    with pytest.raises(ValueError, match=f"has {size + 1} entries but the model has {size} parameters"):
+        a.adam_state_ = {"m": np.zeros(size + 1), "v": np.zeros(size + 1), "t": 1.0}
 
 
 def test_arrays_round_trip_and_bad_state():

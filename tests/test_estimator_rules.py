@@ -84,6 +84,75 @@ def test_a_refit_takes_the_new_corpus_vocabulary_and_scoring_checks_it():
     assert model.score(reordered.encode_with(model.vocabulary)) == pytest.approx(model.score(cb), rel=1e-15)
 
 
+def test_the_vocabulary_check_has_no_way_around_it(tmp_path):
+    """Scoring through the metrics and fitting with held-out data (in process and in a worker process)
+    refuse a Corpus numbered by another vocabulary, as score does (the metrics turned the Corpus into
+    plain sequences first, and the worker never checked eval_data: numbers of the wrong symbols)."""
+    from densehmm_core.metrics import normalized_nll, paper_nll
+    from densehmm_core.worker import TrainingWorker
+    cb = Corpus.from_tokens([list("xxyz"), list("zyx")], vocabulary=["x", "y", "z"])
+    reordered = Corpus.from_tokens([list("xxyz"), list("zyx")], vocabulary=["z", "y", "x"])
+    model = StandardHMM(2, seed=0, n_iter=2).fit(cb)
+    for metric in (normalized_nll, paper_nll):
+        with pytest.raises(ValueError, match="another vocabulary"):
+            metric(model, reordered)
+        assert metric(model, reordered.encode_with(model.vocabulary)) == pytest.approx(metric(model, cb), rel=1e-15)
+    with pytest.raises(ValueError, match="another vocabulary"):
+        StandardHMM(2, seed=0, n_iter=2).fit(cb, eval_data=reordered)
+    worker = TrainingWorker()
+    try:
+        fresh = StandardHMM(2, seed=0, n_iter=2)
+        with pytest.raises(ValueError, match="another vocabulary"):
+            list(worker.iter_fit(fresh, cb, eval_data=reordered))
+        assert fresh.vocabulary is None and fresh.n_symbols is None      # refused before it took anything
+    finally:
+        worker.close()
+
+
+def test_a_given_alphabet_size_must_match_the_corpus_and_a_refused_fit_changes_nothing(tmp_path):
+    from densehmm_core.modelfile import load_model, save_model
+    three = Corpus.from_tokens([list("abcab"), list("cab")], vocabulary=["a", "b", "c"])
+    five = Corpus.from_tokens([list("abcde"), list("edcba")], vocabulary=list("abcde"))
+    with pytest.raises(ValueError, match=r"vocabulary has 3 symbols but the model has n_symbols=5.*n_symbols=None"):
+        StandardHMM(2, n_symbols=5, seed=0, n_iter=2).fit(three)
+    path = tmp_path / "m.h5"
+    save_model(path, StandardHMM(2, seed=0, n_iter=2).fit(five), "m")
+    loaded = load_model(path, "m")                 # a model read from a file has its alphabet as given
+    before = (loaded.n_symbols, list(loaded.vocabulary), loaded.emissionprob_.copy())
+    with pytest.raises(ValueError, match="n_symbols=5"):
+        loaded.fit(three)
+    assert (loaded.n_symbols, loaded.vocabulary) == before[:2]
+    np.testing.assert_array_equal(loaded.emissionprob_, before[2])
+    loaded.set_params(n_symbols=None).fit(three)
+    assert loaded.n_symbols == 3 and loaded.vocabulary == ["a", "b", "c"]
+    save_model(path, loaded, "refit")              # its size and its vocabulary agree
+    # a refused fresh fit (bad held-out data) leaves the alphabet as it was
+    model = StandardHMM(2, seed=0, n_iter=2).fit(five)
+    with pytest.raises(ValueError):
+        model.fit(three, eval_data=[np.array([0, 9])])
+    assert model.n_symbols == 5 and model.vocabulary == list("abcde")
+
+
+def test_plain_sequences_after_a_corpus_fit():
+    """A fresh fit on plain sequences keeps the model's vocabulary when its symbols fit in it (n_symbols
+    = the vocabulary's size) and drops it when they do not (the strings belonged to other data)."""
+    five = Corpus.from_tokens([list("abcde"), list("edcba")], vocabulary=list("abcde"))
+    model = StandardHMM(2, seed=0, n_iter=2).fit(five)
+    model.fit([np.array([0, 1, 0, 2])])
+    assert model.n_symbols == 5 and model.vocabulary == list("abcde")
+    model.fit([np.array([0, 7, 1])])
+    assert model.n_symbols == 8 and model.vocabulary is None
+
+
+def test_predict_proba_of_a_flat_list_is_one_array():
+    ours, theirs = _pair()
+    flat = [0, 1, 2, 2, 1]
+    post = ours.predict_proba(flat)
+    assert isinstance(post, np.ndarray) and post.shape == (5, 2)
+    np.testing.assert_allclose(post, theirs.predict_proba(np.array(flat).reshape(-1, 1)), rtol=1e-10)
+    assert isinstance(ours.predict_proba([np.array(flat)]), list)
+
+
 def test_dense_features_are_rebuilt_for_a_new_vocabulary():
     words_a = Corpus.from_tokens([["the", "cat"], ["a", "Dog", "ran"]] * 5)
     words_b = Corpus.from_tokens([["1999", "was"], ["NASA", "ran", "x-ray"]] * 5)

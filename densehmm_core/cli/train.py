@@ -395,7 +395,7 @@ def _apply_overrides(model, args) -> None:
     if args.states is not None and args.states != model.n_states:
         raise UserError(f"--states {args.states} does not match the model in the checkpoint "
                         f"({model.n_states} states)")
-    cfg = model.get_config()
+    cfg = model.resolved_config()      # the settings the checkpoint trained with
     method = cfg.get("fit_method") if kind == "dense" else None
     if kind == "standard":
         _refuse_dense_structure(args, fair=False)

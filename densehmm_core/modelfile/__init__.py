@@ -13,7 +13,7 @@ schema is documented in ``docs/FILE_FORMAT.md``; in short::
         embeddings/V        (m, l) float64
         embeddings/z_start  (l,)   float64
         vocabulary          (m,)   UTF-8 strings    (when the model knows its symbols)
-        config/             attrs: every hyper-parameter of ``get_config()``
+        config/             attrs: every hyper-parameter of ``resolved_config()``
         history/<column>    one 1-D dataset per column (step, loss, train_ll, test_ll, ...)
         metrics/            attrs: final metrics (floats)
         provenance/         attrs: training-data provenance (file, sha256, format, options, ...)

@@ -378,10 +378,11 @@ class TrainingWorker:
         """
         if not supports(model):
             raise TypeError(f"{type(model).__name__} cannot be trained in a worker process")
-        model._resolve_n_symbols(data, init=fit_kwargs.get("init", True))
+        n, vocabulary = model._fit_alphabet(data, eval_data=eval_data, init=fit_kwargs.get("init", True))
+        train = as_plain_sequences(data, n)
+        test = as_plain_sequences(eval_data, n)
+        model._adopt_alphabet(n, vocabulary)
         config = model.resolved_config()      # the alphabet resolved here (the worker sees plain sequences)
-        train = as_plain_sequences(data, model.n_symbols)
-        test = as_plain_sequences(eval_data, model.n_symbols)
         # the worker's engine buffers must fit (a single long sequence forms a chunk of its own)
         check_inference(np.concatenate([part["lengths"] for part in (train, test) if part is not None]),
                         model.n_states, model.n_symbols, tensorflow=model.needs_tensorflow)
