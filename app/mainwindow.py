@@ -210,8 +210,8 @@ class MainWindow(QMainWindow):
         self.data_panel.dataset_selected.connect(data.select_dataset)
         self.data_panel.preprocess_requested.connect(data.preprocess_current)
         self.data_panel.reread_requested.connect(lambda read: data.reread_dataset(self.state.current_dataset, read))
-        self.model_form.train_requested.connect(jobs.start_training)
-        self.model_form.sweep_requested.connect(jobs.start_sweep)
+        self.model_form.train_requested.connect(jobs.train_from_form)    # the form read once the data are there
+        self.model_form.sweep_requested.connect(jobs.sweep_from_form)
         self.model_form.sweep_target_requested.connect(jobs.sweep_target_dialog)
         self.jobs_panel.current_changed.connect(jobs.show_job)
         self.jobs_panel.selection_changed.connect(self.state.set_selection)

@@ -187,7 +187,7 @@ def test_sweep_over_the_forms_grid(window, qtbot):
     before = list(window.jobs.jobs)
     window.menus.act_sweep.trigger()
     jobs = [j for j in window.jobs.jobs if j not in before]
-    assert len(got) == 1 and got[0][1] == 2 and got[0][2] == ((4, 2), (4, 3), (6, 2), (6, 3))
+    assert len(got) == 1 and form.sweep_values() == (2, ((4, 2), (4, 3), (6, 2), (6, 3)))
     seed = form.spec().seed
     assert sorted((j.spec["n"], j.spec["l"], j.spec["seed"]) for j in jobs) == sorted(
         (n, l, seed + r) for n in (4, 6) for l in (2, 3) for r in (0, 1))

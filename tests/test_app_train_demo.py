@@ -58,3 +58,37 @@ def test_a_given_spec_is_kept_and_a_second_train_reads_the_form_as_it_is(make_wi
     w.model_form.set_spec(ModelSpec.make(model_type="dense_cooc", n=4, l=2, lr=0.01, cooc_steps=500, tol=1e-7))
     qtbot.mouseClick(w.model_form.train_button, Qt.LeftButton)
     assert got[1].spec["lr"] == 0.01 and got[1].spec["cooc_steps"] == 500
+
+
+
+@pytest.mark.parametrize("how", ["button", "menu"])
+def test_run_sweep_without_data_runs_the_grid_the_form_shows_after_the_demo_load(make_window, qtbot, monkeypatch,
+                                                                                  how):
+    """Review rev24 item 4: Run sweep with no data read the grid (and so l) from the form before the demo's
+    settings were swapped in: a standard HMM at l=7 over "n=2,3" ran dense_cooc (2, 7), (3, 7), a grid the
+    form then refused ("l=... is missing").  The form is now read after the demo loads: a grid it refuses
+    runs nothing (the form says why); one it takes runs the demo's model with the grid's l."""
+    w = make_window(how)
+    form = w.model_form
+    form.set_spec(ModelSpec.make(model_type="standard", n=4, l=7, n_iter=5, tol=0.0))
+    form.sweep_grid.setText("n=2,3")
+    form.repeats.setValue(1)
+    assert form.sweep_button.isEnabled()          # a standard HMM's grid needs only n
+    got = _submitted(w, monkeypatch)
+
+    def run_sweep():
+        if how == "button":
+            qtbot.mouseClick(form.sweep_button, Qt.LeftButton)
+        else:   # Train > Run sweep, Ctrl+Shift+T
+            w.menus.act_sweep.trigger()
+    run_sweep()
+    assert w.current_dataset is not None and w.current_dataset.is_demo
+    shown = form.spec()
+    assert shown.model_type == DEMO_FORM["model_type"] and shown.l == DEMO_FORM["l"]
+    assert got == [] and "l=... is missing" in form.sweep_info.text() and not form.sweep_button.isEnabled()
+    assert any("Run sweep" in t and "not valid" in t for _, t in w.log_panel.lines)
+    form.sweep_grid.setText("n=2,3 l=2")
+    run_sweep()
+    assert sorted((j.spec["model_type"], j.spec["n"], j.spec["l"]) for j in got) == \
+        [(DEMO_FORM["model_type"], 2, 2), (DEMO_FORM["model_type"], 3, 2)]
+    assert all(j.spec["lr"] == DEMO_FORM["lr"] for j in got)

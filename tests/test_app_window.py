@@ -323,9 +323,9 @@ def test_model_form_start_choice_reaches_the_model(qtbot):
     assert form.fields["init_method"].toolTip() and form.fields["init_scale"].toolTip()
     form.fields["init_method"].setCurrentIndex(form.fields["init_method"].findData("random"))
     form.fields["init_scale"].setValue(0.5)
-    with qtbot.waitSignal(form.train_requested) as sig:
+    with qtbot.waitSignal(form.train_requested):     # (no values: the window reads the form, spec())
         qtbot.mouseClick(form.train_button, Qt.LeftButton)
-    spec = sig.args[0]
+    spec = form.spec()
     assert (spec.model_type, spec.options["init_method"], spec.options["init_scale"]) == ("dense_cooc", "random", 0.5)
     model, _, _ = build_model(spec, 5, device="cpu")
     assert model.get_config()["init_method"] == "random" and model.get_config()["init_scale"] == 0.5
@@ -361,9 +361,9 @@ def test_model_form_smoothing_and_device_reach_standard_models(qtbot):
     assert smoothing.isEnabled() and form.device.isEnabled() and smoothing.toolTip()
     smoothing.setValue(0.05)
     form.device.setCurrentIndex(form.device.findData("/CPU:0"))
-    with qtbot.waitSignal(form.train_requested) as sig:
+    with qtbot.waitSignal(form.train_requested):     # (no values: the window reads the form, spec())
         qtbot.mouseClick(form.train_button, Qt.LeftButton)
-    spec = sig.args[0]
+    spec = form.spec()
     assert (spec.model_type, spec.options["emission_pseudocount"], spec.device) == ("standard", 0.05, "/CPU:0")
     model, _, _ = build_model(spec, 5)
     assert model.get_config()["emission_pseudocount"] == 0.05 and model.get_config()["device"] == "/CPU:0"

@@ -133,8 +133,10 @@ class ModelForm(QWidget):
     ``"emission_pseudocount"``...) to its widget; ``field_labels`` to its label.
     """
 
-    train_requested = Signal(object)          # ModelSpec
-    sweep_requested = Signal(object, int, object)     # ModelSpec, repeats, (n, l) pairs
+    # requests carry no values: the window reads the form once the data are there (with none open, loading
+    # the demo sets the form to the demo's settings first)
+    train_requested = Signal()
+    sweep_requested = Signal()
     sweep_target_requested = Signal()         # "Change…" where sweeps run
     changed = Signal()
 
@@ -200,7 +202,7 @@ class ModelForm(QWidget):
         self.train_button = QPushButton("Train")
         self.train_button.setObjectName("trainButton")
         self.train_button.setToolTip("Start a job with these settings (Ctrl+T)")
-        self.train_button.clicked.connect(lambda: self.train_requested.emit(self.spec()))
+        self.train_button.clicked.connect(lambda: self.train_requested.emit())
         row = QHBoxLayout()
         row.addWidget(self.defaults_button)
         row.addStretch(1)
@@ -341,15 +343,21 @@ class ModelForm(QWidget):
             self.sweep_button.setEnabled(True)
 
     def request_sweep(self) -> bool:
-        """Emit ``sweep_requested`` with the form, the repeats and the grid; False (nothing emitted)
-        when the grid text is not valid (the form says why)."""
+        """Emit ``sweep_requested``; False (nothing emitted) when the grid text is not valid (the form says why)."""
+        if self.sweep_values() is None:
+            return False
+        self.sweep_requested.emit()
+        return True
+
+    def sweep_values(self) -> Optional[tuple]:
+        """``(repeats, (n, l) pairs)`` of Run sweep as the form is now, or None when the grid text is not
+        valid (the form then says why and Run sweep is disabled)."""
         try:
             pairs = self.sweep_pairs()
         except ValueError:
             self._update_sweep_info()
-            return False
-        self.sweep_requested.emit(self.spec(), self.repeats.value(), pairs)
-        return True
+            return None
+        return self.repeats.value(), pairs
 
     def set_sweep_target(self, text: str) -> None:
         """Say where Run sweep trains (see :func:`app.remote_jobs.describe_target`)."""

@@ -80,20 +80,29 @@ class JobsController(QObject):
                          device="dask" if job_class.remote else device, sweep=sweep,
                          spec=spec.to_dict(), fit_kwargs=fit_kwargs)
 
-    def _training_data(self, spec: ModelSpec) -> tuple:
-        """``(data set, spec)`` of a new job or sweep.  With no data set open the demo is loaded first,
-        and loading it sets the model form to the demo's settings: a ``spec`` that was the form's
-        before (Train, Ctrl+T and Run sweep read the form when pressed) becomes the form's after, so
-        the job is what the form shows (a spec given otherwise is kept)."""
-        had_data = self.state.current_dataset is not None
-        before = None if had_data else self.model_form.spec()
-        ds = self.training_dataset()
-        if before is not None and ds is not None and spec.to_dict() == before.to_dict():
-            spec = self.model_form.spec()
-        return ds, spec
+    def train_from_form(self) -> Optional[Job]:
+        """Train, Ctrl+T: a job of the form's values, read once the data are there (with none open the
+        demo is loaded first, and that sets the form to the demo's settings: the job is what it shows)."""
+        if self.training_dataset() is None:
+            return None
+        return self.start_training(self.model_form.spec())
+
+    def sweep_from_form(self) -> List[Job]:
+        """Run sweep, Ctrl+Shift+T: the form's model, repeats and grid, read once the data are there (as
+        :meth:`train_from_form`); nothing when the grid the form now holds is not valid (it says why)."""
+        if self.training_dataset() is None:
+            return []
+        values = self.model_form.sweep_values()
+        if values is None:
+            self.log_panel.log("Run sweep: the sweep grid is not valid for the form's model (the form says why)",
+                               "warning")
+            return []
+        repeats, pairs = values
+        return self.start_sweep(self.model_form.spec(), repeats, pairs)
 
     def start_training(self, spec: ModelSpec) -> Optional[Job]:
-        ds, spec = self._training_data(spec)
+        """A job of ``spec`` (kept as given) on the current data set (none open: the demo's)."""
+        ds = self.training_dataset()
         if ds is None:
             return None
         try:
@@ -108,8 +117,9 @@ class JobsController(QObject):
         return job
 
     def start_sweep(self, spec: ModelSpec, repeats: int, grid=None) -> List[Job]:
-        """Jobs for ``spec`` over ``grid`` ((n, l) pairs; None: the paper's grid), ``repeats`` seeds each."""
-        ds, spec = self._training_data(spec)
+        """Jobs for ``spec`` (kept as given) over ``grid`` ((n, l) pairs; None: the paper's grid), ``repeats``
+        seeds each, on the current data set (none open: the demo's)."""
+        ds = self.training_dataset()
         if ds is None:
             return []
         sweep = self.state.sweep_names.new()

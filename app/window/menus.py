@@ -80,7 +80,7 @@ class Menus(QObject):
         f.addAction(self.act_quit)
 
         t = mb.addMenu("&Train")
-        self.act_train = self._action("&Start job", lambda: jobs.start_training(model_form.spec()),
+        self.act_train = self._action("&Start job", jobs.train_from_form,
                                       "Ctrl+T", "Train a model with the form's settings")
         self.act_sweep = self._action("Run &sweep", model_form.request_sweep,
                                       "Ctrl+Shift+T", "The form's model over the sweep grid (default: the "
