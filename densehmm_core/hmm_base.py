@@ -142,11 +142,10 @@ class BaseHMM:
         if self.n_symbols is None:
             self.n_symbols = int(np.asarray(self.emissionprob_).shape[1])
         m = self.n_symbols
-        # rows to 1e-6, as set_arrays and the model files (parameters computed in float32, or converted
-        # from it, are off by about 1e-7 per entry)
-        self.startprob_ = check_stochastic("startprob_", self.startprob_, (n,), atol=1e-6)
-        self.transmat_ = check_stochastic("transmat_", self.transmat_, (n, n), atol=1e-6)
-        self.emissionprob_ = check_stochastic("emissionprob_", self.emissionprob_, (n, m), atol=1e-6)
+        # rows to maths.STOCHASTIC_ATOL, as set_arrays and the model files
+        self.startprob_ = check_stochastic("startprob_", self.startprob_, (n,))
+        self.transmat_ = check_stochastic("transmat_", self.transmat_, (n, n))
+        self.emissionprob_ = check_stochastic("emissionprob_", self.emissionprob_, (n, m))
 
     # --------------------------------------------------------------- scoring
     def score_per_sequence(self, data: Any, lengths=None) -> np.ndarray:
@@ -310,16 +309,16 @@ class BaseHMM:
         missing = [k for k in MATRIX_NAMES if params.get(k) is None]
         if missing:
             raise ValueError(f"the fitted state lacks {missing}")
-        pi, A, B = (np.array(params[k], dtype=np.float64) for k in MATRIX_NAMES)
+        pi, A, B = (np.array(params[k]) for k in MATRIX_NAMES)   # copies; float32 checked as float32
         n = self.n_states
         if A.ndim != 2 or B.ndim != 2:
             raise ValueError("transmat and emissionprob must be matrices")
         m = B.shape[1]
         if self.n_symbols is not None and m != self.n_symbols:
             raise ValueError(f"emissionprob has {m} columns but the model has n_symbols={self.n_symbols}")
-        self.startprob_ = check_stochastic("startprob", pi, (n,), atol=1e-6)
-        self.transmat_ = check_stochastic("transmat", A, (n, n), atol=1e-6)
-        self.emissionprob_ = check_stochastic("emissionprob", B, (n, m), atol=1e-6)
+        self.startprob_ = check_stochastic("startprob", pi, (n,))
+        self.transmat_ = check_stochastic("transmat", A, (n, n))
+        self.emissionprob_ = check_stochastic("emissionprob", B, (n, m))
         self.n_symbols = m
 
     # --------------------------------------------------------------- fitting

@@ -141,7 +141,12 @@ def analytic_cooc(startprob: Optional[np.ndarray], transmat, emissionprob) -> np
     return B.T @ (pi[:, None] * A) @ B
 
 
-def check_stochastic(name: str, a, shape: Optional[tuple] = None, atol: float = 1e-8) -> np.ndarray:
+#: How far from 1 a row of a model's matrices may sum (assigned, ``set_arrays``, model files): parameters
+#: computed in float32, or converted from it, are off by about 1e-7 per entry.
+STOCHASTIC_ATOL = 1e-6
+
+
+def check_stochastic(name: str, a, shape: Optional[tuple] = None, atol: float = STOCHASTIC_ATOL) -> np.ndarray:
     """Validate a probability vector / row-stochastic matrix and return it as float64.
 
     Checks the shape (when given), finiteness, non-negativity and that every row sums

@@ -195,3 +195,11 @@ def test_float32_parameters_are_accepted_and_score_as_float64():
     bad.emissionprob_ = B
     with pytest.raises(ValueError, match=r"row 1 sums to 0\.9999, not 1: off by -0\.0001"):
         bad.score([np.array([0])])
+    # set_arrays takes float32 rows as assignment does (their rounding: within 1e-5; was checked as float64
+    # to 1e-6, so a row that assignment accepts was refused there); float64 rows keep the 1e-6
+    off = np.array([[0.5, 0.5], [0.5, 0.499995]])
+    ok = StandardHMM(2, n_symbols=3).set_arrays({"params": {"startprob": PI, "transmat": off.astype(np.float32),
+                                                           "emissionprob": B}})
+    assert ok.transmat_.dtype == np.float64 and ok.transmat_[1, 1] == np.float32(0.499995)
+    with pytest.raises(ValueError, match="row 1 sums to"):
+        StandardHMM(2, n_symbols=3).set_arrays({"params": {"startprob": PI, "transmat": off, "emissionprob": B}})

@@ -10,7 +10,7 @@ import numpy as np
 from . import safety
 from ..maths import check_stochastic
 from ..registry import migrate_config, model_class, model_from_config
-from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, _STOCHASTIC_ATOL, FORMAT_NAME, KINDS, MATRICES,
+from .schema import (_ABSENT, _EMBEDDING_ATOL, _NONE, _PRESENT, FORMAT_NAME, KINDS, MATRICES,
                      SCHEMA_VERSION, ModelFileError, _as_str, _h5py, _read_attrs)
 
 
@@ -183,7 +183,7 @@ def _read_dataset(ds, path, where, key, *, floating=True):
 
 def _check_stochastic(arr, path, where, key):
     try:
-        check_stochastic(key, arr, atol=_STOCHASTIC_ATOL)
+        check_stochastic(key, arr)
     except ValueError as e:
         raise ModelFileError(path, f"{where}: {e}") from None
 

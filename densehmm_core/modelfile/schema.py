@@ -27,7 +27,6 @@ EMBEDDINGS = EMBEDDING_NAMES
 # history mask values (the "missing" attribute of a history column)
 _PRESENT, _NONE, _ABSENT = 0, 1, 2
 
-_STOCHASTIC_ATOL = 1e-6
 _EMBEDDING_ATOL = 1e-6
 
 
