@@ -59,7 +59,7 @@ def _n_extra_sentences(corpus) -> int:
     """How many sentences of ``corpus`` come from ``--extra`` files (they follow DATA's, without gold tags)."""
     if not (getattr(corpus, "provenance", None) or {}).get("extra") or corpus.tags is None:
         return 0
-    return sum(1 for t in corpus.tags if not (t.size and int(t.max()) >= 0))
+    return corpus.n_sequences - len(corpus.labelled_indices())
 
 
 def _training_read_options(model) -> dict:

@@ -227,6 +227,13 @@ class Corpus:
         """Size of the tag vocabulary (0 without tags)."""
         return 0 if self.tag_vocabulary is None else len(self.tag_vocabulary)
 
+    def labelled_indices(self) -> List[int]:
+        """Indices of the sequences that carry gold tags (those of extra, unlabelled files have only
+        ``NO_TAG``; they follow the main file's); empty without tags."""
+        if self.tags is None:
+            return []
+        return [i for i, t in enumerate(self.tags) if t.size and int(t.max()) >= 0]
+
     def labelled(self) -> "Corpus":
         """The sequences that carry gold tags (drops those of extra, unlabelled files).
 
@@ -234,7 +241,7 @@ class Corpus:
         """
         if self.tags is None:
             raise ValueError("the corpus has no gold tags")
-        keep = [i for i, t in enumerate(self.tags) if t.size and int(t.max()) >= 0]
+        keep = self.labelled_indices()
         if not keep:
             raise ValueError("no sequence of the corpus has gold tags")
         if len(keep) == self.n_sequences:

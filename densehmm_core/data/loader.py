@@ -234,7 +234,7 @@ def _subset_of_path(corpus: Corpus, prep: Dict[str, Any]) -> Corpus:
     sub = {k: prep.pop(k) for k in ("dedupe", "subset", "subset_seed") if k in prep}
     if sub.pop("dedupe", False):
         corpus = corpus.preprocess(dedupe=True)
-    n_path = sum(1 for t in corpus.tags if t.size and int(t.max()) >= 0)   # they come first, with gold tags
+    n_path = len(corpus.labelled_indices())   # they come first, with gold tags
     head = corpus.select(range(n_path)).preprocess(**sub)   # the step's own choice (first N, or seeded)
     tail = range(n_path, corpus.n_sequences)
     step = dict(head.provenance["preprocessing"][-1], extra_kept=len(tail))
