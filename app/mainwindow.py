@@ -236,7 +236,8 @@ class MainWindow(QMainWindow):
         st.job_changed.connect(self.jobs_ctl.job_changed)                # Jobs panel row
         st.job_finished.connect(self.jobs_ctl.job_finished)              # Jobs panel, log, sweep summary, final model
         st.current_job_changed.connect(self.jobs_ctl.draw_job)           # dashboard, live feed
-        st.selection_changed.connect(self.jobs_ctl.selection_shown)      # Sweep tab: a selected sweep's summary
+        st.current_job_changed.connect(self.jobs_ctl.sweep_shown)        # Sweep tab: the focused sweep's summary
+        st.selection_changed.connect(self.jobs_ctl.sweep_shown)          # (AppState.focused_sweep)
         self.model_form.changed.connect(lambda: st.set_spec(self.model_form.spec()))
 
     # the state's values (read-only views of ``self.state``)

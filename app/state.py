@@ -105,6 +105,17 @@ class AppState(QObject):
         self.selection = list(jobs)
         self.selection_changed.emit(list(self.selection))
 
+    def focused_sweep(self) -> Optional[str]:
+        """The sweep the Sweep tab summarises, derived (never stored: it would go stale): the selection's
+        when the selected jobs are of one sweep (e.g. its group row in the Jobs panel), else the shown
+        job's, else None (the view's latest)."""
+        def sweep_of(job) -> Optional[str]:
+            return job.sweep if job.sweep and job.spec else None
+        sweeps = {sweep_of(j) for j in self.selection} - {None}
+        if len(sweeps) == 1:
+            return sweeps.pop()
+        return sweep_of(self.current_job) if self.current_job is not None else None
+
     # ------------------------------------------------------------------ the model form
     def set_spec(self, spec: Any) -> None:
         """The model form's values (an :class:`~app.modelspec.ModelSpec`)."""

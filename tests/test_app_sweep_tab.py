@@ -187,3 +187,27 @@ def test_a_restored_sweep_never_merges_with_a_sweep_of_the_same_name(make_window
     nxt = b.jobs_ctl.start_sweep(_standard(), 1, grid=((2, 1),))
     assert nxt[0].sweep == "sweep 4"
     _finish(qtbot, nxt)
+
+
+# ------------------------------------------------------------------ review rev24, item 5
+def test_the_sweep_shown_follows_the_state_not_the_signal_that_came_last(make_window, qtbot):
+    """A group row's choice survived only until the current job was shown anew (a data file read again, a
+    remote job's finish): the tab then showed the job's sweep while the selection was another.  One function
+    of the state (AppState.focused_sweep) decides, one listener of both signals applies it."""
+    window = make_window("a")
+    window.data_ctl.load_demo()
+    s1 = window.jobs_ctl.start_sweep(_standard(), 1, grid=((2, 1),))
+    s2 = window.jobs_ctl.start_sweep(_standard(), 1, grid=((2, 1),))
+    single = window.jobs_ctl.start_training(_standard())
+    _finish(qtbot, s1 + s2 + [single])
+    view = window.dashboard.sweep
+    window.jobs_panel.select(s2[0])
+    assert window.state.focused_sweep() == view.shown_sweep() == s2[0].sweep
+    window.jobs_panel.select(single)
+    window.jobs_panel.tree.setCurrentItem(window.jobs_panel.groups[s1[0].sweep])
+    assert {j.sweep for j in window.state.selection} == {s1[0].sweep}
+    assert window.state.focused_sweep() == view.shown_sweep() == s1[0].sweep
+    window.state.set_current_job(window.state.current_job)      # the current job shown anew
+    assert window.state.focused_sweep() == view.shown_sweep() == s1[0].sweep
+    window.state.set_selection([])                              # nothing selected: the shown job's (none: latest)
+    assert window.state.focused_sweep() == (window.state.current_job.sweep or None)

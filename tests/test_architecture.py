@@ -134,3 +134,18 @@ def test_app_uses_only_the_cores_public_names():
     offenders = {str(f.relative_to(APP.parent)): private_core_uses(f.read_text(encoding="utf-8")) for f in files}
     offenders = {k: v for k, v in offenders.items() if v}
     assert not offenders, f"the app must use only the core's public names (its modules' __all__): {offenders}"
+
+
+def dashboard_view_reaches(source: str):
+    """``dashboard.<view>.<member>`` in a controller's source: a view inside the dashboard reached past the
+    Dashboard's own methods (docs/ARCHITECTURE.md: controllers talk to the Dashboard, never to its views)."""
+    import re
+    return re.findall(r"\bdashboard\.\w+\.\w+", source)
+
+
+def test_window_controllers_talk_to_the_dashboard_never_to_a_view_inside_it():
+    assert dashboard_view_reaches("self.window.dashboard.sweep.add_rows(r)") == ["dashboard.sweep.add_rows"]
+    assert dashboard_view_reaches("self.window.dashboard.add_sweep_rows(r)\nd = self.window.dashboard") == []
+    window = pathlib.Path(__file__).resolve().parent.parent / "app" / "window"
+    offenders = {f.name: dashboard_view_reaches(f.read_text(encoding="utf-8")) for f in sorted(window.glob("*.py"))}
+    assert not {k: v for k, v in offenders.items() if v}, offenders

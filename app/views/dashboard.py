@@ -503,7 +503,20 @@ class Dashboard(QtWidgets.QWidget):
 
     def add_sweep_row(self, row: dict) -> None:
         """A finished sweep job's result in the Sweep tab (:func:`app.views.sweep.row_from_spec`)."""
-        self.sweep.add_row(row)
+        self.add_sweep_rows([row])
+
+    def add_sweep_rows(self, rows: List[dict]) -> None:
+        """Several finished sweep jobs' results in the Sweep tab, drawn once (a restored session's)."""
+        self.sweep.add_rows(rows)
+
+    def show_sweep(self, name: Optional[str]) -> None:
+        """The sweep the Sweep tab summarises (None: the latest)."""
+        self.sweep.show_sweep(name)
+
+    def compare_models(self, name_a: str, model_a, name_b: str, model_b, metrics_a=None, metrics_b=None,
+                       **kwargs) -> None:
+        """Compare two models in the Compare tab (:meth:`app.views.compare.CompareView.set_models`)."""
+        self.compare.set_models(name_a, model_a, name_b, model_b, metrics_a, metrics_b, **kwargs)
 
     def set_decode_datasets(self, names: List[str], current: int) -> None:
         """The open data sets offered in Decode's "Data" box (``current``: the one decoded)."""

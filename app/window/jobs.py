@@ -248,12 +248,13 @@ class JobsController(QObject):
         current job, which the dashboard and the live feed follow (:meth:`draw_job`)."""
         self.state.set_current_job(job)
 
-    def selection_shown(self, jobs: List[Job]) -> None:
-        """``selection_changed``: a selection within one sweep (its group row in the Jobs panel, or some of
-        its jobs) shows that sweep in the Sweep tab."""
-        sweeps = {j.sweep for j in jobs if j.sweep and j.spec}
-        if len(sweeps) == 1:
-            self.window.dashboard.sweep.show_sweep(sweeps.pop())
+    def sweep_shown(self, *_args) -> None:
+        """``current_job_changed`` and ``selection_changed``: the Sweep tab summarises the state's focused
+        sweep (``AppState.focused_sweep``: the selection's, else the shown job's; None: the latest), whichever
+        signal came last."""
+        sweep = self.state.focused_sweep()
+        if not self.window.closing and (sweep is not None or self.window.dashboard_built):   # (built on first use)
+            self.window.dashboard.show_sweep(sweep)
 
     def draw_job(self, job: Optional[Job]) -> None:
         """``current_job_changed``: the dashboard shows the job, its live updates reach the
@@ -262,8 +263,6 @@ class JobsController(QObject):
         self._decoded_on = None             # a job shown (again) decodes its own data first
         d = self.window.dashboard
         d.clear()
-        # the Sweep tab summarises the shown job's sweep; for a job of none, the latest sweep
-        d.sweep.show_sweep(job.sweep if job is not None and job.sweep and job.spec else None)
         if job is None:
             return
         title = f"Job {job.id}: {job.name}"

@@ -219,9 +219,9 @@ class ResultsController(QObject):
 
         def show(scores) -> None:
             try:
-                self.window.dashboard.compare.set_models(a.name, a.model, b.name, b.model, ma, mb, scores=scores,
-                                                         data_name=data_name, same_data=same,
-                                                         vocabulary=ds.vocabulary if isinstance(ds, DataSet) else None)
+                self.window.dashboard.compare_models(a.name, a.model, b.name, b.model, ma, mb, scores=scores,
+                                                     data_name=data_name, same_data=same,
+                                                     vocabulary=ds.vocabulary if isinstance(ds, DataSet) else None)
             except Exception as exc:  # noqa: BLE001 - reported in a dialog; the window stays usable
                 self._error_dialog("Cannot compare", f"{type(exc).__name__}: {exc}")
                 return

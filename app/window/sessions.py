@@ -327,7 +327,7 @@ class SessionsController(QObject):
             if job.tagging is not None:
                 self.window.dashboard.set_tagging(job.model, *tagging_scores_of(job.tagging))
         if sweep_rows:   # the restored sweeps' summaries in the Sweep tab, as when their jobs finished (drawn once)
-            self.window.dashboard.sweep.add_rows(sweep_rows)
+            self.window.dashboard.add_sweep_rows(sweep_rows)
         self.jobs_dock.raise_()
         first = jobs[0]
         panel = self.jobs_panel
