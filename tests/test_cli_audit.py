@@ -73,10 +73,12 @@ def test_resume_refuses_flags_the_checkpoint_does_not_use_or_cannot_change(tmp_p
                "--name", "s", "-q")[0] == 0
     assert cli(capsys, "train", "demo", "--states", "3", "--dim", "2", "--method", "em", "--iter", "1",
                "--out", dense, "--name", "d", "-q")[0] == 0
-    for out, name, flags, phrase in ((std, "s", ["--dim", "2"], "--dim needs --model dense"),
-                                     (std, "s", ["--method", "em"], "--method em needs --model dense"),
+    may_em = "--resume may change --device, --iter, --tol, --lr, --mstep-steps)"   # not cooc's --steps, --finish
+    for out, name, flags, phrase in ((std, "s", ["--dim", "2"], "--dim does not apply to the standard HMM"),
+                                     (std, "s", ["--method", "em"], "--method does not apply to the standard HMM"),
                                      (dense, "d", ["--steps", "5"], "--steps applies to --method"),
-                                     (dense, "d", ["--l2", "0.5"], "--l2 0.5 cannot be changed on --resume")):
+                                     (dense, "d", ["--l2", "0.5"], "--l2 0.5 cannot be changed on --resume"),
+                                     (dense, "d", ["--l2", "0.5"], may_em)):
         before = read_model_info(out, name)["history"]
         rc, _, err = cli(capsys, "train", "demo", "--out", out, "--name", name, "--resume", *flags, "-q")
         assert rc == 2, (flags, err)

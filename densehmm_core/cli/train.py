@@ -397,9 +397,10 @@ def _apply_overrides(model, args) -> None:
                         f"({model.n_states} states)")
     cfg = model.resolved_config()      # the settings the checkpoint trained with
     method = cfg.get("fit_method") if kind == "dense" else None
-    if kind == "standard":
-        _refuse_dense_structure(args, fair=False)
-    elif args.dim is not None and args.dim != cfg["dim"]:
+    if kind == "standard" and (args.method is not None or args.dim is not None):
+        flag = "--method" if args.method is not None else "--dim"
+        raise UserError(f"{flag} does not apply to the standard HMM in the checkpoint (trained by Baum-Welch)")
+    if kind == "dense" and args.dim is not None and args.dim != cfg["dim"]:
         raise UserError(f"--dim {args.dim} does not match the model in the checkpoint (l={cfg['dim']})")
     if args.method and args.method != method:
         raise UserError(f"--method {args.method} does not match the checkpoint's fit method ({method})")
@@ -407,11 +408,14 @@ def _apply_overrides(model, args) -> None:
         options = options_from_cli(args, type(model), method, model_classes(), skip=("n_states", "dim", "fit_method"))
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    flag_of = {hp.name: flag for flag, pairs in cli_flags(model_classes()).items() for _, hp in pairs}
+    # the flags of this model's options that its fit method uses
+    flag_of = {hp.name: flag for flag, pairs in cli_flags([type(model)]).items() for _, hp in pairs
+               if not hp.methods or method in hp.methods}
     for key, value in options.items():
         if key not in RESUME_OPTIONS and value != cfg.get(key):
+            may = [flag_of[k] for k in RESUME_OPTIONS if k in flag_of]
             raise UserError(f"{flag_of.get(key, key)} {value} cannot be changed on --resume (the checkpoint has "
-                            f"{cfg.get(key)}; --resume may change {', '.join(_resume_flags(flag_of))})")
+                            f"{cfg.get(key)}; --resume may change {', '.join(may)})")
     changes = {k: v for k, v in options.items() if k in RESUME_OPTIONS}
     if kind == "standard" or method in ("em", "marginal"):
         if "n_iter" not in changes:
@@ -421,10 +425,6 @@ def _apply_overrides(model, args) -> None:
         model.set_params(**changes)
     except (TypeError, ValueError) as e:
         raise UserError(f"invalid model options: {e}") from None
-
-
-def _resume_flags(flag_of: dict) -> list:
-    return [flag_of[k] for k in RESUME_OPTIONS if k in flag_of]
 
 
 def _iterations_done(model) -> int:
