@@ -3,7 +3,6 @@ its start and fitted rows are checked against (tests/test_pos_induction.py, test
 test_full_logits.py)."""
 from __future__ import annotations
 
-import argparse
 import csv
 from pathlib import Path
 from typing import Dict, List
@@ -12,12 +11,10 @@ WORDS = Path(__file__).parent / "fixtures" / "data" / "words.conllu"
 
 
 def reproduce(argv: List[str]) -> int:
-    """Exit status of the ``densehmm`` command line ``argv`` (a ``reproduce`` command)."""
-    from densehmm_core.experiments.cli import add_reproduce_parser
-    p = argparse.ArgumentParser(prog="densehmm")
-    add_reproduce_parser(p.add_subparsers(dest="command"))
-    args = p.parse_args(argv)
-    return args.func(args)
+    """Exit status of the ``densehmm`` command line ``argv`` (a ``reproduce`` command), through its main
+    (which prints user errors as one line)."""
+    from densehmm_core.cli import main
+    return main(argv)
 
 
 def read_rows(path) -> List[dict]:

@@ -1,6 +1,5 @@
 """Tests of densehmm_core.experiments: factorisation maths, the resumable runner and every
 ``densehmm reproduce`` command in --quick mode on tiny settings."""
-import argparse
 import csv
 import os
 import pathlib
@@ -14,17 +13,9 @@ from densehmm_core.experiments.runner import ResultFileError, ResultStore, Task,
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def _parser():
-    p = argparse.ArgumentParser(prog="densehmm")
-    sub = p.add_subparsers(dest="command")
-    from densehmm_core.experiments.cli import add_reproduce_parser
-    add_reproduce_parser(sub)
-    return p
-
-
 def _run(argv):
-    args = _parser().parse_args(argv)
-    return args.func(args)
+    from densehmm_core.cli import main
+    return main(argv)
 
 
 def _rows(path):
@@ -306,7 +297,8 @@ def test_reproduce_medpost_quick(tmp_path, capsys):
 def _one_error_line(capsys) -> str:
     """A user error of ``reproduce``: one line on stderr, nothing on stdout."""
     cap = capsys.readouterr()
-    assert not cap.out.strip() and len(cap.err.strip().splitlines()) == 1 and cap.err.startswith("error: ")
+    assert not cap.out.strip() and len(cap.err.strip().splitlines()) == 1
+    assert cap.err.startswith("densehmm reproduce: error: ")
     return cap.err
 
 

@@ -61,6 +61,7 @@ def test_max_sequences_below_two_is_one_line_exit_2(tmp_path, capsys, k):
     """sweep and reproduce refuse --max-sequences < 2 up front (-3 used to read as len - 3 sequences,
     0 and 1 failed every run with a traceback in errors.log)."""
     from densehmm_core.cli import main
+    from densehmm_core.experiments.cli import MAX_SEQUENCES_ERROR
     fasta = WORDS.parent / "pdb_seqres_like.fasta"
     out = tmp_path / "sw"
     assert main(["sweep", str(fasta), "--grid", "n=2 l=1 model=standard", "--repeats", "1", "--quick",
@@ -74,8 +75,7 @@ def test_max_sequences_below_two_is_one_line_exit_2(tmp_path, capsys, k):
     assert reproduce(["reproduce", "protein", "--data", str(fasta), "--quick", "--jobs", "1", "--out", str(out2),
                       "--max-sequences", k]) == 2
     cap = capsys.readouterr()
-    assert cap.err.strip() == "error: --max-sequences must be >= 2 (the runs split the sequences into training and " \
-                              "test sets)" and not cap.out.strip()
+    assert cap.err.strip() == "densehmm reproduce: error: " + MAX_SEQUENCES_ERROR and not cap.out.strip()
     assert not out2.exists()
 
 
@@ -88,7 +88,30 @@ def test_reproduce_user_errors_go_to_stderr(tmp_path, capsys):
     for argv in cases:
         assert reproduce(argv) == 2
         cap = capsys.readouterr()
-        assert cap.out == "" and len(cap.err.splitlines()) == 1 and cap.err.startswith("error: "), argv
+        assert cap.out == "" and len(cap.err.splitlines()) == 1, argv
+        assert cap.err.startswith("densehmm reproduce: error: "), argv
+
+
+def test_sweep_and_reproduce_user_errors_have_one_format(tmp_path, capsys):
+    """The experiments' user errors are raised and printed by the command line's main, in its one format
+    (``densehmm COMMAND: error: ...``): the same mistake reads the same in sweep and reproduce (reproduce
+    printed a bare ``error:``), and the library raises instead of printing."""
+    from densehmm_core.cli import main
+    from densehmm_core.commandline import UserError
+    from densehmm_core.experiments.comparison import ComparisonSettings, run_comparison
+    fasta = WORDS.parent / "pdb_seqres_like.fasta"
+    common = ["--quick", "--jobs", "1", "--scheduler", "tcp://127.0.0.1:1"]
+    assert main(["sweep", str(fasta), "--grid", "n=2 l=1", "--out", str(tmp_path / "s"), *common]) == 2
+    sweep_err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("note: ")]  # the data's
+    assert main(["reproduce", "protein", "--data", str(fasta), "--out", str(tmp_path / "r"), *common]) == 2
+    reproduce_err = capsys.readouterr().err.strip().splitlines()
+    assert sweep_err == ["densehmm sweep: error: --scheduler needs --executor dask"]
+    assert reproduce_err == ["densehmm reproduce: error: --scheduler needs --executor dask"]
+    (tmp_path / "file").write_text("x")
+    s = ComparisonSettings.quick("synthetic", grid=((2, 1),), models=("standard",), repeats=1)
+    with pytest.raises(UserError, match="cannot create the output folder"):
+        run_comparison(s, tmp_path / "file" / "out", quiet=True)
+    assert capsys.readouterr().err == ""
 
 
 def _sweep_data(m, n_seq=40, length=200):

@@ -375,14 +375,9 @@ def test_jobs_far_above_the_cores_are_lowered_with_a_note(capsys):
 
 
 def test_pos_induction_resume_knows_its_data_and_extra_files_by_content(tmp_path, capsys):
-    from densehmm_core.experiments.cli import add_reproduce_parser
-    import argparse
 
     def run(*argv):
-        p = argparse.ArgumentParser(prog="densehmm")
-        add_reproduce_parser(p.add_subparsers(dest="command"))
-        args = p.parse_args(["reproduce", "pos-induction", *argv])
-        return args.func(args)
+        return main(["reproduce", "pos-induction", *argv])
     data, extra = tmp_path / "words.conllu", tmp_path / "extra.txt"
     shutil.copy(WORDS, data)
     shutil.copy(DATA / "words_extra.txt", extra)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from ..commandline import UserError
 from ..config import shared_data
 
 __all__ = ["add_reproduce_parser", "add_sweep_parser", "parse_grid", "DEFAULT_DATA"]
@@ -132,12 +133,10 @@ def _pos_handler(args) -> int:
     from .pos_induction import MODELS, PosSettings, run_pos_induction
     data = args.data or (str(DEFAULT_DATA["penn"]) if DEFAULT_DATA["penn"].is_file() else None)
     if not data:
-        print("error: reproduce pos-induction needs --data FILE (a tagged corpus)", file=sys.stderr)
-        return 2
+        raise UserError("reproduce pos-induction needs --data FILE (a tagged corpus)")
     for f in [data] + list(args.extra):
         if not Path(f).is_file():
-            print(f"error: data file not found: {f}", file=sys.stderr)
-            return 2
+            raise UserError(f"data file not found: {f}")
     kw: Dict[str, Any] = {"seed": args.seed, "extra": tuple(args.extra), "init_method": args.init}
     try:
         if args.models:
@@ -162,27 +161,22 @@ def _pos_handler(args) -> int:
                     raise ValueError(f"--{name.replace('_', '-')} must be >= 1")
                 kw[key] = v
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     if args.init_scale is not None:
         if not args.init_scale > 0:
-            print("error: --init-scale must be > 0", file=sys.stderr)
-            return 2
+            raise UserError("--init-scale must be > 0")
         kw["init_scale"] = args.init_scale
     if args.l2 is not None:
         if not (args.l2 >= 0 and args.l2 < float("inf")):
-            print("error: --l2 must be a finite number >= 0", file=sys.stderr)
-            return 2
+            raise UserError("--l2 must be a finite number >= 0")
         kw["l2"] = args.l2
     if args.kappa is not None:
         if not (args.kappa >= 0 and args.kappa < float("inf")):
-            print("error: --kappa must be a finite number >= 0", file=sys.stderr)
-            return 2
+            raise UserError("--kappa must be a finite number >= 0")
         kw["kappa"] = args.kappa
     if args.sparsity is not None:
         if not (args.sparsity > 0 and args.sparsity < float("inf")):
-            print("error: --sparsity must be a finite number > 0", file=sys.stderr)
-            return 2
+            raise UserError("--sparsity must be a finite number > 0")
         kw["sparsity"] = args.sparsity
     s = PosSettings.quick_settings(data, **kw) if args.quick else PosSettings(data=data, **kw)
     out = Path(args.out) if args.out else Path("reproduce-results") / "pos-induction"
@@ -222,12 +216,10 @@ def _handler(args) -> int:
     out = Path(args.out) if args.out else Path("reproduce-results") / name
     jobs = args.jobs if args.jobs is not None else _default_jobs()
     if jobs < 1:
-        print("error: --jobs must be >= 1", file=sys.stderr)
-        return 2
+        raise UserError("--jobs must be >= 1")
     jobs = _cap_jobs(jobs, args.executor, args.scheduler)
     if args.repeats is not None and args.repeats < 1:
-        print("error: --repeats must be >= 1", file=sys.stderr)
-        return 2
+        raise UserError("--repeats must be >= 1")
     grid = None
     if args.grid:
         try:
@@ -235,9 +227,7 @@ def _handler(args) -> int:
             if not grid or any(len(p) != 2 or min(p) < 1 for p in grid):
                 raise ValueError
         except ValueError:
-            print(f"error: --grid must look like 3:1,5:2 (n:l pairs of positive integers), got {args.grid!r}",
-                  file=sys.stderr)
-            return 2
+            raise UserError(f"--grid must look like 3:1,5:2 (n:l pairs of positive integers), got {args.grid!r}")
     if name == "factorization":
         from .factorization import FactorizationSettings
         from .factorization import run_factorization
@@ -250,9 +240,8 @@ def _handler(args) -> int:
             kw["n_matrices"] = args.matrices
         settings = FactorizationSettings.quick(**kw) if args.quick else FactorizationSettings(**kw)
         if args.executor == "dask":
-            print("error: reproduce factorization runs on threads or processes only "
-                  "(--executor thread|process)", file=sys.stderr)
-            return 2
+            raise UserError("reproduce factorization runs on threads or processes only "
+                            "(--executor thread|process)")
         return run_factorization(settings, out, jobs=jobs, executor=args.executor,
                                  run=not args.report_only)
 
@@ -263,12 +252,10 @@ def _handler(args) -> int:
         default = DEFAULT_DATA.get(name)
         data = args.data or (str(default) if default else None)
         if not data:
-            print(f"error: reproduce {name} needs --data PATH (the MedPost file tag_mb.ioc is not "
-                  "shipped with DenseHMM Studio)", file=sys.stderr)
-            return 2
+            raise UserError(f"reproduce {name} needs --data PATH (the MedPost file tag_mb.ioc is not "
+                            "shipped with DenseHMM Studio)")
         if not Path(data).is_file():
-            print(f"error: data file not found: {data}", file=sys.stderr)
-            return 2
+            raise UserError(f"data file not found: {data}")
     kw = {"seed": args.seed, "dense_preset": args.dense_preset}
     if grid:
         kw["grid"] = grid
@@ -279,15 +266,13 @@ def _handler(args) -> int:
         kw["models"] = models
     if name != "synthetic" and args.max_sequences is not None:
         if args.max_sequences < 2:
-            print(f"error: {MAX_SEQUENCES_ERROR}", file=sys.stderr)
-            return 2
+            raise UserError(MAX_SEQUENCES_ERROR)
         kw["max_sequences"] = args.max_sequences
     try:
         csettings = (ComparisonSettings.quick(name, data=data, **kw) if args.quick
                     else ComparisonSettings.full(name, data=data, **kw))
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     return _run_guarded(run_comparison, csettings, out, jobs=jobs, executor=args.executor,
                         run=not args.report_only, args=args,
                         save_models=getattr(args, "save_models", False))
@@ -328,20 +313,17 @@ def _dask_target(args):
 
 
 def _run_guarded(fn, *a, args, **kw) -> int:
-    """Run a sweep; a Dask set-up problem (bad address or options, Dask missing) is one line, exit 2
-    (``densehmm sweep: error: ...`` when ``kw`` names the command as ``prog``, else ``error: ...``)."""
+    """Run a sweep; a Dask set-up problem (bad address or options, Dask missing) is a
+    :class:`~densehmm_core.commandline.UserError` (one line, exit 2, printed by the command line)."""
     from .dask_executor import DaskMissingError, SchedulerError
-    err = f"{kw['prog']}: error: " if kw.get("prog") else "error: "
     try:
         kw["scheduler"] = _dask_target(args).check()
     except (ValueError, SchedulerError) as exc:
-        print(f"{err}{exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     try:
         return fn(*a, **kw)
     except (SchedulerError, DaskMissingError) as exc:
-        print(f"{err}{exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
 
 
 # ------------------------------------------------------------------- sweep
@@ -439,7 +421,7 @@ def _data_fingerprint(path: str, corpus) -> str:
 def _sweep_handler(args) -> int:
     import numpy as np
 
-    from ..commandline import UserError, load_corpus as load_corpus_from_args
+    from ..commandline import load_corpus as load_corpus_from_args
     from .comparison import ComparisonSettings, run_comparison
     try:
         grid, models = parse_grid(args.grid)
@@ -475,4 +457,4 @@ def _sweep_handler(args) -> int:
     return _run_guarded(run_comparison, settings, args.out, jobs=jobs, executor=args.executor,
                         run=not args.report_only, args=args,
                         shared={"sequences": seqs, "n_symbols": m}, save_models=args.save_models,
-                        quiet=bool(getattr(args, "quiet", False)), prog="densehmm sweep")
+                        quiet=bool(getattr(args, "quiet", False)))

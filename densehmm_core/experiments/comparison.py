@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
+from ..commandline import UserError
 from ..grid import PAPER_GRID
 from ..maths import median_quartiles
 from .names import EXTRA_MODELS, MODEL_LABEL, MODELS, SWEEP_MODELS  # noqa: F401 - the model names (names.py)
@@ -601,11 +602,10 @@ def check_size(s: "ComparisonSettings", m: int, lengths: Sequence[int], jobs: in
 
 def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor: str = "thread",
                    quiet: bool = False, run: bool = True, scheduler: Union[None, str, "DaskTarget"] = None,
-                   shared: Optional[dict] = None, save_models: bool = False, prog: Optional[str] = None) -> int:
-    """Run (or resume) one comparison sweep into ``out``; returns an exit code.
-
-    ``prog``: the command whose errors these are (``"densehmm sweep"``: ``densehmm sweep: error: ...``,
-    as that command's other errors); by default they start with ``error:``.
+                   shared: Optional[dict] = None, save_models: bool = False) -> int:
+    """Run (or resume) one comparison sweep into ``out``; returns an exit code (0, 1: runs failed,
+    130: interrupted).  A problem the user can fix raises :class:`~densehmm_core.commandline.UserError`
+    (the command line prints it as its other errors: one line, exit 2).
 
     ``executor``: ``"thread"``, ``"process"`` or ``"dask"`` (``scheduler``: a
     :class:`~.dask_executor.DaskTarget` or an existing Dask scheduler's address; none starts a
@@ -616,40 +616,32 @@ def run_comparison(settings: ComparisonSettings, out, *, jobs: int = 1, executor
     ``<name>_failed.csv`` (key, error) and retried by a rerun.
 
     The folder is locked for the whole call (:class:`~.runner.FolderLock`: a second sweep on it
-    gets exit 2 and one line naming the first); a folder whose runs, settings or model files do
-    not fit these settings is refused (exit 2, one line naming file, line and reason) before
+    gets a UserError naming the first); a folder whose runs, settings or model files do
+    not fit these settings is refused (a UserError naming file, line and reason) before
     anything is computed.  docs/FILE_FORMAT.md, "Result folders", lists what each file promises.
     """
-    import sys
-
     from .. import fileio
     from .runner import FolderBusyError, FolderLock, ResultFileError, file_fingerprint
-    err = f"{prog}: error: " if prog else "error: "
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        print(f"{err}cannot create the output folder {out}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        raise UserError(f"cannot create the output folder {out}: {e.strerror or e}") from None
     if settings.data is not None and settings.data_fingerprint is None:
         try:
             settings = replace(settings, data_fingerprint=file_fingerprint(settings.data))
         except OSError as e:
-            print(f"{err}cannot read {settings.data}: {e.strerror or e}", file=sys.stderr)
-            return 2
+            raise UserError(f"cannot read {settings.data}: {e.strerror or e}") from None
     try:
         with FolderLock(out):
             return _run_locked(settings, out, jobs=jobs, executor=executor, quiet=quiet, run=run,
-                               scheduler=scheduler, shared=shared, save_models=save_models, err=err)
+                               scheduler=scheduler, shared=shared, save_models=save_models)
     except (FolderBusyError, ResultFileError, fileio.FileWriteError) as exc:
-        print(f"{err}{exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
 
 
 def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quiet, run, scheduler, shared,
-                save_models, err: str = "error: ") -> int:
-    import sys
-
+                save_models) -> int:
     from .factorization import _atomic_text
     from .runner import ResultFileError, ResultStore, column_types, format_seconds, remove_result_file, run_tasks
     name = settings.dataset
@@ -679,11 +671,9 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         try:
             seqs, m = _corpus(settings.data, DATA_PRESETS[name], settings.max_sequences)
         except Exception as exc:  # noqa: BLE001 - reported as a clean error
-            print(f"{err}cannot read {settings.data}: {exc}", file=sys.stderr)
-            return 2
+            raise UserError(f"cannot read {settings.data}: {exc}") from None
         if len(seqs) < 2:
-            print(f"{err}{settings.data}: need at least 2 sequences, got {len(seqs)}", file=sys.stderr)
-            return 2
+            raise UserError(f"{settings.data}: need at least 2 sequences, got {len(seqs)}")
         say(f"{name}: {len(seqs)} sequences, {sum(len(x) for x in seqs)} tokens, m = {m} "
             f"(preset {DATA_PRESETS[name]}) from {settings.data}")
     if settings.dataset == "synthetic":
@@ -697,8 +687,7 @@ def _run_locked(settings: ComparisonSettings, out: Path, *, jobs, executor, quie
         remote = executor == "dask" and DaskTarget.of(scheduler).address is not None
         check_size(settings, m, lengths, 1 if remote else jobs)  # a remote cluster: its own memory per worker
     except ValueError as exc:
-        print(f"{err}{exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     _atomic_text(out / f"{name}_settings.json",
                  json.dumps({**settings.to_dict(), "settings_id": settings.settings_id}, indent=2) + "\n")
     tasks = make_tasks(settings, save_dir=None if save_dir is None else str(save_dir))

@@ -37,6 +37,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
+from ..commandline import UserError
 from ..maths import median_quartiles
 from .cancel import cancel_token, check_cancelled
 from .figures import factorization_figure
@@ -438,9 +439,9 @@ def check_size(s: FactorizationSettings, jobs: int) -> None:
 
 def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,
                       executor: str = "thread", quiet: bool = False, run: bool = True) -> int:
-    """Run (or resume) the factorisation sweep into ``out``; returns an exit code (2: too large, a
-    folder of other settings or with damaged files, or another sweep using it)."""
-    import sys
+    """Run (or resume) the factorisation sweep into ``out``; returns an exit code.  Too large, a folder
+    of other settings or with damaged files, or another sweep using it raise
+    :class:`~densehmm_core.commandline.UserError` (the command line: one line, exit 2)."""
     from pathlib import Path
 
     from .. import fileio
@@ -448,16 +449,14 @@ def run_factorization(settings: FactorizationSettings, out, *, jobs: int = 1,
     try:
         check_size(settings, jobs)
     except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
         with FolderLock(out):
             return _run_locked(settings, out, jobs=jobs, executor=executor, quiet=quiet, run=run)
     except (FolderBusyError, ResultFileError, fileio.FileWriteError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
 
 
 def _run_locked(settings: FactorizationSettings, out, *, jobs: int, executor: str, quiet: bool, run: bool) -> int:

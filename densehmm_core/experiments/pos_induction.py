@@ -66,6 +66,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ..commandline import UserError
 __all__ = ["PosSettings", "MODELS", "run_one", "make_tasks", "summarize", "format_table", "run_pos_induction"]
 
 MODELS = ("spectral-clusters", "baum-welch", "baum-welch-spectral", "dense-em", "dense-em-feat", "dense-direct",
@@ -418,18 +419,17 @@ def record_settings(s: PosSettings, recorded: Optional[PosSettings], store) -> P
 
 def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "thread", run: bool = True,
                       quiet: bool = False) -> int:
-    """Run (or resume) the experiment into ``out``; returns an exit code (2: bad data, a folder
-    that holds other settings' runs or damaged files, or another sweep using it)."""
-    import sys
+    """Run (or resume) the experiment into ``out``; returns an exit code.  Bad data, a folder that holds
+    other settings' runs or damaged files, or another sweep using it raise
+    :class:`~densehmm_core.commandline.UserError` (the command line: one line, exit 2)."""
     from dataclasses import replace
 
     from .. import fileio
     from .runner import FolderBusyError, FolderLock, ResultFileError, file_fingerprint
     runs = sum(len(s.model_dims(m)) for m in s.models) * s.seeds
     if runs > MAX_RUNS:
-        print(f"error: too large: {runs} runs (models x dims x seeds), more than the {MAX_RUNS} one folder "
-              "may have", file=sys.stderr)
-        return 2
+        raise UserError(f"too large: {runs} runs (models x dims x seeds), more than the {MAX_RUNS} one folder "
+                        "may have")
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -437,18 +437,15 @@ def run_pos_induction(s: PosSettings, out, *, jobs: int = 1, executor: str = "th
             s = replace(s, data_fingerprint=file_fingerprint(s.data),
                         extra_fingerprints=tuple(file_fingerprint(f) for f in s.extra))
     except OSError as e:
-        print(f"error: {e.filename or out}: {e.strerror or e}", file=sys.stderr)
-        return 2
+        raise UserError(f"{e.filename or out}: {e.strerror or e}") from None
     try:
         with FolderLock(out):
             return _run_locked(s, out, jobs=jobs, executor=executor, run=run, quiet=quiet)
     except (FolderBusyError, ResultFileError, fileio.FileWriteError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(str(exc)) from None
 
 
 def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: bool, quiet: bool) -> int:
-    import sys
 
     from .factorization import _atomic_text
     from .runner import ResultStore, column_types, run_tasks
@@ -464,8 +461,7 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
     try:
         corpus = _load(s, lowercase=True)
     except Exception as exc:  # noqa: BLE001 - one clean line
-        print(f"error: cannot read {s.data}: {exc}", file=sys.stderr)
-        return 2
+        raise UserError(f"cannot read {s.data}: {exc}") from None
     from ..modelfile.safety import memory_budget
     from .comparison import run_memory
     n = s.n_states or corpus.n_tags
@@ -475,11 +471,10 @@ def _run_locked(s: PosSettings, out: Path, *, jobs: int, executor: str, run: boo
                            corpus.n_symbols, lengths, cooc_matrices=2)  # scores tags: no co-occurrence MAD
                 for model in s.models for dim in s.model_dims(model))
     if worst * max(1, jobs) > memory_budget():
-        print(f"error: too large: the largest run (n={n}, m={corpus.n_symbols}, l up to {max(max(s.dims), 1)}) "
-              f"needs about {worst * max(1, jobs) / 1e9:.3g} GB with {max(1, jobs)} jobs, more than the "
-              f"{memory_budget() / 1e9:.3g} GB allowed (half this machine's memory; set DENSEHMM_MAX_MODEL_BYTES "
-              "to change it)", file=sys.stderr)
-        return 2
+        raise UserError(f"too large: the largest run (n={n}, m={corpus.n_symbols}, l up to "
+                        f"{max(max(s.dims), 1)}) needs about {worst * max(1, jobs) / 1e9:.3g} GB with "
+                        f"{max(1, jobs)} jobs, more than the {memory_budget() / 1e9:.3g} GB allowed (half this "
+                        "machine's memory; set DENSEHMM_MAX_MODEL_BYTES to change it)")
     say(f"pos-induction: {corpus.n_sequences} sentences, {corpus.n_tokens} words, m = {corpus.n_symbols} "
         f"lower-cased word types (the feature models read them as written), {corpus.n_tags} gold tags, "
         f"from {s.data}")
