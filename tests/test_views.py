@@ -567,8 +567,7 @@ def test_compare_shows_the_words_whose_emissions_changed_most(qtbot):
     words = [f"w{i}" for i in range(m)]
     pa, pb = random_params(4, m, seed=5), random_params(4, m, seed=6)
     w = shown(qtbot, CompareView(), (1100, 600))
-    w.set_vocabulary(words)
-    w.set_models("A", plain_model(pa), "B", plain_model(pb))
+    w.set_models("A", plain_model(pa), "B", plain_model(pb), vocabulary=words)
     perm = w.permutation()
     dB = pb["emissionprob"][perm] - pa["emissionprob"]
     np.testing.assert_allclose(w.difference("emissionprob"), dB)          # the whole difference is kept
@@ -580,7 +579,6 @@ def test_compare_shows_the_words_whose_emissions_changed_most(qtbot):
     assert w.maps["emissionprob"].col_labels() == [words[c] for c in cols]
     assert f"{K} of {m}" in plot_title(w.maps["emissionprob"].plot) and "changed most" in w.note.text()
     pa, pb = random_params(4, 6, seed=5), random_params(4, 6, seed=6)    # a small alphabet: all, in order
-    w.set_vocabulary(None)
     w.set_models("A", plain_model(pa), "B", plain_model(pb))
     np.testing.assert_array_equal(w.shown_symbols(), np.arange(6))
     assert plot_title(w.maps["emissionprob"].plot) == "ΔB" and "changed most" not in w.note.text()
@@ -1778,3 +1776,18 @@ def test_the_dashboard_makes_symbol_names_text_once_for_all_its_views(qtbot):
     assert symbol_names(names) is names       # text already: passed on as it is
     assert symbol_labels(m, names) == list(names) and symbol_labels(m + 1, names)[-1] == str(m)
     assert symbol_names(None) is None
+
+
+def test_compare_never_keeps_the_previous_comparisons_symbol_names(qtbot):
+    """Review rev24 item 6: models without a vocabulary, and none given, kept the names of the comparison
+    before (the same number of symbols): ΔB's axis named symbols these models do not have.  Now numbers."""
+    pa, pb = random_params(3, 4, seed=1), random_params(3, 4, seed=2)
+    named_a, named_b = plain_model(pa), plain_model(pb)
+    named_a.vocabulary = named_b.vocabulary = ["w", "x", "y", "z"]
+    w = shown(qtbot, CompareView(), (1100, 600))
+    w.set_models("job 1", named_a, "job 2", named_b, {}, {})
+    assert w.maps["emissionprob"].col_labels() == ["w", "x", "y", "z"]
+    w.set_models("job 3", plain_model(pa), "job 4", plain_model(pb), {}, {})
+    assert w.maps["emissionprob"].col_labels() == ["0", "1", "2", "3"]
+    w.set_models("job 3", plain_model(pa), "job 4", plain_model(pb), {}, {}, vocabulary=["p", "q", "r", "s"])
+    assert w.maps["emissionprob"].col_labels() == ["p", "q", "r", "s"]

@@ -201,13 +201,12 @@ class CompareView(QtWidgets.QWidget):
             Whether both jobs trained on the same data; their own train / test NLL and MAD are
             listed only then (``None``: unknown, not listed).
         vocabulary : sequence of str, optional
-            The symbols' names (ΔB's axis): the models' own vocabulary when they have one, else this,
-            else those of :meth:`set_vocabulary`.
+            The symbols' names (ΔB's axis): model A's own vocabulary when it has one, else this, else
+            numbers (never a previous comparison's names).
         """
         metrics_a, metrics_b = dict(metrics_a or {}), dict(metrics_b or {})
         own = getattr(model_a, "vocabulary", None)
-        if own is not None or vocabulary is not None:      # else the names set before (set_vocabulary)
-            self.set_vocabulary(own if own is not None else vocabulary)
+        self.set_vocabulary(own if own is not None else vocabulary)      # None: numbers
         self.stack.setCurrentIndex(1)
         self.header.setText(f"Compare  A = {name_a}   with   B = {name_b}")
         self.table.setHorizontalHeaderLabels(["A", "B", "B − A"])
