@@ -171,6 +171,9 @@ def test_a_restored_sweep_never_merges_with_a_sweep_of_the_same_name(make_window
     mine = b.jobs_ctl.start_sweep(_standard(), 1, grid=((2, 1), (3, 1)))
     _finish(qtbot, mine)
     first = session_files.open(b, path, ready=lambda jobs: len(jobs) == 2)
+    # the restored first job is shown and selected: its sweep is the one summarised (not the stale selection's)
+    qtbot.waitUntil(lambda: b.state.current_job is first[0], timeout=10000)
+    assert b.state.selection == [first[0]] and b.dashboard.sweep.shown_sweep() == "sweep 2"
     again = session_files.open(b, path, ready=lambda jobs: len(jobs) == 2)
     assert mine[0].sweep == "sweep 1"
     assert {j.sweep for j in first} == {"sweep 2"} and {j.sweep for j in again} == {"sweep 3"}

@@ -334,6 +334,7 @@ class SessionsController(QObject):
         blocked = panel.blockSignals(True)
         panel.select(first)
         panel.blockSignals(blocked)
+        self.state.set_selection(panel.selected_jobs())   # (the panel's signals were blocked: the state told here)
         waiting = self._reattach_datasets(session, jobs, first)
         if not waiting:
             self.state.set_current_job(first)
