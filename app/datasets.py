@@ -77,9 +77,7 @@ class DataSet:
         """Whether the symbols are the words of a tagged corpus (read with ``observe="words"``),
         as the reader's provenance records it."""
         corpus = self.processed if self.processed is not None else self.corpus
-        if corpus is None:   # the demo
-            return False
-        return (corpus.provenance.get("options") or {}).get("observe") == "words"
+        return corpus is not None and corpus.observes_words      # (None: the demo)
 
     @property
     def gold_tags(self) -> Optional[int]:

@@ -43,6 +43,7 @@ def test_words_mode_has_aligned_gold_tags():
     assert st["tag_counts"]["NOUN"] == 5 and st["tag_counts"]["PUNCT"] == 5 and st["n_untagged_tokens"] == 0
     assert sum(st["tag_counts"].values()) == c.n_tokens == 26
     assert c.names == ["s1", "s2", "s3", "s4", "s5"]
+    assert c.observes_words and c.select([0]).observes_words and not load(WORDS).observes_words
     x = load(WORDS, observe="words", min_count=1, tagset="xpos")
     assert [[x.tag_vocabulary[i] for i in t] for t in x.tags] == [[p for _, _, p in s] for s in GOLD]
 

@@ -204,7 +204,7 @@ def test_decode_view_shows_words_gold_and_predicted_tags(qtbot):
     B = [[0.8, 0.1, 0.1], [0.1, 0.45, 0.45]]
     model = model_of(pi, A, B)
     data = SimpleNamespace(sequences=[np.array([0, 1, 0, 2])], vocabulary=["the", "dog", "cat"],
-                           tags=[np.array([0, 1, 0, 0])], tag_vocabulary=["DET", "NOUN"])
+                           tags=[np.array([0, 1, 0, 0])], tag_vocabulary=["DET", "NOUN"], observes_words=True)
     w = shown(qtbot, DecodeView(), (900, 600))
     w.set_model(model, data)
     w.set_state_tags([0, 1])  # state 0 -> DET, state 1 -> NOUN
@@ -219,11 +219,18 @@ def test_decode_view_shows_words_gold_and_predicted_tags(qtbot):
     assert w.tag_table.verticalHeaderItem(0).text() == "word"
     # tag data (the observed symbols are the gold tags): the first row says so
     tags = SimpleNamespace(sequences=[np.array([0, 1, 0, 0])], vocabulary=["DET", "NOUN"],
-                           tags=[np.array([0, 1, 0, 0])], tag_vocabulary=["DET", "NOUN"])
+                           tags=[np.array([0, 1, 0, 0])], tag_vocabulary=["DET", "NOUN"], observes_words=False)
     w.set_model(model_of(pi, A, [[0.9, 0.1], [0.2, 0.8]]), tags)
     w.set_state_tags([0, 1])
     assert w.tag_rows()[0] == ["DET", "NOUN", "DET", "DET"]
     assert w.tag_table.verticalHeaderItem(0).text() == "observed tag"
+    # words whose every word reads as its tag (PTB's "." tagged "."): still words, as the reader recorded
+    # (the row's name was guessed from the cells and said "observed tag")
+    dots = SimpleNamespace(sequences=[np.array([0, 0])], vocabulary=[".", ","], tags=[np.array([0, 0])],
+                           tag_vocabulary=[".", ","], observes_words=True)
+    w.set_model(model_of(pi, A, [[0.9, 0.1], [0.2, 0.8]]), dots)
+    w.set_state_tags([0, 1])
+    assert w.tag_rows()[0] == [".", "."] and w.tag_table.verticalHeaderItem(0).text() == "word"
 
 
 def test_decode_view_converts_only_the_sequences_it_shows(qtbot):

@@ -269,6 +269,8 @@ class DecodeView(QtWidgets.QWidget):
             self._tag_names = [str(t) for t in tag_names]
         else:
             self._gold, self._tag_names = None, None
+        # what the observed row shows, as the reader recorded it (not guessed from the cells)
+        self._observed_label = "word" if getattr(data, "observes_words", True) else "observed tag"
         self._source = "data set"
         if not self._seqs:
             try:
@@ -357,7 +359,6 @@ class DecodeView(QtWidgets.QWidget):
         t.setColumnCount(T)
         wrong_bg = QtGui.QColor(231, 76, 60, 70)
         right = wrong = 0
-        observed_tags = True       # tag data (Observe: tags): the observed symbols are the gold tags
         for j in range(T):
             g = int(gold[j]) if j < len(gold) else -1
             st = int(self._path[j])
@@ -366,7 +367,6 @@ class DecodeView(QtWidgets.QWidget):
             pname = (self._tag_names[pred] if 0 <= pred < len(self._tag_names) else "—") + f" ({st})"
             w = words[int(seq[j])] if 0 <= int(seq[j]) < len(words) else str(int(seq[j]))
             cells = [w, gname, pname]
-            observed_tags = observed_tags and w == gname
             for r, text in enumerate(cells):
                 item = QtWidgets.QTableWidgetItem(text)
                 item.setTextAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
@@ -377,7 +377,7 @@ class DecodeView(QtWidgets.QWidget):
             if g >= 0 and pred >= 0:
                 right += int(pred == g)
                 wrong += int(pred != g)
-        t.setVerticalHeaderLabels(["observed tag" if observed_tags else "word", "gold tag", "predicted"])
+        t.setVerticalHeaderLabels([self._observed_label, "gold tag", "predicted"])
         t.resizeColumnsToContents()
         t.resizeRowsToContents()
         t.setVisible(True)

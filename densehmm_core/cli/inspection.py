@@ -213,7 +213,7 @@ def cmd_decode(args) -> int:
     ids = getattr(corpus, "names", None)
     if ids is not None and len(ids) != len(seqs):
         ids = None
-    words = (data.provenance.get("options") or {}).get("observe") == "words"
+    words = data.observes_words
     tagged = corpus.has_tags
     header = ["index"] + (["id"] if ids is not None else []) + ["length", "log_prob", "states"]
     if args.symbols:

@@ -227,6 +227,12 @@ class Corpus:
         """Size of the tag vocabulary (0 without tags)."""
         return 0 if self.tag_vocabulary is None else len(self.tag_vocabulary)
 
+    @property
+    def observes_words(self) -> bool:
+        """Whether the symbols are the words of a tagged corpus (read with ``observe="words"``; the
+        reader's provenance records it), not its tags or a FASTA file's letters."""
+        return ((self.provenance or {}).get("options") or {}).get("observe") == "words"
+
     def labelled_indices(self) -> List[int]:
         """Indices of the sequences that carry gold tags (those of extra, unlabelled files have only
         ``NO_TAG``; they follow the main file's); empty without tags."""
