@@ -18,12 +18,15 @@ PAPER_GRID: Grid = ((3, 1), (3, 2), (3, 3), (5, 2), (5, 3), (5, 5), (10, 2), (10
 _ALIASES = {"models": "model", "states": "n", "dim": "l"}
 
 
-def parse_grid(text: str, models: Optional[Sequence[str]] = None) -> Tuple[Grid, Optional[Tuple[str, ...]]]:
+def parse_grid(text: str, models: Optional[Sequence[str]] = None,
+               default_l: Optional[int] = None) -> Tuple[Grid, Optional[Tuple[str, ...]]]:
     """``"n=3,5 l=1,2 model=a,b"`` -> ``((n, l) pairs, model names)``: every combination of the
     n and l values, in the order given, duplicates dropped.
 
     ``models``: the allowed ``model=`` names; None: ``model=`` is refused.  The model names
-    returned are None when the text names none.  Raises ValueError with the reason.
+    returned are None when the text names none.  ``default_l``: the l of a grid that names none (a
+    model without an l of its own: a standard HMM, full logits); None: ``l=`` is required.
+    Raises ValueError with the reason.
     """
     names = ("n", "l", "model") if models is not None else ("n", "l")
     parts: Dict[str, list] = {}
@@ -39,6 +42,8 @@ def parse_grid(text: str, models: Optional[Sequence[str]] = None) -> Tuple[Grid,
         parts[k] = [x.strip() for x in v.split(",") if x.strip()]
         if not parts[k]:
             raise ValueError(f"{k} has no values")
+    if "l" not in parts and default_l is not None:
+        parts["l"] = [str(int(default_l))]
     for k in ("n", "l"):
         if k not in parts:
             raise ValueError(f"{k}=... is missing")

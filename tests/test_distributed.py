@@ -68,6 +68,10 @@ def test_parse_grid():
                      ("n=0 l=1", ">= 1"), ("n=3 n=4 l=1", "twice"), ("n3 l=1", "NAME=VALUES")]:
         with pytest.raises(ValueError, match=why):
             parse_grid(bad)
+    # a model without an l of its own: a grid without l takes the given one, and l= (or dim=) still wins
+    from densehmm_core.grid import parse_grid as core_parse
+    assert core_parse("n=3,5", default_l=7) == (((3, 7), (5, 7)), None)
+    assert core_parse("n=3 dim=2", default_l=7)[0] == ((3, 2),) == core_parse("n=3;l=2", default_l=7)[0]
 
 
 def test_progress_bar():

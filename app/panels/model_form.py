@@ -6,7 +6,6 @@ hyper-parameter an estimator marks ``form=True`` is a field here with its help t
 for the model types whose estimator and fit method use it."""
 from __future__ import annotations
 
-import re
 from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
@@ -313,9 +312,7 @@ class ModelForm(QWidget):
         text = self.sweep_grid.text().strip()
         if not text:
             return PAPER_GRID
-        if not self._sweep_needs_l() and not re.search(r"(?:^|[\s;])(?:l|dim)\s*=", text, re.IGNORECASE):
-            text = f"{text} l={self.l.value()}"
-        return grid_mod.parse_grid(text)[0]
+        return grid_mod.parse_grid(text, default_l=None if self._sweep_needs_l() else self.l.value())[0]
 
     def _sweep_needs_l(self) -> bool:
         """Whether a sweep of the form's model type varies l (not a plain standard HMM, nor l fixed to n)."""
