@@ -77,6 +77,12 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
     Multiword-token ranges (``3-4``) and empty nodes (``8.1``) are skipped; ``tagset``
     picks UPOS or XPOS; a tag ``_`` counts as a malformed (missing) tag.  The
     ``# sent_id`` comment names the sentence.
+
+    Token IDs must count 1, 2, 3, ... in each sentence.  A sentence that starts with no
+    blank line before it (a token ID 1 after tokens, or a ``# sent_id`` / ``# text``
+    comment after tokens) is read as a new sentence and counted
+    (:meth:`TokenReport.missing_blank`); any other ID out of order (a gap, a repeat, 0, a
+    first ID other than 1) breaks the sentence (:meth:`TokenReport.bad_sentence`).
     """
     if tagset not in ("upos", "xpos"):
         raise ValueError(f"tagset must be 'upos' or 'xpos', got {tagset!r}")
@@ -84,21 +90,39 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
     sent: List[Tuple[str, str]] = []
     sid: Optional[str] = None
     start = 0
+    last = 0                # the last word ID of the current sentence (0: none yet)
     broken = False          # on_bad_sentence="skip": the current sentence is left out
     for lineno, line in lines:
         if not line.strip():
             if start and not broken:
                 yield start, sid, sent
-            sent, sid, start, broken = [], None, 0, False
-            continue
-        if broken:
+            sent, sid, start, last, broken = [], None, 0, 0, False
             continue
         if line.startswith("#"):
             body = line[1:].strip()
-            if body.startswith("sent_id") and "=" in body:
+            key = body.split("=", 1)[0].strip() if "=" in body else ""
+            if key in ("sent_id", "text") and (last or broken):
+                # the next sentence's comments, with no blank line before them
+                if not broken:
+                    yield start, sid, sent
+                report.missing_blank(lineno)
+                sent, sid, start, last, broken = [], None, 0, 0, False
+            if broken:
+                continue
+            if key == "sent_id":
                 sid = body.split("=", 1)[1].strip()
             continue
         fields = line.split("\t")
+        tid = fields[0]
+        first = _first_id(tid)
+        if first == 1 and (last or broken) and len(fields) == 10:
+            # a token ID 1 (or a range 1-2) after tokens: a new sentence with no blank line before it
+            if not broken:
+                yield start, sid, sent
+            report.missing_blank(lineno)
+            sent, sid, start, last, broken = [], None, 0, 0, False
+        if broken:
+            continue
         if not start:
             start = lineno
         if len(fields) != 10:
@@ -106,9 +130,12 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
                                         f"{len(fields)}")
             broken = True
             continue
-        tid = fields[0]
         if _is_int(tid):
-            pass
+            if int(tid) != last + 1:
+                report.bad_sentence(lineno, _out_of_order(int(tid), last))
+                broken = True
+                continue
+            last += 1
         elif "-" in tid and all(_is_int(p) for p in tid.split("-", 1)):
             continue  # multiword-token range
         elif "." in tid and all(_is_int(p) for p in tid.split(".", 1)):
@@ -127,3 +154,17 @@ def read_conllu(lines: Iterator[Tuple[int, str]], report: TokenReport, path: str
             sent.append((word, tag))
     if start and not broken:
         yield start, sid, sent
+
+
+def _first_id(tid: str) -> Optional[int]:
+    """The word ID a token line starts at: ``3`` for ``3`` and for a range ``3-4``; None otherwise."""
+    head = tid.split("-", 1)[0] if "-" in tid else tid
+    return int(head) if _is_int(head) and len(head) < 10 else None
+
+
+def _out_of_order(tid: int, last: int) -> str:
+    if not last:
+        return f"bad token ID {tid}: a sentence's first token has ID 1"
+    if tid <= last:
+        return f"bad token ID {tid}: it repeats an ID (the previous token has ID {last}; IDs count 1, 2, 3, ...)"
+    return f"bad token ID {tid}: IDs skip from {last} to {tid} (expected {last + 1})"

