@@ -104,3 +104,22 @@ def test_shared_ewt_counts_unchanged(shared_data):
         c = load(shared_data / "pos" / name)
         assert (c.n_sequences, c.n_tokens, c.n_symbols) == (n_sent, n_tok, 17)
         assert not c.warnings and c.provenance["reader"]["n_missing_blank_lines"] == 0
+
+
+# ----------------------------------------------------------------- 3. custom alphabet
+def test_custom_alphabet_error_names_the_first_bad_symbol_and_its_line(tmp_path):
+    p = tmp_path / "alph.fa"
+    p.write_text(">a\nACDE\nACXD\n>b\nACDE\n")
+    with pytest.raises(DataFormatError, match=r"symbol 'X' is not in the alphabet 'ACDE' \(record 'a'") as e:
+        load(p, alphabet="ACDE")
+    assert e.value.line == 3
+    q = tmp_path / "dashdot.fa"       # '-' on line 2 comes before '*' (sorted first) on line 4
+    q.write_text(">a\nAC-D.E*\n>b\nAC**D\n")
+    with pytest.raises(DataFormatError, match="symbol '-'") as e:
+        load(q, alphabet="ACDE")
+    assert e.value.line == 2
+    r = tmp_path / "later.fa"         # a wrapped record, a skipped mol:na record and a comment before it
+    r.write_text(";c\n>n mol:na\nXX\n>p mol:protein\nACDE\n\nACDE\r\nAcdZ\n")
+    with pytest.raises(DataFormatError, match="symbol 'Z'.*record 'p'") as e:
+        load(r, alphabet="ACDE")
+    assert e.value.line == 8

@@ -80,7 +80,7 @@ def test_fasta_nucleotide_and_alphabet_presets():
     assert p.n_symbols == 21 and p.vocabulary[-1] == "X"
     with pytest.raises(DataFormatError, match="not in the alphabet") as e:
         load(FIX / "nucleotides.fasta", alphabet="ACGT")
-    assert e.value.line == 1
+    assert e.value.line == 2   # the line of the 'U', not the record's header line
 
 
 def test_fasta_errors(tmp_path):

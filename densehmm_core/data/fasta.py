@@ -241,12 +241,16 @@ def read_fasta(src, *, mol: str = "protein", alphabet: str = "observed", upperca
         outside = [c for c in observed if c not in symbols]
         if outside:
             if wildcard is None:
-                bad = outside[0]
-                pos = buf.find(bad.encode("latin-1"))
-                rec = int(np.searchsorted(np.cumsum(lengths), pos, side="right"))
+                # the first residue outside it in the file, and its own line
+                pos = min(p for p in (buf.find(c.encode("latin-1")) for c in outside) if p >= 0)
+                bad = chr(buf[pos])
+                ends = np.cumsum(np.frombuffer(lengths, dtype=np.int64))
+                rec = int(np.searchsorted(ends, pos, side="right"))
                 mv.release()
-                raise DataFormatError(f"symbol {bad!r} is not in the alphabet {alphabet!r} (record starting "
-                                      f"at line {header_lines[rec]})", path, header_lines[rec])
+                offset = pos - (int(ends[rec - 1]) if rec else 0)
+                line, name = _locate_residue(src.path, table, header_lines[rec], offset)
+                raise DataFormatError(f"symbol {bad!r} is not in the alphabet {alphabet!r} (record {name!r}, "
+                                      f"starting at line {header_lines[rec]})", path, line)
             n_out = sum(buf.count(c.encode("latin-1")) for c in outside)
             warnings.append(f"{n_out} residues outside the {alphabet!r} alphabet "
                             f"({', '.join(outside)}) mapped to {wildcard!r}")
@@ -295,6 +299,25 @@ def _locate_invalid(path, table: bytes, mol: str, keep_all: bool) -> None:
                     f"invalid character {ch.decode('latin-1')!r} (byte 0x{ch[0]:02x}) in the sequence of record "
                     f"{_name(header)!r}", path, lineno)
     raise DataFormatError("invalid character in a sequence", path)  # pragma: no cover
+
+
+def _locate_residue(path, table: bytes, header_line: int, offset: int) -> Tuple[int, str]:
+    """Second pass, only for an error: the line of residue ``offset`` (0-based, as read) of the record
+    whose header is on ``header_line``, and the record's name."""
+    from .source import open_source
+    name = ""
+    with open_source(path) as src:
+        for lineno, line in enumerate(src.binary_lines(), start=1):
+            if lineno < header_line:
+                continue
+            if lineno == header_line:
+                name = _name(line.lstrip(b"\xef\xbb\xbf")[1:].rstrip(b"\r\n"))
+                continue
+            n = len(line.translate(table, _WS))
+            if offset < n:
+                return lineno, name
+            offset -= n
+    return header_line, name  # pragma: no cover - the residue is in the record
 
 
 def _name(header: bytes) -> str:
