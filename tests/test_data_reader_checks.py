@@ -123,3 +123,21 @@ def test_custom_alphabet_error_names_the_first_bad_symbol_and_its_line(tmp_path)
     with pytest.raises(DataFormatError, match="symbol 'Z'.*record 'p'") as e:
         load(r, alphabet="ACDE")
     assert e.value.line == 8
+
+
+# -------------------------------------------------------------------- 5. format names
+@pytest.mark.parametrize("name, fmt", [("FASTA", "fasta"), ("Fasta", "fasta"), ("PTB", "ptb"), ("CoNLL", "conll"),
+                                       ("MEDPOST", "medpost"), ("WORD_TAG", "word_tag"), ("CONLLU", "conllu"),
+                                       ("Word_Slash_Tag", "word_slash_tag"), ("BROWN", "word_slash_tag"),
+                                       (" conll-U ", "conllu")])
+def test_format_names_in_any_case(name, fmt):
+    from densehmm_core.data.detect import normalize_format
+    assert normalize_format(name) == fmt
+
+
+def test_format_given_in_capitals_and_auto(tmp_path):
+    p = _write(tmp_path / "x.txt", b">a\nACDE\n")
+    assert load(p, format="FASTA").format == "fasta"
+    assert load(p, format="AUTO").format == "fasta"
+    with pytest.raises(ValueError, match="unknown format 'XML'"):
+        load(p, format="XML")

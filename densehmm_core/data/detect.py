@@ -43,11 +43,14 @@ ALIASES = {"fa": "fasta", "faa": "fasta", "fna": "fasta", "ioc": "medpost", "wor
            "conll2000": "conll", "columns": "conll"}
 
 
+_ALIASES_LOWER = {k.lower(): v for k, v in ALIASES.items()}
+
+
 def normalize_format(fmt: str) -> str:
-    """The canonical format name for ``fmt`` (``ValueError`` if unknown)."""
-    if fmt in FORMATS:
-        return fmt
-    f = ALIASES.get(fmt) or ALIASES.get(str(fmt).lower())
+    """The canonical format name for ``fmt``, a name or an alias in any case (``"FASTA"``,
+    ``"CoNLL-U"``, ``"Brown"``); ``ValueError`` if unknown."""
+    key = str(fmt).strip().lower()
+    f = key if key in FORMATS else _ALIASES_LOWER.get(key)
     if f is None:
         raise ValueError(f"unknown format {fmt!r}; choose 'auto' or one of {sorted(FORMATS)}")
     return f

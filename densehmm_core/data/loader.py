@@ -154,7 +154,7 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
                             f"preprocessing options: {sorted(PREPROCESS_DEFAULTS)}")
     if format is None:
         format = "auto"
-    fixed_format = None if format == "auto" else normalize_format(format)
+    fixed_format = None if str(format).strip().lower() == "auto" else normalize_format(format)
 
     extras: List[Any] = [] if extra is None else ([extra] if isinstance(extra, (str, os.PathLike)) else list(extra))
 
