@@ -141,3 +141,17 @@ def test_format_given_in_capitals_and_auto(tmp_path):
     assert load(p, format="AUTO").format == "fasta"
     with pytest.raises(ValueError, match="unknown format 'XML'"):
         load(p, format="XML")
+
+
+# ------------------------------------------------------------- 2. extra files' warnings
+def test_extra_file_cr_line_endings_warning_names_the_file(tmp_path):
+    main = tmp_path / "main.conllu"
+    main.write_text(conllu(S1, S2))
+    extra = tmp_path / "old_mac.conllu"
+    extra.write_bytes(conllu(S2, ("s3", [(1, "z", "X")])).replace("\n", "\r").encode())
+    c = load(main, extra=[extra])
+    assert "old_mac.conllu: old Mac line endings (CR only) were read as line breaks" in c.warnings
+    assert c.n_sequences == 4
+    # the main file's own: once, without a file name
+    main.write_bytes(conllu(S1, S2).replace("\n", "\r").encode())
+    assert load(main).warnings == ["old Mac line endings (CR only) were read as line breaks"]

@@ -215,8 +215,7 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
     corpus = Corpus(result["sequences"], result["vocabulary"], names=result["names"], provenance=provenance,
                     warnings=result["warnings"], validate=False, tags=result.get("tags"),
                     tag_vocabulary=result.get("tag_vocabulary"))
-    if line_endings == "cr":
-        corpus.warnings.append("old Mac line endings (CR only) were read as line breaks")
+    corpus.warnings.extend(_source_warnings(line_endings))
     for w in corpus.warnings:
         log.info("%s: %s", name, w)
     prep = dict(prep_opts)
@@ -301,4 +300,11 @@ def _read_extra(spec, main_opts: Dict[str, Any], encoder: TokenEncoder):
         prov = {"file": src.name, "path": src.path if src.is_stdin else os.path.abspath(src.path), "size": src.size,
                 "sha256": src.sha256(),
                 "compressed": src.compressed, "format": fmt, "options": _jsonable(opts), "reader": part["info"]}
-    return prov, part["warnings"]
+    return prov, part["warnings"] + _source_warnings(src.line_endings)
+
+
+def _source_warnings(line_endings: str) -> List[str]:
+    """What reading the file itself changed (not its content), for ``corpus.warnings``."""
+    if line_endings == "cr":
+        return ["old Mac line endings (CR only) were read as line breaks"]
+    return []
