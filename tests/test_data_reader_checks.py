@@ -155,3 +155,29 @@ def test_extra_file_cr_line_endings_warning_names_the_file(tmp_path):
     # the main file's own: once, without a file name
     main.write_bytes(conllu(S1, S2).replace("\n", "\r").encode())
     assert load(main).warnings == ["old Mac line endings (CR only) were read as line breaks"]
+
+
+# --------------------------------------------------------- 6. archives, control characters
+def test_archives_other_than_gzip_are_named(tmp_path):
+    text = b"The_DT dog_NN barks_VBZ\n" * 20
+    zp = tmp_path / "a.pos.zip"
+    with zipfile.ZipFile(zp, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("a.pos", text)
+    cases = {zp: "a zip archive", _write(tmp_path / "a.pos.bz2", bz2.compress(text)): "a bzip2 archive",
+             _write(tmp_path / "a.pos.xz", lzma.compress(text)): "an xz archive",
+             _write(tmp_path / "a.pos.gz", gzip.compress(bz2.compress(text))): r"a bzip2 archive \(inside the gzip"}
+    for path, what in cases.items():
+        with pytest.raises(DataFormatError, match=f"{what}.*only gzip is read; unpack it first") as e:
+            load(path)
+        assert "binary file" not in str(e.value)
+
+
+def test_file_names_with_control_characters_are_escaped(tmp_path):
+    p = _write(tmp_path / "evil\x1b[31mname.fa", b"ACGT\n")
+    with pytest.raises(DataFormatError) as e:
+        load(p)
+    assert str(e.value).startswith("evil\\x1b[31mname.fa, line 1: ")
+    assert "\x1b" not in str(e.value) and e.value.file == "evil\x1b[31mname.fa"
+    with pytest.raises(FileNotFoundError) as f:
+        load(tmp_path / "gone\nfake.fa")
+    assert "gone\\nfake.fa" in str(f.value) and "\n" not in str(f.value)

@@ -4,7 +4,16 @@ from __future__ import annotations
 import os
 from typing import Optional, Union
 
-__all__ = ["DataFormatError"]
+__all__ = ["DataFormatError", "printable"]
+
+
+def printable(text: str) -> str:
+    """``text`` with control and other unprintable characters escaped repr-style (``\\x1b``,
+    ``\\n``): a file name in a message can neither move the cursor nor forge a line."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class DataFormatError(ValueError):
@@ -32,7 +41,7 @@ class DataFormatError(ValueError):
     reason : str
     path : str or None
     file : str or None
-        The file's base name.
+        The file's base name (in the message with control characters escaped).
     line : int or None
     skippable : bool
     """
@@ -49,7 +58,7 @@ class DataFormatError(ValueError):
     def _message(self) -> str:
         where = []
         if self.file is not None:
-            where.append(self.file)
+            where.append(printable(self.file))
         if self.line is not None:
             where.append(f"line {self.line}")
         return (", ".join(where) + ": " + self.reason) if where else self.reason

@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from .corpus import DEFAULT_RESIDUAL, Corpus
 from .conll import read_conll, read_conllu
 from .detect import detect_format, normalize_format
-from .errors import DataFormatError
+from .errors import DataFormatError, printable
 from .fasta import read_fasta
 from .presets import get_preset
 from .ptb import read_ptb
@@ -198,7 +198,7 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
         for e in extras:
             e_prov, e_warn = _read_extra(e, opts, encoder)
             extra_prov.append(e_prov)
-            warnings += [f"{e_prov['file']}: {w}" for w in e_warn]
+            warnings += [f"{printable(e_prov['file'])}: {w}" for w in e_warn]
         enc = encoder.finish()
         result = {"sequences": enc["sequences"], "vocabulary": enc["vocabulary"], "names": enc["names"],
                   "tags": enc["tags"], "tag_vocabulary": enc["tag_vocabulary"],

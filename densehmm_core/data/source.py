@@ -11,7 +11,7 @@ import sys
 import zlib
 from typing import Any, Callable, Iterator, Optional, Tuple
 
-from .errors import DataFormatError
+from .errors import DataFormatError, printable
 
 __all__ = ["Source", "open_source", "STDIN"]
 
@@ -32,6 +32,11 @@ ProgressCallback = Callable[[int, int], object]
 # transcoding.  UTF-32 first: its little-endian mark starts with UTF-16's.
 _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
               (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16"))
+
+# Archives other than gzip, by their magic numbers: (magic, what, article).
+_ARCHIVES = ((b"PK\x03\x04", "zip", "a"), (b"PK\x05\x06", "zip", "a"), (b"PK\x07\x08", "zip", "a"),
+             (b"BZh", "bzip2", "a"), (b"\xfd7zXZ\x00", "xz", "an"), (b"7z\xbc\xaf\x27\x1c", "7z", "a"),
+             (b"\x28\xb5\x2f\xfd", "zstd", "a"))
 
 
 class _HashingRaw(io.RawIOBase):
@@ -90,8 +95,8 @@ def check_data_path(path: str) -> None:
         st = os.stat(path)
     except FileNotFoundError:
         if os.path.islink(path):
-            raise FileNotFoundError(f"cannot open {path}: it is a symbolic link to a missing file") from None
-        raise FileNotFoundError(f"cannot open {path}: no such file") from None
+            raise FileNotFoundError(f"cannot open {printable(path)}: it is a symbolic link to a missing file") from None
+        raise FileNotFoundError(f"cannot open {printable(path)}: no such file") from None
     except OSError as exc:
         raise DataFormatError(_why_not(exc), path) from None
     if stat.S_ISDIR(st.st_mode):
@@ -343,6 +348,11 @@ class Source:
             raise DataFormatError("gzip inside gzip: decompress the file once first", self.path)
         cut = s.translate(None, _BINARY_BYTES)
         if len(cut) != len(s):
+            for magic, what, article in _ARCHIVES:
+                if s.startswith(magic):
+                    inside = " (inside the gzip file)" if self.compressed else ""
+                    raise DataFormatError(f"{article} {what} archive{inside}: only gzip is read; unpack it first",
+                                          self.path)
             off = next(i for i, c in enumerate(s) if c in _BINARY_BYTES)
             line = s.count(b"\n", 0, off) + 1
             raise DataFormatError(
