@@ -181,3 +181,42 @@ def test_file_names_with_control_characters_are_escaped(tmp_path):
     with pytest.raises(FileNotFoundError) as f:
         load(tmp_path / "gone\nfake.fa")
     assert "gone\\nfake.fa" in str(f.value) and "\n" not in str(f.value)
+
+
+# ----------------------------------------------------------------------- 4. encodings
+def test_encodings_that_are_not_ascii_compatible_are_refused_up_front(tmp_path):
+    p = tmp_path / "ok.conllu"
+    p.write_text(conllu(S1, S2))
+    for enc in ("cp037", "utf-7", "base64"):
+        with pytest.raises(ValueError, match=f"text encoding '{enc}' is not supported") as e:
+            load(p, encoding=enc)
+        assert not isinstance(e.value, DataFormatError)
+    with pytest.raises(ValueError, match="unknown text encoding"):
+        load(p, encoding="no-such-codec")
+    # utf-16 on a file without a byte-order mark: said so, not "wrong column count"
+    with pytest.raises(DataFormatError, match="'utf-16' needs a byte-order mark.*utf-16-le or utf-16-be"):
+        load(p, encoding="utf-16")
+    for enc in ("latin-1", "cp1252", "utf-8-sig"):
+        assert load(p, encoding=enc).n_tokens == 4
+
+
+def test_utf16_without_mark_is_read_with_its_byte_order(tmp_path):
+    text = conllu(S1, S2)
+    base = load(_write(tmp_path / "plain.conllu", text.encode()), observe="words", min_count=1)
+    for enc in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be"):
+        p = _write(tmp_path / f"{enc}.conllu", text.encode(enc))
+        c = load(p, encoding=enc, observe="words", min_count=1)
+        assert c.names == base.names and c.vocabulary == base.vocabulary, enc
+        assert all(np.array_equal(x, y) for x, y in zip(c.sequences, base.sequences)), enc
+    le = tmp_path / "utf-16-le.conllu"
+    with pytest.raises(DataFormatError, match="without a byte-order mark.*encoding utf-16-le"):
+        load(le)
+    with pytest.raises(DataFormatError, match="looks like utf-16-le.*read it with encoding utf-16-le"):
+        load(le, encoding="utf-16-be")
+    with pytest.raises(DataFormatError, match="'utf-16' needs a byte-order mark.*read it with encoding utf-16-le"):
+        load(le, encoding="utf-16")
+    # a byte-order mark still decides; gzip and extra files take the encoding too
+    assert load(_write(tmp_path / "bom.conllu", text.encode("utf-16")), encoding="utf-16").n_tokens == 4
+    gz = _write(tmp_path / "be.conllu.gz", gzip.compress(text.encode("utf-16-be")))
+    assert load(gz, encoding="utf-16-be").n_tokens == 4
+    assert load(le, encoding="utf-16-le", extra=[le]).n_sequences == 4

@@ -158,7 +158,10 @@ def load(path, format: str = "auto", *, preset: Optional[str] = None,
 
     extras: List[Any] = [] if extra is None else ([extra] if isinstance(extra, (str, os.PathLike)) else list(extra))
 
-    with open_source(path, progress) as src:
+    # the text encoding asked for (the file's byte-order mark, if any, still decides): one that is not
+    # ASCII-compatible is refused before the file is opened; utf-16-le/-be, utf-32-le/-be are transcoded
+    encoding = next((o["encoding"] for o in (reader_opts, preset_reader, defaults or {}) if "encoding" in o), None)
+    with open_source(path, progress, encoding) as src:
         fmt = fixed_format or detect_format(src.name, src.sample, src.path)
         fmt_defaults = READER_DEFAULTS[fmt]
         bad = [k for k in reader_opts if k not in fmt_defaults]
@@ -290,7 +293,7 @@ def _read_extra(spec, main_opts: Dict[str, Any], encoder: TokenEncoder):
     fmt_req = None
     if isinstance(spec, (tuple, list)):
         spec, fmt_req = spec
-    with open_source(spec, None) as src:
+    with open_source(spec, None, main_opts.get("encoding")) as src:
         fmt = normalize_format(fmt_req) if fmt_req else detect_format(src.name, src.sample, src.path)
         if fmt == "fasta":
             raise DataFormatError("an extra file must be a tagged corpus (words), not FASTA", src.path)

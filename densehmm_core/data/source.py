@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Optional, Tuple
 
 from .errors import DataFormatError, printable
 
-__all__ = ["Source", "open_source", "STDIN"]
+__all__ = ["Source", "open_source", "STDIN", "encoding_kind"]
 
 #: The path that means standard input.
 STDIN = "-"
@@ -37,6 +37,46 @@ _WIDE_BOMS = ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
 _ARCHIVES = ((b"PK\x03\x04", "zip", "a"), (b"PK\x05\x06", "zip", "a"), (b"PK\x07\x08", "zip", "a"),
              (b"BZh", "bzip2", "a"), (b"\xfd7zXZ\x00", "xz", "an"), (b"7z\xbc\xaf\x27\x1c", "7z", "a"),
              (b"\x28\xb5\x2f\xfd", "zstd", "a"))
+
+
+# Encodings read through a transcoding stream: with their byte-order mark ("bom": the mark says
+# the byte order), or in the byte order their name says ("wide", for files without the mark).
+_BOM_CODECS = ("utf-16", "utf-32")
+_WIDE_CODECS = ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
+
+
+def encoding_kind(encoding: str) -> str:
+    """How the readers take text ``encoding``: ``"ascii"`` (an ASCII-compatible encoding, decoded
+    line by line: UTF-8, Latin-1, cp1252, ...), ``"bom"`` (utf-16, utf-32: the file's byte-order
+    mark decides) or ``"wide"`` (utf-16-le/-be, utf-32-le/-be: transcoded to UTF-8).
+
+    ``ValueError`` for an unknown encoding or one that does not write ASCII as ASCII (cp037,
+    utf-7, ...): the readers split lines and columns on ASCII bytes."""
+    import codecs
+    try:
+        name = codecs.lookup(str(encoding)).name
+    except LookupError:
+        raise ValueError(f"unknown text encoding {encoding!r}") from None
+    if name in _BOM_CODECS:
+        return "bom"
+    if name in _WIDE_CODECS:
+        return "wide"
+    probe = bytes(range(128))
+    try:
+        compatible = probe.decode(name) == probe.decode("ascii")
+    except (UnicodeError, LookupError):
+        compatible = False
+    if not compatible:
+        raise ValueError(f"text encoding {encoding!r} is not supported: it does not write ASCII characters as "
+                         f"ASCII bytes (the readers take UTF-8, Latin-1, cp1252 and other ASCII-compatible "
+                         f"encodings; UTF-16 and UTF-32 text is read from its byte-order mark, or with "
+                         f"encoding utf-16-le, utf-16-be, utf-32-le or utf-32-be)")
+    return "ascii"
+
+
+def _codec_name(encoding: str) -> str:
+    import codecs
+    return codecs.lookup(str(encoding)).name
 
 
 class _HashingRaw(io.RawIOBase):
@@ -172,11 +212,13 @@ class _CRToLF(_Wrapper):
 class _Transcoded(_Wrapper):
     """A UTF-16 / UTF-32 byte stream (with its byte-order mark) read as UTF-8 bytes."""
 
-    def __init__(self, stream, encoding: str, path: Optional[str]):
+    def __init__(self, stream, encoding: str, path: Optional[str], by_mark: bool = True):
         super().__init__(stream)
         import codecs
         self._decoder = codecs.getincrementaldecoder(encoding)("strict")
         self._encoding = encoding
+        self._why = (f", after the byte-order mark that says {encoding}" if by_mark else
+                     ", the encoding given")
         self._path = path
         self._pending = b""
         self._done = False
@@ -190,8 +232,7 @@ class _Transcoded(_Wrapper):
         except UnicodeDecodeError as exc:
             raise DataFormatError(
                 f"undecodable text: not valid {self._encoding} (byte offset about "
-                f"{self._consumed + max(0, exc.start)}, after the byte-order mark that says "
-                f"{self._encoding})", self._path) from None
+                f"{self._consumed + max(0, exc.start)}{self._why})", self._path) from None
         self._consumed += len(data)
         self._pending += text.encode("utf-8")
         self._done = final
@@ -213,17 +254,27 @@ def _wide_encoding(head: bytes) -> Optional[str]:
     return None
 
 
-def _looks_utf16_without_bom(sample: bytes) -> bool:
-    """Mostly ASCII text with a NUL after (or before) every character: UTF-16 without its mark."""
+def _looks_utf16_without_bom(sample: bytes) -> Optional[str]:
+    """Mostly ASCII text with a NUL after (``"utf-16-le"``) or before (``"utf-16-be"``) every
+    character: UTF-16 without its mark; None otherwise."""
     probe = sample[:4096]
     if len(probe) < 8:
-        return False
-    for start in (0, 1):
+        return None
+    for start, order in ((0, "utf-16-le"), (1, "utf-16-be")):
         zeros = probe[1 - start::2]
         chars = probe[start::2]
         if zeros.count(0) >= 0.9 * len(zeros) and chars.count(0) == 0:
-            return True
-    return False
+            return order
+    return None
+
+
+def _no_mark(encoding: str, looks: Optional[str]) -> str:
+    """Why ``encoding`` (utf-16 or utf-32, which take the byte order from a mark) cannot read a file without one."""
+    fix = (f"this file looks like {looks} (a NUL byte {'after' if looks.endswith('le') else 'before'} every "
+           f"character): read it with encoding {looks}" if looks else
+           f"name the byte order ({encoding}-le or {encoding}-be) if it is {encoding.upper()} text, else its "
+           f"real encoding")
+    return f"encoding {encoding!r} needs a byte-order mark at the start of the file, and this file has none: {fix}"
 
 
 class _Capped(_Wrapper):
@@ -273,12 +324,14 @@ class Source:
         The first bytes of the decompressed content (for format sniffing).
     """
 
-    def __init__(self, path, progress: Optional[ProgressCallback] = None):
+    def __init__(self, path, progress: Optional[ProgressCallback] = None, encoding: Optional[str] = None):
+        kind = "ascii" if encoding is None else encoding_kind(encoding)   # refused before the file is opened
         self.path = os.fspath(path)
         self.is_stdin = self.path == STDIN
         self.name = "<stdin>" if self.is_stdin else os.path.basename(self.path)
         self.line_endings = "lf"
-        #: ``"utf-16"`` / ``"utf-32"`` when the text had that byte-order mark (read as UTF-8).
+        #: ``"utf-16"`` / ``"utf-32"`` when the text had that byte-order mark, or the codec given as
+        #: ``encoding`` (``"utf-16-le"``, ...) for such text without the mark (read as UTF-8).
         self.transcoded_from: Optional[str] = None
         from ..memory import text_limit
         limit = text_limit()
@@ -312,9 +365,27 @@ class Source:
                 self.transcoded_from = wide
                 self.stream = io.BufferedReader(_Transcoded(self.stream, wide, self.path), buffer_size=_CHUNK)
                 self.sample = self._peek_sample()
-            elif _looks_utf16_without_bom(self.sample):
-                raise DataFormatError("UTF-16 text without a byte-order mark (a NUL byte after every "
-                                      "character): save the file as UTF-8", self.path, 1)
+            elif kind == "wide":
+                # UTF-16/32 without its mark, in the byte order the encoding given names
+                self.transcoded_from = _codec_name(str(encoding))
+                order = _looks_utf16_without_bom(self.sample)
+                if order and self.transcoded_from.startswith("utf-16") and order != self.transcoded_from:
+                    raise DataFormatError(f"encoding {encoding!r} does not fit: this file looks like {order} (a "
+                                          f"NUL byte {'after' if order.endswith('le') else 'before'} every "
+                                          f"character): read it with encoding {order}", self.path, 1)
+                self.stream = io.BufferedReader(_Transcoded(self.stream, self.transcoded_from, self.path,
+                                                            by_mark=False), buffer_size=_CHUNK)
+                self.sample = self._peek_sample()
+            elif kind == "bom":
+                raise DataFormatError(_no_mark(_codec_name(str(encoding)), _looks_utf16_without_bom(self.sample)),
+                                      self.path, 1)
+            else:
+                order = _looks_utf16_without_bom(self.sample)
+                if order:
+                    raise DataFormatError(f"UTF-16 text without a byte-order mark (a NUL byte "
+                                          f"{'after' if order.endswith('le') else 'before'} every character): save "
+                                          f"the file as UTF-8 (the tagged formats also read it with encoding "
+                                          f"{order})", self.path, 1)
             if b"\r" in self.sample and b"\n" not in self.sample:
                 # Old Mac line endings (CR only): read them as lines.
                 self.line_endings = "cr"
@@ -399,10 +470,11 @@ class Source:
         (:attr:`transcoded_from`): its mark decides, and ``encoding`` is not used."""
         if self.transcoded_from is not None:
             encoding = "utf-8"
-        try:
-            "".encode(encoding)
-        except LookupError:
-            raise ValueError(f"unknown text encoding {encoding!r}") from None
+        kind = encoding_kind(encoding)
+        if kind != "ascii":   # the source was opened without it (see open_source's encoding)
+            raise DataFormatError(_no_mark(_codec_name(encoding), _looks_utf16_without_bom(self.sample))
+                                  if kind == "bom" else f"encoding {encoding!r} must be given when the file is "
+                                  f"opened (open_source(path, encoding=...))", self.path, 1)
         lineno = 0
         first = True
         for block in self._blocks():
@@ -460,6 +532,8 @@ class Source:
         return False
 
 
-def open_source(path, progress: Optional[ProgressCallback] = None) -> Source:
-    """Open ``path`` for streaming (see :class:`Source`)."""
-    return Source(path, progress)
+def open_source(path, progress: Optional[ProgressCallback] = None, encoding: Optional[str] = None) -> Source:
+    """Open ``path`` for streaming (see :class:`Source`).  ``encoding`` (the reader option, when
+    given): refused here when it is not ASCII-compatible (:func:`encoding_kind`); utf-16-le/-be and
+    utf-32-le/-be are transcoded to UTF-8 when the file has no byte-order mark (a mark decides)."""
+    return Source(path, progress, encoding)
