@@ -120,7 +120,7 @@ def test_decode_without_gold_tags_or_words_keeps_the_old_columns(tmp_path, capsy
      "missing.txt: no such file"),
     (["train", WORDS, "--observe", "words", "--rare", "shape", "--max-vocab", "3", "--model", "standard",
       "--states", "2"], "too small"),
-    (["train", WORDS, "--rare", "shape", "--model", "standard", "--states", "2"], "needs observe='words'"),
+    (["train", WORDS, "--rare", "shape", "--model", "standard", "--states", "2"], "needs --observe words"),
 ])
 def test_word_option_errors_exit_2_with_one_line(tmp_path, capsys, argv, phrase):
     rc, out, err = _run(capsys, [*argv, "--out", tmp_path / "x.h5"])

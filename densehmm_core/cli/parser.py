@@ -112,7 +112,8 @@ exit status: 0 ok, 1 failure (diverged, internal error), 2 user error, 130 inter
 
 def _common(p):
     g = p.add_argument_group("output")
-    g.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    g.add_argument("-q", "--quiet", action="store_true",
+                   help="print no notes and no progress (the command's result and errors are still printed)")
     g.add_argument("-v", "--verbose", action="store_true", help="print every progress event as a line")
     g.add_argument("--debug", action="store_true", help="show a traceback on errors")
 
@@ -124,7 +125,9 @@ def _data_options(p, *, preprocess=True, split=True):
                         "fasta, word_tag, word_slash_tag, ptb, conll, conllu, medpost")
     g.add_argument("--preset", metavar="NAME",
                    help="paper preprocessing preset: paper_protein, paper_medpost, "
-                        "reference_code_protein, reference_code_penn")
+                        "reference_code_protein, reference_code_penn" + ("" if preprocess else
+                        " (its reading options and choice of sequences; never its --merge-below: the model's "
+                        "vocabulary reads the data)"))
     g.add_argument("--observe", choices=["tags", "words"],
                    help="tagged corpora: observe the tags (default) or the words")
     g.add_argument("--column", type=int, metavar="COL",
@@ -132,11 +135,25 @@ def _data_options(p, *, preprocess=True, split=True):
     g.add_argument("--tagset", choices=["upos", "xpos"], help="CoNLL-U: the tag column (default upos)")
     g.add_argument("--keep-traces", action="store_true",
                    help="Penn Treebank: keep the -NONE- trace leaves (dropped by default)")
+    g.add_argument("--mol", choices=["protein", "na", "all"],
+                   help="FASTA with mol: fields (RCSB pdb_seqres): the records kept (default protein; 'all' keeps "
+                        "every record, as the paper_protein preset does)")
+    g.add_argument("--alphabet", metavar="NAME|SYMBOLS",
+                   help="FASTA: the symbols (default observed: those seen); protein, protein20, dna, rna, dna_iupac, "
+                        "rna_iupac give a fixed vocabulary (other symbols become its wildcard X or N, counted); any "
+                        "other text is the alphabet itself (a symbol outside it is an error)")
+    g.add_argument("--nucleotide", choices=["dna", "rna"], help="FASTA: dna rewrites U as T, rna T as U")
+    g.add_argument("--collapse-tags", action="store_true",
+                   help="word/TAG (Brown): collapse the tags' suffixes (fw-nn-tl -> nn; 472 Brown tags -> 104)")
+    g.add_argument("--skip-bad-sentences", action="store_true",
+                   help="CoNLL, CoNLL-U: read the complete sentences of a file with a broken line (e.g. cut "
+                        "short) and count the broken ones (default: the first one is an error)")
     g.add_argument("--encoding", metavar="ENC",
                    help="text encoding of tagged corpora (default utf-8; e.g. latin-1; a UTF-16/32 byte-order "
                         "mark decides by itself)")
     g.add_argument("--subset", type=int, metavar="N",
-                   help="use the first N sequences (with --extra: of DATA; the extra files stay whole)")
+                   help="use the first N sequences" + (" (with --extra: of DATA; the extra files stay whole)"
+                                                       if preprocess else ""))
     if preprocess:
         g.add_argument("--chunk", type=int, metavar="T", dest="chunk_len",
                        help="cut sequences longer than T into pieces of T symbols, in order (a genome "
@@ -153,7 +170,9 @@ def _data_options(p, *, preprocess=True, split=True):
     elif split:
         g.add_argument("--split", type=float, default=None, metavar="F",
                        help="fraction of the sequences held out as test data (default 0.5; 0 = no test set)")
-    g.add_argument("--seed", type=_seed, default=0, help="seed of the split, initialisation and demo data (default 0)")
+    g.add_argument("--seed", type=_seed, default=0,
+                   help="seed of the split, initialisation and demo data (default 0)" if preprocess else
+                   "seed of the split (with --split: the one used for training) and of the demo data (default 0)")
     _word_options(p, vocabulary=preprocess)
 
 
@@ -340,7 +359,10 @@ examples:
     p = sub.add_parser("export", formatter_class=_formatter, help="export matrices and embeddings to CSV",
                        description="Write one CSV file per array (startprob, transmat, emissionprob and, for "
                                    "dense models, U, Z, W, V, z_start; with symbol features feature_V) "
-                                   "and the vocabulary (vocabulary.csv) into a folder, or into a .zip.",
+                                   "and the vocabulary (vocabulary.csv) into a folder, or into a .zip. The "
+                                   "folder then holds exactly this model's files: a previous export there is "
+                                   "replaced (files this model lacks are removed); a folder holding other "
+                                   "files is refused. An existing .zip is replaced.",
                        epilog="""\
 examples:
   densehmm export protein.h5 protein_csv/

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from ..commandline import UserError
+from ..commandline import DATA_OPTION_DESTS, UserError
 from ..config import shared_data
 
 __all__ = ["add_reproduce_parser", "add_sweep_parser", "parse_grid", "DEFAULT_DATA"]
@@ -383,8 +383,8 @@ def add_sweep_parser(subparsers, data_options, formatter_class=None) -> argparse
 
 
 #: The data options of ``sweep`` (those of ``train``) that change what a run sees: all of them.
-SWEEP_DATA_OPTIONS = ("format", "preset", "observe", "column", "tagset", "keep_traces", "subset", "chunk_len",
-                      "max_len", "min_len", "merge_below", "lowercase", "min_count", "max_vocab", "rare", "encoding")
+#: every data flag (commandline.DATA_OPTION_DESTS, their one list): a sweep's settings record those given
+SWEEP_DATA_OPTIONS = DATA_OPTION_DESTS
 
 
 def sweep_data_options(args) -> dict:
