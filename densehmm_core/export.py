@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-__all__ = ["model_tables", "export_csv"]
+__all__ = ["model_tables", "export_csv", "EXPORT_FILES"]
 
 
 def _num(x: float) -> str:
@@ -92,6 +92,12 @@ def model_tables(source: Any, name: Optional[str] = None) -> Dict[str, str]:
     return out
 
 
+#: Every file name an export may hold (``model_tables`` writes a subset of them): a folder holding only these
+#: (and nothing else) is a previous export, which a new export replaces.
+EXPORT_FILES = ("startprob.csv", "transmat.csv", "emissionprob.csv", "vocabulary.csv", "U.csv", "Z.csv", "W.csv",
+                "V.csv", "z_start.csv", "feature_V.csv")
+
+
 def export_csv(source: Any, target, name: Optional[str] = None) -> List[str]:
     """Write the CSV tables of a model into a folder, or into a zip file (``target`` ends in ``.zip``).
 
@@ -99,6 +105,11 @@ def export_csv(source: Any, target, name: Optional[str] = None) -> List[str]:
     with the usual permissions (``0666`` minus the umask), under the target's lock.  An
     existing file that is not a zip (for a ``.zip`` target) or a non-folder (otherwise)
     is refused, as is a read-only file: nothing is overwritten by accident.
+
+    A folder ends up holding exactly this model's files: a new or empty folder is written into; a folder
+    holding a previous export (only names of :data:`EXPORT_FILES`) is replaced by this one (its files this
+    model lacks, e.g. ``feature_V.csv``, are removed after the new files are in place); a folder holding
+    anything else is refused (nothing in it is touched).
 
     Returns
     -------
@@ -111,11 +122,14 @@ def export_csv(source: Any, target, name: Optional[str] = None) -> List[str]:
         The target cannot be written (one-line message: which file, why).
     """
     from . import fileio
-    tables = model_tables(source, name)
     target = os.fspath(target)
+    if not target.strip():
+        raise ValueError("no export target given: name a folder, or a file ending in .zip")
+    tables = model_tables(source, name)
     if target.lower().endswith(".zip"):
         if os.path.isfile(target) and not zipfile.is_zipfile(target):
             raise fileio.FileWriteError(target, "exists and is not a zip file: not overwritten")
+        _check_parent(target)
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
             for fname, text in tables.items():
@@ -124,11 +138,60 @@ def export_csv(source: Any, target, name: Optional[str] = None) -> List[str]:
         return list(tables)
     if os.path.exists(target) and not os.path.isdir(target):
         raise fileio.FileWriteError(target, "exists and is not a folder: give a folder or a name ending in .zip")
-    try:
-        os.makedirs(target, exist_ok=True)
-    except OSError as e:
-        raise fileio.FileWriteError(target, f"cannot create the folder ({e.strerror or e})") from None
+    if not os.path.isdir(target):
+        _check_parent(target)
+        try:
+            os.makedirs(target, exist_ok=True)
+        except OSError as e:
+            raise fileio.FileWriteError(target, f"cannot create the folder ({e.strerror or e})") from None
     with fileio.file_lock(target):
+        old = _previous_export(target)
         for fname, text in tables.items():
             fileio.write_text(os.path.join(target, fname), text, lock=False)
+        for fname in sorted(set(old) - set(tables)):   # the previous model's files this one lacks
+            try:
+                os.unlink(os.path.join(target, fname))
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise fileio.FileWriteError(os.path.join(target, fname), "is left from a previous export and "
+                                            f"cannot be removed ({e.strerror or e})") from None
     return list(tables)
+
+
+def _previous_export(folder: str) -> List[str]:
+    """The files of ``folder`` (empty, or a previous export: only :data:`EXPORT_FILES`, as plain files);
+    anything else there is refused with one line naming it, before anything is written."""
+    from . import fileio
+    try:
+        entries = sorted(os.listdir(folder))
+    except OSError as e:
+        raise fileio.FileWriteError(folder, f"cannot be listed ({e.strerror or e})") from None
+    foreign = [e for e in entries if e not in EXPORT_FILES or not os.path.isfile(os.path.join(folder, e))
+               or os.path.islink(os.path.join(folder, e))]
+    if foreign:
+        shown = ", ".join(repr(e) for e in foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise fileio.FileWriteError(folder, f"holds files that are not a CSV export ({shown}): nothing written; "
+                                            "give a new or empty folder, or one holding only a previous export")
+    return entries
+
+
+def _check_parent(target: str) -> None:
+    """The folder that is to receive ``target`` exists and accepts a new file (one line naming it, else)."""
+    import errno
+    import tempfile
+
+    from . import fileio
+    parent = os.path.dirname(os.path.abspath(target))
+    if not os.path.isdir(parent):
+        raise fileio.FileWriteError(target, f"the folder {parent} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".densehmm-probe.", suffix=".tmp")
+    except OSError as e:
+        why = "it does not accept new files" if e.errno == errno.ENOENT else (e.strerror or str(e))
+        raise fileio.FileWriteError(target, f"cannot write in the folder {parent} ({why})") from None
+    os.close(fd)
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass

@@ -26,7 +26,7 @@ def cmd_evaluate(args) -> int:
                                         for i, t in enumerate(tagging["mapping"].tolist())}
     if args.json:
         _out(json.dumps(_jsonable(result), indent=2))  # inf (an impossible sequence) -> null
-    elif not args.quiet:
+    else:   # the result, also with --quiet (which hides notes and progress only)
         _out(f"model       {result['model']} ({args.model_file})")
         _out(f"data        {args.data}" + (f" ({args.part} part)" if args.part != "all" else "")
              + f": {values['n_sequences']} sequences, {values['n_tokens']} tokens")
@@ -34,7 +34,7 @@ def cmd_evaluate(args) -> int:
         _out(f"normalised NLL          {values['nll']:.6f}   (-log-likelihood / tokens)")
         if "paper_nll" in values:
             _out(f"normalised NLL (paper)  {values['paper_nll']:.6f}")
-        if values["n_impossible"]:
+        if values["n_impossible"] and not args.quiet:
             _out(_impossible_note(model, values["n_impossible"], values["n_sequences"]))
         if "mad" in values:
             _out(f"co-occurrence MAD       {values['mad']:.6g}")
@@ -103,11 +103,10 @@ def _kv(d: dict) -> str:
     return ("\n" + " " * 15).join(lines)
 
 
-#: longest list shown whole in the listing (a vocabulary or a history would fill screens: --json has them)
+#: longest list of values shown whole in the listing (a vocabulary or a long list of counts would fill screens:
+#: --json has them); mappings and lists of mappings (the data's reading options, preprocessing steps, extra
+#: files, split, reader counts: what reads the same data again) are always shown whole, wrapped
 LIST_CHARS = 60
-#: longest mapping shown whole: the data's reading options, preprocessing, split and reader counts
-#: (what reproduces the data: lowercase, min_count, ... all visible; a few hundred characters)
-DICT_CHARS = 600
 
 
 def _short(v) -> str:
@@ -115,8 +114,8 @@ def _short(v) -> str:
         return f"{v:.6g}"
     if isinstance(v, (list, dict)):
         s = json.dumps(v)
-        limit = DICT_CHARS if isinstance(v, dict) else LIST_CHARS
-        return _safe(s if len(s) <= limit else s[:limit - 3] + "...")
+        whole = isinstance(v, dict) or any(isinstance(x, dict) for x in v)
+        return _safe(s if whole or len(s) <= LIST_CHARS else s[:LIST_CHARS - 3] + "...")
     return _safe(v)
 
 
@@ -242,7 +241,8 @@ def cmd_decode(args) -> int:
 # ---------------------------------------------------------------- export
 def cmd_export(args) -> int:
     from ..export import export_csv
+    if not args.target.strip():
+        raise UserError("OUT is empty: give a folder, or a file name ending in .zip")
     written = export_csv(args.model_file, args.target, name=args.name)
-    if not args.quiet:
-        _out(f"wrote {len(written)} CSV file(s) to {args.target}")
+    _out(f"wrote {len(written)} CSV file(s) to {args.target}")   # the result, also with --quiet
     return EXIT_OK

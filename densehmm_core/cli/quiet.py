@@ -5,8 +5,8 @@ load, whatever ``TF_CPP_MIN_LOG_LEVEL`` says (absl's "All log messages before
 absl::InitializeLog() is called are written to STDERR", "oneDNN custom operations are
 on", "This TensorFlow binary is optimized to use available CPU instructions"), once per
 library.  They are not errors and oneDNN stays on; :func:`filter_native_notices` routes
-fd 2 through a pipe and drops just those lines, so that ``densehmm train ... -q`` prints
-nothing but errors.  Every other line (our own errors included) passes unchanged.
+fd 2 through a pipe and drops just those lines, so that ``densehmm train ... -q`` writes
+nothing but errors to stderr.  Every other line (our own errors included) passes unchanged.
 """
 from __future__ import annotations
 

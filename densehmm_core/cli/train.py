@@ -302,16 +302,16 @@ def _train_and_save(args, model, train, test, name, resumed: bool, token, printe
             # the abort reached the process where Python ignores exceptions (e.g. a fork
             # callback of the save's file probe): the save finished regardless; say so
             _err(f"densehmm: note: the {signals.abort_name} could not stop the save: {out} holds the model")
-    if not args.quiet:
-        parts = [_stop_text(stopped, phase)]
-        for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
-            if k in metrics:
-                parts.append(f"{k} {metrics[k]:.6g}")
-        _out("; ".join(parts))
-        if metrics.get("test_n_impossible"):
-            _out(_impossible_note(model, metrics["test_n_impossible"], metrics["test_n_sequences"], "test "))
-        if out:
-            _out(f"saved {kind} model {saved_name!r} to {out}")
+    # the result, also with --quiet (which hides notes and progress only)
+    parts = [_stop_text(stopped, phase)]
+    for k in ("train_nll", "test_nll", "test_mad", "train_m1", "test_m1"):
+        if k in metrics:
+            parts.append(f"{k} {_number(metrics[k])}")
+    _out("; ".join(parts))
+    if metrics.get("test_n_impossible") and not args.quiet:
+        _out(_impossible_note(model, metrics["test_n_impossible"], metrics["test_n_sequences"], "test "))
+    if out:
+        _out(f"saved {kind} model {saved_name!r} to {out}")
     if error is not None:
         _err(f"densehmm: error: training diverged ({error}); "
              + (f"the last finite model was saved to {out}" if out else "the last finite model was kept"))
@@ -338,6 +338,13 @@ class _RunSave:
                  f"this run's model is saved as {saved!r}")
         self.name = saved
         return saved
+
+
+def _number(value) -> str:
+    """A metric of the summary line: 6 significant digits, and 0 never written as -0 (a one-token model's
+    train_nll is -0.0)."""
+    text = f"{value:.6g}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def _stop_text(reason: str, phase: str) -> str:
