@@ -262,3 +262,17 @@ def test_a_zero_nll_is_printed_as_0(tmp_path, capsys):
                        "--split", "0")
     assert rc == 0, err
     assert "train_nll 0" in out and "-0" not in out
+
+
+def test_the_message_flag_table_names_real_flags():
+    """commandline.OPTION_FLAGS (what messages say) and DATA_OPTION_DESTS (what a sweep records) must name
+    flags the parser has: a renamed flag would otherwise leave messages pointing at a flag that is gone."""
+    from densehmm_core.cli.parser import build_parser
+    from densehmm_core.commandline import DATA_OPTION_DESTS, OPTION_FLAGS
+    parser = build_parser()
+    train = parser._subparsers._group_actions[0].choices["train"]
+    train.parse_known_args(["demo"])            # the train command adds its metadata flags on use
+    flags = {s for a in train._actions for s in a.option_strings}
+    dests = {a.dest for a in train._actions}
+    assert set(OPTION_FLAGS.values()) <= flags, set(OPTION_FLAGS.values()) - flags
+    assert set(DATA_OPTION_DESTS) <= dests, set(DATA_OPTION_DESTS) - dests
