@@ -91,7 +91,8 @@ class DenseHMM(AdamStateMixin, BaseHMM):
     fit_method : {"cooc", "em", "cooc_em", "marginal"}
         Training scheme used by :meth:`fit` (see the module docstring).
     seed : int, optional
-        Seeds the standard-normal initialisation (restart ``r`` uses ``[seed, r]``).
+        Seeds the start (the random start's normal draws, the spectral start's k-means and
+        restarts; restart ``r`` uses ``[seed, r]``) and everything random in a fit.
         Same seed, same numbers on CPU.  Without a seed one is drawn at fit time and
         stored in ``seed_used_``.
     preset : {"default", "paper"}
@@ -175,8 +176,9 @@ class DenseHMM(AdamStateMixin, BaseHMM):
         Divergence guard: an embedding entry beyond this magnitude (all softmaxes saturated
         far beyond float64) counts as divergence, like a non-finite loss or parameter.
     jit : bool
-        XLA-compile the Adam loops (cooc chunks and EM M-steps): 2-4x faster per step for
-        small models, but the first fit of each model shape pays a compilation of a few seconds.
+        XLA-compile the co-occurrence fit's Adam chunks (about 3x faster per step for small models; the
+        first fit of each model shape pays a compilation of a few seconds).  EM's M-step runs on the
+        array module, without TensorFlow: ``jit`` does not change it.
     engine : {"auto", "numpy", "cupy"}
         Inference engine for the E-step and scoring (:func:`densehmm_core.engine.engine_for`):
         ``"auto"`` = CuPy on ``device``'s GPU when CuPy works there, numpy otherwise.
@@ -205,7 +207,8 @@ class DenseHMM(AdamStateMixin, BaseHMM):
         The symbol x feature incidence of the last fit with ``symbol_features`` (its
         ``vocabulary`` is the feature vocabulary; ``embeddings_["feature_V"]`` the feature vectors).
     device_used_ : str
-        The TensorFlow device of the last fit.
+        The device of the last fit: the engine's for EM and the likelihood fit (``"/CPU:0"``, a GPU
+        with CuPy), TensorFlow's for the co-occurrence fits.
     adam_state_ : dict or None
         Adam's state after the last EM iteration of a ``fit_method="em"`` (or ``"cooc_em"``) fit:
         ``{"m": ndarray, "v": ndarray, "t": float}``, the first and second moments in the packed

@@ -276,3 +276,23 @@ def test_the_message_flag_table_names_real_flags():
     dests = {a.dest for a in train._actions}
     assert set(OPTION_FLAGS.values()) <= flags, set(OPTION_FLAGS.values()) - flags
     assert set(DATA_OPTION_DESTS) <= dests, set(DATA_OPTION_DESTS) - dests
+
+
+@pytest.mark.parametrize("flags", [["--subset", "3"], ["--max-len", "5"], ["--chunk", "50"], ["--format", "fasta"],
+                                   ["--mol", "all"], ["--lowercase"], ["--min-count", "5"], ["--keep-traces"],
+                                   ["--encoding", "latin-1"], ["--extra", "x.txt"], ["--merge-below", "0.5"]])
+def test_reading_options_with_the_demo_are_one_line(tmp_path, capsys, flags):
+    """The demo data are generated, not read: a reading option given with them changed nothing and was
+    accepted silently (docs/CLI.md says an option that does not apply is an error)."""
+    rc, _, err = cli(capsys, "train", "demo", "--states", "2", "--dim", "1", "--method", "em", "--iter", "1",
+                     "--out", tmp_path / "m.h5", "-q", *flags)
+    assert rc == 2
+    one_error(err, f"{flags[0]} applies to data files; the demo data are generated")
+    assert not (tmp_path / "m.h5").exists()
+    if flags[0] in ("--subset", "--max-len", "--chunk", "--format", "--encoding"):   # evaluate/decode take these
+        assert cli(capsys, "train", "demo", "--states", "2", "--dim", "1", "--method", "em", "--iter", "1",
+                   "--out", tmp_path / "m.h5", "-q")[0] == 0
+        for command in ("evaluate", "decode"):
+            rc, _, err = cli(capsys, command, tmp_path / "m.h5", "demo", *flags)
+            assert rc == 2
+            one_error(err, f"{flags[0]} applies to data files")

@@ -12,6 +12,20 @@ def _is_demo(spec) -> bool:
     return spec is not None and str(spec).lower() == "demo" and not os.path.exists(str(spec))
 
 
+def _refuse_reading_options(args) -> None:
+    """The demo data are generated, not read: a reading or preprocessing option given with them would change
+    nothing (one line naming it, exit 2; ``--preset`` and ``--split`` have their own messages)."""
+    from ..commandline import DATA_OPTION_DESTS, OPTION_FLAGS
+    for dest in DATA_OPTION_DESTS + ("extra", "skip_unknown"):
+        value = getattr(args, dest, None)
+        if dest in ("preset", "split") or value is None or value is False or value == [] or \
+                (dest == "format" and value == "auto"):
+            continue
+        flag = OPTION_FLAGS.get(dest) or "--" + dest.replace("_", "-")
+        raise UserError(f"{flag} applies to data files; the demo data are generated, not read (give a DATA file, "
+                        f"or leave {flag} out)")
+
+
 def _demo(seed: int):
     """The built-in synthetic data set: (train, test, true-parameters), as Corpus objects."""
     from ..data import Corpus
@@ -123,6 +137,7 @@ def _load_train_data(args):
             if preset not in data_mod.PRESETS:
                 raise UserError(f"unknown preset {preset!r} (choose one of: {', '.join(sorted(data_mod.PRESETS))})")
             raise UserError("--preset applies to data files, not to the demo data")
+        _refuse_reading_options(args)
         train, test, _ = _demo(args.seed)
         if args.split == 0:
             test = None
@@ -138,6 +153,9 @@ def _load_eval_data(args, model):
     part = getattr(args, "part", "all")
     read_as: dict = {}
     if _is_demo(args.data):
+        if getattr(args, "preset", None) is not None:
+            raise UserError("--preset applies to data files, not to the demo data")
+        _refuse_reading_options(args)
         train, test, _ = _demo(args.seed)
         corpus = {"train": train, "test": test}.get(part) or _concat(train, test)
         source = "demo"
