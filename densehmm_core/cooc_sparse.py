@@ -131,7 +131,10 @@ class DevicePairs:
     ``B`` given as arrays of that backend; only the MAD (a scalar) comes back.
 
     ``pi`` is the stationary distribution of ``A``, by one linear solve
-    ``(I - A^T + 1 1^T) pi = 1`` (non-singular for every irreducible chain).
+    ``(I - A^T + 1 1^T) pi = 1`` on the device (non-singular for every irreducible chain).  A chain
+    for which that fails (a reducible one, which Baum-Welch reaches on data of disjoint alphabets:
+    the system is singular) takes :func:`~densehmm_core.maths.stationary_distribution` on the host
+    instead: a diagnostic never stops a fit.
     """
 
     def __init__(self, pc: PairCounts, backend, block: int = 1 << 16) -> None:
@@ -145,8 +148,15 @@ class DevicePairs:
         xp = self.xp
         n = A.shape[0]
         M = xp.eye(n) - A.T + 1.0
-        pi = xp.linalg.solve(M, xp.ones(n))
-        return pi / pi.sum()
+        try:
+            pi = xp.linalg.solve(M, xp.ones(n))
+            pi = pi / pi.sum()
+            ok = not bool(xp.any(~xp.isfinite(pi) | (pi < -1e-9)))      # one scalar to the host
+        except (np.linalg.LinAlgError, ValueError):
+            ok = False
+        if ok:
+            return pi
+        return xp.asarray(stationary_distribution(self.backend.to_host(A)))
 
     def mad(self, A, B) -> float:
         """Mean over all ``m^2`` entries of ``|Omega - Omega_gt|`` (as :func:`sparse_mad`)."""

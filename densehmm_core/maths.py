@@ -35,22 +35,24 @@ def softmax(x, axis: int = -1) -> np.ndarray:
 
 
 def softmax_inverse_lstsq(U: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """The ``z`` whose ``softmax(U z)`` is closest to the distribution ``p``: least squares of ``U z``
-    against the centred ``log p`` (entries floored at 1e-300).  A DenseHMM's ``z_start`` for a start
-    distribution ``pi``."""
+    """The ``z`` whose ``softmax(U z)`` is closest to the distribution ``p``: least squares of ``U z + c``
+    against ``log p`` (entries floored at 1e-300) over ``z`` and a free constant ``c`` (softmax ignores a
+    shift, so ``c`` costs nothing; centring ``log p`` alone is the same only when ``U``'s columns are
+    orthogonal to the ones vector).  A DenseHMM's ``z_start`` for a start distribution ``pi``."""
+    U = np.asarray(U, dtype=np.float64)
     logp = np.log(np.maximum(np.asarray(p, dtype=np.float64), 1e-300))
-    return np.linalg.lstsq(U, logp - logp.mean(), rcond=None)[0]
+    U1 = np.concatenate([U, np.ones((U.shape[0], 1))], axis=1)
+    return np.linalg.lstsq(U1, logp, rcond=None)[0][:U.shape[1]]
 
 
 def stationary_distribution(transmat) -> np.ndarray:
     """Stationary distribution ``pi`` of a row-stochastic matrix: ``pi A = pi``, ``sum(pi) = 1``.
 
-    Computed in float64 by solving the linear system ``pi (A - I) = 0`` with one
-    equation replaced by the normalisation ``sum(pi) = 1`` (the normalised left
-    eigenvector for eigenvalue 1), then polished with a few power steps
-    ``pi <- pi A`` so that ``max |pi A - pi|`` is at round-off level (< 1e-12 for
-    well-conditioned chains).  For a reducible chain (several stationary
-    distributions) one of them is returned (from the eigen-decomposition).
+    Computed in float64 by the Grassmann-Taksar-Heyman elimination (GTH): it uses only the off-diagonal
+    entries and no subtraction, so it keeps full relative accuracy also for nearly decomposable chains
+    (rows like ``1 - 1e-17, 1e-17``, where solving ``pi (A - I) = 0`` loses the small entries).  For a
+    reducible chain (several stationary distributions; GTH meets a row with no way back) one of them
+    is returned, from the eigen-decomposition, polished with a few power steps ``pi <- pi A``.
 
     Parameters
     ----------
@@ -63,24 +65,12 @@ def stationary_distribution(transmat) -> np.ndarray:
     A = np.asarray(transmat, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1]:
         raise ValueError(f"transmat must be square, got shape {A.shape}")
-    n = A.shape[0]
-    M = A.T - np.eye(n)
-    M[-1, :] = 1.0
-    rhs = np.zeros(n)
-    rhs[-1] = 1.0
-    pi = None
-    try:
-        cand = np.linalg.solve(M, rhs)
-        if np.all(np.isfinite(cand)) and cand.min() > -1e-9:
-            pi = cand
-    except np.linalg.LinAlgError:
-        pass
-    if pi is None:
-        w, v = np.linalg.eig(A.T)
-        k = int(np.argmin(np.abs(w - 1.0)))
-        pi = np.real(v[:, k])
-        pi = pi / pi.sum()
-    pi = np.clip(pi, 0.0, None)
+    pi = _gth(A)
+    if pi is not None:
+        return pi
+    w, v = np.linalg.eig(A.T)
+    k = int(np.argmin(np.abs(w - 1.0)))
+    pi = np.clip(np.real(v[:, k]) * np.sign(np.real(v[:, k]).sum() or 1.0), 0.0, None)
     pi /= pi.sum()
     for _ in range(3):
         nxt = pi @ A
@@ -89,6 +79,28 @@ def stationary_distribution(transmat) -> np.ndarray:
             break
         pi = nxt
     return pi
+
+
+def _gth(A: np.ndarray) -> Optional[np.ndarray]:
+    """GTH elimination (Grassmann, Taksar and Heyman, 1985): the stationary distribution of the
+    irreducible row-stochastic ``A``; None when a state cannot be left towards the states before it
+    in the elimination (a reducible chain)."""
+    n = A.shape[0]
+    P = A.copy()
+    for k in range(n - 1, 0, -1):
+        s = P[k, :k].sum()
+        if not s > 0:
+            return None
+        P[:k, k] /= s
+        P[:k, :k] += np.outer(P[:k, k], P[k, :k])
+    pi = np.zeros(n)
+    pi[0] = 1.0
+    for j in range(1, n):
+        pi[j] = pi[:j] @ P[:j, j]
+    total = pi.sum()
+    if not (np.isfinite(total) and total > 0):
+        return None
+    return pi / total
 
 
 def empirical_cooc(seqs: Any, n_symbols: int, lengths=None) -> np.ndarray:

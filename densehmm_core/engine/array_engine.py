@@ -549,7 +549,9 @@ class ArrayEngine(Engine):
             for r0 in range(0, k, rows_per_block):
                 r1 = min(k, r0 + rows_per_block)
                 sc = delta[r0:r1, :, None] + logA          # (rows, i, j)
-                arg = sc.argmax(axis=1)
+                # ties as hmmlearn's compiled Viterbi breaks them (the one-sequence path of the numpy
+                # engine): the last of equal predecessors; the final state below is the first of equals
+                arg = (n - 1) - sc[:, ::-1, :].argmax(axis=1)
                 bp[t, r0:r1] = arg
                 best = xp.take_along_axis(sc, arg[:, None, :], axis=1)[:, 0, :]
                 delta[r0:r1] = best + logBt[obs[t, r0:r1]]
