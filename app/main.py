@@ -113,7 +113,9 @@ def _shutdown(win, code: int, wait_ms: int = 400) -> int:
     except Exception:  # noqa: BLE001 - never fail while quitting
         pass
     if busy:
-        logging.getLogger(LOGGER_NAME).info("Quit with %d thread(s) still busy (job runners, background tasks)", busy)
+        log = logging.getLogger(LOGGER_NAME)
+        log.info("Quit with %d thread(s) still busy (job runners, background tasks)", busy)
+        log.info("DenseHMM Studio quit (status %d)", code)     # the log ends with its quit line either way
         remove_log_file()
         sys.stdout.flush()
         sys.stderr.flush()
