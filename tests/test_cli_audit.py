@@ -11,24 +11,10 @@ import sys
 import pytest
 
 from densehmm_core.modelfile import load_model, read_model_info
+from clirun import cli, one_error  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 WORDS = REPO / "tests" / "fixtures" / "data" / "words.conllu"
-
-
-def cli(capsys, *argv):
-    """(exit status, stdout, stderr lines) of the command line run in this process."""
-    from densehmm_core.cli import main
-    rc = main([str(a) for a in argv])
-    cap = capsys.readouterr()
-    return rc, cap.out, [ln for ln in cap.err.splitlines() if ln.strip()]
-
-
-def one_error(lines, phrase):
-    errors = [ln for ln in lines if not ln.startswith("note: ") and not ln.startswith("training ")]
-    assert len(errors) == 1 and errors[0].startswith("densehmm") and "error:" in errors[0], lines
-    assert phrase in errors[0], errors[0]
-    return errors[0]
 
 
 @pytest.fixture
