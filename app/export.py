@@ -39,6 +39,7 @@ from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 from densehmm_core import fileio
 
 from . import pyside_fix  # noqa: F401  (PySide6 6.12 + Python 3.11 None refcount bug)
+from .print_figure import print_colours
 from .vector_figure import tidy_svg, vector_plots
 from .view_registry import view_file_name
 
@@ -265,6 +266,9 @@ def _write_png(widget, size: QtCore.QSize, path: str, scale: float) -> None:
     if image.isNull():
         raise ExportError(f"{path}: could not allocate a {w} x {h} image")
     image.setDevicePixelRatio(scale)
+    dots = int(round(PDF_DPI * scale / 0.0254))   # 96 dpi x scale: the 1x figure's size in print, sharper
+    image.setDotsPerMeterX(dots)
+    image.setDotsPerMeterY(dots)
     image.fill(widget.palette().color(QtGui.QPalette.ColorRole.Window))
     painter = QtGui.QPainter()
     if not painter.begin(image):
@@ -383,7 +387,7 @@ def export_widget(widget: QtWidgets.QWidget, path: Union[str, os.PathLike], fmt:
     if size.width() <= 0 or size.height() <= 0:
         raise ExportError(f"{path}: the view has no size to draw")
     title = title or path.stem
-    with controls_hidden(target):
+    with print_colours(target), controls_hidden(target):   # white, dark text, whatever the theme
         if not target.isVisible():
             _paint_off_screen(target)
         return _export_prepared(target, path, kind, size, scale, title, folder)
