@@ -46,6 +46,13 @@ SERIES = {
 #: Series with at most this many points also get markers (a single test evaluation shows).
 SPARSE_POINTS = 30
 
+#: The x axis of a running job: its planned steps once its points cover this share of them (or when it plans
+#: at most :data:`SMALL_TOTAL` steps); before that the points with room for GROW_ROOM times their span (a job
+#: cancelled at 18 of 5000 steps drew its curves as a vertical line at x = 0).  An ended stream: its points.
+TOTAL_SHARE = 0.25
+SMALL_TOTAL = 100
+GROW_ROOM = 4.0
+
 #: phase of the stream -> (loss plot title, axis label, tooltip): the loss is named for what it is
 LOSS_KINDS = {
     "em": ("EM objective −Q per token", "−Q / token",
@@ -250,6 +257,15 @@ class TrainingCurves(QtWidgets.QWidget):
             lead._fitted_x = xs
             for p in ([lead] if self._orientation == "vertical" else self.plots.values()):
                 p.setXRange(xs[0], xs[1], padding=0.02)
+
+    def end_stream(self) -> None:
+        """The job ended without a final event of its own (it diverged, failed or was cancelled): the x axis
+        fits the points (no longer the planned steps)."""
+        if not self._ended:
+            self._ended = True
+            if self._steps:
+                self._fit_ranges()
+                self._update_notes()
 
     def redraw(self) -> None:
         """Draw points recorded with ``add_event(..., redraw=False)`` (no-op when up to date)."""
@@ -594,17 +610,26 @@ class TrainingCurves(QtWidgets.QWidget):
         """Set x and y ranges; unchanged unless the data leave them or shrink well inside."""
         x = np.asarray(self._steps, dtype=float)
         lead = self.plots["loss"]
+        grow = False        # the data fitted, with room up to the planned total still ahead
         if x.size == 0:
             want = (0.0, 1.0)
         else:
-            hi = float(x.max())
-            if self._total is not None and self._total >= hi:
-                hi = self._total
-            want = (min(0.0, float(x.min())), hi if hi > x.min() else float(x.min()) + 1.0)
+            lo, hi = min(0.0, float(x.min())), float(x.max())
+            hi = hi if hi > lo else lo + 1.0
+            total = self._total if self._total is not None and not self._ended and self._total >= hi else None
+            if total is not None and (total <= SMALL_TOTAL or hi - lo >= TOTAL_SHARE * (total - lo)):
+                want = (lo, total)     # the points cover a fair part of the planned steps: show them all
+            else:
+                want = (lo, hi)        # ended: the data; far from the planned total: the data, with room
+                grow = total is not None
         cur = getattr(lead, "_fitted_x", None)
-        if cur is None or want[0] < cur[0] or want[1] > cur[1] or \
-                (want[1] - want[0]) < 0.5 * (cur[1] - cur[0]):
-            if self._total is None and x.size and cur is not None and want[1] > cur[1]:
+        shrink = TOTAL_SHARE / 2 if grow else 0.5
+        if cur is None or want[0] < cur[0] or want[1] > cur[1] or (want[1] - want[0]) < shrink * (cur[1] - cur[0]) \
+                or (grow and want[1] >= cur[1]) \
+                or (self._ended and x.size and want != cur):
+            if grow:        # room for the next points: fewer rescales (x GROW_ROOM each), the planned total at most
+                want = (want[0], min(self._total, want[0] + GROW_ROOM * (want[1] - want[0])))
+            elif self._total is None and not self._ended and x.size and cur is not None and want[1] > cur[1]:
                 want = (want[0], want[0] + 1.5 * (want[1] - want[0]))  # room to grow: fewer rescales
             lead._fitted_x = want
             for p in ([lead] if self._orientation == "vertical" else self.plots.values()):

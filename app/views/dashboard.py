@@ -324,6 +324,7 @@ class Dashboard(QtWidgets.QWidget):
         text = self.title.text()
         if tag not in text:
             self.title.setText(f"{text}  ·  {tag} {reason}".rstrip())
+        self._safe("curves", self.curves.end_stream)   # the x axis fits its points, not the planned steps
         self.sigStatus.emit(f"{tag} {reason}".rstrip())
 
     def set_vocabulary(self, vocabulary: Optional[Sequence[str]]) -> None:
