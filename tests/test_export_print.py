@@ -103,3 +103,42 @@ def test_png_dpi_tag_is_96_times_the_scale(dashboard, tmp_path, scale):
     # the same size in inches as the 1x figure
     assert abs(img.width() / dpi - dashboard.views()["transmat"].width() / 96) < 0.05
 
+
+def _bar_beside_strip(heatmap):
+    bar = heatmap.colorbar
+    assert bar.scene() is heatmap.graphics.scene() and bar.isVisible()
+    strip = heatmap.plot.vb.sceneBoundingRect()
+    box = bar.sceneBoundingRect()
+    assert box.left() >= strip.right() and box.width() > 60
+    assert strip.top() - 10 <= box.center().y() <= strip.bottom() + 10   # beside the strip
+    return bar
+
+
+def test_pi_has_a_colour_bar_that_follows_its_range_and_is_in_the_figure(dashboard, tmp_path, qtbot):
+    hm = dashboard.heatmaps
+    qtbot.waitUntil(lambda: hm.startprob.image_data() is not None)
+    assert "0 to 1" in hm.fixed_box.toolTip()
+    bar = _bar_beside_strip(hm.startprob)
+    hm.set_fixed_range(True)
+    assert tuple(bar.levels()) == (0.0, 1.0)
+    hm.set_fixed_range(False)
+    pi = params()["startprob"]
+    assert bar.levels() == pytest.approx((pi.min(), pi.max()))
+    img = QtGui.QImage(str(export_widget(hm.startprob, tmp_path / "pi.png")))
+    box = bar.sceneBoundingRect().toRect()
+    colours = {img.pixel(x, box.center().y() - 6) for x in range(box.left(), box.right())}
+    assert len(colours) > 20          # the colour map drawn beside the strip
+
+
+def test_delta_pi_has_a_colour_bar(qtbot):
+    from app.views import CompareView
+    w = CompareView()
+    qtbot.addWidget(w)
+    w.resize(1100, 700)
+    w.show()
+    qtbot.waitExposed(w)
+    hm = w.maps["startprob"]
+    hm.set_matrix(np.array([0.1, -0.2, 0.05]))
+    qtbot.wait(20)
+    bar = _bar_beside_strip(hm)
+    assert bar.levels() == pytest.approx((-0.2, 0.2))

@@ -154,7 +154,7 @@ class CompareView(QtWidgets.QWidget):
         right = QtWidgets.QVBoxLayout()
         self.maps: Dict[str, MatrixHeatmap] = {
             "startprob": MatrixHeatmap("Δπ", "", "state", symbol="Δπ", symmetric=True, cmap=diverging_cmap(),
-                                       colorbar=False),
+                                       colorbar="horizontal"),
             "transmat": MatrixHeatmap("ΔA", "from state", "to state", symbol="ΔA", symmetric=True,
                                       cmap=diverging_cmap()),
             "emissionprob": MatrixHeatmap("ΔB", "state", "symbol", symbol="ΔB", symmetric=True,

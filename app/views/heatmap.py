@@ -10,7 +10,7 @@ rebuilt when the shape or the labels change.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import pyqtgraph as pg
@@ -32,6 +32,8 @@ MIN_CELL_PX = (34, 16)
 HEATMAP_MAX_SYMBOLS = 200
 #: the row axis' ticks: this many pixels outwards (never over the cells' values)
 TICK_OUT_PX = 4
+#: Width of the colour bar lying beside a one-row strip (pi, delta pi)
+FLAT_BAR_PX = 110
 
 
 class MatrixHeatmap(QtWidgets.QWidget):
@@ -53,15 +55,16 @@ class MatrixHeatmap(QtWidgets.QWidget):
         Colour range symmetric around 0 (for differences); ignores ``fixed_range``.
     annotate : bool or None
         Write values into the cells; ``None`` means "when the matrix is small".
-    colorbar : bool
-        Show the colour bar (the levels apply either way).
+    colorbar : bool or "horizontal"
+        Show the colour bar (the levels apply either way); ``"horizontal"``: a short one lying beside the
+        plot (a one-row strip such as pi, too low for a standing bar's labels).
     """
 
     sigHovered = QtCore.Signal(object)  # (row, col, value) or None
 
     def __init__(self, title: str = "", row_title: str = "row", col_title: str = "column",
                  symbol: str = "M", fixed_range: bool = True, cmap: Optional[pg.ColorMap] = None,
-                 symmetric: bool = False, annotate: Optional[bool] = None, colorbar: bool = True,
+                 symmetric: bool = False, annotate: Optional[bool] = None, colorbar: Union[bool, str] = True,
                  parent: Optional[QtWidgets.QWidget] = None) -> None:
         super().__init__(parent)
         self._title = title
@@ -98,17 +101,26 @@ class MatrixHeatmap(QtWidgets.QWidget):
         self.image = pg.ImageItem(axisOrder="row-major")
         self.image.setAutoDownsample(False)
         self.plot.addItem(self.image)
+        # a one-row strip (pi): a short bar beside it, lying down (standing, its labels overlapped)
+        self._flat_bar = colorbar == "horizontal"
         self.colorbar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=self._cmap, interactive=False,
-                                        width=14, colorMapMenu=False)
-        self.colorbar.setImageItem(self.image, insert_in=self.plot if colorbar else None)
-        if not colorbar:
+                                        width=10 if self._flat_bar else 14, colorMapMenu=False,
+                                        orientation="horizontal" if self._flat_bar else "vertical")
+        self.colorbar.setImageItem(self.image, insert_in=self.plot if colorbar and not self._flat_bar else None)
+        if self._flat_bar:
+            self.image.setColorMap(self._cmap)
+            self.colorbar.setFixedWidth(FLAT_BAR_PX)
+            self.graphics.addItem(self.colorbar, row=0, col=1)
+            self.graphics.ci.layout.setAlignment(self.colorbar, QtCore.Qt.AlignmentFlag.AlignVCenter)
+        elif not colorbar:
             self.image.setColorMap(self._cmap)
         _, fg = theme_colors(self)
         self.colorbar.axis.setPen(pg.mkPen(fg))
         self.colorbar.axis.setTextPen(pg.mkPen(fg))
         # labels with enough digits for narrow ranges, and an axis wide enough to show them
         use_precise_ticks(self.colorbar.axis)
-        space_vertical_labels(self.colorbar.axis)
+        if not self._flat_bar:
+            space_vertical_labels(self.colorbar.axis)
         self._cbar_width = 45
         self._levels_shown = None
         self.graphics.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -254,6 +266,8 @@ class MatrixHeatmap(QtWidgets.QWidget):
 
     def _fit_colorbar_axis(self, lo: float, hi: float) -> None:
         """Widen the colour bar's axis (fixed at 45 px by pyqtgraph) so its labels are not dropped."""
+        if self._flat_bar:
+            return
         ax = self.colorbar.axis
         span = max(hi - lo, 1e-300)
         key = (int(np.floor(2 * np.log10(span))), int(np.floor(np.log10(max(abs(lo), abs(hi), 1e-300)))))
@@ -357,7 +371,7 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         self._vocab: Optional[Sequence[str]] = None
         self._params: Optional[dict] = None
         self.startprob = MatrixHeatmap("Start distribution π", "", "state", symbol="π",
-                                       fixed_range=fixed_range, colorbar=False)
+                                       fixed_range=fixed_range, colorbar="horizontal")
         self.transmat = MatrixHeatmap("Transition matrix A", "from state", "to state", symbol="A",
                                       fixed_range=fixed_range)
         self.emission = MatrixHeatmap("Emission matrix B", "state", "symbol", symbol="B",
@@ -376,6 +390,9 @@ class ParameterHeatmaps(QtWidgets.QWidget):
         self.transmat.setMinimumHeight(120)   # with pi above: the dashboard fits a 1366 x 768 screen
         self.fixed_box = QtWidgets.QCheckBox("Fixed colour range 0..1")
         self.fixed_box.setChecked(fixed_range)
+        self.fixed_box.setToolTip("Colour π, A and B on one scale from 0 to 1, so that colours compare between the\n"
+                                  "matrices and between jobs; off: each matrix's colours span its own smallest to\n"
+                                  "largest value (small differences show; the colour bars give the values).")
         self.fixed_box.toggled.connect(self.set_fixed_range)
         self.info = QtWidgets.QLabel("")
         top = QtWidgets.QHBoxLayout()
