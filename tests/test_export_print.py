@@ -142,3 +142,35 @@ def test_delta_pi_has_a_colour_bar(qtbot):
     qtbot.wait(20)
     bar = _bar_beside_strip(hm)
     assert bar.levels() == pytest.approx((-0.2, 0.2))
+
+
+def test_a_decode_figure_says_which_positions_it_shows_without_the_screen_instruction(qtbot, tmp_path):
+    """Audit 24 item 9: the figure of a 323-long sequence showed positions 0-249 and printed "drag or zoom"."""
+    import xml.etree.ElementTree as ET
+    from types import SimpleNamespace
+    from app.views import DecodeView
+    from densehmm_core.standard import StandardHMM
+    rng = np.random.default_rng(3)
+    seqs = [rng.integers(0, 6, size=L) for L in (323, 40)]
+    model = StandardHMM(3, n_symbols=6, n_iter=2, seed=0).fit(seqs)
+    w = DecodeView()
+    qtbot.addWidget(w)
+    w.resize(900, 500)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_model(model, SimpleNamespace(sequences=seqs, vocabulary=list("abcdef"), names=["s0", "s1"]))
+    w.select_sequence(0)
+    on_screen = w.status.text()
+    assert "drag or zoom" in on_screen
+    svg = export_widget(w, tmp_path / "decode.svg")
+    texts = " ".join(" ".join("".join(el.itertext()).split()) for el in ET.parse(svg).getroot().iter(
+        "{http://www.w3.org/2000/svg}text"))
+    assert "drag or zoom" not in texts
+    assert "Positions 0–249 of 323 shown." in texts
+    assert w.status.text() == on_screen          # the screen keeps its line
+    w.track_plot.setXRange(99.5, 199.5, padding=0)   # the user scrolled: the figure says so
+    assert w.figure_status().endswith("Positions 100–199 of 323 shown.")
+    w.track_plot.setXRange(-0.5, 322.5, padding=0)
+    assert "Positions" not in w.figure_status()
+    w.select_sequence(1)                      # a short sequence is shown whole: nothing to say
+    assert "Positions" not in w.figure_status() and "drag" not in w.figure_status()

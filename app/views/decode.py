@@ -8,7 +8,7 @@ Viterbi path drawn over it.  All inference is the core's; this view only draws.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import Any, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyqtgraph as pg
@@ -431,10 +431,39 @@ class DecodeView(QtWidgets.QWidget):
 
     @contextlib.contextmanager
     def figure_mode(self) -> Iterator[None]:
-        """While the view is exported (:mod:`app.export`): the words / gold / predicted table
+        """While the view is exported (:mod:`app.export`): the line under the plots says which positions
+        are drawn, without the on-screen instruction (:meth:`figure_status`); the words / gold / predicted table
         without its scroll bar's strip when all its columns fit, else left out of the figure
         (a table cut at the edge would tell only part of the sequence; the track names the words)."""
         self._decode_pending()
+        status = self.status.text()
+        self.status.setText(self.figure_status())    # no on-screen instruction; the positions drawn
+        try:
+            with self._table_for_figure():
+                yield
+        finally:
+            self.status.setText(status)
+
+    def shown_positions(self) -> Optional[Tuple[int, int]]:
+        """The first and last positions of the sequence the plots show (``None``: no sequence)."""
+        if self._path is None:
+            return None
+        x0, x1 = self.track_plot.vb.viewRange()[0]
+        T = len(self._path)
+        first, last = max(0, int(np.ceil(x0 + 0.5 - 1e-6))), min(T - 1, int(np.floor(x1 - 0.5 + 1e-6)))
+        return (first, max(first, last))
+
+    def figure_status(self) -> str:
+        """The line under the plots in a figure: the on-screen one without its instruction ("drag or zoom"),
+        saying which positions the figure shows when not all of them."""
+        text = self.status.text().split("  Showing positions")[0]
+        shown = self.shown_positions()
+        if shown is not None and shown != (0, len(self._path) - 1):
+            text += f"  Positions {shown[0]}–{shown[1]} of {len(self._path)} shown."
+        return text
+
+    @contextlib.contextmanager
+    def _table_for_figure(self) -> Iterator[None]:
         t = self.tag_table
         if not t.isVisibleTo(self):
             yield
