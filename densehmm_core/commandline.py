@@ -59,11 +59,6 @@ DATA_OPTION_DESTS = ("format", "preset", "observe", "column", "tagset", "keep_tr
 VOCABULARY_STEPS = ("merge_below",)
 VOCABULARY_READER_OPTIONS = ("min_count", "max_vocab", "rare", "unknown_symbol")
 
-#: The reading options of the model's training data that evaluate/decode read DATA with (where they apply to
-#: DATA's format and the command line does not set them).
-MODEL_READ_OPTIONS = ("observe", "tagset", "drop_traces", "collapse_tags", "mol", "alphabet", "uppercase",
-                      "strip_stop", "nucleotide")
-
 
 def flag_text(option: str, value=None) -> str:
     """How the command line says ``option=value``: ``--mol all``, ``--keep-traces``, ``--subset``."""
@@ -95,7 +90,7 @@ def load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = 
 
     Preprocessing options given on the command line override those of ``--preset``.
     ``read_as`` (evaluate, decode): the reader options of the model's training data; those of
-    :data:`MODEL_READ_OPTIONS` are used where they apply to DATA's format and the command line does not
+    ``densehmm_core.data.MODEL_READ_OPTIONS`` are used where they apply to DATA's format and the command line does not
     set them, and its ``chunk_len`` (the sequences cut into pieces as for training) where ``--chunk`` is
     not given.  Words are read as written (``--lowercase`` and the rare-word classes act when encoding for
     the model).  Without ``preprocess`` (data read for a model) a preset gives its reader options and its
@@ -107,9 +102,9 @@ def load_corpus(path: str, args, *, preprocess: bool, read_as: Optional[dict] = 
     extra = getattr(args, "extra", None) or None
     if path == "-" and "-" in (extra or []) or (extra or []).count("-") > 1:
         raise UserError("standard input can be read only once: give '-' for DATA or one --extra, not both")
-    defaults = {k: v for k, v in (read_as or {}).items() if k in MODEL_READ_OPTIONS}
-    if not preprocess:   # evaluate/decode: every word as written; the model's vocabulary decides
-        defaults["min_count"] = 1
+    # evaluate/decode: the model's reading options, every word as written (the model's vocabulary decides);
+    # the core's rule, the app's too (densehmm_core.data.reading_for_model)
+    defaults = {} if preprocess else data_mod.reading_for_model(read_as)
     options = {}
     observe = getattr(args, "observe", None)
     if observe:

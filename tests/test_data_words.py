@@ -295,7 +295,7 @@ def test_unknown_report_and_skipping_sentences_with_unknown_words():
     with_unk = [".", "The", "dog", "runs", "the", "<unk>"]
     rep = unknown_report(data, with_unk)
     assert rep == {"types": 2, "tokens": 2, "total_tokens": 7, "sentences": 2, "total_sentences": 2,
-                   "examples": ["Vinken", "ran"], "unknown_symbol": "<unk>"}
+                   "examples": ["Vinken", "ran"], "unknown_symbol": "<unk>", "mostly_unknown": False}
     enc = encode_for_model(data, with_unk, len(with_unk))
     assert [enc.decode(s) for s in enc.sequences] == [["The", "dog", "<unk>", "."], ["<unk>", "runs", "."]]
     no_unk = [".", "The", "Vinken", "dog", "runs", "the"]

@@ -76,19 +76,6 @@ def _n_extra_sentences(corpus) -> int:
     return corpus.n_sequences - len(corpus.labelled_indices())
 
 
-def _training_read_options(model) -> dict:
-    """The reader options of the model's training data (from its file), or {}; with the length its
-    sequences were cut to (``chunk_len``, a preprocessing option), when they were."""
-    prov = getattr(model, "provenance_", None) or {}
-    options = prov.get("options") if isinstance(prov, dict) else None
-    out = dict(options) if isinstance(options, dict) else {}
-    pre = prov.get("preprocess_options") if isinstance(prov, dict) else None
-    chunk = pre.get("chunk_len") if isinstance(pre, dict) else None
-    if isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 1:
-        out["chunk_len"] = chunk
-    return out
-
-
 def _encode_for_model(corpus, model, source: str, *, lowercase: bool = False, skip_unknown: bool = False,
                       quiet: bool = False):
     """The corpus encoded with the model's vocabulary (:func:`densehmm_core.data.encode_for_model`,
@@ -160,7 +147,8 @@ def _load_eval_data(args, model):
         corpus = {"train": train, "test": test}.get(part) or _concat(train, test)
         source = "demo"
     else:
-        read_as = _training_read_options(model)
+        from ..data import training_read_options
+        read_as = training_read_options(model)
         corpus = _load_corpus(args.data, args, preprocess=False, read_as=read_as)
         split = getattr(args, "split", None)
         if part != "all":

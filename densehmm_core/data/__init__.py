@@ -14,7 +14,8 @@ from .detect import ALIASES, FORMATS, describe_formats, detect_format, file_dial
 from .errors import DataFormatError
 from .fasta import ALPHABETS
 from .loader import PREPROCESS_DEFAULTS, READER_DEFAULTS, WORDS_MIN_COUNT, load
-from .modelvocab import encode_for_model, residual_symbol, unknown_report
+from .modelvocab import (MODEL_READ_OPTIONS, encode_for_model, read_as_for_model, reading_for_model, residual_symbol,
+                         training_read_options, unknown_report)
 from .presets import PRESETS, get_preset
 from .tagged import collapse_brown_tag
 from .wordshape import SHAPE_CLASSES, SUFFIXES, word_shape
@@ -22,4 +23,5 @@ from .wordshape import SHAPE_CLASSES, SUFFIXES, word_shape
 __all__ = ["load", "Corpus", "DataFormatError", "PRESETS", "get_preset", "FORMATS", "ALIASES", "ALPHABETS",
            "describe_formats", "file_dialog_filters", "detect_format", "READER_DEFAULTS",
            "PREPROCESS_DEFAULTS", "collapse_brown_tag", "NO_TAG", "word_shape", "SHAPE_CLASSES", "SUFFIXES",
-           "encode_for_model", "residual_symbol", "WORDS_MIN_COUNT", "unknown_report"]
+           "encode_for_model", "residual_symbol", "WORDS_MIN_COUNT", "unknown_report", "MODEL_READ_OPTIONS",
+           "training_read_options", "reading_for_model", "read_as_for_model"]

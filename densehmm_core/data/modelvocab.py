@@ -13,10 +13,60 @@ from .corpus import DEFAULT_RESIDUAL, Corpus
 from .tokens import DEFAULT_UNKNOWN
 from .wordshape import SHAPE_CLASSES
 
-__all__ = ["residual_symbol", "encode_for_model", "unknown_report", "ON_UNKNOWN"]
+__all__ = ["residual_symbol", "encode_for_model", "unknown_report", "ON_UNKNOWN", "MODEL_READ_OPTIONS",
+           "MOSTLY_UNKNOWN", "training_read_options", "reading_for_model", "read_as_for_model"]
 
 #: What :func:`encode_for_model` does with symbols a model does not know.
 ON_UNKNOWN = ("map", "skip")
+
+#: The reading options of a model's training data that data read for the model take (where they apply to the
+#: data's format and the caller does not set them): what the symbols are (words or tags, tag set, alphabet), never
+#: what builds a vocabulary (the model's decides).  The command line's evaluate/decode and the app's Score/Decode.
+MODEL_READ_OPTIONS = ("observe", "tagset", "drop_traces", "collapse_tags", "mol", "alphabet", "uppercase",
+                      "strip_stop", "nucleotide")
+
+#: The share of a data set's tokens unknown to a model from which :func:`unknown_report` says
+#: ``mostly_unknown``: data of another kind than the model's (tags for a words model), not data to score.
+MOSTLY_UNKNOWN = 0.9
+
+
+def training_read_options(model, provenance: Optional[dict] = None) -> dict:
+    """The reader options of the model's training data (from its provenance, as its file keeps them; or from
+    ``provenance``, its training data's, where the model has none: a model trained in the app), or {}; with
+    the length its sequences were cut to (``chunk_len``, a preprocessing option), when they were."""
+    prov = getattr(model, "provenance_", None) or provenance or {}
+    options = prov.get("options") if isinstance(prov, dict) else None
+    out = dict(options) if isinstance(options, dict) else {}
+    pre = prov.get("preprocess_options") if isinstance(prov, dict) else None
+    chunk = pre.get("chunk_len") if isinstance(pre, dict) else None
+    if isinstance(chunk, int) and not isinstance(chunk, bool) and chunk >= 1:
+        out["chunk_len"] = chunk
+    return out
+
+
+def reading_for_model(read_as: Optional[dict]) -> Dict[str, Any]:
+    """The reader defaults (``data.load(..., defaults=)``) of data read for a model whose training data were
+    read with ``read_as`` (:func:`training_read_options`): its :data:`MODEL_READ_OPTIONS`, and every word as
+    written (``min_count`` 1): the model's vocabulary decides which it knows (its ``lowercase`` acts when
+    encoding, :func:`encode_for_model`)."""
+    out = {k: v for k, v in (read_as or {}).items() if k in MODEL_READ_OPTIONS}
+    out["min_count"] = 1
+    return out
+
+
+def read_as_for_model(options: Optional[dict], read_as: Optional[dict]) -> bool:
+    """Whether data read with the reader ``options`` (a Corpus's ``provenance["options"]``, defaults included)
+    are read as data for a model whose training data were read with ``read_as`` (:func:`training_read_options`)
+    are (:func:`reading_for_model`): the same :data:`MODEL_READ_OPTIONS` where both name one, every word kept
+    (min. count 1, no vocabulary size) and not lower-cased unless the model's words were."""
+    options, read_as = options or {}, read_as or {}
+    want = reading_for_model(read_as)
+    if any(key in options and options[key] != value for key, value in want.items() if key != "min_count"):
+        return False
+    if options.get("observe") != "words":      # (the word options act on words only)
+        return True
+    return (options.get("min_count") in (None, 0, 1) and not options.get("max_vocab")
+            and not (options.get("lowercase") and not read_as.get("lowercase")))
 
 
 def residual_symbol(vocabulary: Collection[str], provenance: Optional[dict] = None) -> Optional[str]:
@@ -57,11 +107,12 @@ def unknown_report(corpus: Any, vocabulary: Optional[Sequence[str]], *, provenan
     them, most frequent first) and ``unknown_symbol`` (the model's residual symbol that
     would read them, or None: then :func:`encode_for_model` refuses them unless told to
     ``skip`` the sentences).  Without symbol names (``vocabulary`` None or a list of arrays)
-    every count is 0.
+    every count is 0.  ``mostly_unknown``: at least :data:`MOSTLY_UNKNOWN` of the tokens are unknown (the
+    data are not of the model's kind: a score or a decoding would mean nothing).
     """
     n_seq = len(corpus.sequences) if isinstance(corpus, Corpus) else len(corpus)
     out: Dict[str, Any] = {"types": 0, "tokens": 0, "total_tokens": 0, "sentences": 0, "total_sentences": n_seq,
-                           "examples": [], "unknown_symbol": None}
+                           "examples": [], "unknown_symbol": None, "mostly_unknown": False}
     if vocabulary is None or not isinstance(corpus, Corpus):
         return out
     vocabulary = [str(v) for v in vocabulary]
@@ -76,6 +127,7 @@ def unknown_report(corpus: Any, vocabulary: Optional[Sequence[str]], *, provenan
                total_tokens=int(corpus.n_tokens), unknown_symbol=unknown,
                sentences=int(sum(1 for s in corpus.sequences if len(s) and bad[s].any())) if missing else 0,
                examples=[corpus.vocabulary[i] for i in order[:8]])
+    out["mostly_unknown"] = bool(out["total_tokens"] and out["tokens"] >= MOSTLY_UNKNOWN * out["total_tokens"])
     return out
 
 
