@@ -277,9 +277,7 @@ def preprocess_corpus(ds: "DataSet", options: dict):
     the preset's reader options apply too; options set in the panel override the preset's.
     """
     from densehmm_core import data as core_data
-    kw = {core: options[k] for k, core in PREPROCESS_KEYS.items() if options.get(k)}
-    if kw.get("subset") and options.get("subset_random"):
-        kw["subset_seed"] = int(options.get("seed", 0))
+    kw = _preprocess_kw(options)
     preset = options.get("preset")
     if preset:   # the Observe group's reader options stay, below the preset's
         read = options.get("read") or (ds.options or {}).get("read")
@@ -287,6 +285,63 @@ def preprocess_corpus(ds: "DataSet", options: dict):
     if not kw:
         return ds.corpus
     return ds.corpus.preprocess(**kw)
+
+
+def _preprocess_kw(options: dict) -> dict:
+    """``Corpus.preprocess``'s arguments for the data panel's preprocessing ``options``."""
+    kw = {core: options[k] for k, core in PREPROCESS_KEYS.items() if options.get(k)}
+    if kw.get("subset") and options.get("subset_random"):
+        kw["subset_seed"] = int(options.get("seed", 0))
+    return kw
+
+
+def job_read_options(job) -> dict:
+    """The reader options of the job's training data (``densehmm_core.data.training_read_options``): its
+    model's provenance (a model read from a file), else its data set's (a model trained here)."""
+    from densehmm_core.data import training_read_options
+    ds = getattr(job, "dataset", None)
+    corpus = (ds.processed if ds.processed is not None else ds.corpus) if isinstance(ds, DataSet) else None
+    return training_read_options(job.model, provenance=corpus.provenance if corpus is not None else None)
+
+
+def reads_for_model(ds: DataSet, read_as: dict) -> bool:
+    """Whether ``ds``'s sequences are read as data for a model whose training data were read with
+    ``read_as`` (:func:`job_read_options`) are (the core's rule, ``densehmm_core.data.read_as_for_model``:
+    the model's reading options, e.g. words, and every word as written); else :func:`read_for_model_again`
+    reads its file again (Score, Decode)."""
+    if ds.path is None or ds.corpus is None:
+        return True
+    from densehmm_core.data import read_as_for_model
+    return read_as_for_model(ds.corpus.provenance.get("options"), read_as)
+
+
+def read_for_model_again(ds: DataSet, read_as: dict) -> DataSet:
+    """``ds``'s file read again as data for a model whose training data were read with ``read_as`` are (runs
+    on a background thread): with the model's reading options and every word as written
+    (``densehmm_core.data.reading_for_model``, as the command line's evaluate and decode read), the data
+    set's format, encoding, sequence selection (subset, lengths, chunks; not its vocabulary steps or a
+    preset's), split and seed, so its test part holds the same sequences."""
+    from densehmm_core import data as core_data
+    own = ds.corpus.provenance.get("options") or {}
+    defaults = {k: own[k] for k in ("encoding", "on_malformed", "on_bad_sentence") if k in own}
+    defaults.update(core_data.reading_for_model(read_as))
+    corpus = core_data.load(ds.path, format=ds.corpus.provenance.get("format") or "auto", defaults=defaults)
+    options = ds.options or {}
+    kw = {k: v for k, v in _preprocess_kw(options).items() if k != "merge_below"}
+    processed = corpus.preprocess(**kw) if kw else corpus
+    out = dataset_from_corpus(ds.path, corpus, float(options.get("split", 0.5)), int(options.get("seed", 0)),
+                              processed=processed)
+    out.name = ds.name
+    return out
+
+
+def scored_part(ds: DataSet, n_scored: int) -> str:
+    """What Score on data scored of ``ds`` (``n_scored`` sequences, after any left out): "test split,
+    1,038 of 2,077 sequences" or "all 2,077 sequences"."""
+    total = ds.summary["n_sequences"]
+    if ds.test is not None:
+        return f"test split, {n_scored:,} of {total:,} sequences"
+    return f"all {total:,} sequences" if n_scored == total else f"{n_scored:,} of {total:,} sequences"
 
 
 def save_models(path: str, items) -> List[str]:

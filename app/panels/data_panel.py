@@ -266,7 +266,8 @@ class DataPanel(QWidget):
         self.min_count.setToolTip("Words seen fewer times than this are rare and read as the unknown symbol, "
                                   "which also reads the words a model never saw when it scores other data "
                                   f"(default {WORDS_MIN_COUNT}); 1: every word is kept and the model has no "
-                                  "unknown symbol")
+                                  "unknown symbol. A file a model scores or decodes is read with every word, "
+                                  "whatever this says")
         form.addRow("Min. count", self.min_count)
         self.rare = CompactComboBox(12)
         self.rare.addItem("one unknown symbol", "unk")

@@ -208,7 +208,9 @@ class JobsPanel(QWidget):
         self.compare_btn.setToolTip("Select two finished jobs: metrics table and matrix differences")
         self.compare_btn.clicked.connect(self.request_compare)
         self.score_btn = QPushButton("Score on data")
-        self.score_btn.setToolTip("Score the selected model on the current data set (normalised NLL)")
+        self.score_btn.setToolTip("Score the selected model on the current data set's test split (all of it when it "
+                                  "has none): normalised NLL; a file is read as the model reads data (e.g. as "
+                                  "words, every word as written)")
         self.score_btn.clicked.connect(lambda: [self.score_requested.emit(j) for j in self.selected_jobs()])
         for b in (self.cancel_sel, self.export_btn, self.compare_btn, self.score_btn):
             bar.addWidget(b)

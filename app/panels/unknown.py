@@ -4,9 +4,11 @@ that hold them.  The counting and the encoding are the core's
 (``densehmm_core.data.unknown_report`` / ``encode_for_model``, as in the command line)."""
 from __future__ import annotations
 
+from typing import Optional
+
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-__all__ = ["unknown_message", "read_for_model"]
+__all__ = ["unknown_message", "refusal_message", "read_for_model"]
 
 
 def unknown_message(rep: dict, data_name: str) -> str:
@@ -24,20 +26,52 @@ def unknown_message(rep: dict, data_name: str) -> str:
     return text
 
 
+def _kind(model, read: dict) -> str:
+    """What the model reads (``read``: its training data's reader options), in words: "the words of a tagged
+    corpus", "the tags of a tagged corpus (upos)", "21 symbols (A, C, …)"."""
+    if read.get("observe") == "words":
+        return "the words of a tagged corpus"
+    if read.get("observe") == "tags":
+        return "the tags of a tagged corpus" + (f" ({read['tagset']})" if read.get("tagset") else "")
+    vocab = [str(v) for v in (model.vocabulary or [])]
+    return f"{len(vocab)} symbols ({', '.join(vocab[:6])}{', …' if len(vocab) > 6 else ''})"
+
+
+def refusal_message(rep: dict, data_name: str, model, what: str = "Score", read_as: Optional[dict] = None) -> str:
+    """The refusal's text when (nearly) every token of the data is unknown to the model (``mostly_unknown``)."""
+    share = rep["tokens"] / max(rep["total_tokens"], 1)
+    shown = ", ".join(repr(w) for w in rep["examples"][:4])
+    return (f"{rep['tokens']:,} of {rep['total_tokens']:,} tokens of '{data_name}' ({share:.0%}) are symbols the "
+            f"model does not know (e.g. {shown}): these data are not of the kind the model was trained on, and "
+            f"a result would mean nothing.\n\nThe model reads {_kind(model, read_as or {})}. {what} it on a file of "
+            f"that kind (open it with the Data panel; a tagged corpus is read as the model's training data were), or "
+            f"choose a model trained on data like '{data_name}'.")
+
+
 def _ask(box: QMessageBox) -> None:
     """Show ``box`` modally (tests replace this)."""
     box.exec()
 
 
-def read_for_model(parent: QWidget, model, data, data_name: str, what: str = "Score"):
+def read_for_model(parent: QWidget, model, data, data_name: str, what: str = "Score",
+                   read_as: Optional[dict] = None):
     """``data`` read with ``model``'s alphabet after asking the user about the symbols the model
     does not know; None when the user cancels (or nothing is left).  Without unknown symbols
-    nobody is asked."""
+    nobody is asked; when (nearly) all tokens are unknown (the core's ``mostly_unknown``) the data
+    are refused, with what to do.  ``read_as``: the reader options of the model's training data (its words
+    looked up lower-cased when they were read so)."""
     from densehmm_core.data import encode_for_model, unknown_report
     prov = getattr(model, "provenance_", None)
-    rep = unknown_report(data, model.vocabulary, provenance=prov)
+    lowercase = bool((read_as or {}).get("lowercase"))   # words looked up as the model read them
+    rep = unknown_report(data, model.vocabulary, provenance=prov, lowercase=lowercase)
     if not rep["types"]:
-        return encode_for_model(data, model.vocabulary, model.n_symbols, provenance=prov)
+        return encode_for_model(data, model.vocabulary, model.n_symbols, provenance=prov, lowercase=lowercase)
+    if rep["mostly_unknown"]:   # refused: reading them all as '<unk>' would give a meaningless number
+        box = QMessageBox(QMessageBox.Icon.Warning, f"{what}: data the model cannot read",
+                          refusal_message(rep, data_name, model, what, read_as), QMessageBox.StandardButton.Ok, parent)
+        box.setObjectName("unreadableDataDialog")
+        _ask(box)
+        return None
     box = QMessageBox(QMessageBox.Icon.Question, f"{what}: symbols the model does not know",
                       unknown_message(rep, data_name), QMessageBox.StandardButton.Cancel, parent)
     box.setObjectName("unknownSymbolsDialog")
@@ -52,6 +86,6 @@ def read_for_model(parent: QWidget, model, data, data_name: str, what: str = "Sc
     clicked = box.clickedButton()
     if clicked is None or clicked not in (as_unknown, skip):
         return None
-    return encode_for_model(data, model.vocabulary, model.n_symbols, provenance=prov,
+    return encode_for_model(data, model.vocabulary, model.n_symbols, provenance=prov, lowercase=lowercase,
                             on_unknown="map" if clicked is as_unknown else "skip")
 

@@ -1,12 +1,14 @@
 """Jobs of the main window: starting jobs and sweeps, following them, showing one in the dashboard."""
 from __future__ import annotations
 
+import functools
 import weakref
 from typing import Callable, List, Optional
 
 from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from .. import tasks
 from ..datasets import DataSet, encode_for
 from ..export import file_stem
 from ..jobs import Job, JobManager, JobState
@@ -347,15 +349,31 @@ class JobsController(QObject):
         self.window.dashboard.set_decode_datasets([d.name for d in datasets], current)
 
     def decode_on(self, index: int) -> None:
-        """Decode the current job's model on data set ``index`` (Decode's "Data" box)."""
+        """Decode the current job's model on data set ``index`` (Decode's "Data" box); a data set not read
+        as the model reads data (tags for a words model, min. count 2) is read again first, off the GUI thread."""
         job = self.state.current_job
         if job is None or not job.state.has_model or not (0 <= index < len(self.state.datasets)):
             return
         ds = self.state.datasets[index]
+        from ..datasets import job_read_options, read_for_model_again, reads_for_model
+        read_as = job_read_options(job)
+        if ds is job.dataset or reads_for_model(ds, read_as):   # (its own data: read as the model's were)
+            self._decode_with(job, ds, ds)
+            return
+        self.window.statusBar().showMessage(f"Reading {ds.name} as the model of job {job.id} reads data…", 5000)
+        tasks.run_background(functools.partial(read_for_model_again, ds, read_as),
+                             lambda again: self._decode_with(job, ds, again),
+                             lambda exc, tb: self._error_dialog("Cannot decode", f"'{ds.name}': {exc}"))
+
+    def _decode_with(self, job: Job, ds: DataSet, src: DataSet) -> None:
+        """Decode's data: ``src`` (``ds`` itself or its file read again for the model) with the model's alphabet."""
+        if self.state.current_job is not job:      # another job shown meanwhile
+            return
+        from ..datasets import job_read_options
         from ..panels.unknown import read_for_model
-        raw = ds.processed if ds.processed is not None else (ds.test if ds.test is not None else ds.train)
+        raw = src.processed if src.processed is not None else (src.test if src.test is not None else src.train)
         try:  # symbols the model does not know: counted, the user chooses
-            data = read_for_model(self.window, job.model, raw, ds.name, "Decode")
+            data = read_for_model(self.window, job.model, raw, ds.name, "Decode", job_read_options(job))
         except ValueError as exc:
             self._error_dialog("Cannot decode", f"'{ds.name}': the model of job {job.id} cannot read these "
                                                 f"data: {exc}")

@@ -146,33 +146,55 @@ class ResultsController(QObject):
         self.export_models_dialog(jobs)
 
     def score_job(self, job: Job, ds: Optional[DataSet] = None, on_done=None) -> None:
-        """Score a model on a data set's test part (or all of it): normalised NLL, off the GUI thread."""
+        """Score a model on a data set's test part (or all of it): normalised NLL, off the GUI thread.
+        A data set not read as the model reads data (tags for a words model, min. count 2) is read again
+        first (``datasets.read_for_model_again``, off the GUI thread too)."""
         ds = ds or self.state.current_dataset
         if ds is None or not job.has_model:
             QMessageBox.information(self.window, "Score", "Select a model and load a data set first.")
             return
-        data = ds.test if ds.test is not None else ds.train
-        from ..datasets import score_model, unknown_note
+        from densehmm_core.data import reading_for_model
+
+        from ..datasets import job_read_options, read_for_model_again, reads_for_model
+        read_as = job_read_options(job)
+        if ds is job.dataset or reads_for_model(ds, read_as):   # (its own data: read as the model's were)
+            self._score_on(job, ds, ds, "", on_done)
+            return
+        how = ", ".join(f"{k}={v}" for k, v in reading_for_model(read_as).items())
+        note = f"'{ds.name}' read again as the model reads data ({how})"
+        self._status(f"Reading {ds.name} as the model of job {job.id} reads data…", 5000)
+        tasks.run_background(functools.partial(read_for_model_again, ds, read_as),
+                             lambda again: self._score_on(job, ds, again, note, on_done),
+                             lambda exc, tb: self._error_dialog("Cannot score", f"'{ds.name}': {exc}"))
+
+    def _score_on(self, job: Job, ds: DataSet, src: DataSet, read_note: str, on_done=None) -> None:
+        """Score on data with ``src``: ``ds`` itself or its file read again for the model (``read_note``)."""
+        data = src.test if src.test is not None else src.train
+        from ..datasets import job_read_options, score_model, scored_part, unknown_note
         from ..panels.unknown import read_for_model
         try:  # symbols matched by name; symbols the model does not know: counted, the user chooses
-            data = read_for_model(self.window, job.model, data, ds.name, "Score")
+            data = read_for_model(self.window, job.model, data, ds.name, "Score", job_read_options(job))
         except ValueError as exc:
             self._error_dialog("Cannot score", f"'{ds.name}': the model cannot read these data: {exc}")
             return
         if data is None:
             self._status(f"Score on {ds.name} cancelled", 5000)
             return
-        note = unknown_note(data)
-        if note:
-            self.log_panel.log(f"Job {job.id} on {ds.name}: {note}", "warning")
+        if read_note:
+            self.log_panel.log(f"Job {job.id}: {read_note}")
+        note = "; ".join(n for n in (read_note, unknown_note(data)) if n)
+        if unknown_note(data):
+            self.log_panel.log(f"Job {job.id} on {ds.name}: {unknown_note(data)}", "warning")
+        part = scored_part(src, len(data.sequences) if hasattr(data, "sequences") else len(data))
+        where = f"{ds.name} ({part})"
 
         def done(res):
-            job.score_text = f"NLL/token on {ds.name}: {res['nll']:.5g}"
+            job.score_text = f"NLL/token on {where}: {res['nll']:.5g}"
             job.scores = dict(res)
             self.jobs_panel.update_job(job)
             text = ", ".join(f"{k} = {v:.6g}" for k, v in res.items())
-            self.log_panel.log(f"Job {job.id} '{job.name}' on {ds.name}: {text}")
-            self.show_score(job, ds.name, res, note)
+            self.log_panel.log(f"Job {job.id} '{job.name}' on {where}: {text}")
+            self.show_score(job, where, res, note)
             if on_done is not None:
                 on_done(res)
 
