@@ -149,3 +149,16 @@ def test_window_controllers_talk_to_the_dashboard_never_to_a_view_inside_it():
     window = pathlib.Path(__file__).resolve().parent.parent / "app" / "window"
     offenders = {f.name: dashboard_view_reaches(f.read_text(encoding="utf-8")) for f in sorted(window.glob("*.py"))}
     assert not {k: v for k, v in offenders.items() if v}, offenders
+
+
+def test_every_app_module_has_a_layer():
+    """The app's layers contract (pyproject.toml) constrains only the modules it names: a new module left
+    out of it (app/sweeps.py and app/print_figure.py were) could import any layer above it unchecked."""
+    import tomllib
+    root = CORE.parent
+    contracts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c.get("containers") == ["app"] and c["type"] == "layers")
+    named = {m.strip() for layer in layers for m in layer.replace("|", ":").split(":")}
+    modules = {p.stem for p in (root / "app").glob("*.py") if p.stem != "__init__"}
+    modules |= {p.name for p in (root / "app").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert modules - named == set(), sorted(modules - named)
