@@ -56,9 +56,9 @@ def reading_for_model(read_as: Optional[dict]) -> Dict[str, Any]:
 
 def read_as_for_model(options: Optional[dict], read_as: Optional[dict]) -> bool:
     """Whether data read with the reader ``options`` (a Corpus's ``provenance["options"]``, defaults included)
-    are read as data for a model whose training data were read with ``read_as`` (:func:`training_read_options`)
-    are (:func:`reading_for_model`): the same :data:`MODEL_READ_OPTIONS` where both name one, every word kept
-    (min. count 1, no vocabulary size) and not lower-cased unless the model's words were."""
+    were read as :func:`reading_for_model` reads data for a model whose training data were read with
+    ``read_as`` (:func:`training_read_options`): the same :data:`MODEL_READ_OPTIONS` where both name one, every
+    word kept (min. count 1, no vocabulary size) and not lower-cased unless the model's words were."""
     options, read_as = options or {}, read_as or {}
     want = reading_for_model(read_as)
     if any(key in options and options[key] != value for key, value in want.items() if key != "min_count"):
