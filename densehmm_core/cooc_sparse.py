@@ -144,24 +144,29 @@ class DevicePairs:
         self.cols = xp.asarray(pc.cols, dtype=xp.int64)
         self.vals = xp.asarray(pc.vals, dtype=xp.float64)
 
-    def stationary(self, A):
+    def _solved(self, A):
+        """``pi`` by the device solve, and a device flag that it is not a distribution (non-finite or
+        negative entries: a reducible chain); ``(None, None)`` when the solve raised.  No transfer."""
         xp = self.xp
         n = A.shape[0]
         M = xp.eye(n) - A.T + 1.0
         try:
             pi = xp.linalg.solve(M, xp.ones(n))
-            pi = pi / pi.sum()
-            ok = not bool(xp.any(~xp.isfinite(pi) | (pi < -1e-9)))      # one scalar to the host
         except (np.linalg.LinAlgError, ValueError):
-            ok = False
-        if ok:
-            return pi
-        return xp.asarray(stationary_distribution(self.backend.to_host(A)))
+            return None, None
+        pi = pi / pi.sum()
+        return pi, xp.any(~xp.isfinite(pi) | (pi < -1e-9))
 
-    def mad(self, A, B) -> float:
-        """Mean over all ``m^2`` entries of ``|Omega - Omega_gt|`` (as :func:`sparse_mad`)."""
+    def _host_stationary(self, A):
+        return self.xp.asarray(stationary_distribution(self.backend.to_host(A)))
+
+    def stationary(self, A):
+        """The stationary distribution of ``A`` on the device (the host's where the solve fails)."""
+        pi, bad = self._solved(A)
+        return self._host_stationary(A) if pi is None or bool(bad) else pi
+
+    def _sum(self, pi, A, B):
         xp = self.xp
-        pi = self.stationary(A)
         C = (pi[:, None] * A) @ B
         Bt, Ct = xp.ascontiguousarray(B.T), xp.ascontiguousarray(C.T)
         s = pi.sum()
@@ -169,4 +174,15 @@ class DevicePairs:
             r, c = self.rows[a:a + self.block], self.cols[a:a + self.block]
             om = (Bt[r] * Ct[c]).sum(axis=1)
             s = s + xp.abs(om - self.vals[a:a + self.block]).sum() - om.sum()
-        return max(float(s), 0.0) / float(self.m) ** 2
+        return s
+
+    def mad(self, A, B) -> float:
+        """Mean over all ``m^2`` entries of ``|Omega - Omega_gt|`` (as :func:`sparse_mad`): one scalar comes
+        back, NaN when the device solve gave no distribution; then (rarely) the host's ``pi`` is used."""
+        xp = self.xp
+        pi, bad = self._solved(A)
+        if pi is not None:
+            value = float(xp.where(bad, xp.nan, self._sum(pi, A, B)))
+            if value == value:
+                return max(value, 0.0) / float(self.m) ** 2
+        return max(float(self._sum(self._host_stationary(A), A, B)), 0.0) / float(self.m) ** 2
